@@ -1,0 +1,92 @@
+// Package registry reads toolgate's registry: the rows that name every tool an
+// MCP server may expose, the method each dispatches to, the permission section
+// it belongs to and the arguments it declares.
+//
+// A registry is loaded whole or not at all: [Load] and [Parse] validate the
+// document against schema/registry.schema.json and then check what a schema
+// cannot say (unique names, required xor default, known internal types, a
+// default valid for its type). Every problem is reported at once in a
+// [*ValidationError], each naming the row and the field.
+//
+// A loaded [*Registry] is immutable by convention: callers share it between
+// goroutines and must not modify it.
+package registry
+
+import "encoding/json"
+
+// Registry is a validated registry document.
+type Registry struct {
+	// Sections maps a permission section's name to the roles that may use it.
+	Sections map[string]Section `json:"sections,omitempty"`
+	// Tools are the rows, in the order of the file.
+	Tools []Tool `json:"tools"`
+}
+
+// Section lists the roles granted the tools of one permission section.
+type Section struct {
+	Roles []string `json:"roles"`
+}
+
+// Tool is one registry row.
+type Tool struct {
+	Name        string         `json:"name"`
+	Method      string         `json:"method"`
+	Section     string         `json:"section,omitempty"`
+	Title       string         `json:"title,omitempty"`
+	Description string         `json:"description,omitempty"`
+	Driver      string         `json:"driver,omitempty"`
+	Arguments   []Argument     `json:"arguments,omitempty"`
+	Annotations map[string]any `json:"annotations,omitempty"`
+}
+
+// Argument is one declared argument of a row.
+type Argument struct {
+	Name        string `json:"name"`
+	Type        string `json:"type"`
+	Required    bool   `json:"required,omitempty"`
+	Description string `json:"description,omitempty"`
+	// Default is the JSON value used when the argument is not sent; nil when
+	// the row declares no default (a declared `default: null` is the JSON
+	// literal null, not nil).
+	Default json.RawMessage `json:"default,omitempty"`
+	// Enum, Minimum, Maximum, Pattern and Items pass into the argument's JSON
+	// Schema unchanged.
+	Enum    []json.RawMessage `json:"enum,omitempty"`
+	Minimum *json.Number      `json:"minimum,omitempty"`
+	Maximum *json.Number      `json:"maximum,omitempty"`
+	Pattern string            `json:"pattern,omitempty"`
+	Items   json.RawMessage   `json:"items,omitempty"`
+}
+
+// Primitive argument types. Any other type names an internal type whose
+// schema lives in schema/types/<Name>.json.
+const (
+	TypeInt    = "int"
+	TypeFloat  = "float"
+	TypeString = "string"
+	TypeBool   = "bool"
+	TypeArray  = "array"
+	TypeObject = "object"
+)
+
+// DriverURL marks a generic URL driver row (SPEC §7).
+const DriverURL = "url"
+
+// IsPrimitive reports whether t is one of the primitive argument types.
+func IsPrimitive(t string) bool {
+	switch t {
+	case TypeInt, TypeFloat, TypeString, TypeBool, TypeArray, TypeObject:
+		return true
+	}
+	return false
+}
+
+// Tool returns the row named name, or nil.
+func (r *Registry) Tool(name string) *Tool {
+	for i := range r.Tools {
+		if r.Tools[i].Name == name {
+			return &r.Tools[i]
+		}
+	}
+	return nil
+}
