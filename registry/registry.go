@@ -12,7 +12,10 @@
 // goroutines and must not modify it.
 package registry
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // Registry is a validated registry document.
 type Registry struct {
@@ -20,6 +23,12 @@ type Registry struct {
 	Sections map[string]Section `json:"sections,omitempty"`
 	// Tools are the rows, in the order of the file.
 	Tools []Tool `json:"tools"`
+
+	// index maps a row's name to its position in Tools; built by Parse, nil
+	// in a Registry built by hand.
+	index map[string]int
+	// warnings are Parse's findings that do not refuse the document.
+	warnings []Problem
 }
 
 // Section lists the roles granted the tools of one permission section.
@@ -81,12 +90,37 @@ func IsPrimitive(t string) bool {
 	return false
 }
 
-// Tool returns the row named name, or nil.
+// Tool returns the row named name, or nil (also for a nil Registry). It is
+// O(1) on a registry from [Parse] or [Load]; a Registry built by hand is
+// searched row by row.
 func (r *Registry) Tool(name string) *Tool {
+	if r == nil {
+		return nil
+	}
+	if r.index != nil {
+		// The index is trusted only while it still agrees with Tools.
+		i, ok := r.index[name]
+		if ok && i < len(r.Tools) && r.Tools[i].Name == name {
+			return &r.Tools[i]
+		}
+		if !ok && len(r.index) == len(r.Tools) {
+			return nil
+		}
+	}
 	for i := range r.Tools {
 		if r.Tools[i].Name == name {
 			return &r.Tools[i]
 		}
 	}
 	return nil
+}
+
+// Warnings returns what Parse found worth knowing but not worth refusing the
+// document for: a row naming a section that sections does not list (it
+// grants nobody). The slice is the caller's.
+func (r *Registry) Warnings() []Problem {
+	if r == nil {
+		return nil
+	}
+	return slices.Clone(r.warnings)
 }
