@@ -41,6 +41,9 @@ func decodeJSON(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	v, err := jsonValue(dec, 0)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
 	if err == nil {
 		if _, terr := dec.Token(); terr != io.EOF {
 			err = errors.New("unexpected data after the document")
@@ -58,9 +61,6 @@ func jsonValue(dec *json.Decoder, depth int) (any, error) {
 	}
 	tok, err := dec.Token()
 	if err != nil {
-		if err == io.EOF {
-			return nil, io.ErrUnexpectedEOF
-		}
 		return nil, err
 	}
 	switch tok := tok.(type) {
@@ -71,7 +71,7 @@ func jsonValue(dec *json.Decoder, depth int) (any, error) {
 			for dec.More() {
 				kt, err := dec.Token()
 				if err != nil {
-					return nil, err
+					return nil, unexpectedEOF(err)
 				}
 				k, ok := kt.(string)
 				if !ok {
@@ -82,12 +82,12 @@ func jsonValue(dec *json.Decoder, depth int) (any, error) {
 				}
 				v, err := jsonValue(dec, depth+1)
 				if err != nil {
-					return nil, err
+					return nil, unexpectedEOF(err)
 				}
 				m[k] = v
 			}
 			if _, err := dec.Token(); err != nil {
-				return nil, err
+				return nil, unexpectedEOF(err)
 			}
 			return m, nil
 		case '[':
@@ -95,12 +95,12 @@ func jsonValue(dec *json.Decoder, depth int) (any, error) {
 			for dec.More() {
 				v, err := jsonValue(dec, depth+1)
 				if err != nil {
-					return nil, err
+					return nil, unexpectedEOF(err)
 				}
 				a = append(a, v)
 			}
 			if _, err := dec.Token(); err != nil {
-				return nil, err
+				return nil, unexpectedEOF(err)
 			}
 			return a, nil
 		}
@@ -108,6 +108,14 @@ func jsonValue(dec *json.Decoder, depth int) (any, error) {
 	default:
 		return tok, nil // string, bool, nil, json.Number
 	}
+}
+
+// unexpectedEOF turns the end of input inside a value into an error.
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // jsonLine returns the 1-based line of a JSON error.
@@ -157,6 +165,8 @@ func (d *yamlDecoder) value(n *yaml.Node, depth int) (any, error) {
 		return nil, d.fail(n, errTooLarge)
 	}
 	switch n.Kind {
+	case 0: // an empty document
+		return nil, nil
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
 			return nil, nil
