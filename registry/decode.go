@@ -24,14 +24,18 @@ const (
 const (
 	// maxDepth bounds nesting, so a hostile document cannot exhaust the stack.
 	maxDepth = 256
-	// maxNodes bounds the values a YAML document expands to through aliases
-	// (a "billion laughs" document is a few lines long).
+	// maxNodes bounds the values a YAML document decodes to.
 	maxNodes = 1 << 20
+	// maxAliased bounds the values a YAML document's aliases expand to: a
+	// "billion laughs" document is a few lines long. Registries reuse an
+	// anchor for a row or an argument list, a few hundred values.
+	maxAliased = 1 << 16
 )
 
 var (
 	errTooDeep  = fmt.Errorf("nested deeper than %d levels", maxDepth)
 	errTooLarge = fmt.Errorf("expands to more than %d values", maxNodes)
+	errAliases  = fmt.Errorf("aliases expand to more than %d values", maxAliased)
 )
 
 // decodeJSON decodes data into plain values: map[string]any, []any, string,
@@ -146,8 +150,10 @@ func decodeYAML(data []byte) (any, error) {
 }
 
 type yamlDecoder struct {
-	nodes int
-	line  int // of the node that failed
+	nodes   int
+	aliased int // values decoded inside an alias
+	inAlias int
+	line    int // of the node that failed
 }
 
 func (d *yamlDecoder) fail(n *yaml.Node, err error) error {
@@ -164,6 +170,11 @@ func (d *yamlDecoder) value(n *yaml.Node, depth int) (any, error) {
 	if d.nodes++; d.nodes > maxNodes {
 		return nil, d.fail(n, errTooLarge)
 	}
+	if d.inAlias > 0 {
+		if d.aliased++; d.aliased > maxAliased {
+			return nil, d.fail(n, errAliases)
+		}
+	}
 	switch n.Kind {
 	case 0: // an empty document
 		return nil, nil
@@ -176,6 +187,8 @@ func (d *yamlDecoder) value(n *yaml.Node, depth int) (any, error) {
 		if n.Alias == nil {
 			return nil, d.fail(n, errors.New("unknown alias"))
 		}
+		d.inAlias++
+		defer func() { d.inAlias-- }()
 		return d.value(n.Alias, depth+1)
 	case yaml.SequenceNode:
 		a := make([]any, 0, len(n.Content))

@@ -342,7 +342,7 @@ func TestYAMLBillionLaughs(t *testing.T) {
 	require.Nil(t, r)
 	var pe *registry.ParseError
 	require.ErrorAs(t, err, &pe)
-	require.ErrorContains(t, err, "expands to more than")
+	require.ErrorContains(t, err, "aliases expand to more than")
 }
 
 func TestToolIndex(t *testing.T) {

@@ -6,7 +6,17 @@
 // document against schema/registry.schema.json and then check what a schema
 // cannot say (unique names, required xor default, known internal types, a
 // default valid for its type). Every problem is reported at once in a
-// [*ValidationError], each naming the row and the field.
+// [*ValidationError], each naming the row and the field:
+//
+//	r, err := registry.Load("registry.yaml")
+//	var invalid *registry.ValidationError
+//	if errors.As(err, &invalid) {
+//		for _, p := range invalid.Problems {
+//			log.Print(p) // tools[3] (getReward): arguments[0].type: unknown type "Mony"
+//		}
+//	}
+//	tool := r.Tool("getReward")
+//	inputSchema := tool.InputSchema() // what tools/list shows and calls bind against
 //
 // A loaded [*Registry] is immutable by convention: callers share it between
 // goroutines and must not modify it.
