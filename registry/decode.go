@@ -298,12 +298,9 @@ func (d *yamlDecoder) scalar(n *yaml.Node) (any, error) {
 		}
 		f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
 		if err != nil {
-			var ferr error
-			if err := n.Decode(&f); err != nil {
-				ferr = fmt.Errorf("number %q cannot be read", n.Value)
-			}
-			if ferr != nil {
-				return nil, d.fail(n, ferr)
+			// YAML spellings strconv does not read: .inf, .NaN, +.5.
+			if n.Decode(&f) != nil {
+				return nil, d.fail(n, fmt.Errorf("number %q cannot be read", n.Value))
 			}
 		}
 		if math.IsInf(f, 0) || math.IsNaN(f) {
