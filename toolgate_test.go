@@ -2,6 +2,7 @@ package toolgate_test
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"strings"
 	"testing"
@@ -35,7 +36,11 @@ func TestBundledRegoPolicies(t *testing.T) {
 		var out strings.Builder
 		_ = report.WritePretty(&out, false)
 		for _, r := range report.Failed() {
-			t.Errorf("%s %s at %s %s", r.FullName(), strings.ToUpper(string(r.Status)), r.Location, r.Error)
+			msg := fmt.Sprintf("%s: %s at %s", r.FullName(), strings.ToUpper(string(r.Status)), r.Location)
+			if r.Error != "" {
+				msg += ": " + r.Error
+			}
+			t.Error(msg)
 		}
 		t.Logf("opa test output:\n%s", out.String())
 	}

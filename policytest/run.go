@@ -73,8 +73,14 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, newError(StageLoad, err)
 	}
 
+	// Key modules by the file name their locations carry: coverage matches
+	// the two, and the loader's own keys drop the leading "/" of absolute
+	// paths.
 	modules := make(map[string]*ast.Module, len(loaded.Modules))
 	for name, m := range loaded.Modules {
+		if loc := m.Parsed.Package.Location; loc != nil && loc.File != "" {
+			name = loc.File
+		}
 		modules[name] = m.Parsed
 	}
 
@@ -233,8 +239,24 @@ func coverage(rep cover.Report) *Coverage {
 		for _, rng := range fr.NotCovered {
 			fc.NotCovered = append(fc.NotCovered, LineRange{Start: rng.Start.Row, End: rng.End.Row})
 		}
+		fc.NotCovered = mergeLines(fc.NotCovered)
 		files = append(files, fc)
 	}
 	slices.SortFunc(files, func(a, b FileCoverage) int { return cmp.Compare(a.File, b.File) })
 	return summarize(files)
+}
+
+// mergeLines merges overlapping and adjacent line ranges: coverage ranges are
+// per expression, several may share a line.
+func mergeLines(rs []LineRange) []LineRange {
+	slices.SortFunc(rs, func(a, b LineRange) int { return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End)) })
+	var out []LineRange
+	for _, r := range rs {
+		if n := len(out); n > 0 && r.Start <= out[n-1].End+1 {
+			out[n-1].End = max(out[n-1].End, r.End)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
