@@ -7,6 +7,8 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -424,9 +426,9 @@ func TestRunErrors(t *testing.T) {
 			var got []string
 			for _, d := range perr.Diagnostics {
 				file := strings.TrimPrefix(strings.TrimPrefix(d.Location.File, dir), string(filepath.Separator))
-				got = append(got, file+":"+itoa(d.Location.Row)+" "+d.Code)
+				got = append(got, file+":"+strconv.Itoa(d.Location.Row)+" "+d.Code)
 			}
-			sortStrings(got)
+			slices.Sort(got)
 			if strings.Join(got, "\n") != strings.Join(tt.diags, "\n") {
 				t.Errorf("diagnostics:\n%s\nwant:\n%s\nerror: %v", strings.Join(got, "\n"), strings.Join(tt.diags, "\n"), err)
 			}
