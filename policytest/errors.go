@@ -1,0 +1,99 @@
+package policytest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/loader"
+)
+
+// Stage names the step at which an [*Error] stopped the run.
+type Stage string
+
+// The stages of Run that can fail before any test runs.
+const (
+	StageLoad    Stage = "load"    // reading or parsing files
+	StageCompile Stage = "compile" // compiling the modules together
+)
+
+// Diagnostic is one problem found in the policy or test files.
+type Diagnostic struct {
+	// Location is where the problem is; its File is empty when unknown.
+	Location Location
+	// Code is OPA's error code, e.g. "rego_parse_error"; empty when the
+	// problem is not a Rego error (an unreadable file, bad JSON).
+	Code    string
+	Message string
+}
+
+// String renders d as `file:row:col: code: message`, leaving out what is unknown.
+func (d Diagnostic) String() string {
+	var b strings.Builder
+	if d.Location.File != "" {
+		b.WriteString(d.Location.String())
+		b.WriteString(": ")
+	}
+	if d.Code != "" {
+		b.WriteString(d.Code)
+		b.WriteString(": ")
+	}
+	b.WriteString(d.Message)
+	return b.String()
+}
+
+// Error reports every problem that kept the tests from running. Run returns
+// it (as error) when files fail to load or modules fail to compile.
+type Error struct {
+	Stage       Stage
+	Diagnostics []Diagnostic
+	// Err is the underlying error, kept for logs.
+	Err error
+}
+
+func (e *Error) Error() string {
+	lines := make([]string, 0, len(e.Diagnostics)+1)
+	lines = append(lines, fmt.Sprintf("policytest: %s failed with %d error(s):", e.Stage, len(e.Diagnostics)))
+	for _, d := range e.Diagnostics {
+		lines = append(lines, "  "+d.String())
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// newError collects the diagnostics of a loader or compiler error.
+func newError(stage Stage, err error) *Error {
+	return &Error{Stage: stage, Diagnostics: diagnostics(err), Err: err}
+}
+
+func diagnostics(err error) []Diagnostic {
+	var (
+		lerrs loader.Errors
+		aerrs ast.Errors
+		aerr  *ast.Error
+	)
+	switch {
+	case errors.As(err, &lerrs):
+		var ds []Diagnostic
+		for _, e := range lerrs {
+			ds = append(ds, diagnostics(e)...)
+		}
+		return ds
+	case errors.As(err, &aerrs):
+		ds := make([]Diagnostic, 0, len(aerrs))
+		for _, e := range aerrs {
+			ds = append(ds, astDiagnostic(e))
+		}
+		return ds
+	case errors.As(err, &aerr):
+		return []Diagnostic{astDiagnostic(aerr)}
+	default:
+		return []Diagnostic{{Message: err.Error()}}
+	}
+}
+
+func astDiagnostic(e *ast.Error) Diagnostic {
+	return Diagnostic{Location: location(e.Location), Code: e.Code, Message: e.Message}
+}

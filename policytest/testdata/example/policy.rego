@@ -1,0 +1,5 @@
+package example
+
+allow if input.role == "admin"
+
+allow if input.role == "auditor"
