@@ -1,0 +1,38 @@
+package engine
+
+import (
+	"slices"
+
+	"github.com/toolgate/toolgate/registry"
+)
+
+// Caller is who a call is made on behalf of. A nil *Caller is nobody: no
+// tool is granted and no policy is asked.
+type Caller struct {
+	Subject string         `json:"subject"`
+	Roles   []string       `json:"roles"`
+	Claims  map[string]any `json:"claims"`
+}
+
+// Base reports the registry's own permission default for one row (SPEC §2):
+// nobody gets nothing; a row without a section is granted to every signed-in
+// caller; a row with a section is granted iff one of the caller's roles is
+// listed for it, and a section the registry does not declare grants nobody.
+func Base(reg *registry.Registry, t *registry.Tool, c *Caller) bool {
+	if c == nil {
+		return false
+	}
+	if t.Section == "" {
+		return true
+	}
+	sec, ok := reg.Sections[t.Section]
+	if !ok {
+		return false
+	}
+	for _, r := range c.Roles {
+		if slices.Contains(sec.Roles, r) {
+			return true
+		}
+	}
+	return false
+}

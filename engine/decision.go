@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// Outcome says how a grant decision was reached.
+type Outcome int
+
+const (
+	// NoOverride: data.toolgate.grant.granted is undefined; the base
+	// decision stands.
+	NoOverride Outcome = iota
+	// Override: granted is defined (even empty); exactly its names are granted.
+	Override
+	// Failed: evaluating the policy failed; see GrantDecision.Err.
+	Failed
+	// Nobody: no caller is signed in; nothing is granted and no policy was asked.
+	Nobody
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case NoOverride:
+		return "no_override"
+	case Override:
+		return "override"
+	case Failed:
+		return "failed"
+	case Nobody:
+		return "nobody"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// GrantDecision is the answer to "which tools may this caller use". List and
+// call read the same value: the listing leniently (a failed policy falls back
+// to the base decision), the call strictly (a failed policy refuses).
+//
+// A GrantDecision is immutable and may be shared between goroutines.
+type GrantDecision struct {
+	Outcome  Outcome
+	Revision *Revision
+	// Err is the evaluation failure when Outcome is Failed: a *PolicyError.
+	Err error
+	// Rules, filled by Explain only, are the rules that defined granted.
+	Rules []Location
+
+	view    *callerView
+	granted map[string]struct{} // the override set, when Outcome is Override
+}
+
+// Base reports the base decision for the named row; false for a name no row has.
+func (d *GrantDecision) Base(name string) bool {
+	i := d.Revision.ToolIndex(name)
+	return i >= 0 && d.view != nil && d.view.base[i]
+}
+
+// Allowed is the strict reading used by tools/call: whether the named tool
+// is granted. It returns the failure when the policy failed. A name no row
+// has is never allowed, also when an override set names it.
+func (d *GrantDecision) Allowed(name string) (bool, error) {
+	switch d.Outcome {
+	case Failed:
+		return false, d.Err
+	case Nobody:
+		return false, nil
+	}
+	i := d.Revision.ToolIndex(name)
+	if i < 0 {
+		return false, nil
+	}
+	return d.allowedRow(i), nil
+}
+
+func (d *GrantDecision) allowedRow(i int) bool {
+	switch d.Outcome {
+	case Override:
+		_, ok := d.granted[d.Revision.reg.Tools[i].Name]
+		return ok
+	case NoOverride, Failed:
+		return d.view.base[i]
+	}
+	return false
+}
+
+// Visible is the lenient reading used by tools/list: like Allowed, but a
+// failed policy falls back to the base decision.
+func (d *GrantDecision) Visible(name string) bool {
+	if d.Outcome == Nobody {
+		return false
+	}
+	i := d.Revision.ToolIndex(name)
+	return i >= 0 && d.allowedRow(i)
+}
+
+// VisibleRows returns the indexes of the rows the lenient reading grants, in
+// registry order.
+func (d *GrantDecision) VisibleRows() []int {
+	if d.Outcome == Nobody {
+		return nil
+	}
+	var out []int
+	for i := range d.Revision.reg.Tools {
+		if d.allowedRow(i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Granted returns the names the strict reading grants, in registry order;
+// nil when the decision failed or nobody is signed in.
+func (d *GrantDecision) Granted() []string {
+	if d.Outcome == Failed || d.Outcome == Nobody {
+		return nil
+	}
+	var out []string
+	for _, i := range d.VisibleRows() {
+		out = append(out, d.Revision.reg.Tools[i].Name)
+	}
+	return out
+}
+
+// OverrideSet returns the names of the override set, sorted, including names
+// no row has; nil without an override.
+func (d *GrantDecision) OverrideSet() []string {
+	if d.Outcome != Override {
+		return nil
+	}
+	out := make([]string, 0, len(d.granted))
+	for n := range d.granted {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Reason is one deny reason with every rule that produced it.
+type Reason struct {
+	Message string     `json:"message"`
+	Rules   []Location `json:"rules,omitempty"`
+}
+
+// CallDecision is the answer of the toolgate.call rules for an accepted call.
+type CallDecision struct {
+	Revision *Revision
+	// Deny holds every deny reason, sorted by message. Any reason refuses.
+	Deny []Reason
+	// Result, when not nil, is the JSON object that answers the call without
+	// running its method (a CallToolResult). Refusing wins over a result.
+	Result []byte
+	// ResultRules are the rules that defined Result.
+	ResultRules []Location
+	// Err is the evaluation failure, a *PolicyError; the call then fails closed.
+	Err error
+}
+
+// Failure kinds of a PolicyError.
+const (
+	KindEval     = "eval_error"    // a runtime error: conflict, type error, ...
+	KindBuiltin  = "builtin_error" // a built-in function failed (strict)
+	KindTimeout  = "timeout"       // the evaluation passed its deadline
+	KindCanceled = "canceled"      // the caller's context was canceled
+	KindType     = "type_error"    // a rule produced a value of the wrong type
+)
+
+// ErrPolicy is wrapped by every PolicyError, for errors.Is.
+var ErrPolicy = errors.New("policy evaluation failed")
+
+// PolicyError is a failing policy: not an answer, a failure (SPEC §4).
+type PolicyError struct {
+	// Rule is the ref that was being read, e.g. data.toolgate.grant.granted.
+	Rule string
+	// Kind is one of the Kind constants.
+	Kind string
+	// Code is OPA's error code when OPA reported one (eval_conflict_error, ...).
+	Code string
+	// Location is where in the policy the failure arose, when known.
+	Location Location
+	// Message describes the failure in full, for logs only.
+	Message string
+	// Err is the underlying error, if any.
+	Err error
+}
+
+func (e *PolicyError) Error() string {
+	s := fmt.Sprintf("%s: %s", e.Rule, e.Kind)
+	if e.Code != "" {
+		s += " (" + e.Code + ")"
+	}
+	if e.Location.File != "" {
+		s += " at " + e.Location.String()
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+func (e *PolicyError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrPolicy, e.Err}
+	}
+	return []error{ErrPolicy}
+}

@@ -1,0 +1,30 @@
+// Package engine takes toolgate's decisions: registry rows, the caller and
+// the bounded _meta of a request are compiled into one OPA input document
+// (SPEC §3), and Rego rules answer with the granted tool set
+// (data.toolgate.grant.granted) and the deny reasons and result of a call
+// (data.toolgate.call.deny, data.toolgate.call.result).
+//
+// Policies are compiled once per [Revision] and evaluated many times: a
+// Revision holds the registry, the compiled policies and their prepared
+// queries, and is immutable. An [Engine] holds the current Revision and swaps
+// it whole on [Engine.Reload]; read [Engine.Current] once per decision, so a
+// call never mixes the registry of one revision with the policies of another.
+//
+// Every decision is a value that says how it was reached:
+//
+//   - a [GrantDecision] is NoOverride (granted undefined: the base decision
+//     of SPEC §2 stands), Override (granted defined, even empty: exactly its
+//     names), Failed (the policy failed: a *[PolicyError] carrying OPA's
+//     error), or Nobody (no caller: nothing, no policy asked). tools/call
+//     reads it strictly ([GrantDecision.Allowed] refuses on failure),
+//     tools/list leniently ([GrantDecision.Visible] falls back to the base
+//     decision);
+//   - a [CallDecision] carries every deny reason with the rules (file and
+//     line) that produced it, the optional result, or the failure.
+//
+// Evaluation is strict: built-in errors fail instead of silently making a
+// rule undefined (which would drop an override and fail open), and each
+// evaluation has a deadline ([WithTimeout], default 250 ms).
+//
+// All methods of Engine and Revision are safe for concurrent use.
+package engine

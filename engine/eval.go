@@ -1,0 +1,239 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
+)
+
+// Grant evaluates the grant decision for a caller and request. It never
+// returns nil; for a nil caller the Outcome is Nobody and no policy is asked.
+func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDecision {
+	d := &GrantDecision{Revision: r}
+	if c == nil {
+		d.Outcome = Nobody
+		return d
+	}
+	d.view = r.view(c)
+	rs, err := r.eval(ctx, r.policies.grantQ, r.input(c, d.view, &req, -1))
+	if err != nil {
+		d.Outcome, d.Err = Failed, policyError(refGranted, err, ctx)
+		return d
+	}
+	r.readGranted(d, rs[0].Bindings["g"])
+	return d
+}
+
+// readGranted sets the outcome from the wrapped value of granted.
+func (r *Revision) readGranted(d *GrantDecision, b any) {
+	arr := b.(*ast.Array)
+	if arr.Len() == 0 {
+		d.Outcome = NoOverride
+		return
+	}
+	set, ok := arr.Elem(0).Value.(ast.Set)
+	if !ok {
+		d.Outcome, d.Err = Failed, typeError(refGranted, "granted must be a set of tool names, got %s", ast.ValueName(arr.Elem(0).Value))
+		return
+	}
+	granted := make(map[string]struct{}, set.Len())
+	var bad ast.Value
+	set.Foreach(func(t *ast.Term) {
+		s, ok := t.Value.(ast.String)
+		if !ok {
+			bad = t.Value
+			return
+		}
+		granted[string(s)] = struct{}{}
+	})
+	if bad != nil {
+		d.Outcome, d.Err = Failed, typeError(refGranted, "granted must hold strings only, got %s %s", ast.ValueName(bad), bad)
+		return
+	}
+	d.Outcome, d.granted = Override, granted
+}
+
+// Call evaluates the toolgate.call rules for an accepted call of the named
+// row. The caller is signed in (a call by nobody never gets here).
+func (r *Revision) Call(ctx context.Context, c *Caller, req Request) *CallDecision {
+	d := &CallDecision{Revision: r}
+	idx := r.ToolIndex(req.Tool)
+	var v *callerView
+	if c != nil {
+		v = r.view(c)
+	}
+	rs, err := r.eval(ctx, r.policies.callQ, r.input(c, v, &req, idx))
+	if err != nil {
+		d.Err = policyError(refDeny, err, ctx)
+		return d
+	}
+	b := rs[0].Bindings
+	if arr := b["deny"].(*ast.Array); arr.Len() > 0 {
+		set, ok := arr.Elem(0).Value.(ast.Set)
+		if !ok {
+			d.Err = typeError(refDeny, "deny must be a set of reasons, got %s", ast.ValueName(arr.Elem(0).Value))
+			return d
+		}
+		var err error
+		set.Foreach(func(t *ast.Term) {
+			s, ok := t.Value.(ast.String)
+			switch {
+			case !ok:
+				err = typeError(refDeny, "a deny reason must be a string, got %s %s", ast.ValueName(t.Value), t.Value)
+			case s == "":
+				err = typeError(refDeny, "a deny reason must not be empty")
+			default:
+				d.Deny = append(d.Deny, Reason{Message: string(s)})
+			}
+		})
+		if err != nil {
+			d.Err = err
+			return d
+		}
+		sort.Slice(d.Deny, func(i, j int) bool { return d.Deny[i].Message < d.Deny[j].Message })
+	}
+	if arr := b["result"].(*ast.Array); arr.Len() > 0 {
+		obj, ok := arr.Elem(0).Value.(ast.Object)
+		if !ok {
+			d.Err = typeError(refResult, "result must be an object, got %s", ast.ValueName(arr.Elem(0).Value))
+			return d
+		}
+		doc, err := ast.JSON(obj)
+		if err == nil {
+			d.Result, err = json.Marshal(doc)
+		}
+		if err != nil {
+			d.Err = typeError(refResult, "result: %v", err)
+			return d
+		}
+	}
+	// Provenance: which rule produced each reason and the result.
+	for i := range r.policies.prov {
+		p := &r.policies.prov[i]
+		if p.target.Equal(refGranted) {
+			continue
+		}
+		arr, _ := b[p.binding].(*ast.Array)
+		if arr == nil || arr.Len() == 0 {
+			continue
+		}
+		val := arr.Elem(0).Value
+		switch {
+		case p.target.Equal(refDeny):
+			set, ok := val.(ast.Set)
+			if !ok {
+				continue
+			}
+			for k := range d.Deny {
+				if set.Contains(ast.StringTerm(d.Deny[k].Message)) {
+					d.Deny[k].Rules = append(d.Deny[k].Rules, p.loc)
+				}
+			}
+		case p.target.Equal(refResult) && d.Result != nil:
+			d.ResultRules = append(d.ResultRules, p.loc)
+		}
+	}
+	return d
+}
+
+// Explain evaluates the grant decision like Grant and also finds the rules
+// that defined granted. It is slower than Grant and meant for tools such as
+// `toolgate explain`, not the hot path.
+func (r *Revision) Explain(ctx context.Context, c *Caller, req Request) *GrantDecision {
+	d := &GrantDecision{Revision: r}
+	if c == nil {
+		d.Outcome = Nobody
+		return d
+	}
+	d.view = r.view(c)
+	rs, err := r.eval(ctx, r.policies.explainQ, r.input(c, d.view, &req, -1))
+	if err != nil {
+		d.Outcome, d.Err = Failed, policyError(refGranted, err, ctx)
+		return d
+	}
+	b := rs[0].Bindings
+	r.readGranted(d, b["g"])
+	if d.Outcome != Override {
+		return d
+	}
+	var dflt []Location
+	for i := range r.policies.prov {
+		p := &r.policies.prov[i]
+		if !p.target.Equal(refGranted) {
+			continue
+		}
+		if arr, _ := b[p.binding].(*ast.Array); arr != nil && arr.Len() > 0 {
+			if p.dflt {
+				dflt = append(dflt, p.loc)
+			} else {
+				d.Rules = append(d.Rules, p.loc)
+			}
+		}
+	}
+	if len(d.Rules) == 0 {
+		d.Rules = dflt
+	}
+	return d
+}
+
+// URLDriversDecided reports whether data.toolgate.grant.url_drivers_decided
+// is true for the caller (SPEC §7).
+func (r *Revision) URLDriversDecided(ctx context.Context, c *Caller) (bool, error) {
+	if c == nil {
+		return false, nil
+	}
+	v := r.view(c)
+	rs, err := r.eval(ctx, r.policies.explainQ, r.input(c, v, &Request{Method: MethodList}, -1))
+	if err != nil {
+		return false, policyError(refDecided, err, ctx)
+	}
+	arr := rs[0].Bindings["d"].(*ast.Array)
+	return arr.Len() > 0 && arr.Elem(0).Value.Compare(ast.Boolean(true)) == 0, nil
+}
+
+// eval runs one prepared query under the revision's deadline.
+func (r *Revision) eval(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value) (rego.ResultSet, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.opts.timeout)
+	defer cancel()
+	rs, err := q.Eval(ctx, rego.EvalParsedInput(input))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %w", ctx.Err(), err)
+		}
+		return nil, err
+	}
+	if len(rs) != 1 {
+		return nil, fmt.Errorf("query returned %d results, want 1", len(rs))
+	}
+	return rs, nil
+}
+
+func typeError(ref ast.Ref, format string, args ...any) *PolicyError {
+	return &PolicyError{Rule: ref.String(), Kind: KindType, Message: fmt.Sprintf(format, args...)}
+}
+
+// policyError classifies an evaluation error; nothing of it is dropped.
+func policyError(ref ast.Ref, err error, ctx context.Context) *PolicyError {
+	pe := &PolicyError{Rule: ref.String(), Kind: KindEval, Message: err.Error(), Err: err}
+	var te *topdown.Error
+	if errors.As(err, &te) {
+		pe.Code = te.Code
+		pe.Location = locationOf(te.Location)
+		if te.Code == topdown.BuiltinErr {
+			pe.Kind = KindBuiltin
+		}
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		pe.Kind = KindTimeout
+	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
+		pe.Kind = KindCanceled
+	}
+	return pe
+}

@@ -1,0 +1,288 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/topdown/print"
+	"github.com/open-policy-agent/opa/v1/util"
+)
+
+// The rules toolgate reads (SPEC §4).
+var (
+	refGranted  = ast.MustParseRef("data.toolgate.grant.granted")
+	refDeny     = ast.MustParseRef("data.toolgate.call.deny")
+	refResult   = ast.MustParseRef("data.toolgate.call.result")
+	refDecided  = ast.MustParseRef("data.toolgate.grant.url_drivers_decided")
+	watchedRefs = []ast.Ref{refGranted, refDeny, refResult}
+)
+
+// Location is a place in a policy file.
+type Location struct {
+	File string `json:"file"`
+	Row  int    `json:"row"`
+	Col  int    `json:"col"`
+}
+
+func (l Location) String() string {
+	if l.File == "" {
+		return "-"
+	}
+	return fmt.Sprintf("%s:%d", l.File, l.Row)
+}
+
+func locationOf(l *ast.Location) Location {
+	if l == nil {
+		return Location{}
+	}
+	return Location{File: l.File, Row: l.Row, Col: l.Col}
+}
+
+// Diagnostic is one problem found while loading policies or data.
+type Diagnostic struct {
+	Location
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message"`
+}
+
+func (d Diagnostic) String() string {
+	if d.File == "" {
+		return d.Message
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", d.File, d.Row, d.Col, d.Message)
+}
+
+// CompileError reports every problem found in a policy directory. Nothing of
+// a directory with a CompileError is loaded.
+type CompileError struct {
+	Diagnostics []Diagnostic
+}
+
+func (e *CompileError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "policies: %d error", len(e.Diagnostics))
+	if len(e.Diagnostics) != 1 {
+		b.WriteString("s")
+	}
+	for _, d := range e.Diagnostics {
+		b.WriteString("\n  ")
+		b.WriteString(d.String())
+	}
+	return b.String()
+}
+
+func compileErrorFromAST(errs ast.Errors) *CompileError {
+	ce := &CompileError{}
+	for _, e := range errs {
+		ce.Diagnostics = append(ce.Diagnostics, Diagnostic{Location: locationOf(e.Location), Code: e.Code, Message: e.Message})
+	}
+	return ce
+}
+
+// provenance is a copy of one rule that defines a watched ref, under a name
+// of its own, so that one evaluation also tells which rule produced what.
+type provenance struct {
+	target  ast.Ref // the watched ref the original rule defines
+	ref     ast.Ref // the copy's absolute ref
+	loc     Location
+	dflt    bool // a default rule
+	binding string
+}
+
+// policySet is a compiled policy directory with its prepared queries. It is
+// immutable once built and shared by every decision of a revision.
+type policySet struct {
+	compiler *ast.Compiler
+	store    storage.Store
+	files    []string
+	prov     []provenance
+	grantQ   rego.PreparedEvalQuery // granted only: the hot path
+	explainQ rego.PreparedEvalQuery // granted with provenance and url_drivers_decided
+	callQ    rego.PreparedEvalQuery // deny and result with provenance
+}
+
+// compilePolicies parses, compiles and prepares every policy and data file.
+func compilePolicies(ctx context.Context, files []sourceFile, printHook func(string)) (*policySet, error) {
+	modules := map[string]*ast.Module{}
+	data := map[string]any{}
+	var diags []Diagnostic
+	ps := &policySet{}
+	for _, f := range files {
+		switch {
+		case isPolicyFile(path.Base(f.rel)):
+			m, err := ast.ParseModuleWithOpts(f.name, string(f.data), ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true})
+			if err != nil {
+				var errs ast.Errors
+				if errors.As(err, &errs) {
+					diags = append(diags, compileErrorFromAST(errs).Diagnostics...)
+				} else {
+					diags = append(diags, Diagnostic{Location: Location{File: f.name}, Message: err.Error()})
+				}
+				continue
+			}
+			modules[f.name] = m
+			ps.files = append(ps.files, f.name)
+		default:
+			var doc any
+			if err := util.Unmarshal(f.data, &doc); err != nil {
+				diags = append(diags, Diagnostic{Location: Location{File: f.name}, Message: "data: " + err.Error()})
+				continue
+			}
+			if err := mountData(data, path.Dir(f.rel), doc); err != nil {
+				diags = append(diags, Diagnostic{Location: Location{File: f.name}, Message: err.Error()})
+				continue
+			}
+			ps.files = append(ps.files, f.name)
+		}
+	}
+	if len(diags) > 0 {
+		return nil, &CompileError{Diagnostics: diags}
+	}
+	ps.prov = addProvenance(modules)
+
+	c := ast.NewCompiler().WithEnablePrintStatements(printHook != nil)
+	c.Compile(modules)
+	if c.Failed() {
+		return nil, compileErrorFromAST(c.Errors)
+	}
+	ps.compiler = c
+	ps.store = inmem.NewFromObject(data)
+
+	var err error
+	opts := []func(*rego.Rego){
+		rego.Compiler(c),
+		rego.Store(ps.store),
+		rego.StrictBuiltinErrors(true),
+		rego.GenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t.Value, nil }),
+	}
+	if printHook != nil {
+		opts = append(opts, rego.EnablePrintStatements(true), rego.PrintHook(printFunc(printHook)))
+	}
+	prepare := func(q string) (rego.PreparedEvalQuery, error) {
+		return rego.New(append([]func(*rego.Rego){rego.Query(q)}, opts...)...).PrepareForEval(ctx)
+	}
+	if ps.grantQ, err = prepare(wrapQuery("g", refGranted)); err != nil {
+		return nil, fmt.Errorf("prepare grant query: %w", err)
+	}
+	if ps.explainQ, err = prepare(ps.provenanceQuery(true, wrapQuery("g", refGranted), wrapQuery("d", refDecided))); err != nil {
+		return nil, fmt.Errorf("prepare explain query: %w", err)
+	}
+	if ps.callQ, err = prepare(ps.provenanceQuery(false, wrapQuery("deny", refDeny), wrapQuery("result", refResult))); err != nil {
+		return nil, fmt.Errorf("prepare call query: %w", err)
+	}
+	return ps, nil
+}
+
+// wrapQuery binds v to an array holding the value of ref, or to [] when ref
+// is undefined: the query itself is then always defined, and undefined can
+// be told apart from an empty set.
+func wrapQuery(v string, ref ast.Ref) string {
+	return fmt.Sprintf("%s := [x | x := %s]", v, ref)
+}
+
+// provenanceQuery joins exprs with one binding per provenance copy; with
+// only set, just the copies of that ref (the copies of the call rules
+// otherwise).
+func (ps *policySet) provenanceQuery(grant bool, exprs ...string) string {
+	for i := range ps.prov {
+		p := &ps.prov[i]
+		isGrant := p.target.Equal(refGranted)
+		if grant != isGrant {
+			continue
+		}
+		exprs = append(exprs, wrapQuery(p.binding, p.ref))
+	}
+	return strings.Join(exprs, "; ")
+}
+
+// addProvenance adds to each module, for every rule that defines a watched
+// ref, a copy of that rule under a generated name in the same package, so
+// its references resolve alike. Evaluating a copy tells what that one rule
+// produced.
+func addProvenance(modules map[string]*ast.Module) []provenance {
+	var out []provenance
+	names := make([]string, 0, len(modules))
+	for n := range modules {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		m := modules[n]
+		var added []*ast.Rule
+		for _, r := range m.Rules {
+			abs := r.Path()
+			for _, target := range watchedRefs {
+				if !abs.Equal(target) {
+					continue
+				}
+				i := len(out)
+				name := ast.Var("toolgate__" + string(target[len(target)-1].Value.(ast.String)) + "_" + strconv.Itoa(i))
+				cp := r.Copy()
+				for rr := cp; rr != nil; rr = rr.Else {
+					rr.Head.Name = name
+					rr.Head.Reference = ast.Ref{ast.VarTerm(string(name))}
+				}
+				cp.Module = m
+				added = append(added, cp)
+				out = append(out, provenance{
+					target:  target,
+					ref:     m.Package.Path.Append(ast.StringTerm(string(name))),
+					loc:     locationOf(r.Location),
+					dflt:    r.Default,
+					binding: "p" + strconv.Itoa(i),
+				})
+			}
+		}
+		m.Rules = append(m.Rules, added...)
+	}
+	return out
+}
+
+// mountData places doc at the data path named by a directory, merging objects.
+func mountData(root map[string]any, dir string, doc any) error {
+	node := root
+	if dir != "." && dir != "" {
+		for _, seg := range strings.Split(dir, "/") {
+			next, ok := node[seg]
+			if !ok {
+				m := map[string]any{}
+				node[seg] = m
+				node = m
+				continue
+			}
+			m, ok := next.(map[string]any)
+			if !ok {
+				return fmt.Errorf("data: %s conflicts with a value already loaded", dir)
+			}
+			node = m
+		}
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return errors.New("data: the document must be an object")
+	}
+	for k, v := range obj {
+		if _, dup := node[k]; dup {
+			return fmt.Errorf("data: key %q is defined twice", k)
+		}
+		node[k] = v
+	}
+	return nil
+}
+
+// printFunc adapts a function to OPA's print hook, for print() in policies.
+type printFunc func(string)
+
+func (f printFunc) Print(_ print.Context, msg string) error {
+	f(msg)
+	return nil
+}

@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"path"
+	"time"
+
+	"github.com/toolgate/toolgate/registry"
+)
+
+// Revision is one consistent, compiled state of registry, policies and data.
+// A Revision is immutable and safe for concurrent use; every decision reads
+// exactly one Revision, so a call never mixes the registry of one revision
+// with the policies of another.
+type Revision struct {
+	number   uint64
+	hash     string
+	loadedAt time.Time
+	reg      *registry.Registry
+	index    map[string]int // tool name → row index
+	rowTerms []rowTerms
+	policies *policySet
+	opts     *options
+	views    viewCache
+}
+
+// Number is the revision's sequence number within its Engine, from 1.
+func (r *Revision) Number() uint64 { return r.number }
+
+// Hash is the hex SHA-256 over the revision's registry, policy and data
+// files (names and contents): equal hashes mean equal inputs.
+func (r *Revision) Hash() string { return r.hash }
+
+// LoadedAt is when the revision was built.
+func (r *Revision) LoadedAt() time.Time { return r.loadedAt }
+
+// Registry is the revision's registry. It must not be modified.
+func (r *Revision) Registry() *registry.Registry { return r.reg }
+
+// PolicyFiles lists the policy and data files the revision was built from.
+func (r *Revision) PolicyFiles() []string { return append([]string(nil), r.policies.files...) }
+
+// Tool returns the row named name, or nil when no row has that name.
+func (r *Revision) Tool(name string) *registry.Tool {
+	if i := r.ToolIndex(name); i >= 0 {
+		return &r.reg.Tools[i]
+	}
+	return nil
+}
+
+// ToolIndex returns the index of the row named name, or -1.
+func (r *Revision) ToolIndex(name string) int {
+	if i, ok := r.index[name]; ok {
+		return i
+	}
+	return -1
+}
+
+// String names the revision for logs: number and short hash.
+func (r *Revision) String() string { return fmt.Sprintf("%d/%s", r.number, r.hash[:12]) }
+
+// build reads and compiles a whole revision from src. Nothing is shared with
+// any other revision.
+func build(ctx context.Context, src Source, number uint64, o *options) (*Revision, error) {
+	regFile, err := src.readRegistry()
+	if err != nil {
+		return nil, err
+	}
+	format := path.Ext(regFile.rel)
+	reg, err := registry.Parse(regFile.data, format)
+	if err != nil {
+		return nil, fmt.Errorf("registry %s: %w", regFile.name, err)
+	}
+	files, err := src.readPolicies()
+	if err != nil {
+		return nil, err
+	}
+	var hook func(string)
+	if o.logger != nil {
+		logger := o.logger
+		hook = func(msg string) { logger.Info("policy print", slog.String("msg", msg)) }
+	}
+	ps, err := compilePolicies(ctx, files, hook)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	for _, f := range append([]sourceFile{{rel: "\x00registry"}, regFile}, files...) {
+		fmt.Fprintf(h, "%s\x00%d\x00", f.rel, len(f.data))
+		h.Write(f.data)
+	}
+	rev := &Revision{
+		number:   number,
+		hash:     hex.EncodeToString(h.Sum(nil)),
+		loadedAt: time.Now(),
+		reg:      reg,
+		index:    make(map[string]int, len(reg.Tools)),
+		rowTerms: make([]rowTerms, len(reg.Tools)),
+		policies: ps,
+		opts:     o,
+	}
+	for i := range reg.Tools {
+		rev.index[reg.Tools[i].Name] = i
+		rev.rowTerms[i] = buildRowTerms(&reg.Tools[i])
+	}
+	return rev, nil
+}

@@ -1,0 +1,420 @@
+package mcpadapter
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/registry"
+)
+
+// The exact answers of SPEC §5.
+const (
+	msgNameRequired = "Error: Tool name is required."
+	msgNotVerified  = "Error: Tool access could not be verified."
+	msgInternal     = "Error: An internal error occurred while executing the tool."
+)
+
+func msgUnknownTool(name string) string { return fmt.Sprintf("Error: Unknown tool '%s'.", name) }
+
+// Revisions is where the adapter reads the revision a decision uses; an
+// *engine.Engine is one.
+type Revisions interface {
+	Current() *engine.Revision
+}
+
+// CallerFunc says on whose behalf a request is made; nil is nobody.
+type CallerFunc func(ctx context.Context, req mcp.Request) *engine.Caller
+
+// StaticCaller is a CallerFunc that always answers c (for stdio).
+func StaticCaller(c *engine.Caller) CallerFunc {
+	return func(context.Context, mcp.Request) *engine.Caller { return c }
+}
+
+// DefaultHookTimeout bounds one hook run; a hook still running past it has
+// failed (a before hook then fails the call closed).
+const DefaultHookTimeout = 10 * time.Second
+
+// Options configure an Adapter.
+type Options struct {
+	// Revisions supplies the registry and policies (required).
+	Revisions Revisions
+	// Methods resolves rows' methods (required).
+	Methods MethodSet
+	// Caller identifies the caller of each request; nil: everyone is nobody.
+	Caller CallerFunc
+	// Logger receives failures in full detail; nil discards them.
+	Logger *slog.Logger
+	// HookTimeout bounds each hook; zero is DefaultHookTimeout.
+	HookTimeout time.Duration
+}
+
+// Adapter governs an MCP server's tools/list and tools/call with a toolgate
+// engine (SPEC §5, §6). Configure it (AddHook) before serving; it is then
+// safe for concurrent use.
+type Adapter struct {
+	opts  Options
+	log   *slog.Logger
+	hooks []Hook
+	cache atomic.Pointer[revisionCache]
+}
+
+// New returns an Adapter. It panics when Revisions or Methods is nil.
+func New(opts Options) *Adapter {
+	if opts.Revisions == nil || opts.Methods == nil {
+		panic("mcpadapter: Options.Revisions and Options.Methods are required")
+	}
+	if opts.Caller == nil {
+		opts.Caller = StaticCaller(nil)
+	}
+	if opts.HookTimeout <= 0 {
+		opts.HookTimeout = DefaultHookTimeout
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Adapter{opts: opts, log: log}
+}
+
+// AddHook registers a hook. Before halves run in registration order, then
+// the toolgate.call rules; after halves run in registration order.
+func (a *Adapter) AddHook(h Hook) { a.hooks = append(a.hooks, h) }
+
+// NewServer returns an MCP server governed by the adapter. Serve it over a
+// transport from WrapTransport, or over HTTP behind WrapHTTP.
+func (a *Adapter) NewServer(impl *mcp.Implementation, opts *mcp.ServerOptions) *mcp.Server {
+	var o mcp.ServerOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Capabilities == nil {
+		o.Capabilities = &mcp.ServerCapabilities{}
+	}
+	if o.Capabilities.Tools == nil {
+		o.Capabilities.Tools = &mcp.ToolCapabilities{ListChanged: true}
+	}
+	s := mcp.NewServer(impl, &o)
+	a.Install(s)
+	return s
+}
+
+// Install adds the adapter's middleware to s: it answers every tools/list
+// and tools/call itself; other methods pass through.
+func (a *Adapter) Install(s *mcp.Server) {
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch r := req.(type) {
+			case *mcp.CallToolRequest:
+				return a.Call(ctx, r), nil
+			case *mcp.ListToolsRequest:
+				return a.List(ctx, r), nil
+			}
+			return next(ctx, method, req)
+		}
+	})
+}
+
+// revision returns the current revision with its derived cache.
+func (a *Adapter) revision() *revisionCache {
+	rev := a.opts.Revisions.Current()
+	if rc := a.cache.Load(); rc != nil && rc.rev == rev {
+		return rc
+	}
+	rc := newRevisionCache(rev)
+	a.cache.Store(rc)
+	return rc
+}
+
+// List answers tools/list: the rows the caller's grant decision allows,
+// read leniently (a failing policy falls back to the base decision).
+func (a *Adapter) List(ctx context.Context, req *mcp.ListToolsRequest) *mcp.ListToolsResult {
+	res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
+	res.CacheScope = "private"
+	var rawMeta string
+	if req.Params != nil {
+		if w, ok := takeWire(req.Params.Meta); ok {
+			rawMeta = w.Meta
+		} else if req.Params.Meta != nil {
+			b, _ := json.Marshal(req.Params.Meta)
+			rawMeta = string(b)
+		}
+	}
+	caller := a.opts.Caller(ctx, req)
+	if caller == nil {
+		return res
+	}
+	rc := a.revision()
+	d := rc.rev.Grant(ctx, caller, engine.Request{Method: engine.MethodList, Meta: engine.BoundMeta(json.RawMessage(rawMeta))})
+	if d.Outcome == engine.Failed {
+		a.log.Error("tools/list: grant decision failed; listing the base decision",
+			slog.String("subject", caller.Subject), slog.String("revision", rc.rev.String()), slog.Any("error", d.Err))
+	}
+	for _, i := range d.VisibleRows() {
+		res.Tools = append(res.Tools, rc.tools[i])
+	}
+	return res
+}
+
+// Call answers tools/call, step by step as SPEC §5 says. It never returns a
+// JSON-RPC error: every answer is a CallToolResult.
+func (a *Adapter) Call(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	start := time.Now()
+	p := req.Params
+	if p == nil {
+		p = &mcp.CallToolParamsRaw{}
+	}
+	w, ok := takeWire(p.Meta)
+	if !ok && p.Meta != nil {
+		b, _ := json.Marshal(p.Meta)
+		w.Meta = string(b)
+	}
+	// Step 1.
+	if w.NameInvalid || (!ok && p.Name == "") {
+		return TextResult(msgNameRequired, true)
+	}
+	name := p.Name
+	// Step 2.
+	caller := a.opts.Caller(ctx, req)
+	if caller == nil {
+		return TextResult(msgUnknownTool(name), true)
+	}
+	rc := a.revision()
+	rev := rc.rev
+	args := normaliseArguments(p.Arguments)
+	ereq := engine.Request{Method: engine.MethodCall, Tool: name, Arguments: args, Meta: engine.BoundMeta(json.RawMessage(w.Meta))}
+	call := &CallContext{
+		DecisionID: newDecisionID(),
+		Name:       name,
+		Arguments:  args,
+		Meta:       ereq.Meta,
+		Caller:     caller,
+		Revision:   rev,
+		Start:      start,
+	}
+	// Step 3: the grant decision, strictly. An unknown name runs it too.
+	d := rev.Grant(ctx, caller, ereq)
+	allowed, err := d.Allowed(name)
+	if err != nil {
+		a.log.Error("tools/call: grant decision failed; refusing",
+			slog.String("decision_id", call.DecisionID), slog.String("subject", caller.Subject),
+			slog.String("revision", rev.String()), slog.Any("error", err))
+		res := TextResult(msgNotVerified, true)
+		a.runAfter(ctx, call, &CallEnd{Outcome: OutcomeRefusedGate, Result: res, Err: err, Failed: true, Duration: time.Since(start)})
+		return res
+	}
+	// Step 4: hidden is absent.
+	if !allowed {
+		return TextResult(msgUnknownTool(name), true)
+	}
+	idx := rev.ToolIndex(name)
+	row := &rev.Registry().Tools[idx]
+	call.Tool, call.Method = row, row.Method
+
+	end := a.accepted(ctx, call, rc, idx, &ereq)
+	end.Duration = time.Since(start)
+	if end.Failed {
+		a.log.Error("tools/call failed",
+			slog.String("decision_id", call.DecisionID), slog.String("tool", name), slog.String("method", row.Method),
+			slog.String("subject", caller.Subject), slog.String("revision", rev.String()), slog.Any("error", end.Err))
+	}
+	// Step 8.
+	a.runAfter(ctx, call, end)
+	return end.Result
+}
+
+// accepted runs steps 5 to 7 for a granted call.
+func (a *Adapter) accepted(ctx context.Context, call *CallContext, rc *revisionCache, idx int, ereq *engine.Request) *CallEnd {
+	fail := func(err error) *CallEnd {
+		return &CallEnd{Outcome: OutcomeFailed, Result: TextResult(msgInternal, true), Err: err, Failed: true}
+	}
+	// Step 5: before hooks, then the toolgate.call rules. Refusing wins.
+	var (
+		reasons    []string
+		answer     *mcp.CallToolResult
+		answeredBy string
+		deniedBy   string
+	)
+	for _, h := range a.hooks {
+		if h.Before == nil {
+			continue
+		}
+		var v Verdict
+		err := a.guard(ctx, false, func(ctx context.Context) error {
+			var err error
+			v, err = h.Before(ctx, call)
+			return err
+		})
+		if err == nil && v.Denied && v.Reason == "" {
+			err = errors.New("denied with an empty reason")
+		}
+		if err != nil {
+			return fail(fmt.Errorf("before hook %q: %w", h.Name, err))
+		}
+		switch {
+		case v.Denied:
+			reasons = append(reasons, v.Reason)
+			if deniedBy == "" {
+				deniedBy = h.Name
+			}
+		case v.Result != nil && answer == nil:
+			answer, answeredBy = v.Result, h.Name
+		}
+	}
+	cd := call.Revision.Call(ctx, call.Caller, *ereq)
+	if cd.Err != nil {
+		return fail(fmt.Errorf("toolgate.call rules: %w", cd.Err))
+	}
+	for _, r := range cd.Deny {
+		reasons = append(reasons, r.Message)
+		if deniedBy == "" {
+			deniedBy = "policy"
+		}
+	}
+	if len(reasons) > 0 {
+		return &CallEnd{Outcome: OutcomeDenied, Result: TextResult(strings.Join(reasons, "; "), true), Reasons: reasons, AnsweredBy: deniedBy}
+	}
+	if answer == nil && cd.Result != nil {
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(cd.Result, &res); err != nil {
+			return fail(fmt.Errorf("toolgate.call result is not a CallToolResult: %w", err))
+		}
+		answer, answeredBy = &res, "policy"
+	}
+	if answer != nil {
+		return &CallEnd{Outcome: OutcomeAnswered, Result: answer, AnsweredBy: answeredBy}
+	}
+
+	// Step 6: bind the arguments.
+	row := call.Tool
+	m, ok := a.opts.Methods.Method(row.Method)
+	if !ok {
+		return fail(fmt.Errorf("tool %s: no method %q is registered", row.Name, row.Method))
+	}
+	schemas, err := rc.argSchemas(idx)
+	if err != nil {
+		return fail(err)
+	}
+	args, err := bind(row, schemas, m, call.Arguments)
+	var inv Invocation
+	if err == nil {
+		err = a.guard(ctx, false, func(context.Context) error {
+			var err error
+			inv, err = m.Bind(args)
+			return err
+		})
+	}
+	if err != nil {
+		var ae *ArgumentError
+		if errors.As(err, &ae) {
+			// Name and type come from the row, whatever the method said.
+			for _, decl := range row.Arguments {
+				if decl.Name == ae.Name {
+					ae.Type = decl.Type
+					ae.Internal = !registry.IsPrimitive(decl.Type)
+				}
+			}
+			return &CallEnd{Outcome: OutcomeFailed, Result: TextResult(ae.Message(), true), Err: ae, Failed: true}
+		}
+		return fail(fmt.Errorf("bind arguments: %w", err))
+	}
+
+	// Step 7: run the method.
+	var res *mcp.CallToolResult
+	err = safely(func() error {
+		var err error
+		res, err = inv(ctx)
+		return err
+	})
+	if err == nil && res == nil {
+		err = errors.New("method returned no result")
+	}
+	if err != nil {
+		return fail(fmt.Errorf("method %s: %w", row.Method, err))
+	}
+	return &CallEnd{Outcome: OutcomeResult, Result: res}
+}
+
+// runAfter runs every after hook once; failures are logged and ignored.
+func (a *Adapter) runAfter(ctx context.Context, call *CallContext, end *CallEnd) {
+	for _, h := range a.hooks {
+		if h.After == nil {
+			continue
+		}
+		if err := a.guard(ctx, true, func(ctx context.Context) error { return h.After(ctx, call, end) }); err != nil {
+			a.log.Error("after hook failed; ignored",
+				slog.String("hook", h.Name), slog.String("decision_id", call.DecisionID), slog.Any("error", err))
+		}
+	}
+}
+
+// guard runs f with the hook deadline, turning a panic into an error. A
+// hook that outlives its deadline is abandoned (its goroutine finishes on
+// its own) and counts as failed. With detach, f does not see the request's
+// cancellation (after hooks run also for a caller that went away).
+func (a *Adapter) guard(ctx context.Context, detach bool, f func(context.Context) error) error {
+	if detach {
+		ctx = context.WithoutCancel(ctx)
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.opts.HookTimeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- safely(func() error { return f(ctx) }) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("hook did not return within %s: %w", a.opts.HookTimeout, ctx.Err())
+	}
+}
+
+// PanicError is a panic recovered from a hook or method.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v\n%s", e.Value, e.Stack) }
+
+func safely(f func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return f()
+}
+
+// normaliseArguments returns the arguments as sent when they are a JSON
+// object, else {}.
+func normaliseArguments(raw json.RawMessage) json.RawMessage {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{':
+			if json.Valid(raw) {
+				return raw
+			}
+		}
+		break
+	}
+	return json.RawMessage("{}")
+}
+
+func newDecisionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

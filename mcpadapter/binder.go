@@ -1,0 +1,120 @@
+package mcpadapter
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/schema"
+)
+
+// revisionCache is what the adapter derives from one revision: the listing's
+// tool descriptors and the compiled argument schemas, built once and shared
+// by every call that reads that revision.
+type revisionCache struct {
+	rev   *engine.Revision
+	tools []*mcp.Tool // descriptor per row, registry order
+	rows  []rowSchemas
+}
+
+type rowSchemas struct {
+	once sync.Once
+	args []*jsonschema.Schema
+	err  error
+}
+
+func newRevisionCache(rev *engine.Revision) *revisionCache {
+	reg := rev.Registry()
+	rc := &revisionCache{rev: rev, tools: make([]*mcp.Tool, len(reg.Tools)), rows: make([]rowSchemas, len(reg.Tools))}
+	for i := range reg.Tools {
+		rc.tools[i] = descriptor(&reg.Tools[i])
+	}
+	return rc
+}
+
+// descriptor renders a row as tools/list shows it. Its inputSchema comes
+// from registry.Tool.InputSchema, the function the binder's schemas come
+// from too.
+func descriptor(t *registry.Tool) *mcp.Tool {
+	d := &mcp.Tool{
+		Name:        t.Name,
+		Title:       t.Title,
+		Description: t.Description,
+		InputSchema: t.InputSchema(),
+	}
+	if len(t.Annotations) > 0 {
+		var ann mcp.ToolAnnotations
+		if b, err := json.Marshal(t.Annotations); err == nil && json.Unmarshal(b, &ann) == nil {
+			d.Annotations = &ann
+		}
+	}
+	return d
+}
+
+// argSchemas compiles, once per row and revision, each argument's schema.
+func (rc *revisionCache) argSchemas(i int) ([]*jsonschema.Schema, error) {
+	rs := &rc.rows[i]
+	rs.once.Do(func() {
+		t := &rc.rev.Registry().Tools[i]
+		for j, s := range t.ArgumentSchemas() {
+			cs, err := schema.CompileValue(s)
+			if err != nil {
+				rs.err = fmt.Errorf("tool %s argument %s: compile schema: %w", t.Name, t.Arguments[j].Name, err)
+				return
+			}
+			rs.args = append(rs.args, cs)
+		}
+	})
+	return rs.args, rs.err
+}
+
+// bind validates the arguments as sent against the row, argument by
+// argument in declared order, and returns them ready for the method: sent
+// or defaulted values of declared arguments only. The first wrong argument
+// is named; its text comes from the row, never from the validator.
+func bind(t *registry.Tool, schemas []*jsonschema.Schema, m Method, raw json.RawMessage) ([]Arg, error) {
+	var sent map[string]json.RawMessage
+	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && trimmed[0] == '{' {
+		if json.Unmarshal(trimmed, &sent) != nil {
+			sent = nil
+		}
+	}
+	args := make([]Arg, 0, len(t.Arguments))
+	for j := range t.Arguments {
+		a := &t.Arguments[j]
+		argErr := func(p ArgumentProblem, err error) error {
+			return &ArgumentError{Problem: p, Name: a.Name, Type: a.Type, Internal: !registry.IsPrimitive(a.Type), Err: err}
+		}
+		if !m.HasArgument(a.Name) {
+			return nil, argErr(ArgUnknown, fmt.Errorf("the method has no argument %q", a.Name))
+		}
+		v, ok := sent[a.Name]
+		if !ok {
+			switch {
+			case a.Required:
+				return nil, argErr(ArgMissing, nil)
+			case a.Default != nil:
+				v = a.Default
+			default:
+				continue
+			}
+		}
+		dec := json.NewDecoder(bytes.NewReader(v))
+		dec.UseNumber()
+		var val any
+		if err := dec.Decode(&val); err != nil {
+			return nil, argErr(ArgInvalid, err)
+		}
+		if err := schemas[j].Validate(val); err != nil {
+			return nil, argErr(ArgInvalid, err)
+		}
+		args = append(args, Arg{Name: a.Name, Value: v})
+	}
+	return args, nil
+}

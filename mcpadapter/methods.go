@@ -1,0 +1,154 @@
+package mcpadapter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Arg is one argument bound for a method: a declared argument's name and its
+// validated JSON value (sent or defaulted).
+type Arg struct {
+	Name  string
+	Value json.RawMessage
+}
+
+// Invocation runs a bound call. Anything it returns as an error, or any
+// panic inside it, is a failure inside the tool.
+type Invocation func(ctx context.Context) (*mcp.CallToolResult, error)
+
+// Method is something a registry row's method names: a Go tool method or a
+// tool of an upstream MCP server.
+type Method interface {
+	// HasArgument reports whether the method takes an argument of that name.
+	HasArgument(name string) bool
+	// Bind turns validated arguments into an invocation. A value the
+	// method's parameter cannot hold is an *ArgumentError (ArgInvalid).
+	Bind(args []Arg) (Invocation, error)
+}
+
+// MethodSet resolves a row's method name to a Method.
+type MethodSet interface {
+	Method(name string) (Method, bool)
+}
+
+// Methods is a MethodSet of Go tool methods, keyed by name. Register methods
+// before serving; lookups are then safe for concurrent use.
+type Methods map[string]Method
+
+// Method implements MethodSet.
+func (m Methods) Method(name string) (Method, bool) {
+	x, ok := m[name]
+	return x, ok
+}
+
+// Register adds a Go tool method. fn must be a function
+//
+//	func(ctx context.Context, args T) (R, error)
+//
+// where T is a struct whose exported fields are the method's arguments,
+// named by their `json` tag (or the field name), and R is a string (text
+// content), a *mcp.CallToolResult (returned as is) or any other value
+// (returned as its JSON text). Register panics on any other shape: that is
+// a programmer's mistake, found at start-up.
+func (m Methods) Register(name string, fn any) {
+	if _, dup := m[name]; dup {
+		panic(fmt.Sprintf("mcpadapter: method %q registered twice", name))
+	}
+	gm, err := newGoMethod(fn)
+	if err != nil {
+		panic(fmt.Sprintf("mcpadapter: method %q: %v", name, err))
+	}
+	m[name] = gm
+}
+
+// goMethod is a Go function read by reflection.
+type goMethod struct {
+	fn     reflect.Value
+	args   reflect.Type
+	fields map[string]int // argument name → field index
+}
+
+var (
+	ctxType    = reflect.TypeFor[context.Context]()
+	errType    = reflect.TypeFor[error]()
+	resultType = reflect.TypeFor[*mcp.CallToolResult]()
+)
+
+func newGoMethod(fn any) (*goMethod, error) {
+	v := reflect.ValueOf(fn)
+	t := v.Type()
+	if t.Kind() != reflect.Func || t.NumIn() != 2 || t.NumOut() != 2 ||
+		t.In(0) != ctxType || t.In(1).Kind() != reflect.Struct || t.Out(1) != errType {
+		return nil, fmt.Errorf("want func(context.Context, struct) (R, error), got %s", t)
+	}
+	gm := &goMethod{fn: v, args: t.In(1), fields: map[string]int{}}
+	for i := range gm.args.NumField() {
+		f := gm.args.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name := f.Name
+		if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag == "-" {
+			continue
+		} else if tag != "" {
+			name = tag
+		}
+		gm.fields[name] = i
+	}
+	return gm, nil
+}
+
+func (g *goMethod) HasArgument(name string) bool {
+	_, ok := g.fields[name]
+	return ok
+}
+
+func (g *goMethod) Bind(args []Arg) (Invocation, error) {
+	pv := reflect.New(g.args)
+	for _, a := range args {
+		i, ok := g.fields[a.Name]
+		if !ok {
+			return nil, &ArgumentError{Problem: ArgUnknown, Name: a.Name}
+		}
+		if err := json.Unmarshal(a.Value, pv.Elem().Field(i).Addr().Interface()); err != nil {
+			return nil, &ArgumentError{Problem: ArgInvalid, Name: a.Name, Err: err}
+		}
+	}
+	return func(ctx context.Context) (*mcp.CallToolResult, error) {
+		out := g.fn.Call([]reflect.Value{reflect.ValueOf(ctx), pv.Elem()})
+		if err, _ := out[1].Interface().(error); err != nil {
+			return nil, err
+		}
+		return toResult(out[0])
+	}, nil
+}
+
+// toResult renders a Go method's return value as a CallToolResult.
+func toResult(v reflect.Value) (*mcp.CallToolResult, error) {
+	if v.Type() == resultType {
+		res := v.Interface().(*mcp.CallToolResult)
+		if res == nil {
+			return nil, errors.New("method returned a nil result")
+		}
+		return res, nil
+	}
+	if v.Kind() == reflect.String {
+		return TextResult(v.String(), false), nil
+	}
+	b, err := json.Marshal(v.Interface())
+	if err != nil {
+		return nil, fmt.Errorf("encode method result: %w", err)
+	}
+	return TextResult(string(b), false), nil
+}
+
+// TextResult is a CallToolResult with one text content item.
+func TextResult(text string, isError bool) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isError}
+}
