@@ -1,0 +1,317 @@
+package mcpadapter_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/demo"
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+// Protocol revisions the SDK serves (SPEC §6).
+const (
+	proto20250618 = "2025-06-18"
+	proto20251125 = "2025-11-25"
+	proto20260728 = "2026-07-28"
+)
+
+var protocols = []string{proto20250618, proto20251125, proto20260728}
+
+// setup describes a governed server for one test: the bundled example,
+// with files replaced or added, a caller, and test hooks.
+type setup struct {
+	registry string            // replaces the bundled registry when set
+	policies map[string]string // policy files added or replaced (empty content removes)
+	caller   *engine.Caller
+	hooks    []string // test hooks by name, see testHook
+	opts     []engine.Option
+}
+
+// governed is a running governed server for one test.
+type governed struct {
+	eng     *engine.Engine
+	adapter *mcpadapter.Adapter
+	server  *mcp.Server
+	after   *afterLog
+	logs    *bytes.Buffer
+}
+
+// afterLog records every after hook call.
+type afterLog struct {
+	mu   sync.Mutex
+	ends []mcpadapter.CallEnd
+}
+
+func (l *afterLog) record(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ends = append(l.ends, *end)
+	return nil
+}
+
+func (l *afterLog) outcomes() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := []string{}
+	for _, e := range l.ends {
+		out = append(out, string(e.Outcome))
+	}
+	return out
+}
+
+// writeExample copies the bundled example into dir, applying s.
+func writeExample(t testing.TB, dir string, s setup) engine.Source {
+	t.Helper()
+	reg := string(toolgate.ExampleRegistry())
+	if s.registry != "" {
+		reg = s.registry
+	}
+	regPath := filepath.Join(dir, "registry.yaml")
+	require.NoError(t, os.WriteFile(regPath, []byte(reg), 0o644))
+	polDir := filepath.Join(dir, "policies")
+	require.NoError(t, os.MkdirAll(polDir, 0o755))
+	require.NoError(t, fs.WalkDir(toolgate.ExamplePolicies(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(toolgate.ExamplePolicies(), p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(polDir, p), b, 0o644)
+	}))
+	for name, src := range s.policies {
+		p := filepath.Join(polDir, name)
+		if src == "" {
+			require.NoError(t, os.Remove(p))
+			continue
+		}
+		require.NoError(t, os.WriteFile(p, []byte(src), 0o644))
+	}
+	return engine.Source{Registry: regPath, Policies: polDir}
+}
+
+func newGoverned(t testing.TB, s setup) *governed {
+	t.Helper()
+	src := writeExample(t, t.TempDir(), s)
+	eng, err := engine.New(context.Background(), src, append([]engine.Option{engine.WithTimeout(200 * time.Millisecond)}, s.opts...)...)
+	require.NoError(t, err)
+	g := &governed{eng: eng, after: &afterLog{}, logs: &bytes.Buffer{}}
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: g.logs}, nil))
+	g.adapter = mcpadapter.New(mcpadapter.Options{
+		Revisions:   eng,
+		Methods:     demo.Methods(),
+		Caller:      mcpadapter.StaticCaller(s.caller),
+		Logger:      logger,
+		HookTimeout: 300 * time.Millisecond,
+	})
+	for _, name := range s.hooks {
+		g.adapter.AddHook(testHook(t, name))
+	}
+	g.adapter.AddHook(mcpadapter.Hook{Name: "record", After: g.after.record})
+	g.server = g.adapter.NewServer(&mcp.Implementation{Name: "toolgate", Version: "test"}, &mcp.ServerOptions{Logger: logger})
+	return g
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// testHook returns a before (and after) hook by name:
+//
+//	deny:REASON     denies with REASON
+//	deny-empty      denies with an empty reason (a failure of the hook)
+//	answer:TEXT     answers with a text result
+//	fail            returns an error
+//	panic           panics
+//	block           blocks past its deadline
+//	after-fail      an after hook that fails
+//	after-panic     an after hook that panics
+func testHook(t testing.TB, spec string) mcpadapter.Hook {
+	kind, arg, _ := strings.Cut(spec, ":")
+	h := mcpadapter.Hook{Name: spec}
+	switch kind {
+	case "deny":
+		h.Before = func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+			return mcpadapter.Deny(arg), nil
+		}
+	case "deny-empty":
+		h.Before = func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+			return mcpadapter.Deny(""), nil
+		}
+	case "answer":
+		h.Before = func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+			return mcpadapter.Answer(mcpadapter.TextResult(arg, false)), nil
+		}
+	case "fail":
+		h.Before = func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+			return mcpadapter.Verdict{}, errors.New("hook failed reading /etc/toolgate/secret.db")
+		}
+	case "panic":
+		h.Before = func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+			panic("hook panicked")
+		}
+	case "block":
+		h.Before = func(ctx context.Context, _ *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+			time.Sleep(2 * time.Second) // ignores its context on purpose
+			return mcpadapter.Allow(), nil
+		}
+	case "after-fail":
+		h.After = func(context.Context, *mcpadapter.CallContext, *mcpadapter.CallEnd) error {
+			return errors.New("after hook failed")
+		}
+	case "after-panic":
+		h.After = func(context.Context, *mcpadapter.CallContext, *mcpadapter.CallEnd) error {
+			panic("after hook panicked")
+		}
+	default:
+		t.Fatalf("unknown test hook %q", spec)
+	}
+	return h
+}
+
+// rawClient speaks raw JSON-RPC to a server over an in-memory transport, so
+// tests can send what no SDK client would (numeric names, a _meta that is
+// not an object) and compare responses byte for byte.
+type rawClient struct {
+	t     testing.TB
+	conn  mcp.Connection
+	proto string
+	id    int64
+}
+
+func (g *governed) connectRaw(t testing.TB, proto string) *rawClient {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ss, err := g.server.Connect(ctx, mcpadapter.WrapTransport(st), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ss.Close() })
+	conn, err := ct.Connect(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	c := &rawClient{t: t, conn: conn, proto: proto}
+	if proto != proto20260728 {
+		c.roundTrip(fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"fixture","version":"1"}}}`, proto))
+		msg, err := jsonrpc.DecodeMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`))
+		require.NoError(t, err)
+		require.NoError(t, conn.Write(ctx, msg))
+	}
+	return c
+}
+
+// newProtocolMeta is what a 2026-07-28 client puts in every request's _meta.
+var newProtocolMeta = map[string]any{
+	mcp.MetaKeyProtocolVersion:    proto20260728,
+	mcp.MetaKeyClientCapabilities: map[string]any{},
+}
+
+// prepare adapts a request to the client's protocol revision: for
+// 2026-07-28 it adds the per-request _meta keys (ok is false when _meta is
+// not an object and the request cannot be sent under that revision).
+func (c *rawClient) prepare(req string) (string, bool) {
+	if c.proto != proto20260728 {
+		return req, true
+	}
+	var m map[string]json.RawMessage
+	require.NoError(c.t, json.Unmarshal([]byte(req), &m))
+	var params map[string]json.RawMessage
+	if raw, ok := m["params"]; ok {
+		if json.Unmarshal(raw, &params) != nil || params == nil {
+			return "", false
+		}
+	} else {
+		params = map[string]json.RawMessage{}
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := params["_meta"]; ok {
+		if json.Unmarshal(raw, &meta) != nil || meta == nil {
+			return "", false
+		}
+	}
+	for k, v := range newProtocolMeta {
+		meta[k], _ = json.Marshal(v)
+	}
+	params["_meta"], _ = json.Marshal(meta)
+	m["params"], _ = json.Marshal(params)
+	b, _ := json.Marshal(m)
+	return string(b), true
+}
+
+// roundTrip sends one request and returns the encoded response to it.
+func (c *rawClient) roundTrip(req string) []byte {
+	c.t.Helper()
+	msg, err := jsonrpc.DecodeMessage([]byte(req))
+	require.NoError(c.t, err, req)
+	r, ok := msg.(*jsonrpc.Request)
+	require.True(c.t, ok)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(c.t, c.conn.Write(ctx, msg))
+	for {
+		in, err := c.conn.Read(ctx)
+		require.NoError(c.t, err)
+		resp, ok := in.(*jsonrpc.Response)
+		if !ok || resp.ID != r.ID {
+			continue // a notification or a server request
+		}
+		b, err := jsonrpc.EncodeMessage(resp)
+		require.NoError(c.t, err)
+		return b
+	}
+}
+
+// call sends a tools/call with the given raw params and returns the response.
+func (c *rawClient) call(params string) []byte {
+	c.id++
+	req := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, c.id, params)
+	req, ok := c.prepare(req)
+	require.True(c.t, ok, "request cannot be sent under %s", c.proto)
+	return c.roundTrip(req)
+}
+
+// toolText decodes a tools/call response into its result.
+func toolResult(t testing.TB, resp []byte) *mcp.CallToolResult {
+	t.Helper()
+	var r struct {
+		Result *mcp.CallToolResult `json:"result"`
+		Error  *jsonrpc.Error      `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(resp, &r), "%s", resp)
+	require.Nil(t, r.Error, "a JSON-RPC error reached the caller: %s", resp)
+	require.NotNil(t, r.Result, "%s", resp)
+	return r.Result
+}
+
+func resultText(t testing.TB, res *mcp.CallToolResult) string {
+	t.Helper()
+	require.Len(t, res.Content, 1)
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	require.True(t, ok)
+	return tc.Text
+}
