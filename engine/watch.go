@@ -194,12 +194,13 @@ func (w *watcher) sync() error {
 	if err != nil {
 		return fmt.Errorf("watch: %w", err)
 	}
+	var errs []error
 	for dir := range want {
 		if err := w.fw.Add(dir); err != nil {
-			if must[dir] {
-				return fmt.Errorf("watch %s: %w", dir, err)
-			}
-			if !errors.Is(err, os.ErrNotExist) { // gone since we looked: fine
+			switch {
+			case must[dir]:
+				errs = append(errs, fmt.Errorf("watch %s: %w", dir, err))
+			case !errors.Is(err, os.ErrNotExist): // gone since we looked: fine
 				w.warn("toolgate: cannot watch a directory", err)
 			}
 		}
@@ -210,7 +211,7 @@ func (w *watcher) sync() error {
 		}
 	}
 	w.dirs = want
-	return nil
+	return errors.Join(errs...)
 }
 
 // warn logs err, but not twice in a row.
