@@ -156,8 +156,14 @@ func (f *watchFixture) reloadErrors() []error {
 }
 
 // requireEveryRevisionHas checks that no installed revision lacked file.
+// OnReload runs just after the swap: it first waits for the call of the
+// current revision.
 func (f *watchFixture) requireEveryRevisionHas(file string) {
 	f.t.Helper()
+	require.Eventually(f.t, func() bool {
+		revs := f.revisions()
+		return len(revs) > 0 && revs[len(revs)-1] == f.e.Current()
+	}, 5*time.Second, time.Millisecond)
 	for _, r := range f.revisions() {
 		require.Contains(f.t, r.PolicyFiles(), file, "revision %v", r)
 	}
