@@ -26,5 +26,11 @@
 // rule undefined (which would drop an override and fail open), and each
 // evaluation has a deadline ([WithTimeout], default 250 ms).
 //
+// [Engine.Watch] follows the files (SPEC §9): it reloads on change,
+// debounced, and never believes a disappearance before a settle window has
+// passed, so an editor's save never serves a revision without its policy.
+// A reload that fails keeps the last good revision; [Engine.Status] reports
+// the revision and the last error for /healthz.
+//
 // All methods of Engine and Revision are safe for concurrent use.
 package engine

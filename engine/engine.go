@@ -11,9 +11,14 @@ import (
 // DefaultTimeout is the default deadline of one policy evaluation.
 const DefaultTimeout = 250 * time.Millisecond
 
+// DefaultSettle is the default settle window (SPEC §9): how long a file of
+// the serving revision may be missing before its disappearance is believed.
+const DefaultSettle = 200 * time.Millisecond
+
 type options struct {
 	timeout time.Duration
 	logger  *slog.Logger
+	settle  time.Duration
 }
 
 // Option configures an Engine.
@@ -33,6 +38,17 @@ func WithTimeout(d time.Duration) Option {
 // reports. Nil discards them.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
+// WithSettle sets the settle window that Reload honours (SPEC §9); Watch
+// uses it unless WatchOptions.Settle is set. Zero or negative keeps
+// DefaultSettle: the window cannot be switched off.
+func WithSettle(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.settle = d
+		}
+	}
+}
+
 // Engine holds the current Revision of a Source and replaces it on Reload.
 // Its methods are safe for concurrent use. Read Current once per decision
 // and use that Revision throughout.
@@ -41,15 +57,25 @@ type Engine struct {
 	opts options
 	cur  atomic.Pointer[Revision]
 
-	mu      sync.Mutex // serialises Reload
-	next    uint64
-	lastErr error
+	// reloadMu serialises reloads, and with them the listeners' calls, so
+	// that they see swaps in order.
+	reloadMu sync.Mutex
+	next     uint64
+	gone     map[string]time.Time // files of the current revision seen missing, and since when
+
+	mu        sync.Mutex // guards the fields below, and the swap of cur
+	lastErr   error
+	lastErrAt time.Time
+	loggedErr string // the last error logged, so that each is logged once
+	reloads   uint64
+	failures  uint64
+	listeners []*listener
 }
 
 // New loads src into its first revision. It fails when the registry or the
 // policies do not load; nothing is served half.
 func New(ctx context.Context, src Source, opts ...Option) (*Engine, error) {
-	e := &Engine{src: src, opts: options{timeout: DefaultTimeout}}
+	e := &Engine{src: src, opts: options{timeout: DefaultTimeout, settle: DefaultSettle}}
 	for _, o := range opts {
 		o(&e.opts)
 	}
@@ -73,21 +99,28 @@ func (e *Engine) Source() Source { return e.src }
 // is returned and kept (see LastError) until a reload succeeds. It reports
 // whether a new revision was installed (false when the content hash did not
 // change).
+//
+// A file of the current revision that is missing is not believed gone at
+// once (SPEC §9): Reload then waits until the file is back or has been
+// missing for the settle window (WithSettle), so it may block that long.
+// It returns ctx.Err() when ctx ends first.
+//
+// Reload may be called while Watch runs; its swaps and failures reach the
+// watch's OnReload and OnError too.
 func (e *Engine) Reload(ctx context.Context) (bool, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	rev, err := build(ctx, e.src, e.next, &e.opts)
-	if err != nil {
-		e.lastErr = err
-		return false, err
+	for {
+		changed, wait, err := e.reload(ctx, e.opts.settle)
+		if wait <= 0 {
+			return changed, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, ctx.Err()
+		case <-t.C:
+		}
 	}
-	e.lastErr = nil
-	if cur := e.cur.Load(); cur != nil && cur.hash == rev.hash {
-		return false, nil
-	}
-	e.next++
-	e.cur.Store(rev)
-	return true, nil
 }
 
 // LastError is the error of the last reload, nil when it succeeded.

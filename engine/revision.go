@@ -26,6 +26,7 @@ type Revision struct {
 	policies *policySet
 	opts     *options
 	views    viewCache
+	files    []string // registry first, then PolicyFiles
 }
 
 // Number is the revision's sequence number within its Engine, from 1.
@@ -43,6 +44,11 @@ func (r *Revision) Registry() *registry.Registry { return r.reg }
 
 // PolicyFiles lists the policy and data files the revision was built from.
 func (r *Revision) PolicyFiles() []string { return append([]string(nil), r.policies.files...) }
+
+// Files lists every file the revision was built from: the registry, then
+// the policy and data files. Paths are as in Source (OS paths, or paths in
+// Source.FS). A reload honours the settle window for each of them.
+func (r *Revision) Files() []string { return append([]string(nil), r.files...) }
 
 // Tool returns the row named name, or nil when no row has that name.
 func (r *Revision) Tool(name string) *registry.Tool {
@@ -102,6 +108,7 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 		rowTerms: make([]rowTerms, len(reg.Tools)),
 		policies: ps,
 		opts:     o,
+		files:    append([]string{regFile.name}, ps.files...),
 	}
 	for i := range reg.Tools {
 		rev.index[reg.Tools[i].Name] = i

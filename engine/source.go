@@ -50,7 +50,9 @@ const maxPolicyDepth = 16
 // readPolicies returns every policy (*.rego but not *_test.rego) and data
 // file (data.json, data.yaml, data.yml) below the policy directory, sorted by
 // path. Names beginning with "." are skipped (a ConfigMap's "..2026_…"
-// folders); symlinks, also to directories, are followed.
+// folders); symlinks, also to directories, are followed. A file or
+// sub-directory that disappears while the walk reads it is skipped: whether
+// the disappearance is believed is the settle window's call (see Reload).
 func (s Source) readPolicies() ([]sourceFile, error) {
 	fsys := s.FS
 	root := s.Policies
@@ -66,6 +68,9 @@ func (s Source) readPolicies() ([]sourceFile, error) {
 		}
 		entries, err := fs.ReadDir(fsys, dir)
 		if err != nil {
+			if depth > 0 && errors.Is(err, fs.ErrNotExist) {
+				return nil // removed while we walked: as if we had come a moment later
+			}
 			return err
 		}
 		for _, e := range entries {
@@ -96,6 +101,9 @@ func (s Source) readPolicies() ([]sourceFile, error) {
 			}
 			data, err := fs.ReadFile(fsys, p)
 			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // removed while we walked; the settle window judges it
+				}
 				return err
 			}
 			shown := p
@@ -119,4 +127,24 @@ func isPolicyFile(name string) bool {
 
 func isDataFile(name string) bool {
 	return name == "data.json" || name == "data.yaml" || name == "data.yml"
+}
+
+// exists reports whether the named file (a path as in Revision.Files) is
+// there now as a file, following symlinks, so that the walk of the next
+// build reads it. A file that cannot be checked for another reason than its
+// absence counts as there: the build will report it.
+func (s Source) exists(name string) bool {
+	var (
+		st  fs.FileInfo
+		err error
+	)
+	if s.FS == nil {
+		st, err = os.Stat(name)
+	} else {
+		st, err = fs.Stat(s.FS, name)
+	}
+	if err != nil {
+		return errors.Is(err, fs.ErrPermission)
+	}
+	return !st.IsDir()
 }

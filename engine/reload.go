@@ -1,0 +1,176 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"time"
+)
+
+// Status is what /healthz reports about an Engine: the revision serving and
+// the health of reloading.
+type Status struct {
+	// Revision, Hash and LoadedAt describe the revision serving now.
+	Revision uint64    `json:"revision"`
+	Hash     string    `json:"hash"`
+	LoadedAt time.Time `json:"loaded_at"`
+	// LastError is the error of the last reload, empty when it succeeded;
+	// LastErrorAt is when it happened.
+	LastError   string    `json:"last_error,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+	// Reloads counts the revisions installed after the first; a reload that
+	// finds the content unchanged installs none. ReloadFailures counts the
+	// reloads that failed.
+	Reloads        uint64 `json:"reloads"`
+	ReloadFailures uint64 `json:"reload_failures"`
+}
+
+// Status returns the engine's status; it is consistent with itself (the
+// revision and the counters are read together).
+func (e *Engine) Status() Status {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	cur := e.cur.Load()
+	s := Status{
+		Revision:       cur.number,
+		Hash:           cur.hash,
+		LoadedAt:       cur.loadedAt,
+		Reloads:        e.reloads,
+		ReloadFailures: e.failures,
+	}
+	if e.lastErr != nil {
+		s.LastError, s.LastErrorAt = e.lastErr.Error(), e.lastErrAt
+	}
+	return s
+}
+
+// listener receives the swaps and failures of every reload while a Watch runs.
+type listener struct {
+	onReload func(old, new *Revision)
+	onError  func(error)
+}
+
+func (e *Engine) addListener(l *listener) (remove func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.listeners = append(e.listeners, l)
+	return func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.listeners = slices.DeleteFunc(e.listeners, func(x *listener) bool { return x == l })
+	}
+}
+
+// reload is one attempt at a new revision. When a file of the current
+// revision is missing and has not been missing for the settle window, it
+// builds or swaps nothing and returns how long to wait before trying again.
+//
+// The disappearance is checked twice: before building (so that an editor's
+// gap costs no compile and reports no error), and on the built revision
+// (the file may vanish between the check and the walk). Only the second
+// check is needed for the guarantee: a revision lacking a file of the
+// current one is installed only once that file has been missing for settle.
+func (e *Engine) reload(ctx context.Context, settle time.Duration) (changed bool, wait time.Duration, err error) {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	cur := e.cur.Load()
+	missing := func(f string) bool { return !e.src.exists(f) }
+	if wait := e.settling(cur, settle, missing); wait > 0 {
+		return false, wait, nil
+	}
+	rev, err := build(ctx, e.src, e.next, &e.opts)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, 0, err // cancelled: not the source's failure
+		}
+		// A file that vanished during the build may be why it failed.
+		if wait := e.settling(cur, settle, missing); wait > 0 {
+			return false, wait, nil
+		}
+		e.failed(cur, err)
+		return false, 0, err
+	}
+	have := make(map[string]bool, len(rev.files))
+	for _, f := range rev.files {
+		have[f] = true
+	}
+	if wait := e.settling(cur, settle, func(f string) bool { return !have[f] }); wait > 0 {
+		return false, wait, nil
+	}
+	e.gone = nil
+
+	e.mu.Lock()
+	e.lastErr, e.loggedErr = nil, ""
+	if rev.hash == cur.hash {
+		e.mu.Unlock()
+		return false, 0, nil
+	}
+	e.next++
+	e.cur.Store(rev)
+	e.reloads++
+	listeners := slices.Clone(e.listeners)
+	e.mu.Unlock()
+
+	if l := e.opts.logger; l != nil {
+		l.Info("toolgate: reloaded", slog.String("from", cur.String()), slog.String("to", rev.String()), slog.Any("files", rev.files))
+	}
+	for _, l := range listeners {
+		if l.onReload != nil {
+			l.onReload(cur, rev)
+		}
+	}
+	return true, 0, nil
+}
+
+// settling records which files of cur are missing by the predicate, and
+// returns how long until the last of them has been missing for settle; 0
+// when none is missing or every one is past its window (a real deletion).
+func (e *Engine) settling(cur *Revision, settle time.Duration, missing func(string) bool) time.Duration {
+	now := time.Now()
+	var wait time.Duration
+	for _, f := range cur.files {
+		if !missing(f) {
+			delete(e.gone, f)
+			continue
+		}
+		since, ok := e.gone[f]
+		if !ok {
+			if e.gone == nil {
+				e.gone = map[string]time.Time{}
+			}
+			since = now
+			e.gone[f] = now
+			if l := e.opts.logger; l != nil {
+				l.Info("toolgate: a file of the serving revision is missing; waiting for the settle window before believing it",
+					slog.String("file", f), slog.String("revision", cur.String()), slog.Duration("settle", settle))
+			}
+		}
+		if w := since.Add(settle).Sub(now); w > wait {
+			wait = w
+		}
+	}
+	return wait
+}
+
+// failed records a failed reload, logs it once per distinct error and tells
+// the listeners.
+func (e *Engine) failed(cur *Revision, err error) {
+	e.mu.Lock()
+	e.lastErr, e.lastErrAt = err, time.Now()
+	e.failures++
+	msg := err.Error()
+	log := msg != e.loggedErr
+	e.loggedErr = msg
+	listeners := slices.Clone(e.listeners)
+	e.mu.Unlock()
+
+	if l := e.opts.logger; l != nil && log {
+		l.Error("toolgate: reload failed; the last good revision keeps serving",
+			slog.String("revision", cur.String()), slog.String("error", msg))
+	}
+	for _, l := range listeners {
+		if l.onError != nil {
+			l.onError(err)
+		}
+	}
+}
