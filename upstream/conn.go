@@ -235,7 +235,7 @@ func (c *conn) tool(name string) (t *mcp.Tool, listed bool) {
 // listed returns the upstream's tools, connecting (and listing again when
 // the last listing failed) as needed.
 func (c *conn) listed(ctx context.Context) ([]*mcp.Tool, error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, c.cfg.Timeout, ErrTimeout)
+	ctx, cancel := c.requestContext(ctx)
 	defer cancel()
 	s, err := c.session(ctx)
 	if err != nil {
@@ -261,9 +261,23 @@ func (c *conn) listed(ctx context.Context) ([]*mcp.Tool, error) {
 	return tools, nil
 }
 
+// requestContext bounds one request to the upstream: its Timeout (cause
+// ErrTimeout), and Pool.Close (cause ErrClosed), so that closing never
+// waits for calls in flight.
+func (c *conn) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancelTimeout := context.WithTimeoutCause(ctx, c.cfg.Timeout, ErrTimeout)
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(c.pool.ctx, func() { cancel(ErrClosed) })
+	return ctx, func() {
+		stop()
+		cancel(nil)
+		cancelTimeout()
+	}
+}
+
 // call runs one tools/call on the upstream, bounded by its Timeout.
 func (c *conn) call(ctx context.Context, tool string, args any) (*mcp.CallToolResult, error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, c.cfg.Timeout, ErrTimeout)
+	ctx, cancel := c.requestContext(ctx)
 	defer cancel()
 	s, err := c.session(ctx)
 	if err != nil {
