@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // DefaultTimeout bounds one call to an upstream tool when Config.Timeout is
@@ -19,10 +21,14 @@ type Config struct {
 	// NAME.TOOL. It matches ^[A-Za-z0-9_.-]{1,64}$.
 	Name string
 	// Command runs the upstream over stdio: the program and its arguments.
-	// Exactly one of Command and URL is set.
+	// Exactly one of Command, URL and Transport is set.
 	Command []string
 	// URL is the upstream's streamable HTTP endpoint (http or https).
 	URL string
+	// Transport, when set instead of Command or URL, returns a fresh
+	// transport to an upstream for each connection: an MCP server in the
+	// same process (mcp.NewInMemoryTransports), or any other transport.
+	Transport func() mcp.Transport
 	// Import makes the upstream's tools that no row names into rows
 	// (Pool.ImportedRows).
 	Import bool
@@ -71,11 +77,18 @@ func (c *Config) validate() error {
 	if !nameRE.MatchString(c.Name) {
 		return fmt.Errorf("%w: upstream name %q: want ^[A-Za-z0-9_.-]{1,64}$", ErrConfig, c.Name)
 	}
+	set := 0
+	for _, ok := range []bool{len(c.Command) > 0, c.URL != "", c.Transport != nil} {
+		if ok {
+			set++
+		}
+	}
 	switch {
-	case len(c.Command) > 0 && c.URL != "":
-		return fmt.Errorf("%w: upstream %s: both a command and a URL", ErrConfig, c.Name)
-	case len(c.Command) == 0 && c.URL == "":
+	case set > 1:
+		return fmt.Errorf("%w: upstream %s: more than one of a command, a URL and a transport", ErrConfig, c.Name)
+	case set == 0:
 		return fmt.Errorf("%w: upstream %s: neither a command nor a URL", ErrConfig, c.Name)
+	case c.Transport != nil:
 	case c.URL != "":
 		u, err := url.Parse(c.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

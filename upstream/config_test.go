@@ -54,7 +54,7 @@ func TestNewPoolRefusesBadConfigs(t *testing.T) {
 	// Every problem is reported.
 	assert.ErrorContains(t, err, "a configured twice")
 	assert.ErrorContains(t, err, "b: neither")
-	assert.ErrorContains(t, err, "c: both")
+	assert.ErrorContains(t, err, "c: more than one")
 }
 
 func TestParseMethod(t *testing.T) {

@@ -165,10 +165,15 @@ func (c *conn) open(ctx context.Context) (*session, []*mcp.Tool, error) {
 		t   mcp.Transport
 		cmd *exec.Cmd
 	)
-	if c.cfg.URL != "" {
+	switch {
+	case c.cfg.Transport != nil:
+		if t = c.cfg.Transport(); t == nil {
+			return nil, nil, errors.New("connect: the transport factory returned nil")
+		}
+	case c.cfg.URL != "":
 		// Only request/response: toolgate needs no server-initiated messages.
 		t = &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, DisableStandaloneSSE: true}
-	} else {
+	default:
 		cmd = exec.Command(c.cfg.Command[0], c.cfg.Command[1:]...)
 		if len(c.cfg.Env) > 0 {
 			cmd.Env = append(os.Environ(), c.cfg.Env...)

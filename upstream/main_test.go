@@ -61,6 +61,19 @@ func httpConfig(t *testing.T, name string) (Config, *httptest.Server) {
 	return Config{Name: name, URL: ts.URL, Timeout: 5 * time.Second}, ts
 }
 
+// memoryConfig is an upstream in the same process, over in-memory
+// transports: a fresh server session for every connection.
+func memoryConfig(name string) Config {
+	srv := testserver.New(testserver.Options{})
+	return Config{Name: name, Timeout: 5 * time.Second, Transport: func() mcp.Transport {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := srv.Connect(context.Background(), st, nil); err != nil {
+			panic(err)
+		}
+		return ct
+	}}
+}
+
 func newPool(t *testing.T, cfgs ...Config) *Pool {
 	t.Helper()
 	p, err := NewPool(cfgs, &Options{TerminateGrace: 500 * time.Millisecond, Stderr: testWriter{t}})

@@ -14,9 +14,13 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
-// transports runs f against an upstream over stdio (a subprocess) and over
-// streamable HTTP.
+// transports runs f against an upstream over stdio (a subprocess), over
+// streamable HTTP and in-process.
 func transports(t *testing.T, f func(t *testing.T, cfg Config)) {
+	t.Run("memory", func(t *testing.T) {
+		t.Parallel()
+		f(t, memoryConfig("up"))
+	})
 	t.Run("stdio", func(t *testing.T) {
 		t.Parallel()
 		f(t, stdioConfig("up"))
@@ -247,4 +251,19 @@ func assertGone(t *testing.T, pid int) {
 	require.Eventually(t, func() bool {
 		return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 	}, 5*time.Second, 20*time.Millisecond, "process %d still exists", pid)
+}
+
+func TestToolsChanged(t *testing.T) {
+	t.Parallel()
+	changed := make(chan string, 4)
+	p, err := NewPool([]Config{memoryConfig("up")}, &Options{ToolsChanged: func(s string) { changed <- s }})
+	require.NoError(t, err)
+	defer p.Close()
+	require.NoError(t, p.Connect(t.Context()))
+	select {
+	case s := <-changed:
+		assert.Equal(t, "up", s, "the first listing is a change")
+	case <-time.After(5 * time.Second):
+		t.Fatal("no ToolsChanged")
+	}
 }
