@@ -3,15 +3,19 @@ package upstream
 import (
 	"context"
 	"errors"
+	"net"
+	"net/http"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/upstream/internal/testserver"
 )
 
 // transports runs f against an upstream over stdio (a subprocess), over
@@ -266,4 +270,46 @@ func TestToolsChanged(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no ToolsChanged")
 	}
+}
+
+func TestHTTPUpstreamGoesAwayAndReturns(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(testserver.Options{})
+	// The session the first server held is never DELETEd (the server is
+	// gone by then): the idle timeout ends it on the server side.
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{SessionTimeout: 500 * time.Millisecond})
+	serve := func(addr string) (*http.Server, string) {
+		l, err := net.Listen("tcp", addr)
+		require.NoError(t, err)
+		hs := &http.Server{Handler: handler}
+		go func() { _ = hs.Serve(l) }()
+		return hs, l.Addr().String()
+	}
+	hs, addr := serve("127.0.0.1:0")
+	p := newPool(t, Config{Name: "web", URL: "http://" + addr + "/mcp", Timeout: time.Second}, memoryConfig("other"))
+	ctx := t.Context()
+
+	res, err := call(ctx, t, p, "upstream:web/hello", map[string]any{"name": "a"})
+	require.NoError(t, err)
+	assert.Equal(t, "hello, a", textOf(t, res))
+
+	require.NoError(t, hs.Close())
+	start := time.Now()
+	_, err = call(ctx, t, p, "upstream:web/hello", map[string]any{"name": "b"})
+	require.Error(t, err)
+	assert.Less(t, time.Since(start), 2*time.Second)
+
+	res, err = call(ctx, t, p, "upstream:other/hello", map[string]any{"name": "c"})
+	require.NoError(t, err, "the other upstream keeps working")
+	assert.Equal(t, "hello, c", textOf(t, res))
+
+	hs, _ = serve(addr)
+	defer hs.Close()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		res, err := call(ctx, t, p, "upstream:web/hello", map[string]any{"name": "d"})
+		if assert.NoError(c, err) {
+			assert.Equal(c, "hello, d", textOf(t, res))
+		}
+	}, 10*time.Second, 100*time.Millisecond, "reconnects once the upstream is back")
 }
