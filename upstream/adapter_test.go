@@ -1,0 +1,72 @@
+package upstream
+
+import (
+	"encoding/json"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+// The governed call end to end: rows dispatching to upstream tools through
+// the adapter, as SPEC §5 answers them.
+func TestThroughAdapter(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	src := engine.Source{FS: fstest.MapFS{
+		"registry.yaml": {Data: []byte(`
+tools:
+  - name: greet
+    method: upstream:up/hello
+    arguments: [{name: name, type: string, required: true}]
+  - name: oops
+    method: upstream:up/fail
+  - name: misnamed
+    method: upstream:up/hello
+    arguments: [{name: nom, type: string}]
+  - name: down
+    method: upstream:gone/hello
+    arguments: [{name: name, type: string, required: true}]
+`)},
+		"policy/grant.rego": {Data: []byte("package toolgate.grant\n")},
+	}, Registry: "registry.yaml", Policies: "policy"}
+	eng, err := engine.New(ctx, src)
+	require.NoError(t, err)
+
+	p := newPool(t, memoryConfig("up"), Config{Name: "gone", Command: []string{"/nonexistent/upstream"}, Timeout: time.Second})
+	a := mcpadapter.New(mcpadapter.Options{
+		Revisions: eng,
+		Methods:   Chain(mcpadapter.Methods{}, p),
+		Caller:    mcpadapter.StaticCaller(&engine.Caller{Subject: "alice"}),
+	})
+	callTool := func(name, args string) *mcp.CallToolResult {
+		return a.Call(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name, Arguments: json.RawMessage(args)}})
+	}
+
+	res := callTool("greet", `{"name":"ann","extra":1}`)
+	assert.False(t, res.IsError)
+	assert.Equal(t, "hello, ann", textOf(t, res))
+
+	res = callTool("greet", `{"name":7}`)
+	assert.True(t, res.IsError)
+	assert.Equal(t, "Error: Invalid value for argument 'name': expected string.", textOf(t, res))
+
+	res = callTool("oops", `{}`)
+	assert.True(t, res.IsError)
+	assert.Equal(t, "upstream failed", textOf(t, res), "an upstream isError result passes through")
+
+	res = callTool("misnamed", `{}`)
+	assert.Equal(t, "Error: Unknown argument 'nom'.", textOf(t, res), "the upstream's listing is known by now")
+
+	start := time.Now()
+	res = callTool("down", `{"name":"x"}`)
+	assert.True(t, res.IsError)
+	assert.Equal(t, "Error: An internal error occurred while executing the tool.", textOf(t, res))
+	assert.Less(t, time.Since(start), 2*time.Second)
+}

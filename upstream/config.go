@@ -1,0 +1,166 @@
+package upstream
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultTimeout bounds one call to an upstream tool when Config.Timeout is
+// zero.
+const DefaultTimeout = 30 * time.Second
+
+// Config describes one upstream MCP server.
+type Config struct {
+	// Name is the SERVER of `upstream:SERVER/TOOL`; imported rows are named
+	// NAME.TOOL. It matches ^[A-Za-z0-9_.-]{1,64}$.
+	Name string
+	// Command runs the upstream over stdio: the program and its arguments.
+	// Exactly one of Command, URL and Transport is set.
+	Command []string
+	// URL is the upstream's streamable HTTP endpoint (http or https).
+	URL string
+	// Transport, when set instead of Command or URL, returns a fresh
+	// transport to an upstream for each connection: an MCP server in the
+	// same process (mcp.NewInMemoryTransports), or any other transport.
+	Transport func() mcp.Transport
+	// Import makes the upstream's tools that no row names into rows
+	// (Pool.ImportedRows).
+	Import bool
+	// Timeout bounds each call, connecting included; zero is DefaultTimeout.
+	Timeout time.Duration
+	// Env is added to the command's environment (KEY=VALUE), after the
+	// server's own; stdio only.
+	Env []string
+}
+
+// ErrConfig is wrapped by every error about a malformed upstream
+// configuration (ParseFlag, NewPool).
+var ErrConfig = errors.New("upstream: invalid configuration")
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// ParseFlag reads the value of a --upstream flag: NAME=http(s)://... for
+// streamable HTTP, else NAME=COMMAND for stdio. COMMAND is split on spaces
+// like a shell would, honouring '...' (literal), "..." (with \" and \\
+// escapes) and a backslash escaping the next character outside quotes; no
+// variables, globs or other shell syntax.
+func ParseFlag(s string) (Config, error) {
+	name, rest, ok := strings.Cut(s, "=")
+	if !ok {
+		return Config{}, fmt.Errorf("%w: %q: want NAME=COMMAND or NAME=URL", ErrConfig, s)
+	}
+	cfg := Config{Name: strings.TrimSpace(name)}
+	rest = strings.TrimSpace(rest)
+	if lower := strings.ToLower(rest); strings.HasPrefix(lower, "http://") || strings.HasPrefix(lower, "https://") {
+		cfg.URL = rest
+	} else {
+		words, err := splitCommand(rest)
+		if err != nil {
+			return Config{}, fmt.Errorf("%w: %q: %w", ErrConfig, s, err)
+		}
+		cfg.Command = words
+	}
+	if err := cfg.validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// validate checks what NewPool and ParseFlag require of a Config.
+func (c *Config) validate() error {
+	if !nameRE.MatchString(c.Name) {
+		return fmt.Errorf("%w: upstream name %q: want ^[A-Za-z0-9_.-]{1,64}$", ErrConfig, c.Name)
+	}
+	set := 0
+	for _, ok := range []bool{len(c.Command) > 0, c.URL != "", c.Transport != nil} {
+		if ok {
+			set++
+		}
+	}
+	switch {
+	case set > 1:
+		return fmt.Errorf("%w: upstream %s: more than one of a command, a URL and a transport", ErrConfig, c.Name)
+	case set == 0:
+		return fmt.Errorf("%w: upstream %s: neither a command nor a URL", ErrConfig, c.Name)
+	case c.Transport != nil:
+	case c.URL != "":
+		u, err := url.Parse(c.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%w: upstream %s: %q is not an http(s) URL", ErrConfig, c.Name, c.URL)
+		}
+	case c.Command[0] == "":
+		return fmt.Errorf("%w: upstream %s: empty command", ErrConfig, c.Name)
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("%w: upstream %s: negative timeout", ErrConfig, c.Name)
+	}
+	return nil
+}
+
+// splitCommand splits s into words the way a POSIX shell splits a simple
+// command line, without any expansion.
+func splitCommand(s string) ([]string, error) {
+	var (
+		words  []string
+		cur    strings.Builder
+		inWord bool
+	)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, errors.New("unterminated ' quote")
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+			inWord = true
+		case c == '"':
+			inWord = true
+			closed := false
+			for i++; i < len(s); i++ {
+				if s[i] == '"' {
+					closed = true
+					break
+				}
+				if s[i] == '\\' && i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\\') {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+			if !closed {
+				return nil, errors.New(`unterminated " quote`)
+			}
+		case c == '\\':
+			if i+1 == len(s) {
+				return nil, errors.New("trailing backslash")
+			}
+			i++
+			cur.WriteByte(s[i])
+			inWord = true
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	if len(words) == 0 {
+		return nil, errors.New("empty command")
+	}
+	return words, nil
+}

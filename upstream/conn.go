@@ -1,0 +1,400 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ErrTimeout is the cause of a call that outlived its upstream's Timeout.
+var ErrTimeout = errors.New("upstream: call timed out")
+
+// conn is one upstream: its configuration, its current session (if any) and
+// what its last tools/list said.
+type conn struct {
+	cfg  Config
+	pool *Pool
+
+	mu       sync.Mutex
+	sess     *session      // live or not yet known dead; nil: none
+	dialing  chan struct{} // non-nil while a dial runs; closed when it ends
+	lastErr  error         // why the last dial failed or the last session broke
+	failures int           // consecutive failed dials
+	retryAt  time.Time     // no dial before this
+	closed   bool
+	tools    []*mcp.Tool // last tools/list, upstream order; nil: never listed
+	byName   map[string]*mcp.Tool
+}
+
+// session is one client session to the upstream.
+type session struct {
+	cs      *mcp.ClientSession
+	cmd     *exec.Cmd     // stdio only
+	done    chan struct{} // closed once the session has ended, for any reason
+	probing atomic.Bool
+}
+
+func (s *session) alive() bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func backoff(failures int) time.Duration {
+	d := backoffMin
+	for i := 1; i < failures && d < backoffMax; i++ {
+		d *= 2
+	}
+	return min(d, backoffMax)
+}
+
+// session returns a live session, opening one if there is none. It never
+// outlives ctx: a dial keeps running in the background for later callers
+// (bounded by Options.ConnectTimeout), and an upstream that is backing off
+// past ctx's deadline fails at once with ErrUnavailable.
+func (c *conn) session(ctx context.Context) (*session, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if s := c.sess; s != nil {
+			if s.alive() {
+				c.mu.Unlock()
+				return s, nil
+			}
+			c.dropLocked(s, errors.New("session ended"))
+		}
+		if c.dialing == nil {
+			if wait := time.Until(c.retryAt); wait > 0 {
+				lastErr := c.lastErr
+				c.mu.Unlock()
+				if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+					return nil, fmt.Errorf("%w: %w (next attempt in %s)", ErrUnavailable, lastErr, wait.Round(time.Millisecond))
+				}
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+					return nil, fmt.Errorf("%w: %w", ErrUnavailable, context.Cause(ctx))
+				}
+				continue
+			}
+			ch := make(chan struct{})
+			c.dialing = ch
+			c.pool.wg.Go(func() { c.dial(ch) })
+		}
+		ch := c.dialing
+		c.mu.Unlock()
+
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: still connecting: %w", ErrUnavailable, context.Cause(ctx))
+		}
+		c.mu.Lock()
+		s, err, closed := c.sess, c.lastErr, c.closed
+		c.mu.Unlock()
+		switch {
+		case closed:
+			return nil, ErrClosed
+		case s != nil:
+			return s, nil
+		}
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+}
+
+// dial opens a session in the background and publishes the outcome.
+func (c *conn) dial(ch chan struct{}) {
+	ctx, cancel := context.WithTimeout(c.pool.ctx, c.pool.opts.ConnectTimeout)
+	defer cancel()
+	s, tools, err := c.open(ctx)
+
+	c.mu.Lock()
+	c.dialing = nil
+	if err == nil && c.closed {
+		c.mu.Unlock()
+		close(ch)
+		c.closeSession(s)
+		return
+	}
+	changed := false
+	if err != nil {
+		c.failures++
+		c.lastErr = err
+		c.retryAt = time.Now().Add(backoff(c.failures))
+	} else {
+		c.sess, c.failures, c.lastErr, c.retryAt = s, 0, nil, time.Time{}
+		if tools != nil {
+			changed = c.setToolsLocked(tools)
+		}
+	}
+	c.mu.Unlock()
+	close(ch)
+
+	if err != nil {
+		c.pool.log.Error("upstream: connect failed", slog.String("upstream", c.cfg.Name), slog.Any("error", err))
+		return
+	}
+	c.pool.log.Info("upstream: connected", slog.String("upstream", c.cfg.Name), slog.Int("tools", len(tools)))
+	if changed && c.pool.opts.ToolsChanged != nil {
+		c.pool.opts.ToolsChanged(c.cfg.Name)
+	}
+}
+
+// open starts the transport, initializes the session and lists the tools
+// (a failed listing leaves tools nil but the session usable).
+func (c *conn) open(ctx context.Context) (*session, []*mcp.Tool, error) {
+	var (
+		t   mcp.Transport
+		cmd *exec.Cmd
+	)
+	switch {
+	case c.cfg.Transport != nil:
+		if t = c.cfg.Transport(); t == nil {
+			return nil, nil, errors.New("connect: the transport factory returned nil")
+		}
+	case c.cfg.URL != "":
+		// Only request/response: toolgate needs no server-initiated messages.
+		t = &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, DisableStandaloneSSE: true}
+	default:
+		cmd = exec.Command(c.cfg.Command[0], c.cfg.Command[1:]...)
+		if len(c.cfg.Env) > 0 {
+			cmd.Env = append(os.Environ(), c.cfg.Env...)
+		}
+		cmd.Stderr = c.pool.opts.Stderr
+		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: c.pool.opts.TerminateGrace}
+	}
+	cs, err := newClient().Connect(ctx, t, nil)
+	if err != nil {
+		// The SDK closes what it opened, except on rare paths; make sure no
+		// child outlives a failed dial.
+		if cmd != nil && cmd.Process != nil {
+			_ = cmd.Process.Kill()
+		}
+		return nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	s := &session{cs: cs, cmd: cmd, done: make(chan struct{})}
+	c.pool.wg.Go(func() {
+		_ = cs.Wait()
+		close(s.done)
+	})
+	tools, err := listTools(ctx, cs)
+	if err != nil {
+		c.pool.log.Warn("upstream: tools/list failed; arguments are not checked against it",
+			slog.String("upstream", c.cfg.Name), slog.Any("error", err))
+		tools = nil
+	}
+	return s, tools, nil
+}
+
+func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+	tools := []*mcp.Tool{}
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// setToolsLocked caches a listing; it reports whether it differs from the
+// last one.
+func (c *conn) setToolsLocked(tools []*mcp.Tool) bool {
+	old, _ := json.Marshal(c.tools)
+	cur, _ := json.Marshal(tools)
+	changed := c.tools == nil || string(old) != string(cur)
+	c.tools = tools
+	c.byName = make(map[string]*mcp.Tool, len(tools))
+	for _, t := range tools {
+		c.byName[t.Name] = t
+	}
+	return changed
+}
+
+// tool returns the upstream's last listed definition of name; nil when the
+// upstream was never listed or does not list it.
+func (c *conn) tool(name string) (t *mcp.Tool, listed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byName[name], c.tools != nil
+}
+
+// listed returns the upstream's tools, connecting (and listing again when
+// the last listing failed) as needed.
+func (c *conn) listed(ctx context.Context) ([]*mcp.Tool, error) {
+	ctx, cancel := c.requestContext(ctx)
+	defer cancel()
+	s, err := c.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	tools := c.tools
+	c.mu.Unlock()
+	if tools != nil {
+		return tools, nil
+	}
+	tools, err = listTools(ctx, s.cs)
+	if err != nil {
+		c.failed(ctx, s, err)
+		return nil, fmt.Errorf("tools/list: %w", err)
+	}
+	c.mu.Lock()
+	changed := c.setToolsLocked(tools)
+	c.mu.Unlock()
+	if changed && c.pool.opts.ToolsChanged != nil {
+		c.pool.wg.Go(func() { c.pool.opts.ToolsChanged(c.cfg.Name) })
+	}
+	return tools, nil
+}
+
+// requestContext bounds one request to the upstream: its Timeout (cause
+// ErrTimeout), and Pool.Close (cause ErrClosed), so that closing never
+// waits for calls in flight.
+func (c *conn) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancelTimeout := context.WithTimeoutCause(ctx, c.cfg.Timeout, ErrTimeout)
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(c.pool.ctx, func() { cancel(ErrClosed) })
+	return ctx, func() {
+		stop()
+		cancel(nil)
+		cancelTimeout()
+	}
+}
+
+// call runs one tools/call on the upstream, bounded by its Timeout.
+func (c *conn) call(ctx context.Context, tool string, args any) (*mcp.CallToolResult, error) {
+	ctx, cancel := c.requestContext(ctx)
+	defer cancel()
+	s, err := c.session(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("upstream %s: %w", c.cfg.Name, err)
+	}
+	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err == nil && res == nil {
+		err = errors.New("no result")
+	}
+	if err != nil {
+		c.failed(ctx, s, err)
+		if cause := context.Cause(ctx); ctx.Err() != nil && cause != nil {
+			err = fmt.Errorf("%w (%w)", cause, err)
+		}
+		return nil, fmt.Errorf("upstream %s: tools/call %s: %w", c.cfg.Name, tool, err)
+	}
+	return res, nil
+}
+
+// failed decides what a failed request says about the session: a JSON-RPC
+// error is the upstream's answer (the session is fine); a time-out may be a
+// slow tool or a wedged upstream, so the session is probed in the
+// background; anything else is a broken transport: the session is dropped
+// and the next call reconnects.
+func (c *conn) failed(ctx context.Context, s *session, err error) {
+	var rpcErr *jsonrpc.Error
+	switch {
+	case errors.As(err, &rpcErr):
+	case ctx.Err() != nil && s.alive():
+		if errors.Is(context.Cause(ctx), ErrTimeout) {
+			c.probe(s)
+		}
+	default:
+		c.mu.Lock()
+		c.dropLocked(s, err)
+		c.mu.Unlock()
+	}
+}
+
+// probe pings a session whose call timed out; one that does not answer is
+// dropped.
+func (c *conn) probe(s *session) {
+	if !s.probing.CompareAndSwap(false, true) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.sess != s {
+		return
+	}
+	c.pool.wg.Go(func() {
+		defer s.probing.Store(false)
+		ctx, cancel := context.WithTimeout(c.pool.ctx, min(c.cfg.Timeout, 5*time.Second))
+		defer cancel()
+		err := s.cs.Ping(ctx, nil)
+		var rpcErr *jsonrpc.Error
+		if err != nil && !errors.As(err, &rpcErr) {
+			c.mu.Lock()
+			c.dropLocked(s, fmt.Errorf("no answer to ping after a time-out: %w", err))
+			c.mu.Unlock()
+		}
+	})
+}
+
+// dropLocked forgets s if it is the current session and closes it in the
+// background; the next call reconnects at once. c.mu is held.
+func (c *conn) dropLocked(s *session, why error) {
+	if c.sess != s || c.closed {
+		return
+	}
+	c.sess = nil
+	c.lastErr = why
+	c.failures = 0
+	c.retryAt = time.Time{}
+	c.pool.log.Warn("upstream: session lost; reconnecting on the next call",
+		slog.String("upstream", c.cfg.Name), slog.Any("error", why))
+	c.pool.wg.Go(func() { c.closeSession(s) })
+}
+
+// shutdown closes the upstream for good (Pool.Close).
+func (c *conn) shutdown() {
+	c.mu.Lock()
+	c.closed = true
+	s := c.sess
+	c.sess = nil
+	c.mu.Unlock()
+	if s != nil {
+		c.pool.wg.Go(func() { c.closeSession(s) })
+	}
+}
+
+// closeSession ends s: the SDK closes stdin, waits TerminateGrace, sends
+// SIGTERM, waits again, then SIGKILL. Should that still not return, the
+// process is killed here.
+func (c *conn) closeSession(s *session) {
+	done := make(chan struct{})
+	go func() {
+		_ = s.cs.Close()
+		close(done)
+	}()
+	limit := 3*c.pool.opts.TerminateGrace + time.Second
+	select {
+	case <-done:
+		return
+	case <-time.After(limit):
+	}
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+	}
+	select {
+	case <-done:
+	case <-time.After(limit):
+		c.pool.log.Error("upstream: session did not close", slog.String("upstream", c.cfg.Name))
+	}
+}

@@ -1,0 +1,26 @@
+// Package upstream connects toolgate to upstream MCP servers: a registry row
+// whose method is `upstream:SERVER/TOOL` runs tool TOOL of the upstream
+// SERVER, configured with `--upstream NAME=COMMAND` (stdio) or
+// `--upstream NAME=URL` (streamable HTTP) (SPEC §1, §8).
+//
+// A [Pool] holds one MCP client session per upstream and is the
+// [mcpadapter.MethodSet] for those methods; [Chain] puts it behind the Go
+// tool methods:
+//
+//	pool, err := upstream.NewPool(cfgs, &upstream.Options{Logger: log})
+//	defer pool.Close()
+//	_ = pool.Connect(ctx) // optional: failures are logged and retried per call
+//	a := mcpadapter.New(mcpadapter.Options{Methods: upstream.Chain(goMethods, pool), ...})
+//
+// The governed call is the adapter's: the arguments are bound against the
+// row first, then sent as the upstream call's arguments object. An upstream
+// result passes through as it is, isError included. A call that cannot
+// reach the upstream — it is down, it hangs past its Timeout, it died mid
+// call — fails inside the tool (the caller gets the generic internal
+// answer, the log gets the detail) and never blocks past the Timeout; the
+// other upstreams are not affected, and the next call reconnects.
+//
+// With Config.Import, [Pool.ImportedRows] turns the upstream's tools into
+// rows named NAME.TOOL, and [MergeRows] adds those that no row names to a
+// registry: they are then governed like any other row.
+package upstream

@@ -1,0 +1,20 @@
+// Command upstreamtest serves the test upstream MCP server over stdio. Its
+// crash tool exits the process with status 3.
+package main
+
+import (
+	"context"
+	"log"
+	"os"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/upstream/internal/testserver"
+)
+
+func main() {
+	s := testserver.New(testserver.Options{Crash: func() { os.Exit(3) }})
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		log.Print(err)
+	}
+}

@@ -1,0 +1,113 @@
+// Package testserver is a small upstream MCP server for toolgate's tests:
+// in-process over mcp.NewInMemoryTransports, over streamable HTTP with
+// mcp.NewStreamableHTTPHandler, or as a subprocess over stdio
+// (cmd/upstreamtest).
+//
+// Tools:
+//
+//   - hello {name string}: "hello, NAME"
+//   - fail: an isError result "upstream failed"
+//   - slow {ms int}: sleeps ms milliseconds, honouring cancellation, then
+//     answers "slept MS"
+//   - crash: runs Options.Crash (the subprocess exits); without it, a
+//     protocol error
+//   - echo {...}: answers its arguments object as JSON text, verbatim; its
+//     schema exercises every argument type and keyword an import maps
+//   - a tool whose name is 126 characters long (too long to import under
+//     any upstream name)
+package testserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options configure the server.
+type Options struct {
+	// Crash runs when the crash tool is called.
+	Crash func()
+}
+
+// LongName is the name of the tool too long to import.
+var LongName = strings.Repeat("x", 126)
+
+// EchoSchema is the inputSchema of the echo tool.
+const EchoSchema = `{
+  "type": "object",
+  "properties": {
+    "count":   {"type": "integer", "minimum": 1, "maximum": 10, "description": "how many"},
+    "ratio":   {"type": "number"},
+    "label":   {"type": "string", "pattern": "^[a-z]+$"},
+    "flag":    {"type": "boolean"},
+    "tags":    {"type": "array", "items": {"type": "string"}},
+    "opts":    {"type": "object"},
+    "color":   {"enum": ["red", "green"]},
+    "maybe":   {"type": ["string", "null"]},
+    "anyhow":  {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+    "bad-name": {"type": "string"}
+  },
+  "required": ["label", "count"]
+}`
+
+// New returns the test server.
+func New(opts Options) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "upstreamtest", Version: "v0"}, nil)
+
+	type helloIn struct {
+		Name string `json:"name" jsonschema:"who to greet"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "hello", Title: "Hello", Description: "Greets someone.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in helloIn) (*mcp.CallToolResult, any, error) {
+			return text("hello, "+in.Name, false), nil, nil
+		})
+
+	s.AddTool(&mcp.Tool{Name: "fail", Description: "Always an isError result.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text("upstream failed", true), nil
+		})
+
+	type slowIn struct {
+		MS int `json:"ms"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "Sleeps, honouring cancellation."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in slowIn) (*mcp.CallToolResult, any, error) {
+			t := time.NewTimer(time.Duration(in.MS) * time.Millisecond)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				return text(fmt.Sprintf("slept %d", in.MS), false), nil, nil
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		})
+
+	s.AddTool(&mcp.Tool{Name: "crash", Description: "Ends the server process.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if opts.Crash != nil {
+				opts.Crash()
+			}
+			return nil, errors.New("crash: no process to end")
+		})
+
+	s.AddTool(&mcp.Tool{Name: "echo", Description: "Answers its arguments.", InputSchema: json.RawMessage(EchoSchema)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text(string(req.Params.Arguments), false), nil
+		})
+
+	s.AddTool(&mcp.Tool{Name: LongName, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text("long", false), nil
+		})
+	return s
+}
+
+func text(s string, isError bool) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}, IsError: isError}
+}

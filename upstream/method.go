@@ -1,0 +1,42 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+// method is one upstream tool, as a row's method.
+type method struct {
+	conn *conn
+	tool string
+}
+
+// HasArgument reports whether the tool's inputSchema, as last listed,
+// declares the property name. When no listing is known (the upstream was
+// never reached) or the listing lacks the tool, it answers true: a down
+// upstream must not look like a row/method mismatch; such a call fails
+// inside the tool instead.
+func (m *method) HasArgument(name string) bool {
+	t, _ := m.conn.tool(m.tool)
+	if t == nil {
+		return true
+	}
+	_, ok := schemaProperties(t.InputSchema)[name]
+	return ok
+}
+
+// Bind builds the call's arguments object from the validated arguments;
+// it never fails.
+func (m *method) Bind(args []mcpadapter.Arg) (mcpadapter.Invocation, error) {
+	obj := make(map[string]json.RawMessage, len(args))
+	for _, a := range args {
+		obj[a.Name] = a.Value
+	}
+	return func(ctx context.Context) (*mcp.CallToolResult, error) {
+		return m.conn.call(ctx, m.tool, obj)
+	}, nil
+}

@@ -1,0 +1,224 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+// MethodPrefix starts a row's method that names an upstream tool:
+// upstream:SERVER/TOOL.
+const MethodPrefix = "upstream:"
+
+// Defaults of Options.
+const (
+	DefaultConnectTimeout = 10 * time.Second
+	DefaultTerminateGrace = 2 * time.Second
+)
+
+// Reconnect backoff after consecutive failed connection attempts: the first
+// attempt after a session broke is immediate, then 100ms, 200ms, ... 5s.
+const (
+	backoffMin = 100 * time.Millisecond
+	backoffMax = 5 * time.Second
+)
+
+var (
+	// ErrUnavailable wraps the failure of an upstream that could not be
+	// reached (it failed to start or connect, and is backing off).
+	ErrUnavailable = errors.New("upstream: unavailable")
+	// ErrClosed is returned for calls after Pool.Close.
+	ErrClosed = errors.New("upstream: pool closed")
+)
+
+// Options configure a Pool; the zero value is usable.
+type Options struct {
+	// Logger receives connection failures and import findings; nil
+	// discards them.
+	Logger *slog.Logger
+	// Stderr receives the stderr of stdio upstreams; nil discards it.
+	Stderr io.Writer
+	// ConnectTimeout bounds one connection attempt (start, initialize,
+	// tools/list), independently of the calls waiting for it; zero is
+	// DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// TerminateGrace is how long closing a stdio upstream waits for it to
+	// exit after its stdin is closed, before SIGTERM and then SIGKILL; zero
+	// is DefaultTerminateGrace.
+	TerminateGrace time.Duration
+	// ToolsChanged, when set, is called (on its own goroutine) after a
+	// connection to server listed tools different from the last listing,
+	// for instance when an upstream that was down at start comes up: the
+	// place to rebuild a revision with ImportedRows.
+	ToolsChanged func(server string)
+}
+
+// Pool holds one MCP client session per upstream server and resolves rows'
+// `upstream:SERVER/TOOL` methods to its tools (it is an
+// [mcpadapter.MethodSet]).
+//
+// Sessions are opened on first use (or by Connect) and re-opened on the
+// next call after one broke. Every call is bounded by its upstream's
+// Timeout: an upstream that is down or hangs fails its calls with an error,
+// never blocks them, and never affects the other upstreams. A Pool is safe
+// for concurrent use; Close ends every session and child process.
+type Pool struct {
+	opts   Options
+	log    *slog.Logger
+	conns  map[string]*conn
+	order  []string // upstream names, configuration order
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // background dials, probes and closes
+	once   sync.Once
+}
+
+// NewPool returns a Pool for the upstreams; it connects nothing yet. A
+// configuration error (a bad name, a duplicate name, neither or both of
+// Command and URL) is an error wrapping ErrConfig. opts may be nil.
+func NewPool(cfgs []Config, opts *Options) (*Pool, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.TerminateGrace <= 0 {
+		o.TerminateGrace = DefaultTerminateGrace
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Pool{opts: o, log: log, conns: make(map[string]*conn, len(cfgs))}
+	var errs []error
+	for _, cfg := range cfgs {
+		if err := cfg.validate(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, dup := p.conns[cfg.Name]; dup {
+			errs = append(errs, fmt.Errorf("%w: upstream %s configured twice", ErrConfig, cfg.Name))
+			continue
+		}
+		if cfg.Timeout == 0 {
+			cfg.Timeout = DefaultTimeout
+		}
+		cfg.Command = append([]string(nil), cfg.Command...)
+		cfg.Env = append([]string(nil), cfg.Env...)
+		p.conns[cfg.Name] = &conn{cfg: cfg, pool: p}
+		p.order = append(p.order, cfg.Name)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	return p, nil
+}
+
+// Connect opens a session to every upstream that has none, concurrently,
+// and waits until each is up, has failed, or ctx is done. It returns every
+// failure joined; a failed upstream is retried on its next call, so a
+// server may log the error and serve on.
+func (p *Pool) Connect(ctx context.Context) error {
+	errs := make([]error, len(p.order))
+	var wg sync.WaitGroup
+	for i, name := range p.order {
+		c := p.conns[name]
+		wg.Go(func() {
+			if _, err := c.session(ctx); err != nil {
+				errs[i] = fmt.Errorf("upstream %s: %w", name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Close ends every session, terminates every stdio upstream (stdin closed,
+// then SIGTERM and SIGKILL after TerminateGrace each) and waits for the
+// pool's goroutines. Calls after Close fail with ErrClosed. Close is
+// idempotent.
+func (p *Pool) Close() error {
+	p.once.Do(func() {
+		p.cancel()
+		for _, c := range p.conns {
+			c.shutdown()
+		}
+	})
+	p.wg.Wait()
+	return nil
+}
+
+// Names returns the configured upstream names, in configuration order.
+func (p *Pool) Names() []string { return append([]string(nil), p.order...) }
+
+// ParseMethod splits a row's method `upstream:SERVER/TOOL`; ok is false for
+// any other method.
+func ParseMethod(method string) (server, tool string, ok bool) {
+	rest, ok := strings.CutPrefix(method, MethodPrefix)
+	if !ok {
+		return "", "", false
+	}
+	server, tool, ok = strings.Cut(rest, "/")
+	if !ok || server == "" || tool == "" {
+		return "", "", false
+	}
+	return server, tool, true
+}
+
+// Method implements [mcpadapter.MethodSet]: `upstream:SERVER/TOOL` for a
+// configured SERVER resolves, whether or not the upstream is up or lists
+// TOOL (a call to a tool it lacks fails inside the tool).
+func (p *Pool) Method(name string) (mcpadapter.Method, bool) {
+	server, tool, ok := ParseMethod(name)
+	if !ok {
+		return nil, false
+	}
+	c, ok := p.conns[server]
+	if !ok {
+		return nil, false
+	}
+	return &method{conn: c, tool: tool}, true
+}
+
+// Chain returns a MethodSet that resolves a name with the first of sets
+// that has it; nil sets are skipped.
+func Chain(sets ...mcpadapter.MethodSet) mcpadapter.MethodSet {
+	return chain(sets)
+}
+
+type chain []mcpadapter.MethodSet
+
+func (ch chain) Method(name string) (mcpadapter.Method, bool) {
+	for _, s := range ch {
+		if s == nil {
+			continue
+		}
+		if m, ok := s.Method(name); ok {
+			return m, true
+		}
+	}
+	return nil, false
+}
+
+// newClient is the MCP client every upstream session is opened with.
+func newClient() *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "v1"}, &mcp.ClientOptions{
+		// No roots, sampling or elicitation: toolgate only calls tools.
+		Capabilities: &mcp.ClientCapabilities{},
+	})
+}
