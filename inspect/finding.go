@@ -23,10 +23,10 @@ const (
 	CodeURLUndecided       = "url_drivers_undecided" // a URL driver is granted, url_drivers_decided is not true
 
 	// Warnings.
-	CodeRegistryWarning = "registry_warning"  // Parse's own warnings (a section sections does not list)
-	CodeURLReach        = "url_driver_reach"  // a URL driver is granted while tools are hidden
-	CodeGrantedUnknown  = "granted_unknown"   // an override grants a name no row has
-	CodeRolesCapped     = "role_sets_capped"  // too many roles: not every combination was checked
+	CodeRegistryWarning = "registry_warning" // Parse's own warnings (a section sections does not list)
+	CodeURLReach        = "url_driver_reach" // a URL driver is granted while tools are hidden
+	CodeGrantedUnknown  = "granted_unknown"  // an override grants a name no row has
+	CodeRolesCapped     = "role_sets_capped" // too many roles: not every combination was checked
 )
 
 // Finding is one error or warning of a [CheckReport].
