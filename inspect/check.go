@@ -43,6 +43,9 @@ type CheckReport struct {
 	// Registry and Policies are the paths checked, as given.
 	Registry string `json:"registry"`
 	Policies string `json:"policies"`
+	// RegistryLoaded and PoliciesLoaded say whether each loaded at all.
+	RegistryLoaded bool `json:"registry_loaded"`
+	PoliciesLoaded bool `json:"policies_loaded"`
 	// Tools is the number of registry rows; 0 when the registry is invalid.
 	Tools int `json:"tools"`
 	// URLDrivers names the rows with driver: url.
@@ -148,7 +151,7 @@ func checkRegistry(src engine.Source, r *CheckReport) *registry.Registry {
 		r.errorf(at, "%v", err)
 		return nil
 	}
-	r.Tools = len(reg.Tools)
+	r.RegistryLoaded, r.Tools = true, len(reg.Tools)
 	for i, t := range reg.Tools {
 		if t.Driver == registry.DriverURL {
 			r.URLDrivers = append(r.URLDrivers, reg.Tools[i].Name)
@@ -194,7 +197,14 @@ func checkPolicies(ctx context.Context, src engine.Source, registryOK bool, r *C
 	var ce *engine.CompileError
 	switch {
 	case errors.As(err, &ce):
+		// The engine compiles a copy of every rule it reads (to tell which
+		// rule produced what), so a problem inside one is reported twice.
+		seen := map[engine.Diagnostic]bool{}
 		for _, d := range ce.Diagnostics {
+			if seen[d] {
+				continue
+			}
+			seen[d] = true
 			msg := d.Message
 			if d.Code != "" {
 				msg = d.Code + ": " + msg
@@ -207,6 +217,7 @@ func checkPolicies(ctx context.Context, src engine.Source, registryOK bool, r *C
 		return nil
 	}
 	rev := e.Current()
+	r.PoliciesLoaded = true
 	r.PolicyFiles = append(r.PolicyFiles, rev.PolicyFiles()...)
 	if !registryOK {
 		return nil
@@ -331,8 +342,8 @@ func checkReach(ctx context.Context, rev *engine.Revision, opts CheckOptions, r 
 		names := strings.Join(drivers, ", ")
 		if len(hidden) > 0 {
 			r.warnf(Finding{Code: CodeURLReach, Caller: c, Tools: hidden},
-				"URL driver %s is granted while %d tools are hidden; it reaches every page it can name, also theirs: %s",
-				names, len(hidden), strings.Join(hidden, ", "))
+				"URL driver %s is granted while %s hidden; it reaches every page it can name, also theirs: %s",
+				names, plural(len(hidden), "tool")+map[bool]string{true: " is", false: " are"}[len(hidden) == 1], strings.Join(hidden, ", "))
 		}
 		decided, err := rev.URLDriversDecided(ctx, c)
 		switch {
@@ -363,9 +374,16 @@ func (r *CheckReport) WriteText(w io.Writer) error {
 	if len(r.URLDrivers) > 0 {
 		drivers = strings.Join(r.URLDrivers, ", ")
 	}
-	p.line("registry  %s (%d tools; URL drivers: %s)", r.Registry, r.Tools, drivers)
+	if r.RegistryLoaded {
+		p.line("registry  %s (%s; URL drivers: %s)", r.Registry, plural(r.Tools, "tool"), drivers)
+	} else {
+		p.line("registry  %s (not loaded)", r.Registry)
+	}
 	files := "not loaded"
-	if len(r.PolicyFiles) > 0 {
+	switch {
+	case r.PoliciesLoaded && len(r.PolicyFiles) == 0:
+		files = "no policy files"
+	case r.PoliciesLoaded:
 		files = strings.Join(r.PolicyFiles, ", ")
 	}
 	p.line("policies  %s (%s)", r.Policies, files)
