@@ -52,8 +52,21 @@ func runCheckCommand(ctx context.Context, e *env) int {
 		}
 		opts.RoleSets = append(opts.RoleSets, set)
 	}
-	rep := inspect.Check(ctx, opts)
-	if format == "json" {
+	p := checkParams{opts: opts, format: format}
+	return p.run(ctx, e)
+}
+
+// checkParams is `toolgate check` once its flags are read.
+type checkParams struct {
+	opts   inspect.CheckOptions
+	format formatFlag
+}
+
+// run checks and writes the report: exit 0 without errors, 1 with.
+func (p *checkParams) run(ctx context.Context, e *env) int {
+	rep := inspect.Check(ctx, p.opts)
+	var err error
+	if p.format == "json" {
 		err = rep.WriteJSON(e.stdout)
 	} else {
 		err = rep.WriteText(e.stdout)

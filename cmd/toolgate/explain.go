@@ -66,19 +66,34 @@ func runExplainCommand(ctx context.Context, e *env) int {
 	if err != nil {
 		return usageError(fs, e.stderr, "%v", err)
 	}
-	eng, err := engine.New(ctx, source)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "toolgate explain: %v\n(run toolgate check for every problem)\n", err)
-		return 1
-	}
-	x := inspect.Explain(ctx, inspect.ExplainOptions{
-		Revision:  eng.Current(),
+	p := explainParams{source: source, format: format, opts: inspect.ExplainOptions{
 		Caller:    caller,
 		Tool:      tool,
 		Meta:      json.RawMessage(meta),
 		Arguments: json.RawMessage(args),
-	})
-	if format == "json" {
+	}}
+	return p.run(ctx, e)
+}
+
+// explainParams is `toolgate explain` once its flags are read.
+type explainParams struct {
+	source engine.Source
+	opts   inspect.ExplainOptions // without Revision
+	format formatFlag
+}
+
+// run loads the source and writes the explanation: exit 0, or 1 when the
+// registry or policies do not load.
+func (p *explainParams) run(ctx context.Context, e *env) int {
+	eng, err := engine.New(ctx, p.source)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "toolgate explain: %v\n(run toolgate check for every problem)\n", err)
+		return 1
+	}
+	opts := p.opts
+	opts.Revision = eng.Current()
+	x := inspect.Explain(ctx, opts)
+	if p.format == "json" {
 		err = x.WriteJSON(e.stdout)
 	} else {
 		err = x.WriteText(e.stdout)
