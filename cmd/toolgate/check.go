@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/toolgate/toolgate/inspect"
+)
+
+func init() {
+	register(command{name: "check", summary: "validate registry and policies; report URL-driver reach", run: runCheckCommand})
+}
+
+const checkSynopsis = "check [--registry FILE --policy DIR] [--callers FILE] [--roles R1,R2 ...] [--format text|json]"
+
+func runCheckCommand(ctx context.Context, e *env) int {
+	var (
+		src     sourceFlags
+		callers string
+		roles   repeated
+		format  = formatFlag("text")
+	)
+	fs := newFlags("check", checkSynopsis, e.stderr)
+	src.register(fs)
+	fs.StringVar(&callers, "callers", "", "measure URL-driver reach for the callers in `FILE` (YAML or JSON list of {subject, roles, claims})")
+	fs.Var(&roles, "roles", "measure URL-driver reach for a caller with these comma-separated `ROLES` (repeatable; \"\" is no role; default: every combination of the roles sections name)")
+	fs.Var(&format, "format", "output `format`: text or json")
+	if done, code := parseFlags(fs, e.args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(fs, e.stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	source, err := src.source()
+	if err != nil {
+		return usageError(fs, e.stderr, "%v", err)
+	}
+	opts := inspect.CheckOptions{Source: source, Methods: builtinMethods()}
+	if callers != "" {
+		if opts.Callers, err = inspect.LoadCallers(callers); err != nil {
+			fmt.Fprintf(e.stderr, "toolgate check: %v\n", err)
+			return 2
+		}
+	}
+	for _, r := range roles {
+		set := []string{}
+		for x := range strings.SplitSeq(r, ",") {
+			if x = strings.TrimSpace(x); x != "" {
+				set = append(set, x)
+			}
+		}
+		opts.RoleSets = append(opts.RoleSets, set)
+	}
+	p := checkParams{opts: opts, format: format}
+	return p.run(ctx, e)
+}
+
+// checkParams is `toolgate check` once its flags are read.
+type checkParams struct {
+	opts   inspect.CheckOptions
+	format formatFlag
+}
+
+// run checks and writes the report: exit 0 without errors, 1 with.
+func (p *checkParams) run(ctx context.Context, e *env) int {
+	rep := inspect.Check(ctx, p.opts)
+	var err error
+	if p.format == "json" {
+		err = rep.WriteJSON(e.stdout)
+	} else {
+		err = rep.WriteText(e.stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "toolgate check: %v\n", err)
+		return 1
+	}
+	if !rep.OK() {
+		return 1
+	}
+	return 0
+}

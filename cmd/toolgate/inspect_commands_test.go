@@ -1,0 +1,86 @@
+package main
+
+import (
+	"testing"
+)
+
+// The golden tests swap builtinMethods and change directory, so they run
+// sequentially: top-level tests that call t.Parallel start only once every
+// sequential one has finished.
+
+func TestCheckGolden(t *testing.T) {
+	saved := builtinMethods
+	builtinMethods = specMethods
+	t.Cleanup(func() { builtinMethods = saved })
+
+	const shop = "testdata/shop"
+	for _, c := range []goldenCase{
+		{"check_bundled", "the bundled example checks clean against the demo methods", []string{"check"}},
+		{"check_reach", "every problem of the shop fixture, reach measured for every combination of the sections' roles",
+			[]string{"check", "--registry", shop + "/registry.yaml", "--policy", shop + "/rego"}},
+		{"check_roles", "--roles: each value one combination; \"\" is a caller without roles",
+			[]string{"check", "--registry", shop + "/registry.yaml", "--policy", shop + "/rego", "--roles", "agent", "--roles", ""}},
+		{"check_callers_json", "--callers and --format json: a granted unknown name, a failing grant decision, an undecided URL driver",
+			[]string{"check", "--registry", shop + "/registry.yaml", "--policy", shop + "/rego", "--callers", shop + "/callers.yaml", "--format", "json"}},
+		{"check_broken", "an invalid registry and policies that do not compile: every problem of both is listed",
+			[]string{"check", "--registry", "testdata/broken/registry.yaml", "--policy", "testdata/broken/rego"}},
+		{"check_missing", "a registry that cannot be read is an error, not a crash",
+			[]string{"check", "--registry", "testdata/nothing.yaml", "--policy", shop + "/rego"}},
+		{"check_usage", "--registry without --policy is a usage error (exit 2)",
+			[]string{"check", "--registry", shop + "/registry.yaml"}},
+	} {
+		t.Run(c.name, func(t *testing.T) { runGolden(t, c) })
+	}
+}
+
+func TestExplainGolden(t *testing.T) {
+	shop := []string{"--registry", "testdata/shop/registry.yaml", "--policy", "testdata/shop/rego"}
+	with := func(args ...string) []string { return append(append([]string{"explain"}, shop...), args...) }
+	for _, c := range []goldenCase{
+		{"explain_nobody", "nobody: no tool, and a call gets Unknown tool", with("--tool", "echo")},
+		{"explain_base_run", "no override: the base decision per row; a granted call would run its method",
+			with("--as", "alice", "--role", "agent", "--tool", "getReward", "--args", `{"idReward": 7}`)},
+		{"explain_base_hidden", "a hidden tool gets exactly the unknown-name answer, decided by the base decision",
+			with("--as", "alice", "--role", "agent", "--tool", "report")},
+		{"explain_no_row", "a name no row has: Unknown tool, no row",
+			with("--as", "alice", "--role", "agent", "--tool", "nosuch")},
+		{"explain_override", "an override: the rule (file:line) that defined granted, and a granted name no row has",
+			with("--as", "carol", "--role", "contractor", "--tool", "getReward")},
+		{"explain_denied", "every deny reason, joined by '; ', with the rule of each",
+			with("--as", "ann", "--role", "admin", "--tool", "resetCounter", "--meta", `{"festi/day": "sunday"}`)},
+		{"explain_answered", "a toolgate.call result answers the call instead of the method",
+			with("--as", "ann", "--role", "admin", "--tool", "quota")},
+		{"explain_failed", "a grant decision that fails: access could not be verified, listing falls back",
+			with("--as", "cid", "--role", "conflict", "--tool", "echo")},
+		{"explain_json", "--format json: the same explanation for scripts",
+			with("--as", "ann", "--role", "admin", "--tool", "resetCounter", "--format", "json")},
+		{"explain_usage", "--role without --as is a usage error (exit 2)", with("--role", "admin")},
+		{"explain_bad_policy", "policies that do not load: exit 1, pointing at check",
+			[]string{"explain", "--registry", "testdata/broken/registry.yaml", "--policy", "testdata/broken/rego", "--as", "x"}},
+	} {
+		t.Run(c.name, func(t *testing.T) { runGolden(t, c) })
+	}
+}
+
+func TestTestGolden(t *testing.T) {
+	const dir = "testdata/policytests"
+	for _, c := range []goldenCase{
+		{"test_pass", "passing tests print only the counts", []string{"test", dir + "/pass"}},
+		{"test_verbose", "-v lists every test", []string{"test", "-v", dir + "/pass"}},
+		{"test_coverage", "--coverage prints the coverage of the policy files", []string{"test", "--coverage", dir + "/pass"}},
+		{"test_run", "--run filters tests by reference", []string{"test", "--run", "others", "-v", dir + "/pass"}},
+		{"test_fail", "a failing test is listed and exits 1", []string{"test", dir + "/fail"}},
+		{"test_bad", "a test file that does not parse: every diagnostic, exit 1", []string{"test", dir + "/bad"}},
+		{"test_usage", "an unknown flag is a usage error (exit 2)", []string{"test", "--nope"}},
+	} {
+		t.Run(c.name, func(t *testing.T) { runGolden(t, c) })
+	}
+	t.Run("test_defaults", func(t *testing.T) {
+		t.Chdir(dir + "/defaults")
+		runGolden(t, goldenCase{"test_defaults", "without DIR: rego and policy-tests of the working directory", []string{"test", "-v"}})
+	})
+	t.Run("test_no_defaults", func(t *testing.T) {
+		t.Chdir(dir)
+		runGolden(t, goldenCase{"test_no_defaults", "without DIR and without rego/ or policy-tests/ here: a usage error", []string{"test"}})
+	})
+}

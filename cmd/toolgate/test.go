@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/toolgate/toolgate/policytest"
+)
+
+func init() {
+	register(command{name: "test", summary: "run the Rego unit tests of the policies, like opa test", run: runTestCommand})
+}
+
+// defaultTestDirs are tested when no directory is named, those of them that
+// exist in the working directory.
+var defaultTestDirs = []string{"rego", "policy-tests"}
+
+// testParams is `toolgate test`: what to run and where to write.
+type testParams struct {
+	paths    []string
+	coverage bool
+	verbose  bool
+	filter   string
+	timeout  time.Duration
+}
+
+func runTestCommand(ctx context.Context, e *env) int {
+	var p testParams
+	fs := newFlags("test", "test [--coverage] [-v] [--run REGEX] [--timeout D] [DIR ...]", e.stderr)
+	fs.BoolVar(&p.coverage, "coverage", false, "print the coverage of the policy files")
+	fs.BoolVar(&p.verbose, "v", false, "list every test, not only those that did not pass")
+	fs.StringVar(&p.filter, "run", "", "run only the tests whose reference matches `REGEX`")
+	fs.DurationVar(&p.timeout, "timeout", 0, "the time one test may take (default 5s)")
+	if done, code := parseFlags(fs, e.args); done {
+		return code
+	}
+	p.paths = fs.Args()
+	if len(p.paths) == 0 {
+		for _, d := range defaultTestDirs {
+			if st, err := os.Stat(d); err == nil && st.IsDir() {
+				p.paths = append(p.paths, d)
+			}
+		}
+		if len(p.paths) == 0 {
+			return usageError(fs, e.stderr, "no rego/ or policy-tests/ directory here: name the directories to test")
+		}
+	}
+	return p.run(ctx, e)
+}
+
+// run runs the tests: exit 0 when all pass, 1 when one fails or errors or
+// the files do not load or compile.
+func (p *testParams) run(ctx context.Context, e *env) int {
+	rep, err := policytest.Run(ctx, policytest.Options{Paths: p.paths, Coverage: p.coverage, Filter: p.filter, Timeout: p.timeout})
+	if err != nil {
+		var pe *policytest.Error
+		if errors.As(err, &pe) {
+			fmt.Fprintf(e.stderr, "toolgate test: %s failed with %d error(s):\n", pe.Stage, len(pe.Diagnostics))
+			for _, d := range pe.Diagnostics {
+				fmt.Fprintf(e.stderr, "  %s\n", d)
+			}
+		} else {
+			fmt.Fprintf(e.stderr, "toolgate test: %v\n", err)
+		}
+		return 1
+	}
+	if err := rep.WritePrettyOpts(e.stdout, policytest.PrettyOptions{Verbose: p.verbose}); err != nil {
+		fmt.Fprintf(e.stderr, "toolgate test: %v\n", err)
+		return 1
+	}
+	if !rep.Passed() {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,5 @@
+package toolgate.call
+
+deny contains msg if {
+	msg := no_such_function(input.tool.name)
+}

@@ -1,0 +1,5 @@
+package toolgate.grant
+
+granted := {"echo"} if {
+	lookup_roles(input.caller.subject)
+}

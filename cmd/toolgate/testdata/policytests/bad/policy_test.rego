@@ -1,0 +1,5 @@
+package toolgate.grant_test
+
+test_broken if {
+	x ==
+}

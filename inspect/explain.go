@@ -1,0 +1,385 @@
+package inspect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/registry"
+)
+
+// The exact answers of SPEC §5 that Explain can predict.
+const (
+	AnswerNotVerified = "Error: Tool access could not be verified."
+	AnswerInternal    = "Error: An internal error occurred while executing the tool."
+)
+
+// AnswerUnknownTool is the answer for a hidden tool and for a name no row has.
+func AnswerUnknownTool(name string) string { return fmt.Sprintf("Error: Unknown tool '%s'.", name) }
+
+// Stages at which Explain says a tools/call would be decided.
+const (
+	StageNobody      = "nobody"       // step 2: nobody signed in: Unknown tool
+	StageNotVerified = "not_verified" // step 3: the grant decision fails
+	StageUnknown     = "unknown_tool" // step 4: hidden, or no row has the name
+	StageRuleFailed  = "rule_failed"  // step 5: the toolgate.call rules fail
+	StageDenied      = "denied"       // step 5: refused with reasons
+	StageAnswered    = "answered"     // step 5: a rule answers instead of the method
+	StageRun         = "run"          // steps 6-7: the arguments are bound and the method runs
+)
+
+// ExplainOptions is one question to Explain: a caller, and optionally a call.
+type ExplainOptions struct {
+	// Revision is the registry and policies to explain (required).
+	Revision *engine.Revision
+	// Caller is whom to explain for; nil is nobody.
+	Caller *engine.Caller
+	// Tool, when not empty, is the name of a tools/call to explain.
+	Tool string
+	// Meta is the raw _meta of the request; it is bounded (SPEC §3) first.
+	Meta json.RawMessage
+	// Arguments are the call's arguments as sent; anything but a JSON
+	// object is read as {}.
+	Arguments json.RawMessage
+}
+
+// Explanation says how the grant decision, and optionally a call, came out
+// for one caller. It is read from the same decision values the server uses.
+type Explanation struct {
+	// Revision is the revision's content hash.
+	Revision string `json:"revision"`
+	// Caller is the caller explained; nil is nobody.
+	Caller *engine.Caller `json:"caller"`
+	// Mode is how the grant decision was reached: no_override (the base
+	// decision stands), override, failed or nobody.
+	Mode string `json:"mode"`
+	// OverrideRules are the rules (file:line) that defined granted, with an
+	// override.
+	OverrideRules []engine.Location `json:"override_rules,omitempty"`
+	// OverrideSet is the override's set as the policy produced it, sorted,
+	// including names no row has.
+	OverrideSet []string `json:"override_set,omitempty"`
+	// Failure is the policy failure when Mode is failed.
+	Failure string `json:"failure,omitempty"`
+	// Tools explains each row, in registry order.
+	Tools []RowExplanation `json:"tools"`
+	// Granted are the names a tools/call may use (the strict reading), in
+	// registry order; empty when the decision failed.
+	Granted []string `json:"granted"`
+	// Listed are the names tools/list shows (the lenient reading: a failed
+	// decision falls back to the base decision).
+	Listed []string `json:"listed"`
+	// Call explains the tools/call of ExplainOptions.Tool; nil without one.
+	Call *CallExplanation `json:"call,omitempty"`
+}
+
+// RowExplanation is the decision for one registry row.
+type RowExplanation struct {
+	Name    string `json:"name"`
+	Section string `json:"section,omitempty"`
+	Driver  string `json:"driver,omitempty"`
+	// Base is the registry's own permission default (SPEC §2); BaseWhy
+	// says why, in words.
+	Base    bool   `json:"base"`
+	BaseWhy string `json:"base_why"`
+	// Granted is the strict reading of the grant decision for the row.
+	Granted bool `json:"granted"`
+}
+
+// CallExplanation is what a tools/call would get at the decision stage,
+// before its arguments are bound.
+type CallExplanation struct {
+	Tool string `json:"tool"`
+	// Method is the row's method; empty when no row has the name.
+	Method string `json:"method,omitempty"`
+	// Stage is one of the Stage constants.
+	Stage string `json:"stage"`
+	// Answer is the exact text the caller receives at that stage; for
+	// StageAnswered the rule's result, for StageRun empty (the method's
+	// result, or an argument answer, follows).
+	Answer string `json:"answer,omitempty"`
+	// Result is the CallToolResult a rule answers with (StageAnswered).
+	Result json.RawMessage `json:"result,omitempty"`
+	// Reasons are every deny reason with its rules (StageDenied).
+	Reasons []engine.Reason `json:"reasons,omitempty"`
+	// DecidedBy says what decided, in words; Rules are the rules
+	// (file:line) that did, empty when the registry's base decision did.
+	DecidedBy string            `json:"decided_by"`
+	Rules     []engine.Location `json:"rules,omitempty"`
+	// Failure is the policy failure, for StageNotVerified and StageRuleFailed.
+	Failure string `json:"failure,omitempty"`
+}
+
+// Explain evaluates the grant decision for a caller with the rules that
+// defined it and, for a tool, the call decision, the way tools/list and
+// tools/call do (SPEC §5 steps 2 to 5). Go hooks a server registers (the
+// idempotency ledger, for one) run before the toolgate.call rules and are
+// not part of the explanation; neither are argument binding and the method.
+//
+// Explain never returns nil. It is safe for concurrent use.
+func Explain(ctx context.Context, opts ExplainOptions) *Explanation {
+	rev := opts.Revision
+	meta := engine.BoundMeta(opts.Meta)
+	req := engine.Request{Method: engine.MethodList, Meta: meta}
+	if opts.Tool != "" {
+		req = engine.Request{Method: engine.MethodCall, Tool: opts.Tool, Arguments: opts.Arguments, Meta: meta}
+	}
+	d := rev.Explain(ctx, opts.Caller, req)
+	x := &Explanation{
+		Revision:      rev.Hash(),
+		Caller:        opts.Caller,
+		Mode:          d.Outcome.String(),
+		OverrideRules: d.Rules,
+		OverrideSet:   d.OverrideSet(),
+		Tools:         []RowExplanation{},
+		Granted:       []string{},
+		Listed:        []string{},
+	}
+	if d.Err != nil {
+		x.Failure = d.Err.Error()
+	}
+	reg := rev.Registry()
+	for i := range reg.Tools {
+		t := &reg.Tools[i]
+		allowed, _ := d.Allowed(t.Name)
+		x.Tools = append(x.Tools, RowExplanation{
+			Name: t.Name, Section: t.Section, Driver: t.Driver,
+			Base: d.Base(t.Name), BaseWhy: baseWhy(reg, t, opts.Caller), Granted: allowed,
+		})
+		if allowed {
+			x.Granted = append(x.Granted, t.Name)
+		}
+		if d.Visible(t.Name) {
+			x.Listed = append(x.Listed, t.Name)
+		}
+	}
+	if opts.Tool != "" {
+		x.Call = explainCall(ctx, rev, opts.Caller, req, d)
+	}
+	return x
+}
+
+// baseWhy says why the base decision is what it is for one row.
+func baseWhy(reg *registry.Registry, t *registry.Tool, c *engine.Caller) string {
+	if c == nil {
+		return "nobody is signed in"
+	}
+	if t.Section == "" {
+		return "no section: every signed-in caller"
+	}
+	sec, ok := reg.Sections[t.Section]
+	if !ok {
+		return fmt.Sprintf("section %s is not in sections: nobody", t.Section)
+	}
+	for _, r := range c.Roles {
+		if slices.Contains(sec.Roles, r) {
+			return fmt.Sprintf("section %s lists %s", t.Section, r)
+		}
+	}
+	return fmt.Sprintf("section %s lists only %s", t.Section, strings.Join(sec.Roles, ", "))
+}
+
+// explainCall walks SPEC §5 from step 2 to step 5 for one name.
+func explainCall(ctx context.Context, rev *engine.Revision, c *engine.Caller, req engine.Request, d *engine.GrantDecision) *CallExplanation {
+	name := req.Tool
+	ce := &CallExplanation{Tool: name}
+	t := rev.Tool(name)
+	if t != nil {
+		ce.Method = t.Method
+	}
+	if c == nil {
+		ce.Stage, ce.Answer, ce.DecidedBy = StageNobody, AnswerUnknownTool(name), "nobody is signed in"
+		return ce
+	}
+	allowed, err := d.Allowed(name)
+	if err != nil {
+		ce.Stage, ce.Answer, ce.Failure = StageNotVerified, AnswerNotVerified, err.Error()
+		ce.DecidedBy, ce.Rules = "the grant decision failed", failureRules(err)
+		return ce
+	}
+	if !allowed {
+		ce.Stage, ce.Answer = StageUnknown, AnswerUnknownTool(name)
+		switch {
+		case t == nil:
+			ce.DecidedBy = "no row has this name"
+		case d.Outcome == engine.Override:
+			ce.DecidedBy, ce.Rules = "the policy's granted set does not name it", d.Rules
+		default:
+			ce.DecidedBy = "the base decision: " + baseWhy(rev.Registry(), t, c)
+		}
+		return ce
+	}
+	cd := rev.Call(ctx, c, req)
+	switch {
+	case cd.Err != nil:
+		ce.Stage, ce.Answer, ce.Failure = StageRuleFailed, AnswerInternal, cd.Err.Error()
+		ce.DecidedBy, ce.Rules = "the toolgate.call rules failed", failureRules(cd.Err)
+	case len(cd.Deny) > 0:
+		msgs := make([]string, len(cd.Deny))
+		for i, r := range cd.Deny {
+			msgs[i] = r.Message
+			for _, l := range r.Rules {
+				if !slices.Contains(ce.Rules, l) {
+					ce.Rules = append(ce.Rules, l)
+				}
+			}
+		}
+		ce.Stage, ce.Answer, ce.Reasons = StageDenied, strings.Join(msgs, "; "), cd.Deny
+		ce.DecidedBy = "data.toolgate.call.deny"
+	case cd.Result != nil:
+		ce.Stage, ce.Result, ce.Rules = StageAnswered, json.RawMessage(cd.Result), cd.ResultRules
+		ce.Answer = resultText(cd.Result)
+		ce.DecidedBy = "data.toolgate.call.result"
+	default:
+		ce.Stage = StageRun
+		if d.Outcome == engine.Override {
+			ce.DecidedBy, ce.Rules = "granted by the policy; no toolgate.call rule refuses or answers", d.Rules
+		} else {
+			ce.DecidedBy = "granted by the base decision (" + baseWhy(rev.Registry(), t, c) + "); no toolgate.call rule refuses or answers"
+		}
+	}
+	return ce
+}
+
+// failureRules is where a policy failure arose, when OPA said.
+func failureRules(err error) []engine.Location {
+	var pe *engine.PolicyError
+	if errors.As(err, &pe) && pe.Location.File != "" {
+		return []engine.Location{pe.Location}
+	}
+	return nil
+}
+
+// resultText is the text content of a CallToolResult, its items joined by
+// newlines; the JSON itself when it has none.
+func resultText(raw []byte) string {
+	var res struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(raw, &res) == nil {
+		var texts []string
+		for _, c := range res.Content {
+			if c.Type == "text" {
+				texts = append(texts, c.Text)
+			}
+		}
+		if len(texts) > 0 {
+			return strings.Join(texts, "\n")
+		}
+	}
+	return string(raw)
+}
+
+// WriteText writes the explanation for people.
+func (x *Explanation) WriteText(w io.Writer) error {
+	p := &printer{w: w}
+	p.line("revision  %s", x.Revision)
+	p.line("caller    %s", CallerLabel(x.Caller))
+	switch x.Mode {
+	case engine.Override.String():
+		p.line("decision  override: exactly the policy's granted set (%s)", locations(x.OverrideRules))
+	case engine.NoOverride.String():
+		p.line("decision  no override: granted is undefined, the base decision stands")
+	case engine.Failed.String():
+		p.line("decision  failed: calls are refused, tools/list falls back to the base decision")
+		p.line("          %s", x.Failure)
+	case engine.Nobody.String():
+		p.line("decision  nobody: no tool, no policy asked")
+	}
+	if unknown := x.unknownGranted(); len(unknown) > 0 {
+		p.line("          granted also names tools no row has: %s", strings.Join(unknown, ", "))
+	}
+	p.line("")
+	width := len("tool")
+	for _, t := range x.Tools {
+		width = max(width, len(t.Name))
+	}
+	p.line("  %-*s  %-7s  %-7s  %s", width, "tool", "base", "granted", "why (base)")
+	for _, t := range x.Tools {
+		why := t.BaseWhy
+		if t.Driver != "" {
+			why += "; driver: " + t.Driver
+		}
+		p.line("  %-*s  %-7s  %-7s  %s", width, t.Name, yesNo(t.Base), yesNo(t.Granted), why)
+	}
+	p.line("")
+	p.line("granted   %s", list(x.Granted))
+	if !slices.Equal(x.Granted, x.Listed) {
+		p.line("listed    %s", list(x.Listed))
+	}
+	if c := x.Call; c != nil {
+		p.line("")
+		p.line("call      %s", c.Tool)
+		if c.Method != "" {
+			p.line("method    %s", c.Method)
+		}
+		p.line("stage     %s", c.Stage)
+		switch c.Stage {
+		case StageRun:
+			p.line("answer    the arguments are bound and %s runs: its result, or an argument answer", c.Method)
+		default:
+			p.line("answer    %s", c.Answer)
+		}
+		for _, r := range c.Reasons {
+			p.line("reason    %s (%s)", r.Message, locations(r.Rules))
+		}
+		p.line("decided   %s", c.DecidedBy)
+		if len(c.Rules) > 0 {
+			p.line("rules     %s", locations(c.Rules))
+		}
+		if c.Failure != "" {
+			p.line("failure   %s", c.Failure)
+		}
+	}
+	return p.err
+}
+
+// WriteJSON writes the explanation as one indented JSON object.
+func (x *Explanation) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(x)
+}
+
+func (x *Explanation) unknownGranted() []string {
+	var out []string
+	for _, n := range x.OverrideSet {
+		if !slices.ContainsFunc(x.Tools, func(t RowExplanation) bool { return t.Name == n }) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func locations(ls []engine.Location) string {
+	if len(ls) == 0 {
+		return "no rule located"
+	}
+	s := make([]string, len(ls))
+	for i, l := range ls {
+		s[i] = l.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+func list(names []string) string {
+	if len(names) == 0 {
+		return "(none)"
+	}
+	return strings.Join(names, ", ")
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
