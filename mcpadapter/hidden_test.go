@@ -68,7 +68,7 @@ func TestHiddenIsAbsent(t *testing.T) {
 		caller *engine.Caller
 		hidden string
 	}{
-		{&engine.Caller{Subject: "max", Roles: []string{"manager"}}, "execUrl"},          // base refuses
+		{&engine.Caller{Subject: "max", Roles: []string{"manager"}}, "execUrl"},             // base refuses
 		{&engine.Caller{Subject: "cid", Roles: []string{"manager", "contractor"}}, "count"}, // override leaves out
 		{nil, "echo"}, // nobody
 	}
