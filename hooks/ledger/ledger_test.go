@@ -295,9 +295,11 @@ type brokenStore struct{}
 func (brokenStore) Claim(context.Context, Key, string, time.Time, time.Duration) (ClaimResult, error) {
 	return ClaimResult{}, errors.New("store down")
 }
-func (brokenStore) Complete(context.Context, Key, string, []byte) error { return errors.New("store down") }
-func (brokenStore) Release(context.Context, Key, string) error          { return errors.New("store down") }
-func (brokenStore) Close() error                                        { return nil }
+func (brokenStore) Complete(context.Context, Key, string, []byte) error {
+	return errors.New("store down")
+}
+func (brokenStore) Release(context.Context, Key, string) error { return errors.New("store down") }
+func (brokenStore) Close() error                               { return nil }
 
 // slowStore holds Claim until gate closes, saying when it entered.
 type slowStore struct {
