@@ -229,10 +229,15 @@ type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
-// blockingWriter blocks every Write until release closes.
-type blockingWriter struct{ release chan struct{} }
+// blockingWriter blocks every Write until release closes; entered gets a
+// value as each Write begins.
+type blockingWriter struct{ release, entered chan struct{} }
 
 func (w blockingWriter) Write(p []byte) (int, error) {
+	select {
+	case w.entered <- struct{}{}:
+	default:
+	}
 	<-w.release
 	return len(p), nil
 }
@@ -248,11 +253,11 @@ func TestAuditWriterTrouble(t *testing.T) {
 	}{
 		{"failing", func(t *testing.T) writerCase { return writerCase{w: failingWriter{}, wantDropped: calls} }},
 		{"blocking", func(t *testing.T) writerCase {
-			release := make(chan struct{})
+			release, entered := make(chan struct{}), make(chan struct{}, 1)
 			t.Cleanup(func() { close(release) })
 			// One record is stuck in Write, Buffer wait in the channel; the
 			// rest are dropped at once, and the buffered ones at Close.
-			return writerCase{w: blockingWriter{release}, wantDropped: calls - 1, closeErr: true}
+			return writerCase{w: blockingWriter{release, entered}, entered: entered, wantDropped: calls - 1, closeErr: true}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -262,10 +267,13 @@ func TestAuditWriterTrouble(t *testing.T) {
 			aud := New(wc.w, Options{Buffer: 4, CloseTimeout: 50 * time.Millisecond, OnDrop: hooked.inc})
 			a := newAdapter(t, aud.Hook())
 			start := time.Now()
-			for range calls {
+			for i := range calls {
 				res := callAs(a, "alice", "echo", nil)
 				require.False(t, res.IsError)
 				require.Equal(t, "echo", res.Content[0].(*mcp.TextContent).Text)
+				if i == 0 && wc.entered != nil {
+					<-wc.entered // the first record is stuck in Write
+				}
 			}
 			require.Less(t, time.Since(start), 5*time.Second, "the calls were not held up")
 			err := aud.Close()
@@ -286,6 +294,7 @@ func TestAuditWriterTrouble(t *testing.T) {
 
 type writerCase struct {
 	w           interface{ Write([]byte) (int, error) }
+	entered     chan struct{}
 	wantDropped int
 	closeErr    bool
 }
