@@ -1,0 +1,221 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/toolgate/toolgate/hooks/internal/canon"
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+// Defaults of Options.
+const (
+	DefaultBuffer       = 1024
+	DefaultCloseTimeout = 5 * time.Second
+	// HookName is the name the audit hook registers under.
+	HookName = "audit"
+)
+
+// Record is one line of the audit trail (SPEC §10). It never holds argument
+// values (only their hash) nor credentials.
+type Record struct {
+	DecisionID string `json:"decision_id"`
+	// Timestamp is when the adapter began handling the call, RFC 3339 with
+	// nanoseconds, UTC.
+	Timestamp string `json:"timestamp"`
+	Subject   string `json:"subject"`
+	// Tool is the tool name as sent.
+	Tool string `json:"tool"`
+	// Method is the row's method; "" when the call was refused at step 3.
+	Method  string `json:"method"`
+	Outcome string `json:"outcome"`
+	// Reason is the deny reasons joined by "; ", or "".
+	Reason string `json:"reason"`
+	// Error is the server-side detail of a failure, or "".
+	Error      string  `json:"error"`
+	DurationMS float64 `json:"duration_ms"`
+	// Revision is the revision every decision of the call read, as
+	// engine.Revision.String() writes it ("number/short hash").
+	Revision string `json:"revision"`
+	// Meta is the bounded _meta, entries as sent.
+	Meta json.RawMessage `json:"meta"`
+	// ArgumentsSHA256 is the hex SHA-256 of the canonical arguments JSON
+	// (keys sorted, numbers as sent), as the ledger compares them.
+	ArgumentsSHA256 string `json:"arguments_sha256"`
+}
+
+// NewRecord builds the record of one finished call.
+func NewRecord(call *mcpadapter.CallContext, end *mcpadapter.CallEnd) Record {
+	r := Record{
+		DecisionID:      call.DecisionID,
+		Timestamp:       call.Start.UTC().Format(time.RFC3339Nano),
+		Tool:            call.Name,
+		Method:          call.Method,
+		Outcome:         string(end.Outcome),
+		Reason:          strings.Join(end.Reasons, "; "),
+		DurationMS:      end.DurationMS(),
+		Meta:            json.RawMessage(`{}`),
+		ArgumentsSHA256: canon.SHA256(call.Arguments),
+	}
+	if call.Caller != nil {
+		r.Subject = call.Caller.Subject
+	}
+	if end.Err != nil {
+		r.Error = end.Err.Error()
+	}
+	if call.Revision != nil {
+		r.Revision = call.Revision.String()
+	}
+	if m, err := call.Meta.MarshalJSON(); err == nil {
+		r.Meta = m
+	}
+	return r
+}
+
+// Options configure an Auditor. The zero value takes every default.
+type Options struct {
+	// Buffer is how many records may wait for the writer; DefaultBuffer when
+	// zero. A record that finds the buffer full is dropped.
+	Buffer int
+	// CloseTimeout bounds how long Close waits for the writer to drain the
+	// buffer; DefaultCloseTimeout when zero.
+	CloseTimeout time.Duration
+	// Logger receives drops and write failures (at most one line a second);
+	// nil discards them.
+	Logger *slog.Logger
+	// OnDrop, when set, is called once for each dropped record (a metrics
+	// counter).
+	OnDrop func()
+}
+
+// Auditor writes the audit trail as JSON Lines: one record per call that
+// reached SPEC §5 step 5 or was refused at step 3. Records go through a
+// bounded buffer to one writer goroutine, so a writer that fails or blocks
+// never delays or breaks a call: records that cannot be written are dropped,
+// counted and logged. An Auditor is safe for concurrent use; Close it to
+// flush.
+type Auditor struct {
+	w    io.Writer
+	opts Options
+	log  *slog.Logger
+
+	mu     sync.RWMutex // guards closed against sends on a closed ch
+	closed bool
+	ch     chan []byte
+	done   chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+
+	dropped atomic.Uint64
+	lastLog atomic.Int64 // unix nanos of the last drop log line
+}
+
+// New starts an Auditor writing to w. Each record is one Write of one line.
+// The Auditor does not close w.
+func New(w io.Writer, opts Options) *Auditor {
+	if opts.Buffer <= 0 {
+		opts.Buffer = DefaultBuffer
+	}
+	if opts.CloseTimeout <= 0 {
+		opts.CloseTimeout = DefaultCloseTimeout
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	a := &Auditor{w: w, opts: opts, log: log, ch: make(chan []byte, opts.Buffer), done: make(chan struct{})}
+	go a.write()
+	return a
+}
+
+// Hook returns the audit trail's after hook, named HookName.
+func (a *Auditor) Hook() mcpadapter.Hook {
+	return mcpadapter.Hook{Name: HookName, After: a.after}
+}
+
+// Dropped is the number of records dropped so far: buffer full, write
+// failed, or written after Close.
+func (a *Auditor) Dropped() uint64 { return a.dropped.Load() }
+
+func (a *Auditor) after(_ context.Context, call *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+	line, err := json.Marshal(NewRecord(call, end))
+	if err != nil {
+		a.drop(1, "encode", err)
+		return nil
+	}
+	line = append(line, '\n')
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.closed {
+		a.drop(1, "auditor closed", nil)
+		return nil
+	}
+	select {
+	case a.ch <- line:
+	default:
+		a.drop(1, "buffer full", nil)
+	}
+	return nil
+}
+
+func (a *Auditor) write() {
+	defer close(a.done)
+	for line := range a.ch {
+		if _, err := a.w.Write(line); err != nil {
+			a.drop(1, "write failed", err)
+		}
+	}
+}
+
+func (a *Auditor) drop(n int, why string, err error) {
+	total := a.dropped.Add(uint64(n))
+	if a.opts.OnDrop != nil {
+		for range n {
+			a.opts.OnDrop()
+		}
+	}
+	now := time.Now().UnixNano()
+	last := a.lastLog.Load()
+	if now-last < int64(time.Second) || !a.lastLog.CompareAndSwap(last, now) {
+		return
+	}
+	attrs := []any{slog.String("why", why), slog.Uint64("dropped_total", total)}
+	if err != nil {
+		attrs = append(attrs, slog.Any("error", err))
+	}
+	a.log.Error("audit: records dropped", attrs...)
+}
+
+// Close stops accepting records and waits, at most Options.CloseTimeout, for
+// the writer to write those buffered. Records it could not write in time are
+// dropped and reported in the error. Close is idempotent.
+func (a *Auditor) Close() error {
+	a.closeOnce.Do(func() {
+		a.mu.Lock()
+		a.closed = true
+		close(a.ch)
+		a.mu.Unlock()
+		timer := time.NewTimer(a.opts.CloseTimeout)
+		defer timer.Stop()
+		select {
+		case <-a.done:
+		case <-timer.C:
+			// The writer is stuck in Write: take back what it has not read.
+			n := 0
+			for range a.ch {
+				n++
+			}
+			a.drop(n, "writer blocked at close", nil)
+			a.closeErr = fmt.Errorf("audit: the writer did not finish within %s; %d buffered records dropped", a.opts.CloseTimeout, n)
+		}
+	})
+	return a.closeErr
+}

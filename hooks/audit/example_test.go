@@ -1,0 +1,29 @@
+package audit_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks/audit"
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+// NewRecord is what the hook writes for one call: the arguments only as a
+// hash, the bounded _meta as sent.
+func ExampleNewRecord() {
+	call := &mcpadapter.CallContext{
+		DecisionID: "4f2a",
+		Name:       "getReward",
+		Method:     "demo.getReward",
+		Arguments:  json.RawMessage(`{"idReward": 7}`),
+		Meta:       engine.BoundMeta(json.RawMessage(`{"festi/runId":"r-1"}`)),
+		Caller:     &engine.Caller{Subject: "alice"},
+		Start:      time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC),
+	}
+	end := &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeDenied, Reasons: []string{"Closed on Sundays."}, Duration: 1500 * time.Microsecond}
+	line, _ := json.Marshal(audit.NewRecord(call, end))
+	fmt.Println(string(line))
+	// Output: {"decision_id":"4f2a","timestamp":"2026-11-30T09:00:00Z","subject":"alice","tool":"getReward","method":"demo.getReward","outcome":"denied","reason":"Closed on Sundays.","error":"","duration_ms":1.5,"revision":"","meta":{"festi/runId":"r-1"},"arguments_sha256":"191cc4f65632c937c5d62a985bcee2eea37a148a226fbded5489d57bdbcb1696"}
+}

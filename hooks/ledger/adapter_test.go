@@ -1,0 +1,82 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+// TestLedgerThroughAdapters: two adapters (two replicas), each with its own
+// Ledger over a shared store, take 50 concurrent calls with one key through
+// the real SPEC §5 pipeline: the method runs once.
+func TestLedgerThroughAdapters(t *testing.T) {
+	t.Parallel()
+	fsys := fstest.MapFS{
+		"registry.yaml":      {Data: []byte("tools:\n  - { name: count, method: demo.count, arguments: [{ name: key, type: string, required: true }] }\n")},
+		"policies/call.rego": {Data: []byte("package toolgate.call\n\ndeny contains \"Rule says no.\" if input.request.meta[\"test/deny\"] == true\n")},
+	}
+	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"})
+	require.NoError(t, err)
+	var runs atomic.Int32
+	methods := mcpadapter.Methods{}
+	methods.Register("demo.count", func(_ context.Context, a struct {
+		Key string `json:"key"`
+	}) (string, error) {
+		time.Sleep(20 * time.Millisecond)
+		return fmt.Sprintf("%s=%d", a.Key, runs.Add(1)), nil
+	})
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			s, second := kind.open(t)
+			subject := "alice/" + newToken()
+			var replicas []*mcpadapter.Adapter
+			for _, st := range []Store{s, second()} {
+				a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: methods,
+					Caller: mcpadapter.StaticCaller(&engine.Caller{Subject: subject})})
+				a.AddHook(New(st, Options{}).Hook())
+				replicas = append(replicas, a)
+			}
+			callArgs := func(a *mcpadapter.Adapter, args string, meta mcp.Meta) string {
+				res := a.Call(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{
+					Name: "count", Arguments: json.RawMessage(args), Meta: meta}})
+				return res.Content[0].(*mcp.TextContent).Text
+			}
+			call := func(a *mcpadapter.Adapter, meta mcp.Meta) string { return callArgs(a, `{"key":"k"}`, meta) }
+			key := mcp.Meta{"festi/idempotencyKey": "order-1"}
+			// A call the policy refuses releases its claim.
+			require.Equal(t, "Rule says no.", call(replicas[0], mcp.Meta{"festi/idempotencyKey": "order-1", "test/deny": true}))
+			before := runs.Load()
+			var wg sync.WaitGroup
+			answers := make([]string, 50)
+			for i := range answers {
+				wg.Go(func() { answers[i] = call(replicas[i%2], key) })
+			}
+			wg.Wait()
+			require.Equal(t, before+1, runs.Load(), "the method ran exactly once")
+			first := fmt.Sprintf("k=%d", before+1)
+			for _, a := range answers {
+				if a != first {
+					assert.Equal(t, MsgRunning, a)
+				}
+			}
+			for _, r := range replicas {
+				require.Equal(t, first, call(r, key))
+			}
+			require.Equal(t, MsgConflict, callArgs(replicas[1], `{"key":"other"}`, key))
+			require.Equal(t, first, call(replicas[1], mcp.Meta{"festi/idempotencyKey": "order-1", "festi/runId": "r-2"}),
+				"other _meta entries do not matter")
+		})
+	}
+}

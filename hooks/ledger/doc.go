@@ -1,0 +1,35 @@
+// Package ledger is toolgate's idempotency ledger (SPEC §10): a before and
+// after hook pair that runs a call carrying an idempotency key at most once
+// and answers its retries with the stored result.
+//
+// The key is the _meta entry "festi/idempotencyKey" (Options.MetaKey),
+// scoped to the caller's subject and the tool. For a call with a key:
+//
+//   - a free key is claimed atomically, with the SHA-256 of the canonical
+//     arguments and a random token; of concurrent calls exactly one claims;
+//   - a completed key answers its stored result: the method does not run;
+//   - a running key refuses: "This call is already running. Retry once it
+//     finished." — until the claim is older than Options.Lease (10 minutes),
+//     when the next call takes it over;
+//   - the same key with other arguments refuses: "This idempotency key was
+//     used with different arguments.";
+//   - once the call ends, a result the method returned completes the key;
+//     a failure, a refusal or another hook's answer releases it. Only the
+//     claim this call made is touched: a replay refused by another hook
+//     releases nothing, and the owner of a claim that was taken over can
+//     neither complete nor release its successor's.
+//
+// A key that is not a non-empty string leaves the call alone. A store that
+// fails makes the before half fail, so the call fails closed; the after
+// half logs its store failures (the key then stays running until its lease
+// ends).
+//
+// Stores: [NewMemoryStore] (one process), [OpenSQLite] (a file: survives
+// restarts; the default of toolgate serve) and [OpenPostgres] (shared by
+// replicas). [OpenStore] reads the --ledger flag's forms.
+//
+//	store, err := ledger.OpenSQLite(filepath.Join(stateDir, "ledger.db"))
+//	if err != nil { ... }
+//	defer store.Close()
+//	adapter.AddHook(ledger.New(store, ledger.Options{}).Hook())
+package ledger

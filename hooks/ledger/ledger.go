@@ -1,0 +1,177 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/hooks/internal/canon"
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+// The exact refusals of SPEC §10.
+const (
+	MsgRunning  = "This call is already running. Retry once it finished."
+	MsgConflict = "This idempotency key was used with different arguments."
+)
+
+// Defaults of Options.
+const (
+	DefaultMetaKey = "festi/idempotencyKey"
+	DefaultLease   = 10 * time.Minute
+	// HookName is the name the ledger's hook registers under.
+	HookName = "ledger"
+)
+
+// Options configure a Ledger. The zero value takes every default.
+type Options struct {
+	// MetaKey is the _meta entry holding the idempotency key;
+	// DefaultMetaKey when empty.
+	MetaKey string
+	// Lease is how long a running claim holds its key before another call
+	// may take it over; DefaultLease when zero.
+	Lease time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Logger receives the after half's store failures; nil discards them.
+	Logger *slog.Logger
+	// OnReplay, when set, is called each time a completed key is answered.
+	OnReplay func()
+	// OnConflict, when set, is called each time a key is refused for
+	// different arguments.
+	OnConflict func()
+}
+
+// Ledger is the idempotency ledger of SPEC §10 over a Store. It is safe for
+// concurrent use; several Ledgers (replicas) may share one Store's database.
+type Ledger struct {
+	store Store
+	opts  Options
+	log   *slog.Logger
+}
+
+// New returns a Ledger over store. The Ledger does not own the store: close
+// it yourself once the hooks no longer run.
+func New(store Store, opts Options) *Ledger {
+	if opts.MetaKey == "" {
+		opts.MetaKey = DefaultMetaKey
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = DefaultLease
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Ledger{store: store, opts: opts, log: log}
+}
+
+// Hook returns the ledger's before and after halves, named HookName.
+func (l *Ledger) Hook() mcpadapter.Hook {
+	return mcpadapter.Hook{Name: HookName, Before: l.before, After: l.after}
+}
+
+// valueKey is where a Ledger keeps its claim in a CallContext; keyed by the
+// Ledger so that two ledgers on one adapter never read each other's.
+type valueKey struct{ l *Ledger }
+
+// claim is what the before half of one call claimed. The mutex matters only
+// when the adapter abandons a before half past its deadline: the after half
+// then runs while Claim may still be on its way back.
+type claim struct {
+	mu       sync.Mutex
+	key      Key
+	token    string // set once Claim answered Claimed
+	finished bool   // the after half ran
+}
+
+func (l *Ledger) before(ctx context.Context, call *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+	id, ok := call.Meta.String(l.opts.MetaKey)
+	if !ok || id == "" || call.Caller == nil {
+		return mcpadapter.Allow(), nil
+	}
+	c := &claim{key: Key{Subject: call.Caller.Subject, Tool: call.Name, ID: id}}
+	call.SetValue(valueKey{l}, c)
+	res, err := l.store.Claim(ctx, c.key, canon.SHA256(call.Arguments), l.opts.Now(), l.opts.Lease)
+	if err != nil {
+		return mcpadapter.Verdict{}, err
+	}
+	switch res.State {
+	case Claimed:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.finished {
+			// The call ended without us: nothing will complete the claim.
+			l.release(context.WithoutCancel(ctx), call, c.key, res.Token)
+			return mcpadapter.Allow(), nil
+		}
+		c.token = res.Token
+		return mcpadapter.Allow(), nil
+	case Completed:
+		var stored mcp.CallToolResult
+		if err := json.Unmarshal(res.Result, &stored); err != nil {
+			return mcpadapter.Verdict{}, fmt.Errorf("ledger: stored result of key %q is unreadable: %w", id, err)
+		}
+		if l.opts.OnReplay != nil {
+			l.opts.OnReplay()
+		}
+		return mcpadapter.Answer(&stored), nil
+	case Running:
+		return mcpadapter.Deny(MsgRunning), nil
+	case Conflict:
+		if l.opts.OnConflict != nil {
+			l.opts.OnConflict()
+		}
+		return mcpadapter.Deny(MsgConflict), nil
+	}
+	return mcpadapter.Verdict{}, fmt.Errorf("ledger: store answered an unknown state %v", res.State)
+}
+
+func (l *Ledger) after(ctx context.Context, call *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+	c, _ := call.Value(valueKey{l}).(*claim)
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	token := c.token
+	c.token, c.finished = "", true
+	c.mu.Unlock()
+	if token == "" {
+		return nil // this call claimed nothing: a replay, a refusal, a failed claim
+	}
+	if end.Outcome != mcpadapter.OutcomeResult || end.Result == nil {
+		return l.release(ctx, call, c.key, token)
+	}
+	result, err := json.Marshal(end.Result)
+	if err != nil {
+		err = fmt.Errorf("ledger: encode result: %w", err)
+		if rerr := l.release(ctx, call, c.key, token); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return err
+	}
+	if err := l.store.Complete(ctx, c.key, token, result); err != nil {
+		l.log.Error("ledger: completing the key failed; a retry will run the call again once the lease ends",
+			slog.String("decision_id", call.DecisionID), slog.String("tool", c.key.Tool), slog.Any("error", err))
+		return err
+	}
+	return nil
+}
+
+func (l *Ledger) release(ctx context.Context, call *mcpadapter.CallContext, key Key, token string) error {
+	err := l.store.Release(ctx, key, token)
+	if err != nil {
+		l.log.Error("ledger: releasing the key failed; it stays running until its lease ends",
+			slog.String("decision_id", call.DecisionID), slog.String("tool", key.Tool), slog.Any("error", err))
+	}
+	return err
+}

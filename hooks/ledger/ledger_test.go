@@ -1,0 +1,383 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/registry"
+)
+
+// newCall builds the CallContext the adapter would for a call of tool
+// "getReward" by subject with _meta meta and arguments args.
+func newCall(subject, meta, args string) *mcpadapter.CallContext {
+	return &mcpadapter.CallContext{
+		DecisionID: newToken(),
+		Name:       "getReward",
+		Tool:       &registry.Tool{Name: "getReward", Method: "demo.getReward"},
+		Method:     "demo.getReward",
+		Arguments:  json.RawMessage(args),
+		Meta:       engine.BoundMeta(json.RawMessage(meta)),
+		Caller:     &engine.Caller{Subject: subject},
+		Start:      time.Now(),
+	}
+}
+
+func keyMeta(id string) string { return fmt.Sprintf(`{"festi/idempotencyKey":%q}`, id) }
+
+// run plays SPEC §5 steps 5 to 8 for hooks the way the adapter does: before
+// halves in order (refusing wins over answering), then the method, then
+// every after half once.
+func run(t testing.TB, hooks []mcpadapter.Hook, call *mcpadapter.CallContext, method func() (*mcp.CallToolResult, error)) *mcpadapter.CallEnd {
+	ctx := context.Background()
+	end := func() *mcpadapter.CallEnd {
+		var reasons []string
+		var answer *mcp.CallToolResult
+		var by string
+		for _, h := range hooks {
+			if h.Before == nil {
+				continue
+			}
+			v, err := h.Before(ctx, call)
+			if err != nil {
+				return &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeFailed, Err: err, Failed: true}
+			}
+			if v.Denied {
+				reasons = append(reasons, v.Reason)
+			} else if v.Result != nil && answer == nil {
+				answer, by = v.Result, h.Name
+			}
+		}
+		if len(reasons) > 0 {
+			return &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeDenied, Result: mcpadapter.TextResult(strings.Join(reasons, "; "), true), Reasons: reasons}
+		}
+		if answer != nil {
+			return &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeAnswered, Result: answer, AnsweredBy: by}
+		}
+		res, err := method()
+		if err != nil {
+			return &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeFailed, Err: err, Failed: true}
+		}
+		return &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeResult, Result: res}
+	}()
+	for _, h := range hooks {
+		if h.After != nil {
+			assert.NoError(t, h.After(ctx, call, end), h.Name)
+		}
+	}
+	return end
+}
+
+func text(res *mcp.CallToolResult) string {
+	if res == nil || len(res.Content) != 1 {
+		return fmt.Sprintf("%#v", res)
+	}
+	return res.Content[0].(*mcp.TextContent).Text
+}
+
+// counter is a tool method that counts its runs.
+type counter struct{ n atomic.Int32 }
+
+func (c *counter) method() (*mcp.CallToolResult, error) {
+	n := c.n.Add(1)
+	return mcpadapter.TextResult(fmt.Sprintf("run %d", n), false), nil
+}
+
+func TestLedgerHook(t *testing.T) {
+	t.Parallel()
+	const args = `{"idReward":7}`
+	deny := mcpadapter.Hook{Name: "deny", Before: func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+		return mcpadapter.Deny("no"), nil
+	}}
+	answer := mcpadapter.Hook{Name: "answer", Before: func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+		return mcpadapter.Answer(mcpadapter.TextResult("answered", false)), nil
+	}}
+	failing := func() (*mcp.CallToolResult, error) { return nil, errors.New("boom") }
+
+	t.Run("no usable key: the ledger does nothing", func(t *testing.T) {
+		t.Parallel()
+		l := New(NewMemoryStore(), Options{})
+		var c counter
+		for _, meta := range []string{`{}`, `{"festi/idempotencyKey":""}`, `{"festi/idempotencyKey":7}`,
+			`{"festi/idempotencyKey":{"a":"b"}}`, `{"festi/idempotencyKey":null}`, `[]`} {
+			for range 2 {
+				end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", meta, args), c.method)
+				require.Equal(t, mcpadapter.OutcomeResult, end.Outcome, meta)
+			}
+		}
+		require.EqualValues(t, 12, c.n.Load())
+	})
+
+	t.Run("completed key answers the stored result", func(t *testing.T) {
+		t.Parallel()
+		var replays atomic.Int32
+		l := New(NewMemoryStore(), Options{OnReplay: func() { replays.Add(1) }})
+		var c counter
+		end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
+		require.Equal(t, "run 1", text(end.Result))
+		for range 3 {
+			end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), `{ "idReward" : 7 }`), c.method)
+			require.Equal(t, mcpadapter.OutcomeAnswered, end.Outcome)
+			require.Equal(t, HookName, end.AnsweredBy)
+			require.Equal(t, "run 1", text(end.Result))
+		}
+		require.EqualValues(t, 1, c.n.Load())
+		require.EqualValues(t, 3, replays.Load())
+		end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("bob", keyMeta("k"), args), c.method)
+		require.Equal(t, "run 2", text(end.Result), "keys are scoped to the subject")
+	})
+
+	t.Run("a method's error result completes too", func(t *testing.T) {
+		t.Parallel()
+		l := New(NewMemoryStore(), Options{})
+		end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), func() (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "upstream says no"}}, IsError: true,
+				StructuredContent: map[string]any{"code": json.Number("42")}}, nil
+		})
+		require.Equal(t, mcpadapter.OutcomeResult, end.Outcome)
+		end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), nil)
+		require.Equal(t, mcpadapter.OutcomeAnswered, end.Outcome)
+		require.True(t, end.Result.IsError)
+		require.Equal(t, "upstream says no", text(end.Result))
+		require.Equal(t, map[string]any{"code": float64(42)}, end.Result.StructuredContent)
+	})
+
+	t.Run("running key is refused", func(t *testing.T) {
+		t.Parallel()
+		l := New(NewMemoryStore(), Options{})
+		first := newCall("alice", keyMeta("k"), args)
+		v, err := l.Hook().Before(context.Background(), first)
+		require.NoError(t, err)
+		require.Equal(t, mcpadapter.Allow(), v)
+		var c counter
+		end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
+		require.Equal(t, mcpadapter.OutcomeDenied, end.Outcome)
+		require.Equal(t, []string{MsgRunning}, end.Reasons)
+		require.Zero(t, c.n.Load())
+		// The refused call's after half released nothing: still running.
+		end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
+		require.Equal(t, []string{MsgRunning}, end.Reasons)
+	})
+
+	t.Run("different arguments conflict", func(t *testing.T) {
+		t.Parallel()
+		var conflicts atomic.Int32
+		l := New(NewMemoryStore(), Options{OnConflict: func() { conflicts.Add(1) }})
+		var c counter
+		run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
+		end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), `{"idReward":8}`), c.method)
+		require.Equal(t, mcpadapter.OutcomeDenied, end.Outcome)
+		require.Equal(t, MsgConflict, text(end.Result))
+		require.EqualValues(t, 1, conflicts.Load())
+		require.EqualValues(t, 1, c.n.Load())
+	})
+
+	releases := []struct {
+		name   string
+		hooks  func(l *Ledger) []mcpadapter.Hook
+		method func() (*mcp.CallToolResult, error)
+		want   mcpadapter.Outcome
+	}{
+		{"failure", func(l *Ledger) []mcpadapter.Hook { return []mcpadapter.Hook{l.Hook()} }, failing, mcpadapter.OutcomeFailed},
+		{"refusal by a later hook", func(l *Ledger) []mcpadapter.Hook { return []mcpadapter.Hook{l.Hook(), deny} }, nil, mcpadapter.OutcomeDenied},
+		{"refusal by an earlier hook", func(l *Ledger) []mcpadapter.Hook { return []mcpadapter.Hook{deny, l.Hook()} }, nil, mcpadapter.OutcomeDenied},
+		{"answer by another hook", func(l *Ledger) []mcpadapter.Hook { return []mcpadapter.Hook{answer, l.Hook()} }, nil, mcpadapter.OutcomeAnswered},
+	}
+	for _, r := range releases {
+		t.Run("released after "+r.name, func(t *testing.T) {
+			t.Parallel()
+			l := New(NewMemoryStore(), Options{})
+			end := run(t, r.hooks(l), newCall("alice", keyMeta("k"), args), r.method)
+			require.Equal(t, r.want, end.Outcome)
+			var c counter
+			end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), `{"idReward":9}`), c.method)
+			require.Equal(t, mcpadapter.OutcomeResult, end.Outcome, "the key is free again, also for other arguments")
+			require.EqualValues(t, 1, c.n.Load())
+		})
+	}
+
+	t.Run("a replay refused by another hook releases nothing", func(t *testing.T) {
+		t.Parallel()
+		l := New(NewMemoryStore(), Options{})
+		var c counter
+		run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
+		end := run(t, []mcpadapter.Hook{l.Hook(), deny}, newCall("alice", keyMeta("k"), args), c.method)
+		require.Equal(t, mcpadapter.OutcomeDenied, end.Outcome)
+		end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
+		require.Equal(t, mcpadapter.OutcomeAnswered, end.Outcome)
+		require.EqualValues(t, 1, c.n.Load())
+	})
+
+	t.Run("two ledgers on one adapter keep their claims apart", func(t *testing.T) {
+		t.Parallel()
+		a := New(NewMemoryStore(), Options{})
+		b := New(NewMemoryStore(), Options{MetaKey: "other/key"})
+		var c counter
+		meta := `{"festi/idempotencyKey":"k","other/key":"k"}`
+		run(t, []mcpadapter.Hook{a.Hook(), b.Hook()}, newCall("alice", meta, args), c.method)
+		end := run(t, []mcpadapter.Hook{a.Hook(), b.Hook()}, newCall("alice", meta, args), c.method)
+		require.Equal(t, mcpadapter.OutcomeAnswered, end.Outcome)
+		require.EqualValues(t, 1, c.n.Load())
+	})
+
+	t.Run("configured key and lease; takeover by the clock", func(t *testing.T) {
+		t.Parallel()
+		now := t0
+		l := New(NewMemoryStore(), Options{MetaKey: "my/key", Lease: time.Second, Now: func() time.Time { return now }})
+		stuck := newCall("alice", `{"my/key":"k"}`, args)
+		_, err := l.Hook().Before(context.Background(), stuck)
+		require.NoError(t, err)
+		var c counter
+		end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", `{"my/key":"k"}`, args), c.method)
+		require.Equal(t, []string{MsgRunning}, end.Reasons)
+		now = now.Add(time.Second + time.Millisecond)
+		end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", `{"my/key":"k"}`, args), c.method)
+		require.Equal(t, "run 1", text(end.Result))
+		// The stuck call finally ends: its claim was taken over, and it
+		// must not overwrite or release its successor's.
+		err = l.Hook().After(context.Background(), stuck, &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeResult, Result: mcpadapter.TextResult("stale", false)})
+		require.ErrorIs(t, err, ErrClaimLost)
+		end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", `{"my/key":"k"}`, args), c.method)
+		require.Equal(t, "run 1", text(end.Result))
+	})
+
+	t.Run("store failure fails the call closed", func(t *testing.T) {
+		t.Parallel()
+		l := New(brokenStore{}, Options{})
+		var c counter
+		end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
+		require.Equal(t, mcpadapter.OutcomeFailed, end.Outcome)
+		require.ErrorContains(t, end.Err, "store down")
+		require.Zero(t, c.n.Load())
+	})
+
+	t.Run("after half abandoned before the claim returned", func(t *testing.T) {
+		t.Parallel()
+		s := NewMemoryStore()
+		gate, entered := make(chan struct{}), make(chan struct{})
+		l := New(slowStore{Store: s, gate: gate, entered: entered}, Options{})
+		call := newCall("alice", keyMeta("k"), args)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = l.Hook().Before(context.Background(), call)
+		}()
+		// The before half is inside Claim when the adapter's deadline passes
+		// and the after half runs.
+		<-entered
+		require.NoError(t, l.Hook().After(context.Background(), call, &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeFailed, Failed: true, Err: errors.New("deadline")}))
+		close(gate)
+		<-done
+		require.Zero(t, s.claims(t), "the late claim was released by its before half")
+	})
+}
+
+func (s *MemoryStore) claims(testing.TB) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.rows)
+}
+
+type brokenStore struct{}
+
+func (brokenStore) Claim(context.Context, Key, string, time.Time, time.Duration) (ClaimResult, error) {
+	return ClaimResult{}, errors.New("store down")
+}
+func (brokenStore) Complete(context.Context, Key, string, []byte) error {
+	return errors.New("store down")
+}
+func (brokenStore) Release(context.Context, Key, string) error { return errors.New("store down") }
+func (brokenStore) Close() error                               { return nil }
+
+// slowStore holds Claim until gate closes, saying when it entered.
+type slowStore struct {
+	Store
+	gate, entered chan struct{}
+}
+
+func (s slowStore) Claim(ctx context.Context, k Key, h string, now time.Time, lease time.Duration) (ClaimResult, error) {
+	close(s.entered)
+	<-s.gate
+	return s.Store.Claim(ctx, k, h, now, lease)
+}
+
+// TestLedgerConcurrency: 50 calls with one key, through two Ledgers (two
+// replicas) sharing a store: the method runs exactly once, every other call
+// gets the replay or the running refusal.
+func TestLedgerConcurrency(t *testing.T) {
+	t.Parallel()
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			s, second := kind.open(t)
+			replicas := []*Ledger{New(s, Options{}), New(second(), Options{})}
+			subject := "alice/" + newToken()
+			var (
+				c                 counter
+				replays, refusals atomic.Int32
+				start             = make(chan struct{})
+				wg                sync.WaitGroup
+			)
+			slow := func() (*mcp.CallToolResult, error) {
+				time.Sleep(20 * time.Millisecond) // let the others find it running
+				return c.method()
+			}
+			for i := range 50 {
+				wg.Go(func() {
+					<-start
+					end := run(t, []mcpadapter.Hook{replicas[i%2].Hook()}, newCall(subject, keyMeta("k"), `{"idReward":7}`), slow)
+					switch end.Outcome {
+					case mcpadapter.OutcomeResult:
+					case mcpadapter.OutcomeAnswered:
+						replays.Add(1)
+						assert.Equal(t, "run 1", text(end.Result))
+					case mcpadapter.OutcomeDenied:
+						refusals.Add(1)
+						assert.Equal(t, []string{MsgRunning}, end.Reasons)
+					default:
+						t.Errorf("unexpected outcome %s: %v", end.Outcome, end.Err)
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			require.EqualValues(t, 1, c.n.Load(), "the method ran exactly once")
+			require.EqualValues(t, 49, replays.Load()+refusals.Load())
+			t.Logf("%d replays, %d running refusals", replays.Load(), refusals.Load())
+			for _, l := range replicas {
+				end := run(t, []mcpadapter.Hook{l.Hook()}, newCall(subject, keyMeta("k"), `{"idReward":7}`), slow)
+				require.Equal(t, mcpadapter.OutcomeAnswered, end.Outcome)
+				require.Equal(t, "run 1", text(end.Result))
+			}
+		})
+	}
+}
+
+// TestLedgerSurvivesRestart: a key completed through the hook is answered
+// by a new Ledger over the reopened SQLite file.
+func TestLedgerSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	path := t.TempDir() + "/ledger.db"
+	var c counter
+	for i := range 2 {
+		s, err := OpenSQLite(path)
+		require.NoError(t, err)
+		end := run(t, []mcpadapter.Hook{New(s, Options{}).Hook()}, newCall("alice", keyMeta("k"), `{"idReward":7}`), c.method)
+		require.Equal(t, "run 1", text(end.Result))
+		require.Equal(t, []mcpadapter.Outcome{mcpadapter.OutcomeResult, mcpadapter.OutcomeAnswered}[i], end.Outcome)
+		require.NoError(t, s.Close())
+	}
+	require.EqualValues(t, 1, c.n.Load())
+}

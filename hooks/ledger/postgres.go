@@ -1,0 +1,80 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// PostgresStore is a Store in a PostgreSQL database, shared by every replica
+// that opens it.
+type PostgresStore struct{ sqlStore }
+
+// OpenPostgres connects to the database at dsn (a pgx connection string)
+// and creates the ledger's table if it is missing. Replicas starting at once
+// create it once: the creation holds an advisory lock.
+func OpenPostgres(ctx context.Context, dsn string) (*PostgresStore, error) {
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: postgres: %w", err)
+	}
+	if err := createPostgresTable(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("ledger: postgres: create table: %w", err)
+	}
+	return &PostgresStore{sqlStore{db: pgDB{pool}, kind: "postgres"}}, nil
+}
+
+func createPostgresTable(ctx context.Context, pool *pgxpool.Pool) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	// CREATE TABLE IF NOT EXISTS is not safe against itself: two sessions
+	// can both find the table missing and one then fails on pg_type.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('`+table+`'))`); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
+		subject    TEXT   NOT NULL,
+		tool       TEXT   NOT NULL,
+		idem_key   TEXT   NOT NULL,
+		args_hash  TEXT   NOT NULL,
+		state      TEXT   NOT NULL,
+		token      TEXT   NOT NULL,
+		claimed_at BIGINT NOT NULL,
+		result     BYTEA,
+		PRIMARY KEY (subject, tool, idem_key)
+	)`)
+	if err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+type pgDB struct{ pool *pgxpool.Pool }
+
+func (d pgDB) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	tag, err := d.pool.Exec(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+func (d pgDB) queryRow(ctx context.Context, q string, dest []any, args ...any) error {
+	err := d.pool.QueryRow(ctx, q, args...).Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errNoRows
+	}
+	return err
+}
+
+func (d pgDB) close() error {
+	d.pool.Close()
+	return nil
+}

@@ -1,0 +1,75 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	_ "modernc.org/sqlite" // pure Go: no cgo, so -race and static builds work
+)
+
+// SQLiteStore is a Store in an SQLite file: keys survive a restart, and
+// processes on one host may share the file (WAL mode, busy timeout).
+type SQLiteStore struct{ sqlStore }
+
+// sqliteBusyTimeoutMS is how long a write waits for another connection's
+// write lock before failing.
+const sqliteBusyTimeoutMS = 10000
+
+// OpenSQLite opens (creating if needed) the ledger in the SQLite file at
+// path. The file's directory must exist.
+func OpenSQLite(path string) (*SQLiteStore, error) {
+	if path == "" || strings.ContainsAny(path, "?#") || path == ":memory:" {
+		return nil, fmt.Errorf("ledger: sqlite: unusable path %q (a file path without '?' or '#')", path)
+	}
+	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)",
+		path, sqliteBusyTimeoutMS)
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: sqlite: open %s: %w", path, err)
+	}
+	// Writes serialise on the file lock anyway; a few connections keep reads
+	// from queueing behind them without piling up busy waiters.
+	db.SetMaxOpenConns(4)
+	_, err = db.Exec(`CREATE TABLE IF NOT EXISTS ` + table + ` (
+		subject    TEXT    NOT NULL,
+		tool       TEXT    NOT NULL,
+		idem_key   TEXT    NOT NULL,
+		args_hash  TEXT    NOT NULL,
+		state      TEXT    NOT NULL,
+		token      TEXT    NOT NULL,
+		claimed_at INTEGER NOT NULL,
+		result     BLOB,
+		PRIMARY KEY (subject, tool, idem_key)
+	)`)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ledger: sqlite: create table in %s: %w", path, err)
+	}
+	return &SQLiteStore{sqlStore{db: sqliteDB{db}, kind: "sqlite"}}, nil
+}
+
+type sqliteDB struct{ db *sql.DB }
+
+// rebind turns $N into SQLite's numbered ?N.
+func rebind(q string) string { return strings.ReplaceAll(q, "$", "?") }
+
+func (d sqliteDB) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	res, err := d.db.ExecContext(ctx, rebind(q), args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (d sqliteDB) queryRow(ctx context.Context, q string, dest []any, args ...any) error {
+	err := d.db.QueryRowContext(ctx, rebind(q), args...).Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return errNoRows
+	}
+	return err
+}
+
+func (d sqliteDB) close() error { return d.db.Close() }

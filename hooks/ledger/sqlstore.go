@@ -1,0 +1,141 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The SQL stores (SQLite, PostgreSQL) share one algorithm built from
+// single-statement compare-and-swap steps, each atomic on its own, so no
+// transaction has to be held across a round trip and none can deadlock:
+//
+//  1. INSERT ... ON CONFLICT DO NOTHING: the one claim that inserts holds the
+//     key; every other sees 0 rows affected.
+//  2. SELECT the row and decide: conflict, completed, running.
+//  3. A running claim past its lease is taken over with an UPDATE that
+//     matches the old token: of concurrent takeovers exactly one matches.
+//
+// A row that vanishes between 1 and 2 (released) or a lost takeover race
+// starts again from 1.
+
+// table is the ledger's table, in SQLite and PostgreSQL alike.
+const table = "toolgate_ledger"
+
+const (
+	stateRunning   = "running"
+	stateCompleted = "completed"
+)
+
+// maxClaimRounds bounds the retries of one Claim; each lost round means
+// another claim made progress.
+const maxClaimRounds = 16
+
+var errNoRows = errors.New("no rows")
+
+// sqlDB is what the shared algorithm needs of a database. Queries are written
+// with PostgreSQL's $N placeholders.
+type sqlDB interface {
+	exec(ctx context.Context, q string, args ...any) (rowsAffected int64, err error)
+	// queryRow scans one row into dest; errNoRows when there is none.
+	queryRow(ctx context.Context, q string, dest []any, args ...any) error
+	close() error
+}
+
+type sqlStore struct {
+	db   sqlDB
+	kind string // for error messages
+}
+
+func (s *sqlStore) Claim(ctx context.Context, key Key, argsHash string, now time.Time, lease time.Duration) (ClaimResult, error) {
+	for range maxClaimRounds {
+		token := newToken()
+		n, err := s.db.exec(ctx,
+			`INSERT INTO `+table+` (subject, tool, idem_key, args_hash, state, token, claimed_at)
+			 VALUES ($1, $2, $3, $4, '`+stateRunning+`', $5, $6) ON CONFLICT DO NOTHING`,
+			key.Subject, key.Tool, key.ID, argsHash, token, now.UnixNano())
+		if err != nil {
+			return ClaimResult{}, s.wrap("claim", err)
+		}
+		if n == 1 {
+			return ClaimResult{State: Claimed, Token: token}, nil
+		}
+		var (
+			hash, state, old string
+			claimedAt        int64
+			result           []byte
+		)
+		err = s.db.queryRow(ctx,
+			`SELECT args_hash, state, token, claimed_at, result FROM `+table+`
+			 WHERE subject = $1 AND tool = $2 AND idem_key = $3`,
+			[]any{&hash, &state, &old, &claimedAt, &result},
+			key.Subject, key.Tool, key.ID)
+		if errors.Is(err, errNoRows) {
+			continue // released since the insert: claim again
+		}
+		if err != nil {
+			return ClaimResult{}, s.wrap("claim", err)
+		}
+		switch {
+		case hash != argsHash:
+			return ClaimResult{State: Conflict}, nil
+		case state == stateCompleted:
+			if result == nil {
+				result = []byte{}
+			}
+			return ClaimResult{State: Completed, Result: result}, nil
+		case !expired(time.Unix(0, claimedAt), now, lease):
+			return ClaimResult{State: Running}, nil
+		}
+		n, err = s.db.exec(ctx,
+			`UPDATE `+table+` SET token = $4, claimed_at = $5
+			 WHERE subject = $1 AND tool = $2 AND idem_key = $3 AND state = '`+stateRunning+`' AND token = $6`,
+			key.Subject, key.Tool, key.ID, token, now.UnixNano(), old)
+		if err != nil {
+			return ClaimResult{}, s.wrap("take over", err)
+		}
+		if n == 1 {
+			return ClaimResult{State: Claimed, Token: token}, nil
+		}
+		// Another claim took it over, completed or released it first.
+	}
+	return ClaimResult{}, fmt.Errorf("ledger: %s: claim: no decision after %d rounds of contention", s.kind, maxClaimRounds)
+}
+
+func (s *sqlStore) Complete(ctx context.Context, key Key, token string, result []byte) error {
+	if result == nil {
+		result = []byte{}
+	}
+	n, err := s.db.exec(ctx,
+		`UPDATE `+table+` SET state = '`+stateCompleted+`', result = $5
+		 WHERE subject = $1 AND tool = $2 AND idem_key = $3 AND state = '`+stateRunning+`' AND token = $4`,
+		key.Subject, key.Tool, key.ID, token, result)
+	if err != nil {
+		return s.wrap("complete", err)
+	}
+	if n == 0 {
+		return ErrClaimLost
+	}
+	return nil
+}
+
+func (s *sqlStore) Release(ctx context.Context, key Key, token string) error {
+	n, err := s.db.exec(ctx,
+		`DELETE FROM `+table+`
+		 WHERE subject = $1 AND tool = $2 AND idem_key = $3 AND state = '`+stateRunning+`' AND token = $4`,
+		key.Subject, key.Tool, key.ID, token)
+	if err != nil {
+		return s.wrap("release", err)
+	}
+	if n == 0 {
+		return ErrClaimLost
+	}
+	return nil
+}
+
+func (s *sqlStore) Close() error { return s.db.close() }
+
+func (s *sqlStore) wrap(op string, err error) error {
+	return fmt.Errorf("ledger: %s: %s: %w", s.kind, op, err)
+}

@@ -1,0 +1,116 @@
+package ledger
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Key names one idempotent call: the caller's subject, the tool and the
+// idempotency key the client sent.
+type Key struct {
+	Subject string
+	Tool    string
+	ID      string
+}
+
+// State is what Claim found.
+type State int
+
+const (
+	// Claimed: the key is now held by this claim (it was free, or a running
+	// claim older than its lease was taken over); run the call, then
+	// Complete or Release it with ClaimResult.Token.
+	Claimed State = iota + 1
+	// Running: another claim with the same arguments holds the key.
+	Running
+	// Completed: the key completed; ClaimResult.Result is the stored result.
+	Completed
+	// Conflict: the key is held or completed with different arguments.
+	Conflict
+)
+
+func (s State) String() string {
+	switch s {
+	case Claimed:
+		return "claimed"
+	case Running:
+		return "running"
+	case Completed:
+		return "completed"
+	case Conflict:
+		return "conflict"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// ClaimResult is the answer of Store.Claim.
+type ClaimResult struct {
+	State State
+	// Token identifies the claim when State is Claimed: only its holder can
+	// Complete or Release the key, so the owner of a claim that was taken
+	// over cannot touch its successor's.
+	Token string
+	// Result is the stored result when State is Completed.
+	Result []byte
+}
+
+// ErrClaimLost is returned by Complete and Release when the key is not held
+// by the token any more: it was taken over after its lease, released, or
+// never claimed.
+var ErrClaimLost = errors.New("ledger: claim lost (taken over, released or never held)")
+
+// Store keeps the ledger's keys. Implementations are safe for concurrent
+// use, also from several processes where the store is shared (SQLite file,
+// PostgreSQL database).
+type Store interface {
+	// Claim atomically claims key for a call whose canonical arguments hash
+	// to argsHash: of concurrent claims of one free key exactly one gets
+	// Claimed. A key held or completed with another argsHash is Conflict;
+	// a completed key is Completed with its result; a running claim is
+	// Running until now is more than lease after it was claimed, when Claim
+	// takes it over (Claimed, with a new token).
+	Claim(ctx context.Context, key Key, argsHash string, now time.Time, lease time.Duration) (ClaimResult, error)
+	// Complete stores the result of the call holding key with token; the key
+	// answers Completed from then on. ErrClaimLost when token does not hold it.
+	Complete(ctx context.Context, key Key, token string, result []byte) error
+	// Release frees key held by token, so that the next call claims it.
+	// ErrClaimLost when token does not hold it.
+	Release(ctx context.Context, key Key, token string) error
+	// Close releases the store's resources.
+	Close() error
+}
+
+// OpenStore opens a store from a --ledger value (SPEC §8): "memory",
+// "sqlite:PATH" or a "postgres://" / "postgresql://" DSN.
+func OpenStore(ctx context.Context, spec string) (Store, error) {
+	switch {
+	case spec == "memory":
+		return NewMemoryStore(), nil
+	case strings.HasPrefix(spec, "sqlite:"):
+		path := strings.TrimPrefix(spec, "sqlite:")
+		if path == "" {
+			return nil, errors.New("ledger: sqlite: needs a file path (sqlite:PATH)")
+		}
+		return OpenSQLite(path)
+	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
+		return OpenPostgres(ctx, spec)
+	}
+	return nil, fmt.Errorf("ledger: unknown store %q: want memory, sqlite:PATH or postgres://...", spec)
+}
+
+// newToken returns a random claim token.
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// expired reports whether a claim made at claimedAt has outlived lease at now.
+func expired(claimedAt, now time.Time, lease time.Duration) bool {
+	return now.Sub(claimedAt) > lease
+}

@@ -1,0 +1,149 @@
+// Package metrics exposes toolgate's Prometheus metrics at /metrics: calls
+// by outcome and their latency from an after hook, and counters that the
+// engine's reloads, the ledger and the audit trail report through plain
+// methods, so that none of those packages imports this one.
+//
+//	m := metrics.New()
+//	adapter.AddHook(m.Hook())
+//	l := ledger.New(store, ledger.Options{OnReplay: m.LedgerReplay, OnConflict: m.LedgerConflict})
+//	a := audit.New(os.Stderr, audit.Options{OnDrop: m.AuditDropped})
+//	mux.Handle("/metrics", m.Handler())
+//
+// All methods are safe for concurrent use, and no-ops on a nil *Metrics.
+package metrics
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+// HookName is the name the metrics hook registers under.
+const HookName = "metrics"
+
+// outcomes are every mcpadapter.Outcome; their series exist from the start.
+var outcomes = []mcpadapter.Outcome{
+	mcpadapter.OutcomeResult, mcpadapter.OutcomeAnswered, mcpadapter.OutcomeDenied,
+	mcpadapter.OutcomeFailed, mcpadapter.OutcomeRefusedGate,
+}
+
+// Metrics holds toolgate's collectors in their own registry, together with
+// the Go runtime and process collectors.
+type Metrics struct {
+	reg            *prometheus.Registry
+	calls          *prometheus.CounterVec
+	duration       prometheus.Histogram
+	reloads        prometheus.Counter
+	reloadFailures prometheus.Counter
+	replays        prometheus.Counter
+	conflicts      prometheus.Counter
+	auditDropped   prometheus.Counter
+}
+
+// New returns Metrics with every series registered (at zero).
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_calls_total",
+			Help: "tools/call requests that reached the before hooks or were refused by a failing grant decision, by outcome.",
+		}, []string{"outcome"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "toolgate_decision_duration_seconds",
+			Help:    "Wall-clock time of those calls, from receipt to the answer (decisions, hooks and the method).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		reloads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolgate_reloads_total",
+			Help: "Reloads of registry and policies that built and swapped in a new revision.",
+		}),
+		reloadFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolgate_reload_failures_total",
+			Help: "Reloads refused (did not compile or validate); the last good revision kept serving.",
+		}),
+		replays: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolgate_ledger_replays_total",
+			Help: "Calls answered with the stored result of a completed idempotency key.",
+		}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolgate_ledger_conflicts_total",
+			Help: "Calls refused because their idempotency key was used with different arguments.",
+		}),
+		auditDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolgate_audit_dropped_total",
+			Help: "Audit records dropped: buffer full, writer failed, or auditor closed.",
+		}),
+	}
+	for _, o := range outcomes {
+		m.calls.WithLabelValues(string(o))
+	}
+	m.reg.MustRegister(m.calls, m.duration, m.reloads, m.reloadFailures, m.replays, m.conflicts, m.auditDropped,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Registry is the registry the metrics live in, for registering more.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the metrics in the Prometheus exposition formats.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Hook returns the after hook counting calls by outcome and observing
+// their duration, named HookName.
+func (m *Metrics) Hook() mcpadapter.Hook {
+	return mcpadapter.Hook{Name: HookName, After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+		m.ObserveCall(end.Outcome, end.Duration.Seconds())
+		return nil
+	}}
+}
+
+// ObserveCall counts one call with its outcome and duration in seconds.
+func (m *Metrics) ObserveCall(outcome mcpadapter.Outcome, seconds float64) {
+	if m == nil {
+		return
+	}
+	m.calls.WithLabelValues(string(outcome)).Inc()
+	m.duration.Observe(seconds)
+}
+
+// ReloadOK counts a reload that swapped in a new revision.
+func (m *Metrics) ReloadOK() {
+	if m != nil {
+		m.reloads.Inc()
+	}
+}
+
+// ReloadFailed counts a reload that was refused.
+func (m *Metrics) ReloadFailed() {
+	if m != nil {
+		m.reloadFailures.Inc()
+	}
+}
+
+// LedgerReplay counts a call answered from the ledger (ledger.Options.OnReplay).
+func (m *Metrics) LedgerReplay() {
+	if m != nil {
+		m.replays.Inc()
+	}
+}
+
+// LedgerConflict counts a ledger conflict refusal (ledger.Options.OnConflict).
+func (m *Metrics) LedgerConflict() {
+	if m != nil {
+		m.conflicts.Inc()
+	}
+}
+
+// AuditDropped counts a dropped audit record (audit.Options.OnDrop).
+func (m *Metrics) AuditDropped() {
+	if m != nil {
+		m.auditDropped.Inc()
+	}
+}

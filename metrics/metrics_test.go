@@ -1,0 +1,155 @@
+package metrics_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks/audit"
+	"github.com/toolgate/toolgate/hooks/ledger"
+	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/metrics"
+	"github.com/toolgate/toolgate/registry"
+)
+
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err)
+	return fams
+}
+
+func counter(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	t.Helper()
+	f, ok := fams[name]
+	require.True(t, ok, "no metric %s", name)
+	for _, m := range f.Metric {
+		match := true
+		for i := 0; i+1 < len(labels); i += 2 {
+			found := false
+			for _, l := range m.Label {
+				if l.GetName() == labels[i] && l.GetValue() == labels[i+1] {
+					found = true
+				}
+			}
+			match = match && found
+		}
+		if match {
+			return m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no series %s%v", name, labels)
+	return 0
+}
+
+// blocked is a writer whose Write never returns; entered closes at the first.
+type blocked struct{ entered chan struct{} }
+
+func (b blocked) Write([]byte) (int, error) {
+	close(b.entered)
+	select {}
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	t.Parallel()
+	m := metrics.New()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+
+	fams := scrape(t, srv.URL)
+	for _, o := range []string{"result", "answered", "denied", "failed", "refused_gate"} {
+		require.Zero(t, counter(t, fams, "toolgate_calls_total", "outcome", o), o)
+	}
+	for _, n := range []string{"toolgate_reloads_total", "toolgate_reload_failures_total",
+		"toolgate_ledger_replays_total", "toolgate_ledger_conflicts_total", "toolgate_audit_dropped_total"} {
+		require.Zero(t, counter(t, fams, n), n)
+	}
+	require.Contains(t, fams, "go_goroutines")
+
+	// Wire the ledger and an auditor whose writer blocks forever.
+	l := ledger.New(ledger.NewMemoryStore(), ledger.Options{OnReplay: m.LedgerReplay, OnConflict: m.LedgerConflict})
+	stuck := blocked{entered: make(chan struct{})}
+	aud := audit.New(stuck, audit.Options{Buffer: 1, CloseTimeout: time.Millisecond, OnDrop: m.AuditDropped})
+	hooks := []mcpadapter.Hook{l.Hook(), aud.Hook(), m.Hook()}
+	call := func(args string) {
+		c := &mcpadapter.CallContext{
+			DecisionID: "d", Name: "echo", Tool: &registry.Tool{Name: "echo", Method: "demo.echo"}, Method: "demo.echo",
+			Arguments: json.RawMessage(args), Meta: engine.BoundMeta(json.RawMessage(`{"festi/idempotencyKey":"k"}`)),
+			Caller: &engine.Caller{Subject: "alice"}, Start: time.Now(),
+		}
+		v, err := l.Hook().Before(context.Background(), c)
+		require.NoError(t, err)
+		end := &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeResult, Result: mcpadapter.TextResult("ok", false), Duration: 3 * time.Millisecond}
+		switch {
+		case v.Denied:
+			end = &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeDenied, Reasons: []string{v.Reason}, Duration: time.Millisecond}
+		case v.Result != nil:
+			end = &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeAnswered, Result: v.Result, Duration: time.Millisecond}
+		}
+		for _, h := range hooks {
+			require.NoError(t, h.After(context.Background(), c, end))
+		}
+	}
+	call(`{"text":"a"}`) // result
+	<-stuck.entered      // its audit record is stuck in Write
+	call(`{"text":"a"}`) // replay
+	call(`{"text":"a"}`) // replay
+	call(`{"text":"b"}`) // conflict
+	m.Hook().After(context.Background(), &mcpadapter.CallContext{}, &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeRefusedGate, Failed: true, Duration: time.Second})
+	m.ReloadOK()
+	m.ReloadOK()
+	m.ReloadFailed()
+	aud.Close()
+
+	fams = scrape(t, srv.URL)
+	for o, want := range map[string]float64{"result": 1, "answered": 2, "denied": 1, "failed": 0, "refused_gate": 1} {
+		require.Equal(t, want, counter(t, fams, "toolgate_calls_total", "outcome", o), o)
+	}
+	require.Equal(t, 2.0, counter(t, fams, "toolgate_reloads_total"))
+	require.Equal(t, 1.0, counter(t, fams, "toolgate_reload_failures_total"))
+	require.Equal(t, 2.0, counter(t, fams, "toolgate_ledger_replays_total"))
+	require.Equal(t, 1.0, counter(t, fams, "toolgate_ledger_conflicts_total"))
+	// 4 records: one stuck in Write, one buffered (dropped at Close), two dropped at once.
+	require.Equal(t, 3.0, counter(t, fams, "toolgate_audit_dropped_total"))
+	require.EqualValues(t, aud.Dropped(), 3)
+
+	h := fams["toolgate_decision_duration_seconds"].Metric[0].GetHistogram()
+	require.EqualValues(t, 5, h.GetSampleCount())
+	require.InDelta(t, 0.003+0.001*3+1, h.GetSampleSum(), 1e-9)
+}
+
+func TestNilMetricsIsANoOp(t *testing.T) {
+	t.Parallel()
+	var m *metrics.Metrics
+	m.ReloadOK()
+	m.ReloadFailed()
+	m.LedgerReplay()
+	m.LedgerConflict()
+	m.AuditDropped()
+	require.NoError(t, m.Hook().After(context.Background(), &mcpadapter.CallContext{}, &mcpadapter.CallEnd{}))
+}
+
+func TestHandlerServesTextFormat(t *testing.T) {
+	t.Parallel()
+	m := metrics.New()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	m.Handler().ServeHTTP(rec, req)
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.True(t, bytes.Contains(rec.Body.Bytes(), []byte("# TYPE toolgate_calls_total counter")))
+}
