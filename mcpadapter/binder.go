@@ -3,7 +3,9 @@ package mcpadapter
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -112,9 +114,39 @@ func bind(t *registry.Tool, schemas []*jsonschema.Schema, m Method, raw json.Raw
 			return nil, argErr(ArgInvalid, err)
 		}
 		if err := schemas[j].Validate(val); err != nil {
-			return nil, argErr(ArgInvalid, err)
+			return nil, argErr(ArgInvalid, violation(err))
 		}
 		args = append(args, Arg{Name: a.Name, Value: v})
 	}
 	return args, nil
+}
+
+// SchemaViolation says which keywords of an argument's schema a value
+// failed. Unlike the validator's own message it never quotes the value:
+// argument values are not logged.
+type SchemaViolation struct {
+	Keywords []string
+}
+
+func (v *SchemaViolation) Error() string {
+	return "the value fails the schema at " + strings.Join(v.Keywords, ", ")
+}
+
+func violation(err error) error {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return errors.New("the value fails its schema")
+	}
+	var kws []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			kws = append(kws, e.KeywordLocation)
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	return &SchemaViolation{Keywords: kws}
 }

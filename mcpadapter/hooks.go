@@ -3,6 +3,7 @@ package mcpadapter
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,11 +38,15 @@ type CallContext struct {
 	// Start is when the adapter began handling the call.
 	Start time.Time
 
+	mu     sync.Mutex // guards values: a hook abandoned past its deadline may still run
 	values map[any]any
 }
 
-// SetValue stores a value for a later hook of the same call.
+// SetValue stores a value for a later hook of the same call. It is safe for
+// concurrent use.
 func (c *CallContext) SetValue(key, value any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.values == nil {
 		c.values = map[any]any{}
 	}
@@ -49,7 +54,11 @@ func (c *CallContext) SetValue(key, value any) {
 }
 
 // Value returns what SetValue stored under key, or nil.
-func (c *CallContext) Value(key any) any { return c.values[key] }
+func (c *CallContext) Value(key any) any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.values[key]
+}
 
 // Verdict is what a before hook decides. The zero Verdict lets the call go on.
 type Verdict struct {

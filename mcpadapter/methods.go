@@ -116,8 +116,11 @@ func (g *goMethod) Bind(args []Arg) (Invocation, error) {
 		if !ok {
 			return nil, &ArgumentError{Problem: ArgUnknown, Name: a.Name}
 		}
-		if err := json.Unmarshal(a.Value, pv.Elem().Field(i).Addr().Interface()); err != nil {
-			return nil, &ArgumentError{Problem: ArgInvalid, Name: a.Name, Err: err}
+		f := pv.Elem().Field(i)
+		if err := json.Unmarshal(a.Value, f.Addr().Interface()); err != nil {
+			// The decoder's text may quote the value; argument values are
+			// not logged, so say only what the value had to fit.
+			return nil, &ArgumentError{Problem: ArgInvalid, Name: a.Name, Err: fmt.Errorf("the value does not fit the method's parameter of Go type %s", f.Type())}
 		}
 	}
 	return func(ctx context.Context) (*mcp.CallToolResult, error) {
