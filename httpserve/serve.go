@@ -15,7 +15,9 @@ import (
 // down gracefully: it stops accepting connections, lets requests in flight
 // finish within Options.ShutdownGrace (a tool call's after hooks run before
 // its response is written, so they run too), then closes the MCP sessions,
-// which ends their standalone SSE streams. ready, when not nil, is called
+// which ends their standalone SSE streams. Requests still running when the
+// grace period is over have their context cancelled (the after hooks of a
+// call still run) and their connections closed. ready, when not nil, is called
 // with the address listened on once connections are accepted.
 //
 // It returns nil after a graceful shutdown, and an error when it cannot
@@ -55,10 +57,28 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func(net.Addr
 	// connection to go idle. Standalone SSE streams (GET /mcp) never do
 	// until their session closes, hence the order below.
 	go func() { shut <- hs.Shutdown(grace) }()
-	drained := s.inflight.wait(grace)
-	s.closeSessions()
-	err := <-shut
-	if err != nil || drained != nil {
+	cutOff := s.inflight.wait(grace) != nil
+	if cutOff {
+		s.abort()
+	}
+	// A session closes once its running requests return: bounded, for
+	// a method that ignores cancellation.
+	closed := make(chan struct{})
+	go func() { s.closeSessions(); close(closed) }()
+	select {
+	case <-closed:
+	case <-grace.Done():
+		cutOff = true
+		s.abort()
+		select {
+		case <-closed:
+		case <-time.After(abortWait):
+		}
+	}
+	if err := <-shut; err != nil {
+		cutOff = true
+	}
+	if cutOff {
 		_ = hs.Close()
 		return fmt.Errorf("httpserve: requests still running after the %s grace period were cut off", s.opts.ShutdownGrace)
 	}
@@ -67,6 +87,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func(net.Addr
 	}
 	return nil
 }
+
+// abortWait bounds the wait for cancelled requests to return once the
+// grace period is over.
+const abortWait = 2 * time.Second
 
 // closeSessions closes every MCP session of the server.
 func (s *Server) closeSessions() {

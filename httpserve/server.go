@@ -71,9 +71,17 @@ type Server struct {
 	log      *slog.Logger
 	mux      *http.ServeMux
 	inflight tracker
+	// stopping is cancelled when the shutdown grace period runs out; the
+	// contexts of requests still running derive from it.
+	stopping context.Context
+	abort    context.CancelFunc
 }
 
 // New returns a Server. It panics when Options.Server is nil.
+//
+// New adds a receiving middleware to Options.Server, outermost, that
+// cancels the context of every request still running when the shutdown
+// grace period runs out. Give each Server its own *mcp.Server.
 func New(opts Options) *Server {
 	if opts.Server == nil {
 		panic("httpserve: Options.Server is required")
@@ -86,6 +94,8 @@ func New(opts Options) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{opts: opts, log: log, mux: http.NewServeMux()}
+	s.stopping, s.abort = context.WithCancel(context.Background())
+	opts.Server.AddReceivingMiddleware(s.cancelOnAbort)
 	so := &mcp.StreamableHTTPOptions{}
 	if opts.Streamable != nil {
 		*so = *opts.Streamable
@@ -101,6 +111,16 @@ func New(opts Options) *Server {
 		s.mux.Handle("/metrics", opts.Metrics)
 	}
 	return s
+}
+
+func (s *Server) cancelOnAbort(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(s.stopping, cancel)
+		defer stop()
+		return next(ctx, method, req)
+	}
 }
 
 // ServeHTTP implements http.Handler.
