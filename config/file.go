@@ -1,0 +1,230 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// serveKeys are the keys a config file may hold, in the order of SPEC §8.
+var serveKeys = []string{
+	"registry", "policy", "stdio", "http", "as", "roles", "tokens",
+	"upstreams", "ledger", "audit", "watch", "hookTimeout", "evalTimeout",
+}
+
+var upstreamKeys = []string{"name", "command", "args", "url", "import"}
+
+// LoadFile reads a config file (YAML) of serve settings. Every problem is
+// reported in one *Error: an unknown key (named, with its line), a value of
+// the wrong kind. Relative paths in the file (registry, policy, tokens,
+// audit, a sqlite: ledger) are resolved against the file's directory.
+// An empty file is no setting at all.
+func LoadFile(path string) (*Serve, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{Path: path, Err: err}
+	}
+	s, err := parseFile(data)
+	if err != nil {
+		if e, ok := err.(*Error); ok {
+			e.Path = path
+			return nil, e
+		}
+		return nil, &Error{Path: path, Err: err}
+	}
+	s.Config = path
+	s.resolve(filepath.Dir(path))
+	return s, nil
+}
+
+func parseFile(data []byte) (*Serve, error) {
+	s := &Serve{}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 || doc.Content[0].Tag == "!!null" {
+		return s, nil
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, &Error{Problems: []Problem{{Line: root.Line, Message: "want a mapping of settings"}}}
+	}
+	var probs []Problem
+	bad := func(n *yaml.Node, key, format string, args ...any) {
+		probs = append(probs, Problem{Line: n.Line, Key: key, Message: fmt.Sprintf(format, args...)})
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		key := k.Value
+		if seen[key] {
+			bad(k, key, "set twice")
+			continue
+		}
+		seen[key] = true
+		var ok bool
+		switch key {
+		case "registry":
+			ok = str(v, &s.Registry)
+		case "policy":
+			ok = str(v, &s.Policy)
+		case "http":
+			ok = str(v, &s.HTTP)
+		case "as":
+			ok = str(v, &s.As)
+		case "tokens":
+			ok = str(v, &s.Tokens)
+		case "ledger":
+			ok = str(v, &s.Ledger)
+		case "audit":
+			ok = str(v, &s.Audit)
+		case "stdio":
+			ok = v.Tag == "!!bool" && v.Decode(&s.Stdio) == nil
+		case "watch":
+			var b bool
+			if ok = v.Tag == "!!bool" && v.Decode(&b) == nil; ok {
+				s.Watch = &b
+			}
+		case "roles":
+			ok = strs(v, &s.Roles)
+		case "hookTimeout":
+			ok = duration(v, &s.HookTimeout)
+		case "evalTimeout":
+			ok = duration(v, &s.EvalTimeout)
+		case "upstreams":
+			if v.Kind != yaml.SequenceNode {
+				bad(v, key, "want a list of upstreams")
+				continue
+			}
+			for j, n := range v.Content {
+				u, p := upstream(n, fmt.Sprintf("upstreams[%d]", j))
+				probs = append(probs, p...)
+				s.Upstreams = append(s.Upstreams, u)
+			}
+			ok = true
+		default:
+			bad(k, "", "unknown key %q (known: %s)", key, strings.Join(serveKeys, ", "))
+			continue
+		}
+		if !ok {
+			bad(v, key, "want %s", want[key])
+		}
+	}
+	if len(probs) > 0 {
+		return nil, &Error{Problems: probs}
+	}
+	return s, nil
+}
+
+var want = map[string]string{
+	"registry": "a file path", "policy": "a directory path", "http": "an address such as 127.0.0.1:8787",
+	"as": "a subject (string)", "tokens": "a file path", "ledger": "memory, sqlite:PATH or postgres://...",
+	"audit": "a file path or -", "stdio": "true or false", "watch": "true or false",
+	"roles": "a list of role names", "hookTimeout": "a duration such as 10s", "evalTimeout": "a duration such as 250ms",
+}
+
+func str(n *yaml.Node, dst *string) bool {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" || n.Tag == "!!map" || n.Tag == "!!seq" {
+		return false
+	}
+	*dst = n.Value
+	return true
+}
+
+func strs(n *yaml.Node, dst *[]string) bool {
+	if n.Kind != yaml.SequenceNode {
+		return false
+	}
+	out := []string{}
+	for _, e := range n.Content {
+		var x string
+		if !str(e, &x) || x == "" {
+			return false
+		}
+		out = append(out, x)
+	}
+	*dst = out
+	return true
+}
+
+func duration(n *yaml.Node, dst *time.Duration) bool {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+		return false
+	}
+	d, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return false
+	}
+	*dst = d
+	return true
+}
+
+// upstream reads one entry of upstreams: NAME=COMMAND|URL, or a mapping.
+func upstream(n *yaml.Node, key string) (Upstream, []Problem) {
+	var (
+		u     Upstream
+		probs []Problem
+	)
+	bad := func(at *yaml.Node, format string, args ...any) {
+		probs = append(probs, Problem{Line: at.Line, Key: key, Message: fmt.Sprintf(format, args...)})
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		var err error
+		if u, err = ParseUpstream(n.Value); err != nil {
+			bad(n, "%v", err)
+		}
+		return u, probs
+	case yaml.MappingNode:
+	default:
+		bad(n, "want NAME=COMMAND, NAME=URL or {name, command | url, import}")
+		return u, probs
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		ok := true
+		switch k.Value {
+		case "name":
+			ok = str(v, &u.Name)
+		case "command":
+			ok = str(v, &u.Command)
+		case "url":
+			ok = str(v, &u.URL)
+		case "args":
+			ok = v.Kind == yaml.SequenceNode && v.Decode(&u.Args) == nil
+		case "import":
+			ok = v.Tag == "!!bool" && v.Decode(&u.Import) == nil
+		default:
+			bad(k, "unknown key %q (known: %s)", k.Value, strings.Join(upstreamKeys, ", "))
+			continue
+		}
+		if !ok {
+			bad(v, "%s: wrong kind of value", k.Value)
+		}
+	}
+	return u, probs
+}
+
+// resolve makes the file's relative paths relative to dir.
+func (s *Serve) resolve(dir string) {
+	abs := func(p *string) {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	abs(&s.Registry)
+	abs(&s.Policy)
+	abs(&s.Tokens)
+	if s.Audit != "-" {
+		abs(&s.Audit)
+	}
+	if p, ok := strings.CutPrefix(s.Ledger, "sqlite:"); ok && p != "" && p != ":memory:" && !strings.HasPrefix(p, "file:") {
+		abs(&p)
+		s.Ledger = "sqlite:" + p
+	}
+}

@@ -1,0 +1,209 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// setting is a serve flag: its value, and how a set flag overrides a
+// Serve (Apply).
+type setting struct {
+	flag.Value
+	apply func(dst *Serve)
+}
+
+func (s *setting) String() string {
+	if s == nil || s.Value == nil {
+		return "" // flag.PrintDefaults asks a zero setting
+	}
+	return s.Value.String()
+}
+
+func (s *setting) IsBoolFlag() bool {
+	b, ok := s.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// ServeFlags registers the flags of `toolgate serve` (SPEC §8) on fs and
+// returns the Serve they parse into. It holds only what the flags set:
+// defaults come from SetDefaults, and a config file merges in with Apply
+// (or use LoadServe, which does it all).
+func ServeFlags(fs *flag.FlagSet) *Serve {
+	f := &Serve{}
+	def := func(name, usage string, v flag.Value, apply func(dst *Serve)) {
+		fs.Var(&setting{Value: v, apply: apply}, name, usage)
+	}
+	str := func(name, usage string, p func(*Serve) *string) {
+		def(name, usage, (*stringValue)(p(f)), func(d *Serve) { *p(d) = *p(f) })
+	}
+	fs.StringVar(&f.Config, "config", "", "read settings from a YAML `FILE`; flags win over it")
+	str("registry", "the registry `FILE` (default: the bundled example)", func(s *Serve) *string { return &s.Registry })
+	str("policy", "the policy `DIR`ectory (default: the bundled example)", func(s *Serve) *string { return &s.Policy })
+	def("stdio", "serve on stdin/stdout (HTTP then only with --http)", (*boolValue)(&f.Stdio), func(d *Serve) { d.Stdio = f.Stdio })
+	str("http", "serve streamable HTTP at `ADDR`, MCP endpoint /mcp (default "+DefaultHTTP+")", func(s *Serve) *string { return &s.HTTP })
+	str("as", "the caller's `SUBJECT`, for stdio (default: nobody)", func(s *Serve) *string { return &s.As })
+	def("role", "a `ROLE` of the --as caller (repeatable; replaces the file's roles)", (*listValue)(&f.Roles), func(d *Serve) { d.Roles = f.Roles })
+	str("tokens", "HTTP bearer tokens `FILE`, JSON or YAML (default: every HTTP caller is nobody)", func(s *Serve) *string { return &s.Tokens })
+	def("upstream", "an upstream MCP server `NAME=COMMAND` or NAME=URL (repeatable; replaces the file's upstream of that name)",
+		(*upstreamsValue)(&f.Upstreams), func(d *Serve) { d.Upstreams = mergeUpstreams(d.Upstreams, f.Upstreams) })
+	str("ledger", "idempotency ledger `STORE`: memory, sqlite:PATH or postgres://... (default: sqlite: ledger.db in the state directory)", func(s *Serve) *string { return &s.Ledger })
+	str("audit", "audit trail `FILE`, JSON Lines; - is stderr (default -)", func(s *Serve) *string { return &s.Audit })
+	def("watch", "reload registry and policies on change (default true)", &watchValue{p: &f.Watch}, func(d *Serve) { d.Watch = f.Watch })
+	def("no-watch", "do not reload registry and policies on change", &watchValue{p: &f.Watch, negate: true}, func(d *Serve) { d.Watch = f.Watch })
+	def("hook-timeout", "bound one hook run to `DURATION` (default 10s)", (*durationValue)(&f.HookTimeout), func(d *Serve) { d.HookTimeout = f.HookTimeout })
+	def("eval-timeout", "bound one policy evaluation to `DURATION` (default 250ms)", (*durationValue)(&f.EvalTimeout), func(d *Serve) { d.EvalTimeout = f.EvalTimeout })
+	return f
+}
+
+// Apply overrides s with every serve flag set on the parsed fs (fs.Visit:
+// a flag left at its default changes nothing). Scalars replace; --role
+// replaces the roles; --upstream replaces the upstream of the same name
+// (keeping its import setting) and adds the others.
+func (s *Serve) Apply(fs *flag.FlagSet) {
+	fs.Visit(func(fl *flag.Flag) {
+		if st, ok := fl.Value.(*setting); ok {
+			st.apply(s)
+		}
+	})
+}
+
+func mergeUpstreams(file, flags []Upstream) []Upstream {
+	out := append([]Upstream(nil), file...)
+	for _, u := range flags {
+		replaced := false
+		for i := range out {
+			if out[i].Name == u.Name {
+				u.Import = out[i].Import
+				out[i], replaced = u, true
+			}
+		}
+		if !replaced {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// LoadServe parses the serve flags in args, reads --config when given,
+// merges the two (flags win), fills in the defaults and validates. Usage
+// and flag errors go to stderr; -h returns flag.ErrHelp.
+func LoadServe(args []string, stderr io.Writer) (*Serve, error) {
+	fs := flag.NewFlagSet("toolgate serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	flags := ServeFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+	}
+	s := &Serve{}
+	if flags.Config != "" {
+		var err error
+		if s, err = LoadFile(flags.Config); err != nil {
+			return nil, err
+		}
+	}
+	s.Apply(fs)
+	if err := s.SetDefaults(); err != nil {
+		return nil, err
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+type stringValue string
+
+func (v *stringValue) String() string     { return string(*v) }
+func (v *stringValue) Set(x string) error { *v = stringValue(x); return nil }
+
+type boolValue bool
+
+func (v *boolValue) String() string {
+	if !*v {
+		return "" // the zero value: flag.PrintDefaults shows no default
+	}
+	return "true"
+}
+func (v *boolValue) IsBoolFlag() bool { return true }
+func (v *boolValue) Set(x string) error {
+	b, err := strconv.ParseBool(x)
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	*v = boolValue(b)
+	return nil
+}
+
+type durationValue time.Duration
+
+func (v *durationValue) String() string {
+	if *v == 0 {
+		return ""
+	}
+	return time.Duration(*v).String()
+}
+
+func (v *durationValue) Set(x string) error {
+	d, err := time.ParseDuration(x)
+	if err != nil {
+		return errors.New("want a duration such as 10s")
+	}
+	*v = durationValue(d)
+	return nil
+}
+
+type listValue []string
+
+func (v *listValue) String() string { return strings.Join(*v, ",") }
+func (v *listValue) Set(x string) error {
+	if x == "" {
+		return errors.New("empty value")
+	}
+	*v = append(*v, x)
+	return nil
+}
+
+type upstreamsValue []Upstream
+
+func (v *upstreamsValue) String() string {
+	var names []string
+	for _, u := range *v {
+		names = append(names, u.Name)
+	}
+	return strings.Join(names, ",")
+}
+
+func (v *upstreamsValue) Set(x string) error {
+	u, err := ParseUpstream(x)
+	if err != nil {
+		return err
+	}
+	*v = append(*v, u)
+	return nil
+}
+
+// watchValue is --watch or --no-watch; whichever comes last wins.
+type watchValue struct {
+	p      **bool
+	negate bool
+}
+
+func (v *watchValue) String() string   { return "" }
+func (v *watchValue) IsBoolFlag() bool { return true }
+func (v *watchValue) Set(x string) error {
+	b, err := strconv.ParseBool(x)
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	on := b != v.negate
+	*v.p = &on
+	return nil
+}

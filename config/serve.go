@@ -1,0 +1,243 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// DefaultHTTP is where `toolgate serve` listens unless told otherwise.
+const DefaultHTTP = "127.0.0.1:8787"
+
+// Serve holds every setting of `toolgate serve` (SPEC §8). The zero value
+// means "not set"; SetDefaults fills in the defaults.
+type Serve struct {
+	// Config is the file the settings were read from; "" without one.
+	// Relative paths in it are resolved against its directory.
+	Config string `yaml:"-"`
+
+	// Registry is the registry file; "" serves the bundled example.
+	Registry string `yaml:"registry"`
+	// Policy is the policy directory; "" serves the bundled example.
+	Policy string `yaml:"policy"`
+	// Stdio serves on stdin/stdout.
+	Stdio bool `yaml:"stdio"`
+	// HTTP is the address to serve streamable HTTP at. SetDefaults sets
+	// DefaultHTTP unless Stdio is set: with Stdio, HTTP is served only when
+	// an address is given.
+	HTTP string `yaml:"http"`
+	// As and Roles are the caller over stdio; As "" is nobody.
+	As    string   `yaml:"as"`
+	Roles []string `yaml:"roles"`
+	// Tokens is the bearer tokens file for HTTP; "": every HTTP caller is
+	// nobody.
+	Tokens string `yaml:"tokens"`
+	// Upstreams are the upstream MCP servers.
+	Upstreams []Upstream `yaml:"upstreams"`
+	// Ledger is the idempotency ledger store: "memory", "sqlite:PATH" or a
+	// postgres:// URL. SetDefaults sets "sqlite:" with ledger.db in
+	// StateDir ("sqlite:" with no path means that file too).
+	Ledger string `yaml:"ledger"`
+	// Audit is the audit trail file; "-" (the default) is stderr.
+	Audit string `yaml:"audit"`
+	// Watch reloads registry and policies on change; nil is on.
+	Watch *bool `yaml:"watch"`
+	// HookTimeout bounds one hook run; zero is the adapter's default.
+	HookTimeout time.Duration `yaml:"hookTimeout"`
+	// EvalTimeout bounds one policy evaluation; zero is the engine's default.
+	EvalTimeout time.Duration `yaml:"evalTimeout"`
+}
+
+// Upstream is an upstream MCP server: a command run over stdio, or a
+// streamable HTTP URL.
+type Upstream struct {
+	// Name is how rows name it (method upstream:NAME/TOOL; imported tools
+	// are NAME.TOOL).
+	Name string `yaml:"name"`
+	// Command is the command line of a stdio server, split into words on
+	// white space (no shell); Args, when set, are further arguments taken
+	// as they are.
+	Command string   `yaml:"command"`
+	Args    []string `yaml:"args"`
+	// URL is the endpoint of a streamable HTTP server (http or https).
+	URL string `yaml:"url"`
+	// Import makes the upstream's tools that no row names rows of their
+	// own (only settable in the config file).
+	Import bool `yaml:"import"`
+}
+
+// Argv is the command and arguments to run a stdio upstream.
+func (u Upstream) Argv() []string {
+	return append(strings.Fields(u.Command), u.Args...)
+}
+
+// WatchOn reports whether registry and policies are watched.
+func (s *Serve) WatchOn() bool { return s.Watch == nil || *s.Watch }
+
+// ParseUpstream reads the --upstream form NAME=COMMAND or NAME=URL: a value
+// starting with http:// or https:// is a URL.
+func ParseUpstream(v string) (Upstream, error) {
+	name, target, ok := strings.Cut(v, "=")
+	if !ok || name == "" || strings.TrimSpace(target) == "" {
+		return Upstream{}, fmt.Errorf("want NAME=COMMAND or NAME=URL, got %q", v)
+	}
+	u := Upstream{Name: name}
+	if isHTTPURL(target) {
+		u.URL = target
+	} else {
+		u.Command = target
+	}
+	return u, nil
+}
+
+func isHTTPURL(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}
+
+// StateDir is toolgate's state directory: $XDG_STATE_HOME/toolgate, or
+// ~/.local/state/toolgate when XDG_STATE_HOME is unset or not absolute. It
+// may not exist yet.
+func StateDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "toolgate"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no state directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "toolgate"), nil
+}
+
+// SetDefaults fills in what is not set: HTTP (unless Stdio), Audit "-",
+// Ledger sqlite:StateDir/ledger.db, Watch on. It fails only when the
+// ledger defaults and no state directory can be found.
+func (s *Serve) SetDefaults() error {
+	if s.HTTP == "" && !s.Stdio {
+		s.HTTP = DefaultHTTP
+	}
+	if s.Audit == "" {
+		s.Audit = "-"
+	}
+	if s.Watch == nil {
+		on := true
+		s.Watch = &on
+	}
+	if s.Ledger == "" || s.Ledger == "sqlite:" {
+		dir, err := StateDir()
+		if err != nil {
+			return err
+		}
+		s.Ledger = "sqlite:" + filepath.Join(dir, "ledger.db")
+	}
+	return nil
+}
+
+var upstreamName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Validate reports every setting that cannot be served, in one *Error.
+func (s *Serve) Validate() error {
+	var probs []Problem
+	add := func(key, format string, args ...any) {
+		probs = append(probs, Problem{Key: key, Message: fmt.Sprintf(format, args...)})
+	}
+	if len(s.Roles) > 0 && s.As == "" {
+		add("roles", "roles are given without a subject (as)")
+	}
+	for _, r := range s.Roles {
+		if r == "" {
+			add("roles", "a role is empty")
+		}
+	}
+	switch l := s.Ledger; {
+	case l == "", l == "memory", strings.HasPrefix(l, "sqlite:"),
+		strings.HasPrefix(l, "postgres://"), strings.HasPrefix(l, "postgresql://"):
+	default:
+		add("ledger", "want memory, sqlite:PATH or postgres://..., got %q", l)
+	}
+	if s.HookTimeout < 0 {
+		add("hookTimeout", "negative duration %s", s.HookTimeout)
+	}
+	if s.EvalTimeout < 0 {
+		add("evalTimeout", "negative duration %s", s.EvalTimeout)
+	}
+	seen := map[string]bool{}
+	for i, u := range s.Upstreams {
+		key := fmt.Sprintf("upstreams[%d]", i)
+		if u.Name != "" {
+			key += " (" + u.Name + ")"
+		}
+		switch {
+		case !upstreamName.MatchString(u.Name):
+			add(key, "name must match %s", upstreamName)
+		case seen[u.Name]:
+			add(key, "name is used twice")
+		}
+		seen[u.Name] = true
+		switch {
+		case u.URL != "" && (u.Command != "" || len(u.Args) > 0):
+			add(key, "give either command or url, not both")
+		case u.URL != "" && !isHTTPURL(u.URL):
+			add(key, "url must be http:// or https://")
+		case u.URL == "" && len(u.Argv()) == 0:
+			add(key, "give a command or a url")
+		}
+	}
+	if len(probs) > 0 {
+		return &Error{Path: s.Config, Problems: probs}
+	}
+	return nil
+}
+
+// Problem is one setting that is wrong.
+type Problem struct {
+	// Line is the line in the config file (0: not from the file).
+	Line int
+	// Key names the setting (for example "ledger", "upstreams[1]").
+	Key     string
+	Message string
+}
+
+func (p Problem) String() string {
+	var b strings.Builder
+	if p.Line > 0 {
+		fmt.Fprintf(&b, "line %d: ", p.Line)
+	}
+	if p.Key != "" {
+		fmt.Fprintf(&b, "%s: ", p.Key)
+	}
+	b.WriteString(p.Message)
+	return b.String()
+}
+
+// Error reports every problem of a configuration.
+type Error struct {
+	// Path is the config file; "" for settings from flags alone.
+	Path     string
+	Problems []Problem
+	// Err is a failure to read or parse the file as a whole.
+	Err error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("config")
+	if e.Path != "" {
+		fmt.Fprintf(&b, " %s", e.Path)
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", e.Err)
+	}
+	if len(e.Problems) == 1 && e.Err == nil {
+		fmt.Fprintf(&b, ": %s", e.Problems[0])
+		return b.String()
+	}
+	for _, p := range e.Problems {
+		fmt.Fprintf(&b, "\n  %s", p)
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }

@@ -1,0 +1,156 @@
+package httpserve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// ListenAndServe listens on addr and serves until ctx is done, then shuts
+// down gracefully: it stops accepting connections, lets requests in flight
+// finish within Options.ShutdownGrace (a tool call's after hooks run before
+// its response is written, so they run too), then closes the MCP sessions,
+// which ends their standalone SSE streams. Requests still running when the
+// grace period is over have their context cancelled (the after hooks of a
+// call still run) and their connections closed. ready, when not nil, is called
+// with the address listened on once connections are accepted.
+//
+// It returns nil after a graceful shutdown, and an error when it cannot
+// listen, when serving fails, or when requests were still running at the
+// end of the grace period (they are then cut off).
+func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net.Addr)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("httpserve: %w", err)
+	}
+	return s.Serve(ctx, ln, ready)
+}
+
+// Serve is ListenAndServe on a listener of the caller's; it closes ln.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func(net.Addr)) error {
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	select {
+	case err := <-errc:
+		s.closeSessions()
+		return fmt.Errorf("httpserve: %w", err)
+	case <-ctx.Done():
+	}
+
+	grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownGrace)
+	defer cancel()
+	shut := make(chan error, 1)
+	// Shutdown closes the listener at once, then waits for every
+	// connection to go idle. Standalone SSE streams (GET /mcp) never do
+	// until their session closes, hence the order below.
+	go func() { shut <- hs.Shutdown(grace) }()
+	cutOff := s.inflight.wait(grace) != nil
+	if cutOff {
+		s.abort()
+	}
+	// A session closes once its running requests return: bounded, for
+	// a method that ignores cancellation.
+	closed := make(chan struct{})
+	go func() { s.closeSessions(); close(closed) }()
+	select {
+	case <-closed:
+	case <-grace.Done():
+		cutOff = true
+		s.abort()
+		select {
+		case <-closed:
+		case <-time.After(abortWait):
+		}
+	}
+	if err := <-shut; err != nil {
+		cutOff = true
+	}
+	if cutOff {
+		_ = hs.Close()
+		return fmt.Errorf("httpserve: requests still running after the %s grace period were cut off", s.opts.ShutdownGrace)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("httpserve: %w", err)
+	}
+	return nil
+}
+
+// abortWait bounds the wait for cancelled requests to return once the
+// grace period is over.
+const abortWait = 2 * time.Second
+
+// closeSessions closes every MCP session of the server.
+func (s *Server) closeSessions() {
+	for ss := range s.opts.Server.Sessions() {
+		_ = ss.Close()
+	}
+}
+
+// track counts POST requests to the MCP endpoint (those carry calls) while
+// they run.
+func (s *Server) track(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			s.inflight.enter()
+			defer s.inflight.leave()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// tracker counts requests in flight; wait returns once none is.
+type tracker struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0; nil while n is 0
+}
+
+func (t *tracker) enter() {
+	t.mu.Lock()
+	if t.n == 0 {
+		t.idle = make(chan struct{})
+	}
+	t.n++
+	t.mu.Unlock()
+}
+
+func (t *tracker) leave() {
+	t.mu.Lock()
+	t.n--
+	if t.n == 0 {
+		close(t.idle)
+		t.idle = nil
+	}
+	t.mu.Unlock()
+}
+
+// wait returns nil once no request is in flight, ctx's error if it ends
+// first. Requests that start while it waits are waited for too.
+func (t *tracker) wait(ctx context.Context) error {
+	for {
+		t.mu.Lock()
+		idle := t.idle
+		t.mu.Unlock()
+		if idle == nil {
+			return nil
+		}
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

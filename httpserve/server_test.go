@@ -1,0 +1,380 @@
+package httpserve_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/httpserve"
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+const testRegistry = `
+sections:
+  reports: { roles: [admin] }
+tools:
+  - name: echo
+    method: demo.echo
+    arguments: [{ name: text, type: string, required: true }]
+  - name: report
+    method: demo.echo
+    section: reports
+    arguments: [{ name: text, type: string }]
+  - name: slow
+    method: demo.slow
+`
+
+const (
+	aliceToken = "alice-secret-token"
+	carolToken = "carol-secret-token"
+)
+
+func testTokens(t *testing.T) *httpserve.Tokens {
+	t.Helper()
+	tok, err := httpserve.NewTokens(map[string]httpserve.TokenEntry{
+		httpserve.HashToken(aliceToken): {Subject: "alice"},
+		httpserve.HashToken(carolToken): {Subject: "carol", Roles: []string{"admin"}},
+	})
+	require.NoError(t, err)
+	return tok
+}
+
+// fixture is an adapter-governed MCP server. slow blocks until release is
+// closed, after signalling started; afters counts after-hook runs.
+type fixture struct {
+	server  *mcp.Server
+	started chan struct{}
+	release chan struct{}
+	afters  atomic.Int32
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "registry.yaml"), []byte(testRegistry), 0o600))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "rego"), 0o700))
+	eng, err := engine.New(t.Context(), engine.Source{Registry: filepath.Join(dir, "registry.yaml"), Policies: filepath.Join(dir, "rego")})
+	require.NoError(t, err)
+
+	f := &fixture{started: make(chan struct{}, 1), release: make(chan struct{})}
+	m := mcpadapter.Methods{}
+	m.Register("demo.echo", func(_ context.Context, a struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		return a.Text, nil
+	})
+	m.Register("demo.slow", func(ctx context.Context, _ struct{}) (string, error) {
+		f.started <- struct{}{}
+		select {
+		case <-f.release:
+			return "slept", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	})
+	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: m, Caller: httpserve.CallerFromRequest})
+	a.AddHook(mcpadapter.Hook{Name: "count", After: func(context.Context, *mcpadapter.CallContext, *mcpadapter.CallEnd) error {
+		f.afters.Add(1)
+		return nil
+	}})
+	f.server = a.NewServer(&mcp.Implementation{Name: "toolgate", Version: "test"}, nil)
+	return f
+}
+
+// bearer adds an Authorization header when its token is set; the token
+// may change between requests of one session.
+type bearer struct {
+	token atomic.Pointer[string]
+	base  http.RoundTripper
+}
+
+func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if tok := b.token.Load(); tok != nil {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+*tok)
+	}
+	return b.base.RoundTrip(r)
+}
+
+func newBearer(token string) *bearer {
+	b := &bearer{base: http.DefaultTransport}
+	if token != "" {
+		b.token.Store(&token)
+	}
+	return b
+}
+
+func connect(t *testing.T, endpoint string, b *bearer) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "test"}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: b}}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(t.Context(), nil)
+	require.NoError(t, err)
+	names := []string{}
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+func callText(t *testing.T, cs *mcp.ClientSession, name string, args any) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
+	require.NoError(t, err)
+	require.Len(t, res.Content, 1)
+	return res.Content[0].(*mcp.TextContent).Text, res.IsError
+}
+
+func startServer(t *testing.T, opts httpserve.Options) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewServer(httpserve.New(opts))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func TestCallers(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ts := startServer(t, httpserve.Options{Server: f.server, Tokens: testTokens(t)})
+	endpoint := ts.URL + "/mcp"
+
+	t.Run("no Authorization is nobody", func(t *testing.T) {
+		cs := connect(t, endpoint, newBearer(""))
+		assert.Empty(t, toolNames(t, cs))
+		text, isErr := callText(t, cs, "echo", map[string]any{"text": "hi"})
+		assert.True(t, isErr)
+		assert.Equal(t, "Error: Unknown tool 'echo'.", text)
+	})
+	t.Run("a token is its caller", func(t *testing.T) {
+		cs := connect(t, endpoint, newBearer(aliceToken))
+		assert.Equal(t, []string{"echo", "slow"}, toolNames(t, cs))
+		text, isErr := callText(t, cs, "echo", map[string]any{"text": "hi"})
+		assert.False(t, isErr)
+		assert.Equal(t, "hi", text)
+		text, isErr = callText(t, cs, "report", nil)
+		assert.True(t, isErr)
+		assert.Equal(t, "Error: Unknown tool 'report'.", text)
+	})
+	t.Run("roles come from the token", func(t *testing.T) {
+		cs := connect(t, endpoint, newBearer(carolToken))
+		assert.Equal(t, []string{"echo", "report", "slow"}, toolNames(t, cs))
+		text, isErr := callText(t, cs, "report", map[string]any{"text": "q3"})
+		assert.False(t, isErr)
+		assert.Equal(t, "q3", text)
+	})
+}
+
+func TestNoTokensEveryoneIsNobody(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ts := startServer(t, httpserve.Options{Server: f.server})
+	cs := connect(t, ts.URL+"/mcp", newBearer(carolToken))
+	assert.Empty(t, toolNames(t, cs))
+}
+
+const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+func rawPost(t *testing.T, url string, header map[string]string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(initialize))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	return resp
+}
+
+func TestUnknownTokenIs401(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ts := startServer(t, httpserve.Options{Server: f.server, Tokens: testTokens(t)})
+	for name, auth := range map[string]string{
+		"unknown token":   "Bearer not-a-known-token",
+		"other scheme":    "Basic " + aliceToken,
+		"empty":           "",
+		"scheme only":     "Bearer",
+		"lowercase known": "bearer " + "x" + aliceToken,
+	} {
+		t.Run(name, func(t *testing.T) {
+			resp := rawPost(t, ts.URL+"/mcp", map[string]string{"Authorization": auth})
+			assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+			assert.True(t, strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer"), "WWW-Authenticate: %q", resp.Header.Get("WWW-Authenticate"))
+			body, _ := io.ReadAll(resp.Body)
+			assert.NotContains(t, string(body), aliceToken)
+		})
+	}
+	t.Run("known token, scheme in any case", func(t *testing.T) {
+		resp := rawPost(t, ts.URL+"/mcp", map[string]string{"Authorization": "bearer " + aliceToken})
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+	})
+	t.Run("no Authorization", func(t *testing.T) {
+		resp := rawPost(t, ts.URL+"/mcp", nil)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+	})
+}
+
+func TestSessionOwnership(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ts := startServer(t, httpserve.Options{Server: f.server, Tokens: testTokens(t)})
+	endpoint := ts.URL + "/mcp"
+
+	t.Run("a nobody session serves each request with its own token", func(t *testing.T) {
+		b := newBearer("")
+		cs := connect(t, endpoint, b)
+		assert.Empty(t, toolNames(t, cs))
+		tok := carolToken
+		b.token.Store(&tok)
+		assert.Equal(t, []string{"echo", "report", "slow"}, toolNames(t, cs))
+		b.token.Store(nil)
+		assert.Empty(t, toolNames(t, cs))
+	})
+	t.Run("a token's session refuses other subjects and nobody", func(t *testing.T) {
+		b := newBearer(aliceToken)
+		cs := connect(t, endpoint, b)
+		assert.Equal(t, []string{"echo", "slow"}, toolNames(t, cs))
+		tok := carolToken
+		b.token.Store(&tok)
+		_, err := cs.ListTools(t.Context(), nil)
+		require.Error(t, err, "carol on alice's session")
+	})
+}
+
+func TestHealthzAndMetrics(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "toolgate_up 1\n") })
+	ts := startServer(t, httpserve.Options{
+		Server:  f.server,
+		Health:  func() any { return map[string]any{"revision": 3, "hash": "abc", "lastReloadError": nil} },
+		Metrics: metrics,
+	})
+	resp, err := http.Get(ts.URL + "/healthz")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	var got map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
+	assert.Equal(t, map[string]any{"revision": 3.0, "hash": "abc", "lastReloadError": nil}, got)
+
+	resp2, err := http.Get(ts.URL + "/metrics")
+	require.NoError(t, err)
+	defer resp2.Body.Close()
+	body, _ := io.ReadAll(resp2.Body)
+	assert.Equal(t, "toolgate_up 1\n", string(body))
+
+	plain := startServer(t, httpserve.Options{Server: newFixture(t).server})
+	resp3, err := http.Get(plain.URL + "/metrics")
+	require.NoError(t, err)
+	defer resp3.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp3.StatusCode)
+	resp4, err := http.Get(plain.URL + "/healthz")
+	require.NoError(t, err)
+	defer resp4.Body.Close()
+	body, _ = io.ReadAll(resp4.Body)
+	assert.JSONEq(t, `{"status":"ok"}`, string(body))
+}
+
+func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	srv := httpserve.New(httpserve.Options{Server: f.server, Tokens: testTokens(t), ShutdownGrace: 20 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrc := make(chan net.Addr, 1)
+	served := make(chan error, 1)
+	go func() { served <- srv.ListenAndServe(ctx, "127.0.0.1:0", func(a net.Addr) { addrc <- a }) }()
+	endpoint := "http://" + (<-addrc).String() + "/mcp"
+
+	cs := connect(t, endpoint, newBearer(aliceToken))
+	var (
+		wg   sync.WaitGroup
+		res  *mcp.CallToolResult
+		cerr error
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		res, cerr = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "slow"})
+	}()
+	<-f.started
+	cancel() // shutdown begins with the call in flight
+	time.Sleep(100 * time.Millisecond)
+	// New connections are refused while the call finishes.
+	_, err := net.DialTimeout("tcp", strings.TrimSuffix(strings.TrimPrefix(endpoint, "http://"), "/mcp"), time.Second)
+	assert.Error(t, err)
+	close(f.release)
+	wg.Wait()
+	require.NoError(t, cerr)
+	require.False(t, res.IsError)
+	assert.Equal(t, "slept", res.Content[0].(*mcp.TextContent).Text)
+	select {
+	case err := <-served:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("ListenAndServe did not return after shutdown")
+	}
+	assert.EqualValues(t, 1, f.afters.Load(), "the in-flight call's after hooks ran")
+	for range f.server.Sessions() {
+		t.Error("a session survived shutdown")
+	}
+}
+
+func TestShutdownGraceExpires(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	srv := httpserve.New(httpserve.Options{Server: f.server, Tokens: testTokens(t), ShutdownGrace: 200 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrc := make(chan net.Addr, 1)
+	served := make(chan error, 1)
+	go func() { served <- srv.ListenAndServe(ctx, "127.0.0.1:0", func(a net.Addr) { addrc <- a }) }()
+	cs := connect(t, "http://"+(<-addrc).String()+"/mcp", newBearer(aliceToken))
+	go func() { _, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "slow"}) }()
+	<-f.started
+	cancel()
+	select {
+	case err := <-served:
+		require.ErrorContains(t, err, "grace period")
+	case <-time.After(10 * time.Second):
+		t.Fatal("ListenAndServe did not return after the grace period")
+	}
+	// The method saw its context cancelled; the call's after hooks ran.
+	assert.Eventually(t, func() bool { return f.afters.Load() == 1 }, 5*time.Second, 10*time.Millisecond)
+	close(f.release)
+}
+
+func TestCallerFromRequest(t *testing.T) {
+	t.Parallel()
+	assert.Nil(t, httpserve.CallerFromRequest(context.Background(), nil))
+	assert.Nil(t, httpserve.CallerFromRequest(context.Background(), &mcp.ListToolsRequest{}))
+	assert.Nil(t, httpserve.CallerFromRequest(context.Background(), &mcp.ListToolsRequest{Extra: &mcp.RequestExtra{}}))
+}

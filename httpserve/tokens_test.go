@@ -1,0 +1,128 @@
+package httpserve_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/httpserve"
+)
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+	return p
+}
+
+var (
+	aliceHash = httpserve.HashToken("alice-token")
+	bobHash   = httpserve.HashToken("bob-token")
+)
+
+func TestLoadTokens(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"tokens.yaml": aliceHash + ":\n  subject: alice\n  roles: [manager]\n  claims: {team: payments, level: 3}\n" +
+			bobHash + ": {subject: bob}\n",
+		"tokens.json": "{\n\t\"" + aliceHash + "\": {\"subject\": \"alice\", \"roles\": [\"manager\"], \"claims\": {\"team\": \"payments\", \"level\": 3}},\n\t\"" +
+			bobHash + "\": {\"subject\": \"bob\"}\n}\n",
+	}
+	for name, content := range files {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tok, err := httpserve.LoadTokens(writeFile(t, name, content))
+			require.NoError(t, err)
+			assert.Equal(t, 2, tok.Len())
+			c, ok := tok.Lookup("alice-token")
+			require.True(t, ok)
+			assert.Equal(t, &engine.Caller{Subject: "alice", Roles: []string{"manager"}, Claims: map[string]any{"team": "payments", "level": 3}}, c)
+			c, ok = tok.Lookup("bob-token")
+			require.True(t, ok)
+			assert.Equal(t, "bob", c.Subject)
+			assert.Empty(t, c.Roles)
+			_, ok = tok.Lookup(aliceHash) // the digest is not the token
+			assert.False(t, ok)
+			_, ok = tok.Lookup("")
+			assert.False(t, ok)
+		})
+	}
+}
+
+func TestLookupReturnsACopy(t *testing.T) {
+	t.Parallel()
+	tok, err := httpserve.NewTokens(map[string]httpserve.TokenEntry{aliceHash: {Subject: "alice", Roles: []string{"manager"}}})
+	require.NoError(t, err)
+	c, _ := tok.Lookup("alice-token")
+	c.Roles[0] = "admin"
+	c, _ = tok.Lookup("alice-token")
+	assert.Equal(t, []string{"manager"}, c.Roles)
+	var none *httpserve.Tokens
+	_, ok := none.Lookup("alice-token")
+	assert.False(t, ok)
+}
+
+func TestLoadTokensReportsEveryBadEntry(t *testing.T) {
+	t.Parallel()
+	const rawToken = "my-secret-token-pasted-by-mistake"
+	content := strings.Join([]string{
+		aliceHash + ": {subject: alice}",                      // 1: good
+		rawToken + ": {subject: eve}",                         // 2: a raw token as key
+		strings.ToUpper(bobHash) + ": {subject: bob}",         // 3: uppercase
+		httpserve.HashToken("c") + ": {subject: \"\"}",        // 4: empty subject
+		httpserve.HashToken("d") + ": {roles: [x]}",           // 5: no subject
+		httpserve.HashToken("e") + ": {subject: e, role: x}",  // 6: unknown field
+		httpserve.HashToken("f") + ": {subject: f, roles: x}", // 7: roles not a list
+		"",
+	}, "\n")
+	_, err := httpserve.LoadTokens(writeFile(t, "tokens.yaml", content))
+	var tfe *httpserve.TokenFileError
+	require.ErrorAs(t, err, &tfe)
+	var lines []int
+	for _, p := range tfe.Problems {
+		lines = append(lines, p.Line)
+	}
+	assert.Equal(t, []int{2, 3, 4, 5, 6, 7}, lines)
+	msg := err.Error()
+	assert.NotContains(t, msg, rawToken, "a token never reaches a message")
+	for _, want := range []string{
+		"line 2: key is not a SHA-256 digest (64 lowercase hex characters); list sha256(token), not the token itself",
+		"line 3: entry " + bobHash[:12] + "…: key is not a SHA-256 digest (64 lowercase hex characters); write it in lowercase",
+		"line 4: entry " + httpserve.HashToken("c")[:12] + "…: subject is empty",
+		"line 5: entry " + httpserve.HashToken("d")[:12] + "…: subject is empty",
+		`line 6: entry ` + httpserve.HashToken("e")[:12] + `…: unknown field "role" (want subject, roles, claims)`,
+		"line 7: entry " + httpserve.HashToken("f")[:12] + "…: roles: want a list of strings",
+	} {
+		assert.Contains(t, msg, want)
+	}
+}
+
+func TestLoadTokensFileProblems(t *testing.T) {
+	t.Parallel()
+	_, err := httpserve.LoadTokens(filepath.Join(t.TempDir(), "missing.yaml"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+	_, err = httpserve.LoadTokens(writeFile(t, "empty.yaml", ""))
+	require.ErrorIs(t, err, httpserve.ErrNoTokens)
+	_, err = httpserve.LoadTokens(writeFile(t, "list.yaml", "- a\n"))
+	var tfe *httpserve.TokenFileError
+	require.ErrorAs(t, err, &tfe)
+	_, err = httpserve.LoadTokens(writeFile(t, "dup.yaml", aliceHash+": {subject: a}\n"+aliceHash+": {subject: b}\n"))
+	require.ErrorContains(t, err, "line 2: entry "+aliceHash[:12]+"…: the same token is listed twice")
+	require.False(t, errors.Is(err, httpserve.ErrNoTokens))
+}
+
+func TestDemoToken(t *testing.T) {
+	t.Parallel()
+	token, tok := httpserve.DemoToken()
+	assert.Equal(t, "toolgate-demo-admin", token)
+	c, ok := tok.Lookup(token)
+	require.True(t, ok)
+	assert.Equal(t, "demo", c.Subject)
+	assert.Equal(t, []string{"admin"}, c.Roles)
+}
