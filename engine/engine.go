@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+
+	"github.com/toolgate/toolgate/registry"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -19,7 +21,17 @@ type options struct {
 	timeout time.Duration
 	logger  *slog.Logger
 	settle  time.Duration
+	rows    RegistryHook
 }
+
+// RegistryHook derives the registry a revision serves from the registry
+// file's, for example by adding rows imported from upstream MCP servers. It
+// must not modify its argument; it runs on every build of a revision.
+type RegistryHook func(ctx context.Context, reg *registry.Registry) (*registry.Registry, error)
+
+// WithRegistryHook sets a RegistryHook. The rows it returns are part of the
+// revision, and of its hash.
+func WithRegistryHook(h RegistryHook) Option { return func(o *options) { o.rows = h } }
 
 // Option configures an Engine.
 type Option func(*options)

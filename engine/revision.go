@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/registry"
@@ -76,10 +78,26 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 	if err != nil {
 		return nil, err
 	}
-	format := path.Ext(regFile.rel)
+	format := registry.FormatYAML // YAML reads JSON too
+	if strings.EqualFold(path.Ext(regFile.rel), ".json") {
+		format = registry.FormatJSON
+	}
 	reg, err := registry.Parse(regFile.data, format)
 	if err != nil {
 		return nil, fmt.Errorf("registry %s: %w", regFile.name, err)
+	}
+	var derived []byte // what the registry hook added, for the hash
+	if o.rows != nil {
+		r2, err := o.rows(ctx, reg)
+		if err != nil {
+			return nil, fmt.Errorf("registry %s: %w", regFile.name, err)
+		}
+		if r2 != reg {
+			if derived, err = json.Marshal(r2.Tools); err != nil {
+				return nil, fmt.Errorf("registry %s: %w", regFile.name, err)
+			}
+			reg = r2
+		}
 	}
 	files, err := src.readPolicies()
 	if err != nil {
@@ -95,7 +113,7 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 		return nil, err
 	}
 	h := sha256.New()
-	for _, f := range append([]sourceFile{{rel: "\x00registry"}, regFile}, files...) {
+	for _, f := range append([]sourceFile{{rel: "\x00registry"}, regFile, {rel: "\x00derived", data: derived}}, files...) {
 		fmt.Fprintf(h, "%s\x00%d\x00", f.rel, len(f.data))
 		h.Write(f.data)
 	}

@@ -14,11 +14,29 @@ import (
 // Source says where a revision is read from: a registry file and a policy
 // directory. With FS nil both are paths on the operating system's file
 // system; otherwise they are slash-separated paths inside FS (for example an
-// embed.FS holding the bundled example).
+// embed.FS holding the bundled example). RegistryFS and PolicyFS, when set,
+// override FS for their part alone, so a registry on disk can be served with
+// the bundled policies (only the parts on disk are watched).
 type Source struct {
-	FS       fs.FS
-	Registry string
-	Policies string
+	FS         fs.FS
+	RegistryFS fs.FS
+	PolicyFS   fs.FS
+	Registry   string
+	Policies   string
+}
+
+func (s Source) registryFS() fs.FS {
+	if s.RegistryFS != nil {
+		return s.RegistryFS
+	}
+	return s.FS
+}
+
+func (s Source) policyFS() fs.FS {
+	if s.PolicyFS != nil {
+		return s.PolicyFS
+	}
+	return s.FS
 }
 
 // sourceFile is one file read for a revision.
@@ -33,10 +51,10 @@ func (s Source) readRegistry() (sourceFile, error) {
 		data []byte
 		err  error
 	)
-	if s.FS == nil {
+	if fsys := s.registryFS(); fsys == nil {
 		data, err = os.ReadFile(s.Registry)
 	} else {
-		data, err = fs.ReadFile(s.FS, s.Registry)
+		data, err = fs.ReadFile(fsys, s.Registry)
 	}
 	if err != nil {
 		return sourceFile{}, fmt.Errorf("read registry: %w", err)
@@ -54,7 +72,8 @@ const maxPolicyDepth = 16
 // sub-directory that disappears while the walk reads it is skipped: whether
 // the disappearance is believed is the settle window's call (see Reload).
 func (s Source) readPolicies() ([]sourceFile, error) {
-	fsys := s.FS
+	fsys := s.policyFS()
+	onDisk := fsys == nil
 	root := s.Policies
 	if fsys == nil {
 		fsys = os.DirFS(s.Policies)
@@ -107,7 +126,7 @@ func (s Source) readPolicies() ([]sourceFile, error) {
 				return err
 			}
 			shown := p
-			if s.FS == nil {
+			if onDisk {
 				shown = filepath.Join(s.Policies, filepath.FromSlash(r))
 			}
 			out = append(out, sourceFile{name: shown, rel: r, data: data})
@@ -138,10 +157,14 @@ func (s Source) exists(name string) bool {
 		st  fs.FileInfo
 		err error
 	)
-	if s.FS == nil {
+	fsys := s.policyFS()
+	if name == s.Registry {
+		fsys = s.registryFS()
+	}
+	if fsys == nil {
 		st, err = os.Stat(name)
 	} else {
-		st, err = fs.Stat(s.FS, name)
+		st, err = fs.Stat(fsys, name)
 	}
 	if err != nil {
 		return errors.Is(err, fs.ErrPermission)

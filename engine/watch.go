@@ -67,7 +67,7 @@ func (o WatchOptions) debounce() time.Duration {
 // a reload once after setting them up. A host may call Reload itself at any
 // time, with or without Watch.
 func (e *Engine) Watch(ctx context.Context, opts WatchOptions) error {
-	if e.src.FS != nil {
+	if e.src.registryFS() != nil && e.src.policyFS() != nil {
 		return ErrNotWatchable
 	}
 	fw, err := fsnotify.NewWatcher()
@@ -243,14 +243,19 @@ func (s Source) watchDirs() (map[string]*dirRule, map[string]bool, error) {
 		r.names[base] = true
 	}
 
-	reg, err := absResolved(s.Registry)
-	if err != nil {
-		return nil, nil, err
+	if s.registryFS() == nil {
+		reg, err := absResolved(s.Registry)
+		if err != nil {
+			return nil, nil, err
+		}
+		name(filepath.Dir(reg), filepath.Base(reg))
+		must[filepath.Dir(reg)] = true
+		if t, err := filepath.EvalSymlinks(reg); err == nil && t != reg {
+			name(filepath.Dir(t), filepath.Base(t)) // the registry is a link: its target's directory too
+		}
 	}
-	name(filepath.Dir(reg), filepath.Base(reg))
-	must[filepath.Dir(reg)] = true
-	if t, err := filepath.EvalSymlinks(reg); err == nil && t != reg {
-		name(filepath.Dir(t), filepath.Base(t)) // the registry is a link: its target's directory too
+	if s.policyFS() != nil {
+		return dirs, must, nil // the policies are not on disk
 	}
 
 	root, err := absResolved(s.Policies)

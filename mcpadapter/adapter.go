@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -68,6 +69,10 @@ type Adapter struct {
 	log   *slog.Logger
 	hooks []Hook
 	cache atomic.Pointer[revisionCache]
+	seen  seenCallers
+
+	notifyMu  sync.Mutex
+	notifySeq uint64
 }
 
 // New returns an Adapter. It panics when Revisions or Methods is nil.
@@ -155,6 +160,7 @@ func (a *Adapter) List(ctx context.Context, req *mcp.ListToolsRequest) *mcp.List
 	if caller == nil {
 		return res
 	}
+	a.seen.add(caller)
 	rc := a.revision()
 	d := rc.rev.Grant(ctx, caller, engine.Request{Method: engine.MethodList, Meta: engine.BoundMeta(json.RawMessage(rawMeta))})
 	if d.Outcome == engine.Failed {

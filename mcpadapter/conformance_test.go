@@ -2,6 +2,7 @@ package mcpadapter_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -130,6 +131,18 @@ func TestConformance(t *testing.T) {
 					require.Equal(t, stripMeta(t, f.response), stripMeta(t, got), "%s (%s)", f.path, proto)
 				}
 				require.Equal(t, f.after, g.after.outcomes(), "after hooks (%s); %s", proto, time.Since(start))
+
+				// The same call from a real go-sdk client gets the same result.
+				if p, ok := sdkParams(f.params); ok && !*update {
+					g2 := newGoverned(t, f.setup)
+					cs := g2.connectSDK(t, proto, nil)
+					res, err := cs.CallTool(context.Background(), p)
+					require.NoError(t, err, "a JSON-RPC error reached the go-sdk client")
+					b, err := json.Marshal(res)
+					require.NoError(t, err)
+					require.JSONEq(t, stripMeta(t, f.response), stripMeta(t, `{"result":`+string(b)+`}`), "go-sdk client (%s)", proto)
+					require.Equal(t, f.after, g2.after.outcomes(), "after hooks, go-sdk client (%s)", proto)
+				}
 			}
 		})
 	}

@@ -315,3 +315,44 @@ func resultText(t testing.TB, res *mcp.CallToolResult) string {
 	require.True(t, ok)
 	return tc.Text
 }
+
+// connectSDK connects a go-sdk client over an in-memory transport under
+// the given protocol revision.
+func (g *governed) connectSDK(t testing.TB, proto string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ss, err := g.server.Connect(ctx, mcpadapter.WrapTransport(st), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ss.Close() })
+	client := mcp.NewClient(&mcp.Implementation{Name: "conformance", Version: "1"}, opts)
+	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: proto})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// sdkParams decodes fixture params into what a go-sdk client can send; ok
+// is false for params no SDK client would send (a numeric name, a _meta
+// that is not an object).
+func sdkParams(raw string) (*mcp.CallToolParams, bool) {
+	var p struct {
+		Name      *string         `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Meta      json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal([]byte(raw), &p) != nil || p.Name == nil {
+		return nil, false
+	}
+	out := &mcp.CallToolParams{Name: *p.Name}
+	if len(p.Arguments) > 0 {
+		out.Arguments = p.Arguments
+	}
+	if len(p.Meta) > 0 {
+		if json.Unmarshal(p.Meta, &out.Meta) != nil || out.Meta == nil {
+			return nil, false
+		}
+	}
+	return out, true
+}

@@ -1,0 +1,334 @@
+// Package gateway assembles a governed MCP server from settings: the engine
+// (registry, policies, reload), the methods (the demo methods and upstream
+// MCP servers), the adapter with the shipped hooks (idempotency ledger,
+// audit trail, metrics), and a transport (stdio or streamable HTTP). It is
+// what `toolgate serve` runs; an embedding host can run it too.
+//
+//	err := gateway.Run(ctx, gateway.Config{HTTP: "127.0.0.1:8787", Watch: true, Stdout: os.Stdout, Stderr: os.Stderr})
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/demo"
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks/audit"
+	"github.com/toolgate/toolgate/hooks/ledger"
+	"github.com/toolgate/toolgate/httpserve"
+	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/metrics"
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/upstream"
+)
+
+// Version is reported to MCP clients as the server's version.
+var Version = "dev"
+
+// Config is everything Run needs. The zero value serves the bundled example
+// over HTTP on DefaultHTTP with no ledger store on disk... see each field.
+type Config struct {
+	// Registry is the registry file; "" is the bundled example.
+	Registry string
+	// Policy is the policy directory; "" is the bundled example.
+	Policy string
+	// Stdio serves on Stdin/Stdout instead of HTTP.
+	Stdio bool
+	// HTTP is the address of the streamable HTTP server ("" is DefaultHTTP).
+	HTTP string
+	// Caller is the caller of a stdio session; nil is nobody.
+	Caller *engine.Caller
+	// Tokens is the bearer token file for HTTP; "" is none: every HTTP
+	// caller is nobody, except that the bundled example gets a demo token.
+	Tokens string
+	// Upstreams are the upstream MCP servers rows may dispatch to.
+	Upstreams []upstream.Config
+	// Ledger is the idempotency ledger store: "memory", "sqlite:PATH",
+	// "postgres://..."; "" is SQLite in the state directory.
+	Ledger string
+	// Audit is the audit trail: a file, or "-" (or "") for Stderr.
+	Audit string
+	// Watch reloads registry and policies when their files change.
+	Watch bool
+	// EvalTimeout bounds one policy evaluation (0: the engine's default).
+	EvalTimeout time.Duration
+	// HookTimeout bounds one hook run (0: the adapter's default).
+	HookTimeout time.Duration
+
+	Stdin  io.ReadCloser
+	Stdout io.WriteCloser
+	Stderr io.Writer
+	// Logger receives logs; nil logs text to Stderr.
+	Logger *slog.Logger
+	// Ready, when set, is called once the server accepts connections, with
+	// the HTTP address (nil for stdio).
+	Ready func(net.Addr)
+}
+
+// DefaultHTTP is where Run serves HTTP by default.
+const DefaultHTTP = "127.0.0.1:8787"
+
+// Bundled reports whether the configuration serves the bundled example.
+func (c *Config) Bundled() bool { return c.Registry == "" && c.Policy == "" }
+
+// Source returns the engine source the configuration names.
+func (c *Config) Source() engine.Source {
+	src := engine.Source{Registry: c.Registry, Policies: c.Policy}
+	if c.Registry == "" {
+		src.RegistryFS, src.Registry = toolgate.Bundled, toolgate.BundledRegistryPath
+	}
+	if c.Policy == "" {
+		src.PolicyFS, src.Policies = toolgate.Bundled, toolgate.BundledPolicyDir
+	}
+	return src
+}
+
+// StateDir is where toolgate keeps state by default ($XDG_STATE_HOME/toolgate
+// or ~/.local/state/toolgate).
+func StateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "toolgate")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "state", "toolgate")
+	}
+	return filepath.Join(os.TempDir(), "toolgate")
+}
+
+// Run serves until ctx is done (HTTP: then shuts down gracefully, letting
+// calls in flight finish) or, for stdio, until the client closes stdin.
+func Run(ctx context.Context, cfg Config) (err error) {
+	if cfg.Stderr == nil {
+		cfg.Stderr = io.Discard
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(cfg.Stderr, nil))
+	}
+	var closers []func() error
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			if cerr := closers[i](); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+	}()
+
+	// Methods: the demo methods, then the upstream MCP servers.
+	var methods mcpadapter.MethodSet = demo.Methods()
+	var engOpts []engine.Option
+	engOpts = append(engOpts, engine.WithLogger(log), engine.WithTimeout(cfg.EvalTimeout))
+	if len(cfg.Upstreams) > 0 {
+		pool, err := upstream.NewPool(cfg.Upstreams, &upstream.Options{Logger: log, Stderr: cfg.Stderr})
+		if err != nil {
+			return err
+		}
+		closers = append(closers, pool.Close)
+		if err := pool.Connect(ctx); err != nil {
+			log.Warn("toolgate: an upstream is not reachable yet; its tools answer with an internal error until it is", slog.Any("error", err))
+		}
+		methods = upstream.Chain(methods, pool)
+		for _, u := range cfg.Upstreams {
+			if u.Import {
+				engOpts = append(engOpts, engine.WithRegistryHook(func(ctx context.Context, reg *registry.Registry) (*registry.Registry, error) {
+					return upstream.MergeRows(reg, pool.ImportedRows(ctx)), nil
+				}))
+				break
+			}
+		}
+	}
+
+	eng, err := engine.New(ctx, cfg.Source(), engOpts...)
+	if err != nil {
+		return err
+	}
+	rev := eng.Current()
+	log.Info("toolgate: loaded", slog.String("revision", rev.String()), slog.Int("tools", len(rev.Registry().Tools)))
+	warnMismatches(log, rev.Registry(), methods)
+
+	caller := mcpadapter.StaticCaller(cfg.Caller)
+	if !cfg.Stdio {
+		caller = httpserve.CallerFromRequest
+	}
+	adapter := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: caller, Logger: log, HookTimeout: cfg.HookTimeout})
+
+	m := metrics.New()
+	store, err := openLedger(ctx, cfg.Ledger)
+	if err != nil {
+		return err
+	}
+	closers = append(closers, store.Close)
+	adapter.AddHook(ledger.New(store, ledger.Options{Logger: log, OnReplay: m.LedgerReplay, OnConflict: m.LedgerConflict}).Hook())
+	auditW, closeAudit, err := openAudit(cfg.Audit, cfg.Stderr)
+	if err != nil {
+		return err
+	}
+	aud := audit.New(auditW, audit.Options{Logger: log, OnDrop: m.AuditDropped})
+	closers = append(closers, closeAudit, aud.Close)
+	adapter.AddHook(aud.Hook())
+	adapter.AddHook(m.Hook())
+
+	server := adapter.NewServer(&mcp.Implementation{Name: "toolgate", Version: Version}, &mcp.ServerOptions{Logger: log})
+
+	if cfg.Watch {
+		watchCtx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		closers = append(closers, func() error { stop(); <-done; return nil })
+		go func() {
+			defer close(done)
+			err := eng.Watch(watchCtx, engine.WatchOptions{
+				OnReload: func(old, next *engine.Revision) {
+					m.ReloadOK()
+					log.Info("toolgate: reloaded", slog.String("revision", next.String()))
+					warnMismatches(log, next.Registry(), methods)
+					go func() {
+						if adapter.ListingChanged(watchCtx, old, next) {
+							adapter.NotifyToolsChanged(server)
+						}
+					}()
+				},
+				OnError: func(error) { m.ReloadFailed() },
+			})
+			if err != nil && !errors.Is(err, engine.ErrNotWatchable) {
+				log.Error("toolgate: watching files failed; reload is off", slog.Any("error", err))
+			}
+		}()
+	}
+
+	if cfg.Stdio {
+		in, out := cfg.Stdin, cfg.Stdout
+		if in == nil {
+			in = os.Stdin
+		}
+		if out == nil {
+			out = os.Stdout
+		}
+		if cfg.Ready != nil {
+			cfg.Ready(nil)
+		}
+		err := server.Run(ctx, mcpadapter.WrapTransport(&mcp.IOTransport{Reader: in, Writer: out}))
+		if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF)) {
+			return nil
+		}
+		return err
+	}
+
+	var tokens *httpserve.Tokens
+	var demoToken string
+	switch {
+	case cfg.Tokens != "":
+		if tokens, err = httpserve.LoadTokens(cfg.Tokens); err != nil {
+			return err
+		}
+	case cfg.Bundled():
+		demoToken, tokens = httpserve.DemoToken()
+	}
+	hs := httpserve.New(httpserve.Options{
+		Server:  server,
+		Tokens:  tokens,
+		Health:  func() any { return health(eng) },
+		Metrics: m.Handler(),
+		Logger:  log,
+	})
+	addr := cfg.HTTP
+	if addr == "" {
+		addr = DefaultHTTP
+	}
+	return hs.ListenAndServe(ctx, addr, func(a net.Addr) {
+		if cfg.Stdout != nil {
+			printWelcome(cfg.Stdout, a, demoToken, tokens)
+		}
+		if cfg.Ready != nil {
+			cfg.Ready(a)
+		}
+	})
+}
+
+func printWelcome(w io.Writer, a net.Addr, demoToken string, tokens *httpserve.Tokens) {
+	fmt.Fprintf(w, "toolgate: serving MCP (streamable HTTP) at http://%s/mcp\n", a)
+	switch {
+	case demoToken != "":
+		fmt.Fprintf(w, "toolgate: the bundled example; connect with the demo token (subject demo, roles [admin]):\n")
+		fmt.Fprintf(w, "  Authorization: Bearer %s\n", demoToken)
+		fmt.Fprintf(w, "toolgate: without a token a client is nobody and sees no tool.\n")
+	case tokens == nil:
+		fmt.Fprintf(w, "toolgate: no --tokens: every HTTP caller is nobody and sees no tool.\n")
+	default:
+		fmt.Fprintf(w, "toolgate: %d bearer tokens loaded.\n", tokens.Len())
+	}
+}
+
+// Health is what GET /healthz answers.
+type Health struct {
+	Status        string    `json:"status"`
+	Revision      uint64    `json:"revision"`
+	Hash          string    `json:"hash"`
+	LoadedAt      time.Time `json:"loaded_at"`
+	LastError     string    `json:"last_error,omitempty"`
+	LastErrorAt   time.Time `json:"last_error_at,omitzero"`
+	Reloads       uint64    `json:"reloads"`
+	ReloadFailure uint64    `json:"reload_failures"`
+}
+
+func health(eng *engine.Engine) Health {
+	st := eng.Status()
+	h := Health{Status: "ok", Revision: st.Revision, Hash: st.Hash, LoadedAt: st.LoadedAt, LastError: st.LastError, LastErrorAt: st.LastErrorAt, Reloads: st.Reloads, ReloadFailure: st.ReloadFailures}
+	if h.LastError != "" {
+		h.Status = "degraded"
+	}
+	return h
+}
+
+func openLedger(ctx context.Context, spec string) (ledger.Store, error) {
+	if spec == "" || spec == "sqlite:" {
+		dir := StateDir()
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("ledger: %w", err)
+		}
+		spec = "sqlite:" + filepath.Join(dir, "ledger.db")
+	}
+	return ledger.OpenStore(ctx, spec)
+}
+
+func openAudit(spec string, stderr io.Writer) (io.Writer, func() error, error) {
+	if spec == "" || spec == "-" {
+		return stderr, func() error { return nil }, nil
+	}
+	f, err := os.OpenFile(spec, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("audit: %w", err)
+	}
+	return f, f.Close, nil
+}
+
+// warnMismatches logs, like `toolgate check`, rows whose method is not
+// registered or lacks a declared argument: such calls will fail.
+func warnMismatches(log *slog.Logger, reg *registry.Registry, methods mcpadapter.MethodSet) {
+	for i := range reg.Tools {
+		t := &reg.Tools[i]
+		m, ok := methods.Method(t.Method)
+		if !ok {
+			if !strings.HasPrefix(t.Method, "upstream:") {
+				log.Warn("toolgate: a row names a method that is not registered", slog.String("tool", t.Name), slog.String("method", t.Method))
+			}
+			continue
+		}
+		for _, a := range t.Arguments {
+			if !m.HasArgument(a.Name) {
+				log.Warn("toolgate: a row declares an argument its method does not have; calls answer Unknown argument",
+					slog.String("tool", t.Name), slog.String("method", t.Method), slog.String("argument", a.Name))
+			}
+		}
+	}
+}

@@ -1,0 +1,81 @@
+package mcpadapter_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/engine"
+)
+
+func toolNames(res *mcp.ListToolsResult) []string {
+	out := []string{}
+	for _, t := range res.Tools {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// TestList drives tools/list (SPEC §6) through a go-sdk client under each
+// protocol revision.
+func TestList(t *testing.T) {
+	t.Parallel()
+	failing := map[string]string{"grant.rego": "package toolgate.grant\n\ngranted := {\"echo\"} if input.caller\n\ngranted := {\"add\"} if input.caller\n"}
+	cases := []struct {
+		name     string
+		caller   *engine.Caller
+		policies map[string]string
+		want     []string
+		logged   string
+	}{
+		{"nobody sees nothing", nil, nil, []string{}, ""},
+		{"base decision, registry order", &engine.Caller{Subject: "max", Roles: []string{"manager"}}, nil,
+			[]string{"echo", "add", "getReward", "price", "fail", "inner", "count", "sleep"}, ""},
+		{"override", &engine.Caller{Subject: "cid", Roles: []string{"manager", "contractor"}}, nil,
+			[]string{"echo", "add", "getReward", "price", "fail", "inner", "sleep"}, ""},
+		{"a failing policy falls back to the base decision, logged", &engine.Caller{Subject: "max", Roles: []string{"manager"}}, failing,
+			[]string{"echo", "add", "getReward", "price", "fail", "inner", "count", "sleep"}, "grant decision failed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for _, proto := range protocols {
+				g := newGoverned(t, setup{caller: tc.caller, policies: tc.policies})
+				cs := g.connectSDK(t, proto, nil)
+				res, err := cs.ListTools(context.Background(), &mcp.ListToolsParams{})
+				require.NoError(t, err)
+				require.Equal(t, tc.want, toolNames(res), proto)
+				require.Equal(t, "private", res.CacheScope, proto)
+				require.Contains(t, g.logs.String(), tc.logged)
+			}
+		})
+	}
+}
+
+// TestListShowsTheBindingSchema: the inputSchema tools/list shows is the
+// schema arguments are bound against (one function builds both).
+func TestListShowsTheBindingSchema(t *testing.T) {
+	t.Parallel()
+	g := newGoverned(t, setup{caller: &engine.Caller{Subject: "ann", Roles: []string{"admin"}}})
+	cs := g.connectSDK(t, proto20250618, nil)
+	res, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	byName := map[string]*mcp.Tool{}
+	for _, tool := range res.Tools {
+		byName[tool.Name] = tool
+	}
+	b, err := json.Marshal(byName["getReward"])
+	require.NoError(t, err)
+	require.JSONEq(t, `{
+		"name": "getReward", "title": "Get a reward", "description": "Reads one reward by id.",
+		"inputSchema": {"type": "object", "required": ["idReward"], "properties": {
+			"idReward": {"type": "integer", "description": "Reward id"},
+			"note": {"type": "string", "default": ""}}},
+		"annotations": {"readOnlyHint": true, "idempotentHint": false}}`, string(b))
+	b, err = json.Marshal(byName["price"].InputSchema)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"pattern":"^-?[0-9]+(\\.[0-9]{1,2})?$"`, "an internal type's schema is inlined")
+}
