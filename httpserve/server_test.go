@@ -265,6 +265,14 @@ func TestSessionOwnership(t *testing.T) {
 		_, err := cs.ListTools(t.Context(), nil)
 		require.Error(t, err, "carol on alice's session")
 	})
+	t.Run("a token's session refuses nobody", func(t *testing.T) {
+		b := newBearer(aliceToken)
+		cs := connect(t, endpoint, b)
+		assert.Equal(t, []string{"echo", "slow"}, toolNames(t, cs))
+		b.token.Store(nil)
+		_, err := cs.ListTools(t.Context(), nil)
+		require.Error(t, err, "nobody on alice's session")
+	})
 }
 
 func TestHealthzAndMetrics(t *testing.T) {
@@ -327,10 +335,15 @@ func TestGracefulShutdown(t *testing.T) {
 	}()
 	<-f.started
 	cancel() // shutdown begins with the call in flight
-	time.Sleep(100 * time.Millisecond)
 	// New connections are refused while the call finishes.
-	_, err := net.DialTimeout("tcp", strings.TrimSuffix(strings.TrimPrefix(endpoint, "http://"), "/mcp"), time.Second)
-	assert.Error(t, err)
+	hostport := strings.TrimSuffix(strings.TrimPrefix(endpoint, "http://"), "/mcp")
+	assert.Eventually(t, func() bool {
+		c, err := net.DialTimeout("tcp", hostport, time.Second)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err != nil
+	}, 5*time.Second, 10*time.Millisecond)
 	close(f.release)
 	wg.Wait()
 	require.NoError(t, cerr)
