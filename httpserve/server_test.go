@@ -391,3 +391,22 @@ func TestCallerFromRequest(t *testing.T) {
 	assert.Nil(t, httpserve.CallerFromRequest(context.Background(), &mcp.ListToolsRequest{}))
 	assert.Nil(t, httpserve.CallerFromRequest(context.Background(), &mcp.ListToolsRequest{Extra: &mcp.RequestExtra{}}))
 }
+
+// TestStateless: the go-sdk's stateful handler does not serve the
+// 2026-07-28 revision (the client falls back to 2025-11-25); a stateless
+// handler does, and callers are read the same way.
+func TestStateless(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ts := startServer(t, httpserve.Options{Server: f.server, Tokens: testTokens(t), Streamable: &mcp.StreamableHTTPOptions{Stateless: true}})
+	cs := connect(t, ts.URL+"/mcp", newBearer(carolToken))
+	assert.Equal(t, "2026-07-28", cs.InitializeResult().ProtocolVersion)
+	assert.Equal(t, []string{"echo", "report", "slow"}, toolNames(t, cs))
+	nobody := connect(t, ts.URL+"/mcp", newBearer(""))
+	assert.Empty(t, toolNames(t, nobody))
+	text, _ := callText(t, nobody, "echo", map[string]any{"text": "x"})
+	assert.Equal(t, "Error: Unknown tool 'echo'.", text)
+
+	stateful := startServer(t, httpserve.Options{Server: newFixture(t).server})
+	assert.Equal(t, "2025-11-25", connect(t, stateful.URL+"/mcp", newBearer("")).InitializeResult().ProtocolVersion)
+}
