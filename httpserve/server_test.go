@@ -265,6 +265,14 @@ func TestSessionOwnership(t *testing.T) {
 		_, err := cs.ListTools(t.Context(), nil)
 		require.Error(t, err, "carol on alice's session")
 	})
+	t.Run("a token's session refuses nobody", func(t *testing.T) {
+		b := newBearer(aliceToken)
+		cs := connect(t, endpoint, b)
+		assert.Equal(t, []string{"echo", "slow"}, toolNames(t, cs))
+		b.token.Store(nil)
+		_, err := cs.ListTools(t.Context(), nil)
+		require.Error(t, err, "nobody on alice's session")
+	})
 }
 
 func TestHealthzAndMetrics(t *testing.T) {
@@ -327,10 +335,15 @@ func TestGracefulShutdown(t *testing.T) {
 	}()
 	<-f.started
 	cancel() // shutdown begins with the call in flight
-	time.Sleep(100 * time.Millisecond)
 	// New connections are refused while the call finishes.
-	_, err := net.DialTimeout("tcp", strings.TrimSuffix(strings.TrimPrefix(endpoint, "http://"), "/mcp"), time.Second)
-	assert.Error(t, err)
+	hostport := strings.TrimSuffix(strings.TrimPrefix(endpoint, "http://"), "/mcp")
+	assert.Eventually(t, func() bool {
+		c, err := net.DialTimeout("tcp", hostport, time.Second)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err != nil
+	}, 5*time.Second, 10*time.Millisecond)
 	close(f.release)
 	wg.Wait()
 	require.NoError(t, cerr)
@@ -377,4 +390,23 @@ func TestCallerFromRequest(t *testing.T) {
 	assert.Nil(t, httpserve.CallerFromRequest(context.Background(), nil))
 	assert.Nil(t, httpserve.CallerFromRequest(context.Background(), &mcp.ListToolsRequest{}))
 	assert.Nil(t, httpserve.CallerFromRequest(context.Background(), &mcp.ListToolsRequest{Extra: &mcp.RequestExtra{}}))
+}
+
+// TestStateless: the go-sdk's stateful handler does not serve the
+// 2026-07-28 revision (the client falls back to 2025-11-25); a stateless
+// handler does, and callers are read the same way.
+func TestStateless(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ts := startServer(t, httpserve.Options{Server: f.server, Tokens: testTokens(t), Streamable: &mcp.StreamableHTTPOptions{Stateless: true}})
+	cs := connect(t, ts.URL+"/mcp", newBearer(carolToken))
+	assert.Equal(t, "2026-07-28", cs.InitializeResult().ProtocolVersion)
+	assert.Equal(t, []string{"echo", "report", "slow"}, toolNames(t, cs))
+	nobody := connect(t, ts.URL+"/mcp", newBearer(""))
+	assert.Empty(t, toolNames(t, nobody))
+	text, _ := callText(t, nobody, "echo", map[string]any{"text": "x"})
+	assert.Equal(t, "Error: Unknown tool 'echo'.", text)
+
+	stateful := startServer(t, httpserve.Options{Server: newFixture(t).server})
+	assert.Equal(t, "2025-11-25", connect(t, stateful.URL+"/mcp", newBearer("")).InitializeResult().ProtocolVersion)
 }

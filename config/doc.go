@@ -1,0 +1,22 @@
+// Package config holds the settings of `toolgate serve` (SPEC §8): read
+// from a YAML file (--config) and from flags, flags winning over the file.
+//
+//	s, err := config.LoadServe(os.Args[2:], os.Stderr)
+//	if errors.Is(err, flag.ErrHelp) { ... }
+//
+// A config file holds any of the settings, under the names of Serve's yaml
+// tags; an unknown key is an error that names it:
+//
+//	registry: registry.yaml        # relative to this file
+//	policy: rego
+//	http: 127.0.0.1:8787
+//	tokens: tokens.yaml
+//	upstreams:
+//	  - files=npx -y @modelcontextprotocol/server-filesystem /srv
+//	  - { name: weather, url: "https://weather.example/mcp", import: true }
+//	ledger: sqlite:/var/lib/toolgate/ledger.db
+//	audit: "-"
+//	watch: true
+//	hookTimeout: 10s
+//	evalTimeout: 250ms
+package config
