@@ -4,7 +4,9 @@
 // audit trail, metrics), and a transport (stdio or streamable HTTP). It is
 // what `toolgate serve` runs; an embedding host can run it too.
 //
-//	err := gateway.Run(ctx, gateway.Config{HTTP: "127.0.0.1:8787", Watch: true, Stdout: os.Stdout, Stderr: os.Stderr})
+//	cfg := gateway.Config{Serve: config.Serve{HTTP: "127.0.0.1:8787"}, Stdout: os.Stdout, Stderr: os.Stderr}
+//	_ = cfg.SetDefaults()
+//	err := gateway.Run(ctx, cfg)
 package gateway
 
 import (
@@ -22,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/demo"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/audit"
@@ -36,35 +39,11 @@ import (
 // Version is reported to MCP clients as the server's version.
 var Version = "dev"
 
-// Config is everything Run needs. The zero value serves the bundled example
-// over HTTP on DefaultHTTP with no ledger store on disk... see each field.
+// Config is everything Run needs: the settings of `toolgate serve`
+// (config.Serve, SPEC §8; call its SetDefaults first) and the process's
+// streams.
 type Config struct {
-	// Registry is the registry file; "" is the bundled example.
-	Registry string
-	// Policy is the policy directory; "" is the bundled example.
-	Policy string
-	// Stdio serves on Stdin/Stdout instead of HTTP.
-	Stdio bool
-	// HTTP is the address of the streamable HTTP server ("" is DefaultHTTP).
-	HTTP string
-	// Caller is the caller of a stdio session; nil is nobody.
-	Caller *engine.Caller
-	// Tokens is the bearer token file for HTTP; "" is none: every HTTP
-	// caller is nobody, except that the bundled example gets a demo token.
-	Tokens string
-	// Upstreams are the upstream MCP servers rows may dispatch to.
-	Upstreams []upstream.Config
-	// Ledger is the idempotency ledger store: "memory", "sqlite:PATH",
-	// "postgres://..."; "" is SQLite in the state directory.
-	Ledger string
-	// Audit is the audit trail: a file, or "-" (or "") for Stderr.
-	Audit string
-	// Watch reloads registry and policies when their files change.
-	Watch bool
-	// EvalTimeout bounds one policy evaluation (0: the engine's default).
-	EvalTimeout time.Duration
-	// HookTimeout bounds one hook run (0: the adapter's default).
-	HookTimeout time.Duration
+	config.Serve
 
 	Stdin  io.ReadCloser
 	Stdout io.WriteCloser
@@ -72,12 +51,11 @@ type Config struct {
 	// Logger receives logs; nil logs text to Stderr.
 	Logger *slog.Logger
 	// Ready, when set, is called once the server accepts connections, with
-	// the HTTP address (nil for stdio).
+	// the HTTP address (nil when serving stdio only).
 	Ready func(net.Addr)
+	// ExtraMethods are Go tool methods served besides the demo methods.
+	ExtraMethods mcpadapter.Methods
 }
-
-// DefaultHTTP is where Run serves HTTP by default.
-const DefaultHTTP = "127.0.0.1:8787"
 
 // Bundled reports whether the configuration serves the bundled example.
 func (c *Config) Bundled() bool { return c.Registry == "" && c.Policy == "" }
@@ -92,18 +70,6 @@ func (c *Config) Source() engine.Source {
 		src.PolicyFS, src.Policies = toolgate.Bundled, toolgate.BundledPolicyDir
 	}
 	return src
-}
-
-// StateDir is where toolgate keeps state by default ($XDG_STATE_HOME/toolgate
-// or ~/.local/state/toolgate).
-func StateDir() string {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "toolgate")
-	}
-	if h, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(h, ".local", "state", "toolgate")
-	}
-	return filepath.Join(os.TempDir(), "toolgate")
 }
 
 // Run serves until ctx is done (HTTP: then shuts down gracefully, letting
@@ -125,12 +91,20 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}()
 
-	// Methods: the demo methods, then the upstream MCP servers.
-	var methods mcpadapter.MethodSet = demo.Methods()
+	// Methods: the demo methods (and the host's), then the upstream MCP servers.
+	goMethods := demo.Methods()
+	for name, m := range cfg.ExtraMethods {
+		goMethods[name] = m
+	}
+	var methods mcpadapter.MethodSet = goMethods
 	var engOpts []engine.Option
 	engOpts = append(engOpts, engine.WithLogger(log), engine.WithTimeout(cfg.EvalTimeout))
 	if len(cfg.Upstreams) > 0 {
-		pool, err := upstream.NewPool(cfg.Upstreams, &upstream.Options{Logger: log, Stderr: cfg.Stderr})
+		ups := make([]upstream.Config, len(cfg.Upstreams))
+		for i, u := range cfg.Upstreams {
+			ups[i] = upstream.Config{Name: u.Name, Command: u.Argv(), URL: u.URL, Import: u.Import}
+		}
+		pool, err := upstream.NewPool(ups, &upstream.Options{Logger: log, Stderr: cfg.Stderr})
 		if err != nil {
 			return err
 		}
@@ -157,31 +131,51 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	log.Info("toolgate: loaded", slog.String("revision", rev.String()), slog.Int("tools", len(rev.Registry().Tools)))
 	warnMismatches(log, rev.Registry(), methods)
 
-	caller := mcpadapter.StaticCaller(cfg.Caller)
-	if !cfg.Stdio {
-		caller = httpserve.CallerFromRequest
-	}
-	adapter := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: caller, Logger: log, HookTimeout: cfg.HookTimeout})
-
+	// One adapter (and MCP server) per transport: the caller comes from the
+	// flags over stdio and from each request's bearer token over HTTP.
 	m := metrics.New()
 	store, err := openLedger(ctx, cfg.Ledger)
 	if err != nil {
 		return err
 	}
 	closers = append(closers, store.Close)
-	adapter.AddHook(ledger.New(store, ledger.Options{Logger: log, OnReplay: m.LedgerReplay, OnConflict: m.LedgerConflict}).Hook())
+	led := ledger.New(store, ledger.Options{Logger: log, OnReplay: m.LedgerReplay, OnConflict: m.LedgerConflict})
 	auditW, closeAudit, err := openAudit(cfg.Audit, cfg.Stderr)
 	if err != nil {
 		return err
 	}
 	aud := audit.New(auditW, audit.Options{Logger: log, OnDrop: m.AuditDropped})
 	closers = append(closers, closeAudit, aud.Close)
-	adapter.AddHook(aud.Hook())
-	adapter.AddHook(m.Hook())
+	impl := &mcp.Implementation{Name: "toolgate", Version: Version}
+	newServer := func(caller mcpadapter.CallerFunc) (*mcpadapter.Adapter, *mcp.Server) {
+		a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: caller, Logger: log, HookTimeout: cfg.HookTimeout})
+		a.AddHook(led.Hook())
+		a.AddHook(aud.Hook())
+		a.AddHook(m.Hook())
+		return a, a.NewServer(impl, &mcp.ServerOptions{Logger: log})
+	}
+	type served struct {
+		adapter *mcpadapter.Adapter
+		server  *mcp.Server
+	}
+	var servers []served
+	var stdioSrv, httpSrv *mcp.Server
+	if cfg.Stdio {
+		var c *engine.Caller
+		if cfg.As != "" {
+			c = &engine.Caller{Subject: cfg.As, Roles: append([]string{}, cfg.Roles...)}
+		}
+		var a *mcpadapter.Adapter
+		a, stdioSrv = newServer(mcpadapter.StaticCaller(c))
+		servers = append(servers, served{a, stdioSrv})
+	}
+	if cfg.HTTP != "" {
+		var a *mcpadapter.Adapter
+		a, httpSrv = newServer(httpserve.CallerFromRequest)
+		servers = append(servers, served{a, httpSrv})
+	}
 
-	server := adapter.NewServer(&mcp.Implementation{Name: "toolgate", Version: Version}, &mcp.ServerOptions{Logger: log})
-
-	if cfg.Watch {
+	if cfg.WatchOn() {
 		watchCtx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		closers = append(closers, func() error { stop(); <-done; return nil })
@@ -192,11 +186,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 					m.ReloadOK()
 					log.Info("toolgate: reloaded", slog.String("revision", next.String()))
 					warnMismatches(log, next.Registry(), methods)
-					go func() {
-						if adapter.ListingChanged(watchCtx, old, next) {
-							adapter.NotifyToolsChanged(server)
-						}
-					}()
+					for _, s := range servers {
+						go func() {
+							if s.adapter.ListingChanged(watchCtx, old, next) {
+								s.adapter.NotifyToolsChanged(s.server)
+							}
+						}()
+					}
 				},
 				OnError: func(error) { m.ReloadFailed() },
 			})
@@ -206,7 +202,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}()
 	}
 
-	if cfg.Stdio {
+	errc := make(chan error, 2)
+	runCtx, stopAll := context.WithCancel(ctx)
+	defer stopAll()
+	if stdioSrv != nil {
 		in, out := cfg.Stdin, cfg.Stdout
 		if in == nil {
 			in = os.Stdin
@@ -214,45 +213,60 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		if out == nil {
 			out = os.Stdout
 		}
-		if cfg.Ready != nil {
+		if httpSrv == nil && cfg.Ready != nil {
 			cfg.Ready(nil)
 		}
-		err := server.Run(ctx, mcpadapter.WrapTransport(&mcp.IOTransport{Reader: in, Writer: out}))
-		if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF)) {
-			return nil
-		}
-		return err
+		go func() {
+			err := stdioSrv.Run(runCtx, mcpadapter.WrapTransport(&mcp.IOTransport{Reader: in, Writer: out}))
+			if err != nil && (runCtx.Err() != nil || errors.Is(err, io.EOF)) {
+				err = nil
+			}
+			errc <- err // the client closed stdin: stop serving
+		}()
 	}
-
-	var tokens *httpserve.Tokens
-	var demoToken string
-	switch {
-	case cfg.Tokens != "":
-		if tokens, err = httpserve.LoadTokens(cfg.Tokens); err != nil {
-			return err
+	if httpSrv != nil {
+		var tokens *httpserve.Tokens
+		var demoToken string
+		switch {
+		case cfg.Tokens != "":
+			if tokens, err = httpserve.LoadTokens(cfg.Tokens); err != nil {
+				return err
+			}
+		case cfg.Bundled():
+			demoToken, tokens = httpserve.DemoToken()
 		}
-	case cfg.Bundled():
-		demoToken, tokens = httpserve.DemoToken()
+		hs := httpserve.New(httpserve.Options{
+			Server:  httpSrv,
+			Tokens:  tokens,
+			Health:  func() any { return health(eng) },
+			Metrics: m.Handler(),
+			Logger:  log,
+		})
+		welcome := cfg.Stdout
+		if stdioSrv != nil {
+			welcome = nil // stdout is the MCP stream
+		}
+		go func() {
+			errc <- hs.ListenAndServe(runCtx, cfg.HTTP, func(a net.Addr) {
+				if welcome != nil {
+					printWelcome(welcome, a, demoToken, tokens)
+				} else {
+					log.Info("toolgate: serving MCP (streamable HTTP)", slog.String("url", "http://"+a.String()+"/mcp"))
+				}
+				if cfg.Ready != nil {
+					cfg.Ready(a)
+				}
+			})
+		}()
 	}
-	hs := httpserve.New(httpserve.Options{
-		Server:  server,
-		Tokens:  tokens,
-		Health:  func() any { return health(eng) },
-		Metrics: m.Handler(),
-		Logger:  log,
-	})
-	addr := cfg.HTTP
-	if addr == "" {
-		addr = DefaultHTTP
+	err = <-errc
+	stopAll()
+	if stdioSrv != nil && httpSrv != nil {
+		if err2 := <-errc; err == nil {
+			err = err2
+		}
 	}
-	return hs.ListenAndServe(ctx, addr, func(a net.Addr) {
-		if cfg.Stdout != nil {
-			printWelcome(cfg.Stdout, a, demoToken, tokens)
-		}
-		if cfg.Ready != nil {
-			cfg.Ready(a)
-		}
-	})
+	return err
 }
 
 func printWelcome(w io.Writer, a net.Addr, demoToken string, tokens *httpserve.Tokens) {
@@ -292,11 +306,16 @@ func health(eng *engine.Engine) Health {
 
 func openLedger(ctx context.Context, spec string) (ledger.Store, error) {
 	if spec == "" || spec == "sqlite:" {
-		dir := StateDir()
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		dir, err := config.StateDir()
+		if err != nil {
 			return nil, fmt.Errorf("ledger: %w", err)
 		}
 		spec = "sqlite:" + filepath.Join(dir, "ledger.db")
+	}
+	if path, ok := strings.CutPrefix(spec, "sqlite:"); ok {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("ledger: %w", err)
+		}
 	}
 	return ledger.OpenStore(ctx, spec)
 }
