@@ -57,6 +57,7 @@ func newEngine(t testing.TB, policies map[string]string, opts ...engine.Option) 
 	for name, src := range policies {
 		fsys["policies/"+name] = &fstest.MapFile{Data: []byte(src)}
 	}
+	opts = append([]engine.Option{engine.WithTimeout(10 * time.Second)}, opts...)
 	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, opts...)
 	require.NoError(t, err)
 	return e

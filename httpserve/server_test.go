@@ -68,7 +68,7 @@ func newFixture(t *testing.T) *fixture {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "registry.yaml"), []byte(testRegistry), 0o600))
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "rego"), 0o700))
-	eng, err := engine.New(t.Context(), engine.Source{Registry: filepath.Join(dir, "registry.yaml"), Policies: filepath.Join(dir, "rego")})
+	eng, err := engine.New(t.Context(), engine.Source{Registry: filepath.Join(dir, "registry.yaml"), Policies: filepath.Join(dir, "rego")}, engine.WithTimeout(10*time.Second))
 	require.NoError(t, err)
 
 	f := &fixture{started: make(chan struct{}, 1), release: make(chan struct{})}

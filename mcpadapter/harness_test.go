@@ -111,7 +111,7 @@ func writeExample(t testing.TB, dir string, s setup) engine.Source {
 func newGoverned(t testing.TB, s setup) *governed {
 	t.Helper()
 	src := writeExample(t, t.TempDir(), s)
-	eng, err := engine.New(context.Background(), src, append([]engine.Option{engine.WithTimeout(200 * time.Millisecond)}, s.opts...)...)
+	eng, err := engine.New(context.Background(), src, append([]engine.Option{engine.WithTimeout(10 * time.Second)}, s.opts...)...)
 	require.NoError(t, err)
 	g := &governed{eng: eng, after: &afterLog{}, logs: &bytes.Buffer{}}
 	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: g.logs}, nil))

@@ -36,7 +36,7 @@ tools:
 `)},
 		"policy/grant.rego": {Data: []byte("package toolgate.grant\n")},
 	}, Registry: "registry.yaml", Policies: "policy"}
-	eng, err := engine.New(ctx, src)
+	eng, err := engine.New(ctx, src, engine.WithTimeout(10*time.Second))
 	require.NoError(t, err)
 
 	p := newPool(t, memoryConfig("up"), Config{Name: "gone", Command: []string{"/nonexistent/upstream"}, Timeout: time.Second})

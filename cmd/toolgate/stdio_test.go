@@ -106,8 +106,8 @@ func TestConformanceOverStdio(t *testing.T) {
 			require.NoError(t, err)
 			stdout, err := cmd.StdoutPipe()
 			require.NoError(t, err)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
+			stderr := &syncBuffer{}
+			cmd.Stderr = stderr
 			require.NoError(t, cmd.Start())
 			lines := bufio.NewReader(stdout)
 			send := func(msg string) {
@@ -163,4 +163,22 @@ func TestConformanceOverStdio(t *testing.T) {
 			require.NotContains(t, stderr.String(), "panic")
 		})
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a process writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

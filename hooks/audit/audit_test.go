@@ -71,7 +71,7 @@ func newAdapter(t *testing.T, hooks ...mcpadapter.Hook) *mcpadapter.Adapter {
 		"policies/grant.rego": {Data: []byte(testGrant)},
 		"policies/call.rego":  {Data: []byte(testCall)},
 	}
-	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"})
+	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(10*time.Second))
 	require.NoError(t, err)
 	methods := mcpadapter.Methods{}
 	methods.Register("demo.echo", func(_ context.Context, a struct {

@@ -27,7 +27,7 @@ func TestLedgerThroughAdapters(t *testing.T) {
 		"registry.yaml":      {Data: []byte("tools:\n  - { name: count, method: demo.count, arguments: [{ name: key, type: string, required: true }] }\n")},
 		"policies/call.rego": {Data: []byte("package toolgate.call\n\ndeny contains \"Rule says no.\" if input.request.meta[\"test/deny\"] == true\n")},
 	}
-	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"})
+	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(10*time.Second))
 	require.NoError(t, err)
 	var runs atomic.Int32
 	methods := mcpadapter.Methods{}
