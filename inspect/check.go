@@ -109,10 +109,14 @@ func Check(ctx context.Context, opts CheckOptions) *CheckReport {
 }
 
 func readSource(src engine.Source, name string) ([]byte, error) {
-	if src.FS == nil {
+	fsys := src.RegistryFS
+	if fsys == nil {
+		fsys = src.FS
+	}
+	if fsys == nil {
 		return os.ReadFile(name)
 	}
-	return fs.ReadFile(src.FS, name)
+	return fs.ReadFile(fsys, name)
 }
 
 // checkRegistry parses the registry as the engine does; nil when it does
@@ -225,44 +229,16 @@ func checkPolicies(ctx context.Context, src engine.Source, registryOK bool, r *C
 	return rev
 }
 
-// withStubRegistry returns src with its registry replaced by an empty one:
-// inside FS an overlay, on the OS a temporary file. Policy file names stay
-// as they are.
+// withStubRegistry returns src with its registry replaced by an empty one
+// of its own file system. Policy file names stay as they are.
 func withStubRegistry(src engine.Source) (engine.Source, func(), error) {
-	if src.FS != nil {
-		const name = ".toolgate-check-registry.json"
-		src.FS = overlayFS{base: src.FS, name: name, file: fstest.MapFS{name: {Data: []byte(stubRegistry)}}}
-		src.Registry = name
-		return src, func() {}, nil
+	const name = "toolgate-check-registry.json"
+	if src.PolicyFS == nil {
+		src.PolicyFS = src.FS // the policies keep where they are
 	}
-	f, err := os.CreateTemp("", "toolgate-check-*.json")
-	if err != nil {
-		return src, nil, err
-	}
-	_, err = f.WriteString(stubRegistry)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return src, nil, err
-	}
-	src.Registry = f.Name()
-	return src, func() { os.Remove(f.Name()) }, nil
-}
-
-// overlayFS is base with one more file.
-type overlayFS struct {
-	base fs.FS
-	name string
-	file fs.FS
-}
-
-func (o overlayFS) Open(name string) (fs.File, error) {
-	if name == o.name {
-		return o.file.Open(name)
-	}
-	return o.base.Open(name)
+	src.RegistryFS = fstest.MapFS{name: {Data: []byte(stubRegistry)}}
+	src.Registry = name
+	return src, func() {}, nil
 }
 
 // checkMethods reports rows whose method is not registered and declared

@@ -14,7 +14,7 @@ func init() {
 	register(command{name: "explain", summary: "explain the grant decision, and a call, for one caller", run: runExplainCommand})
 }
 
-const explainSynopsis = "explain [--as SUBJECT [--role ROLE ...] [--claims JSON]] [--tool NAME [--args JSON]] [--meta JSON] [--registry FILE --policy DIR] [--format text|json]"
+const explainSynopsis = "explain [--as SUBJECT [--role ROLE ...] [--claims JSON]] [--tool NAME [--args JSON]] [--meta JSON] [--registry FILE] [--policy DIR] [--format text|json]"
 
 func runExplainCommand(ctx context.Context, e *env) int {
 	var (

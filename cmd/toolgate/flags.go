@@ -64,18 +64,17 @@ func (s *sourceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.policy, "policy", "", "the policy `DIR` (default: the bundled example)")
 }
 
-// source returns the engine source the flags name: the bundled example
-// without either. The two are given together or not at all: a registry
-// from disk with the bundled policies (or the reverse) would be checked
-// against rules written for other rows.
+// source returns the engine source the flags name: each part that is not
+// given is the bundled example's, as with `toolgate serve`.
 func (s *sourceFlags) source() (engine.Source, error) {
-	switch {
-	case s.registry == "" && s.policy == "":
-		return engine.Source{FS: toolgate.Bundled, Registry: toolgate.BundledRegistryPath, Policies: toolgate.BundledPolicyDir}, nil
-	case s.registry == "" || s.policy == "":
-		return engine.Source{}, errors.New("give --registry and --policy together, or neither for the bundled example")
+	src := engine.Source{Registry: s.registry, Policies: s.policy}
+	if s.registry == "" {
+		src.RegistryFS, src.Registry = toolgate.Bundled, toolgate.BundledRegistryPath
 	}
-	return engine.Source{Registry: s.registry, Policies: s.policy}, nil
+	if s.policy == "" {
+		src.PolicyFS, src.Policies = toolgate.Bundled, toolgate.BundledPolicyDir
+	}
+	return src, nil
 }
 
 // formatFlag is --format text|json.

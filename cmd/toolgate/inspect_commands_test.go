@@ -26,8 +26,10 @@ func TestCheckGolden(t *testing.T) {
 			[]string{"check", "--registry", "testdata/broken/registry.yaml", "--policy", "testdata/broken/rego"}},
 		{"check_missing", "a registry that cannot be read is an error, not a crash",
 			[]string{"check", "--registry", "testdata/nothing.yaml", "--policy", shop + "/rego"}},
-		{"check_usage", "--registry without --policy is a usage error (exit 2)",
+		{"check_registry_only", "--registry without --policy checks that registry against the bundled policies",
 			[]string{"check", "--registry", shop + "/registry.yaml"}},
+		{"check_usage", "an unknown flag is a usage error (exit 2)",
+			[]string{"check", "--bogus"}},
 	} {
 		t.Run(c.name, func(t *testing.T) { runGolden(t, c) })
 	}
