@@ -104,7 +104,17 @@ func New(opts Options) *Server {
 		so.Logger = opts.Logger
 	}
 	srv := opts.Server
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, so)
+	getServer := func(*http.Request) *mcp.Server { return srv }
+	var h http.Handler = mcp.NewStreamableHTTPHandler(getServer, so)
+	if !so.Stateless {
+		// The SDK's stateful handler does not serve the sessionless
+		// 2026-07-28 revision; its requests (which name their revision in
+		// a header) go to a stateless handler on the same server, so every
+		// revision the SDK supports is served (SPEC §6).
+		sl := *so
+		sl.Stateless = true
+		h = byProtocol(h, mcp.NewStreamableHTTPHandler(getServer, &sl))
+	}
 	s.mux.Handle("/mcp", s.track(s.authenticate(mcpadapter.WrapHTTP(h))))
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	if opts.Metrics != nil {
@@ -211,3 +221,18 @@ func CallerFromRequest(_ context.Context, req mcp.Request) *engine.Caller {
 }
 
 var _ mcpadapter.CallerFunc = CallerFromRequest
+
+// sessionlessRevision is the first protocol revision that needs no session.
+const sessionlessRevision = "2026-07-28"
+
+// byProtocol sends requests of a sessionless protocol revision (by their
+// Mcp-Protocol-Version header) to sessionless, the others to stateful.
+func byProtocol(stateful, sessionless http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get("Mcp-Protocol-Version"); v >= sessionlessRevision && r.Header.Get("Mcp-Session-Id") == "" {
+			sessionless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
+}

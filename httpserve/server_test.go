@@ -121,8 +121,14 @@ func newBearer(token string) *bearer {
 
 func connect(t *testing.T, endpoint string, b *bearer) *mcp.ClientSession {
 	t.Helper()
+	return connectProto(t, endpoint, b, "")
+}
+
+// connectProto connects under a protocol revision ("" is the SDK's latest).
+func connectProto(t *testing.T, endpoint string, b *bearer, proto string) *mcp.ClientSession {
+	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "test"}, nil)
-	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: b}}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: b}}, &mcp.ClientSessionOptions{ProtocolVersion: proto})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs
@@ -240,6 +246,8 @@ func TestUnknownTokenIs401(t *testing.T) {
 	})
 }
 
+// TestSessionOwnership pins the session rules of the revisions that have
+// sessions (up to 2025-11-25); 2026-07-28 has none.
 func TestSessionOwnership(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -248,7 +256,7 @@ func TestSessionOwnership(t *testing.T) {
 
 	t.Run("a nobody session serves each request with its own token", func(t *testing.T) {
 		b := newBearer("")
-		cs := connect(t, endpoint, b)
+		cs := connectProto(t, endpoint, b, "2025-11-25")
 		assert.Empty(t, toolNames(t, cs))
 		tok := carolToken
 		b.token.Store(&tok)
@@ -258,7 +266,7 @@ func TestSessionOwnership(t *testing.T) {
 	})
 	t.Run("a token's session refuses other subjects and nobody", func(t *testing.T) {
 		b := newBearer(aliceToken)
-		cs := connect(t, endpoint, b)
+		cs := connectProto(t, endpoint, b, "2025-11-25")
 		assert.Equal(t, []string{"echo", "slow"}, toolNames(t, cs))
 		tok := carolToken
 		b.token.Store(&tok)
@@ -267,7 +275,7 @@ func TestSessionOwnership(t *testing.T) {
 	})
 	t.Run("a token's session refuses nobody", func(t *testing.T) {
 		b := newBearer(aliceToken)
-		cs := connect(t, endpoint, b)
+		cs := connectProto(t, endpoint, b, "2025-11-25")
 		assert.Equal(t, []string{"echo", "slow"}, toolNames(t, cs))
 		b.token.Store(nil)
 		_, err := cs.ListTools(t.Context(), nil)
@@ -407,6 +415,10 @@ func TestStateless(t *testing.T) {
 	text, _ := callText(t, nobody, "echo", map[string]any{"text": "x"})
 	assert.Equal(t, "Error: Unknown tool 'echo'.", text)
 
-	stateful := startServer(t, httpserve.Options{Server: newFixture(t).server})
-	assert.Equal(t, "2025-11-25", connect(t, stateful.URL+"/mcp", newBearer("")).InitializeResult().ProtocolVersion)
+	// The default (stateful) server routes 2026-07-28 requests to a
+	// stateless handler, so that revision is served too.
+	both := startServer(t, httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t)})
+	cs2 := connect(t, both.URL+"/mcp", newBearer(carolToken))
+	assert.Equal(t, "2026-07-28", cs2.InitializeResult().ProtocolVersion)
+	assert.Equal(t, []string{"echo", "report", "slow"}, toolNames(t, cs2))
 }
