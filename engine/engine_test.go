@@ -274,3 +274,18 @@ func TestDataFilesAreMounted(t *testing.T) {
 	require.NoError(t, d.Err)
 	require.Equal(t, []string{"report"}, d.Granted())
 }
+
+// TestCompileErrorInAWatchedRuleIsReportedOnce: the provenance copy of a
+// rule must not double its diagnostics.
+func TestCompileErrorInAWatchedRuleIsReportedOnce(t *testing.T) {
+	t.Parallel()
+	fsys := fstest.MapFS{
+		"registry.yaml":       {Data: []byte(testRegistry)},
+		"policies/grant.rego": {Data: []byte("package toolgate.grant\n\ngranted := {x | some x in undefined_fn(1)}\n")},
+	}
+	_, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"})
+	var ce *engine.CompileError
+	require.ErrorAs(t, err, &ce)
+	require.Len(t, ce.Diagnostics, 1, "%v", err)
+	require.Equal(t, 3, ce.Diagnostics[0].Row)
+}

@@ -225,6 +225,7 @@ func policyError(ref ast.Ref, err error, ctx context.Context) *PolicyError {
 	if errors.As(err, &te) {
 		pe.Code = te.Code
 		pe.Location = locationOf(te.Location)
+		pe.Message = te.Message // the location and code are fields of their own
 		if te.Code == topdown.BuiltinErr {
 			pe.Kind = KindBuiltin
 		}

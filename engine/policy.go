@@ -80,10 +80,17 @@ func (e *CompileError) Error() string {
 	return b.String()
 }
 
+// compileErrorFromAST converts OPA's errors. An error inside a rule that
+// toolgate copied for provenance is reported once, not once per copy.
 func compileErrorFromAST(errs ast.Errors) *CompileError {
 	ce := &CompileError{}
+	seen := map[Diagnostic]bool{}
 	for _, e := range errs {
-		ce.Diagnostics = append(ce.Diagnostics, Diagnostic{Location: locationOf(e.Location), Code: e.Code, Message: e.Message})
+		d := Diagnostic{Location: locationOf(e.Location), Code: e.Code, Message: strings.ReplaceAll(e.Message, "toolgate__", "")}
+		if !seen[d] {
+			seen[d] = true
+			ce.Diagnostics = append(ce.Diagnostics, d)
+		}
 	}
 	return ce
 }
