@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -91,6 +92,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}()
 
+	var engRef atomic.Pointer[engine.Engine]
+
 	// Methods: the demo methods (and the host's), then the upstream MCP servers.
 	goMethods := demo.Methods()
 	for name, m := range cfg.ExtraMethods {
@@ -104,7 +107,16 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		for i, u := range cfg.Upstreams {
 			ups[i] = upstream.Config{Name: u.Name, Command: u.Argv(), URL: u.URL, Import: u.Import}
 		}
-		pool, err := upstream.NewPool(ups, &upstream.Options{Logger: log, Stderr: cfg.Stderr})
+		// An upstream whose tool list changed may change the imported rows:
+		// rebuild the revision (eng is set below, before any upstream connects).
+		toolsChanged := func(string) {
+			if e := engRef.Load(); e != nil {
+				if _, err := e.Reload(context.WithoutCancel(ctx)); err != nil {
+					log.Warn("toolgate: reload after an upstream's tools changed failed", slog.Any("error", err))
+				}
+			}
+		}
+		pool, err := upstream.NewPool(ups, &upstream.Options{Logger: log, Stderr: cfg.Stderr, ToolsChanged: toolsChanged})
 		if err != nil {
 			return err
 		}
@@ -127,6 +139,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err != nil {
 		return err
 	}
+	engRef.Store(eng)
 	rev := eng.Current()
 	log.Info("toolgate: loaded", slog.String("revision", rev.String()), slog.Int("tools", len(rev.Registry().Tools)))
 	warnMismatches(log, rev.Registry(), methods)
