@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
@@ -70,7 +71,12 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 	// demo.sleep may sleep for up to a minute; the fuzzer may not.
 	reg := strings.Replace(string(toolgate.ExampleRegistry()), "maximum: 60000", "maximum: 20", 1)
 	require.Contains(f, reg, "maximum: 20")
-	g := newGoverned(f, setup{registry: reg, caller: fuzzCaller, policies: map[string]string{"fuzz.rego": fuzzPolicy}})
+	// A generous evaluation deadline: on a loaded machine the harness's
+	// 200 ms makes a grant time out now and then, and the answer (correctly
+	// "could not be verified") would differ between the hidden and the
+	// absent call of one input.
+	g := newGoverned(f, setup{registry: reg, caller: fuzzCaller, policies: map[string]string{"fuzz.rego": fuzzPolicy},
+		opts: []engine.Option{engine.WithTimeout(10 * time.Second)}})
 	fs := &fuzzServer{g: g, clients: map[string]*rawClient{}}
 	g.adapter.AddHook(metaHook())
 	g.adapter.AddHook(mcpadapter.Hook{Name: "count", After: func(context.Context, *mcpadapter.CallContext, *mcpadapter.CallEnd) error {
@@ -172,8 +178,14 @@ func (fs *fuzzServer) checkCall(t *testing.T, params string, resp []byte, afters
 	}
 	require.Regexp(t, pipelineAnswers, text, "not an answer of SPEC §5: params %s", params)
 	require.NotRegexp(t, leaks, text)
-	if text == "Error: Tool name is required." {
+	switch text {
+	case "Error: Tool name is required.":
 		require.Zero(t, ran, "after hooks ran for a call without a name")
+		return
+	case "Error: Tool access could not be verified.":
+		// Step 3 comes before step 4: any name, hidden or absent too.
+		require.True(t, named)
+		require.Equal(t, int64(1), ran, "after hooks see a step 3 refusal once")
 		return
 	}
 	require.True(t, visible, "an answer past step 4 for a tool the caller does not see: %s → %s", params, text)
