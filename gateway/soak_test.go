@@ -61,9 +61,9 @@ var soakCases = []soakCase{
 	{"echo", map[string]any{"text": "hi"}, []string{"hi"}},
 	{"add", map[string]any{"a": 2, "b": 3}, []string{"5"}},
 	{"price", map[string]any{"price": map[string]any{"amount": "1.5", "currency": "EUR"}}, []string{"1.50 EUR"}},
-	{"execUrl", map[string]any{"url": "x"}, []string{"Error: Unknown tool 'execUrl'."}},                 // hidden by the base decision
-	{"resetCounter", map[string]any{"key": "k"}, []string{"Error: Unknown tool 'resetCounter'."}},       // hidden by the base decision
-	{"noSuchTool", map[string]any{"a": 1}, []string{"Error: Unknown tool 'noSuchTool'."}},               // absent
+	{"execUrl", map[string]any{"url": "x"}, []string{"Error: Unknown tool 'execUrl'."}},           // hidden by the base decision
+	{"resetCounter", map[string]any{"key": "k"}, []string{"Error: Unknown tool 'resetCounter'."}}, // hidden by the base decision
+	{"noSuchTool", map[string]any{"a": 1}, []string{"Error: Unknown tool 'noSuchTool'."}},         // absent
 	{"add", map[string]any{"a": "two", "b": 3}, []string{"Error: Invalid value for argument 'a': expected int."}},
 	{"echo", map[string]any{}, []string{"Error: Missing required argument 'text'."}},
 	{"count", map[string]any{"key": "k"}, []string{"Denied by revision A.", "Denied by revision B."}},
