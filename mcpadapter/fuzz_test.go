@@ -132,6 +132,8 @@ var (
 	}, "|") + `)$`)
 )
 
+var integerName = regexp.MustCompile(`^-?[0-9]+$`)
+
 // callName is the name SPEC §5 step 1 reads from raw params: a string, or
 // an integer as its decimal text. ok is false when there is none.
 func callName(params []byte) (string, bool) {
@@ -144,7 +146,7 @@ func callName(params []byte) (string, bool) {
 	if json.Unmarshal(raw, &s) == nil && len(raw) > 0 && raw[0] == '"' {
 		return s, true
 	}
-	if regexp.MustCompile(`^-?[0-9]+$`).Match(raw) {
+	if integerName.Match(raw) {
 		return string(raw), true
 	}
 	return "", false
@@ -198,8 +200,43 @@ func (fs *fuzzServer) send(t *testing.T, proto uint8, params string) []byte {
 	c, _ := fs.client(t, proto, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`+params+`}`)
 	before := fs.afters.Load()
 	resp := c.call(params)
+	if protocolFault(t, params, resp) {
+		require.Equal(t, before, fs.afters.Load(), "a protocol fault reached the pipeline")
+		return resp
+	}
 	fs.checkCall(t, params, resp, before)
 	return resp
+}
+
+// protocolFault reports whether resp is the SDK's JSON-RPC error for
+// reserved _meta keys (io.modelcontextprotocol/...) that do not make a valid
+// 2026-07-28 request, such as a protocolVersion without clientCapabilities:
+// a protocol fault the SDK answers before any middleware, the same for every
+// name (so hidden ≡ absent still holds), quoting nothing of toolgate's.
+func protocolFault(t *testing.T, params string, resp []byte) bool {
+	t.Helper()
+	var r struct {
+		Error *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(resp, &r) != nil || r.Error == nil {
+		return false
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	_ = json.Unmarshal([]byte(params), &p)
+	reserved := false
+	for k := range p.Meta {
+		reserved = reserved || strings.HasPrefix(k, "io.modelcontextprotocol/")
+	}
+	if !reserved || r.Error.Code != -32602 || !strings.HasPrefix(r.Error.Message, "missing or invalid _meta field") {
+		return false
+	}
+	require.NotRegexp(t, leaks, string(resp))
+	return true
 }
 
 // hiddenIsAbsent checks that the params with a hidden name and with an
@@ -285,6 +322,9 @@ func FuzzToolsList(f *testing.F) {
 		req = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":%s}`, c.id, params)
 		req, _ = c.prepare(req)
 		resp := c.roundTrip(req)
+		if protocolFault(t, string(params), resp) {
+			return
+		}
 		require.NotRegexp(t, leaks, string(resp))
 		var r struct {
 			Result *struct {
