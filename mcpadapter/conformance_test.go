@@ -40,8 +40,8 @@ func loadFixtures(t testing.TB) []*fixture {
 }
 
 // leaks are what no answer may contain: Go types, file paths, stack frames,
-// validator keywords, OPA error codes.
-var leaks = regexp.MustCompile(`\.go:\d|goroutine \d|/etc/|/var/|\*[a-z]+\.[A-Z]|jsonschema|eval_[a-z_]+_error|panic|runtime\.|\bexpected (integer|number|object)\b|main\.|mcpadapter|toolgate\.internal`)
+// validator keywords, OPA error codes, decoder text.
+var leaks = regexp.MustCompile(`\.go:\d|goroutine \d|/etc/|/var/|\*[a-z]+\.[A-Z]|jsonschema|eval_[a-z_]+_error|rego_[a-z_]+_error|panic|runtime\.|\bexpected (integer|number|object)\b|main\.|mcpadapter|toolgate\.internal|Go struct field|Go value of type|cannot unmarshal|unmarshaling|json: |does(n't| not) validate`)
 
 // TestConformance runs every fixture through a governed server, over an
 // in-memory transport, under each protocol revision the SDK serves.

@@ -42,6 +42,10 @@ type setup struct {
 	caller   *engine.Caller
 	hooks    []string // test hooks by name, see testHook
 	opts     []engine.Option
+	// extraHooks are registered after hooks, before the recording hook.
+	extraHooks []mcpadapter.Hook
+	// methods are registered besides the demo methods.
+	methods mcpadapter.Methods
 }
 
 // governed is a running governed server for one test.
@@ -115,15 +119,22 @@ func newGoverned(t testing.TB, s setup) *governed {
 	require.NoError(t, err)
 	g := &governed{eng: eng, after: &afterLog{}, logs: &bytes.Buffer{}}
 	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: g.logs}, nil))
+	methods := demo.Methods()
+	for name, m := range s.methods {
+		methods[name] = m
+	}
 	g.adapter = mcpadapter.New(mcpadapter.Options{
 		Revisions:   eng,
-		Methods:     demo.Methods(),
+		Methods:     methods,
 		Caller:      mcpadapter.StaticCaller(s.caller),
 		Logger:      logger,
 		HookTimeout: 300 * time.Millisecond,
 	})
 	for _, name := range s.hooks {
 		g.adapter.AddHook(testHook(t, name))
+	}
+	for _, h := range s.extraHooks {
+		g.adapter.AddHook(h)
 	}
 	g.adapter.AddHook(mcpadapter.Hook{Name: "record", After: g.after.record})
 	g.server = g.adapter.NewServer(&mcp.Implementation{Name: "toolgate", Version: "test"}, &mcp.ServerOptions{Logger: logger})

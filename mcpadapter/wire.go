@@ -76,11 +76,41 @@ func rewriteParams(method string, params json.RawMessage) json.RawMessage {
 	}
 	sdkMeta[wireKey], _ = json.Marshal(info)
 	obj["_meta"], _ = json.Marshal(sdkMeta)
+	dropUndecodable(method, obj)
 	out, err := json.Marshal(obj)
 	if err != nil {
 		return params
 	}
 	return out
+}
+
+// dropUndecodable removes the params entries that the SDK's params type
+// for method cannot decode (a number for tools/call's requestState or
+// tools/list's cursor, a case variant of a known field holding the wrong
+// type: encoding/json matches field names case-insensitively). Left in, the
+// SDK answers the whole request with a JSON-RPC error whose text quotes the
+// params, the wire entry and Go type names. The adapter reads none of these
+// entries, so dropping one changes no answer. name, _meta and arguments
+// were handled above or take any JSON value.
+func dropUndecodable(method string, obj map[string]json.RawMessage) {
+	for k, v := range obj {
+		switch k {
+		case "name", "_meta", "arguments":
+			continue
+		}
+		one, err := json.Marshal(map[string]json.RawMessage{k: v})
+		if err != nil {
+			delete(obj, k)
+			continue
+		}
+		var target any = &mcp.CallToolParamsRaw{}
+		if method == "tools/list" {
+			target = &mcp.ListToolsParams{}
+		}
+		if json.Unmarshal(one, target) != nil {
+			delete(obj, k)
+		}
+	}
 }
 
 func isProtocolKey(k string) bool {

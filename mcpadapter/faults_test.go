@@ -1,0 +1,256 @@
+package mcpadapter_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/hooks/audit"
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+// The fault table: every fault is switched on by the _meta entry "fault" of
+// one call, so that one server meets all of them in turn and must keep
+// serving after each. Faults of upstream MCP servers are in
+// upstream/faults_test.go, those of a ledger store in
+// hooks/ledger/faults_test.go (the SQLite store would make this package's
+// fuzzing binary slow to build).
+
+const faultRows = `
+  - name: probe
+    method: test.probe
+    description: Counts its runs.
+  - name: boom
+    method: test.panic
+    description: Panics.
+`
+
+// faultGrant fails the grant decision three ways: a built-in error, a
+// conflict, a loop that outlives the evaluation deadline, and a value of
+// the wrong type.
+const faultGrant = `package toolgate.grant
+
+fault := input.request.meta.fault
+
+granted := {x | x := to_number("not a number")} if fault == "grant-builtin-error"
+
+granted := {"probe"} if fault == "grant-conflict"
+
+granted := {"echo"} if fault == "grant-conflict"
+
+granted := {x |
+	xs := numbers.range(1, 3000)
+	some a in xs
+	some b in xs
+	some c in xs
+	a + b + c < 0
+	x := "probe"
+} if fault == "grant-loop"
+
+granted := "probe" if fault == "grant-wrong-type"
+`
+
+// faultCall fails the toolgate.call rules the same ways.
+const faultCall = `package toolgate.call
+
+fault := input.request.meta.fault
+
+deny contains msg if {
+	fault == "call-builtin-error"
+	msg := sprintf("%d", [to_number("not a number")])
+}
+
+deny contains "never" if {
+	fault == "call-loop"
+	xs := numbers.range(1, 3000)
+	some a in xs
+	some b in xs
+	some c in xs
+	a + b + c < 0
+}
+
+deny contains 5 if fault == "call-reason-not-a-string"
+
+deny contains "" if fault == "call-empty-reason"
+
+result := 5 if fault == "call-result-wrong-type"
+`
+
+// faultHooks are before and after hooks that misbehave when the call's
+// _meta fault names them, and behave otherwise.
+func faultHooks(release <-chan struct{}) []mcpadapter.Hook {
+	fault := func(c *mcpadapter.CallContext) string { s, _ := c.Meta.String("fault"); return s }
+	before := func(_ context.Context, c *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+		switch fault(c) {
+		case "hook-panic":
+			panic("before hook panicked at /srv/hooks.go:12")
+		case "hook-error":
+			return mcpadapter.Verdict{}, errors.New("hook: open /etc/toolgate/secret: permission denied")
+		case "hook-empty-reason":
+			return mcpadapter.Deny(""), nil
+		case "hook-block":
+			<-release // ignores its context on purpose
+		}
+		return mcpadapter.Allow(), nil
+	}
+	after := func(_ context.Context, c *mcpadapter.CallContext, _ *mcpadapter.CallEnd) error {
+		switch fault(c) {
+		case "after-panic":
+			panic("after hook panicked")
+		case "after-error":
+			return errors.New("after hook failed")
+		case "after-block":
+			<-release
+		}
+		return nil
+	}
+	return []mcpadapter.Hook{{Name: "faulty", Before: before, After: after}}
+}
+
+// faultWriter is an audit writer that fails or blocks on the records of
+// calls whose fault names it, and keeps what it wrote.
+type faultWriter struct {
+	release <-chan struct{}
+	mu      sync.Mutex
+	buf     bytes.Buffer
+}
+
+func (w *faultWriter) Write(p []byte) (int, error) {
+	switch {
+	case bytes.Contains(p, []byte(`"fault":"audit-error"`)):
+		return 0, errors.New("audit: disk full")
+	case bytes.Contains(p, []byte(`"fault":"audit-block"`)):
+		<-w.release
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func (w *faultWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestFaults injects one fault per call and checks the answer SPEC §5 names,
+// that the after hooks saw the call exactly once with the outcome that
+// matches, whether the method ran, and that the next ordinary call is
+// served.
+func TestFaults(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var probes atomic.Int64
+	methods := mcpadapter.Methods{}
+	methods.Register("test.probe", func(context.Context, struct{}) (string, error) {
+		probes.Add(1)
+		return "probe ran", nil
+	})
+	methods.Register("test.panic", func(context.Context, struct{}) (string, error) {
+		panic(fmt.Sprintf("method panicked: %v", errors.New("/var/lib/x.db: main.go:7")))
+	})
+	aw := &faultWriter{release: release}
+	aud := audit.New(aw, audit.Options{CloseTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = aud.Close() })
+	unblock := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(unblock) // runs first: unblocks hooks and the writer
+
+	g := newGoverned(t, setup{
+		registry:   string(toolgate.ExampleRegistry()) + faultRows,
+		policies:   map[string]string{"faults_grant.rego": faultGrant, "faults_call.rego": faultCall},
+		caller:     fuzzCaller,
+		extraHooks: append(faultHooks(release), aud.Hook()),
+		methods:    methods,
+	})
+	c := g.connectRaw(t, proto20250618)
+
+	const (
+		notVerified = "Error: Tool access could not be verified."
+		internal    = "Error: An internal error occurred while executing the tool."
+	)
+	cases := []struct {
+		fault   string
+		tool    string
+		want    string
+		outcome mcpadapter.Outcome
+		ran     bool // the method ran
+	}{
+		{fault: "grant-builtin-error", want: notVerified, outcome: mcpadapter.OutcomeRefusedGate},
+		{fault: "grant-conflict", want: notVerified, outcome: mcpadapter.OutcomeRefusedGate},
+		{fault: "grant-loop", want: notVerified, outcome: mcpadapter.OutcomeRefusedGate},
+		{fault: "grant-wrong-type", want: notVerified, outcome: mcpadapter.OutcomeRefusedGate},
+		{fault: "grant-loop", tool: "noSuchTool", want: notVerified, outcome: mcpadapter.OutcomeRefusedGate},
+		{fault: "call-builtin-error", want: internal, outcome: mcpadapter.OutcomeFailed},
+		{fault: "call-loop", want: internal, outcome: mcpadapter.OutcomeFailed},
+		{fault: "call-reason-not-a-string", want: internal, outcome: mcpadapter.OutcomeFailed},
+		{fault: "call-empty-reason", want: internal, outcome: mcpadapter.OutcomeFailed},
+		{fault: "call-result-wrong-type", want: internal, outcome: mcpadapter.OutcomeFailed},
+		{fault: "hook-panic", want: internal, outcome: mcpadapter.OutcomeFailed},
+		{fault: "hook-error", want: internal, outcome: mcpadapter.OutcomeFailed},
+		{fault: "hook-empty-reason", want: internal, outcome: mcpadapter.OutcomeFailed},
+		{fault: "hook-block", want: internal, outcome: mcpadapter.OutcomeFailed},
+		{fault: "method-panic", tool: "boom", want: internal, outcome: mcpadapter.OutcomeFailed},
+		{fault: "after-panic", want: "probe ran", outcome: mcpadapter.OutcomeResult, ran: true},
+		{fault: "after-error", want: "probe ran", outcome: mcpadapter.OutcomeResult, ran: true},
+		{fault: "after-block", want: "probe ran", outcome: mcpadapter.OutcomeResult, ran: true},
+		{fault: "audit-error", want: "probe ran", outcome: mcpadapter.OutcomeResult, ran: true},
+		{fault: "audit-block", want: "probe ran", outcome: mcpadapter.OutcomeResult, ran: true},
+	}
+	// call sends one call and returns its text, the after hooks' outcomes and
+	// how many times the probe ran.
+	call := func(tool, meta string) (string, []string, int64) {
+		g.after.mu.Lock()
+		g.after.ends = nil
+		g.after.mu.Unlock()
+		before := probes.Load()
+		resp := c.call(fmt.Sprintf(`{"name":%q,"arguments":{},"_meta":%s}`, tool, meta))
+		require.NotRegexp(t, leaks, string(resp))
+		return resultText(t, toolResult(t, resp)), g.after.outcomes(), probes.Load() - before
+	}
+	for _, tc := range cases {
+		name := tc.fault
+		if tc.tool != "" {
+			name += "/" + tc.tool
+		}
+		t.Run(name, func(t *testing.T) {
+			tool := tc.tool
+			if tool == "" {
+				tool = "probe"
+			}
+			meta := fmt.Sprintf(`{"fault":%q}`, tc.fault)
+			start := time.Now()
+			text, outcomes, ran := call(tool, meta)
+			require.Equal(t, tc.want, text)
+			require.Equal(t, []string{string(tc.outcome)}, outcomes, "the after hooks see the call exactly once")
+			if tc.ran {
+				require.Equal(t, int64(1), ran, "the method runs once")
+			} else {
+				require.Zero(t, ran, "the method never runs")
+			}
+			require.Less(t, time.Since(start), 2*time.Second, "a fault is bounded by the evaluation or hook deadline")
+
+			text, outcomes, ran = call("probe", `{}`)
+			require.Equal(t, "probe ran", text, "the server keeps serving")
+			require.Equal(t, []string{"result"}, outcomes)
+			require.Equal(t, int64(1), ran)
+		})
+	}
+	// The audit writer comes back after a failure and after blocking: once
+	// unblocked, the records queued behind it are written.
+	unblock()
+	text, _, _ := call("probe", `{"fault":"none, the last call"}`)
+	require.Equal(t, "probe ran", text)
+	require.Eventually(t, func() bool {
+		return strings.Contains(aw.String(), `"fault":"none, the last call"`)
+	}, 2*time.Second, 10*time.Millisecond, "records after a failed and a blocked write")
+	require.NotContains(t, aw.String(), `"fault":"audit-error"`)
+}

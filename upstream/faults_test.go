@@ -1,0 +1,115 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"syscall"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+// TestUpstreamFaults is the upstream part of the fault table (the rest is
+// mcpadapter/faults_test.go): an upstream tool that hangs past the call
+// time-out, one whose process exits inside the call, and one whose process
+// is killed while a call is in flight. Each ends in SPEC §5's internal
+// error, the after hooks see it once, and the next call is served (by a new
+// process where the old one died).
+func TestUpstreamFaults(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	src := engine.Source{FS: fstest.MapFS{
+		"registry.yaml": {Data: []byte(`
+tools:
+  - name: greet
+    method: upstream:up/hello
+    arguments: [{name: name, type: string, required: true}]
+  - name: slow
+    method: upstream:up/slow
+    arguments: [{name: ms, type: int, required: true}]
+  - name: crash
+    method: upstream:up/crash
+`)},
+		"policy/grant.rego": {Data: []byte("package toolgate.grant\n")},
+	}, Registry: "registry.yaml", Policies: "policy"}
+	eng, err := engine.New(ctx, src)
+	require.NoError(t, err)
+
+	cfg := stdioConfig("up")
+	cfg.Timeout = 500 * time.Millisecond
+	p := newPool(t, cfg)
+	require.NoError(t, p.Connect(ctx))
+
+	var (
+		mu   sync.Mutex
+		ends []mcpadapter.CallEnd
+	)
+	a := mcpadapter.New(mcpadapter.Options{
+		Revisions: eng,
+		Methods:   Chain(mcpadapter.Methods{}, p),
+		Caller:    mcpadapter.StaticCaller(&engine.Caller{Subject: "alice"}),
+	})
+	a.AddHook(mcpadapter.Hook{Name: "record", After: func(_ context.Context, _ *mcpadapter.CallContext, e *mcpadapter.CallEnd) error {
+		mu.Lock()
+		defer mu.Unlock()
+		ends = append(ends, *e)
+		return nil
+	}})
+	callTool := func(name, args string) (string, []mcpadapter.Outcome) {
+		mu.Lock()
+		ends = nil
+		mu.Unlock()
+		res := a.Call(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name, Arguments: json.RawMessage(args)}})
+		mu.Lock()
+		defer mu.Unlock()
+		var outcomes []mcpadapter.Outcome
+		for _, e := range ends {
+			outcomes = append(outcomes, e.Outcome)
+		}
+		return textOf(t, res), outcomes
+	}
+	const internal = "Error: An internal error occurred while executing the tool."
+
+	cases := []struct {
+		name   string
+		tool   string
+		args   string
+		during func() // runs while the call is in flight
+	}{
+		{name: "hangs past the time-out", tool: "slow", args: `{"ms":60000}`},
+		{name: "exits inside the call", tool: "crash", args: `{}`},
+		{name: "killed mid-call", tool: "slow", args: `{"ms":60000}`, during: func() {
+			time.Sleep(100 * time.Millisecond)
+			if pid := p.pid("up"); pid != 0 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			text, outcomes := callTool("greet", `{"name":"before"}`)
+			require.Equal(t, "hello, before", text)
+			require.Equal(t, []mcpadapter.Outcome{mcpadapter.OutcomeResult}, outcomes)
+
+			if tc.during != nil {
+				go tc.during()
+			}
+			start := time.Now()
+			text, outcomes = callTool(tc.tool, tc.args)
+			require.Equal(t, internal, text)
+			require.Equal(t, []mcpadapter.Outcome{mcpadapter.OutcomeFailed}, outcomes, "the after hooks see the failure once")
+			require.Less(t, time.Since(start), 2*time.Second, "bounded by the upstream time-out")
+
+			text, outcomes = callTool("greet", `{"name":"after"}`)
+			require.Equal(t, "hello, after", text, "the next call is served")
+			require.Equal(t, []mcpadapter.Outcome{mcpadapter.OutcomeResult}, outcomes)
+		})
+	}
+}
