@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/toolgate/toolgate/config"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -113,7 +114,7 @@ func TestProtocolsOverHTTP(t *testing.T) {
 		t.Run(proto, func(t *testing.T) {
 			t.Parallel()
 			// One gateway per revision: demo.count's counters start at 0.
-			g := startGateway(t, gateway.Config{Tokens: tokens, Ledger: "memory", Audit: filepath.Join(t.TempDir(), "audit.jsonl")})
+			g := startGateway(t, gateway.Config{Serve: config.Serve{Tokens: tokens, Ledger: "memory", Audit: filepath.Join(t.TempDir(), "audit.jsonl")}})
 			ctx := context.Background()
 			sessions := map[string]*mcp.ClientSession{}
 			session := func(c *engine.Caller) *mcp.ClientSession {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/toolgate/toolgate/config"
 	"io"
 	"io/fs"
 	"net/http"
@@ -132,8 +133,10 @@ func TestSoak(t *testing.T) {
 	caller := &engine.Caller{Subject: "soak", Roles: []string{"manager", "soak"}}
 	tokens := writeTokens(t, dir, caller)
 	auditPath := filepath.Join(dir, "audit.jsonl")
+	watch := true
 	g := startGateway(t, gateway.Config{
-		Registry: reg, Policy: pol, Tokens: tokens, Ledger: "memory", Audit: auditPath, Watch: true, Stderr: io.Discard,
+		Serve:  config.Serve{Registry: reg, Policy: pol, Tokens: tokens, Ledger: "memory", Audit: auditPath, Watch: &watch},
+		Stderr: io.Discard,
 	})
 
 	ctx, cancel := context.WithCancel(context.Background())

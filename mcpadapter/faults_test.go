@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/toolgate/toolgate/engine"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -170,6 +171,8 @@ func TestFaults(t *testing.T) {
 		caller:     fuzzCaller,
 		extraHooks: append(faultHooks(release), aud.Hook()),
 		methods:    methods,
+		// A short deadline: the looping policies must hit it.
+		opts: []engine.Option{engine.WithTimeout(200 * time.Millisecond)},
 	})
 	c := g.connectRaw(t, proto20250618)
 
