@@ -3,7 +3,9 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"sync/atomic"
 )
 
 // Outcome says how a grant decision was reached.
@@ -50,6 +52,7 @@ type GrantDecision struct {
 
 	view    *callerView
 	granted map[string]struct{} // the override set, when Outcome is Override
+	visible atomic.Pointer[[]int]
 }
 
 // Base reports the base decision for the named row; false for a name no row has.
@@ -97,18 +100,24 @@ func (d *GrantDecision) Visible(name string) bool {
 }
 
 // VisibleRows returns the indexes of the rows the lenient reading grants, in
-// registry order.
+// registry order. It is computed once per decision; the slice is shared and
+// must not be modified.
 func (d *GrantDecision) VisibleRows() []int {
 	if d.Outcome == Nobody {
 		return nil
 	}
-	var out []int
+	if p := d.visible.Load(); p != nil {
+		return *p
+	}
+	out := make([]int, 0, len(d.Revision.reg.Tools))
 	for i := range d.Revision.reg.Tools {
 		if d.allowedRow(i) {
 			out = append(out, i)
 		}
 	}
-	return out
+	out = slices.Clip(out)
+	d.visible.CompareAndSwap(nil, &out)
+	return *d.visible.Load()
 }
 
 // Granted returns the names the strict reading grants, in registry order;

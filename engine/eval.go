@@ -14,14 +14,37 @@ import (
 
 // Grant evaluates the grant decision for a caller and request. It never
 // returns nil; for a nil caller the Outcome is Nobody and no policy is asked.
+//
+// When the revision is cacheable (see DecisionMode), the decision is
+// memoised per caller: a later Grant for a caller with the same subject,
+// roles and claims returns the same *GrantDecision, whatever the request,
+// without building an input or evaluating anything. A failed decision is
+// never memoised. The returned value is shared and must not be modified.
 func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDecision {
-	d := &GrantDecision{Revision: r}
 	if c == nil {
-		d.Outcome = Nobody
+		return r.nobody
+	}
+	dc := r.decisions
+	if dc == nil {
+		return r.grant(ctx, c, &req)
+	}
+	var buf [192]byte
+	key := appendFingerprint(buf[:0], c)
+	if d := dc.get(key); d != nil {
 		return d
 	}
+	d := r.grant(ctx, c, &req)
+	if d.Outcome == Failed {
+		return d
+	}
+	return dc.put(key, d)
+}
+
+// grant evaluates the grant decision for a signed-in caller.
+func (r *Revision) grant(ctx context.Context, c *Caller, req *Request) *GrantDecision {
+	d := &GrantDecision{Revision: r}
 	d.view = r.view(c)
-	rs, err := r.eval(ctx, r.policies.grantQ, r.input(c, d.view, &req, -1))
+	rs, err := r.eval(ctx, r.policies.grantQ, r.input(c, d.view, req, -1))
 	if err != nil {
 		d.Outcome, d.Err = Failed, policyError(refGranted, err, ctx)
 		return d
@@ -199,6 +222,7 @@ func (r *Revision) URLDriversDecided(ctx context.Context, c *Caller) (bool, erro
 
 // eval runs one prepared query under the revision's deadline.
 func (r *Revision) eval(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value) (rego.ResultSet, error) {
+	r.evals.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, r.opts.timeout)
 	defer cancel()
 	rs, err := q.Eval(ctx, rego.EvalParsedInput(input))
