@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"sync/atomic"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 )
 
 // Outcome says how a grant decision was reached.
@@ -51,7 +53,7 @@ type GrantDecision struct {
 	Rules []Location
 
 	view    *callerView
-	granted map[string]struct{} // the override set, when Outcome is Override
+	granted ast.Set // the override set (strings only), when Outcome is Override
 	visible atomic.Pointer[[]int]
 }
 
@@ -81,8 +83,7 @@ func (d *GrantDecision) Allowed(name string) (bool, error) {
 func (d *GrantDecision) allowedRow(i int) bool {
 	switch d.Outcome {
 	case Override:
-		_, ok := d.granted[d.Revision.reg.Tools[i].Name]
-		return ok
+		return d.granted.Contains(d.Revision.rowTerms[i].name)
 	case NoOverride, Failed:
 		return d.view.base[i]
 	}
@@ -139,10 +140,10 @@ func (d *GrantDecision) OverrideSet() []string {
 	if d.Outcome != Override {
 		return nil
 	}
-	out := make([]string, 0, len(d.granted))
-	for n := range d.granted {
-		out = append(out, n)
-	}
+	out := make([]string, 0, d.granted.Len())
+	d.granted.Foreach(func(t *ast.Term) {
+		out = append(out, string(t.Value.(ast.String)))
+	})
 	sort.Strings(out)
 	return out
 }

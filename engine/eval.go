@@ -65,21 +65,22 @@ func (r *Revision) readGranted(d *GrantDecision, b any) {
 		d.Outcome, d.Err = Failed, typeError(refGranted, "granted must be a set of tool names, got %s", ast.ValueName(arr.Elem(0).Value))
 		return
 	}
-	granted := make(map[string]struct{}, set.Len())
-	var bad ast.Value
-	set.Foreach(func(t *ast.Term) {
-		s, ok := t.Value.(ast.String)
-		if !ok {
-			bad = t.Value
+	// Every element must be a string. When every element names a row, an
+	// intersection (a pass in the set's own order) proves it; iterating the
+	// set would sort it first.
+	if set.Len() > 0 && set.Intersect(r.rowNames).Len() != set.Len() {
+		var bad ast.Value
+		set.Foreach(func(t *ast.Term) {
+			if _, ok := t.Value.(ast.String); !ok && bad == nil {
+				bad = t.Value
+			}
+		})
+		if bad != nil {
+			d.Outcome, d.Err = Failed, typeError(refGranted, "granted must hold strings only, got %s %s", ast.ValueName(bad), bad)
 			return
 		}
-		granted[string(s)] = struct{}{}
-	})
-	if bad != nil {
-		d.Outcome, d.Err = Failed, typeError(refGranted, "granted must hold strings only, got %s %s", ast.ValueName(bad), bad)
-		return
 	}
-	d.Outcome, d.granted = Override, granted
+	d.Outcome, d.granted = Override, set
 }
 
 // Call evaluates the toolgate.call rules for an accepted call of the named

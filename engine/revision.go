@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -26,6 +28,7 @@ type Revision struct {
 	reg      *registry.Registry
 	index    map[string]int // tool name → row index
 	rowTerms []rowTerms
+	rowNames ast.Set // every row's name term
 	policies *policySet
 	opts     *options
 	views    viewCache
@@ -157,6 +160,11 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 		rev.index[reg.Tools[i].Name] = i
 		rev.rowTerms[i] = buildRowTerms(&reg.Tools[i])
 	}
+	names := make([]*ast.Term, len(rev.rowTerms))
+	for i := range rev.rowTerms {
+		names[i] = rev.rowTerms[i].name
+	}
+	rev.rowNames = ast.NewSet(names...)
 	rev.nobody = &GrantDecision{Revision: rev, Outcome: Nobody}
 	rev.mode = analyseGrant(ps.compiler)
 	if rev.mode.cacheable && !o.noDecisionCache {

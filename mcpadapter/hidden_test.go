@@ -61,8 +61,20 @@ func randomJSON(r *rand.Rand, depth int) string {
 // answer for a hidden tool (hidden by the base decision, or by an override)
 // is byte-identical to the answer for a name no row has, apart from the
 // echoed name.
+//
+// It runs with the grant decision cache on and off: answers must not
+// depend on it.
 func TestHiddenIsAbsent(t *testing.T) {
 	t.Parallel()
+	for _, cache := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cache=%t", cache), func(t *testing.T) {
+			t.Parallel()
+			testHiddenIsAbsent(t, engine.WithDecisionCache(cache))
+		})
+	}
+}
+
+func testHiddenIsAbsent(t *testing.T, opts ...engine.Option) {
 	r := rand.New(rand.NewPCG(1, 2))
 	cases := []struct {
 		caller *engine.Caller
@@ -75,7 +87,7 @@ func TestHiddenIsAbsent(t *testing.T) {
 	const absent = "absentToolName"
 	for _, tc := range cases {
 		for _, proto := range []string{proto20250618, proto20260728} {
-			g := newGoverned(t, setup{caller: tc.caller})
+			g := newGoverned(t, setup{caller: tc.caller, opts: opts})
 			c := g.connectRaw(t, proto)
 			n := 0
 			for n < 1000/len(cases)/2+1 {
