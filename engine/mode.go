@@ -42,8 +42,11 @@ func analyseGrant(c *ast.Compiler) grantMode {
 	case len(a.seen) == 0:
 		return grantMode{cacheable: true, why: "no rule defines data.toolgate.grant.granted"}
 	}
+	if len(a.seen) == 1 {
+		return grantMode{cacheable: true, rules: 1, why: "the rule behind granted reads only input.caller, input.tools and data, and calls no non-deterministic built-in"}
+	}
 	return grantMode{cacheable: true, rules: len(a.seen), why: fmt.Sprintf(
-		"data.toolgate.grant.granted (%d rules) reads only input.caller, input.tools and data, and calls no non-deterministic built-in", len(a.seen))}
+		"the %d rules behind granted read only input.caller, input.tools and data, and call no non-deterministic built-in", len(a.seen))}
 }
 
 type grantAnalysis struct {

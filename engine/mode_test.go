@@ -26,7 +26,7 @@ func TestDecisionMode(t *testing.T) {
 		{"data and a helper function", map[string]string{
 			"grant.rego":               "package toolgate.grant\n\ngranted := {t | some t in data.toolgate.lists.allowed; ok(t)} if input.caller.subject == \"bob\"\n\nok(t) if startswith(t, \"r\")\n",
 			"toolgate/lists/data.yaml": "allowed: [report]\n",
-		}, true, "(2 rules)"},
+		}, true, "the 2 rules behind granted"},
 		{"reads _meta", map[string]string{"grant.rego": metaPolicy}, false, `reads input.request.meta["festi/echo"] at policies/grant.rego:4`},
 		{"reads the tool called", map[string]string{"grant.rego": "package toolgate.grant\n\ngranted := {input.request.tool}\n"}, false, "reads input.request.tool at policies/grant.rego:3"},
 		{"reads request through another package", map[string]string{
@@ -41,7 +41,7 @@ func TestDecisionMode(t *testing.T) {
 		{"unrelated rules may read the request", map[string]string{
 			"grant.rego": contractorPolicy,
 			"call.rego":  "package toolgate.call\n\ndeny contains \"no\" if input.request.meta.x == 1\n",
-		}, true, "reads only input.caller"},
+		}, true, "only input.caller"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
