@@ -3,7 +3,11 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"sync/atomic"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 )
 
 // Outcome says how a grant decision was reached.
@@ -49,7 +53,8 @@ type GrantDecision struct {
 	Rules []Location
 
 	view    *callerView
-	granted map[string]struct{} // the override set, when Outcome is Override
+	granted ast.Set // the override set (strings only), when Outcome is Override
+	visible atomic.Pointer[[]int]
 }
 
 // Base reports the base decision for the named row; false for a name no row has.
@@ -78,8 +83,7 @@ func (d *GrantDecision) Allowed(name string) (bool, error) {
 func (d *GrantDecision) allowedRow(i int) bool {
 	switch d.Outcome {
 	case Override:
-		_, ok := d.granted[d.Revision.reg.Tools[i].Name]
-		return ok
+		return d.granted.Contains(d.Revision.rowTerms[i].name)
 	case NoOverride, Failed:
 		return d.view.base[i]
 	}
@@ -97,18 +101,24 @@ func (d *GrantDecision) Visible(name string) bool {
 }
 
 // VisibleRows returns the indexes of the rows the lenient reading grants, in
-// registry order.
+// registry order. It is computed once per decision; the slice is shared and
+// must not be modified.
 func (d *GrantDecision) VisibleRows() []int {
 	if d.Outcome == Nobody {
 		return nil
 	}
-	var out []int
+	if p := d.visible.Load(); p != nil {
+		return *p
+	}
+	out := make([]int, 0, len(d.Revision.reg.Tools))
 	for i := range d.Revision.reg.Tools {
 		if d.allowedRow(i) {
 			out = append(out, i)
 		}
 	}
-	return out
+	out = slices.Clip(out)
+	d.visible.CompareAndSwap(nil, &out)
+	return *d.visible.Load()
 }
 
 // Granted returns the names the strict reading grants, in registry order;
@@ -130,10 +140,10 @@ func (d *GrantDecision) OverrideSet() []string {
 	if d.Outcome != Override {
 		return nil
 	}
-	out := make([]string, 0, len(d.granted))
-	for n := range d.granted {
-		out = append(out, n)
-	}
+	out := make([]string, 0, d.granted.Len())
+	d.granted.Foreach(func(t *ast.Term) {
+		out = append(out, string(t.Value.(ast.String)))
+	})
 	sort.Strings(out)
 	return out
 }

@@ -22,7 +22,15 @@ type options struct {
 	logger  *slog.Logger
 	settle  time.Duration
 	rows    RegistryHook
+	// noDecisionCache switches the per-caller grant decision cache off.
+	noDecisionCache bool
 }
+
+// WithDecisionCache switches the grant decision cache on or off (default
+// on). With it on, a revision whose policy provably decides granted from
+// the caller alone (see Revision.DecisionMode) memoises each caller's
+// GrantDecision; answers are the same either way, only their cost differs.
+func WithDecisionCache(on bool) Option { return func(o *options) { o.noDecisionCache = !on } }
 
 // RegistryHook derives the registry a revision serves from the registry
 // file's, for example by adding rows imported from upstream MCP servers. It

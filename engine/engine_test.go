@@ -63,9 +63,26 @@ func newEngine(t testing.TB, policies map[string]string, opts ...engine.Option) 
 	return e
 }
 
-func TestBaseDecision(t *testing.T) {
+// cacheModes runs a decision test with the grant decision cache on and off:
+// answers must not depend on it.
+func cacheModes(t *testing.T, test func(t *testing.T, opts ...engine.Option)) {
 	t.Parallel()
-	rev := newEngine(t, nil).Current()
+	for _, on := range []bool{true, false} {
+		name := "cache=off"
+		if on {
+			name = "cache=on"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, engine.WithDecisionCache(on))
+		})
+	}
+}
+
+func TestBaseDecision(t *testing.T) { cacheModes(t, testBaseDecision) }
+
+func testBaseDecision(t *testing.T, opts ...engine.Option) {
+	rev := newEngine(t, nil, opts...).Current()
 	cases := []struct {
 		caller *engine.Caller
 		want   []string
@@ -77,6 +94,7 @@ func TestBaseDecision(t *testing.T) {
 	}
 	for _, tc := range cases {
 		d := rev.Grant(context.Background(), tc.caller, listReq)
+		require.Equal(t, d.Granted(), rev.Grant(context.Background(), tc.caller, listReq).Granted(), "asked twice")
 		if tc.caller == nil {
 			require.Equal(t, engine.Nobody, d.Outcome)
 		} else {
@@ -93,8 +111,9 @@ granted := {t.name | some t in input.tools; t.base; t.name != "execUrl"} if {
 }
 `
 
-func TestGrantOverride(t *testing.T) {
-	t.Parallel()
+func TestGrantOverride(t *testing.T) { cacheModes(t, testGrantOverride) }
+
+func testGrantOverride(t *testing.T, opts ...engine.Option) {
 	cases := []struct {
 		name    string
 		policy  string
@@ -118,8 +137,14 @@ func TestGrantOverride(t *testing.T) {
 			if tc.policy != "" {
 				pol["grant.rego"] = tc.policy
 			}
-			rev := newEngine(t, pol).Current()
-			d := rev.Grant(context.Background(), tc.caller, listReq)
+			rev := newEngine(t, pol, opts...).Current()
+			for range 2 { // the second time from the cache, when it is on
+				d := rev.Grant(context.Background(), tc.caller, listReq)
+				require.NoError(t, d.Err)
+				require.Equal(t, tc.outcome, d.Outcome)
+				require.Equal(t, tc.granted, d.Granted())
+			}
+			d := rev.Grant(context.Background(), tc.caller, engine.Request{Method: engine.MethodCall, Tool: "echo"})
 			require.NoError(t, d.Err)
 			require.Equal(t, tc.outcome, d.Outcome)
 			require.Equal(t, tc.granted, d.Granted())
@@ -133,8 +158,9 @@ func TestGrantOverride(t *testing.T) {
 	}
 }
 
-func TestGrantFailures(t *testing.T) {
-	t.Parallel()
+func TestGrantFailures(t *testing.T) { cacheModes(t, testGrantFailures) }
+
+func testGrantFailures(t *testing.T, opts ...engine.Option) {
 	cases := []struct {
 		name   string
 		policy string
@@ -152,7 +178,7 @@ func TestGrantFailures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			rev := newEngine(t, map[string]string{"grant.rego": tc.policy}, engine.WithTimeout(50*time.Millisecond)).Current()
+			rev := newEngine(t, map[string]string{"grant.rego": tc.policy}, append(opts, engine.WithTimeout(50*time.Millisecond))...).Current()
 			d := rev.Grant(context.Background(), carol, engine.Request{Method: engine.MethodCall, Tool: "echo"})
 			require.Equal(t, engine.Failed, d.Outcome)
 			var pe *engine.PolicyError
@@ -264,12 +290,13 @@ func TestCompileErrorsAreAllReported(t *testing.T) {
 	require.Equal(t, map[string]bool{"policies/a.rego": true, "policies/b.rego": true}, files, "parse errors stop before compiling: %v", err)
 }
 
-func TestDataFilesAreMounted(t *testing.T) {
-	t.Parallel()
+func TestDataFilesAreMounted(t *testing.T) { cacheModes(t, testDataFilesAreMounted) }
+
+func testDataFilesAreMounted(t *testing.T, opts ...engine.Option) {
 	rev := newEngine(t, map[string]string{
 		"grant.rego":               "package toolgate.grant\n\ngranted := {t | some t in data.toolgate.lists.allowed} if input.caller.subject == \"bob\"\n",
 		"toolgate/lists/data.yaml": "allowed: [report]\n",
-	}).Current()
+	}, opts...).Current()
 	d := rev.Grant(context.Background(), bob, listReq)
 	require.NoError(t, d.Err)
 	require.Equal(t, []string{"report"}, d.Granted())

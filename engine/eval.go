@@ -14,14 +14,37 @@ import (
 
 // Grant evaluates the grant decision for a caller and request. It never
 // returns nil; for a nil caller the Outcome is Nobody and no policy is asked.
+//
+// When the revision is cacheable (see DecisionMode), the decision is
+// memoised per caller: a later Grant for a caller with the same subject,
+// roles and claims returns the same *GrantDecision, whatever the request,
+// without building an input or evaluating anything. A failed decision is
+// never memoised. The returned value is shared and must not be modified.
 func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDecision {
-	d := &GrantDecision{Revision: r}
 	if c == nil {
-		d.Outcome = Nobody
+		return r.nobody
+	}
+	dc := r.decisions
+	if dc == nil {
+		return r.grant(ctx, c, &req)
+	}
+	var buf [192]byte
+	key := appendFingerprint(buf[:0], c)
+	if d := dc.get(key); d != nil {
 		return d
 	}
+	d := r.grant(ctx, c, &req)
+	if d.Outcome == Failed {
+		return d
+	}
+	return dc.put(key, d)
+}
+
+// grant evaluates the grant decision for a signed-in caller.
+func (r *Revision) grant(ctx context.Context, c *Caller, req *Request) *GrantDecision {
+	d := &GrantDecision{Revision: r}
 	d.view = r.view(c)
-	rs, err := r.eval(ctx, r.policies.grantQ, r.input(c, d.view, &req, -1))
+	rs, err := r.eval(ctx, r.policies.grantQ, r.input(c, d.view, req, -1))
 	if err != nil {
 		d.Outcome, d.Err = Failed, policyError(refGranted, err, ctx)
 		return d
@@ -42,21 +65,22 @@ func (r *Revision) readGranted(d *GrantDecision, b any) {
 		d.Outcome, d.Err = Failed, typeError(refGranted, "granted must be a set of tool names, got %s", ast.ValueName(arr.Elem(0).Value))
 		return
 	}
-	granted := make(map[string]struct{}, set.Len())
-	var bad ast.Value
-	set.Foreach(func(t *ast.Term) {
-		s, ok := t.Value.(ast.String)
-		if !ok {
-			bad = t.Value
+	// Every element must be a string. When every element names a row, an
+	// intersection (a pass in the set's own order) proves it; iterating the
+	// set would sort it first.
+	if set.Len() > 0 && set.Intersect(r.rowNames).Len() != set.Len() {
+		var bad ast.Value
+		set.Foreach(func(t *ast.Term) {
+			if _, ok := t.Value.(ast.String); !ok && bad == nil {
+				bad = t.Value
+			}
+		})
+		if bad != nil {
+			d.Outcome, d.Err = Failed, typeError(refGranted, "granted must hold strings only, got %s %s", ast.ValueName(bad), bad)
 			return
 		}
-		granted[string(s)] = struct{}{}
-	})
-	if bad != nil {
-		d.Outcome, d.Err = Failed, typeError(refGranted, "granted must hold strings only, got %s %s", ast.ValueName(bad), bad)
-		return
 	}
-	d.Outcome, d.granted = Override, granted
+	d.Outcome, d.granted = Override, set
 }
 
 // Call evaluates the toolgate.call rules for an accepted call of the named
@@ -199,6 +223,7 @@ func (r *Revision) URLDriversDecided(ctx context.Context, c *Caller) (bool, erro
 
 // eval runs one prepared query under the revision's deadline.
 func (r *Revision) eval(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value) (rego.ResultSet, error) {
+	r.evals.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, r.opts.timeout)
 	defer cancel()
 	rs, err := q.Eval(ctx, rego.EvalParsedInput(input))

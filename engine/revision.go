@@ -9,7 +9,10 @@ import (
 	"log/slog"
 	"path"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/toolgate/toolgate/registry"
 )
@@ -25,10 +28,17 @@ type Revision struct {
 	reg      *registry.Registry
 	index    map[string]int // tool name → row index
 	rowTerms []rowTerms
+	rowNames ast.Set // every row's name term
 	policies *policySet
 	opts     *options
 	views    viewCache
-	files    []string // registry first, then PolicyFiles
+	mode     grantMode
+	// decisions memoises grant decisions per caller; nil when the policy
+	// is not cacheable or the cache is off.
+	decisions *decisionCache
+	nobody    *GrantDecision
+	evals     atomic.Uint64 // policy evaluations, for tests
+	files     []string      // registry first, then PolicyFiles
 }
 
 // Number is the revision's sequence number within its Engine, from 1.
@@ -66,6 +76,24 @@ func (r *Revision) ToolIndex(name string) int {
 		return i
 	}
 	return -1
+}
+
+// DecisionMode reports whether the revision memoises grant decisions per
+// caller, and why. A policy is cacheable when the closure of
+// data.toolgate.grant.granted (every rule and function it reaches) reads
+// nothing under input.request, never the whole input, and calls no
+// non-deterministic built-in (time.now_ns, http.send, rand.intn, ...): its
+// granted set then depends only on the revision and the caller. why names
+// what makes a policy uncacheable, with file and line, e.g. "reads
+// input.request.meta at rego/grant.rego:12".
+func (r *Revision) DecisionMode() (cacheable bool, why string) {
+	switch {
+	case r.decisions != nil:
+		return true, r.mode.why
+	case r.mode.cacheable:
+		return false, "the decision cache is off (WithDecisionCache(false)); the policy would be cacheable: " + r.mode.why
+	}
+	return false, r.mode.why
 }
 
 // String names the revision for logs: number and short hash.
@@ -131,6 +159,16 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 	for i := range reg.Tools {
 		rev.index[reg.Tools[i].Name] = i
 		rev.rowTerms[i] = buildRowTerms(&reg.Tools[i])
+	}
+	names := make([]*ast.Term, len(rev.rowTerms))
+	for i := range rev.rowTerms {
+		names[i] = rev.rowTerms[i].name
+	}
+	rev.rowNames = ast.NewSet(names...)
+	rev.nobody = &GrantDecision{Revision: rev, Outcome: Nobody}
+	rev.mode = analyseGrant(ps.compiler)
+	if rev.mode.cacheable && !o.noDecisionCache {
+		rev.decisions = newDecisionCache(DefaultDecisionCacheSize)
 	}
 	return rev, nil
 }

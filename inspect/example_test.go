@@ -67,6 +67,7 @@ func ExampleExplain() {
 	// revision  …
 	// caller    carol (roles: contractor)
 	// decision  override: exactly the policy's granted set (rego/grant.rego:3)
+	// evaluated once per caller, then memoised: the rule behind granted reads only input.caller, input.tools and data, and calls no non-deterministic built-in
 	//
 	//   tool    base     granted  why (base)
 	//   echo    yes      yes      no section: every signed-in caller

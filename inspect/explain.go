@@ -66,6 +66,11 @@ type Explanation struct {
 	OverrideSet []string `json:"override_set,omitempty"`
 	// Failure is the policy failure when Mode is failed.
 	Failure string `json:"failure,omitempty"`
+	// Evaluation says how the revision takes grant decisions: "per_caller"
+	// (memoised per caller: the policy provably decides from the caller
+	// alone) or "per_call"; EvaluationWhy says why (engine.Revision.DecisionMode).
+	Evaluation    string `json:"evaluation"`
+	EvaluationWhy string `json:"evaluation_why"`
 	// Tools explains each row, in registry order.
 	Tools []RowExplanation `json:"tools"`
 	// Granted are the names a tools/call may use (the strict reading), in
@@ -142,6 +147,11 @@ func Explain(ctx context.Context, opts ExplainOptions) *Explanation {
 	}
 	if d.Err != nil {
 		x.Failure = d.Err.Error()
+	}
+	cached, why := rev.DecisionMode()
+	x.Evaluation, x.EvaluationWhy = "per_call", why
+	if cached {
+		x.Evaluation = "per_caller"
 	}
 	reg := rev.Registry()
 	for i := range reg.Tools {
@@ -296,6 +306,12 @@ func (x *Explanation) WriteText(w io.Writer) error {
 	}
 	if unknown := x.unknownGranted(); len(unknown) > 0 {
 		p.line("          granted also names tools no row has: %s", strings.Join(unknown, ", "))
+	}
+	switch x.Evaluation {
+	case "per_caller":
+		p.line("evaluated once per caller, then memoised: %s", x.EvaluationWhy)
+	case "per_call":
+		p.line("evaluated per call: %s", x.EvaluationWhy)
 	}
 	p.line("")
 	width := len("tool")

@@ -167,8 +167,12 @@ func (a *Adapter) List(ctx context.Context, req *mcp.ListToolsRequest) *mcp.List
 		a.log.Error("tools/list: grant decision failed; listing the base decision",
 			slog.String("subject", caller.Subject), slog.String("revision", rc.rev.String()), slog.Any("error", d.Err))
 	}
-	for _, i := range d.VisibleRows() {
-		res.Tools = append(res.Tools, rc.tools[i])
+	// The rows are computed once per decision, and a cached decision is
+	// shared by every listing of its caller: only the descriptors are copied.
+	rows := d.VisibleRows()
+	res.Tools = make([]*mcp.Tool, len(rows))
+	for k, i := range rows {
+		res.Tools[k] = rc.tools[i]
 	}
 	return res
 }

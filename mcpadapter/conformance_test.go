@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -44,12 +45,23 @@ func loadFixtures(t testing.TB) []*fixture {
 var leaks = regexp.MustCompile(`\.go:\d|goroutine \d|/etc/|/var/|\*[a-z]+\.[A-Z]|jsonschema|eval_[a-z_]+_error|rego_[a-z_]+_error|panic|runtime\.|\bexpected (integer|number|object)\b|main\.|mcpadapter|toolgate\.internal|Go struct field|Go value of type|cannot unmarshal|unmarshaling|json: |does(n't| not) validate`)
 
 // TestConformance runs every fixture through a governed server, over an
-// in-memory transport, under each protocol revision the SDK serves.
+// in-memory transport, under each protocol revision the SDK serves, with
+// the grant decision cache on and off.
 func TestConformance(t *testing.T) {
 	t.Parallel()
+	for _, cache := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cache=%t", cache), func(t *testing.T) {
+			t.Parallel()
+			testConformance(t, engine.WithDecisionCache(cache))
+		})
+	}
+}
+
+func testConformance(t *testing.T, opts ...engine.Option) {
 	for _, f := range loadFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
 			t.Parallel()
+			f.setup.opts = append(f.setup.opts[:len(f.setup.opts):len(f.setup.opts)], opts...)
 			for _, proto := range protocols {
 				g := newGoverned(t, f.setup)
 				c := g.connectRaw(t, proto)

@@ -61,8 +61,23 @@ func randomJSON(r *rand.Rand, depth int) string {
 // answer for a hidden tool (hidden by the base decision, or by an override)
 // is byte-identical to the answer for a name no row has, apart from the
 // echoed name.
+//
+// It runs with the grant decision cache on and off: answers must not
+// depend on it.
 func TestHiddenIsAbsent(t *testing.T) {
 	t.Parallel()
+	for _, mode := range []struct {
+		cache bool
+		calls int
+	}{{true, 1000}, {false, 250}} { // uncached decisions cost an evaluation each
+		t.Run(fmt.Sprintf("cache=%t", mode.cache), func(t *testing.T) {
+			t.Parallel()
+			testHiddenIsAbsent(t, mode.calls, engine.WithDecisionCache(mode.cache))
+		})
+	}
+}
+
+func testHiddenIsAbsent(t *testing.T, calls int, opts ...engine.Option) {
 	r := rand.New(rand.NewPCG(1, 2))
 	cases := []struct {
 		caller *engine.Caller
@@ -75,10 +90,10 @@ func TestHiddenIsAbsent(t *testing.T) {
 	const absent = "absentToolName"
 	for _, tc := range cases {
 		for _, proto := range []string{proto20250618, proto20260728} {
-			g := newGoverned(t, setup{caller: tc.caller})
+			g := newGoverned(t, setup{caller: tc.caller, opts: opts})
 			c := g.connectRaw(t, proto)
 			n := 0
-			for n < 1000/len(cases)/2+1 {
+			for n < calls/len(cases)/2+1 {
 				args, meta := randomJSON(r, 0), randomJSON(r, 0)
 				params := func(name string) string {
 					return fmt.Sprintf(`{"name":%q,"arguments":%s,"_meta":%s}`, name, args, meta)

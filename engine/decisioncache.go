@@ -1,0 +1,177 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+)
+
+// DefaultDecisionCacheSize bounds the grant decisions a revision memoises:
+// past it, the least recently used caller's decision is dropped.
+const DefaultDecisionCacheSize = 4096
+
+// decisionCache memoises grant decisions per caller fingerprint for one
+// revision (it is dropped with the revision). Only decisions that did not
+// fail are stored. It is a plain LRU under one mutex: a hit is a map lookup
+// and two pointer swaps.
+type decisionCache struct {
+	mu    sync.Mutex
+	max   int
+	items map[string]*cacheEntry
+	head  cacheEntry // sentinel of the recency list: head.next is the newest
+}
+
+type cacheEntry struct {
+	key        string
+	d          *GrantDecision
+	prev, next *cacheEntry
+}
+
+func newDecisionCache(max int) *decisionCache {
+	dc := &decisionCache{max: max, items: make(map[string]*cacheEntry, min(max, 64))}
+	dc.head.prev, dc.head.next = &dc.head, &dc.head
+	return dc
+}
+
+// get returns the decision stored under key, or nil.
+func (dc *decisionCache) get(key []byte) *GrantDecision {
+	dc.mu.Lock()
+	e := dc.items[string(key)]
+	if e == nil {
+		dc.mu.Unlock()
+		return nil
+	}
+	if dc.head.next != e {
+		e.unlink()
+		dc.pushFront(e)
+	}
+	d := e.d
+	dc.mu.Unlock()
+	return d
+}
+
+// put stores d under key and returns the decision the cache holds for key
+// afterwards: d, or the one another goroutine stored first (so that every
+// reader of a caller sees one value).
+func (dc *decisionCache) put(key []byte, d *GrantDecision) *GrantDecision {
+	dc.mu.Lock()
+	defer dc.mu.Unlock()
+	if e := dc.items[string(key)]; e != nil {
+		return e.d
+	}
+	if len(dc.items) >= dc.max {
+		old := dc.head.prev
+		old.unlink()
+		delete(dc.items, old.key)
+	}
+	e := &cacheEntry{key: string(key), d: d}
+	dc.items[e.key] = e
+	dc.pushFront(e)
+	return d
+}
+
+func (dc *decisionCache) len() int {
+	dc.mu.Lock()
+	defer dc.mu.Unlock()
+	return len(dc.items)
+}
+
+func (dc *decisionCache) pushFront(e *cacheEntry) {
+	e.prev, e.next = &dc.head, dc.head.next
+	dc.head.next.prev = e
+	dc.head.next = e
+}
+
+func (e *cacheEntry) unlink() {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
+}
+
+// appendFingerprint appends the canonical fingerprint of a caller: every
+// part of it the input document shows (subject, roles, claims), so that two
+// callers with one fingerprint get one input document. Roles are kept in
+// the order given, duplicates included: a policy may read
+// input.caller.roles[0] or count them. Strings are length-prefixed, claims
+// are encoded with their Go types and object keys sorted.
+func appendFingerprint(b []byte, c *Caller) []byte {
+	b = appendLenString(b, c.Subject)
+	b = strconv.AppendInt(b, int64(len(c.Roles)), 10)
+	b = append(b, ':')
+	for _, r := range c.Roles {
+		b = appendLenString(b, r)
+	}
+	if len(c.Claims) == 0 { // nil and {} both become {} in the input
+		return append(b, '{', '}')
+	}
+	return appendCanonical(b, c.Claims)
+}
+
+func appendLenString(b []byte, s string) []byte {
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, ':')
+	return append(b, s...)
+}
+
+// appendCanonical encodes a claims value so that equal encodings mean equal
+// values of equal Go types (a float64 1 and an int 1 stay apart, since the
+// input document may spell them differently).
+func appendCanonical(b []byte, v any) []byte {
+	switch v := v.(type) {
+	case nil:
+		return append(b, 'n')
+	case bool:
+		if v {
+			return append(b, 't')
+		}
+		return append(b, 'f')
+	case string:
+		return appendLenString(append(b, 's'), v)
+	case json.Number:
+		return appendLenString(append(b, 'N'), string(v))
+	case float64:
+		return append(strconv.AppendUint(append(b, 'F'), math.Float64bits(v), 16), ';')
+	case float32:
+		return append(strconv.AppendUint(append(b, 'f'), uint64(math.Float32bits(v)), 16), ';')
+	case int:
+		return append(strconv.AppendInt(append(b, 'i'), int64(v), 10), ';')
+	case int64:
+		return append(strconv.AppendInt(append(b, 'I'), v, 10), ';')
+	case int32:
+		return append(strconv.AppendInt(append(b, 'j'), int64(v), 10), ';')
+	case uint64:
+		return append(strconv.AppendUint(append(b, 'U'), v, 10), ';')
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(strconv.AppendInt(append(b, '{'), int64(len(v)), 10), ':')
+		for _, k := range keys {
+			b = appendCanonical(appendLenString(b, k), v[k])
+		}
+		return append(b, '}')
+	case []any:
+		b = append(strconv.AppendInt(append(b, '['), int64(len(v)), 10), ':')
+		for _, x := range v {
+			b = appendCanonical(b, x)
+		}
+		return append(b, ']')
+	case []string:
+		b = append(strconv.AppendInt(append(b, 'S'), int64(len(v)), 10), ':')
+		for _, x := range v {
+			b = appendLenString(b, x)
+		}
+		return b
+	}
+	// Anything else: its type and its JSON. Two values of one type with one
+	// encoding convert to one input value.
+	j, err := json.Marshal(v)
+	if err != nil {
+		j = fmt.Appendf(nil, "%#v", v)
+	}
+	return appendLenString(appendLenString(append(b, '?'), fmt.Sprintf("%T", v)), string(j))
+}

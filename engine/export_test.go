@@ -1,0 +1,23 @@
+package engine
+
+// Evaluations counts the policy evaluations the revision ran, for tests
+// that check what the decision cache saves.
+func (r *Revision) Evaluations() uint64 { return r.evals.Load() }
+
+// CachedDecisions is the number of grant decisions the revision memoises.
+func (r *Revision) CachedDecisions() int {
+	if r.decisions == nil {
+		return 0
+	}
+	return r.decisions.len()
+}
+
+// Fingerprint is a caller's decision cache key.
+func Fingerprint(c *Caller) string { return string(appendFingerprint(nil, c)) }
+
+// NewDecisionCacheForTest exposes the LRU with a small bound.
+func NewDecisionCacheForTest(max int) (get func(key string) *GrantDecision, put func(key string, d *GrantDecision)) {
+	dc := newDecisionCache(max)
+	return func(k string) *GrantDecision { return dc.get([]byte(k)) },
+		func(k string, d *GrantDecision) { dc.put([]byte(k), d) }
+}
