@@ -362,3 +362,51 @@ url_drivers_decided := true
 	require.Equal(t, want, toolNames(t, cs), "the listing after the reload")
 	require.Equal(t, refused("Error: Unknown tool 'sleep'."), call(t, cs, "sleep", map[string]any{"ms": 1}, nil))
 }
+
+// TestE2EStdio drives `toolgate serve --stdio` with the go-sdk client under
+// each protocol revision: the caller comes from --as and --role.
+func TestE2EStdio(t *testing.T) {
+	skipShort(t)
+	t.Parallel()
+	connect := func(t *testing.T, version string, caller ...string) *mcp.ClientSession {
+		t.Helper()
+		args := append([]string{"serve", "--stdio", "--ledger", "memory", "--no-watch",
+			"--audit", filepath.Join(t.TempDir(), "audit.jsonl")}, caller...)
+		cmd := exec.Command(toolgateBinary(t), args...)
+		stderr := &syncBuffer{}
+		cmd.Stderr = stderr
+		client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v0"}, nil)
+		ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
+		defer cancel()
+		// CommandTransport closes stdin, then terminates and kills the
+		// process if it does not exit, when the session closes.
+		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second},
+			&mcp.ClientSessionOptions{ProtocolVersion: version})
+		require.NoError(t, err, "connect under %s; stderr:\n%s", version, stderr.String())
+		t.Cleanup(func() {
+			_ = cs.Close()
+			if t.Failed() {
+				t.Logf("stderr of toolgate %s:\n%s", strings.Join(args, " "), stderr.String())
+			}
+		})
+		require.Equal(t, version, cs.InitializeResult().ProtocolVersion, "negotiated revision")
+		return cs
+	}
+	for _, version := range revisions {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			admin := connect(t, version, "--as", "ann", "--role", "admin")
+			manager := connect(t, version, "--as", "max", "--role", "manager")
+			nobody := connect(t, version)
+
+			require.Equal(t, exampleTools, toolNames(t, admin))
+			require.NotContains(t, toolNames(t, manager), "execUrl")
+			require.Equal(t, []string{}, toolNames(t, nobody))
+			require.Equal(t, ok("5"), call(t, admin, "add", map[string]any{"a": 2, "b": 3}, nil))
+			require.Equal(t, refused("Error: Unknown tool 'execUrl'."), call(t, manager, "execUrl", map[string]any{"url": "https://example.com/"}, nil))
+			require.Equal(t, refused("Tool 'resetCounter' needs an approval: set _meta festi/approvedBy."),
+				call(t, admin, "resetCounter", map[string]any{"key": "k"}, nil))
+			require.Equal(t, refused("Error: Missing required argument 'idReward'."), call(t, admin, "getReward", nil, nil))
+		})
+	}
+}
