@@ -224,6 +224,14 @@ func TestE2EHTTP(t *testing.T) {
 			require.Equal(t, []string{"echo", "add", "getReward", "price", "fail", "inner", "count", "sleep"}, toolNames(t, manager),
 				"manager: the reports section is hidden")
 			require.Equal(t, []string{}, toolNames(t, nobody), "nobody sees no tool")
+			if version >= "2026-07-28" {
+				// Listings differ from caller to caller (SPEC §6).
+				ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+				defer cancel()
+				res, err := admin.ListTools(ctx, nil)
+				require.NoError(t, err)
+				require.Equal(t, "private", res.CacheScope, "cacheScope of tools/list")
+			}
 
 			for _, tc := range []struct {
 				what string
