@@ -1,0 +1,420 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/httpserve"
+	"github.com/toolgate/toolgate/internal/conformance"
+)
+
+// The end-to-end tests run the built binary as a subprocess on loopback and
+// drive it with the go-sdk client, as a user's client would.
+
+// The protocol revisions toolgate serves (SPEC §6).
+var revisions = []string{"2025-06-18", "2025-11-25", "2026-07-28"}
+
+// exampleTools are the tools of the bundled example, in registry order.
+var exampleTools = []string{"echo", "add", "getReward", "price", "fail", "inner", "count", "sleep", "execUrl", "resetCounter"}
+
+const (
+	adminToken   = "e2e-admin-token"
+	managerToken = "e2e-manager-token"
+	// startTimeout bounds how long the binary may take to print its URL.
+	startTimeout = 60 * time.Second
+	// callTimeout bounds one client request.
+	callTimeout = 30 * time.Second
+)
+
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: builds and runs the toolgate binary; skipped with -short")
+	}
+}
+
+// writeTokens writes a tokens file with an admin (subject ann) and a
+// manager (subject max), and returns its path.
+func writeTokens(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tokens.json")
+	data, err := json.Marshal(map[string]httpserve.TokenEntry{
+		httpserve.HashToken(adminToken):   {Subject: "ann", Roles: []string{"admin"}},
+		httpserve.HashToken(managerToken): {Subject: "max", Roles: []string{"manager"}},
+	})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	return path
+}
+
+// served is a `toolgate serve --http` subprocess.
+type served struct {
+	url    string // the MCP endpoint, http://ADDR/mcp
+	base   string // http://ADDR
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	exited chan struct{} // closed once the process has exited
+	err    error         // cmd.Wait's error, once exited is closed
+}
+
+var urlLine = regexp.MustCompile(`toolgate: serving MCP \(streamable HTTP\) at (http://\S+)/mcp\n`)
+
+// stdoutWatch collects the binary's stdout and hands over the MCP URL it
+// prints.
+type stdoutWatch struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	sent bool
+	url  chan string
+}
+
+func (w *stdoutWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if m := urlLine.FindSubmatch(w.buf.Bytes()); m != nil && !w.sent {
+		w.sent = true
+		w.url <- string(m[1])
+	}
+	return len(p), nil
+}
+
+// serveHTTP starts `toolgate serve --http 127.0.0.1:0` with an in-memory
+// ledger, no file watching (args may turn it on) and args, and waits for
+// the URL it prints. The process is killed in t.Cleanup if still running.
+func serveHTTP(t *testing.T, args ...string) *served {
+	t.Helper()
+	full := append([]string{"serve", "--http", "127.0.0.1:0", "--ledger", "memory", "--no-watch",
+		"--audit", filepath.Join(t.TempDir(), "audit.jsonl")}, args...)
+	cmd := exec.Command(toolgateBinary(t), full...)
+	out := &stdoutWatch{url: make(chan string, 1)}
+	s := &served{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = out, s.stderr
+	// An upstream subprocess inherits stderr: do not wait on it forever.
+	cmd.WaitDelay = 5 * time.Second
+	require.NoError(t, cmd.Start())
+	go func() { s.err = cmd.Wait(); close(s.exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-s.exited:
+			return
+		default:
+		}
+		_ = cmd.Process.Kill()
+		<-s.exited
+		if t.Failed() {
+			t.Logf("stderr of toolgate %s:\n%s", strings.Join(full, " "), s.stderr.String())
+		}
+	})
+	select {
+	case s.base = <-out.url:
+		s.url = s.base + "/mcp"
+	case <-s.exited:
+		t.Fatalf("toolgate serve exited before serving: %v\nstderr:\n%s", s.err, s.stderr.String())
+	case <-time.After(startTimeout):
+		t.Fatalf("toolgate serve printed no URL within %s\nstderr:\n%s", startTimeout, s.stderr.String())
+	}
+	return s
+}
+
+// bearer adds an Authorization header to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// connect opens a go-sdk client session to s under protocol revision
+// version, with token ("" for none). It is closed in t.Cleanup.
+func (s *served) connect(t *testing.T, token, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	cs, err := s.dial(t, token, version, opts)
+	require.NoError(t, err, "connect under %s", version)
+	t.Cleanup(func() { _ = cs.Close() })
+	require.Equal(t, version, cs.InitializeResult().ProtocolVersion, "negotiated revision")
+	return cs
+}
+
+func (s *served) dial(t *testing.T, token, version string, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
+	hc := &http.Client{Transport: http.DefaultTransport}
+	if token != "" {
+		hc.Transport = bearer{token, http.DefaultTransport}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v0"}, opts)
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	defer cancel()
+	return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: hc},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
+}
+
+// toolNames lists the tools the session sees.
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	defer cancel()
+	res, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	names := []string{}
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+// answer is what a tools/call answered: its one text and whether isError.
+type answer struct {
+	Text    string
+	IsError bool
+}
+
+func ok(text string) answer      { return answer{Text: text} }
+func refused(text string) answer { return answer{Text: text, IsError: true} }
+
+// call makes one tools/call and returns its answer; a JSON-RPC error fails
+// the test (SPEC §5: every answer is a CallToolResult).
+func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, meta mcp.Meta) answer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	defer cancel()
+	if args == nil {
+		args = map[string]any{}
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
+	require.NoError(t, err, "tools/call %s", name)
+	require.Len(t, res.Content, 1, "tools/call %s: %+v", name, res)
+	text, isText := res.Content[0].(*mcp.TextContent)
+	require.True(t, isText, "tools/call %s: content %T", name, res.Content[0])
+	return answer{Text: text.Text, IsError: res.IsError}
+}
+
+// TestE2EHTTP drives `toolgate serve --http` (the bundled example, a tokens
+// file) under each protocol revision: listing, a granted, a hidden and a
+// denied call, a named-argument error, nobody.
+func TestE2EHTTP(t *testing.T) {
+	skipShort(t)
+	t.Parallel()
+	s := serveHTTP(t, "--tokens", writeTokens(t))
+	for _, version := range revisions {
+		t.Run(version, func(t *testing.T) {
+			admin := s.connect(t, adminToken, version, nil)
+			manager := s.connect(t, managerToken, version, nil)
+			nobody := s.connect(t, "", version, nil)
+
+			require.Equal(t, exampleTools, toolNames(t, admin), "admin sees every tool")
+			require.Equal(t, []string{"echo", "add", "getReward", "price", "fail", "inner", "count", "sleep"}, toolNames(t, manager),
+				"manager: the reports section is hidden")
+			require.Equal(t, []string{}, toolNames(t, nobody), "nobody sees no tool")
+			if version >= "2026-07-28" {
+				// Listings differ from caller to caller (SPEC §6).
+				ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+				defer cancel()
+				res, err := admin.ListTools(ctx, nil)
+				require.NoError(t, err)
+				require.Equal(t, "private", res.CacheScope, "cacheScope of tools/list")
+			}
+
+			for _, tc := range []struct {
+				what string
+				cs   *mcp.ClientSession
+				name string
+				args map[string]any
+				meta mcp.Meta
+				want answer
+			}{
+				{"granted", admin, "add", map[string]any{"a": 2, "b": 3}, nil, ok("5")},
+				{"hidden", manager, "execUrl", map[string]any{"url": "https://example.com/"}, nil, refused("Error: Unknown tool 'execUrl'.")},
+				{"no such row", manager, "noSuchTool", nil, nil, refused("Error: Unknown tool 'noSuchTool'.")},
+				{"nobody", nobody, "add", map[string]any{"a": 2, "b": 3}, nil, refused("Error: Unknown tool 'add'.")},
+				{"denied", admin, "resetCounter", map[string]any{"key": "k"}, nil,
+					refused("Tool 'resetCounter' needs an approval: set _meta festi/approvedBy.")},
+				{"approved", admin, "resetCounter", map[string]any{"key": "k" + version}, mcp.Meta{"festi/approvedBy": "bea"}, ok("1")},
+				{"missing argument", admin, "getReward", nil, nil, refused("Error: Missing required argument 'idReward'.")},
+				{"invalid value", admin, "getReward", map[string]any{"idReward": "seven"}, nil,
+					refused("Error: Invalid value for argument 'idReward': expected int.")},
+				{"failure inside", admin, "fail", nil, nil, refused("Error: An internal error occurred while executing the tool.")},
+			} {
+				require.Equal(t, tc.want, call(t, tc.cs, tc.name, tc.args, tc.meta), "%s: %s", tc.what, tc.name)
+			}
+		})
+	}
+
+	t.Run("unknown token", func(t *testing.T) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.url,
+			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer not-a-known-token")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		require.True(t, strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer"), "WWW-Authenticate: %q", resp.Header.Get("WWW-Authenticate"))
+
+		for _, version := range revisions {
+			_, err := s.dial(t, "not-a-known-token", version, nil)
+			require.Error(t, err, "a client with an unknown token cannot connect under %s", version)
+		}
+	})
+
+	t.Run("healthz", func(t *testing.T) {
+		resp, err := http.Get(s.base + "/healthz")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		var h struct {
+			Status   string `json:"status"`
+			Revision uint64 `json:"revision"`
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&h))
+		require.Equal(t, "ok", h.Status)
+		require.NotZero(t, h.Revision)
+	})
+}
+
+// TestE2EDemoToken: with no flags but an address, serve prints the demo
+// token, and it is an admin.
+func TestE2EDemoToken(t *testing.T) {
+	skipShort(t)
+	t.Parallel()
+	s := serveHTTP(t)
+	cs := s.connect(t, "toolgate-demo-admin", "2025-11-25", nil)
+	require.Equal(t, exampleTools, toolNames(t, cs))
+}
+
+// TestE2ESigterm: SIGTERM lets a call in flight finish, then the process
+// exits with status 0.
+func TestE2ESigterm(t *testing.T) {
+	skipShort(t)
+	t.Parallel()
+	s := serveHTTP(t, "--tokens", writeTokens(t))
+	cs := s.connect(t, adminToken, "2025-11-25", nil)
+	got := make(chan answer, 1)
+	go func() {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 1500}})
+		if err != nil || len(res.Content) != 1 {
+			got <- answer{Text: fmt.Sprintf("error %v, result %+v", err, res), IsError: true}
+			return
+		}
+		text, _ := res.Content[0].(*mcp.TextContent)
+		got <- answer{Text: text.Text, IsError: res.IsError}
+	}()
+	time.Sleep(500 * time.Millisecond) // the call is in flight
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case a := <-got:
+		require.Equal(t, ok("1500"), a, "the call in flight finishes")
+	case <-time.After(callTimeout):
+		t.Fatal("the call in flight got no answer")
+	}
+	select {
+	case <-s.exited:
+		require.NoError(t, s.err, "exit status; stderr:\n%s", s.stderr.String())
+		require.Equal(t, 0, s.cmd.ProcessState.ExitCode())
+	case <-time.After(callTimeout):
+		t.Fatalf("toolgate serve did not exit after SIGTERM\nstderr:\n%s", s.stderr.String())
+	}
+}
+
+// TestE2EWatch: with --watch, a policy edit reloads, a connected session
+// receives notifications/tools/list_changed and its next listing differs.
+func TestE2EWatch(t *testing.T) {
+	skipShort(t)
+	t.Parallel()
+	dir := t.TempDir()
+	regPath, polDir := writeExample(t, dir, &conformance.Fixture{})
+	s := serveHTTP(t, "--registry", regPath, "--policy", polDir, "--tokens", writeTokens(t), "--watch")
+
+	changed := make(chan struct{}, 8)
+	cs := s.connect(t, adminToken, "2025-11-25", &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			changed <- struct{}{}
+		},
+	})
+	require.Equal(t, exampleTools, toolNames(t, cs))
+
+	// An override for every signed-in caller: all the base grants but sleep.
+	grant := `package toolgate.grant
+
+granted := {t.name | some t in input.tools; t.base; t.name != "sleep"} if input.caller != null
+
+url_drivers_decided := true
+`
+	require.NoError(t, os.WriteFile(filepath.Join(polDir, "grant.rego"), []byte(grant), 0o644))
+	select {
+	case <-changed:
+	case <-time.After(callTimeout):
+		t.Fatalf("no notifications/tools/list_changed after a policy edit\nstderr:\n%s", s.stderr.String())
+	}
+	want := []string{"echo", "add", "getReward", "price", "fail", "inner", "count", "execUrl", "resetCounter"}
+	require.Equal(t, want, toolNames(t, cs), "the listing after the reload")
+	require.Equal(t, refused("Error: Unknown tool 'sleep'."), call(t, cs, "sleep", map[string]any{"ms": 1}, nil))
+}
+
+// TestE2EStdio drives `toolgate serve --stdio` with the go-sdk client under
+// each protocol revision: the caller comes from --as and --role.
+func TestE2EStdio(t *testing.T) {
+	skipShort(t)
+	t.Parallel()
+	connect := func(t *testing.T, version string, caller ...string) *mcp.ClientSession {
+		t.Helper()
+		args := append([]string{"serve", "--stdio", "--ledger", "memory", "--no-watch",
+			"--audit", filepath.Join(t.TempDir(), "audit.jsonl")}, caller...)
+		cmd := exec.Command(toolgateBinary(t), args...)
+		stderr := &syncBuffer{}
+		cmd.Stderr = stderr
+		client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v0"}, nil)
+		ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
+		defer cancel()
+		// CommandTransport closes stdin, then terminates and kills the
+		// process if it does not exit, when the session closes.
+		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second},
+			&mcp.ClientSessionOptions{ProtocolVersion: version})
+		require.NoError(t, err, "connect under %s; stderr:\n%s", version, stderr.String())
+		t.Cleanup(func() {
+			_ = cs.Close()
+			if t.Failed() {
+				t.Logf("stderr of toolgate %s:\n%s", strings.Join(args, " "), stderr.String())
+			}
+		})
+		require.Equal(t, version, cs.InitializeResult().ProtocolVersion, "negotiated revision")
+		return cs
+	}
+	for _, version := range revisions {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			admin := connect(t, version, "--as", "ann", "--role", "admin")
+			manager := connect(t, version, "--as", "max", "--role", "manager")
+			nobody := connect(t, version)
+
+			require.Equal(t, exampleTools, toolNames(t, admin))
+			require.NotContains(t, toolNames(t, manager), "execUrl")
+			require.Equal(t, []string{}, toolNames(t, nobody))
+			require.Equal(t, ok("5"), call(t, admin, "add", map[string]any{"a": 2, "b": 3}, nil))
+			require.Equal(t, refused("Error: Unknown tool 'execUrl'."), call(t, manager, "execUrl", map[string]any{"url": "https://example.com/"}, nil))
+			require.Equal(t, refused("Tool 'resetCounter' needs an approval: set _meta festi/approvedBy."),
+				call(t, admin, "resetCounter", map[string]any{"key": "k"}, nil))
+			require.Equal(t, refused("Error: Missing required argument 'idReward'."), call(t, admin, "getReward", nil, nil))
+		})
+	}
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/conformance"
+)
+
+var (
+	upOnce sync.Once
+	upPath string
+	upErr  error
+)
+
+// upstreamBinary builds the test upstream MCP server
+// (upstream/internal/testserver/cmd/upstreamtest) once per test run.
+func upstreamBinary(t *testing.T) string {
+	t.Helper()
+	upOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "toolgate-upstreamtest")
+		if err != nil {
+			upErr = err
+			return
+		}
+		upPath = filepath.Join(dir, "upstreamtest")
+		cmd := exec.Command("go", "build", "-o", upPath, "./upstream/internal/testserver/cmd/upstreamtest")
+		cmd.Dir = filepath.Join("..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			upErr = fmt.Errorf("go build upstreamtest: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, upErr)
+	return upPath
+}
+
+// upstreamRows are rows added to the bundled example: two dispatch to the
+// upstream "up", one to the upstream "down" that never starts.
+const upstreamRows = `
+  - name: upHello
+    method: upstream:up/hello
+    description: Greets someone, upstream.
+    arguments:
+      - { name: name, type: string, required: true }
+
+  - name: upFail
+    method: upstream:up/fail
+    description: An upstream isError result.
+
+  - name: downHello
+    method: upstream:down/hello
+    description: A tool of an upstream that is down.
+    arguments:
+      - { name: name, type: string, required: true }
+`
+
+// TestE2EUpstream runs `toolgate serve` in front of the upstreamtest MCP
+// server (over stdio, from a config file with import: true) and of an
+// upstream whose command does not exist: proxying, import, isError
+// pass-through, and a down upstream that answers its tools with the
+// generic internal error, quickly, while the rest keeps working.
+func TestE2EUpstream(t *testing.T) {
+	skipShort(t)
+	t.Parallel()
+	up := upstreamBinary(t)
+	dir := t.TempDir()
+	regPath, polDir := writeExample(t, dir, &conformance.Fixture{Registry: string(toolgate.ExampleRegistry()) + upstreamRows})
+	cfg := filepath.Join(dir, "toolgate.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`# upstream MCP servers for the end-to-end test
+upstreams:
+  - { name: up, command: %q, import: true }
+`, up)), 0o644))
+	s := serveHTTP(t, "--config", cfg, "--registry", regPath, "--policy", polDir, "--tokens", writeTokens(t),
+		"--upstream", "down="+filepath.Join(dir, "no-such-upstream"))
+
+	for _, version := range revisions {
+		t.Run(version, func(t *testing.T) {
+			admin := s.connect(t, adminToken, version, nil)
+
+			names := toolNames(t, admin)
+			require.Subset(t, names, append(append([]string{}, exampleTools...), "upHello", "upFail", "downHello"))
+			require.Subset(t, names, []string{"up.echo", "up.slow"}, "the upstream's tools that no row names are imported")
+			require.NotContains(t, names, "up.hello", "a tool a row names is not imported")
+			require.NotContains(t, names, "up.fail", "a tool a row names is not imported")
+
+			// Proxying: the row's call reaches the upstream's hello.
+			require.Equal(t, ok("hello, ann"), call(t, admin, "upHello", map[string]any{"name": "ann"}, nil))
+			// Arguments are bound against the row before the upstream is asked.
+			require.Equal(t, refused("Error: Missing required argument 'name'."), call(t, admin, "upHello", nil, nil))
+			// Import: up.echo answers its arguments.
+			echo := call(t, admin, "up.echo", map[string]any{"label": "abc", "count": 2}, nil)
+			require.False(t, echo.IsError, "up.echo: %s", echo.Text)
+			var args map[string]any
+			require.NoError(t, json.Unmarshal([]byte(echo.Text), &args), "up.echo: %s", echo.Text)
+			require.Equal(t, map[string]any{"label": "abc", "count": float64(2)}, args)
+			// An imported row is governed like any other: its schema binds.
+			require.Equal(t, refused("Error: Missing required argument 'label'."), call(t, admin, "up.echo", map[string]any{"count": 2}, nil))
+			// An upstream isError result passes through as a result.
+			require.Equal(t, refused("upstream failed"), call(t, admin, "upFail", nil, nil))
+
+			// A down upstream: the generic internal answer, never a hang.
+			start := time.Now()
+			require.Equal(t, refused("Error: An internal error occurred while executing the tool."),
+				call(t, admin, "downHello", map[string]any{"name": "ann"}, nil))
+			took := time.Since(start)
+			t.Logf("a down upstream answered in %s", took)
+			require.Less(t, took, 10*time.Second, "a down upstream answers quickly")
+			// ... and the rest keeps working.
+			require.Equal(t, ok("5"), call(t, admin, "add", map[string]any{"a": 2, "b": 3}, nil))
+			require.Equal(t, ok("hello, bo"), call(t, admin, "upHello", map[string]any{"name": "bo"}, nil))
+		})
+	}
+}
+
+// TestE2EUpstreamHangs: an upstream that starts but never answers (it reads
+// its stdin and says nothing): its tools answer with the generic internal
+// error within the upstream time-outs, and the rest keeps working. (It
+// delays the server's start by the connect time-outs: about 20s.)
+func TestE2EUpstreamHangs(t *testing.T) {
+	skipShort(t)
+	t.Parallel()
+	dir := t.TempDir()
+	rows := `
+  - name: hangHello
+    method: upstream:hang/hello
+    arguments:
+      - { name: name, type: string, required: true }
+`
+	regPath, polDir := writeExample(t, dir, &conformance.Fixture{Registry: string(toolgate.ExampleRegistry()) + rows})
+	cfg := filepath.Join(dir, "toolgate.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(`upstreams:
+  - { name: hang, command: /bin/sh, args: ["-c", "cat >/dev/null; exit 0"], import: true }
+`), 0o644))
+	s := serveHTTP(t, "--config", cfg, "--registry", regPath, "--policy", polDir, "--tokens", writeTokens(t))
+	admin := s.connect(t, adminToken, "2025-11-25", nil)
+	require.Equal(t, append(append([]string{}, exampleTools...), "hangHello"), toolNames(t, admin))
+
+	start := time.Now()
+	require.Equal(t, refused("Error: An internal error occurred while executing the tool."),
+		call(t, admin, "hangHello", map[string]any{"name": "ann"}, nil))
+	took := time.Since(start)
+	t.Logf("a hanging upstream answered in %s", took)
+	// Bounded by the upstream's connect time-out (10s) and call time-out (30s).
+	require.Less(t, took, 25*time.Second, "a hanging upstream answers within its time-outs")
+	require.Equal(t, ok("5"), call(t, admin, "add", map[string]any{"a": 2, "b": 3}, nil))
+}

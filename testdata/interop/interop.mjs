@@ -1,0 +1,228 @@
+// interop.mjs drives `toolgate serve` with the official TypeScript MCP SDK
+// client (@modelcontextprotocol/sdk, pinned in package-lock.json), over stdio
+// and over streamable HTTP, and checks the answers SPEC §5 and §6 name:
+// a listing, a granted call, a hidden call, a denied call and a named-argument
+// error, each with its exact text.
+//
+//   node interop.mjs /path/to/toolgate
+//
+// It starts every toolgate process itself (loopback only, memory ledger, no
+// file watching), kills them when done, prints one line per check and a
+// summary `interop: N passed, M failed`, and exits 1 on any mismatch.
+
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+const bin = process.argv[2];
+if (!bin) {
+  console.error('usage: node interop.mjs /path/to/toolgate');
+  process.exit(2);
+}
+
+// The tools of the bundled example (example/registry.yaml), in registry order.
+const EXAMPLE_TOOLS = ['echo', 'add', 'getReward', 'price', 'fail', 'inner', 'count', 'sleep', 'execUrl', 'resetCounter'];
+// The demo token of the bundled example, and one more for a manager.
+const ADMIN_TOKEN = 'toolgate-demo-admin';
+const MANAGER_TOKEN = 'interop-manager-token';
+// Every step is bounded: a hang is a failure, not a stuck CI job.
+const STEP_MS = 15000;
+
+let passed = 0;
+let failed = 0;
+const cleanups = [];
+
+function report(ok, name, detail) {
+  if (ok) {
+    passed++;
+    console.log(`ok   ${name}`);
+  } else {
+    failed++;
+    console.log(`FAIL ${name}: ${detail}`);
+  }
+}
+
+function bounded(promise, what) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${STEP_MS} ms`)), STEP_MS);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+// check runs one step; a thrown error is a failed check, not a crash.
+async function check(name, fn) {
+  try {
+    const detail = await bounded(fn(), name);
+    report(detail === undefined, name, detail);
+  } catch (err) {
+    report(false, name, err?.stack ?? String(err));
+  }
+}
+
+// textOf returns the one text content item of a CallToolResult.
+function textOf(res) {
+  if (!Array.isArray(res?.content) || res.content.length !== 1 || res.content[0].type !== 'text') {
+    return undefined;
+  }
+  return res.content[0].text;
+}
+
+// expectResult returns undefined when res is exactly the text and isError
+// wanted, and else what differs.
+function expectResult(res, text, isError) {
+  const got = textOf(res);
+  if (got !== text || Boolean(res.isError) !== isError) {
+    return `want ${JSON.stringify({ text, isError })}, got ${JSON.stringify(res)}`;
+  }
+  return undefined;
+}
+
+function expectNames(tools, want) {
+  const got = tools.map((t) => t.name);
+  if (JSON.stringify(got) !== JSON.stringify(want)) {
+    return `want tools ${JSON.stringify(want)}, got ${JSON.stringify(got)}`;
+  }
+  return undefined;
+}
+
+async function connect(transport, label) {
+  const client = new Client({ name: 'toolgate-interop', version: '1.0.0' });
+  await bounded(client.connect(transport), `${label}: connect`);
+  cleanups.push(() => client.close().catch(() => {}));
+  return client;
+}
+
+// The checks every transport runs: admin is the bundled example's admin,
+// manager holds the role manager (execUrl's section, reports, is admins' only).
+async function runChecks(label, admin, manager) {
+  await check(`${label}: tools/list as admin shows the 10 tools of the example`, async () => {
+    const { tools } = await admin.listTools();
+    return expectNames(tools, EXAMPLE_TOOLS);
+  });
+  await check(`${label}: tools/list as manager hides execUrl and resetCounter`, async () => {
+    const { tools } = await manager.listTools();
+    return expectNames(tools, EXAMPLE_TOOLS.filter((n) => n !== 'execUrl' && n !== 'resetCounter'));
+  });
+  await check(`${label}: a granted call (add 2+3)`, async () => {
+    const res = await admin.callTool({ name: 'add', arguments: { a: 2, b: 3 } });
+    return expectResult(res, '5', false);
+  });
+  await check(`${label}: a hidden call (execUrl as manager) answers like a tool that does not exist`, async () => {
+    const hidden = await manager.callTool({ name: 'execUrl', arguments: { url: 'https://example.com/' } });
+    const missing = await manager.callTool({ name: 'noSuchTool', arguments: { url: 'https://example.com/' } });
+    return expectResult(hidden, "Error: Unknown tool 'execUrl'.", true) ??
+      expectResult(missing, "Error: Unknown tool 'noSuchTool'.", true);
+  });
+  await check(`${label}: a denied call (resetCounter without _meta festi/approvedBy)`, async () => {
+    const res = await admin.callTool({ name: 'resetCounter', arguments: { key: 'interop' } });
+    return expectResult(res, "Tool 'resetCounter' needs an approval: set _meta festi/approvedBy.", true);
+  });
+  await check(`${label}: the same call with _meta festi/approvedBy runs`, async () => {
+    const res = await admin.callTool({ name: 'resetCounter', arguments: { key: 'interop' }, _meta: { 'festi/approvedBy': 'ann' } });
+    return expectResult(res, '1', false);
+  });
+  await check(`${label}: a named-argument error (getReward without idReward)`, async () => {
+    const res = await admin.callTool({ name: 'getReward', arguments: {} });
+    return expectResult(res, "Error: Missing required argument 'idReward'.", true);
+  });
+}
+
+function stdioTransport(...caller) {
+  const transport = new StdioClientTransport({
+    command: bin,
+    args: ['serve', '--stdio', ...caller, '--ledger', 'memory', '--no-watch', '--audit', join(dir, 'audit-stdio.jsonl')],
+    stderr: 'pipe',
+  });
+  collect(transport.stderr, `toolgate serve --stdio ${caller.join(' ')}`);
+  return transport;
+}
+
+// logs keeps what the toolgate processes wrote to stderr, shown on failure.
+const logs = [];
+function collect(stream, name) {
+  let text = '';
+  stream?.on('data', (b) => { text += b; });
+  logs.push(() => `--- stderr of ${name}:\n${text}`);
+}
+
+const sha256 = (s) => createHash('sha256').update(s).digest('hex');
+
+// startHTTP starts `toolgate serve --http 127.0.0.1:0` with a tokens file and
+// resolves to the MCP URL it prints.
+async function startHTTP() {
+  const tokens = join(dir, 'tokens.json');
+  writeFileSync(tokens, JSON.stringify({
+    [sha256(ADMIN_TOKEN)]: { subject: 'demo', roles: ['admin'] },
+    [sha256(MANAGER_TOKEN)]: { subject: 'max', roles: ['manager'] },
+  }));
+  const child = spawn(bin, ['serve', '--http', '127.0.0.1:0', '--tokens', tokens, '--ledger', 'memory', '--no-watch', '--audit', join(dir, 'audit-http.jsonl')], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  cleanups.push(() => new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const timer = setTimeout(() => { child.kill('SIGKILL'); resolve(); }, 5000);
+    child.once('exit', () => { clearTimeout(timer); resolve(); });
+    child.kill('SIGTERM');
+  }));
+  collect(child.stderr, 'toolgate serve --http');
+  const url = new Promise((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout });
+    lines.on('line', (line) => {
+      const m = /serving MCP \(streamable HTTP\) at (http:\/\/\S+\/mcp)/.exec(line);
+      if (m) resolve(m[1]);
+    });
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`toolgate serve --http exited with ${code} before serving`)));
+  });
+  return bounded(url, 'toolgate serve --http: the MCP URL');
+}
+
+function httpTransport(url, token) {
+  return new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'toolgate-interop-'));
+let exitCode = 0;
+try {
+  // stdio: the caller comes from the flags, one process per caller.
+  try {
+    const admin = await connect(stdioTransport('--as', 'ann', '--role', 'admin'), 'stdio admin');
+    const manager = await connect(stdioTransport('--as', 'max', '--role', 'manager'), 'stdio manager');
+    await runChecks('stdio', admin, manager);
+  } catch (err) {
+    report(false, 'stdio: connect', err?.stack ?? String(err));
+  }
+
+  // streamable HTTP: the caller comes from each request's bearer token.
+  try {
+    const url = await startHTTP();
+    const adminTransport = httpTransport(url, ADMIN_TOKEN);
+    const admin = await connect(adminTransport, 'http admin');
+    const manager = await connect(httpTransport(url, MANAGER_TOKEN), 'http manager');
+    console.log(`http: ${url}, protocol revision ${adminTransport.protocolVersion}`);
+    await runChecks('http', admin, manager);
+  } catch (err) {
+    report(false, 'http: connect', err?.stack ?? String(err));
+  }
+} finally {
+  for (const c of cleanups.reverse()) {
+    await c();
+  }
+  rmSync(dir, { recursive: true, force: true });
+  if (failed > 0) {
+    for (const l of logs) console.log(l());
+    exitCode = 1;
+  }
+  console.log(`interop: ${passed} passed, ${failed} failed`);
+}
+process.exit(exitCode);
