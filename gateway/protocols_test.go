@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/toolgate/toolgate/config"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -130,6 +131,9 @@ func TestProtocolsOverHTTP(t *testing.T) {
 				return cs
 			}
 			call := func(c *engine.Caller, p mcp.CallToolParams) string {
+				// The SDK client adds its per-request keys to _meta in place
+				// (2026-07-28): give each call a copy of the shared fixture's.
+				p.Meta = maps.Clone(p.Meta)
 				res, err := session(c).CallTool(ctx, &p)
 				require.NoError(t, err, "a JSON-RPC error reached the client (%s)", proto)
 				b, err := json.Marshal(res)
