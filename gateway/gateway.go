@@ -40,6 +40,10 @@ import (
 // Version is reported to MCP clients as the server's version.
 var Version = "dev"
 
+// upstreamStartWait bounds how long start-up (and a revision build) waits
+// for upstreams: the rows of one that answers later come with a reload.
+const upstreamStartWait = time.Second
+
 // Config is everything Run needs: the settings of `toolgate serve`
 // (config.Serve, SPEC §8; call its SetDefaults first) and the process's
 // streams.
@@ -121,13 +125,27 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			return err
 		}
 		closers = append(closers, pool.Close)
-		if err := pool.Connect(ctx); err != nil {
-			log.Warn("toolgate: an upstream is not reachable yet; its tools answer with an internal error until it is", slog.Any("error", err))
+		// Connect in the background and wait a little, so the first revision
+		// usually has the imported rows; an upstream that is down or hangs
+		// must not hold the server back (its rows come with ToolsChanged).
+		connected := make(chan struct{})
+		go func() {
+			defer close(connected)
+			if err := pool.Connect(ctx); err != nil {
+				log.Warn("toolgate: an upstream is not reachable; its tools answer with an internal error until it is", slog.Any("error", err))
+			}
+		}()
+		select {
+		case <-connected:
+		case <-time.After(upstreamStartWait):
+			log.Warn("toolgate: upstreams still connecting; serving without waiting for them")
 		}
 		methods = upstream.Chain(methods, pool)
 		for _, u := range cfg.Upstreams {
 			if u.Import {
 				engOpts = append(engOpts, engine.WithRegistryHook(func(ctx context.Context, reg *registry.Registry) (*registry.Registry, error) {
+					ctx, cancel := context.WithTimeout(ctx, upstreamStartWait)
+					defer cancel()
 					return upstream.MergeRows(reg, pool.ImportedRows(ctx)), nil
 				}))
 				break

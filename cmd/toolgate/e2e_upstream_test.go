@@ -123,8 +123,8 @@ upstreams:
 
 // TestE2EUpstreamHangs: an upstream that starts but never answers (it reads
 // its stdin and says nothing): its tools answer with the generic internal
-// error within the upstream time-outs, and the rest keeps working. (It
-// delays the server's start by the connect time-outs: about 20s.)
+// error within the upstream time-outs, the rest keeps working, and the
+// server does not wait for it to start serving.
 func TestE2EUpstreamHangs(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
@@ -140,7 +140,10 @@ func TestE2EUpstreamHangs(t *testing.T) {
 	require.NoError(t, os.WriteFile(cfg, []byte(`upstreams:
   - { name: hang, command: /bin/sh, args: ["-c", "cat >/dev/null; exit 0"], import: true }
 `), 0o644))
+	began := time.Now()
 	s := serveHTTP(t, "--config", cfg, "--registry", regPath, "--policy", polDir, "--tokens", writeTokens(t))
+	t.Logf("serving after %s", time.Since(began))
+	require.Less(t, time.Since(began), 9*time.Second, "a hanging upstream does not hold the server back for its 10 s connect time-out")
 	admin := s.connect(t, adminToken, "2025-11-25", nil)
 	require.Equal(t, append(append([]string{}, exampleTools...), "hangHello"), toolNames(t, admin))
 
