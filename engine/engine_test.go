@@ -316,3 +316,19 @@ func TestCompileErrorInAWatchedRuleIsReportedOnce(t *testing.T) {
 	require.Len(t, ce.Diagnostics, 1, "%v", err)
 	require.Equal(t, 3, ce.Diagnostics[0].Row)
 }
+
+// TestCallRulesFromData: data.toolgate.call.deny given as a data document
+// (no rule) is still read — JSON has no sets, so it fails closed — and the
+// call query is skipped only when nothing at all defines the call rules.
+func TestCallRulesFromData(t *testing.T) {
+	t.Parallel()
+	rev := newEngine(t, map[string]string{"toolgate/call/data.json": `{"deny": ["from data"]}`}).Current()
+	d := rev.Call(context.Background(), carol, engine.Request{Method: engine.MethodCall, Tool: "echo"})
+	require.ErrorIs(t, d.Err, engine.ErrPolicy)
+
+	rev = newEngine(t, map[string]string{"grant.rego": contractorPolicy}).Current()
+	d = rev.Call(context.Background(), carol, engine.Request{Method: engine.MethodCall, Tool: "echo"})
+	require.NoError(t, d.Err)
+	require.Empty(t, d.Deny)
+	require.Nil(t, d.Result)
+}

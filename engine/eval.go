@@ -87,6 +87,9 @@ func (r *Revision) readGranted(d *GrantDecision, b any) {
 // row. The caller is signed in (a call by nobody never gets here).
 func (r *Revision) Call(ctx context.Context, c *Caller, req Request) *CallDecision {
 	d := &CallDecision{Revision: r}
+	if !r.policies.callRules {
+		return d // nothing can deny or answer
+	}
 	idx := r.ToolIndex(req.Tool)
 	var v *callerView
 	if c != nil {

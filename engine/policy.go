@@ -112,9 +112,12 @@ type policySet struct {
 	store    storage.Store
 	files    []string
 	prov     []provenance
-	grantQ   rego.PreparedEvalQuery // granted only: the hot path
-	explainQ rego.PreparedEvalQuery // granted with provenance and url_drivers_decided
-	callQ    rego.PreparedEvalQuery // deny and result with provenance
+	// callRules is false when nothing defines data.toolgate.call.deny or
+	// .result (no rule, no data document): accepted calls skip the call query.
+	callRules bool
+	grantQ    rego.PreparedEvalQuery // granted only: the hot path
+	explainQ  rego.PreparedEvalQuery // granted with provenance and url_drivers_decided
+	callQ     rego.PreparedEvalQuery // deny and result with provenance
 }
 
 // compilePolicies parses, compiles and prepares every policy and data file.
@@ -155,6 +158,16 @@ func compilePolicies(ctx context.Context, files []sourceFile, printHook func(str
 		return nil, &CompileError{Diagnostics: diags}
 	}
 	ps.prov = addProvenance(modules)
+	for _, p := range ps.prov {
+		if !p.target.Equal(refGranted) {
+			ps.callRules = true
+		}
+	}
+	if tg, ok := data["toolgate"].(map[string]any); ok {
+		if _, ok := tg["call"]; ok {
+			ps.callRules = true
+		}
+	}
 
 	c := ast.NewCompiler().WithEnablePrintStatements(printHook != nil)
 	c.Compile(modules)

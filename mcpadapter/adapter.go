@@ -215,13 +215,14 @@ func (a *Adapter) Call(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallT
 	}
 	// Step 3: the grant decision, strictly. An unknown name runs it too.
 	d := rev.Grant(ctx, caller, ereq)
+	decided := time.Since(start)
 	allowed, err := d.Allowed(name)
 	if err != nil {
 		a.log.Error("tools/call: grant decision failed; refusing",
 			slog.String("decision_id", call.DecisionID), slog.String("subject", caller.Subject),
 			slog.String("revision", rev.String()), slog.Any("error", err))
 		res := TextResult(msgNotVerified, true)
-		a.runAfter(ctx, call, &CallEnd{Outcome: OutcomeRefusedGate, Result: res, Err: err, Failed: true, Duration: time.Since(start)})
+		a.runAfter(ctx, call, &CallEnd{Outcome: OutcomeRefusedGate, Result: res, Err: err, Failed: true, Duration: time.Since(start), Decision: decided})
 		return res
 	}
 	// Step 4: hidden is absent.
@@ -234,6 +235,7 @@ func (a *Adapter) Call(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallT
 
 	end := a.accepted(ctx, call, rc, idx, &ereq)
 	end.Duration = time.Since(start)
+	end.Decision += decided
 	if end.Failed {
 		a.log.Error("tools/call failed",
 			slog.String("decision_id", call.DecisionID), slog.String("tool", name), slog.String("method", row.Method),
@@ -245,7 +247,9 @@ func (a *Adapter) Call(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallT
 }
 
 // accepted runs steps 5 to 7 for a granted call.
-func (a *Adapter) accepted(ctx context.Context, call *CallContext, rc *revisionCache, idx int, ereq *engine.Request) *CallEnd {
+func (a *Adapter) accepted(ctx context.Context, call *CallContext, rc *revisionCache, idx int, ereq *engine.Request) (end *CallEnd) {
+	var rules time.Duration // spent in the toolgate.call rules
+	defer func() { end.Decision = rules }()
 	fail := func(err error) *CallEnd {
 		return &CallEnd{Outcome: OutcomeFailed, Result: TextResult(msgInternal, true), Err: err, Failed: true}
 	}
@@ -282,7 +286,9 @@ func (a *Adapter) accepted(ctx context.Context, call *CallContext, rc *revisionC
 			answer, answeredBy = v.Result, h.Name
 		}
 	}
+	rulesStart := time.Now()
 	cd := call.Revision.Call(ctx, call.Caller, *ereq)
+	rules = time.Since(rulesStart)
 	if cd.Err != nil {
 		return fail(fmt.Errorf("toolgate.call rules: %w", cd.Err))
 	}

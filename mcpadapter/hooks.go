@@ -110,6 +110,9 @@ type CallEnd struct {
 	Reasons []string
 	// Duration is the wall-clock time of the call itself.
 	Duration time.Duration
+	// Decision is the part of Duration spent in policy decisions: the grant
+	// decision and, for an accepted call, the toolgate.call rules.
+	Decision time.Duration
 	// AnsweredBy names the hook ("policy" for a toolgate.call rule) that
 	// answered or denied, when one did.
 	AnsweredBy string

@@ -38,6 +38,7 @@ type Metrics struct {
 	reg            *prometheus.Registry
 	calls          *prometheus.CounterVec
 	duration       prometheus.Histogram
+	decision       prometheus.Histogram
 	reloads        prometheus.Counter
 	reloadFailures prometheus.Counter
 	replays        prometheus.Counter
@@ -54,9 +55,14 @@ func New() *Metrics {
 			Help: "tools/call requests that reached the before hooks or were refused by a failing grant decision, by outcome.",
 		}, []string{"outcome"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "toolgate_decision_duration_seconds",
+			Name:    "toolgate_call_duration_seconds",
 			Help:    "Wall-clock time of those calls, from receipt to the answer (decisions, hooks and the method).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		decision: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "toolgate_decision_duration_seconds",
+			Help:    "Time those calls spent in policy decisions: the grant decision and the toolgate.call rules.",
+			Buckets: []float64{.000001, .000005, .00001, .00005, .0001, .0005, .001, .0025, .005, .01, .025, .05, .1, .25},
 		}),
 		reloads: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "toolgate_reloads_total",
@@ -82,7 +88,7 @@ func New() *Metrics {
 	for _, o := range outcomes {
 		m.calls.WithLabelValues(string(o))
 	}
-	m.reg.MustRegister(m.calls, m.duration, m.reloads, m.reloadFailures, m.replays, m.conflicts, m.auditDropped,
+	m.reg.MustRegister(m.calls, m.duration, m.decision, m.reloads, m.reloadFailures, m.replays, m.conflicts, m.auditDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -100,6 +106,9 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) Hook() mcpadapter.Hook {
 	return mcpadapter.Hook{Name: HookName, After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
 		m.ObserveCall(end.Outcome, end.Duration.Seconds())
+		if m != nil {
+			m.decision.Observe(end.Decision.Seconds())
+		}
 		return nil
 	}}
 }

@@ -110,7 +110,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	call(`{"text":"a"}`) // replay
 	call(`{"text":"a"}`) // replay
 	call(`{"text":"b"}`) // conflict
-	m.Hook().After(context.Background(), &mcpadapter.CallContext{}, &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeRefusedGate, Failed: true, Duration: time.Second})
+	m.Hook().After(context.Background(), &mcpadapter.CallContext{}, &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeRefusedGate, Failed: true, Duration: time.Second, Decision: 2 * time.Millisecond})
 	m.ReloadOK()
 	m.ReloadOK()
 	m.ReloadFailed()
@@ -128,9 +128,12 @@ func TestMetricsEndpoint(t *testing.T) {
 	require.Equal(t, 3.0, counter(t, fams, "toolgate_audit_dropped_total"))
 	require.EqualValues(t, aud.Dropped(), 3)
 
-	h := fams["toolgate_decision_duration_seconds"].Metric[0].GetHistogram()
+	h := fams["toolgate_call_duration_seconds"].Metric[0].GetHistogram()
 	require.EqualValues(t, 5, h.GetSampleCount())
 	require.InDelta(t, 0.003+0.001*3+1, h.GetSampleSum(), 1e-9)
+	d := fams["toolgate_decision_duration_seconds"].Metric[0].GetHistogram()
+	require.EqualValues(t, 5, d.GetSampleCount())
+	require.InDelta(t, 0.002, d.GetSampleSum(), 1e-9, "the Decision part of the calls")
 }
 
 func TestNilMetricsIsANoOp(t *testing.T) {
