@@ -42,15 +42,22 @@ func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDeci
 
 // grant evaluates the grant decision for a signed-in caller.
 func (r *Revision) grant(ctx context.Context, c *Caller, req *Request) *GrantDecision {
+	d, _ := r.evalGrant(ctx, r.policies.grantQ, c, req)
+	return d
+}
+
+// evalGrant evaluates q, a grant query binding g, for a signed-in caller;
+// it returns the decision and, unless the evaluation failed, the bindings.
+func (r *Revision) evalGrant(ctx context.Context, q rego.PreparedEvalQuery, c *Caller, req *Request) (*GrantDecision, rego.Vars) {
 	d := &GrantDecision{Revision: r}
 	d.view = r.view(c)
-	rs, err := r.eval(ctx, r.policies.grantQ, r.input(c, d.view, req, -1))
+	rs, err := r.eval(ctx, q, r.input(c, d.view, req, -1))
 	if err != nil {
 		d.Outcome, d.Err = Failed, policyError(refGranted, err, ctx)
-		return d
+		return d, nil
 	}
 	r.readGranted(d, rs[0].Bindings["g"])
-	return d
+	return d, rs[0].Bindings
 }
 
 // readGranted sets the outcome from the wrapped value of granted.
@@ -173,19 +180,10 @@ func (r *Revision) Call(ctx context.Context, c *Caller, req Request) *CallDecisi
 // that defined granted. It is slower than Grant and meant for tools such as
 // `toolgate explain`, not the hot path.
 func (r *Revision) Explain(ctx context.Context, c *Caller, req Request) *GrantDecision {
-	d := &GrantDecision{Revision: r}
 	if c == nil {
-		d.Outcome = Nobody
-		return d
+		return &GrantDecision{Revision: r, Outcome: Nobody}
 	}
-	d.view = r.view(c)
-	rs, err := r.eval(ctx, r.policies.explainQ, r.input(c, d.view, &req, -1))
-	if err != nil {
-		d.Outcome, d.Err = Failed, policyError(refGranted, err, ctx)
-		return d
-	}
-	b := rs[0].Bindings
-	r.readGranted(d, b["g"])
+	d, b := r.evalGrant(ctx, r.policies.explainQ, c, &req)
 	if d.Outcome != Override {
 		return d
 	}
