@@ -1,0 +1,79 @@
+package mcpadapter_test
+
+import (
+	"context"
+	"fmt"
+	"testing/fstest"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+func Example() {
+	ctx := context.Background()
+	fsys := fstest.MapFS{
+		"registry.yaml": {Data: []byte(`
+sections:
+  admin: { roles: [admin] }
+tools:
+  - name: echo
+    method: demo.echo
+    arguments: [{ name: text, type: string, required: true }]
+  - name: wipe
+    method: demo.echo
+    section: admin
+    arguments: [{ name: text, type: string, required: true }]
+`)},
+		"policies/call.rego": {Data: []byte("package toolgate.call\n")},
+	}
+	eng, err := engine.New(ctx, engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	methods := mcpadapter.Methods{}
+	methods.Register("demo.echo", func(_ context.Context, a struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		return a.Text, nil
+	})
+	alice := &engine.Caller{Subject: "alice", Roles: []string{"user"}}
+	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: mcpadapter.StaticCaller(alice)})
+	server := a.NewServer(&mcp.Implementation{Name: "example", Version: "1"}, nil)
+
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(ctx, mcpadapter.WrapTransport(st), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer cs.Close()
+
+	list, _ := cs.ListTools(ctx, nil)
+	for _, t := range list.Tools {
+		fmt.Println("listed:", t.Name)
+	}
+	for _, call := range []*mcp.CallToolParams{
+		{Name: "echo", Arguments: map[string]any{"text": "hi"}},
+		{Name: "echo", Arguments: map[string]any{}},
+		{Name: "wipe", Arguments: map[string]any{"text": "all"}},
+		{Name: "nothing"},
+	} {
+		res, _ := cs.CallTool(ctx, call)
+		fmt.Printf("%s: %s (isError %t)\n", call.Name, res.Content[0].(*mcp.TextContent).Text, res.IsError)
+	}
+	// Output:
+	// listed: echo
+	// echo: hi (isError false)
+	// echo: Error: Missing required argument 'text'. (isError true)
+	// wipe: Error: Unknown tool 'wipe'. (isError true)
+	// nothing: Error: Unknown tool 'nothing'. (isError true)
+}
