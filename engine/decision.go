@@ -54,6 +54,7 @@ type GrantDecision struct {
 
 	view    *callerView
 	granted ast.Set // the override set (strings only), when Outcome is Override
+	allowed []bool  // per row, from granted; set by precompute for shared decisions
 	visible atomic.Pointer[[]int]
 }
 
@@ -83,11 +84,29 @@ func (d *GrantDecision) Allowed(name string) (bool, error) {
 func (d *GrantDecision) allowedRow(i int) bool {
 	switch d.Outcome {
 	case Override:
+		if d.allowed != nil {
+			return d.allowed[i]
+		}
 		return d.granted.Contains(d.Revision.rowTerms[i].name)
 	case NoOverride, Failed:
 		return d.view.base[i]
 	}
 	return false
+}
+
+// precompute resolves an override set into one flag per row, so that a
+// decision read many times (a memoised one) answers Allowed with a slice
+// index instead of a hash lookup in a set as large as the registry. It must
+// be called before the decision is shared.
+func (d *GrantDecision) precompute() {
+	if d.Outcome != Override {
+		return
+	}
+	allowed := make([]bool, len(d.Revision.rowTerms))
+	for i := range allowed {
+		allowed[i] = d.granted.Contains(d.Revision.rowTerms[i].name)
+	}
+	d.allowed = allowed
 }
 
 // Visible is the lenient reading used by tools/list: like Allowed, but a

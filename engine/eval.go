@@ -37,6 +37,7 @@ func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDeci
 	if d.Outcome == Failed {
 		return d
 	}
+	d.precompute()
 	return dc.put(key, d)
 }
 
