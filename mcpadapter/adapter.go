@@ -122,13 +122,39 @@ func (a *Adapter) Install(s *mcp.Server) {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch r := req.(type) {
 			case *mcp.CallToolRequest:
-				return a.Call(ctx, r), nil
+				return a.callSafely(ctx, r), nil
 			case *mcp.ListToolsRequest:
-				return a.List(ctx, r), nil
+				return a.listSafely(ctx, r), nil
 			}
 			return next(ctx, method, req)
 		}
 	})
+}
+
+// callSafely is Call, with a last line of defence: the SDK does not recover
+// a handler's panic, so one would end the whole server. Hooks and methods
+// are already guarded; anything else that panics answers the generic
+// internal error and is logged.
+func (a *Adapter) callSafely(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult) {
+	defer func() {
+		if v := recover(); v != nil {
+			a.log.Error("tools/call panicked; answered with the internal error", slog.Any("error", &PanicError{Value: v, Stack: debug.Stack()}))
+			res = TextResult(msgInternal, true)
+		}
+	}()
+	return a.Call(ctx, req)
+}
+
+// listSafely is List with the same defence: a panic lists nothing.
+func (a *Adapter) listSafely(ctx context.Context, req *mcp.ListToolsRequest) (res *mcp.ListToolsResult) {
+	defer func() {
+		if v := recover(); v != nil {
+			a.log.Error("tools/list panicked; answered with an empty listing", slog.Any("error", &PanicError{Value: v, Stack: debug.Stack()}))
+			res = &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
+			res.CacheScope = "private"
+		}
+	}()
+	return a.List(ctx, req)
 }
 
 // revision returns the current revision with its derived cache.
@@ -249,7 +275,11 @@ func (a *Adapter) Call(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallT
 // accepted runs steps 5 to 7 for a granted call.
 func (a *Adapter) accepted(ctx context.Context, call *CallContext, rc *revisionCache, idx int, ereq *engine.Request) (end *CallEnd) {
 	var rules time.Duration // spent in the toolgate.call rules
-	defer func() { end.Decision = rules }()
+	defer func() {
+		if end != nil {
+			end.Decision = rules
+		}
+	}()
 	fail := func(err error) *CallEnd {
 		return &CallEnd{Outcome: OutcomeFailed, Result: TextResult(msgInternal, true), Err: err, Failed: true}
 	}

@@ -113,7 +113,13 @@ func bind(t *registry.Tool, schemas []*jsonschema.Schema, m Method, raw json.Raw
 		if err := dec.Decode(&val); err != nil {
 			return nil, argErr(ArgInvalid, err)
 		}
-		if err := schemas[j].Validate(val); err != nil {
+		// The validator panics on numbers it cannot represent (a huge
+		// exponent makes big.Rat refuse the value): a value it cannot take.
+		if err := safely(func() error { return schemas[j].Validate(val) }); err != nil {
+			var pe *PanicError
+			if errors.As(err, &pe) {
+				return nil, argErr(ArgInvalid, errors.New("the validator could not read the value"))
+			}
 			return nil, argErr(ArgInvalid, violation(err))
 		}
 		args = append(args, Arg{Name: a.Name, Value: v})

@@ -51,3 +51,26 @@ func TestRegression_UndecodableParamsField(t *testing.T) {
 		}
 	}
 }
+
+// TestRegression_HugeExponentArgument: a number whose exponent the JSON
+// Schema validator cannot represent (big.Rat refuses 1e4567890) made it
+// panic inside the SDK's handler goroutine, which does not recover: one
+// tools/call ended the whole server. Found by FuzzToolsCall in CI.
+func TestRegression_HugeExponentArgument(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ args, named string }{
+		{`{"a":1e4567890,"b":1}`, "a"},
+		{`{"a":1,"b":-1E999999999999}`, "b"},
+	}
+	for _, proto := range protocols {
+		g := newGoverned(t, setup{caller: fuzzCaller})
+		c := g.connectRaw(t, proto)
+		for _, tc := range cases {
+			res := toolResult(t, c.call(`{"name":"add","arguments":`+tc.args+`}`))
+			require.Equal(t, "Error: Invalid value for argument '"+tc.named+"': expected int.", resultText(t, res), tc.args)
+		}
+		// The server is still serving.
+		res := toolResult(t, c.call(`{"name":"add","arguments":{"a":2,"b":3}}`))
+		require.Equal(t, "5", resultText(t, res))
+	}
+}
