@@ -1,6 +1,7 @@
 package mcpadapter
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -146,15 +147,17 @@ func (a *Adapter) callSafely(ctx context.Context, req *mcp.CallToolRequest) (res
 }
 
 // listSafely is List with the same defence: a panic lists nothing.
-func (a *Adapter) listSafely(ctx context.Context, req *mcp.ListToolsRequest) (res *mcp.ListToolsResult) {
+func (a *Adapter) listSafely(ctx context.Context, req *mcp.ListToolsRequest) (res mcp.Result) {
 	defer func() {
 		if v := recover(); v != nil {
 			a.log.Error("tools/list panicked; answered with an empty listing", slog.Any("error", &PanicError{Value: v, Stack: debug.Stack()}))
-			res = &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
-			res.CacheScope = "private"
+			empty := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
+			empty.CacheScope = "private"
+			res = empty
 		}
 	}()
-	return a.List(ctx, req)
+	list, wire := a.list(ctx, req)
+	return &wireList{ListToolsResult: list, tools: wire}
 }
 
 // revision returns the current revision with its derived cache.
@@ -171,6 +174,12 @@ func (a *Adapter) revision() *revisionCache {
 // List answers tools/list: the rows the caller's grant decision allows,
 // read leniently (a failing policy falls back to the base decision).
 func (a *Adapter) List(ctx context.Context, req *mcp.ListToolsRequest) *mcp.ListToolsResult {
+	res, _ := a.list(ctx, req)
+	return res
+}
+
+// list is List, also returning the listed tools as sent on the wire.
+func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.ListToolsResult, []json.RawMessage) {
 	res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
 	res.CacheScope = "private"
 	var rawMeta string
@@ -184,7 +193,7 @@ func (a *Adapter) List(ctx context.Context, req *mcp.ListToolsRequest) *mcp.List
 	}
 	caller := a.opts.Caller(ctx, req)
 	if caller == nil {
-		return res
+		return res, nil
 	}
 	a.seen.add(caller)
 	rc := a.revision()
@@ -197,10 +206,44 @@ func (a *Adapter) List(ctx context.Context, req *mcp.ListToolsRequest) *mcp.List
 	// shared by every listing of its caller: only the descriptors are copied.
 	rows := d.VisibleRows()
 	res.Tools = make([]*mcp.Tool, len(rows))
+	wire := make([]json.RawMessage, len(rows))
 	for k, i := range rows {
-		res.Tools[k] = rc.tools[i]
+		res.Tools[k], wire[k] = rc.tools[i], rc.wire[i]
 	}
-	return res
+	return res, wire
+}
+
+// wireList is a tools/list result as the middleware returns it: the SDK's
+// result (its _meta, cache hints and result type are set as usual) with the
+// tools sent as pre-rendered descriptors, so the registry's annotations
+// pass through exactly.
+type wireList struct {
+	*mcp.ListToolsResult
+	tools []json.RawMessage
+}
+
+func (l *wireList) MarshalJSON() ([]byte, error) {
+	head := *l.ListToolsResult
+	head.Tools = []*mcp.Tool{}
+	b, err := json.Marshal(&head)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	buf.WriteByte('[')
+	for i, t := range l.tools {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(t)
+	}
+	buf.WriteByte(']')
+	m["tools"] = buf.Bytes()
+	return json.Marshal(m)
 }
 
 // Call answers tools/call, step by step as SPEC §5 says. It never returns a

@@ -22,6 +22,7 @@ import (
 type revisionCache struct {
 	rev   *engine.Revision
 	tools []*mcp.Tool // descriptor per row, registry order
+	wire  []json.RawMessage
 	rows  []rowSchemas
 }
 
@@ -33,11 +34,29 @@ type rowSchemas struct {
 
 func newRevisionCache(rev *engine.Revision) *revisionCache {
 	reg := rev.Registry()
-	rc := &revisionCache{rev: rev, tools: make([]*mcp.Tool, len(reg.Tools)), rows: make([]rowSchemas, len(reg.Tools))}
+	rc := &revisionCache{rev: rev, tools: make([]*mcp.Tool, len(reg.Tools)), wire: make([]json.RawMessage, len(reg.Tools)), rows: make([]rowSchemas, len(reg.Tools))}
 	for i := range reg.Tools {
 		rc.tools[i] = descriptor(&reg.Tools[i])
+		rc.wire[i] = wireDescriptor(&reg.Tools[i])
 	}
 	return rc
+}
+
+// wireDescriptor renders a row as tools/list sends it: like descriptor,
+// but with the row's annotations passed through exactly (the SDK's typed
+// ToolAnnotations would drop unknown keys and add false hints).
+func wireDescriptor(t *registry.Tool) json.RawMessage {
+	b, err := json.Marshal(struct {
+		Name        string         `json:"name"`
+		Title       string         `json:"title,omitempty"`
+		Description string         `json:"description,omitempty"`
+		InputSchema map[string]any `json:"inputSchema"`
+		Annotations map[string]any `json:"annotations,omitempty"`
+	}{t.Name, t.Title, t.Description, t.InputSchema(), t.Annotations})
+	if err != nil {
+		b, _ = json.Marshal(descriptor(t)) // not reached: the registry holds JSON values
+	}
+	return b
 }
 
 // descriptor renders a row as tools/list shows it. Its inputSchema comes

@@ -79,3 +79,36 @@ func TestListShowsTheBindingSchema(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(b), `"pattern":"^-?[0-9]+(\\.[0-9]{1,2})?$"`, "an internal type's schema is inlined")
 }
+
+// TestListPassesAnnotationsThrough: annotations reach the wire exactly as
+// the registry has them: no hint added, no unknown key dropped.
+func TestListPassesAnnotationsThrough(t *testing.T) {
+	t.Parallel()
+	reg := `tools:
+  - name: wipe
+    method: demo.echo
+    arguments: [{ name: text, type: string }]
+    annotations: { destructiveHint: true, "x-team": { owner: ops } }
+  - name: plain
+    method: demo.echo
+`
+	for _, proto := range protocols {
+		g := newGoverned(t, setup{caller: &engine.Caller{Subject: "max"}, registry: reg})
+		c := g.connectRaw(t, proto)
+		req, ok := c.prepare(`{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`)
+		require.True(t, ok)
+		var resp struct {
+			Result struct {
+				Tools      []map[string]json.RawMessage `json:"tools"`
+				CacheScope string                       `json:"cacheScope"`
+			} `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal(c.roundTrip(req), &resp))
+		require.Len(t, resp.Result.Tools, 2, proto)
+		require.JSONEq(t, `{"destructiveHint":true,"x-team":{"owner":"ops"}}`, string(resp.Result.Tools[0]["annotations"]), proto)
+		_, has := resp.Result.Tools[1]["annotations"]
+		require.False(t, has, "a row without annotations sends none (%s)", proto)
+		require.JSONEq(t, `{"type":"object","properties":{"text":{"type":"string"}}}`, string(resp.Result.Tools[0]["inputSchema"]))
+		require.Equal(t, "private", resp.Result.CacheScope)
+	}
+}
