@@ -15,6 +15,8 @@ package toolgate
 import (
 	"embed"
 	"io/fs"
+
+	"github.com/toolgate/toolgate/engine"
 )
 
 // Paths of the bundled example inside [Bundled].
@@ -46,4 +48,18 @@ func ExamplePolicies() fs.FS {
 		panic("toolgate: bundled policies missing: " + err.Error()) // a build mistake
 	}
 	return sub
+}
+
+// Source returns the engine source of a registry file and a policy
+// directory on disk; each that is "" is the bundled example's, as every
+// toolgate command defaults them.
+func Source(registry, policy string) engine.Source {
+	src := engine.Source{Registry: registry, Policies: policy}
+	if registry == "" {
+		src.RegistryFS, src.Registry = Bundled, BundledRegistryPath
+	}
+	if policy == "" {
+		src.PolicyFS, src.Policies = Bundled, BundledPolicyDir
+	}
+	return src
 }

@@ -96,6 +96,14 @@ func (e *cacheEntry) unlink() {
 // the order given, duplicates included: a policy may read
 // input.caller.roles[0] or count them. Strings are length-prefixed, claims
 // are encoded with their Go types and object keys sorted.
+// Fingerprint is a canonical key of the caller: equal for callers whose
+// input documents are equal (subject, roles in order, claims), different
+// otherwise. It is what the decision cache keys on.
+func (c *Caller) Fingerprint() string {
+	var buf [192]byte
+	return string(appendFingerprint(buf[:0], c))
+}
+
 func appendFingerprint(b []byte, c *Caller) []byte {
 	b = appendLenString(b, c.Subject)
 	b = strconv.AppendInt(b, int64(len(c.Roles)), 10)

@@ -66,16 +66,7 @@ type Config struct {
 func (c *Config) Bundled() bool { return c.Registry == "" && c.Policy == "" }
 
 // Source returns the engine source the configuration names.
-func (c *Config) Source() engine.Source {
-	src := engine.Source{Registry: c.Registry, Policies: c.Policy}
-	if c.Registry == "" {
-		src.RegistryFS, src.Registry = toolgate.Bundled, toolgate.BundledRegistryPath
-	}
-	if c.Policy == "" {
-		src.PolicyFS, src.Policies = toolgate.Bundled, toolgate.BundledPolicyDir
-	}
-	return src
-}
+func (c *Config) Source() engine.Source { return toolgate.Source(c.Registry, c.Policy) }
 
 // Run serves until ctx is done (HTTP: then shuts down gracefully, letting
 // calls in flight finish) or, for stdio, until the client closes stdin.

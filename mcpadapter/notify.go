@@ -1,6 +1,7 @@
 package mcpadapter
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,23 +25,20 @@ type seenCallers struct {
 }
 
 func (s *seenCallers) add(c *engine.Caller) {
-	b, err := json.Marshal(c)
-	if err != nil {
-		return
-	}
+	key := c.Fingerprint()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.callers == nil {
 		s.callers = map[string]*engine.Caller{}
 	}
-	if _, ok := s.callers[string(b)]; ok {
+	if _, ok := s.callers[key]; ok {
 		return
 	}
 	if len(s.callers) >= maxSeenCallers {
 		s.full = true
 		return
 	}
-	s.callers[string(b)] = c
+	s.callers[key] = c
 }
 
 func (s *seenCallers) snapshot() ([]*engine.Caller, bool) {
@@ -67,26 +65,21 @@ func (a *Adapter) ListingChanged(ctx context.Context, prev, next *engine.Revisio
 	}
 	pc, nc := newRevisionCache(prev), newRevisionCache(next)
 	for _, c := range callers {
-		if !slices.EqualFunc(a.listing(ctx, pc, c), a.listing(ctx, nc, c), sameTool) {
+		if !slices.EqualFunc(a.listing(ctx, pc, c), a.listing(ctx, nc, c), func(x, y json.RawMessage) bool { return bytes.Equal(x, y) }) {
 			return true
 		}
 	}
 	return false
 }
 
-func (a *Adapter) listing(ctx context.Context, rc *revisionCache, c *engine.Caller) []*mcp.Tool {
+// listing is what the caller's tools/list sends, as wire descriptors.
+func (a *Adapter) listing(ctx context.Context, rc *revisionCache, c *engine.Caller) []json.RawMessage {
 	d := rc.rev.Grant(ctx, c, engine.Request{Method: engine.MethodList})
-	var out []*mcp.Tool
+	var out []json.RawMessage
 	for _, i := range d.VisibleRows() {
-		out = append(out, rc.tools[i])
+		out = append(out, rc.wire[i])
 	}
 	return out
-}
-
-func sameTool(x, y *mcp.Tool) bool {
-	bx, err1 := json.Marshal(x)
-	by, err2 := json.Marshal(y)
-	return err1 == nil && err2 == nil && string(bx) == string(by)
 }
 
 // NotifyToolsChanged sends notifications/tools/list_changed to the sessions

@@ -67,14 +67,7 @@ func (s *sourceFlags) register(fs *flag.FlagSet) {
 // source returns the engine source the flags name: each part that is not
 // given is the bundled example's, as with `toolgate serve`.
 func (s *sourceFlags) source() (engine.Source, error) {
-	src := engine.Source{Registry: s.registry, Policies: s.policy}
-	if s.registry == "" {
-		src.RegistryFS, src.Registry = toolgate.Bundled, toolgate.BundledRegistryPath
-	}
-	if s.policy == "" {
-		src.PolicyFS, src.Policies = toolgate.Bundled, toolgate.BundledPolicyDir
-	}
-	return src, nil
+	return toolgate.Source(s.registry, s.policy), nil
 }
 
 // formatFlag is --format text|json.
