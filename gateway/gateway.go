@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,6 +65,43 @@ type Config struct {
 
 // Bundled reports whether the configuration serves the bundled example.
 func (c *Config) Bundled() bool { return c.Registry == "" && c.Policy == "" }
+
+// demoTokenAllowed reports whether the bundled example's public demo
+// token may be offered: only when the server serves nothing but the bundled
+// example (no upstreams, no host methods) on a loopback address, so the
+// token, printed in every README, reaches nothing from the network.
+func (c *Config) demoTokenAllowed() bool {
+	return c.Bundled() && len(c.Upstreams) == 0 && len(c.ExtraMethods) == 0 && loopbackAddr(c.HTTP)
+}
+
+// demoTokenWithheld says why the demo token is not offered, for the start-up
+// message; "" when it would not have been anyway (not the bundled example).
+func demoTokenWithheld(c Config) string {
+	switch {
+	case !c.Bundled():
+		return ""
+	case len(c.Upstreams) > 0 || len(c.ExtraMethods) > 0:
+		return " (the demo token is offered only when the bundled example is served alone, without upstreams or host methods)"
+	case !loopbackAddr(c.HTTP):
+		return " (the demo token is offered only on a loopback address)"
+	}
+	return ""
+}
+
+// loopbackAddr reports whether a listen address binds loopback only: a
+// loopback IP literal, or localhost. An empty host, 0.0.0.0, :: and any other
+// name bind (or may resolve to) other interfaces.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
 
 // Source returns the engine source the configuration names.
 func (c *Config) Source() engine.Source { return toolgate.Source(c.Registry, c.Policy) }
@@ -254,8 +292,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			if tokens, err = httpserve.LoadTokens(cfg.Tokens); err != nil {
 				return err
 			}
-		case cfg.Bundled():
+		case cfg.demoTokenAllowed():
 			demoToken, tokens = httpserve.DemoToken()
+		default:
+			log.Warn("toolgate: no --tokens: every HTTP caller is nobody and sees no tool" + demoTokenWithheld(cfg))
 		}
 		hs := httpserve.New(httpserve.Options{
 			Server:  httpSrv,
@@ -271,7 +311,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		go func() {
 			errc <- hs.ListenAndServe(runCtx, cfg.HTTP, func(a net.Addr) {
 				if welcome != nil {
-					printWelcome(welcome, a, demoToken, tokens)
+					printWelcome(welcome, a, demoToken, tokens, demoTokenWithheld(cfg))
 				} else {
 					log.Info("toolgate: serving MCP (streamable HTTP)", slog.String("url", "http://"+a.String()+"/mcp"))
 				}
@@ -291,7 +331,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	return err
 }
 
-func printWelcome(w io.Writer, a net.Addr, demoToken string, tokens *httpserve.Tokens) {
+func printWelcome(w io.Writer, a net.Addr, demoToken string, tokens *httpserve.Tokens, withheld string) {
 	fmt.Fprintf(w, "toolgate: serving MCP (streamable HTTP) at http://%s/mcp\n", a)
 	switch {
 	case demoToken != "":
@@ -299,7 +339,7 @@ func printWelcome(w io.Writer, a net.Addr, demoToken string, tokens *httpserve.T
 		fmt.Fprintf(w, "  Authorization: Bearer %s\n", demoToken)
 		fmt.Fprintf(w, "toolgate: without a token a client is nobody and sees no tool.\n")
 	case tokens == nil:
-		fmt.Fprintf(w, "toolgate: no --tokens: every HTTP caller is nobody and sees no tool.\n")
+		fmt.Fprintf(w, "toolgate: no --tokens: every HTTP caller is nobody and sees no tool%s.\n", withheld)
 	default:
 		fmt.Fprintf(w, "toolgate: %d bearer tokens loaded.\n", tokens.Len())
 	}
