@@ -277,7 +277,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			cfg.Ready(nil)
 		}
 		go func() {
-			err := stdioSrv.Run(runCtx, mcpadapter.WrapTransport(&mcp.IOTransport{Reader: in, Writer: out}))
+			err := stdioSrv.Run(runCtx, mcpadapter.WrapTransport(answerBeforeEOF{&mcp.IOTransport{Reader: in, Writer: out}}))
 			if err != nil && (runCtx.Err() != nil || errors.Is(err, io.EOF)) {
 				err = nil
 			}
