@@ -286,9 +286,11 @@ func TestHealthzAndMetrics(t *testing.T) {
 	f := newFixture(t)
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "toolgate_up 1\n") })
 	ts := startServer(t, httpserve.Options{
-		Server:  f.server,
-		Tokens:  testTokens(t),
-		Health:  func() any { return map[string]any{"status": "ok", "revision": 3, "hash": "abc", "lastReloadError": nil} },
+		Server: f.server,
+		Tokens: testTokens(t),
+		Health: func() any {
+			return map[string]any{"status": "ok", "revision": 3, "hash": "abc", "lastReloadError": nil}
+		},
 		Metrics: metrics,
 	})
 	get := func(path, token string) (int, string) {
