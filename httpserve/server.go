@@ -235,6 +235,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer b.finish()
+		// A copy: the server's own request keeps its body, whose unread
+		// size tells it to close the connection rather than drain it.
+		r = r.WithContext(r.Context())
 		r.Body = b
 	}
 	s.mux.ServeHTTP(w, r)
