@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -492,5 +493,41 @@ func TestSec06SlowConnections(t *testing.T) {
 		require.NoError(t, err)
 	case <-time.After(httpserve.DefaultShutdownGrace - 2*time.Second):
 		t.Fatal("shutdown waited for the slow bodies")
+	}
+}
+
+// BenchmarkSec02Server: server time of a POST /mcp through the whole
+// handler chain (Host, Origin, caller, session gate, body, wire layer) for
+// the bodies of finding 2; the SDK refuses what passes.
+//
+//	go test ./httpserve -run '^$' -bench Sec02 -benchmem
+func BenchmarkSec02Server(b *testing.B) {
+	f := newFixture(b)
+	srv := httpserve.New(httpserve.Options{Server: f.server})
+	over := bytes.Repeat([]byte(" "), mcpadapter.MaxBodyBytes+1)
+	for _, bc := range []struct {
+		name   string
+		body   []byte
+		length int64
+	}{
+		{"1MiB_of_empty_objects", emptyObjects(1 << 20), 1 << 20},
+		{"4MiB+1_with_length", over, int64(len(over))},
+		{"4MiB+1_chunked", over, -1},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader(bc.body))
+				req.ContentLength = bc.length
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				rec := httptest.NewRecorder()
+				srv.ServeHTTP(rec, req)
+				if rec.Code != http.StatusBadRequest && rec.Code != http.StatusRequestEntityTooLarge {
+					b.Fatalf("status %d", rec.Code)
+				}
+			}
+		})
 	}
 }
