@@ -88,22 +88,29 @@ func (b *body) finish() {
 	b.owner.remove(b)
 }
 
-// limitListener accepts at most cap connections at once; beyond, Accept
-// waits for one to close (new connections wait in the listen backlog).
-// Every connection ends in bounded time (header and body deadlines, the
-// idle timeout, the session timeout for streams), so the wait does too.
+// limitListener accepts at most cap connections at once. At the cap it
+// first closes the connection idle (between keep-alive requests) the
+// longest, if any, then waits for one to close: new connections wait in
+// the listen backlog meanwhile. Every connection ends in bounded time
+// (header and body deadlines, the idle timeout, the session timeout for
+// streams), so the wait does too.
 type limitListener struct {
 	net.Listener
 	slots chan struct{}
 	done  chan struct{}
 	once  sync.Once
+
+	mu   sync.Mutex
+	idle map[net.Conn]time.Time // since when each idle connection is
 }
 
-func limitListen(ln net.Listener, n int) net.Listener {
+// limitListen returns ln capped at n connections; nil when n <= 0 (no
+// cap).
+func limitListen(ln net.Listener, n int) *limitListener {
 	if n <= 0 {
-		return ln
+		return nil
 	}
-	return &limitListener{Listener: ln, slots: make(chan struct{}, n), done: make(chan struct{})}
+	return &limitListener{Listener: ln, slots: make(chan struct{}, n), done: make(chan struct{}), idle: map[net.Conn]time.Time{}}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -111,6 +118,13 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	case l.slots <- struct{}{}:
 	case <-l.done:
 		return nil, net.ErrClosed
+	default:
+		l.closeOldestIdle()
+		select {
+		case l.slots <- struct{}{}:
+		case <-l.done:
+			return nil, net.ErrClosed
+		}
 	}
 	c, err := l.Listener.Accept()
 	if err != nil {
@@ -118,6 +132,34 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
+}
+
+// connState is the http.Server's ConnState hook: it keeps the idle
+// connections.
+func (l *limitListener) connState(c net.Conn, st http.ConnState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st == http.StateIdle {
+		l.idle[c] = time.Now()
+		return
+	}
+	delete(l.idle, c)
+}
+
+func (l *limitListener) closeOldestIdle() {
+	l.mu.Lock()
+	var oldest net.Conn
+	var since time.Time
+	for c, t := range l.idle {
+		if oldest == nil || t.Before(since) {
+			oldest, since = c, t
+		}
+	}
+	delete(l.idle, oldest)
+	l.mu.Unlock()
+	if oldest != nil {
+		_ = oldest.Close()
+	}
 }
 
 func (l *limitListener) Close() error {

@@ -531,3 +531,39 @@ func BenchmarkSec02Server(b *testing.B) {
 		})
 	}
 }
+
+// TestSec06ConnectionCap: at MaxConnections, idle keep-alive connections
+// make room for a new one, and slow bodies do once their deadline passes:
+// the cap never holds /healthz for good.
+func TestSec06ConnectionCap(t *testing.T) {
+	t.Parallel()
+	const max = 3
+	srv := httpserve.New(httpserve.Options{Server: newFixture(t).server, MaxConnections: max, ReadTimeout: 300 * time.Millisecond})
+	_, addr, _ := listen(t, srv)
+	health := func(tr *http.Transport) int {
+		client := &http.Client{Transport: tr, Timeout: 20 * time.Second}
+		resp, err := client.Get("http://" + addr + "/healthz")
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	t.Run("idle connections", func(t *testing.T) {
+		for range max {
+			tr := &http.Transport{}
+			t.Cleanup(tr.CloseIdleConnections)
+			require.Equal(t, http.StatusOK, health(tr)) // its connection stays open, idle
+		}
+		assert.Equal(t, http.StatusOK, health(&http.Transport{DisableKeepAlives: true}))
+	})
+	t.Run("slow bodies", func(t *testing.T) {
+		for range max {
+			c, err := net.Dial("tcp", addr)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			_, err = io.WriteString(c, mcpPost(addr, 1000, "")+"{")
+			require.NoError(t, err)
+		}
+		assert.Equal(t, http.StatusOK, health(&http.Transport{DisableKeepAlives: true}))
+	})
+}

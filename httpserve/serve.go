@@ -45,13 +45,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func(net.Addr
 			return fmt.Errorf("httpserve: metrics: %w", err)
 		}
 	}
-	hs := s.httpServer(s)
+	hs, ln := s.httpServer(s, ln)
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(limitListen(ln, s.opts.MaxConnections)) }()
-	var ms *http.Server
+	go func() { errc <- hs.Serve(ln) }()
 	if metricsLn != nil {
-		ms = s.httpServer(s.metricsHandler())
-		go func() { _ = ms.Serve(limitListen(metricsLn, s.opts.MaxConnections)) }()
+		var ms *http.Server
+		ms, metricsLn = s.httpServer(s.metricsHandler(), metricsLn)
+		go func() { _ = ms.Serve(metricsLn) }()
 		defer ms.Close()
 		s.log.Info("toolgate: serving metrics", slog.String("url", "http://"+metricsLn.Addr().String()+"/metrics"))
 	}
@@ -107,8 +107,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func(net.Addr
 	return nil
 }
 
-func (s *Server) httpServer(h http.Handler) *http.Server {
-	return &http.Server{
+// httpServer returns the http.Server for h on ln, and ln capped at
+// Options.MaxConnections.
+func (s *Server) httpServer(h http.Handler, ln net.Listener) (*http.Server, net.Listener) {
+	hs := &http.Server{
 		Handler: h,
 		// The body's deadline is set per request (Options.ReadTimeout)
 		// and lifted once it is read: http.Server.ReadTimeout would also
@@ -117,6 +119,11 @@ func (s *Server) httpServer(h http.Handler) *http.Server {
 		IdleTimeout:       s.opts.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	if lim := limitListen(ln, s.opts.MaxConnections); lim != nil {
+		hs.ConnState = lim.connState
+		ln = lim
+	}
+	return hs, ln
 }
 
 // metricsHandler serves Metrics at /metrics to anyone, behind the Host and

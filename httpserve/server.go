@@ -83,9 +83,12 @@ type Options struct {
 	// IdleTimeout closes a keep-alive connection idle that long (Serve);
 	// zero is DefaultIdleTimeout.
 	IdleTimeout time.Duration
-	// MaxConnections caps the connections open at once (Serve): beyond
-	// it, new connections wait in the listen backlog until one closes.
-	// Zero is DefaultMaxConnections, negative no cap.
+	// MaxConnections caps the connections open at once (Serve). At the
+	// cap, the connection idle the longest between keep-alive requests is
+	// closed to make room; without one, new connections wait in the
+	// listen backlog until one closes (each ends in bounded time: header
+	// and body deadlines, IdleTimeout, SessionTimeout for streams). Zero
+	// is DefaultMaxConnections, negative no cap.
 	MaxConnections int
 	// Streamable configures the go-sdk streamable handler; nil uses its
 	// defaults (stateful sessions).
