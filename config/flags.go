@@ -61,7 +61,7 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	def("max-sessions", "at most `N` HTTP sessions at once; initialize beyond gets 503 (default 10000)", (*intValue)(&f.MaxSessions), func(d *Serve) { d.MaxSessions = f.MaxSessions })
 	def("read-timeout", "an HTTP request body must arrive within `DURATION` (default 30s)", (*durationValue)(&f.ReadTimeout), func(d *Serve) { d.ReadTimeout = f.ReadTimeout })
 	def("idle-timeout", "close HTTP keep-alive connections idle for `DURATION` (default 2m)", (*durationValue)(&f.IdleTimeout), func(d *Serve) { d.IdleTimeout = f.IdleTimeout })
-	def("max-connections", "at most `N` open HTTP connections; more wait (default 4096)", (*intValue)(&f.MaxConnections), func(d *Serve) { d.MaxConnections = f.MaxConnections })
+	def("max-connections", "at most `N` open HTTP connections; at the cap the longest-idle one closes, else new ones wait (default 4096)", (*intValue)(&f.MaxConnections), func(d *Serve) { d.MaxConnections = f.MaxConnections })
 	def("allowed-origin", "an `ORIGIN` accepted besides the listener's own, e.g. https://app.example.com (repeatable)", (*listValue)(&f.AllowedOrigins), func(d *Serve) { d.AllowedOrigins = f.AllowedOrigins })
 	str("admin-role", "the operator `ROLE`: GET /healthz?verbose=1 and /metrics (default admin)", func(s *Serve) *string { return &s.AdminRole })
 	str("metrics-addr", "also serve /metrics, to anyone, at `ADDR`", func(s *Serve) *string { return &s.MetricsAddr })
