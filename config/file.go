@@ -14,6 +14,8 @@ import (
 var serveKeys = []string{
 	"registry", "policy", "stdio", "http", "as", "roles", "tokens",
 	"upstreams", "ledger", "audit", "watch", "hookTimeout", "evalTimeout",
+	"sessionTimeout", "maxSessions", "readTimeout", "idleTimeout", "maxConnections",
+	"allowedOrigins", "adminRole", "metricsAddr",
 }
 
 var upstreamKeys = []string{"name", "command", "args", "url", "import"}
@@ -96,6 +98,22 @@ func parseFile(data []byte) (*Serve, error) {
 			ok = duration(v, &s.HookTimeout)
 		case "evalTimeout":
 			ok = duration(v, &s.EvalTimeout)
+		case "sessionTimeout":
+			ok = duration(v, &s.SessionTimeout)
+		case "readTimeout":
+			ok = duration(v, &s.ReadTimeout)
+		case "idleTimeout":
+			ok = duration(v, &s.IdleTimeout)
+		case "maxSessions":
+			ok = v.Tag == "!!int" && v.Decode(&s.MaxSessions) == nil
+		case "maxConnections":
+			ok = v.Tag == "!!int" && v.Decode(&s.MaxConnections) == nil
+		case "allowedOrigins":
+			ok = strs(v, &s.AllowedOrigins)
+		case "adminRole":
+			ok = str(v, &s.AdminRole)
+		case "metricsAddr":
+			ok = str(v, &s.MetricsAddr)
 		case "upstreams":
 			if v.Kind != yaml.SequenceNode {
 				bad(v, key, "want a list of upstreams")
@@ -126,6 +144,9 @@ var want = map[string]string{
 	"as": "a subject (string)", "tokens": "a file path", "ledger": "memory, sqlite:PATH or postgres://...",
 	"audit": "a file path or -", "stdio": "true or false", "watch": "true or false",
 	"roles": "a list of role names", "hookTimeout": "a duration such as 10s", "evalTimeout": "a duration such as 250ms",
+	"sessionTimeout": "a duration such as 10m", "readTimeout": "a duration such as 30s", "idleTimeout": "a duration such as 2m",
+	"maxSessions": "a whole number", "maxConnections": "a whole number", "allowedOrigins": "a list of origins",
+	"adminRole": "a role name", "metricsAddr": "an address such as 127.0.0.1:9090",
 }
 
 func str(n *yaml.Node, dst *string) bool {

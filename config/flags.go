@@ -57,6 +57,14 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	def("no-watch", "do not reload registry and policies on change", &watchValue{p: &f.Watch, negate: true}, func(d *Serve) { d.Watch = f.Watch })
 	def("hook-timeout", "bound one hook run to `DURATION` (default 10s)", (*durationValue)(&f.HookTimeout), func(d *Serve) { d.HookTimeout = f.HookTimeout })
 	def("eval-timeout", "bound one policy evaluation to `DURATION` (default 250ms)", (*durationValue)(&f.EvalTimeout), func(d *Serve) { d.EvalTimeout = f.EvalTimeout })
+	def("session-timeout", "end an HTTP session idle for `DURATION` (default 10m)", (*durationValue)(&f.SessionTimeout), func(d *Serve) { d.SessionTimeout = f.SessionTimeout })
+	def("max-sessions", "at most `N` HTTP sessions at once; initialize beyond gets 503 (default 10000)", (*intValue)(&f.MaxSessions), func(d *Serve) { d.MaxSessions = f.MaxSessions })
+	def("read-timeout", "an HTTP request body must arrive within `DURATION` (default 30s)", (*durationValue)(&f.ReadTimeout), func(d *Serve) { d.ReadTimeout = f.ReadTimeout })
+	def("idle-timeout", "close HTTP keep-alive connections idle for `DURATION` (default 2m)", (*durationValue)(&f.IdleTimeout), func(d *Serve) { d.IdleTimeout = f.IdleTimeout })
+	def("max-connections", "at most `N` open HTTP connections; at the cap the longest-idle one closes, else new ones wait (default 4096)", (*intValue)(&f.MaxConnections), func(d *Serve) { d.MaxConnections = f.MaxConnections })
+	def("allowed-origin", "an `ORIGIN` accepted besides the listener's own, e.g. https://app.example.com (repeatable)", (*listValue)(&f.AllowedOrigins), func(d *Serve) { d.AllowedOrigins = f.AllowedOrigins })
+	str("admin-role", "the operator `ROLE`: GET /healthz?verbose=1 and /metrics (default admin)", func(s *Serve) *string { return &s.AdminRole })
+	str("metrics-addr", "also serve /metrics, to anyone, at `ADDR`", func(s *Serve) *string { return &s.MetricsAddr })
 	return f
 }
 
@@ -157,6 +165,24 @@ func (v *durationValue) Set(x string) error {
 		return errors.New("want a duration such as 10s")
 	}
 	*v = durationValue(d)
+	return nil
+}
+
+type intValue int
+
+func (v *intValue) String() string {
+	if *v == 0 {
+		return ""
+	}
+	return strconv.Itoa(int(*v))
+}
+
+func (v *intValue) Set(x string) error {
+	n, err := strconv.Atoi(x)
+	if err != nil || n < 0 {
+		return errors.New("want a whole number, 0 or more")
+	}
+	*v = intValue(n)
 	return nil
 }
 

@@ -49,6 +49,27 @@ type Serve struct {
 	HookTimeout time.Duration `yaml:"hookTimeout"`
 	// EvalTimeout bounds one policy evaluation; zero is the engine's default.
 	EvalTimeout time.Duration `yaml:"evalTimeout"`
+
+	// HTTP limits (SPEC §11); zero is httpserve's default.
+
+	// SessionTimeout ends a session idle that long (default 10m).
+	SessionTimeout time.Duration `yaml:"sessionTimeout"`
+	// MaxSessions caps the sessions alive at once (default 10000).
+	MaxSessions int `yaml:"maxSessions"`
+	// ReadTimeout bounds how long a request body may take (default 30s).
+	ReadTimeout time.Duration `yaml:"readTimeout"`
+	// IdleTimeout closes idle keep-alive connections (default 2m).
+	IdleTimeout time.Duration `yaml:"idleTimeout"`
+	// MaxConnections caps the open HTTP connections (default 4096).
+	MaxConnections int `yaml:"maxConnections"`
+	// AllowedOrigins are the Origin values accepted besides the
+	// listener's own.
+	AllowedOrigins []string `yaml:"allowedOrigins"`
+	// AdminRole is the operator role: verbose /healthz and /metrics
+	// (default admin).
+	AdminRole string `yaml:"adminRole"`
+	// MetricsAddr, when set, serves /metrics to anyone at that address.
+	MetricsAddr string `yaml:"metricsAddr"`
 }
 
 // Upstream is an upstream MCP server: a command run over stdio, or a
@@ -162,6 +183,22 @@ func (s *Serve) Validate() error {
 	}
 	if s.EvalTimeout < 0 {
 		add("evalTimeout", "negative duration %s", s.EvalTimeout)
+	}
+	for key, d := range map[string]time.Duration{"sessionTimeout": s.SessionTimeout, "readTimeout": s.ReadTimeout, "idleTimeout": s.IdleTimeout} {
+		if d < 0 {
+			add(key, "negative duration %s", d)
+		}
+	}
+	if s.MaxSessions < 0 {
+		add("maxSessions", "negative number %d", s.MaxSessions)
+	}
+	if s.MaxConnections < 0 {
+		add("maxConnections", "negative number %d", s.MaxConnections)
+	}
+	for _, o := range s.AllowedOrigins {
+		if !isHTTPURL(o) {
+			add("allowedOrigins", "want an origin such as https://app.example.com, got %q", o)
+		}
 	}
 	seen := map[string]bool{}
 	for i, u := range s.Upstreams {

@@ -298,11 +298,19 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			log.Warn("toolgate: no --tokens: every HTTP caller is nobody and sees no tool" + demoTokenWithheld(cfg))
 		}
 		hs := httpserve.New(httpserve.Options{
-			Server:  httpSrv,
-			Tokens:  tokens,
-			Health:  func() any { return health(eng) },
-			Metrics: m.Handler(),
-			Logger:  log,
+			Server:         httpSrv,
+			Tokens:         tokens,
+			Health:         func() any { return health(eng) },
+			Metrics:        m.Handler(),
+			Logger:         log,
+			MetricsAddr:    cfg.MetricsAddr,
+			AdminRole:      cfg.AdminRole,
+			AllowedOrigins: cfg.AllowedOrigins,
+			SessionTimeout: cfg.SessionTimeout,
+			MaxSessions:    cfg.MaxSessions,
+			ReadTimeout:    cfg.ReadTimeout,
+			IdleTimeout:    cfg.IdleTimeout,
+			MaxConnections: cfg.MaxConnections,
 		})
 		welcome := cfg.Stdout
 		if stdioSrv != nil {
@@ -345,7 +353,8 @@ func printWelcome(w io.Writer, a net.Addr, demoToken string, tokens *httpserve.T
 	}
 }
 
-// Health is what GET /healthz answers.
+// Health is what GET /healthz?verbose=1 answers to the operator role;
+// anyone else gets Status and Revision only (httpserve.Options.Health).
 type Health struct {
 	Status        string    `json:"status"`
 	Revision      uint64    `json:"revision"`

@@ -131,7 +131,8 @@ func TestSoak(t *testing.T) {
 	require.NoError(t, writePolicy("A"))
 
 	caller := &engine.Caller{Subject: "soak", Roles: []string{"manager", "soak"}}
-	tokens := writeTokens(t, dir, caller)
+	operator := &engine.Caller{Subject: "operator", Roles: []string{"admin"}}
+	tokens := writeTokens(t, dir, caller, operator)
 	auditPath := filepath.Join(dir, "audit.jsonl")
 	watch := true
 	g := startGateway(t, gateway.Config{
@@ -220,7 +221,7 @@ func TestSoak(t *testing.T) {
 	close(flipDone)
 	wg.Wait()
 
-	health := fetchHealth(t, strings.TrimSuffix(g.url, "/mcp")+"/healthz")
+	health := fetchHealth(t, strings.TrimSuffix(g.url, "/mcp")+"/healthz?verbose=1", tokenFor(operator))
 	for _, cs := range sessions {
 		require.NoError(t, cs.Close())
 	}
@@ -263,12 +264,16 @@ func TestSoak(t *testing.T) {
 	require.LessOrEqual(t, goroutinesAfter, goroutinesBefore, "goroutines after shutdown")
 }
 
-func fetchHealth(t *testing.T, url string) gateway.Health {
+func fetchHealth(t *testing.T, url, token string) gateway.Health {
 	t.Helper()
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Get(url)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 	defer resp.Body.Close()
 	var h gateway.Health
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&h))

@@ -2,6 +2,14 @@
 // HTTP (SPEC §8): the MCP endpoint at /mcp behind bearer tokens, GET
 // /healthz, an optional /metrics, and graceful shutdown.
 //
+// What an unauthenticated client can make it do is bounded by what it
+// sends (SPEC §11): a body is read once through a 4 MiB limit before
+// anything decodes it; sessions expire when idle and are capped; bodies
+// have a read deadline, idle connections close, connections are capped;
+// Host (on loopback) and Origin are checked on every path; /healthz tells
+// anyone only status and revision, and /metrics is for the operator role.
+// Options documents each limit and its default.
+//
 // The caller of each request comes from its bearer token: wire the adapter
 // with CallerFromRequest.
 //

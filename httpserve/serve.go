@@ -32,23 +32,42 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net
 }
 
 // Serve is ListenAndServe on a listener of the caller's; it closes ln.
+// It caps the connections open at once on ln (Options.MaxConnections) and
+// closes keep-alive connections idle for Options.IdleTimeout. With
+// Options.MetricsAddr set, it also listens there (and fails when it
+// cannot).
 func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func(net.Addr)) error {
-	hs := &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	var metricsLn net.Listener
+	if s.opts.MetricsAddr != "" && s.opts.Metrics != nil {
+		var err error
+		if metricsLn, err = net.Listen("tcp", s.opts.MetricsAddr); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("httpserve: metrics: %w", err)
+		}
 	}
+	hs, ln := s.httpServer(s, ln)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	if metricsLn != nil {
+		var ms *http.Server
+		ms, metricsLn = s.httpServer(s.metricsHandler(), metricsLn)
+		go func() { _ = ms.Serve(metricsLn) }()
+		defer ms.Close()
+		s.log.Info("toolgate: serving metrics", slog.String("url", "http://"+metricsLn.Addr().String()+"/metrics"))
+	}
 	if ready != nil {
 		ready(ln.Addr())
 	}
 	select {
 	case err := <-errc:
+		s.bodies.stop()
 		s.closeSessions()
 		return fmt.Errorf("httpserve: %w", err)
 	case <-ctx.Done():
 	}
+	// Requests still receiving their body are cut: shutdown waits only
+	// for those whose body was read.
+	s.bodies.stop()
 
 	grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownGrace)
 	defer cancel()
@@ -88,6 +107,37 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func(net.Addr
 	return nil
 }
 
+// httpServer returns the http.Server for h on ln, and ln capped at
+// Options.MaxConnections.
+func (s *Server) httpServer(h http.Handler, ln net.Listener) (*http.Server, net.Listener) {
+	hs := &http.Server{
+		Handler: h,
+		// The body's deadline is set per request (Options.ReadTimeout)
+		// and lifted once it is read: http.Server.ReadTimeout would also
+		// cut long responses (SSE streams).
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       s.opts.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	if lim := limitListen(ln, s.opts.MaxConnections); lim != nil {
+		hs.ConnState = lim.connState
+		ln = lim
+	}
+	return hs, ln
+}
+
+// metricsHandler serves Metrics at /metrics to anyone, behind the Host and
+// Origin checks.
+func (s *Server) metricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", s.opts.Metrics)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.guard(w, r) {
+			mux.ServeHTTP(w, r)
+		}
+	})
+}
+
 // abortWait bounds the wait for cancelled requests to return once the
 // grace period is over.
 const abortWait = 2 * time.Second
@@ -97,18 +147,6 @@ func (s *Server) closeSessions() {
 	for ss := range s.opts.Server.Sessions() {
 		_ = ss.Close()
 	}
-}
-
-// track counts POST requests to the MCP endpoint (those carry calls) while
-// they run.
-func (s *Server) track(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			s.inflight.enter()
-			defer s.inflight.leave()
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // tracker counts requests in flight; wait returns once none is.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +24,18 @@ const CallerKey = "toolgate.caller"
 // finish once its context is done.
 const DefaultShutdownGrace = 10 * time.Second
 
+// Defaults of the limits in Options (SPEC §11).
+const (
+	DefaultSessionTimeout = 10 * time.Minute
+	DefaultMaxSessions    = 10000
+	DefaultReadTimeout    = 30 * time.Second
+	DefaultIdleTimeout    = 2 * time.Minute
+	// DefaultMaxConnections is well below common open-file limits (a
+	// connection is one descriptor; the process needs others).
+	DefaultMaxConnections = 4096
+	DefaultAdminRole      = "admin"
+)
+
 // Options configure a Server.
 type Options struct {
 	// Server is the MCP server every HTTP session connects to, typically
@@ -32,17 +45,51 @@ type Options struct {
 	// Tokens are the bearer tokens accepted; nil: every HTTP caller is
 	// nobody, and an Authorization header is ignored.
 	Tokens *Tokens
-	// Health answers GET /healthz; its value is encoded as JSON. Nil
+	// Health answers GET /healthz; its value is encoded as JSON. Anyone
+	// gets its "status" and "revision" members only; the whole value is
+	// for a caller with the operator role, at GET /healthz?verbose=1. Nil
 	// answers {"status":"ok"}.
 	Health func() any
-	// Metrics, when set, is mounted at /metrics.
+	// Metrics, when set, is mounted at /metrics for callers with the
+	// operator role, and served to anyone at MetricsAddr.
 	Metrics http.Handler
+	// MetricsAddr, when set, is a second address ListenAndServe and Serve
+	// listen on, serving Metrics at /metrics to anyone (Host and Origin
+	// are checked as on the main listener).
+	MetricsAddr string
+	// AdminRole is the operator role (verbose /healthz, /metrics); ""
+	// is DefaultAdminRole.
+	AdminRole string
+	// AllowedOrigins are the Origin values accepted besides the listener's
+	// own (scheme://host[:port], compared without letter case).
+	AllowedOrigins []string
 	// Logger receives authentication failures (never a token) and serving
 	// errors; nil discards them.
 	Logger *slog.Logger
 	// ShutdownGrace bounds how long in-flight requests may take to finish
 	// on shutdown; zero is DefaultShutdownGrace.
 	ShutdownGrace time.Duration
+	// SessionTimeout closes a session that received no request for that
+	// long; zero is DefaultSessionTimeout, negative never. It overrides
+	// Streamable.SessionTimeout unless zero.
+	SessionTimeout time.Duration
+	// MaxSessions caps the sessions alive at once: a request that would
+	// open one more gets HTTP 503. Zero is DefaultMaxSessions, negative no
+	// cap.
+	MaxSessions int
+	// ReadTimeout bounds how long a request body may take to arrive; zero
+	// is DefaultReadTimeout.
+	ReadTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle that long (Serve);
+	// zero is DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// MaxConnections caps the connections open at once (Serve). At the
+	// cap, the connection idle the longest between keep-alive requests is
+	// closed to make room; without one, new connections wait in the
+	// listen backlog until one closes (each ends in bounded time: header
+	// and body deadlines, IdleTimeout, SessionTimeout for streams). Zero
+	// is DefaultMaxConnections, negative no cap.
+	MaxConnections int
 	// Streamable configures the go-sdk streamable handler; nil uses its
 	// defaults (stateful sessions).
 	Streamable *mcp.StreamableHTTPOptions
@@ -50,7 +97,15 @@ type Options struct {
 
 // Server serves a governed MCP server over streamable HTTP: the MCP
 // endpoint at /mcp, GET /healthz and, when given, /metrics. It is an
-// http.Handler; ListenAndServe adds graceful shutdown.
+// http.Handler; ListenAndServe adds graceful shutdown and the connection
+// limits.
+//
+// Every request, on every path, is refused with HTTP 403 when it arrives
+// on a loopback address with a Host that is not a loopback name (DNS
+// rebinding), or when it has an Origin that is neither the listener's own
+// nor one of Options.AllowedOrigins. A request body must arrive within
+// Options.ReadTimeout and is read once, through a limit of
+// mcpadapter.MaxBodyBytes, before anything decodes it.
 //
 // Authentication (SPEC §8): a request without an Authorization header is
 // nobody. With Tokens set, a request with one must carry a known bearer
@@ -59,18 +114,24 @@ type Options struct {
 // is per request, never per session: the adapter reads it from each
 // request's TokenInfo (see CallerFromRequest).
 //
-// Sessions: the go-sdk handler binds a session to the TokenInfo.UserID
-// (the subject) of the request that created it. A session created with a
-// token answers 403 to any later request without a token or with a token of
-// another subject. A session created by nobody has no owner: a later request
-// with a token is served on it as that token's caller, one without as
-// nobody. Neither way is a privilege gained: each request is decided with
-// its own credentials, and the session carries no identity of its own.
+// Sessions (the revisions that have them) belong to whoever opened them: a
+// session opened by nobody serves only requests without credentials, one
+// opened with a token only requests whose token has the same subject;
+// anything else gets HTTP 403 and the session is untouched, whatever the
+// method (POST, GET, DELETE). A session ends after Options.SessionTimeout
+// without requests; at most Options.MaxSessions are alive at once.
+//
+// GET /healthz answers {"status","revision"} to anyone; with ?verbose=1
+// it answers the whole health to a caller with the operator role
+// (Options.AdminRole), 401 to a request without a valid token and 403 to a
+// caller without the role. /metrics is for the operator role likewise.
 type Server struct {
 	opts     Options
 	log      *slog.Logger
 	mux      *http.ServeMux
 	inflight tracker
+	bodies   bodies
+	sessions sessions
 	// stopping is cancelled when the shutdown grace period runs out; the
 	// contexts of requests still running derive from it.
 	stopping context.Context
@@ -79,9 +140,10 @@ type Server struct {
 
 // New returns a Server. It panics when Options.Server is nil.
 //
-// New adds a receiving middleware to Options.Server, outermost, that
+// New adds receiving middleware to Options.Server, outermost, that
 // cancels the context of every request still running when the shutdown
-// grace period runs out. Give each Server its own *mcp.Server.
+// grace period runs out and that keeps account of the sessions. Give each
+// Server its own *mcp.Server.
 func New(opts Options) *Server {
 	if opts.Server == nil {
 		panic("httpserve: Options.Server is required")
@@ -89,19 +151,43 @@ func New(opts Options) *Server {
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = DefaultShutdownGrace
 	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = DefaultReadTimeout
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.MaxConnections == 0 {
+		opts.MaxConnections = DefaultMaxConnections
+	}
+	if opts.MaxSessions == 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.AdminRole == "" {
+		opts.AdminRole = DefaultAdminRole
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{opts: opts, log: log, mux: http.NewServeMux()}
+	s.sessions.max = opts.MaxSessions
 	s.stopping, s.abort = context.WithCancel(context.Background())
-	opts.Server.AddReceivingMiddleware(s.cancelOnAbort)
+	opts.Server.AddReceivingMiddleware(s.sessions.track, s.cancelOnAbort)
 	so := &mcp.StreamableHTTPOptions{}
 	if opts.Streamable != nil {
 		*so = *opts.Streamable
 	}
 	if so.Logger == nil {
 		so.Logger = opts.Logger
+	}
+	switch {
+	case opts.SessionTimeout < 0:
+		so.SessionTimeout = 0
+	case opts.SessionTimeout > 0:
+		so.SessionTimeout = opts.SessionTimeout
+	case so.SessionTimeout == 0:
+		so.SessionTimeout = DefaultSessionTimeout
 	}
 	srv := opts.Server
 	getServer := func(*http.Request) *mcp.Server { return srv }
@@ -115,13 +201,19 @@ func New(opts Options) *Server {
 		sl.Stateless = true
 		h = byProtocol(h, mcp.NewStreamableHTTPHandler(getServer, &sl))
 	}
-	s.mux.Handle("/mcp", s.track(s.authenticate(mcpadapter.WrapHTTP(h))))
+	// Cheap checks first: Host and Origin (ServeHTTP), the caller (a
+	// header), the session's owner and the session cap; only then is the
+	// body read, and decoded.
+	s.mux.Handle("/mcp", s.authenticate(s.sessions.gate(!so.Stateless, mcpadapter.WrapHTTP(h))))
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	if opts.Metrics != nil {
-		s.mux.Handle("/metrics", opts.Metrics)
+		s.mux.Handle("/metrics", s.operator(opts.Metrics))
 	}
 	return s
 }
+
+// SessionCount returns the number of sessions alive (or being opened).
+func (s *Server) SessionCount() int { return s.sessions.count() }
 
 func (s *Server) cancelOnAbort(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -134,14 +226,63 @@ func (s *Server) cancelOnAbort(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.guard(w, r) {
+		return
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		b, ok := s.bodies.start(w, r.Body, s.opts.ReadTimeout, &s.inflight)
+		if !ok {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		defer b.finish()
+		// A copy: the server's own request keeps its body, whose unread
+		// size tells it to close the connection rather than drain it.
+		r = r.WithContext(r.Context())
+		r.Body = b
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
-func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+// healthz answers status and revision to anyone, the whole health at
+// ?verbose=1 to the operator role.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	verbose := r.URL.Query().Get("verbose")
+	if verbose != "" && verbose != "0" && verbose != "false" {
+		s.operator(http.HandlerFunc(s.healthzVerbose)).ServeHTTP(w, r)
+		return
+	}
 	var v any = map[string]string{"status": "ok"}
 	if s.opts.Health != nil {
 		v = s.opts.Health()
 	}
 	body, err := json.Marshal(v)
+	if err == nil {
+		// Only status and revision: the rest (the last reload error names
+		// rows and files) is the operator's.
+		var short struct {
+			Status   json.RawMessage `json:"status,omitempty"`
+			Revision json.RawMessage `json:"revision,omitempty"`
+		}
+		if err = json.Unmarshal(body, &short); err == nil {
+			body, err = json.Marshal(short)
+		}
+	}
+	s.writeHealth(w, body, err)
+}
+
+func (s *Server) healthzVerbose(w http.ResponseWriter, _ *http.Request) {
+	var v any = map[string]string{"status": "ok"}
+	if s.opts.Health != nil {
+		v = s.opts.Health()
+	}
+	body, err := json.Marshal(v)
+	s.writeHealth(w, body, err)
+}
+
+func (s *Server) writeHealth(w http.ResponseWriter, body []byte, err error) {
 	if err != nil {
 		s.log.Error("healthz: cannot encode health", slog.Any("error", err))
 		http.Error(w, "cannot encode health", http.StatusInternalServerError)
@@ -150,6 +291,32 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// operator serves next only to a caller with the operator role: 401
+// without a valid bearer token, 403 for a caller without the role.
+func (s *Server) operator(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var caller *engine.Caller
+		if s.opts.Tokens != nil && len(r.Header.Values("Authorization")) > 0 {
+			var ok bool
+			if caller, ok = s.lookup(r); !ok {
+				s.log.Info("http: refused an unknown bearer token", slog.String("remote", r.RemoteAddr), slog.String("path", r.URL.Path))
+				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+				http.Error(w, "invalid bearer token", http.StatusUnauthorized)
+				return
+			}
+		}
+		switch {
+		case caller == nil:
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			http.Error(w, "a bearer token with the operator role is required", http.StatusUnauthorized)
+		case !slices.Contains(caller.Roles, s.opts.AdminRole):
+			http.Error(w, "the operator role is required", http.StatusForbidden)
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
 }
 
 // callerCtxKey carries the caller found by authenticate to verify.
@@ -209,11 +376,7 @@ func CallerFromRequest(_ context.Context, req mcp.Request) *engine.Caller {
 	if req == nil {
 		return nil
 	}
-	extra := req.GetExtra()
-	if extra == nil || extra.TokenInfo == nil {
-		return nil
-	}
-	c, _ := extra.TokenInfo.Extra[CallerKey].(*engine.Caller)
+	c := callerOf(req)
 	if c == nil {
 		return nil
 	}

@@ -2,7 +2,6 @@ package httpserve_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -63,7 +62,7 @@ type fixture struct {
 	afters  atomic.Int32
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "registry.yaml"), []byte(testRegistry), 0o600))
@@ -254,15 +253,14 @@ func TestSessionOwnership(t *testing.T) {
 	ts := startServer(t, httpserve.Options{Server: f.server, Tokens: testTokens(t)})
 	endpoint := ts.URL + "/mcp"
 
-	t.Run("a nobody session serves each request with its own token", func(t *testing.T) {
+	t.Run("a nobody session refuses a token", func(t *testing.T) {
 		b := newBearer("")
 		cs := connectProto(t, endpoint, b, "2025-11-25")
 		assert.Empty(t, toolNames(t, cs))
 		tok := carolToken
 		b.token.Store(&tok)
-		assert.Equal(t, []string{"echo", "report", "slow"}, toolNames(t, cs))
-		b.token.Store(nil)
-		assert.Empty(t, toolNames(t, cs))
+		_, err := cs.ListTools(t.Context(), nil)
+		require.Error(t, err, "carol on nobody's session")
 	})
 	t.Run("a token's session refuses other subjects and nobody", func(t *testing.T) {
 		b := newBearer(aliceToken)
@@ -288,35 +286,51 @@ func TestHealthzAndMetrics(t *testing.T) {
 	f := newFixture(t)
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "toolgate_up 1\n") })
 	ts := startServer(t, httpserve.Options{
-		Server:  f.server,
-		Health:  func() any { return map[string]any{"revision": 3, "hash": "abc", "lastReloadError": nil} },
+		Server: f.server,
+		Tokens: testTokens(t),
+		Health: func() any {
+			return map[string]any{"status": "ok", "revision": 3, "hash": "abc", "lastReloadError": nil}
+		},
 		Metrics: metrics,
 	})
-	resp, err := http.Get(ts.URL + "/healthz")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	assert.Equal(t, http.StatusOK, resp.StatusCode)
-	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
-	var got map[string]any
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
-	assert.Equal(t, map[string]any{"revision": 3.0, "hash": "abc", "lastReloadError": nil}, got)
-
-	resp2, err := http.Get(ts.URL + "/metrics")
-	require.NoError(t, err)
-	defer resp2.Body.Close()
-	body, _ := io.ReadAll(resp2.Body)
-	assert.Equal(t, "toolgate_up 1\n", string(body))
+	get := func(path, token string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+path, nil)
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	code, body := get("/healthz", "")
+	assert.Equal(t, http.StatusOK, code)
+	assert.JSONEq(t, `{"status":"ok","revision":3}`, body)
+	code, body = get("/healthz?verbose=1", carolToken)
+	assert.Equal(t, http.StatusOK, code)
+	assert.JSONEq(t, `{"status":"ok","revision":3,"hash":"abc","lastReloadError":null}`, body)
+	code, body = get("/metrics", carolToken)
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "toolgate_up 1\n", body)
 
 	plain := startServer(t, httpserve.Options{Server: newFixture(t).server})
-	resp3, err := http.Get(plain.URL + "/metrics")
+	code, _ = get2(t, plain.URL+"/metrics")
+	assert.Equal(t, http.StatusNotFound, code)
+	code, body = get2(t, plain.URL+"/healthz")
+	assert.Equal(t, http.StatusOK, code)
+	assert.JSONEq(t, `{"status":"ok"}`, body)
+}
+
+func get2(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
 	require.NoError(t, err)
-	defer resp3.Body.Close()
-	assert.Equal(t, http.StatusNotFound, resp3.StatusCode)
-	resp4, err := http.Get(plain.URL + "/healthz")
-	require.NoError(t, err)
-	defer resp4.Body.Close()
-	body, _ = io.ReadAll(resp4.Body)
-	assert.JSONEq(t, `{"status":"ok"}`, string(body))
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
 
 func TestGracefulShutdown(t *testing.T) {

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestSec06SigtermWithSlowBody: SIGTERM while a client is still sending a
+// request body: the body is cut, the process exits 0 at once instead of
+// waiting out the shutdown grace (10 s) and failing.
+func TestSec06SigtermWithSlowBody(t *testing.T) {
+	skipShort(t)
+	t.Parallel()
+	s := serveHTTP(t)
+	addr := strings.TrimPrefix(s.base, "http://")
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{", addr)
+	require.NoError(t, err)
+	// The server is up and has had the slow request's headers.
+	resp, err := http.Get(s.base + "/healthz")
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+
+	start := time.Now()
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-s.exited:
+		t.Logf("exited %s after SIGTERM with a slow body pending", time.Since(start))
+		require.NoError(t, s.err, "exit status; stderr:\n%s", s.stderr.String())
+		require.Equal(t, 0, s.cmd.ProcessState.ExitCode())
+	case <-time.After(8 * time.Second): // under the 10 s grace
+		t.Fatalf("toolgate serve did not exit promptly after SIGTERM\nstderr:\n%s", s.stderr.String())
+	}
+}
