@@ -16,7 +16,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,7 +70,7 @@ func (c *Config) Bundled() bool { return c.Registry == "" && c.Policy == "" }
 // example (no upstreams, no host methods) on a loopback address, so the
 // token, printed in every README, reaches nothing from the network.
 func (c *Config) demoTokenAllowed() bool {
-	return c.Bundled() && len(c.Upstreams) == 0 && len(c.ExtraMethods) == 0 && loopbackAddr(c.HTTP)
+	return c.Bundled() && len(c.Upstreams) == 0 && len(c.ExtraMethods) == 0 && httpserve.IsLoopback(c.HTTP)
 }
 
 // demoTokenWithheld says why the demo token is not offered, for the start-up
@@ -82,25 +81,10 @@ func demoTokenWithheld(c Config) string {
 		return ""
 	case len(c.Upstreams) > 0 || len(c.ExtraMethods) > 0:
 		return " (the demo token is offered only when the bundled example is served alone, without upstreams or host methods)"
-	case !loopbackAddr(c.HTTP):
+	case !httpserve.IsLoopback(c.HTTP):
 		return " (the demo token is offered only on a loopback address)"
 	}
 	return ""
-}
-
-// loopbackAddr reports whether a listen address binds loopback only: a
-// loopback IP literal, or localhost. An empty host, 0.0.0.0, :: and any other
-// name bind (or may resolve to) other interfaces.
-func loopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }
 
 // Source returns the engine source the configuration names.

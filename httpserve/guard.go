@@ -16,7 +16,7 @@ import (
 // request may go on. It applies to every path.
 func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
 	local := localAddr(r)
-	if local != "" && isLoopback(local) && !isLoopback(r.Host) {
+	if local != "" && IsLoopback(local) && !IsLoopback(r.Host) {
 		s.log.Info("http: refused a non-loopback Host on a loopback listener", slog.String("remote", r.RemoteAddr))
 		http.Error(w, "Forbidden: invalid Host header", http.StatusForbidden)
 		return false
@@ -53,7 +53,7 @@ func (s *Server) originAllowed(origin, local string) bool {
 	}
 	_, lport, err1 := net.SplitHostPort(local)
 	_, oport, err2 := net.SplitHostPort(u.Host)
-	return err1 == nil && err2 == nil && lport == oport && isLoopback(local) && isLoopback(u.Host)
+	return err1 == nil && err2 == nil && lport == oport && IsLoopback(local) && IsLoopback(u.Host)
 }
 
 // localAddr is the address the request's connection arrived at, "" when
@@ -65,9 +65,9 @@ func localAddr(r *http.Request) string {
 	return ""
 }
 
-// isLoopback reports whether addr (host or host:port) names a loopback
+// IsLoopback reports whether addr (host or host:port) names a loopback
 // host: localhost or a loopback IP.
-func isLoopback(addr string) bool {
+func IsLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		host = strings.Trim(addr, "[]")

@@ -567,3 +567,28 @@ func TestSec06ConnectionCap(t *testing.T) {
 		assert.Equal(t, http.StatusOK, health(&http.Transport{DisableKeepAlives: true}))
 	})
 }
+
+// TestSec04IsLoopback: which addresses count as loopback, for the Host
+// check and for the demo token (SPEC §11). Anything that binds, or may
+// resolve to, another interface does not.
+func TestSec04IsLoopback(t *testing.T) {
+	t.Parallel()
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8787":   true,
+		"127.0.0.2:0":      true,
+		"[::1]:8787":       true,
+		"localhost:8787":   true,
+		"LocalHost:0":      true,
+		"127.0.0.1":        true,
+		"0.0.0.0:8787":     false,
+		":8787":            false,
+		"[::]:8787":        false,
+		"192.168.1.4:8787": false,
+		"example.com:8787": false,
+		"":                 false,
+	} {
+		if got := httpserve.IsLoopback(addr); got != want {
+			t.Errorf("IsLoopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
