@@ -23,11 +23,16 @@ import (
 // newCall builds the CallContext the adapter would for a call of tool
 // "getReward" by subject with _meta meta and arguments args.
 func newCall(subject, meta, args string) *mcpadapter.CallContext {
+	return newToolCall(subject, "getReward", meta, args)
+}
+
+// newToolCall is newCall for a call of tool (method demo.TOOL).
+func newToolCall(subject, tool, meta, args string) *mcpadapter.CallContext {
 	return &mcpadapter.CallContext{
 		DecisionID: newToken(),
-		Name:       "getReward",
-		Tool:       &registry.Tool{Name: "getReward", Method: "demo.getReward"},
-		Method:     "demo.getReward",
+		Name:       tool,
+		Tool:       &registry.Tool{Name: tool, Method: "demo." + tool},
+		Method:     "demo." + tool,
 		Arguments:  json.RawMessage(args),
 		Meta:       engine.BoundMeta(json.RawMessage(meta)),
 		Caller:     &engine.Caller{Subject: subject},
@@ -380,4 +385,38 @@ func TestLedgerSurvivesRestart(t *testing.T) {
 		require.NoError(t, s.Close())
 	}
 	require.EqualValues(t, 1, c.n.Load())
+}
+
+// TestLedgerKeyScopedToTool (issue 13, mutant 1): a call of tool B with the
+// idempotency key a call of tool A completed runs B and gets B's result, in
+// every store; each tool then replays its own result.
+func TestLedgerKeyScopedToTool(t *testing.T) {
+	t.Parallel()
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			s, _ := kind.open(t)
+			l := New(s, Options{})
+			subject := "alice/" + newToken()
+			var runsA, runsB counter
+			methodA := func() (*mcp.CallToolResult, error) { runsA.n.Add(1); return mcpadapter.TextResult("A's result", false), nil }
+			methodB := func() (*mcp.CallToolResult, error) { runsB.n.Add(1); return mcpadapter.TextResult("B's result", false), nil }
+			const args = `{"idReward":7}`
+			end := run(t, []mcpadapter.Hook{l.Hook()}, newToolCall(subject, "toolA", keyMeta("k"), args), methodA)
+			require.Equal(t, mcpadapter.OutcomeResult, end.Outcome)
+			end = run(t, []mcpadapter.Hook{l.Hook()}, newToolCall(subject, "toolB", keyMeta("k"), args), methodB)
+			require.Equal(t, mcpadapter.OutcomeResult, end.Outcome, "B ran: the key A completed is not B's")
+			require.Equal(t, "B's result", text(end.Result))
+			for _, c := range []struct {
+				tool, want string
+				method     func() (*mcp.CallToolResult, error)
+			}{{"toolA", "A's result", methodA}, {"toolB", "B's result", methodB}} {
+				end = run(t, []mcpadapter.Hook{l.Hook()}, newToolCall(subject, c.tool, keyMeta("k"), args), c.method)
+				require.Equal(t, mcpadapter.OutcomeAnswered, end.Outcome, c.tool)
+				require.Equal(t, c.want, text(end.Result), c.tool)
+			}
+			require.EqualValues(t, 1, runsA.n.Load())
+			require.EqualValues(t, 1, runsB.n.Load())
+		})
+	}
 }

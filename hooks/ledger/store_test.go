@@ -143,6 +143,21 @@ func TestStoreConformance(t *testing.T) {
 				require.Equal(t, Claimed, r.State, "%+v", other)
 			}
 		}},
+		{"a key completed for one tool is free for another", func(t *testing.T, s Store, k Key) {
+			r, err := s.Claim(ctx, k, "h1", t0, lease)
+			require.NoError(t, err)
+			require.NoError(t, s.Complete(ctx, k, r.Token, []byte(`"A"`)))
+			other := Key{Subject: k.Subject, Tool: k.Tool + "-other", ID: k.ID}
+			o, err := s.Claim(ctx, other, "h1", t0, lease)
+			require.NoError(t, err)
+			require.Equal(t, Claimed, o.State, "tool B with tool A's key and arguments claims its own key")
+			require.NoError(t, s.Complete(ctx, other, o.Token, []byte(`"B"`)))
+			for key, want := range map[Key]string{k: `"A"`, other: `"B"`} {
+				c, err := s.Claim(ctx, key, "h1", t0, lease)
+				require.NoError(t, err)
+				require.Equal(t, ClaimResult{State: Completed, Result: []byte(want)}, c, key.Tool)
+			}
+		}},
 		{"an empty result round-trips", func(t *testing.T, s Store, k Key) {
 			r, err := s.Claim(ctx, k, "h1", t0, lease)
 			require.NoError(t, err)
