@@ -399,8 +399,14 @@ func TestLedgerKeyScopedToTool(t *testing.T) {
 			l := New(s, Options{})
 			subject := "alice/" + newToken()
 			var runsA, runsB counter
-			methodA := func() (*mcp.CallToolResult, error) { runsA.n.Add(1); return mcpadapter.TextResult("A's result", false), nil }
-			methodB := func() (*mcp.CallToolResult, error) { runsB.n.Add(1); return mcpadapter.TextResult("B's result", false), nil }
+			methodA := func() (*mcp.CallToolResult, error) {
+				runsA.n.Add(1)
+				return mcpadapter.TextResult("A's result", false), nil
+			}
+			methodB := func() (*mcp.CallToolResult, error) {
+				runsB.n.Add(1)
+				return mcpadapter.TextResult("B's result", false), nil
+			}
 			const args = `{"idReward":7}`
 			end := run(t, []mcpadapter.Hook{l.Hook()}, newToolCall(subject, "toolA", keyMeta("k"), args), methodA)
 			require.Equal(t, mcpadapter.OutcomeResult, end.Outcome)
