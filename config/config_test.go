@@ -36,7 +36,7 @@ roles: [manager, admin]
 tokens: tokens.yaml
 upstreams:
   - files=npx -y @modelcontextprotocol/server-filesystem /tmp
-  - { name: weather, url: "https://weather.example/mcp", import: true }
+  - { name: weather, url: "https://weather.example/mcp", import: true, section: weather, trust_annotations: true }
   - { name: git, command: uvx, args: [mcp-server-git, --repository, .] }
 ledger: sqlite:state/ledger.db
 audit: audit.jsonl
@@ -62,7 +62,7 @@ func TestPrecedence(t *testing.T) {
 			Tokens:   filepath.Join(dir, "tokens.yaml"),
 			Upstreams: []config.Upstream{
 				{Name: "files", Command: "npx -y @modelcontextprotocol/server-filesystem /tmp"},
-				{Name: "weather", URL: "https://weather.example/mcp", Import: true},
+				{Name: "weather", URL: "https://weather.example/mcp", Import: true, Section: "weather", TrustAnnotations: true},
 				{Name: "git", Command: "uvx", Args: []string{"mcp-server-git", "--repository", "."}},
 			},
 			Ledger:      "sqlite:" + filepath.Join(dir, "state/ledger.db"),
@@ -107,10 +107,10 @@ func TestPrecedence(t *testing.T) {
 			s.As = "carol"
 			return s
 		}},
-		{"--upstream replaces the file's upstream of that name, keeps import", []string{"--config", cfg,
+		{"--upstream replaces the file's upstream of that name, keeps import, section, trust_annotations", []string{"--config", cfg,
 			"--upstream", "weather=http://localhost:9/mcp", "--upstream", "extra=./server --flag"}, func() *config.Serve {
 			s := fromFile()
-			s.Upstreams[1] = config.Upstream{Name: "weather", URL: "http://localhost:9/mcp", Import: true}
+			s.Upstreams[1] = config.Upstream{Name: "weather", URL: "http://localhost:9/mcp", Import: true, Section: "weather", TrustAnnotations: true}
 			s.Upstreams = append(s.Upstreams, config.Upstream{Name: "extra", Command: "./server --flag"})
 			return s
 		}},
@@ -152,7 +152,7 @@ func TestUnknownKeys(t *testing.T) {
 	assert.Equal(t, cfg, ce.Path)
 	assert.Equal(t, []config.Problem{
 		{Line: 2, Message: `unknown key "policies" (known: registry, policy, stdio, http, as, roles, tokens, upstreams, ledger, audit, watch, hookTimeout, evalTimeout)`},
-		{Line: 4, Key: "upstreams[0]", Message: `unknown key "imports" (known: name, command, args, url, import)`},
+		{Line: 4, Key: "upstreams[0]", Message: `unknown key "imports" (known: name, command, args, url, import, section, trust_annotations)`},
 		{Line: 5, Key: "watch", Message: "want true or false"},
 	}, ce.Problems)
 	assert.Contains(t, err.Error(), `line 2: unknown key "policies"`)

@@ -16,7 +16,7 @@ var serveKeys = []string{
 	"upstreams", "ledger", "audit", "watch", "hookTimeout", "evalTimeout",
 }
 
-var upstreamKeys = []string{"name", "command", "args", "url", "import"}
+var upstreamKeys = []string{"name", "command", "args", "url", "import", "section", "trust_annotations"}
 
 // LoadFile reads a config file (YAML) of serve settings. Every problem is
 // reported in one *Error: an unknown key (named, with its line), a value of
@@ -182,7 +182,7 @@ func upstream(n *yaml.Node, key string) (Upstream, []Problem) {
 		return u, probs
 	case yaml.MappingNode:
 	default:
-		bad(n, "want NAME=COMMAND, NAME=URL or {name, command | url, import}")
+		bad(n, "want NAME=COMMAND, NAME=URL or {name, command | url, import, section, trust_annotations}")
 		return u, probs
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -199,6 +199,10 @@ func upstream(n *yaml.Node, key string) (Upstream, []Problem) {
 			ok = v.Kind == yaml.SequenceNode && v.Decode(&u.Args) == nil
 		case "import":
 			ok = v.Tag == "!!bool" && v.Decode(&u.Import) == nil
+		case "section":
+			ok = str(v, &u.Section) && u.Section != ""
+		case "trust_annotations":
+			ok = v.Tag == "!!bool" && v.Decode(&u.TrustAnnotations) == nil
 		default:
 			bad(k, "unknown key %q (known: %s)", k.Value, strings.Join(upstreamKeys, ", "))
 			continue

@@ -63,7 +63,8 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 // Apply overrides s with every serve flag set on the parsed fs (fs.Visit:
 // a flag left at its default changes nothing). Scalars replace; --role
 // replaces the roles; --upstream replaces the upstream of the same name
-// (keeping its import setting) and adds the others.
+// (keeping its import, section and trust_annotations settings) and adds
+// the others.
 func (s *Serve) Apply(fs *flag.FlagSet) {
 	fs.Visit(func(fl *flag.Flag) {
 		if st, ok := fl.Value.(*setting); ok {
@@ -79,6 +80,7 @@ func mergeUpstreams(file, flags []Upstream) []Upstream {
 		for i := range out {
 			if out[i].Name == u.Name {
 				u.Import = out[i].Import
+				u.Section, u.TrustAnnotations = out[i].Section, out[i].TrustAnnotations
 				out[i], replaced = u, true
 			}
 		}

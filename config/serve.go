@@ -67,6 +67,14 @@ type Upstream struct {
 	// Import makes the upstream's tools that no row names rows of their
 	// own (only settable in the config file).
 	Import bool `yaml:"import"`
+	// Section is the permission section of the imported rows; "" is
+	// upstream:NAME, which no role holds until the registry's sections
+	// list it (SPEC §15). Only settable in the config file.
+	Section string `yaml:"section"`
+	// TrustAnnotations lets the upstream's own tool annotations count as
+	// the imported rows' annotations; otherwise policies see them only as
+	// upstream_annotations. Only settable in the config file.
+	TrustAnnotations bool `yaml:"trust_annotations"`
 }
 
 // Argv is the command and arguments to run a stdio upstream.

@@ -100,7 +100,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if len(cfg.Upstreams) > 0 {
 		ups := make([]upstream.Config, len(cfg.Upstreams))
 		for i, u := range cfg.Upstreams {
-			ups[i] = upstream.Config{Name: u.Name, Command: u.Argv(), URL: u.URL, Import: u.Import}
+			ups[i] = upstream.Config{Name: u.Name, Command: u.Argv(), URL: u.URL, Import: u.Import,
+				Section: u.Section, TrustAnnotations: u.TrustAnnotations}
 		}
 		// An upstream whose tool list changed may change the imported rows:
 		// rebuild the revision (eng is set below, before any upstream connects).
@@ -152,6 +153,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	rev := eng.Current()
 	log.Info("toolgate: loaded", slog.String("revision", rev.String()), slog.Int("tools", len(rev.Registry().Tools)))
 	warnMismatches(log, rev.Registry(), methods)
+	noteClosedImports(log, rev.Registry(), cfg.Upstreams)
 
 	// One adapter (and MCP server) per transport: the caller comes from the
 	// flags over stdio and from each request's bearer token over HTTP.
@@ -370,6 +372,25 @@ func warnMismatches(log *slog.Logger, reg *registry.Registry, methods mcpadapter
 				log.Warn("toolgate: a row declares an argument its method does not have; calls answer Unknown argument",
 					slog.String("tool", t.Name), slog.String("method", t.Method), slog.String("argument", a.Name))
 			}
+		}
+	}
+}
+
+// noteClosedImports says, for each importing upstream whose section the
+// registry's sections do not list, that its imported tools are granted to
+// nobody until the operator grants the section (SPEC §15).
+func noteClosedImports(log *slog.Logger, reg *registry.Registry, ups []config.Upstream) {
+	for _, u := range ups {
+		if !u.Import {
+			continue
+		}
+		section := u.Section
+		if section == "" {
+			section = upstream.DefaultSection(u.Name)
+		}
+		if _, ok := reg.Sections[section]; !ok {
+			log.Info("toolgate: the tools imported from an upstream are granted to nobody until the registry's sections list their section",
+				slog.String("upstream", u.Name), slog.String("section", section))
 		}
 	}
 }
