@@ -297,11 +297,14 @@ func (s *MemoryStore) claims(testing.TB) int {
 
 type brokenStore struct{}
 
-func (brokenStore) Claim(context.Context, Key, string, time.Time, time.Duration) (ClaimResult, error) {
+func (brokenStore) Claim(context.Context, Key, string, time.Time, Lifetimes) (ClaimResult, error) {
 	return ClaimResult{}, errors.New("store down")
 }
-func (brokenStore) Complete(context.Context, Key, string, []byte) error {
+func (brokenStore) Complete(context.Context, Key, string, []byte, time.Time) error {
 	return errors.New("store down")
+}
+func (brokenStore) Prune(context.Context, time.Time, Lifetimes, int) (int, error) {
+	return 0, errors.New("store down")
 }
 func (brokenStore) Release(context.Context, Key, string) error { return errors.New("store down") }
 func (brokenStore) Close() error                               { return nil }
@@ -312,10 +315,10 @@ type slowStore struct {
 	gate, entered chan struct{}
 }
 
-func (s slowStore) Claim(ctx context.Context, k Key, h string, now time.Time, lease time.Duration) (ClaimResult, error) {
+func (s slowStore) Claim(ctx context.Context, k Key, h string, now time.Time, lt Lifetimes) (ClaimResult, error) {
 	close(s.entered)
 	<-s.gate
-	return s.Store.Claim(ctx, k, h, now, lease)
+	return s.Store.Claim(ctx, k, h, now, lt)
 }
 
 // TestLedgerConcurrency: 50 calls with one key, through two Ledgers (two
