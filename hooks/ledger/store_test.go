@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// storeKinds opens a fresh store of each kind. A kind whose stores share
-// state across opens (PostgreSQL, an SQLite file) is kept apart by unique
-// keys (uniqueKey).
+// storeKinds opens a fresh store of each kind: memory, an SQLite file of
+// its own, PostgreSQL on a schema of its own (isolatedPostgres), so that a
+// test may count and prune every row of its store.
 var storeKinds = []struct {
 	name string
 	// open returns a store and, for stores a second process could share, a
@@ -36,7 +36,8 @@ var storeKinds = []struct {
 		return open(), open
 	}},
 	{"postgres", func(t *testing.T) (Store, func() Store) {
-		return openPostgres(t), func() Store { return openPostgres(t) }
+		open := isolatedPostgres(t)
+		return open(), func() Store { return open() }
 	}},
 }
 
