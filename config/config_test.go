@@ -39,6 +39,7 @@ upstreams:
   - { name: weather, url: "https://weather.example/mcp", import: true, section: weather, trust_annotations: true }
   - { name: git, command: uvx, args: [mcp-server-git, --repository, .] }
 ledger: sqlite:state/ledger.db
+ledgerRetention: 1h
 audit: audit.jsonl
 watch: false
 hookTimeout: 3s
@@ -65,11 +66,12 @@ func TestPrecedence(t *testing.T) {
 				{Name: "weather", URL: "https://weather.example/mcp", Import: true, Section: "weather", TrustAnnotations: true},
 				{Name: "git", Command: "uvx", Args: []string{"mcp-server-git", "--repository", "."}},
 			},
-			Ledger:      "sqlite:" + filepath.Join(dir, "state/ledger.db"),
-			Audit:       filepath.Join(dir, "audit.jsonl"),
-			Watch:       ptr(false),
-			HookTimeout: 3 * time.Second,
-			EvalTimeout: 100 * time.Millisecond,
+			Ledger:          "sqlite:" + filepath.Join(dir, "state/ledger.db"),
+			LedgerRetention: time.Hour,
+			Audit:           filepath.Join(dir, "audit.jsonl"),
+			Watch:           ptr(false),
+			HookTimeout:     3 * time.Second,
+			EvalTimeout:     100 * time.Millisecond,
 		}
 	}
 	cases := []struct {
@@ -95,8 +97,9 @@ func TestPrecedence(t *testing.T) {
 		}},
 		{"file alone", []string{"--config", cfg}, fromFile},
 		{"file, flags win", []string{"--config", cfg, "--http", "127.0.0.1:1", "--role", "viewer", "--watch", "--ledger", "memory", "--audit", "-",
-			"--registry", "mine.yaml", "--hook-timeout", "5s"}, func() *config.Serve {
+			"--registry", "mine.yaml", "--hook-timeout", "5s", "--ledger-retention", "48h"}, func() *config.Serve {
 			s := fromFile()
+			s.LedgerRetention = 48 * time.Hour
 			s.HTTP, s.Roles, s.Watch, s.Ledger, s.Audit = "127.0.0.1:1", []string{"viewer"}, ptr(true), "memory", "-"
 			s.Registry = "mine.yaml" // a flag's path is the working directory's
 			s.HookTimeout = 5 * time.Second
@@ -151,7 +154,7 @@ func TestUnknownKeys(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, cfg, ce.Path)
 	assert.Equal(t, []config.Problem{
-		{Line: 2, Message: `unknown key "policies" (known: registry, policy, stdio, http, as, roles, tokens, upstreams, ledger, audit, watch, hookTimeout, evalTimeout)`},
+		{Line: 2, Message: `unknown key "policies" (known: registry, policy, stdio, http, as, roles, tokens, upstreams, ledger, ledgerRetention, audit, watch, hookTimeout, evalTimeout)`},
 		{Line: 4, Key: "upstreams[0]", Message: `unknown key "imports" (known: name, command, args, url, import, section, trust_annotations)`},
 		{Line: 5, Key: "watch", Message: "want true or false"},
 	}, ce.Problems)
@@ -202,9 +205,10 @@ func writeFileOf(t *testing.T, name, content string) string {
 func TestValidateReportsEveryProblem(t *testing.T) {
 	t.Parallel()
 	s := &config.Serve{
-		Roles:       []string{"admin"},
-		Ledger:      "redis://x",
-		HookTimeout: -time.Second,
+		Roles:           []string{"admin"},
+		Ledger:          "redis://x",
+		LedgerRetention: -time.Hour,
+		HookTimeout:     -time.Second,
 		Upstreams: []config.Upstream{
 			{Name: "a.b", Command: "x"},
 			{Name: "ok", URL: "ftp://x"},
@@ -222,6 +226,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	assert.Equal(t, []string{
 		"roles: roles are given without a subject (as)",
 		`ledger: want memory, sqlite:PATH or postgres://..., got "redis://x"`,
+		"ledgerRetention: negative duration -1h0m0s",
 		"hookTimeout: negative duration -1s",
 		"upstreams[0] (a.b): name must match ^[A-Za-z0-9_-]{1,64}$",
 		"upstreams[1] (ok): url must be http:// or https://",
@@ -263,4 +268,22 @@ func TestArgv(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, []string{"npx", "-y", "srv"}, config.Upstream{Command: " npx  -y srv "}.Argv())
 	assert.Equal(t, []string{"uvx", "a b"}, config.Upstream{Command: "uvx", Args: []string{"a b"}}.Argv())
+}
+
+// TestUpstreamSectionAndTrustKinds: an upstream's section is a non-empty
+// string and trust_annotations a boolean (SPEC §15).
+func TestUpstreamSectionAndTrustKinds(t *testing.T) {
+	t.Parallel()
+	cfg, _ := writeConfig(t, "upstreams:\n  - {name: a, command: x, import: true, section: \"\", trust_annotations: \"yes\"}\n")
+	_, err := config.LoadFile(cfg)
+	var ce *config.Error
+	require.ErrorAs(t, err, &ce)
+	var got []string
+	for _, p := range ce.Problems {
+		got = append(got, p.String())
+	}
+	assert.Equal(t, []string{
+		"line 2: upstreams[0]: section: wrong kind of value",
+		"line 2: upstreams[0]: trust_annotations: wrong kind of value",
+	}, got)
 }

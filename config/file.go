@@ -13,7 +13,7 @@ import (
 // serveKeys are the keys a config file may hold, in the order of SPEC §8.
 var serveKeys = []string{
 	"registry", "policy", "stdio", "http", "as", "roles", "tokens",
-	"upstreams", "ledger", "audit", "watch", "hookTimeout", "evalTimeout",
+	"upstreams", "ledger", "ledgerRetention", "audit", "watch", "hookTimeout", "evalTimeout",
 }
 
 var upstreamKeys = []string{"name", "command", "args", "url", "import", "section", "trust_annotations"}
@@ -96,6 +96,8 @@ func parseFile(data []byte) (*Serve, error) {
 			ok = duration(v, &s.HookTimeout)
 		case "evalTimeout":
 			ok = duration(v, &s.EvalTimeout)
+		case "ledgerRetention":
+			ok = duration(v, &s.LedgerRetention)
 		case "upstreams":
 			if v.Kind != yaml.SequenceNode {
 				bad(v, key, "want a list of upstreams")
@@ -126,6 +128,7 @@ var want = map[string]string{
 	"as": "a subject (string)", "tokens": "a file path", "ledger": "memory, sqlite:PATH or postgres://...",
 	"audit": "a file path or -", "stdio": "true or false", "watch": "true or false",
 	"roles": "a list of role names", "hookTimeout": "a duration such as 10s", "evalTimeout": "a duration such as 250ms",
+	"ledgerRetention": "a duration such as 24h",
 }
 
 func str(n *yaml.Node, dst *string) bool {

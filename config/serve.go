@@ -41,6 +41,9 @@ type Serve struct {
 	// postgres:// URL. SetDefaults sets "sqlite:" with ledger.db in
 	// StateDir ("sqlite:" with no path means that file too).
 	Ledger string `yaml:"ledger"`
+	// LedgerRetention is how long the ledger keeps a completed key; zero is
+	// the ledger's default (24h).
+	LedgerRetention time.Duration `yaml:"ledgerRetention"`
 	// Audit is the audit trail file; "-" (the default) is stderr.
 	Audit string `yaml:"audit"`
 	// Watch reloads registry and policies on change; nil is on.
@@ -164,6 +167,9 @@ func (s *Serve) Validate() error {
 		strings.HasPrefix(l, "postgres://"), strings.HasPrefix(l, "postgresql://"):
 	default:
 		add("ledger", "want memory, sqlite:PATH or postgres://..., got %q", l)
+	}
+	if s.LedgerRetention < 0 {
+		add("ledgerRetention", "negative duration %s", s.LedgerRetention)
 	}
 	if s.HookTimeout < 0 {
 		add("hookTimeout", "negative duration %s", s.HookTimeout)

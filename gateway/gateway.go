@@ -163,7 +163,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	closers = append(closers, store.Close)
-	led := ledger.New(store, ledger.Options{Logger: log, OnReplay: m.LedgerReplay, OnConflict: m.LedgerConflict})
+	led := ledger.New(store, ledger.Options{Logger: log, OnReplay: m.LedgerReplay, OnConflict: m.LedgerConflict, Retention: cfg.LedgerRetention})
+	pruneCtx, stopPruner := context.WithCancel(ctx)
+	pruned := make(chan struct{})
+	go func() { defer close(pruned); led.RunPruner(pruneCtx, 0) }()
+	closers = append(closers, func() error { stopPruner(); <-pruned; return nil })
 	auditW, closeAudit, err := openAudit(cfg.Audit, cfg.Stderr)
 	if err != nil {
 		return err
