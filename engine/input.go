@@ -105,6 +105,8 @@ func buildRowTerms(t *registry.Tool) rowTerms {
 		rt.upstream = ast.StringTerm(server)
 	}
 	if t.Imported != nil {
+		// Decoded from JSON by the import (bools, strings, float64): this
+		// conversion cannot fail.
 		up, err := ast.InterfaceToValue(t.Imported.Annotations)
 		if err != nil || t.Imported.Annotations == nil {
 			up = ast.NewObject()
