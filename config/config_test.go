@@ -36,9 +36,10 @@ roles: [manager, admin]
 tokens: tokens.yaml
 upstreams:
   - files=npx -y @modelcontextprotocol/server-filesystem /tmp
-  - { name: weather, url: "https://weather.example/mcp", import: true }
+  - { name: weather, url: "https://weather.example/mcp", import: true, section: weather, trust_annotations: true }
   - { name: git, command: uvx, args: [mcp-server-git, --repository, .] }
 ledger: sqlite:state/ledger.db
+ledgerRetention: 1h
 audit: audit.jsonl
 watch: false
 hookTimeout: 3s
@@ -62,14 +63,15 @@ func TestPrecedence(t *testing.T) {
 			Tokens:   filepath.Join(dir, "tokens.yaml"),
 			Upstreams: []config.Upstream{
 				{Name: "files", Command: "npx -y @modelcontextprotocol/server-filesystem /tmp"},
-				{Name: "weather", URL: "https://weather.example/mcp", Import: true},
+				{Name: "weather", URL: "https://weather.example/mcp", Import: true, Section: "weather", TrustAnnotations: true},
 				{Name: "git", Command: "uvx", Args: []string{"mcp-server-git", "--repository", "."}},
 			},
-			Ledger:      "sqlite:" + filepath.Join(dir, "state/ledger.db"),
-			Audit:       filepath.Join(dir, "audit.jsonl"),
-			Watch:       ptr(false),
-			HookTimeout: 3 * time.Second,
-			EvalTimeout: 100 * time.Millisecond,
+			Ledger:          "sqlite:" + filepath.Join(dir, "state/ledger.db"),
+			LedgerRetention: time.Hour,
+			Audit:           filepath.Join(dir, "audit.jsonl"),
+			Watch:           ptr(false),
+			HookTimeout:     3 * time.Second,
+			EvalTimeout:     100 * time.Millisecond,
 		}
 	}
 	cases := []struct {
@@ -95,8 +97,9 @@ func TestPrecedence(t *testing.T) {
 		}},
 		{"file alone", []string{"--config", cfg}, fromFile},
 		{"file, flags win", []string{"--config", cfg, "--http", "127.0.0.1:1", "--role", "viewer", "--watch", "--ledger", "memory", "--audit", "-",
-			"--registry", "mine.yaml", "--hook-timeout", "5s"}, func() *config.Serve {
+			"--registry", "mine.yaml", "--hook-timeout", "5s", "--ledger-retention", "48h"}, func() *config.Serve {
 			s := fromFile()
+			s.LedgerRetention = 48 * time.Hour
 			s.HTTP, s.Roles, s.Watch, s.Ledger, s.Audit = "127.0.0.1:1", []string{"viewer"}, ptr(true), "memory", "-"
 			s.Registry = "mine.yaml" // a flag's path is the working directory's
 			s.HookTimeout = 5 * time.Second
@@ -107,10 +110,10 @@ func TestPrecedence(t *testing.T) {
 			s.As = "carol"
 			return s
 		}},
-		{"--upstream replaces the file's upstream of that name, keeps import", []string{"--config", cfg,
+		{"--upstream replaces the file's upstream of that name, keeps import, section, trust_annotations", []string{"--config", cfg,
 			"--upstream", "weather=http://localhost:9/mcp", "--upstream", "extra=./server --flag"}, func() *config.Serve {
 			s := fromFile()
-			s.Upstreams[1] = config.Upstream{Name: "weather", URL: "http://localhost:9/mcp", Import: true}
+			s.Upstreams[1] = config.Upstream{Name: "weather", URL: "http://localhost:9/mcp", Import: true, Section: "weather", TrustAnnotations: true}
 			s.Upstreams = append(s.Upstreams, config.Upstream{Name: "extra", Command: "./server --flag"})
 			return s
 		}},
@@ -152,12 +155,12 @@ func TestUnknownKeys(t *testing.T) {
 	assert.Equal(t, cfg, ce.Path)
 	// The list of known keys grows with the settings: only its start is pinned.
 	require.NotEmpty(t, ce.Problems)
-	assert.True(t, strings.HasPrefix(ce.Problems[0].Message, `unknown key "policies" (known: registry, policy, stdio, http, as, roles, tokens, upstreams, ledger, audit, watch, hookTimeout, evalTimeout, `), ce.Problems[0].Message)
+	assert.True(t, strings.HasPrefix(ce.Problems[0].Message, `unknown key "policies" (known: registry, policy, stdio, http, as, roles, tokens, upstreams, ledger, ledgerRetention, audit, watch, hookTimeout, evalTimeout, `), ce.Problems[0].Message)
 	got := append([]config.Problem(nil), ce.Problems...)
 	got[0].Message = ""
 	assert.Equal(t, []config.Problem{
 		{Line: 2},
-		{Line: 4, Key: "upstreams[0]", Message: `unknown key "imports" (known: name, command, args, url, import)`},
+		{Line: 4, Key: "upstreams[0]", Message: `unknown key "imports" (known: name, command, args, url, import, section, trust_annotations)`},
 		{Line: 5, Key: "watch", Message: "want true or false"},
 	}, got)
 	assert.Contains(t, err.Error(), `line 2: unknown key "policies"`)
@@ -207,9 +210,10 @@ func writeFileOf(t *testing.T, name, content string) string {
 func TestValidateReportsEveryProblem(t *testing.T) {
 	t.Parallel()
 	s := &config.Serve{
-		Roles:       []string{"admin"},
-		Ledger:      "redis://x",
-		HookTimeout: -time.Second,
+		Roles:           []string{"admin"},
+		Ledger:          "redis://x",
+		LedgerRetention: -time.Hour,
+		HookTimeout:     -time.Second,
 		Upstreams: []config.Upstream{
 			{Name: "a.b", Command: "x"},
 			{Name: "ok", URL: "ftp://x"},
@@ -227,6 +231,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	assert.Equal(t, []string{
 		"roles: roles are given without a subject (as)",
 		`ledger: want memory, sqlite:PATH or postgres://..., got "redis://x"`,
+		"ledgerRetention: negative duration -1h0m0s",
 		"hookTimeout: negative duration -1s",
 		"upstreams[0] (a.b): name must match ^[A-Za-z0-9_-]{1,64}$",
 		"upstreams[1] (ok): url must be http:// or https://",
@@ -293,4 +298,22 @@ func TestHTTPLimits(t *testing.T) {
 	var ce *config.Error
 	require.ErrorAs(t, err, &ce)
 	assert.Len(t, ce.Problems, 3)
+}
+
+// TestUpstreamSectionAndTrustKinds: an upstream's section is a non-empty
+// string and trust_annotations a boolean (SPEC §15).
+func TestUpstreamSectionAndTrustKinds(t *testing.T) {
+	t.Parallel()
+	cfg, _ := writeConfig(t, "upstreams:\n  - {name: a, command: x, import: true, section: \"\", trust_annotations: \"yes\"}\n")
+	_, err := config.LoadFile(cfg)
+	var ce *config.Error
+	require.ErrorAs(t, err, &ce)
+	var got []string
+	for _, p := range ce.Problems {
+		got = append(got, p.String())
+	}
+	assert.Equal(t, []string{
+		"line 2: upstreams[0]: section: wrong kind of value",
+		"line 2: upstreams[0]: trust_annotations: wrong kind of value",
+	}, got)
 }

@@ -13,8 +13,10 @@
 //	tokens: tokens.yaml
 //	upstreams:
 //	  - files=npx -y @modelcontextprotocol/server-filesystem /srv
-//	  - { name: weather, url: "https://weather.example/mcp", import: true }
+//	  - { name: weather, url: "https://weather.example/mcp", import: true }   # rows in section upstream:weather
+//	  - { name: search, url: "https://search.example/mcp", import: true, section: reports, trust_annotations: true }
 //	ledger: sqlite:/var/lib/toolgate/ledger.db
+//	ledgerRetention: 24h
 //	audit: "-"
 //	watch: true
 //	hookTimeout: 10s

@@ -13,12 +13,12 @@ import (
 // serveKeys are the keys a config file may hold, in the order of SPEC §8.
 var serveKeys = []string{
 	"registry", "policy", "stdio", "http", "as", "roles", "tokens",
-	"upstreams", "ledger", "audit", "watch", "hookTimeout", "evalTimeout",
+	"upstreams", "ledger", "ledgerRetention", "audit", "watch", "hookTimeout", "evalTimeout",
 	"sessionTimeout", "maxSessions", "readTimeout", "idleTimeout", "maxConnections",
 	"allowedOrigins", "adminRole", "metricsAddr",
 }
 
-var upstreamKeys = []string{"name", "command", "args", "url", "import"}
+var upstreamKeys = []string{"name", "command", "args", "url", "import", "section", "trust_annotations"}
 
 // LoadFile reads a config file (YAML) of serve settings. Every problem is
 // reported in one *Error: an unknown key (named, with its line), a value of
@@ -98,6 +98,8 @@ func parseFile(data []byte) (*Serve, error) {
 			ok = duration(v, &s.HookTimeout)
 		case "evalTimeout":
 			ok = duration(v, &s.EvalTimeout)
+		case "ledgerRetention":
+			ok = duration(v, &s.LedgerRetention)
 		case "sessionTimeout":
 			ok = duration(v, &s.SessionTimeout)
 		case "readTimeout":
@@ -144,7 +146,8 @@ var want = map[string]string{
 	"as": "a subject (string)", "tokens": "a file path", "ledger": "memory, sqlite:PATH or postgres://...",
 	"audit": "a file path or -", "stdio": "true or false", "watch": "true or false",
 	"roles": "a list of role names", "hookTimeout": "a duration such as 10s", "evalTimeout": "a duration such as 250ms",
-	"sessionTimeout": "a duration such as 10m", "readTimeout": "a duration such as 30s", "idleTimeout": "a duration such as 2m",
+	"ledgerRetention": "a duration such as 24h",
+	"sessionTimeout":  "a duration such as 10m", "readTimeout": "a duration such as 30s", "idleTimeout": "a duration such as 2m",
 	"maxSessions": "a whole number", "maxConnections": "a whole number", "allowedOrigins": "a list of origins",
 	"adminRole": "a role name", "metricsAddr": "an address such as 127.0.0.1:9090",
 }
@@ -203,7 +206,7 @@ func upstream(n *yaml.Node, key string) (Upstream, []Problem) {
 		return u, probs
 	case yaml.MappingNode:
 	default:
-		bad(n, "want NAME=COMMAND, NAME=URL or {name, command | url, import}")
+		bad(n, "want NAME=COMMAND, NAME=URL or {name, command | url, import, section, trust_annotations}")
 		return u, probs
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -220,6 +223,10 @@ func upstream(n *yaml.Node, key string) (Upstream, []Problem) {
 			ok = v.Kind == yaml.SequenceNode && v.Decode(&u.Args) == nil
 		case "import":
 			ok = v.Tag == "!!bool" && v.Decode(&u.Import) == nil
+		case "section":
+			ok = str(v, &u.Section) && u.Section != ""
+		case "trust_annotations":
+			ok = v.Tag == "!!bool" && v.Decode(&u.TrustAnnotations) == nil
 		default:
 			bad(k, "unknown key %q (known: %s)", k.Value, strings.Join(upstreamKeys, ", "))
 			continue

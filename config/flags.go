@@ -52,6 +52,7 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	def("upstream", "an upstream MCP server `NAME=COMMAND` or NAME=URL (repeatable; replaces the file's upstream of that name)",
 		(*upstreamsValue)(&f.Upstreams), func(d *Serve) { d.Upstreams = mergeUpstreams(d.Upstreams, f.Upstreams) })
 	str("ledger", "idempotency ledger `STORE`: memory, sqlite:PATH or postgres://... (default: sqlite: ledger.db in the state directory)", func(s *Serve) *string { return &s.Ledger })
+	def("ledger-retention", "keep completed idempotency keys for `DURATION` (default 24h)", (*durationValue)(&f.LedgerRetention), func(d *Serve) { d.LedgerRetention = f.LedgerRetention })
 	str("audit", "audit trail `FILE`, JSON Lines; - is stderr (default -)", func(s *Serve) *string { return &s.Audit })
 	def("watch", "reload registry and policies on change (default true)", &watchValue{p: &f.Watch}, func(d *Serve) { d.Watch = f.Watch })
 	def("no-watch", "do not reload registry and policies on change", &watchValue{p: &f.Watch, negate: true}, func(d *Serve) { d.Watch = f.Watch })
@@ -71,7 +72,8 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 // Apply overrides s with every serve flag set on the parsed fs (fs.Visit:
 // a flag left at its default changes nothing). Scalars replace; --role
 // replaces the roles; --upstream replaces the upstream of the same name
-// (keeping its import setting) and adds the others.
+// (keeping its import, section and trust_annotations settings) and adds
+// the others.
 func (s *Serve) Apply(fs *flag.FlagSet) {
 	fs.Visit(func(fl *flag.Flag) {
 		if st, ok := fl.Value.(*setting); ok {
@@ -87,6 +89,7 @@ func mergeUpstreams(file, flags []Upstream) []Upstream {
 		for i := range out {
 			if out[i].Name == u.Name {
 				u.Import = out[i].Import
+				u.Section, u.TrustAnnotations = out[i].Section, out[i].TrustAnnotations
 				out[i], replaced = u, true
 			}
 		}

@@ -41,6 +41,9 @@ type Serve struct {
 	// postgres:// URL. SetDefaults sets "sqlite:" with ledger.db in
 	// StateDir ("sqlite:" with no path means that file too).
 	Ledger string `yaml:"ledger"`
+	// LedgerRetention is how long the ledger keeps a completed key; zero is
+	// the ledger's default (24h).
+	LedgerRetention time.Duration `yaml:"ledgerRetention"`
 	// Audit is the audit trail file; "-" (the default) is stderr.
 	Audit string `yaml:"audit"`
 	// Watch reloads registry and policies on change; nil is on.
@@ -88,6 +91,14 @@ type Upstream struct {
 	// Import makes the upstream's tools that no row names rows of their
 	// own (only settable in the config file).
 	Import bool `yaml:"import"`
+	// Section is the permission section of the imported rows; "" is
+	// upstream:NAME, which no role holds until the registry's sections
+	// list it (SPEC §15). Only settable in the config file.
+	Section string `yaml:"section"`
+	// TrustAnnotations lets the upstream's own tool annotations count as
+	// the imported rows' annotations; otherwise policies see them only as
+	// upstream_annotations. Only settable in the config file.
+	TrustAnnotations bool `yaml:"trust_annotations"`
 }
 
 // Argv is the command and arguments to run a stdio upstream.
@@ -177,6 +188,9 @@ func (s *Serve) Validate() error {
 		strings.HasPrefix(l, "postgres://"), strings.HasPrefix(l, "postgresql://"):
 	default:
 		add("ledger", "want memory, sqlite:PATH or postgres://..., got %q", l)
+	}
+	if s.LedgerRetention < 0 {
+		add("ledgerRetention", "negative duration %s", s.LedgerRetention)
 	}
 	if s.HookTimeout < 0 {
 		add("hookTimeout", "negative duration %s", s.HookTimeout)

@@ -51,12 +51,19 @@ var (
 	keyType        = ast.StringTerm("type")
 	keyRequired    = ast.StringTerm("required")
 	keyDefault     = ast.StringTerm("default")
+
+	keyUpstream            = ast.StringTerm("upstream")
+	keyUpstreamAnnotations = ast.StringTerm("upstream_annotations")
 )
 
 // rowTerms are the parts of one row's input object that do not depend on the
 // caller, built once per revision.
 type rowTerms struct {
 	name, method, section, driver, arguments, annotations *ast.Term
+	// upstream is the SERVER of a method upstream:SERVER/TOOL, else null;
+	// upstreamAnnotations the annotations an imported row's upstream
+	// declared ({} when none), null for a registry file's row (SPEC §15).
+	upstream, upstreamAnnotations *ast.Term
 }
 
 func buildRowTerms(t *registry.Tool) rowTerms {
@@ -93,6 +100,19 @@ func buildRowTerms(t *registry.Tool) rowTerms {
 		ann = ast.NewObject()
 	}
 	rt.annotations = ast.NewTerm(ann)
+	rt.upstream, rt.upstreamAnnotations = ast.NullTerm(), ast.NullTerm()
+	if server := t.Upstream(); server != "" {
+		rt.upstream = ast.StringTerm(server)
+	}
+	if t.Imported != nil {
+		// Decoded from JSON by the import (bools, strings, float64): this
+		// conversion cannot fail.
+		up, err := ast.InterfaceToValue(t.Imported.Annotations)
+		if err != nil || t.Imported.Annotations == nil {
+			up = ast.NewObject()
+		}
+		rt.upstreamAnnotations = ast.NewTerm(up)
+	}
 	return rt
 }
 
@@ -105,6 +125,8 @@ func (rt *rowTerms) object(base bool) *ast.Term {
 		[2]*ast.Term{keyBase, ast.BooleanTerm(base)},
 		[2]*ast.Term{keyArguments, rt.arguments},
 		[2]*ast.Term{keyAnnotations, rt.annotations},
+		[2]*ast.Term{keyUpstream, rt.upstream},
+		[2]*ast.Term{keyUpstreamAnnotations, rt.upstreamAnnotations},
 	)
 }
 

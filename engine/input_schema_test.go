@@ -2,12 +2,15 @@ package engine_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/schema"
 )
 
@@ -32,10 +35,27 @@ func TestInputDocumentMatchesSchema(t *testing.T) {
 		{"call with non-object arguments", bob, engine.Request{Method: engine.MethodCall, Tool: "nothing", Arguments: json.RawMessage(`[1,2]`)}, false},
 		{"claims", &engine.Caller{Subject: "x", Roles: []string{}, Claims: map[string]any{"team": "a", "n": 1}}, engine.Request{Method: engine.MethodList}, false},
 	}
+	imported := newEngine(t, nil, engine.WithRegistryHook(withImportedRows)).Current()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			doc, err := rev.InputDocument(tc.caller, tc.req, tc.withTool)
+			require.NoError(t, err)
+			dec := json.NewDecoder(bytes.NewReader(doc))
+			dec.UseNumber()
+			var v any
+			require.NoError(t, dec.Decode(&v))
+			require.NoError(t, s.Validate(v), "%s", doc)
+		})
+	}
+	for _, tc := range []engine.Request{
+		{Method: engine.MethodList},
+		{Method: engine.MethodCall, Tool: "files.wipe", Arguments: json.RawMessage(`{}`)},
+		{Method: engine.MethodCall, Tool: "files.read", Arguments: json.RawMessage(`{}`)},
+	} {
+		t.Run("imported rows "+tc.Method+" "+tc.Tool, func(t *testing.T) {
+			t.Parallel()
+			doc, err := imported.InputDocument(alice, tc, tc.Tool != "")
 			require.NoError(t, err)
 			dec := json.NewDecoder(bytes.NewReader(doc))
 			dec.UseNumber()
@@ -72,9 +92,62 @@ func TestInputDocumentShape(t *testing.T) {
 			map[string]any{"name": "note", "type": "string", "required": false, "default": ""},
 		},
 		"annotations": map[string]any{"readOnlyHint": true},
+		"upstream":    nil, "upstream_annotations": nil,
 	}, tools[1])
 	require.Equal(t, false, tools[2]["base"], "report is admin-only")
 	require.Equal(t, "url", tools[4]["driver"])
 	_, hasTool := got["tool"]
 	require.False(t, hasTool)
+}
+
+// withImportedRows adds rows as the binary's upstream import makes them
+// (upstream.ImportedRows, SPEC §15): one whose annotations are untrusted,
+// one trusted, one routed upstream by a registry row.
+func withImportedRows(_ context.Context, reg *registry.Registry) (*registry.Registry, error) {
+	declared := map[string]any{"readOnlyHint": true}
+	out := &registry.Registry{Sections: reg.Sections, Tools: append(slices.Clone(reg.Tools),
+		registry.Tool{Name: "files.wipe", Method: "upstream:files/wipe", Section: "upstream:files",
+			Imported: &registry.Imported{Upstream: "files", Annotations: declared}},
+		registry.Tool{Name: "files.read", Method: "upstream:files/read", Section: "upstream:files", Annotations: declared,
+			Imported: &registry.Imported{Upstream: "files", Annotations: declared}},
+		registry.Tool{Name: "files.quiet", Method: "upstream:files/quiet", Section: "upstream:files",
+			Imported: &registry.Imported{Upstream: "files"}},
+		registry.Tool{Name: "mailer", Method: "upstream:mail/send"},
+	)}
+	return out, nil
+}
+
+// TestInputDocumentUpstreamRows: an imported row says its upstream and
+// keeps the upstream's annotations apart (upstream_annotations); annotations
+// holds them only when trusted. A registry row routed upstream names its
+// upstream and has no upstream_annotations; other rows have neither.
+func TestInputDocumentUpstreamRows(t *testing.T) {
+	t.Parallel()
+	rev := newEngine(t, nil, engine.WithRegistryHook(withImportedRows)).Current()
+	doc, err := rev.InputDocument(alice, engine.Request{Method: engine.MethodCall, Tool: "files.wipe", Arguments: json.RawMessage(`{}`)}, true)
+	require.NoError(t, err)
+	var got struct {
+		Tools []map[string]any `json:"tools"`
+		Tool  map[string]any   `json:"tool"`
+	}
+	require.NoError(t, json.Unmarshal(doc, &got))
+	rows := map[string]map[string]any{}
+	for _, r := range got.Tools {
+		rows[r["name"].(string)] = r
+	}
+	want := map[string][3]any{ // upstream, upstream_annotations, annotations
+		"getReward":   {nil, nil, map[string]any{"readOnlyHint": true}},
+		"files.wipe":  {"files", map[string]any{"readOnlyHint": true}, map[string]any{}},
+		"files.read":  {"files", map[string]any{"readOnlyHint": true}, map[string]any{"readOnlyHint": true}},
+		"files.quiet": {"files", map[string]any{}, map[string]any{}},
+		"mailer":      {"mail", nil, map[string]any{}},
+	}
+	for name, w := range want {
+		r := rows[name]
+		require.NotNil(t, r, name)
+		require.Equal(t, w, [3]any{r["upstream"], r["upstream_annotations"], r["annotations"]}, name)
+	}
+	require.Equal(t, "upstream:files", rows["files.wipe"]["section"])
+	require.Equal(t, false, rows["files.wipe"]["base"], "a section no role holds grants nobody")
+	require.Equal(t, rows["files.wipe"], got.Tool, "the call rules' tool is the row")
 }

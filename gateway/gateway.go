@@ -122,7 +122,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if len(cfg.Upstreams) > 0 {
 		ups := make([]upstream.Config, len(cfg.Upstreams))
 		for i, u := range cfg.Upstreams {
-			ups[i] = upstream.Config{Name: u.Name, Command: u.Argv(), URL: u.URL, Import: u.Import}
+			ups[i] = upstream.Config{Name: u.Name, Command: u.Argv(), URL: u.URL, Import: u.Import,
+				Section: u.Section, TrustAnnotations: u.TrustAnnotations}
 		}
 		// An upstream whose tool list changed may change the imported rows:
 		// rebuild the revision (eng is set below, before any upstream connects).
@@ -174,6 +175,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	rev := eng.Current()
 	log.Info("toolgate: loaded", slog.String("revision", rev.String()), slog.Int("tools", len(rev.Registry().Tools)))
 	warnMismatches(log, rev.Registry(), methods)
+	noteClosedImports(log, rev.Registry(), cfg.Upstreams)
 
 	// One adapter (and MCP server) per transport: the caller comes from the
 	// flags over stdio and from each request's bearer token over HTTP.
@@ -183,7 +185,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	closers = append(closers, store.Close)
-	led := ledger.New(store, ledger.Options{Logger: log, OnReplay: m.LedgerReplay, OnConflict: m.LedgerConflict})
+	led := ledger.New(store, ledger.Options{Logger: log, OnReplay: m.LedgerReplay, OnConflict: m.LedgerConflict, Retention: cfg.LedgerRetention})
+	pruneCtx, stopPruner := context.WithCancel(ctx)
+	pruned := make(chan struct{})
+	go func() { defer close(pruned); led.RunPruner(pruneCtx, 0) }()
+	closers = append(closers, func() error { stopPruner(); <-pruned; return nil })
 	auditW, closeAudit, err := openAudit(cfg.Audit, cfg.Stderr)
 	if err != nil {
 		return err
@@ -403,6 +409,25 @@ func warnMismatches(log *slog.Logger, reg *registry.Registry, methods mcpadapter
 				log.Warn("toolgate: a row declares an argument its method does not have; calls answer Unknown argument",
 					slog.String("tool", t.Name), slog.String("method", t.Method), slog.String("argument", a.Name))
 			}
+		}
+	}
+}
+
+// noteClosedImports says, for each importing upstream whose section the
+// registry's sections do not list, that its imported tools are granted to
+// nobody until the operator grants the section (SPEC §15).
+func noteClosedImports(log *slog.Logger, reg *registry.Registry, ups []config.Upstream) {
+	for _, u := range ups {
+		if !u.Import {
+			continue
+		}
+		section := u.Section
+		if section == "" {
+			section = upstream.DefaultSection(u.Name)
+		}
+		if _, ok := reg.Sections[section]; !ok {
+			log.Info("toolgate: the tools imported from an upstream are granted to nobody until the registry's sections list their section",
+				slog.String("upstream", u.Name), slog.String("section", section))
 		}
 	}
 }

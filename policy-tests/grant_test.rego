@@ -86,6 +86,21 @@ test_read_only_needs_the_boolean_true if {
 	grant.granted == {"yes"} with input as inp
 }
 
+test_an_upstream_saying_read_only_does_not_count if {
+	# An imported row whose upstream declares readOnlyHint (SPEC §15): the
+	# hint is in upstream_annotations; annotations holds it only when the
+	# operator trusts the upstream (trust_annotations: true).
+	inp := {
+		"caller": signed_in(["contractor"]),
+		"tools": [
+			{"name": "up.untrusted", "method": "upstream:up/untrusted", "section": "upstream:up", "driver": null, "base": true, "arguments": [], "annotations": {}, "upstream": "up", "upstream_annotations": {"readOnlyHint": true}},
+			{"name": "up.trusted", "method": "upstream:up/trusted", "section": "upstream:up", "driver": null, "base": true, "arguments": [], "annotations": {"readOnlyHint": true}, "upstream": "up", "upstream_annotations": {"readOnlyHint": true}},
+		],
+		"request": {"method": "tools/list", "meta": {}},
+	}
+	grant.granted == {"up.trusted"} with input as inp
+}
+
 test_no_override_for_other_roles if {
 	not grant.granted with input as input_for(signed_in(["manager"]), no_section | rewards)
 	not grant.granted with input as input_for(signed_in(["admin"]), all_tools)

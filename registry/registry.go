@@ -25,6 +25,7 @@ package registry
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 )
 
 // Registry is a validated registry document.
@@ -56,6 +57,47 @@ type Tool struct {
 	Driver      string         `json:"driver,omitempty"`
 	Arguments   []Argument     `json:"arguments,omitempty"`
 	Annotations map[string]any `json:"annotations,omitempty"`
+	// Imported is set on a row imported from an upstream MCP server (the
+	// binary's upstream import, SPEC §15); nil on a row of a registry file,
+	// which cannot set it (the registry schema has no such field).
+	Imported *Imported `json:"imported,omitempty"`
+}
+
+// Imported is what a row imported from an upstream carries besides the
+// row's own fields.
+type Imported struct {
+	// Upstream is the upstream's name (the SERVER of upstream:SERVER/TOOL).
+	Upstream string `json:"upstream"`
+	// Annotations are the annotations the upstream declared for the tool,
+	// untrusted: they reach a policy as upstream_annotations. The row's
+	// Annotations hold them too only when the operator trusts the upstream's
+	// annotations. Nil when the upstream declared none.
+	Annotations map[string]any `json:"annotations,omitempty"`
+}
+
+// UpstreamPrefix starts a method naming a tool of an upstream MCP server:
+// upstream:SERVER/TOOL.
+const UpstreamPrefix = "upstream:"
+
+// Upstream returns SERVER when the row's method is upstream:SERVER/TOOL,
+// else "".
+func (t *Tool) Upstream() string {
+	server, _, _ := ParseUpstreamMethod(t.Method)
+	return server
+}
+
+// ParseUpstreamMethod splits a method upstream:SERVER/TOOL; ok is false (and
+// both names "") for any other method.
+func ParseUpstreamMethod(method string) (server, tool string, ok bool) {
+	rest, ok := strings.CutPrefix(method, UpstreamPrefix)
+	if !ok {
+		return "", "", false
+	}
+	server, tool, ok = strings.Cut(rest, "/")
+	if !ok || server == "" || tool == "" {
+		return "", "", false
+	}
+	return server, tool, true
 }
 
 // Argument is one declared argument of a row.

@@ -15,7 +15,10 @@ package toolgate.grant
 # override for everyone, hiding every tool from callers it grants nothing.
 #
 # Only `readOnlyHint == true` counts as read-only: a missing annotation, or
-# one that is not the boolean true, keeps the tool hidden.
+# one that is not the boolean true, keeps the tool hidden. `annotations` are
+# the ones the operator vouches for: a tool imported from an upstream keeps
+# its own claims in `upstream_annotations`, which never count here, unless
+# its upstream is configured with `trust_annotations: true` (SPEC §15).
 granted := {t.name |
 	some t in input.tools
 	t.base

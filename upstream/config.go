@@ -32,11 +32,32 @@ type Config struct {
 	// Import makes the upstream's tools that no row names into rows
 	// (Pool.ImportedRows).
 	Import bool
+	// Section is the permission section of the imported rows; "" is
+	// DefaultSection(Name), which no role holds until the registry's
+	// sections list it (SPEC §15: imported rows are closed by default).
+	Section string
+	// TrustAnnotations puts the annotations the upstream declares into the
+	// imported rows' annotations (which policies read and tools/list
+	// shows). Without it they reach policies only as upstream_annotations
+	// and tools/list shows none: an upstream cannot vouch for itself.
+	TrustAnnotations bool
 	// Timeout bounds each call, connecting included; zero is DefaultTimeout.
 	Timeout time.Duration
 	// Env is added to the command's environment (KEY=VALUE), after the
 	// server's own; stdio only.
 	Env []string
+}
+
+// DefaultSection is the section of the rows imported from the upstream
+// named name when its Config.Section is empty: upstream:NAME.
+func DefaultSection(name string) string { return MethodPrefix + name }
+
+// section is the section of the rows imported from c.
+func (c *Config) section() string {
+	if c.Section != "" {
+		return c.Section
+	}
+	return DefaultSection(c.Name)
 }
 
 // ErrConfig is wrapped by every error about a malformed upstream

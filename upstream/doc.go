@@ -22,5 +22,10 @@
 //
 // With Config.Import, [Pool.ImportedRows] turns the upstream's tools into
 // rows named NAME.TOOL, and [MergeRows] adds those that no row names to a
-// registry: they are then governed like any other row.
+// registry: they are then governed like any other row. They are closed by
+// default (SPEC §15): their section is Config.Section, upstream:NAME unless
+// set, which grants nobody until the registry's sections list it; and the
+// annotations the upstream declares are kept apart (registry.Imported,
+// upstream_annotations in the input document) unless Config.TrustAnnotations
+// makes them the rows' annotations.
 package upstream

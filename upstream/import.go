@@ -25,10 +25,14 @@ var (
 // ImportedRows lists, for each upstream configured with Import, its tools
 // as registry rows, in configuration order and then the upstream's order:
 //
-//   - name NAME.TOOL, method upstream:NAME/TOOL, no section (so every
-//     signed-in caller is granted it unless a policy says otherwise);
-//   - title (or the annotations' title), description and annotations as
-//     the upstream lists them;
+//   - name NAME.TOOL, method upstream:NAME/TOOL, section Config.Section
+//     (default upstream:NAME: granted to nobody until the registry's
+//     sections list it, SPEC §15);
+//   - title (or the annotations' title) and description as the upstream
+//     lists them;
+//   - Imported: the upstream's name and the annotations it declares. The
+//     row's own annotations (what policies trust and tools/list shows)
+//     are those only with Config.TrustAnnotations, else none;
 //   - arguments from the tool's inputSchema: see importArgument for the
 //     mapping. Required properties come first, in the order of "required",
 //     then the others by name (a decoded JSON object has no order).
@@ -57,7 +61,7 @@ func (p *Pool) ImportedRows(ctx context.Context) []registry.Tool {
 				return
 			}
 			for _, t := range tools {
-				row, notes, err := importRow(name, t)
+				row, notes, err := importRow(&c.cfg, t)
 				for _, n := range notes {
 					p.log.Warn("upstream: import: "+n, slog.String("upstream", name), slog.String("tool", t.Name))
 				}
@@ -75,23 +79,29 @@ func (p *Pool) ImportedRows(ctx context.Context) []registry.Tool {
 
 // importRow turns an upstream tool into a registry row. notes are findings
 // that do not refuse it; the row is validated as a registry would.
-func importRow(server string, t *mcp.Tool) (registry.Tool, []string, error) {
+func importRow(cfg *Config, t *mcp.Tool) (registry.Tool, []string, error) {
+	server := cfg.Name
 	row := registry.Tool{
 		Name:        server + "." + t.Name,
 		Method:      MethodPrefix + server + "/" + t.Name,
+		Section:     cfg.section(),
 		Title:       t.Title,
 		Description: t.Description,
 	}
 	if !rowNameRE.MatchString(row.Name) {
 		return registry.Tool{}, nil, fmt.Errorf("row name %q does not match %s", row.Name, rowNameRE)
 	}
+	var declared map[string]any
 	if t.Annotations != nil {
 		if row.Title == "" {
 			row.Title = t.Annotations.Title
 		}
-		var ann map[string]any
-		if b, err := json.Marshal(t.Annotations); err == nil && json.Unmarshal(b, &ann) == nil && len(ann) > 0 {
-			row.Annotations = ann
+		if b, err := json.Marshal(t.Annotations); err == nil && json.Unmarshal(b, &declared) == nil && len(declared) > 0 {
+			if cfg.TrustAnnotations {
+				row.Annotations = declared
+			}
+		} else {
+			declared = nil
 		}
 	}
 	schema := plainObject(t.InputSchema)
@@ -135,6 +145,7 @@ func importRow(server string, t *mcp.Tool) (registry.Tool, []string, error) {
 	if err != nil {
 		return registry.Tool{}, notes, fmt.Errorf("not a valid registry row: %w", err)
 	}
+	row.Imported = &registry.Imported{Upstream: server, Annotations: declared}
 	return row, notes, nil
 }
 
@@ -284,9 +295,11 @@ func schemaProperties(v any) map[string]any {
 // imported twice). reg and imported are not modified; rows are copied.
 //
 // The result is built the way a registry file is loaded (registry.Parse),
-// so it has an index and warnings like any loaded registry. That cannot
-// fail for rows from ImportedRows; should it, the rows are returned in a
-// Registry built by hand (still correct, looked up row by row).
+// so it has an index and warnings like any loaded registry (an imported
+// row's section that sections does not list is such a warning: it grants
+// nobody). That cannot fail for rows from ImportedRows; should it, the rows
+// are returned in a Registry built by hand (still correct, looked up row
+// by row). Rows keep their Imported (which a registry file cannot hold).
 func MergeRows(reg *registry.Registry, imported []registry.Tool) *registry.Registry {
 	out := &registry.Registry{}
 	if reg != nil {
@@ -306,8 +319,17 @@ func MergeRows(reg *registry.Registry, imported []registry.Tool) *registry.Regis
 		names[t.Name], methods[t.Method] = true, true
 		out.Tools = append(out.Tools, t)
 	}
-	if b, err := json.Marshal(out); err == nil {
-		if parsed, err := registry.Parse(b, registry.FormatJSON); err == nil {
+	// A registry file cannot say a row is imported: parse the rows without
+	// it and give it back, row by row (Parse keeps the order).
+	plain := &registry.Registry{Sections: out.Sections, Tools: slices.Clone(out.Tools)}
+	for i := range plain.Tools {
+		plain.Tools[i].Imported = nil
+	}
+	if b, err := json.Marshal(plain); err == nil {
+		if parsed, err := registry.Parse(b, registry.FormatJSON); err == nil && len(parsed.Tools) == len(out.Tools) {
+			for i := range parsed.Tools {
+				parsed.Tools[i].Imported = out.Tools[i].Imported
+			}
 			return parsed
 		}
 	}

@@ -6,18 +6,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/registry"
 )
 
 // MethodPrefix starts a row's method that names an upstream tool:
 // upstream:SERVER/TOOL.
-const MethodPrefix = "upstream:"
+const MethodPrefix = registry.UpstreamPrefix
 
 // Defaults of Options.
 const (
@@ -169,15 +169,7 @@ func (p *Pool) Names() []string { return append([]string(nil), p.order...) }
 // ParseMethod splits a row's method `upstream:SERVER/TOOL`; ok is false for
 // any other method.
 func ParseMethod(method string) (server, tool string, ok bool) {
-	rest, ok := strings.CutPrefix(method, MethodPrefix)
-	if !ok {
-		return "", "", false
-	}
-	server, tool, ok = strings.Cut(rest, "/")
-	if !ok || server == "" || tool == "" {
-		return "", "", false
-	}
-	return server, tool, true
+	return registry.ParseUpstreamMethod(method)
 }
 
 // Method implements [mcpadapter.MethodSet]: `upstream:SERVER/TOOL` for a

@@ -77,7 +77,7 @@ func TestE2EUpstream(t *testing.T) {
 	cfg := filepath.Join(dir, "toolgate.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`# upstream MCP servers for the end-to-end test
 upstreams:
-  - { name: up, command: %q, import: true }
+  - { name: up, command: %q, import: true, section: reports }
 `, up)), 0o644))
 	s := serveHTTP(t, "--config", cfg, "--registry", regPath, "--policy", polDir, "--tokens", writeTokens(t),
 		"--upstream", "down="+filepath.Join(dir, "no-such-upstream"))

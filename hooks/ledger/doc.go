@@ -19,6 +19,13 @@
 //     releases nothing, and the owner of a claim that was taken over can
 //     neither complete nor release its successor's.
 //
+// A completed key answers for Options.Retention (24 hours), counted from
+// its completion; after that it is as if absent (a retry runs the call
+// again) and [Ledger.RunPruner] removes it, in bounded batches. The memory
+// store is also capped within the retention (100 000 completed keys,
+// 64 MiB of results: the oldest completed keys go first; running claims
+// never). A new SQLite file is created readable by its owner only.
+//
 // A key that is not a non-empty string leaves the call alone. A store that
 // fails makes the before half fail, so the call fails closed; the after
 // half logs its store failures (the key then stays running until its lease
@@ -31,5 +38,7 @@
 //	store, err := ledger.OpenSQLite(filepath.Join(stateDir, "ledger.db"))
 //	if err != nil { ... }
 //	defer store.Close()
-//	adapter.AddHook(ledger.New(store, ledger.Options{}).Hook())
+//	led := ledger.New(store, ledger.Options{})
+//	go led.RunPruner(ctx, 0) // until ctx is done
+//	adapter.AddHook(led.Hook())
 package ledger

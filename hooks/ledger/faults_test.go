@@ -22,18 +22,18 @@ type faultStore struct{ Store }
 
 var errStore = errors.New("ledger store: connection refused (postgres://db:5432)")
 
-func (s faultStore) Claim(ctx context.Context, key Key, h string, now time.Time, lease time.Duration) (ClaimResult, error) {
+func (s faultStore) Claim(ctx context.Context, key Key, h string, now time.Time, lt Lifetimes) (ClaimResult, error) {
 	if key.ID == "claim-error" {
 		return ClaimResult{}, errStore
 	}
-	return s.Store.Claim(ctx, key, h, now, lease)
+	return s.Store.Claim(ctx, key, h, now, lt)
 }
 
-func (s faultStore) Complete(ctx context.Context, key Key, token string, result []byte) error {
+func (s faultStore) Complete(ctx context.Context, key Key, token string, result []byte, now time.Time) error {
 	if key.ID == "complete-error" {
 		return errStore
 	}
-	return s.Store.Complete(ctx, key, token, result)
+	return s.Store.Complete(ctx, key, token, result, now)
 }
 
 func (s faultStore) Release(ctx context.Context, key Key, token string) error {

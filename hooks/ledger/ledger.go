@@ -25,6 +25,12 @@ const (
 const (
 	DefaultMetaKey = "festi/idempotencyKey"
 	DefaultLease   = 10 * time.Minute
+	// DefaultRetention is how long a completed key is kept (SPEC §10).
+	DefaultRetention = 24 * time.Hour
+	// DefaultPruneBatch is how many keys one Prune run removes at most.
+	DefaultPruneBatch = 1000
+	// DefaultPruneInterval is how often RunPruner prunes.
+	DefaultPruneInterval = time.Minute
 	// HookName is the name the ledger's hook registers under.
 	HookName = "ledger"
 )
@@ -37,6 +43,12 @@ type Options struct {
 	// Lease is how long a running claim holds its key before another call
 	// may take it over; DefaultLease when zero.
 	Lease time.Duration
+	// Retention is how long a completed key answers its stored result;
+	// then it is as if absent and is pruned. DefaultRetention when zero.
+	Retention time.Duration
+	// PruneBatch bounds the keys one Prune run removes; DefaultPruneBatch
+	// when zero.
+	PruneBatch int
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Logger receives the after half's store failures; nil discards them.
@@ -65,6 +77,12 @@ func New(store Store, opts Options) *Ledger {
 	if opts.Lease <= 0 {
 		opts.Lease = DefaultLease
 	}
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.PruneBatch <= 0 {
+		opts.PruneBatch = DefaultPruneBatch
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -73,6 +91,45 @@ func New(store Store, opts Options) *Ledger {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Ledger{store: store, opts: opts, log: log}
+}
+
+func (l *Ledger) lifetimes() Lifetimes {
+	return Lifetimes{Lease: l.opts.Lease, Retention: l.opts.Retention}
+}
+
+// Prune removes, once, at most Options.PruneBatch keys whose retention (or,
+// in a shared store, whose lease and retention) ended, and returns how many.
+func (l *Ledger) Prune(ctx context.Context) (int, error) {
+	return l.store.Prune(ctx, l.opts.Now(), l.lifetimes(), l.opts.PruneBatch)
+}
+
+// RunPruner prunes every interval (DefaultPruneInterval when interval <= 0)
+// until ctx is done; a run that removed a full batch is followed by the
+// next at once, so a backlog drains in bounded steps. Failures are logged.
+// Run it in its own goroutine; it returns when ctx is done.
+func (l *Ledger) RunPruner(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		interval = DefaultPruneInterval
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		n, err := l.Prune(ctx)
+		if err != nil && ctx.Err() == nil {
+			l.log.Error("ledger: pruning expired keys failed", slog.Any("error", err))
+		}
+		if err == nil && n >= l.opts.PruneBatch {
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Hook returns the ledger's before and after halves, named HookName.
@@ -101,7 +158,7 @@ func (l *Ledger) before(ctx context.Context, call *mcpadapter.CallContext) (mcpa
 	}
 	c := &claim{key: Key{Subject: call.Caller.Subject, Tool: call.Name, ID: id}}
 	call.SetValue(valueKey{l}, c)
-	res, err := l.store.Claim(ctx, c.key, canon.SHA256(call.Arguments), l.opts.Now(), l.opts.Lease)
+	res, err := l.store.Claim(ctx, c.key, canon.SHA256(call.Arguments), l.opts.Now(), l.lifetimes())
 	if err != nil {
 		return mcpadapter.Verdict{}, err
 	}
@@ -159,7 +216,7 @@ func (l *Ledger) after(ctx context.Context, call *mcpadapter.CallContext, end *m
 		}
 		return err
 	}
-	if err := l.store.Complete(ctx, c.key, token, result); err != nil {
+	if err := l.store.Complete(ctx, c.key, token, result, l.opts.Now()); err != nil {
 		l.log.Error("ledger: completing the key failed; a retry will run the call again once the lease ends",
 			slog.String("decision_id", call.DecisionID), slog.String("tool", c.key.Tool), slog.Any("error", err))
 		return err

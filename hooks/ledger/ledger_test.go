@@ -23,11 +23,16 @@ import (
 // newCall builds the CallContext the adapter would for a call of tool
 // "getReward" by subject with _meta meta and arguments args.
 func newCall(subject, meta, args string) *mcpadapter.CallContext {
+	return newToolCall(subject, "getReward", meta, args)
+}
+
+// newToolCall is newCall for a call of tool (method demo.TOOL).
+func newToolCall(subject, tool, meta, args string) *mcpadapter.CallContext {
 	return &mcpadapter.CallContext{
 		DecisionID: newToken(),
-		Name:       "getReward",
-		Tool:       &registry.Tool{Name: "getReward", Method: "demo.getReward"},
-		Method:     "demo.getReward",
+		Name:       tool,
+		Tool:       &registry.Tool{Name: tool, Method: "demo." + tool},
+		Method:     "demo." + tool,
 		Arguments:  json.RawMessage(args),
 		Meta:       engine.BoundMeta(json.RawMessage(meta)),
 		Caller:     &engine.Caller{Subject: subject},
@@ -292,11 +297,14 @@ func (s *MemoryStore) claims(testing.TB) int {
 
 type brokenStore struct{}
 
-func (brokenStore) Claim(context.Context, Key, string, time.Time, time.Duration) (ClaimResult, error) {
+func (brokenStore) Claim(context.Context, Key, string, time.Time, Lifetimes) (ClaimResult, error) {
 	return ClaimResult{}, errors.New("store down")
 }
-func (brokenStore) Complete(context.Context, Key, string, []byte) error {
+func (brokenStore) Complete(context.Context, Key, string, []byte, time.Time) error {
 	return errors.New("store down")
+}
+func (brokenStore) Prune(context.Context, time.Time, Lifetimes, int) (int, error) {
+	return 0, errors.New("store down")
 }
 func (brokenStore) Release(context.Context, Key, string) error { return errors.New("store down") }
 func (brokenStore) Close() error                               { return nil }
@@ -307,10 +315,10 @@ type slowStore struct {
 	gate, entered chan struct{}
 }
 
-func (s slowStore) Claim(ctx context.Context, k Key, h string, now time.Time, lease time.Duration) (ClaimResult, error) {
+func (s slowStore) Claim(ctx context.Context, k Key, h string, now time.Time, lt Lifetimes) (ClaimResult, error) {
 	close(s.entered)
 	<-s.gate
-	return s.Store.Claim(ctx, k, h, now, lease)
+	return s.Store.Claim(ctx, k, h, now, lt)
 }
 
 // TestLedgerConcurrency: 50 calls with one key, through two Ledgers (two
@@ -380,4 +388,44 @@ func TestLedgerSurvivesRestart(t *testing.T) {
 		require.NoError(t, s.Close())
 	}
 	require.EqualValues(t, 1, c.n.Load())
+}
+
+// TestLedgerKeyScopedToTool (issue 13, mutant 1): a call of tool B with the
+// idempotency key a call of tool A completed runs B and gets B's result, in
+// every store; each tool then replays its own result.
+func TestLedgerKeyScopedToTool(t *testing.T) {
+	t.Parallel()
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			s, _ := kind.open(t)
+			l := New(s, Options{})
+			subject := "alice/" + newToken()
+			var runsA, runsB counter
+			methodA := func() (*mcp.CallToolResult, error) {
+				runsA.n.Add(1)
+				return mcpadapter.TextResult("A's result", false), nil
+			}
+			methodB := func() (*mcp.CallToolResult, error) {
+				runsB.n.Add(1)
+				return mcpadapter.TextResult("B's result", false), nil
+			}
+			const args = `{"idReward":7}`
+			end := run(t, []mcpadapter.Hook{l.Hook()}, newToolCall(subject, "toolA", keyMeta("k"), args), methodA)
+			require.Equal(t, mcpadapter.OutcomeResult, end.Outcome)
+			end = run(t, []mcpadapter.Hook{l.Hook()}, newToolCall(subject, "toolB", keyMeta("k"), args), methodB)
+			require.Equal(t, mcpadapter.OutcomeResult, end.Outcome, "B ran: the key A completed is not B's")
+			require.Equal(t, "B's result", text(end.Result))
+			for _, c := range []struct {
+				tool, want string
+				method     func() (*mcp.CallToolResult, error)
+			}{{"toolA", "A's result", methodA}, {"toolB", "B's result", methodB}} {
+				end = run(t, []mcpadapter.Hook{l.Hook()}, newToolCall(subject, c.tool, keyMeta("k"), args), c.method)
+				require.Equal(t, mcpadapter.OutcomeAnswered, end.Outcome, c.tool)
+				require.Equal(t, c.want, text(end.Result), c.tool)
+			}
+			require.EqualValues(t, 1, runsA.n.Load())
+			require.EqualValues(t, 1, runsB.n.Load())
+		})
+	}
 }

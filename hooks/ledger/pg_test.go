@@ -3,7 +3,10 @@ package ledger
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // postgresEnv names the DSN of the PostgreSQL the tests use; scripts/pg-start
@@ -29,13 +32,37 @@ func postgresDSN(t testing.TB) string {
 	return ""
 }
 
-func openPostgres(t testing.TB) *PostgresStore {
+// isolatedPostgres creates a schema of its own in the test database for
+// the test (dropped when it ends) and returns an opener of stores on it:
+// tests that prune by time see, and delete, only their own rows.
+func isolatedPostgres(t testing.TB) func() *PostgresStore {
 	t.Helper()
 	dsn := postgresDSN(t)
-	s, err := OpenPostgres(context.Background(), dsn)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		t.Fatalf("open %s: %v", postgresEnv, err)
+		t.Fatalf("connect %s: %v", postgresEnv, err)
 	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	schema := "ledger_test_" + newToken()
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		conn.Close(ctx)
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		_, _ = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+		conn.Close(ctx)
+	})
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return func() *PostgresStore {
+		t.Helper()
+		s, err := OpenPostgres(ctx, dsn+sep+"search_path="+schema)
+		if err != nil {
+			t.Fatalf("open %s on schema %s: %v", postgresEnv, schema, err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
 }

@@ -53,6 +53,9 @@ func createPostgresTable(ctx context.Context, pool *pgxpool.Pool) error {
 	if err != nil {
 		return err
 	}
+	if _, err := tx.Exec(ctx, expiryIndex); err != nil {
+		return err
+	}
 	return tx.Commit(ctx)
 }
 

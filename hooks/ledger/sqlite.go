@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 
 	_ "modernc.org/sqlite" // pure Go: no cgo, so -race and static builds work
@@ -19,10 +21,22 @@ type SQLiteStore struct{ sqlStore }
 const sqliteBusyTimeoutMS = 10000
 
 // OpenSQLite opens (creating if needed) the ledger in the SQLite file at
-// path. The file's directory must exist.
+// path. The file's directory must exist. A file it creates is readable by
+// its owner only (0600: results may hold anything a tool returned), and so
+// are the -wal and -shm files SQLite creates beside it (SQLite gives them
+// the database file's mode); an existing file's mode is left as it is.
 func OpenSQLite(path string) (*SQLiteStore, error) {
 	if path == "" || strings.ContainsAny(path, "?#") || path == ":memory:" {
 		return nil, fmt.Errorf("ledger: sqlite: unusable path %q (a file path without '?' or '#')", path)
+	}
+	// Create the file ourselves, with its mode, before SQLite would create
+	// it with 0644; O_EXCL leaves an existing file (and its mode) alone.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		if err := f.Close(); err != nil {
+			return nil, fmt.Errorf("ledger: sqlite: create %s: %w", path, err)
+		}
+	} else if !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("ledger: sqlite: create %s: %w", path, err)
 	}
 	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)",
 		path, sqliteBusyTimeoutMS)
@@ -44,6 +58,9 @@ func OpenSQLite(path string) (*SQLiteStore, error) {
 		result     BLOB,
 		PRIMARY KEY (subject, tool, idem_key)
 	)`)
+	if err == nil {
+		_, err = db.Exec(expiryIndex)
+	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("ledger: sqlite: create table in %s: %w", path, err)

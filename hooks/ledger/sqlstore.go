@@ -17,11 +17,20 @@ import (
 //  3. A running claim past its lease is taken over with an UPDATE that
 //     matches the old token: of concurrent takeovers exactly one matches.
 //
-// A row that vanishes between 1 and 2 (released) or a lost takeover race
-// starts again from 1.
+// A row that vanishes between 1 and 2 (released, pruned) or a lost takeover
+// race starts again from 1. A completed row past its retention found in 2
+// is deleted (matching its completion time, so only that row) and the claim
+// starts again from 1: an expired key is as if absent.
+//
+// claimed_at is the time of the row's state: when it was claimed while
+// running, when it completed once completed. (An older file whose completed
+// rows kept their claim time only expires those a little earlier.)
 
 // table is the ledger's table, in SQLite and PostgreSQL alike.
 const table = "toolgate_ledger"
+
+// expiryIndex serves Prune's scan by state and time.
+const expiryIndex = `CREATE INDEX IF NOT EXISTS toolgate_ledger_expiry ON ` + table + ` (state, claimed_at)`
 
 const (
 	stateRunning   = "running"
@@ -48,7 +57,8 @@ type sqlStore struct {
 	kind string // for error messages
 }
 
-func (s *sqlStore) Claim(ctx context.Context, key Key, argsHash string, now time.Time, lease time.Duration) (ClaimResult, error) {
+func (s *sqlStore) Claim(ctx context.Context, key Key, argsHash string, now time.Time, lt Lifetimes) (ClaimResult, error) {
+	lt = lt.withDefaults()
 	for range maxClaimRounds {
 		token := newToken()
 		n, err := s.db.exec(ctx,
@@ -77,6 +87,16 @@ func (s *sqlStore) Claim(ctx context.Context, key Key, argsHash string, now time
 		if err != nil {
 			return ClaimResult{}, s.wrap("claim", err)
 		}
+		if state == stateCompleted && expired(time.Unix(0, claimedAt), now, lt.Retention) {
+			_, err = s.db.exec(ctx,
+				`DELETE FROM `+table+`
+				 WHERE subject = $1 AND tool = $2 AND idem_key = $3 AND state = '`+stateCompleted+`' AND claimed_at = $4`,
+				key.Subject, key.Tool, key.ID, claimedAt)
+			if err != nil {
+				return ClaimResult{}, s.wrap("expire", err)
+			}
+			continue // as if absent: claim again
+		}
 		switch {
 		case hash != argsHash:
 			return ClaimResult{State: Conflict}, nil
@@ -85,7 +105,7 @@ func (s *sqlStore) Claim(ctx context.Context, key Key, argsHash string, now time
 				result = []byte{}
 			}
 			return ClaimResult{State: Completed, Result: result}, nil
-		case !expired(time.Unix(0, claimedAt), now, lease):
+		case !expired(time.Unix(0, claimedAt), now, lt.Lease):
 			return ClaimResult{State: Running}, nil
 		}
 		n, err = s.db.exec(ctx,
@@ -103,14 +123,14 @@ func (s *sqlStore) Claim(ctx context.Context, key Key, argsHash string, now time
 	return ClaimResult{}, fmt.Errorf("ledger: %s: claim: no decision after %d rounds of contention", s.kind, maxClaimRounds)
 }
 
-func (s *sqlStore) Complete(ctx context.Context, key Key, token string, result []byte) error {
+func (s *sqlStore) Complete(ctx context.Context, key Key, token string, result []byte, now time.Time) error {
 	if result == nil {
 		result = []byte{}
 	}
 	n, err := s.db.exec(ctx,
-		`UPDATE `+table+` SET state = '`+stateCompleted+`', result = $5
+		`UPDATE `+table+` SET state = '`+stateCompleted+`', result = $5, claimed_at = $6
 		 WHERE subject = $1 AND tool = $2 AND idem_key = $3 AND state = '`+stateRunning+`' AND token = $4`,
-		key.Subject, key.Tool, key.ID, token, result)
+		key.Subject, key.Tool, key.ID, token, result, now.UnixNano())
 	if err != nil {
 		return s.wrap("complete", err)
 	}
@@ -132,6 +152,27 @@ func (s *sqlStore) Release(ctx context.Context, key Key, token string) error {
 		return ErrClaimLost
 	}
 	return nil
+}
+
+// Prune deletes at most limit rows in one statement: completed rows past
+// their retention, and running rows older than both lease and retention
+// (their holder is gone: any claim could take them over anyway).
+func (s *sqlStore) Prune(ctx context.Context, now time.Time, lt Lifetimes, limit int) (int, error) {
+	lt = lt.withDefaults()
+	if limit <= 0 {
+		return 0, nil
+	}
+	stale := max(lt.Lease, lt.Retention)
+	n, err := s.db.exec(ctx,
+		`DELETE FROM `+table+` WHERE (subject, tool, idem_key) IN (
+			SELECT subject, tool, idem_key FROM `+table+`
+			WHERE (state = '`+stateCompleted+`' AND claimed_at < $1) OR (state = '`+stateRunning+`' AND claimed_at < $2)
+			LIMIT $3)`,
+		now.Add(-lt.Retention).UnixNano(), now.Add(-stale).UnixNano(), limit)
+	if err != nil {
+		return 0, s.wrap("prune", err)
+	}
+	return int(n), nil
 }
 
 func (s *sqlStore) Close() error { return s.db.close() }

@@ -64,23 +64,53 @@ type ClaimResult struct {
 // never claimed.
 var ErrClaimLost = errors.New("ledger: claim lost (taken over, released or never held)")
 
+// Lifetimes bound how long a store holds a key. A zero field takes its
+// default.
+type Lifetimes struct {
+	// Lease is how long a running claim holds its key: one older may be
+	// taken over. DefaultLease when zero.
+	Lease time.Duration
+	// Retention is how long a completed key is kept: one that completed
+	// longer ago is as if absent (the next claim runs the call again) and
+	// is removed by Prune. DefaultRetention when zero.
+	Retention time.Duration
+}
+
+func (lt Lifetimes) withDefaults() Lifetimes {
+	if lt.Lease <= 0 {
+		lt.Lease = DefaultLease
+	}
+	if lt.Retention <= 0 {
+		lt.Retention = DefaultRetention
+	}
+	return lt
+}
+
 // Store keeps the ledger's keys. Implementations are safe for concurrent
 // use, also from several processes where the store is shared (SQLite file,
 // PostgreSQL database).
 type Store interface {
 	// Claim atomically claims key for a call whose canonical arguments hash
 	// to argsHash: of concurrent claims of one free key exactly one gets
-	// Claimed. A key held or completed with another argsHash is Conflict;
-	// a completed key is Completed with its result; a running claim is
-	// Running until now is more than lease after it was claimed, when Claim
-	// takes it over (Claimed, with a new token).
-	Claim(ctx context.Context, key Key, argsHash string, now time.Time, lease time.Duration) (ClaimResult, error)
-	// Complete stores the result of the call holding key with token; the key
-	// answers Completed from then on. ErrClaimLost when token does not hold it.
-	Complete(ctx context.Context, key Key, token string, result []byte) error
+	// Claimed. A key completed more than lt.Retention before now is free.
+	// A key held or completed with another argsHash is Conflict; a
+	// completed key is Completed with its result; a running claim is
+	// Running until now is more than lt.Lease after it was claimed, when
+	// Claim takes it over (Claimed, with a new token).
+	Claim(ctx context.Context, key Key, argsHash string, now time.Time, lt Lifetimes) (ClaimResult, error)
+	// Complete stores the result of the call holding key with token,
+	// completed at now; the key answers Completed from then on, for its
+	// retention. ErrClaimLost when token does not hold it.
+	Complete(ctx context.Context, key Key, token string, result []byte, now time.Time) error
 	// Release frees key held by token, so that the next call claims it.
 	// ErrClaimLost when token does not hold it.
 	Release(ctx context.Context, key Key, token string) error
+	// Prune removes at most limit keys that completed more than
+	// lt.Retention before now (a store shared by processes may also remove
+	// running claims older than both lt.Lease and lt.Retention, whose
+	// holders are gone) and returns how many it removed: bounded work, to
+	// be run periodically (Ledger.RunPruner).
+	Prune(ctx context.Context, now time.Time, lt Lifetimes, limit int) (int, error)
 	// Close releases the store's resources.
 	Close() error
 }

@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// storeKinds opens a fresh store of each kind. A kind whose stores share
-// state across opens (PostgreSQL, an SQLite file) is kept apart by unique
-// keys (uniqueKey).
+// storeKinds opens a fresh store of each kind: memory, an SQLite file of
+// its own, PostgreSQL on a schema of its own (isolatedPostgres), so that a
+// test may count and prune every row of its store.
 var storeKinds = []struct {
 	name string
 	// open returns a store and, for stores a second process could share, a
@@ -36,7 +36,8 @@ var storeKinds = []struct {
 		return open(), open
 	}},
 	{"postgres", func(t *testing.T) (Store, func() Store) {
-		return openPostgres(t), func() Store { return openPostgres(t) }
+		open := isolatedPostgres(t)
+		return open(), func() Store { return open() }
 	}},
 }
 
@@ -48,6 +49,9 @@ var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 
 const lease = time.Minute
 
+// lts are the lifetimes the store tests claim with: the default retention.
+var lts = Lifetimes{Lease: lease}
+
 func TestStoreConformance(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -56,98 +60,113 @@ func TestStoreConformance(t *testing.T) {
 		run  func(t *testing.T, s Store, k Key)
 	}{
 		{"claim, complete, replay", func(t *testing.T, s Store, k Key) {
-			r, err := s.Claim(ctx, k, "h1", t0, lease)
+			r, err := s.Claim(ctx, k, "h1", t0, lts)
 			require.NoError(t, err)
 			require.Equal(t, Claimed, r.State)
 			require.NotEmpty(t, r.Token)
-			again, err := s.Claim(ctx, k, "h1", t0.Add(time.Second), lease)
+			again, err := s.Claim(ctx, k, "h1", t0.Add(time.Second), lts)
 			require.NoError(t, err)
 			require.Equal(t, ClaimResult{State: Running}, again)
-			require.NoError(t, s.Complete(ctx, k, r.Token, []byte(`{"content":[]}`)))
+			require.NoError(t, s.Complete(ctx, k, r.Token, []byte(`{"content":[]}`), t0))
 			for range 2 {
-				replay, err := s.Claim(ctx, k, "h1", t0.Add(time.Hour), lease)
+				replay, err := s.Claim(ctx, k, "h1", t0.Add(time.Hour), lts)
 				require.NoError(t, err)
 				require.Equal(t, ClaimResult{State: Completed, Result: []byte(`{"content":[]}`)}, replay)
 			}
-			require.ErrorIs(t, s.Complete(ctx, k, r.Token, []byte(`{}`)), ErrClaimLost, "completes once")
+			require.ErrorIs(t, s.Complete(ctx, k, r.Token, []byte(`{}`), t0), ErrClaimLost, "completes once")
 			require.ErrorIs(t, s.Release(ctx, k, r.Token), ErrClaimLost, "a completed key is never released")
 		}},
 		{"different arguments conflict, running or completed", func(t *testing.T, s Store, k Key) {
-			r, err := s.Claim(ctx, k, "h1", t0, lease)
+			r, err := s.Claim(ctx, k, "h1", t0, lts)
 			require.NoError(t, err)
-			c, err := s.Claim(ctx, k, "h2", t0, lease)
+			c, err := s.Claim(ctx, k, "h2", t0, lts)
 			require.NoError(t, err)
 			require.Equal(t, ClaimResult{State: Conflict}, c)
-			c, err = s.Claim(ctx, k, "h2", t0.Add(2*lease), lease)
+			c, err = s.Claim(ctx, k, "h2", t0.Add(2*lease), lts)
 			require.NoError(t, err)
 			require.Equal(t, Conflict, c.State, "an expired claim is not taken over with other arguments")
-			require.NoError(t, s.Complete(ctx, k, r.Token, []byte(`"r"`)))
-			c, err = s.Claim(ctx, k, "h2", t0, lease)
+			require.NoError(t, s.Complete(ctx, k, r.Token, []byte(`"r"`), t0))
+			c, err = s.Claim(ctx, k, "h2", t0, lts)
 			require.NoError(t, err)
 			require.Equal(t, ClaimResult{State: Conflict}, c)
 		}},
 		{"running until the lease ends", func(t *testing.T, s Store, k Key) {
-			_, err := s.Claim(ctx, k, "h1", t0, lease)
+			_, err := s.Claim(ctx, k, "h1", t0, lts)
 			require.NoError(t, err)
-			r, err := s.Claim(ctx, k, "h1", t0.Add(lease), lease)
+			r, err := s.Claim(ctx, k, "h1", t0.Add(lease), lts)
 			require.NoError(t, err)
 			require.Equal(t, Running, r.State, "a claim exactly as old as its lease still holds")
 		}},
 		{"release after a failure frees the key", func(t *testing.T, s Store, k Key) {
-			r, err := s.Claim(ctx, k, "h1", t0, lease)
+			r, err := s.Claim(ctx, k, "h1", t0, lts)
 			require.NoError(t, err)
 			require.NoError(t, s.Release(ctx, k, r.Token))
 			require.ErrorIs(t, s.Release(ctx, k, r.Token), ErrClaimLost)
-			r2, err := s.Claim(ctx, k, "h2", t0, lease)
+			r2, err := s.Claim(ctx, k, "h2", t0, lts)
 			require.NoError(t, err)
 			require.Equal(t, Claimed, r2.State, "released: other arguments may claim it")
 			require.NotEqual(t, r.Token, r2.Token)
-			require.ErrorIs(t, s.Complete(ctx, k, r.Token, nil), ErrClaimLost)
+			require.ErrorIs(t, s.Complete(ctx, k, r.Token, nil, t0), ErrClaimLost)
 		}},
 		{"lease takeover; the old owner cannot complete or release", func(t *testing.T, s Store, k Key) {
-			old, err := s.Claim(ctx, k, "h1", t0, lease)
+			old, err := s.Claim(ctx, k, "h1", t0, lts)
 			require.NoError(t, err)
 			now := t0.Add(lease + time.Nanosecond)
-			taken, err := s.Claim(ctx, k, "h1", now, lease)
+			taken, err := s.Claim(ctx, k, "h1", now, lts)
 			require.NoError(t, err)
 			require.Equal(t, Claimed, taken.State)
 			require.NotEqual(t, old.Token, taken.Token)
-			r, err := s.Claim(ctx, k, "h1", now.Add(time.Second), lease)
+			r, err := s.Claim(ctx, k, "h1", now.Add(time.Second), lts)
 			require.NoError(t, err)
 			require.Equal(t, Running, r.State, "the takeover starts a new lease")
-			require.ErrorIs(t, s.Complete(ctx, k, old.Token, []byte(`"old"`)), ErrClaimLost)
+			require.ErrorIs(t, s.Complete(ctx, k, old.Token, []byte(`"old"`), t0), ErrClaimLost)
 			require.ErrorIs(t, s.Release(ctx, k, old.Token), ErrClaimLost)
-			require.NoError(t, s.Complete(ctx, k, taken.Token, []byte(`"new"`)))
-			r, err = s.Claim(ctx, k, "h1", now, lease)
+			require.NoError(t, s.Complete(ctx, k, taken.Token, []byte(`"new"`), t0))
+			r, err = s.Claim(ctx, k, "h1", now, lts)
 			require.NoError(t, err)
 			require.Equal(t, ClaimResult{State: Completed, Result: []byte(`"new"`)}, r)
 		}},
 		{"a token never claimed holds nothing", func(t *testing.T, s Store, k Key) {
-			require.ErrorIs(t, s.Complete(ctx, k, "nobody", []byte(`1`)), ErrClaimLost)
+			require.ErrorIs(t, s.Complete(ctx, k, "nobody", []byte(`1`), t0), ErrClaimLost)
 			require.ErrorIs(t, s.Release(ctx, k, "nobody"), ErrClaimLost)
-			r, err := s.Claim(ctx, k, "h1", t0, lease)
+			r, err := s.Claim(ctx, k, "h1", t0, lts)
 			require.NoError(t, err)
-			require.ErrorIs(t, s.Complete(ctx, k, "nobody", []byte(`1`)), ErrClaimLost)
-			require.NoError(t, s.Complete(ctx, k, r.Token, []byte(`1`)))
+			require.ErrorIs(t, s.Complete(ctx, k, "nobody", []byte(`1`), t0), ErrClaimLost)
+			require.NoError(t, s.Complete(ctx, k, r.Token, []byte(`1`), t0))
 		}},
 		{"subject, tool and key scope a claim", func(t *testing.T, s Store, k Key) {
-			_, err := s.Claim(ctx, k, "h1", t0, lease)
+			_, err := s.Claim(ctx, k, "h1", t0, lts)
 			require.NoError(t, err)
 			for _, other := range []Key{
 				{Subject: k.Subject + "x", Tool: k.Tool, ID: k.ID},
 				{Subject: k.Subject, Tool: k.Tool + "x", ID: k.ID},
 				{Subject: k.Subject, Tool: k.Tool, ID: k.ID + "x"},
 			} {
-				r, err := s.Claim(ctx, other, "h2", t0, lease)
+				r, err := s.Claim(ctx, other, "h2", t0, lts)
 				require.NoError(t, err)
 				require.Equal(t, Claimed, r.State, "%+v", other)
 			}
 		}},
-		{"an empty result round-trips", func(t *testing.T, s Store, k Key) {
-			r, err := s.Claim(ctx, k, "h1", t0, lease)
+		{"a key completed for one tool is free for another", func(t *testing.T, s Store, k Key) {
+			r, err := s.Claim(ctx, k, "h1", t0, lts)
 			require.NoError(t, err)
-			require.NoError(t, s.Complete(ctx, k, r.Token, nil))
-			c, err := s.Claim(ctx, k, "h1", t0, lease)
+			require.NoError(t, s.Complete(ctx, k, r.Token, []byte(`"A"`), t0))
+			other := Key{Subject: k.Subject, Tool: k.Tool + "-other", ID: k.ID}
+			o, err := s.Claim(ctx, other, "h1", t0, lts)
+			require.NoError(t, err)
+			require.Equal(t, Claimed, o.State, "tool B with tool A's key and arguments claims its own key")
+			require.NoError(t, s.Complete(ctx, other, o.Token, []byte(`"B"`), t0))
+			for key, want := range map[Key]string{k: `"A"`, other: `"B"`} {
+				c, err := s.Claim(ctx, key, "h1", t0, lts)
+				require.NoError(t, err)
+				require.Equal(t, ClaimResult{State: Completed, Result: []byte(want)}, c, key.Tool)
+			}
+		}},
+		{"an empty result round-trips", func(t *testing.T, s Store, k Key) {
+			r, err := s.Claim(ctx, k, "h1", t0, lts)
+			require.NoError(t, err)
+			require.NoError(t, s.Complete(ctx, k, r.Token, nil, t0))
+			c, err := s.Claim(ctx, k, "h1", t0, lts)
 			require.NoError(t, err)
 			require.Equal(t, Completed, c.State)
 			require.Empty(t, c.Result)
@@ -158,7 +177,7 @@ func TestStoreConformance(t *testing.T) {
 				var wg sync.WaitGroup
 				for range 20 {
 					wg.Go(func() {
-						r, err := s.Claim(ctx, k, "h1", now, lease)
+						r, err := s.Claim(ctx, k, "h1", now, lts)
 						if assert.NoError(t, err) && r.State == Claimed {
 							won.Add(1)
 						} else {
@@ -191,15 +210,15 @@ func TestSQLiteSurvivesRestart(t *testing.T) {
 	k := Key{Subject: "alice", Tool: "getReward", ID: "k-1"}
 	s, err := OpenSQLite(path)
 	require.NoError(t, err)
-	r, err := s.Claim(ctx, k, "h1", t0, lease)
+	r, err := s.Claim(ctx, k, "h1", t0, lts)
 	require.NoError(t, err)
-	require.NoError(t, s.Complete(ctx, k, r.Token, []byte(`"done"`)))
+	require.NoError(t, s.Complete(ctx, k, r.Token, []byte(`"done"`), t0))
 	require.NoError(t, s.Close())
 
 	s, err = OpenSQLite(path)
 	require.NoError(t, err)
 	defer s.Close()
-	c, err := s.Claim(ctx, k, "h1", t0.Add(24*time.Hour), lease)
+	c, err := s.Claim(ctx, k, "h1", t0.Add(24*time.Hour), lts)
 	require.NoError(t, err)
 	require.Equal(t, ClaimResult{State: Completed, Result: []byte(`"done"`)}, c)
 }
