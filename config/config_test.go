@@ -151,7 +151,7 @@ func TestUnknownKeys(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, cfg, ce.Path)
 	assert.Equal(t, []config.Problem{
-		{Line: 2, Message: `unknown key "policies" (known: registry, policy, stdio, http, as, roles, tokens, upstreams, ledger, audit, watch, hookTimeout, evalTimeout)`},
+		{Line: 2, Message: `unknown key "policies" (known: registry, policy, stdio, http, as, roles, tokens, upstreams, ledger, audit, watch, hookTimeout, evalTimeout, capabilities, listFallback)`},
 		{Line: 4, Key: "upstreams[0]", Message: `unknown key "imports" (known: name, command, args, url, import)`},
 		{Line: 5, Key: "watch", Message: "want true or false"},
 	}, ce.Problems)

@@ -2,18 +2,20 @@ package config
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/toolgate/toolgate/internal/fsx"
 )
 
 // serveKeys are the keys a config file may hold, in the order of SPEC §8.
 var serveKeys = []string{
 	"registry", "policy", "stdio", "http", "as", "roles", "tokens",
 	"upstreams", "ledger", "audit", "watch", "hookTimeout", "evalTimeout",
+	"capabilities", "listFallback",
 }
 
 var upstreamKeys = []string{"name", "command", "args", "url", "import"}
@@ -24,7 +26,7 @@ var upstreamKeys = []string{"name", "command", "args", "url", "import"}
 // audit, a sqlite: ledger) are resolved against the file's directory.
 // An empty file is no setting at all.
 func LoadFile(path string) (*Serve, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsx.ReadFile(path)
 	if err != nil {
 		return nil, &Error{Path: path, Err: err}
 	}
@@ -90,6 +92,10 @@ func parseFile(data []byte) (*Serve, error) {
 			if ok = v.Tag == "!!bool" && v.Decode(&b) == nil; ok {
 				s.Watch = &b
 			}
+		case "capabilities":
+			ok = str(v, &s.Capabilities)
+		case "listFallback":
+			ok = str(v, &s.ListFallback)
 		case "roles":
 			ok = strs(v, &s.Roles)
 		case "hookTimeout":
@@ -126,6 +132,7 @@ var want = map[string]string{
 	"as": "a subject (string)", "tokens": "a file path", "ledger": "memory, sqlite:PATH or postgres://...",
 	"audit": "a file path or -", "stdio": "true or false", "watch": "true or false",
 	"roles": "a list of role names", "hookTimeout": "a duration such as 10s", "evalTimeout": "a duration such as 250ms",
+	"capabilities": "a file path", "listFallback": "base or none",
 }
 
 func str(n *yaml.Node, dst *string) bool {
@@ -220,6 +227,7 @@ func (s *Serve) resolve(dir string) {
 	abs(&s.Registry)
 	abs(&s.Policy)
 	abs(&s.Tokens)
+	abs(&s.Capabilities)
 	if s.Audit != "-" {
 		abs(&s.Audit)
 	}

@@ -49,7 +49,19 @@ type Serve struct {
 	HookTimeout time.Duration `yaml:"hookTimeout"`
 	// EvalTimeout bounds one policy evaluation; zero is the engine's default.
 	EvalTimeout time.Duration `yaml:"evalTimeout"`
+	// Capabilities is an OPA capabilities JSON file: the built-ins policies
+	// may call (SPEC §11); "" is every built-in but the network ones.
+	Capabilities string `yaml:"capabilities"`
+	// ListFallback is what tools/list shows when the grant policy fails
+	// (SPEC §6): ListFallbackBase ("", the default) or ListFallbackNone.
+	ListFallback string `yaml:"listFallback"`
 }
+
+// The values of Serve.ListFallback.
+const (
+	ListFallbackBase = "base" // a failing policy lists the base decision
+	ListFallbackNone = "none" // a failing policy lists nothing
+)
 
 // Upstream is an upstream MCP server: a command run over stdio, or a
 // streamable HTTP URL.
@@ -156,6 +168,11 @@ func (s *Serve) Validate() error {
 		strings.HasPrefix(l, "postgres://"), strings.HasPrefix(l, "postgresql://"):
 	default:
 		add("ledger", "want memory, sqlite:PATH or postgres://..., got %q", l)
+	}
+	switch s.ListFallback {
+	case "", ListFallbackBase, ListFallbackNone:
+	default:
+		add("listFallback", "want base or none, got %q", s.ListFallback)
 	}
 	if s.HookTimeout < 0 {
 		add("hookTimeout", "negative duration %s", s.HookTimeout)

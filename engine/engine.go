@@ -22,6 +22,7 @@ type options struct {
 	logger  *slog.Logger
 	settle  time.Duration
 	rows    RegistryHook
+	caps    *Capabilities // nil: DefaultCapabilities
 	// noDecisionCache switches the per-caller grant decision cache off.
 	noDecisionCache bool
 }

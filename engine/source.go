@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/fsx"
 )
 
 // Source says where a revision is read from: a registry file and a policy
@@ -52,9 +54,9 @@ func (s Source) readRegistry() (sourceFile, error) {
 		err  error
 	)
 	if fsys := s.registryFS(); fsys == nil {
-		data, err = os.ReadFile(s.Registry)
+		data, err = fsx.ReadFile(s.Registry)
 	} else {
-		data, err = fs.ReadFile(fsys, s.Registry)
+		data, err = fsx.ReadFileFS(fsys, s.Registry)
 	}
 	if err != nil {
 		return sourceFile{}, fmt.Errorf("read registry: %w", err)
@@ -118,16 +120,19 @@ func (s Source) readPolicies() ([]sourceFile, error) {
 			if !isPolicyFile(name) && !isDataFile(name) {
 				continue
 			}
-			data, err := fs.ReadFile(fsys, p)
+			shown := p
+			var data []byte
+			if onDisk {
+				shown = filepath.Join(s.Policies, filepath.FromSlash(r))
+				data, err = fsx.ReadFile(shown)
+			} else {
+				data, err = fsx.ReadFileFS(fsys, p)
+			}
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue // removed while we walked; the settle window judges it
 				}
 				return err
-			}
-			shown := p
-			if onDisk {
-				shown = filepath.Join(s.Policies, filepath.FromSlash(r))
 			}
 			out = append(out, sourceFile{name: shown, rel: r, data: data})
 		}

@@ -70,6 +70,25 @@ func (s *sourceFlags) source() (engine.Source, error) {
 	return toolgate.Source(s.registry, s.policy), nil
 }
 
+// capabilitiesFlag is --capabilities FILE, shared by the commands that
+// compile policies, so that serve, test, check and explain agree on the
+// built-ins a policy may call (SPEC §11).
+type capabilitiesFlag string
+
+const capabilitiesUsage = "compile policies with the OPA capabilities JSON `FILE` (default: every built-in but the network ones, http.send and net.lookup_ip_addr)"
+
+func (c *capabilitiesFlag) register(fs *flag.FlagSet) {
+	fs.StringVar((*string)(c), "capabilities", "", capabilitiesUsage)
+}
+
+// load reads the file; nil (the default set) without the flag.
+func (c capabilitiesFlag) load() (*engine.Capabilities, error) {
+	if c == "" {
+		return nil, nil
+	}
+	return engine.LoadCapabilities(string(c))
+}
+
 // formatFlag is --format text|json.
 type formatFlag string
 
