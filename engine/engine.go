@@ -23,7 +23,7 @@ type options struct {
 	settle  time.Duration
 	rows    RegistryHook
 	now     func() time.Time // the clock of the settle window
-	caps    *Capabilities // nil: DefaultCapabilities
+	caps    *Capabilities    // nil: DefaultCapabilities
 	// noDecisionCache switches the per-caller grant decision cache off.
 	noDecisionCache bool
 }
