@@ -10,6 +10,10 @@ import (
 	"time"
 )
 
+// CapabilitiesUsage is the usage of --capabilities, shared by every
+// command that compiles policies (serve, test, check, explain).
+const CapabilitiesUsage = "compile policies with the OPA capabilities JSON `FILE` (default: every built-in but the network ones, http.send and net.lookup_ip_addr)"
+
 // setting is a serve flag: its value, and how a set flag overrides a
 // Serve (Apply).
 type setting struct {
@@ -57,7 +61,7 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	def("no-watch", "do not reload registry and policies on change", &watchValue{p: &f.Watch, negate: true}, func(d *Serve) { d.Watch = f.Watch })
 	def("hook-timeout", "bound one hook run to `DURATION` (default 10s)", (*durationValue)(&f.HookTimeout), func(d *Serve) { d.HookTimeout = f.HookTimeout })
 	def("eval-timeout", "bound one policy evaluation to `DURATION` (default 250ms)", (*durationValue)(&f.EvalTimeout), func(d *Serve) { d.EvalTimeout = f.EvalTimeout })
-	str("capabilities", "compile policies with the OPA capabilities JSON `FILE` (default: every built-in but the network ones, http.send and net.lookup_ip_addr)", func(s *Serve) *string { return &s.Capabilities })
+	str("capabilities", CapabilitiesUsage, func(s *Serve) *string { return &s.Capabilities })
 	str("list-fallback", "what tools/list shows when the grant policy fails: base (the base decision) or none (nothing) (default base)", func(s *Serve) *string { return &s.ListFallback })
 	return f
 }

@@ -184,3 +184,41 @@ func TestSec09ListChangedOnlyToSessionsWhoseListingChanged(t *testing.T) {
 	require.Zero(t, clients["stranger"].count.Load(), "a session listing as nobody is never notified")
 	require.Zero(t, clients["quiet"].count.Load(), "a session that never listed is never notified")
 }
+
+// TestSec09ListenStreamNotified: under the 2026-07-28 revision a client
+// hears of changes on its subscriptions/listen stream; the stream's caller
+// is its listing caller, and it is notified when that caller's listing
+// changes.
+func TestSec09ListenStreamNotified(t *testing.T) {
+	t.Parallel()
+	policy := func(granted string) string { return "package toolgate.grant\n\ngranted := " + granted + "\n" }
+	alice := &engine.Caller{Subject: "alice", Roles: []string{}}
+	eng, a, s, grant := secServer(t, policy(`{"echo"}`), mcpadapter.Options{Caller: mcpadapter.StaticCaller(alice)})
+	got := make(chan struct{}, 4)
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ss, err := s.Connect(ctx, mcpadapter.WrapTransport(st), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "alice", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { got <- struct{}{} },
+	}).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: proto20260728})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	res, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"echo"}, toolNames(res))
+
+	old := eng.Current()
+	require.NoError(t, os.WriteFile(grant+".tmp", []byte(policy(`{"execUrl"}`)), 0o600))
+	require.NoError(t, os.Rename(grant+".tmp", grant))
+	_, err = eng.Reload(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, a.NotifyListingChanged(ctx, s, old, eng.Current()))
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the listen stream got no notifications/tools/list_changed")
+	}
+}

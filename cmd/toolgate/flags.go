@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 )
 
@@ -75,10 +76,8 @@ func (s *sourceFlags) source() (engine.Source, error) {
 // built-ins a policy may call (SPEC §11).
 type capabilitiesFlag string
 
-const capabilitiesUsage = "compile policies with the OPA capabilities JSON `FILE` (default: every built-in but the network ones, http.send and net.lookup_ip_addr)"
-
 func (c *capabilitiesFlag) register(fs *flag.FlagSet) {
-	fs.StringVar((*string)(c), "capabilities", "", capabilitiesUsage)
+	fs.StringVar((*string)(c), "capabilities", "", config.CapabilitiesUsage)
 }
 
 // load reads the file; nil (the default set) without the flag.
