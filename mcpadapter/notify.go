@@ -39,21 +39,24 @@ type listingSessions struct {
 	warned  bool
 }
 
-// listed records that ss listed (or listens) as caller c; nil c forgets it.
+// listed records that ss listed (or listens) as caller c; nil c is
+// nobody, kept as nil (so that a session alternating between a caller and
+// nobody has one waiter, not one per change) and never notified.
 func (l *listingSessions) listed(ss *mcp.ServerSession, c *engine.Caller, log *slog.Logger) {
 	if ss == nil {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if c == nil {
-		delete(l.callers, ss)
-		delete(l.owed, ss)
-		return
-	}
 	if _, ok := l.callers[ss]; ok {
 		l.callers[ss] = c
+		if c == nil {
+			delete(l.owed, ss)
+		}
 		return
+	}
+	if c == nil {
+		return // nothing to remember about a session that only listed as nobody
 	}
 	if len(l.callers) >= maxListingSessions {
 		if !l.warned {
@@ -82,7 +85,9 @@ func (l *listingSessions) snapshot() map[*mcp.ServerSession]*engine.Caller {
 	defer l.mu.Unlock()
 	out := make(map[*mcp.ServerSession]*engine.Caller, len(l.callers))
 	for ss, c := range l.callers {
-		out[ss] = c
+		if c != nil {
+			out[ss] = c
+		}
 	}
 	return out
 }
@@ -95,7 +100,7 @@ func (l *listingSessions) owe(sessions []*mcp.ServerSession) {
 		l.owed = map[*mcp.ServerSession]bool{}
 	}
 	for _, ss := range sessions {
-		if _, ok := l.callers[ss]; ok {
+		if c := l.callers[ss]; c != nil {
 			l.owed[ss] = true
 		}
 	}
