@@ -2,12 +2,13 @@ package config
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/toolgate/toolgate/internal/fsx"
 )
 
 // serveKeys are the keys a config file may hold, in the order of SPEC §8.
@@ -16,6 +17,7 @@ var serveKeys = []string{
 	"upstreams", "ledger", "ledgerRetention", "audit", "watch", "hookTimeout", "evalTimeout",
 	"sessionTimeout", "maxSessions", "readTimeout", "idleTimeout", "maxConnections",
 	"allowedOrigins", "adminRole", "metricsAddr",
+	"capabilities", "listFallback",
 }
 
 var upstreamKeys = []string{"name", "command", "args", "url", "import", "section", "trust_annotations"}
@@ -26,7 +28,7 @@ var upstreamKeys = []string{"name", "command", "args", "url", "import", "section
 // audit, a sqlite: ledger) are resolved against the file's directory.
 // An empty file is no setting at all.
 func LoadFile(path string) (*Serve, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsx.ReadFile(path)
 	if err != nil {
 		return nil, &Error{Path: path, Err: err}
 	}
@@ -92,6 +94,10 @@ func parseFile(data []byte) (*Serve, error) {
 			if ok = v.Tag == "!!bool" && v.Decode(&b) == nil; ok {
 				s.Watch = &b
 			}
+		case "capabilities":
+			ok = str(v, &s.Capabilities)
+		case "listFallback":
+			ok = str(v, &s.ListFallback)
 		case "roles":
 			ok = strs(v, &s.Roles)
 		case "hookTimeout":
@@ -150,6 +156,7 @@ var want = map[string]string{
 	"sessionTimeout":  "a duration such as 10m", "readTimeout": "a duration such as 30s", "idleTimeout": "a duration such as 2m",
 	"maxSessions": "a whole number", "maxConnections": "a whole number", "allowedOrigins": "a list of origins",
 	"adminRole": "a role name", "metricsAddr": "an address such as 127.0.0.1:9090",
+	"capabilities": "a file path", "listFallback": "base or none",
 }
 
 func str(n *yaml.Node, dst *string) bool {
@@ -248,6 +255,7 @@ func (s *Serve) resolve(dir string) {
 	abs(&s.Registry)
 	abs(&s.Policy)
 	abs(&s.Tokens)
+	abs(&s.Capabilities)
 	if s.Audit != "-" {
 		abs(&s.Audit)
 	}

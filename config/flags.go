@@ -10,6 +10,10 @@ import (
 	"time"
 )
 
+// CapabilitiesUsage is the usage of --capabilities, shared by every
+// command that compiles policies (serve, test, check, explain).
+const CapabilitiesUsage = "compile policies with the OPA capabilities JSON `FILE` (default: every built-in but the network ones, http.send and net.lookup_ip_addr)"
+
 // setting is a serve flag: its value, and how a set flag overrides a
 // Serve (Apply).
 type setting struct {
@@ -66,6 +70,8 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	def("allowed-origin", "an `ORIGIN` accepted besides the listener's own, e.g. https://app.example.com (repeatable)", (*listValue)(&f.AllowedOrigins), func(d *Serve) { d.AllowedOrigins = f.AllowedOrigins })
 	str("admin-role", "the operator `ROLE`: GET /healthz?verbose=1 and /metrics (default admin)", func(s *Serve) *string { return &s.AdminRole })
 	str("metrics-addr", "also serve /metrics, to anyone, at `ADDR`", func(s *Serve) *string { return &s.MetricsAddr })
+	str("capabilities", CapabilitiesUsage, func(s *Serve) *string { return &s.Capabilities })
+	str("list-fallback", "what tools/list shows when the grant policy fails: base (the base decision) or none (nothing) (default base)", func(s *Serve) *string { return &s.ListFallback })
 	return f
 }
 

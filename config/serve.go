@@ -73,7 +73,20 @@ type Serve struct {
 	AdminRole string `yaml:"adminRole"`
 	// MetricsAddr, when set, serves /metrics to anyone at that address.
 	MetricsAddr string `yaml:"metricsAddr"`
+
+	// Capabilities is an OPA capabilities JSON file: the built-ins policies
+	// may call (SPEC §11); "" is every built-in but the network ones.
+	Capabilities string `yaml:"capabilities"`
+	// ListFallback is what tools/list shows when the grant policy fails
+	// (SPEC §6): ListFallbackBase ("", the default) or ListFallbackNone.
+	ListFallback string `yaml:"listFallback"`
 }
+
+// The values of Serve.ListFallback.
+const (
+	ListFallbackBase = "base" // a failing policy lists the base decision
+	ListFallbackNone = "none" // a failing policy lists nothing
+)
 
 // Upstream is an upstream MCP server: a command run over stdio, or a
 // streamable HTTP URL.
@@ -191,6 +204,11 @@ func (s *Serve) Validate() error {
 	}
 	if s.LedgerRetention < 0 {
 		add("ledgerRetention", "negative duration %s", s.LedgerRetention)
+	}
+	switch s.ListFallback {
+	case "", ListFallbackBase, ListFallbackNone:
+	default:
+		add("listFallback", "want base or none, got %q", s.ListFallback)
 	}
 	if s.HookTimeout < 0 {
 		add("hookTimeout", "negative duration %s", s.HookTimeout)

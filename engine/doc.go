@@ -27,8 +27,13 @@
 // evaluation has a deadline ([WithTimeout], default 250 ms).
 //
 // [Engine.Watch] follows the files (SPEC §9): it reloads on change,
-// debounced, and never believes a disappearance before a settle window has
-// passed, so an editor's save never serves a revision without its policy.
+// debounced, never believes a disappearance before a settle window has
+// passed, so an editor's save never serves a revision without its policy,
+// and loads a changed file only once it has stopped changing for that
+// window, so a policy written in chunks is never served half-written.
+// Operator files are read only if they are regular files of at most
+// 16 MiB. Policies are compiled with [DefaultCapabilities] (no network
+// built-ins) unless [WithCapabilities] says otherwise.
 // A reload that fails keeps the last good revision; [Engine.Status] reports
 // the revision and the last error for /healthz.
 //

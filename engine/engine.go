@@ -22,6 +22,8 @@ type options struct {
 	logger  *slog.Logger
 	settle  time.Duration
 	rows    RegistryHook
+	now     func() time.Time // the clock of the settle window
+	caps    *Capabilities    // nil: DefaultCapabilities
 	// noDecisionCache switches the per-caller grant decision cache off.
 	noDecisionCache bool
 }
@@ -82,6 +84,10 @@ type Engine struct {
 	reloadMu sync.Mutex
 	next     uint64
 	gone     map[string]time.Time // files of the current revision seen missing, and since when
+	// seen is every file's version as last observed, and since when it
+	// has been observed unchanged; the zero time for the versions the
+	// first revision read (SPEC §9: a file is loaded once it is stable).
+	seen map[string]observed
 
 	mu        sync.Mutex // guards the fields below, and the swap of cur
 	lastErr   error
@@ -95,7 +101,7 @@ type Engine struct {
 // New loads src into its first revision. It fails when the registry or the
 // policies do not load; nothing is served half.
 func New(ctx context.Context, src Source, opts ...Option) (*Engine, error) {
-	e := &Engine{src: src, opts: options{timeout: DefaultTimeout, settle: DefaultSettle}}
+	e := &Engine{src: src, opts: options{timeout: DefaultTimeout, settle: DefaultSettle, now: time.Now}}
 	for _, o := range opts {
 		o(&e.opts)
 	}
@@ -105,6 +111,10 @@ func New(ctx context.Context, src Source, opts ...Option) (*Engine, error) {
 	}
 	e.next = 2
 	e.cur.Store(rev)
+	e.seen = make(map[string]observed, len(rev.stamps))
+	for name, st := range rev.stamps {
+		e.seen[name] = observed{stamp: st}
+	}
 	return e, nil
 }
 
@@ -121,8 +131,10 @@ func (e *Engine) Source() Source { return e.src }
 // change).
 //
 // A file of the current revision that is missing is not believed gone at
-// once (SPEC §9): Reload then waits until the file is back or has been
-// missing for the settle window (WithSettle), so it may block that long.
+// once, and a file is loaded only once it has stopped changing (SPEC §9):
+// Reload then waits until the file is back, or has been missing, or has
+// kept its size and modification time, for the settle window (WithSettle),
+// so it may block that long.
 // It returns ctx.Err() when ctx ends first.
 //
 // Reload may be called while Watch runs; its swaps and failures reach the

@@ -121,7 +121,10 @@ type policySet struct {
 }
 
 // compilePolicies parses, compiles and prepares every policy and data file.
-func compilePolicies(ctx context.Context, files []sourceFile, printHook func(string)) (*policySet, error) {
+//
+// caps are the built-ins the policies may call: a call of any other fails
+// to compile (rego_type_error: undefined function, with its location).
+func compilePolicies(ctx context.Context, files []sourceFile, printHook func(string), caps *ast.Capabilities) (*policySet, error) {
 	modules := map[string]*ast.Module{}
 	data := map[string]any{}
 	var diags []Diagnostic
@@ -169,7 +172,7 @@ func compilePolicies(ctx context.Context, files []sourceFile, printHook func(str
 		}
 	}
 
-	c := ast.NewCompiler().WithEnablePrintStatements(printHook != nil)
+	c := ast.NewCompiler().WithEnablePrintStatements(printHook != nil).WithCapabilities(caps)
 	c.Compile(modules)
 	if c.Failed() {
 		return nil, compileErrorFromAST(c.Errors)
@@ -181,6 +184,7 @@ func compilePolicies(ctx context.Context, files []sourceFile, printHook func(str
 	opts := []func(*rego.Rego){
 		rego.Compiler(c),
 		rego.Store(ps.store),
+		rego.Capabilities(caps), // allow_net, for http.send given by a capabilities file
 		rego.StrictBuiltinErrors(true),
 		rego.GenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t.Value, nil }),
 	}

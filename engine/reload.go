@@ -62,8 +62,18 @@ func (e *Engine) addListener(l *listener) (remove func()) {
 }
 
 // reload is one attempt at a new revision. When a file of the current
-// revision is missing and has not been missing for the settle window, it
-// builds or swaps nothing and returns how long to wait before trying again.
+// revision is missing and has not been missing for the settle window, or
+// a file has changed within the settle window, it builds or swaps nothing
+// and returns how long to wait before trying again.
+//
+// A file is stable once its stamp (size, modification time, identity) has
+// been observed unchanged for the settle window, so a file written in
+// place in chunks, with pauses longer than the watch's debounce, is not
+// served half-written: a valid prefix (a lone package line) would drop an
+// override. Stability is checked before building, on the stamps each file
+// had as the build read it (one that changed while it was read is never
+// stable), and again after a failed build (a file may have changed since
+// the check and be why it failed).
 //
 // The disappearance is checked twice: before building (so that an editor's
 // gap costs no compile and reports no error), and on the built revision
@@ -78,13 +88,16 @@ func (e *Engine) reload(ctx context.Context, settle time.Duration) (changed bool
 	if wait := e.settling(cur, settle, missing); wait > 0 {
 		return false, wait, nil
 	}
+	if wait := e.changing(settle); wait > 0 {
+		return false, wait, nil
+	}
 	rev, err := build(ctx, e.src, e.next, &e.opts)
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, 0, err // cancelled: not the source's failure
 		}
-		// A file that vanished during the build may be why it failed.
-		if wait := e.settling(cur, settle, missing); wait > 0 {
+		// A file that vanished or changed during the build may be why it failed.
+		if wait := max(e.settling(cur, settle, missing), e.changing(settle)); wait > 0 {
 			return false, wait, nil
 		}
 		e.failed(cur, err)
@@ -95,6 +108,9 @@ func (e *Engine) reload(ctx context.Context, settle time.Duration) (changed bool
 		have[f] = true
 	}
 	if wait := e.settling(cur, settle, func(f string) bool { return !have[f] }); wait > 0 {
+		return false, wait, nil
+	}
+	if wait := e.unstable(rev.stamps, settle); wait > 0 {
 		return false, wait, nil
 	}
 	e.gone = nil
@@ -122,11 +138,60 @@ func (e *Engine) reload(ctx context.Context, settle time.Duration) (changed bool
 	return true, 0, nil
 }
 
+// observed is a file's version as last seen, and since when it has been
+// seen unchanged.
+type observed struct {
+	stamp stamp
+	since time.Time
+}
+
+// changing stats every file a build would read and returns how long until
+// the last of them has kept its stamp for settle; 0 when all are stable.
+// When the files cannot be listed, the build reports why: 0.
+func (e *Engine) changing(settle time.Duration) time.Duration {
+	stamps, err := e.src.stamps()
+	if err != nil {
+		return 0
+	}
+	return e.unstable(stamps, settle)
+}
+
+// unstable records the stamps observed now and returns how long until the
+// last file whose stamp changed has kept it for settle. Files no longer
+// there are forgotten (their disappearance is settling's to judge).
+func (e *Engine) unstable(stamps map[string]stamp, settle time.Duration) time.Duration {
+	now := e.opts.now()
+	var wait time.Duration
+	for name, st := range stamps {
+		o, ok := e.seen[name]
+		if !ok || !o.stamp.same(st) {
+			o = observed{stamp: st, since: now}
+			if e.seen == nil {
+				e.seen = map[string]observed{}
+			}
+			e.seen[name] = o
+			if l := e.opts.logger; l != nil {
+				l.Debug("toolgate: a file changed; it is loaded once it has stayed the same for the settle window",
+					slog.String("file", name), slog.Duration("settle", settle))
+			}
+		}
+		if w := o.since.Add(settle).Sub(now); w > wait {
+			wait = w
+		}
+	}
+	for name := range e.seen {
+		if _, ok := stamps[name]; !ok {
+			delete(e.seen, name)
+		}
+	}
+	return wait
+}
+
 // settling records which files of cur are missing by the predicate, and
 // returns how long until the last of them has been missing for settle; 0
 // when none is missing or every one is past its window (a real deletion).
 func (e *Engine) settling(cur *Revision, settle time.Duration, missing func(string) bool) time.Duration {
-	now := time.Now()
+	now := e.opts.now()
 	var wait time.Duration
 	for _, f := range cur.files {
 		if !missing(f) {

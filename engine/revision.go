@@ -37,8 +37,9 @@ type Revision struct {
 	// is not cacheable or the cache is off.
 	decisions *decisionCache
 	nobody    *GrantDecision
-	evals     atomic.Uint64 // policy evaluations, for tests
-	files     []string      // registry first, then PolicyFiles
+	evals     atomic.Uint64    // policy evaluations, for tests
+	files     []string         // registry first, then PolicyFiles
+	stamps    map[string]stamp // each file's version as read, by name
 }
 
 // Number is the revision's sequence number within its Engine, from 1.
@@ -136,7 +137,7 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 		logger := o.logger
 		hook = func(msg string) { logger.Info("policy print", slog.String("msg", msg)) }
 	}
-	ps, err := compilePolicies(ctx, files, hook)
+	ps, err := compilePolicies(ctx, files, hook, o.caps.OPA())
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +156,10 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 		policies: ps,
 		opts:     o,
 		files:    append([]string{regFile.name}, ps.files...),
+		stamps:   make(map[string]stamp, len(files)+1),
+	}
+	for _, f := range append(files, regFile) {
+		rev.stamps[f.name] = f.stamp
 	}
 	for i := range reg.Tools {
 		rev.index[reg.Tools[i].Name] = i

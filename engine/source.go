@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/fsx"
 )
 
 // Source says where a revision is read from: a registry file and a policy
@@ -41,25 +43,87 @@ func (s Source) policyFS() fs.FS {
 
 // sourceFile is one file read for a revision.
 type sourceFile struct {
-	name string // path as shown to people: OS path, or FS path
-	rel  string // slash path relative to the policy directory
-	data []byte
+	name  string // path as shown to people: OS path, or FS path
+	rel   string // slash path relative to the policy directory
+	data  []byte
+	stamp stamp // the file's version when it was read
+}
+
+// stamp tells the versions of a file apart without reading it: size,
+// modification time and, on disk, the file's identity (a rename over
+// replaces it). The zero stamp is no version: a file that changed while it
+// was read.
+type stamp struct {
+	info fs.FileInfo
+	disk bool
+}
+
+// same reports whether s and t are one version of a file.
+func (s stamp) same(t stamp) bool {
+	if s.info == nil || t.info == nil || s.disk != t.disk {
+		return false
+	}
+	return s.info.Size() == t.info.Size() && s.info.ModTime().Equal(t.info.ModTime()) &&
+		(!s.disk || os.SameFile(s.info, t.info))
+}
+
+// stampOf stats a file, following symlinks: on disk when fsys is nil.
+func stampOf(fsys fs.FS, name string) (stamp, error) {
+	if fsys == nil {
+		st, err := os.Stat(name)
+		return stamp{info: st, disk: true}, err
+	}
+	st, err := fs.Stat(fsys, name)
+	return stamp{info: st}, err
+}
+
+// readStamped reads a file with fsx's bounds, between two stats: the
+// stamp is the zero stamp when the file changed while it was read.
+func readStamped(fsys fs.FS, name string) ([]byte, stamp, error) {
+	before, err := stampOf(fsys, name)
+	if err != nil {
+		return nil, stamp{}, err
+	}
+	var data []byte
+	if fsys == nil {
+		data, err = fsx.ReadFile(name)
+	} else {
+		data, err = fsx.ReadFileFS(fsys, name)
+	}
+	if err != nil {
+		return nil, stamp{}, err
+	}
+	if after, err := stampOf(fsys, name); err != nil || !after.same(before) {
+		return data, stamp{}, nil
+	}
+	return data, before, nil
 }
 
 func (s Source) readRegistry() (sourceFile, error) {
-	var (
-		data []byte
-		err  error
-	)
-	if fsys := s.registryFS(); fsys == nil {
-		data, err = os.ReadFile(s.Registry)
-	} else {
-		data, err = fs.ReadFile(fsys, s.Registry)
-	}
+	data, st, err := readStamped(s.registryFS(), s.Registry)
 	if err != nil {
 		return sourceFile{}, fmt.Errorf("read registry: %w", err)
 	}
-	return sourceFile{name: s.Registry, rel: path.Base(filepath.ToSlash(s.Registry)), data: data}, nil
+	return sourceFile{name: s.Registry, rel: path.Base(filepath.ToSlash(s.Registry)), data: data, stamp: st}, nil
+}
+
+// stamps returns the stamp of every file a build would read now (registry,
+// policies and data), by name as in Revision.Files, without reading them.
+func (s Source) stamps() (map[string]stamp, error) {
+	reg, err := stampOf(s.registryFS(), s.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("read registry: %w", err)
+	}
+	files, err := s.walkPolicies(false)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]stamp, len(files)+1)
+	out[s.Registry] = reg
+	for _, f := range files {
+		out[f.name] = f.stamp
+	}
+	return out, nil
 }
 
 // maxPolicyDepth bounds directory recursion, so a symlink cycle ends.
@@ -71,7 +135,10 @@ const maxPolicyDepth = 16
 // folders); symlinks, also to directories, are followed. A file or
 // sub-directory that disappears while the walk reads it is skipped: whether
 // the disappearance is believed is the settle window's call (see Reload).
-func (s Source) readPolicies() ([]sourceFile, error) {
+func (s Source) readPolicies() ([]sourceFile, error) { return s.walkPolicies(true) }
+
+// walkPolicies is readPolicies; without read it only stamps the files.
+func (s Source) walkPolicies(read bool) ([]sourceFile, error) {
 	fsys := s.policyFS()
 	onDisk := fsys == nil
 	root := s.Policies
@@ -118,18 +185,27 @@ func (s Source) readPolicies() ([]sourceFile, error) {
 			if !isPolicyFile(name) && !isDataFile(name) {
 				continue
 			}
-			data, err := fs.ReadFile(fsys, p)
+			shown, from, at := p, fsys, p
+			if onDisk {
+				shown = filepath.Join(s.Policies, filepath.FromSlash(r))
+				from, at = nil, shown
+			}
+			var (
+				data []byte
+				st   stamp
+			)
+			if read {
+				data, st, err = readStamped(from, at)
+			} else {
+				st, err = stampOf(from, at)
+			}
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue // removed while we walked; the settle window judges it
 				}
 				return err
 			}
-			shown := p
-			if onDisk {
-				shown = filepath.Join(s.Policies, filepath.FromSlash(r))
-			}
-			out = append(out, sourceFile{name: shown, rel: r, data: data})
+			out = append(out, sourceFile{name: shown, rel: r, data: data, stamp: st})
 		}
 		return nil
 	}

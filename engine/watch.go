@@ -29,8 +29,11 @@ type WatchOptions struct {
 	Debounce time.Duration
 	// Settle is the settle window (SPEC §9): a file of the serving revision
 	// that is missing is believed gone only after it has been missing this
-	// long; until then no revision without it is built or served. Zero or
-	// negative: the engine's (WithSettle, default DefaultSettle).
+	// long, and a file that changed is loaded only once its size and
+	// modification time have stayed the same this long; until then no
+	// revision without it, or with a version of it still being written, is
+	// built or served. Zero or negative: the engine's (WithSettle, default
+	// DefaultSettle).
 	Settle time.Duration
 	// OnReload, if set, is called after every swap to a new revision while
 	// Watch runs, also for swaps made by a host's own Reload. Calls come one
@@ -62,6 +65,9 @@ func (o WatchOptions) debounce() time.Duration {
 // holding the targets of symlinked files). Bursts of events are debounced;
 // each reload is one Reload attempt, so a change that fails keeps the last
 // good revision serving and is logged and reported (LastError, Status).
+// A changed file is loaded once it has stopped changing for the settle
+// window, so an edit takes effect after about Debounce + Settle, and a
+// file rewritten more often than that takes effect once the writes stop.
 //
 // Changes made before Watch has set up its watches are not missed: it tries
 // a reload once after setting them up. A host may call Reload itself at any

@@ -438,7 +438,10 @@ func TestReloadRace(t *testing.T) {
 	// eight spinning readers starve each other, which is not a policy failure.
 	f := newWatchFixture(t, map[string]string{"grant.rego": grantEcho}).
 		start(engine.WatchOptions{Debounce: 2 * time.Millisecond}, engine.WithTimeout(10*time.Second))
-	const readers, rewrites = 8, 200
+	// An odd number of rewrites: the last content differs from the first, so
+	// at least one reload installs it (files that keep changing are loaded
+	// only once they have settled, SPEC §9).
+	const readers, rewrites = 8, 201
 	stop := make(chan struct{})
 	var decisions, failures, mixes atomic.Int64
 	var firstBad atomic.Value

@@ -119,6 +119,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	var methods mcpadapter.MethodSet = goMethods
 	var engOpts []engine.Option
 	engOpts = append(engOpts, engine.WithLogger(log), engine.WithTimeout(cfg.EvalTimeout))
+	if cfg.Capabilities != "" {
+		caps, err := engine.LoadCapabilities(cfg.Capabilities)
+		if err != nil {
+			return err
+		}
+		engOpts = append(engOpts, engine.WithCapabilities(caps))
+	}
 	if len(cfg.Upstreams) > 0 {
 		ups := make([]upstream.Config, len(cfg.Upstreams))
 		for i, u := range cfg.Upstreams {
@@ -198,7 +205,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	closers = append(closers, closeAudit, aud.Close)
 	impl := &mcp.Implementation{Name: "toolgate", Version: Version}
 	newServer := func(caller mcpadapter.CallerFunc) (*mcpadapter.Adapter, *mcp.Server) {
-		a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: caller, Logger: log, HookTimeout: cfg.HookTimeout})
+		a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: caller, Logger: log, HookTimeout: cfg.HookTimeout,
+			ListFallback: listFallback(cfg.ListFallback)})
 		a.AddHook(led.Hook())
 		a.AddHook(aud.Hook())
 		a.AddHook(m.Hook())
@@ -237,11 +245,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 					log.Info("toolgate: reloaded", slog.String("revision", next.String()))
 					warnMismatches(log, next.Registry(), methods)
 					for _, s := range servers {
-						go func() {
-							if s.adapter.ListingChanged(watchCtx, old, next) {
-								s.adapter.NotifyToolsChanged(s.server)
-							}
-						}()
+						go s.adapter.NotifyListingChanged(watchCtx, s.server, old, next)
 					}
 				},
 				OnError: func(error) { m.ReloadFailed() },
@@ -327,6 +331,14 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}
 	return err
+}
+
+// listFallback maps the validated setting to the adapter's option.
+func listFallback(s string) mcpadapter.ListFallback {
+	if s == config.ListFallbackNone {
+		return mcpadapter.ListFallbackNone
+	}
+	return mcpadapter.ListFallbackBase
 }
 
 func printWelcome(w io.Writer, a net.Addr, demoToken string, tokens *httpserve.Tokens, withheld string) {

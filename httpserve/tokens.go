@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/fsx"
 )
 
 // Tokens maps bearer tokens to callers. It holds only the SHA-256 digests
@@ -189,7 +189,7 @@ var ErrNoTokens = errors.New("the file lists no token")
 // entry (key not 64 lowercase hex characters, empty subject, an unknown
 // field, a token listed twice), when any entry is invalid.
 func LoadTokens(path string) (*Tokens, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsx.ReadFile(path)
 	if err != nil {
 		return nil, &TokenFileError{Path: path, Err: err}
 	}

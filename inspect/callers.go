@@ -5,20 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/fsx"
 	"github.com/toolgate/toolgate/registry"
 )
 
 // LoadCallers reads a callers fixture file: a YAML or JSON list of
 // {subject, roles, claims}, as `toolgate check --callers FILE` takes it.
 func LoadCallers(path string) ([]engine.Caller, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsx.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("callers: %w", err)
 	}

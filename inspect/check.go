@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
 	"testing/fstest"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/fsx"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/schema"
@@ -34,6 +33,9 @@ type CheckOptions struct {
 	// registry's sections name is tried (see RoleSets).
 	Callers  []engine.Caller
 	RoleSets [][]string
+	// Capabilities are the built-ins policies may call, as the server has
+	// them (SPEC §11); nil is engine.DefaultCapabilities.
+	Capabilities *engine.Capabilities
 }
 
 // CheckReport is the outcome of Check. Errors make `toolgate check` fail;
@@ -95,7 +97,7 @@ func Check(ctx context.Context, opts CheckOptions) *CheckReport {
 		Callers: []engine.Caller{}, Errors: []Finding{}, Warnings: []Finding{}}
 	reg := checkRegistry(src, r)
 	checkTypes(r)
-	rev := checkPolicies(ctx, src, reg != nil, r)
+	rev := checkPolicies(ctx, src, opts.Capabilities, reg != nil, r)
 	if reg == nil {
 		return r
 	}
@@ -114,9 +116,9 @@ func readSource(src engine.Source, name string) ([]byte, error) {
 		fsys = src.FS
 	}
 	if fsys == nil {
-		return os.ReadFile(name)
+		return fsx.ReadFile(name)
 	}
-	return fs.ReadFile(fsys, name)
+	return fsx.ReadFileFS(fsys, name)
 }
 
 // checkRegistry parses the registry as the engine does; nil when it does
@@ -186,7 +188,7 @@ const stubRegistry = `{"tools": []}`
 
 // checkPolicies compiles the policies through the engine, so exactly what a
 // server would load is checked. The revision is nil when they do not load.
-func checkPolicies(ctx context.Context, src engine.Source, registryOK bool, r *CheckReport) *engine.Revision {
+func checkPolicies(ctx context.Context, src engine.Source, caps *engine.Capabilities, registryOK bool, r *CheckReport) *engine.Revision {
 	if !registryOK {
 		var cleanup func()
 		var err error
@@ -197,7 +199,7 @@ func checkPolicies(ctx context.Context, src engine.Source, registryOK bool, r *C
 		}
 		defer cleanup()
 	}
-	e, err := engine.New(ctx, src)
+	e, err := engine.New(ctx, src, engine.WithCapabilities(caps))
 	var ce *engine.CompileError
 	switch {
 	case errors.As(err, &ce):

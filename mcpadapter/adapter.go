@@ -60,7 +60,23 @@ type Options struct {
 	Logger *slog.Logger
 	// HookTimeout bounds each hook; zero is DefaultHookTimeout.
 	HookTimeout time.Duration
+	// ListFallback is what tools/list shows when the grant policy fails
+	// (SPEC §6); the zero value is ListFallbackBase.
+	ListFallback ListFallback
 }
+
+// ListFallback says what tools/list shows when the grant policy fails.
+// A client can provoke such a failure where a policy reads _meta, so the
+// choice is the operator's: the base decision may list tools that the
+// policy's override hides.
+type ListFallback int
+
+const (
+	// ListFallbackBase lists the base decision (the default).
+	ListFallbackBase ListFallback = iota
+	// ListFallbackNone lists nothing.
+	ListFallbackNone
+)
 
 // Adapter governs an MCP server's tools/list and tools/call with a toolgate
 // engine (SPEC §5, §6). Configure it (AddHook) before serving; it is then
@@ -70,7 +86,9 @@ type Adapter struct {
 	log   *slog.Logger
 	hooks []Hook
 	cache atomic.Pointer[revisionCache]
-	seen  seenCallers
+	// sessions remembers each session's listing caller, for telling
+	// exactly the sessions whose listing a reload changed.
+	sessions listingSessions
 
 	notifyMu  sync.Mutex
 	notifySeq uint64
@@ -117,7 +135,10 @@ func (a *Adapter) NewServer(impl *mcp.Implementation, opts *mcp.ServerOptions) *
 }
 
 // Install adds the adapter's middleware to s: it answers every tools/list
-// and tools/call itself; other methods pass through.
+// and tools/call itself; other methods pass through. It also remembers
+// each session's listing caller (that of its last tools/list, or of its
+// subscriptions/listen stream), so that notifications/tools/list_changed
+// reaches only the sessions NotifyListingChanged names.
 func (a *Adapter) Install(s *mcp.Server) {
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -127,10 +148,17 @@ func (a *Adapter) Install(s *mcp.Server) {
 			case *mcp.ListToolsRequest:
 				return a.listSafely(ctx, r), nil
 			}
+			if method == methodSubscriptionsListen {
+				ss, _ := req.GetSession().(*mcp.ServerSession)
+				a.sessions.listed(ss, a.opts.Caller(ctx, req), a.log)
+			}
 			return next(ctx, method, req)
 		}
 	})
+	s.AddSendingMiddleware(a.filterListChanged)
 }
+
+const methodSubscriptionsListen = "subscriptions/listen"
 
 // callSafely is Call, with a last line of defence: the SDK does not recover
 // a handler's panic, so one would end the whole server. Hooks and methods
@@ -172,7 +200,8 @@ func (a *Adapter) revision() *revisionCache {
 }
 
 // List answers tools/list: the rows the caller's grant decision allows,
-// read leniently (a failing policy falls back to the base decision).
+// read leniently (a failing policy falls back to the base decision, or to
+// nothing with ListFallbackNone).
 func (a *Adapter) List(ctx context.Context, req *mcp.ListToolsRequest) *mcp.ListToolsResult {
 	res, _ := a.list(ctx, req)
 	return res
@@ -192,25 +221,39 @@ func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.Lis
 		}
 	}
 	caller := a.opts.Caller(ctx, req)
+	a.sessions.listed(req.Session, caller, a.log)
 	if caller == nil {
 		return res, nil
 	}
-	a.seen.add(caller)
 	rc := a.revision()
 	d := rc.rev.Grant(ctx, caller, engine.Request{Method: engine.MethodList, Meta: engine.BoundMeta(json.RawMessage(rawMeta))})
 	if d.Outcome == engine.Failed {
-		a.log.Error("tools/list: grant decision failed; listing the base decision",
+		fallback := "listing the base decision"
+		if a.opts.ListFallback == ListFallbackNone {
+			fallback = "listing nothing (--list-fallback none)"
+		}
+		a.log.Error("tools/list: grant decision failed; "+fallback,
 			slog.String("subject", caller.Subject), slog.String("revision", rc.rev.String()), slog.Any("error", d.Err))
 	}
 	// The rows are computed once per decision, and a cached decision is
 	// shared by every listing of its caller: only the descriptors are copied.
-	rows := d.VisibleRows()
+	rows := a.visibleRows(d)
 	res.Tools = make([]*mcp.Tool, len(rows))
 	wire := make([]json.RawMessage, len(rows))
 	for k, i := range rows {
 		res.Tools[k], wire[k] = rc.tools[i], rc.wire[i]
 	}
 	return res, wire
+}
+
+// visibleRows is the lenient reading of d that tools/list shows (SPEC
+// §6): a failed decision lists the base decision, or nothing with
+// ListFallbackNone.
+func (a *Adapter) visibleRows(d *engine.GrantDecision) []int {
+	if d.Outcome == engine.Failed && a.opts.ListFallback == ListFallbackNone {
+		return nil
+	}
+	return d.VisibleRows()
 }
 
 // wireList is a tools/list result as the middleware returns it: the SDK's

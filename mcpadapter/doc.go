@@ -2,8 +2,9 @@
 // answers tools/list and tools/call itself, exactly as SPEC §5 and §6 say.
 //
 // One grant decision serves both: tools/list reads it leniently (a failing
-// policy falls back to the registry's base decision), tools/call strictly
-// (a failing policy refuses). A tool hidden from a caller is refused with
+// policy falls back to the registry's base decision, or to nothing with
+// Options.ListFallback ListFallbackNone), tools/call strictly (a failing
+// policy refuses). A tool hidden from a caller is refused with
 // exactly the answer a name no row has gets — byte for byte, for any
 // arguments and _meta — after the same grant decision ran.
 //
@@ -31,6 +32,11 @@
 //	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: callerOf})
 //	server := a.NewServer(&mcp.Implementation{Name: "shop"}, nil)
 //	err := server.Run(ctx, mcpadapter.WrapTransport(&mcp.StdioTransport{}))
+//
+// After a reload, NotifyListingChanged tells exactly the sessions whose
+// listing changed (notifications/tools/list_changed), judged by the caller
+// of each session's last tools/list (or of its 2026-07-28
+// subscriptions/listen stream); no other session hears of it.
 //
 // An Adapter is safe for concurrent use once configured (AddHook before
 // serving).

@@ -19,6 +19,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
 	"github.com/open-policy-agent/opa/v1/topdown"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/fsx"
 )
 
 // DefaultTimeout is the time one test may take when Options.Timeout is zero,
@@ -45,6 +48,11 @@ type Options struct {
 	// tests that fail or error (Result.Trace, Result.FailedAt). It slows the
 	// run down.
 	Trace bool
+	// Capabilities are the built-ins policies and tests may call, as the
+	// server compiles them (SPEC §11); nil is engine.DefaultCapabilities,
+	// without network built-ins. A call of another built-in fails to
+	// compile, naming it and its line.
+	Capabilities *engine.Capabilities
 }
 
 // Run loads the policies and tests under opts.Paths, compiles them together
@@ -65,10 +73,36 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 
+	caps := opts.Capabilities.OPA()
+	// The loader reads every file it keeps whole: refuse what is not a
+	// regular file of at most 16 MiB before it does (SPEC §11).
+	var unreadable []Diagnostic
+	filter := func(path string, info fs.FileInfo, depth int) bool {
+		if skipFile(path, info, depth) {
+			return true
+		}
+		if info.IsDir() {
+			return false
+		}
+		if err := fsx.Check(path, info); err != nil {
+			unreadable = append(unreadable, Diagnostic{Location: Location{File: path}, Message: err.Error()})
+			return true
+		}
+		return false
+	}
 	loaded, err := loader.NewFileLoader().
 		WithRegoVersion(ast.RegoV1).
 		WithProcessAnnotation(true).
-		Filtered(opts.Paths, skipFile)
+		WithCapabilities(caps).
+		Filtered(opts.Paths, filter)
+	if len(unreadable) > 0 {
+		e := &Error{Stage: StageLoad, Diagnostics: unreadable, Err: errors.New("policytest: files that cannot be read")}
+		if err != nil {
+			e.Diagnostics = append(e.Diagnostics, diagnostics(err)...)
+			e.Err = err
+		}
+		return nil, e
+	}
 	if err != nil {
 		return nil, newError(StageLoad, err)
 	}
@@ -94,7 +128,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	compiler := ast.NewCompiler().
 		WithPathConflictsCheck(storage.NonEmpty(ctx, store, txn)).
 		WithEnablePrintStatements(true).
-		WithCapabilities(ast.CapabilitiesForThisVersion()).
+		WithCapabilities(caps).
 		WithUseTypeCheckAnnotations(true)
 
 	runner := tester.NewRunner().

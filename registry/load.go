@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
+	"github.com/toolgate/toolgate/internal/fsx"
 	"github.com/toolgate/toolgate/schema"
 )
 
@@ -26,7 +26,7 @@ const SchemaFile = "registry.schema.json"
 // registry returns a [*ValidationError] listing every problem. Both carry the
 // path in their File field.
 func Load(path string) (*Registry, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsx.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("registry: %w", err)
 	}

@@ -14,11 +14,12 @@ func init() {
 	register(command{name: "explain", summary: "explain the grant decision, and a call, for one caller", run: runExplainCommand})
 }
 
-const explainSynopsis = "explain [--as SUBJECT [--role ROLE ...] [--claims JSON]] [--tool NAME [--args JSON]] [--meta JSON] [--registry FILE] [--policy DIR] [--format text|json]"
+const explainSynopsis = "explain [--as SUBJECT [--role ROLE ...] [--claims JSON]] [--tool NAME [--args JSON]] [--meta JSON] [--registry FILE] [--policy DIR] [--capabilities FILE] [--format text|json]"
 
 func runExplainCommand(ctx context.Context, e *env) int {
 	var (
 		src                sourceFlags
+		caps               capabilitiesFlag
 		subject, tool      string
 		claims, args, meta string
 		roles              repeated
@@ -26,6 +27,7 @@ func runExplainCommand(ctx context.Context, e *env) int {
 	)
 	fs := newFlags("explain", explainSynopsis, e.stderr)
 	src.register(fs)
+	caps.register(fs)
 	fs.StringVar(&subject, "as", "", "the caller's `SUBJECT` (default: nobody)")
 	fs.Var(&roles, "role", "a `ROLE` of the caller (repeatable)")
 	fs.StringVar(&claims, "claims", "", "the caller's claims, a JSON `object`")
@@ -66,7 +68,12 @@ func runExplainCommand(ctx context.Context, e *env) int {
 	if err != nil {
 		return usageError(fs, e.stderr, "%v", err)
 	}
-	p := explainParams{source: source, format: format, opts: inspect.ExplainOptions{
+	capabilities, err := caps.load()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "toolgate explain: %v\n", err)
+		return 2
+	}
+	p := explainParams{source: source, caps: capabilities, format: format, opts: inspect.ExplainOptions{
 		Caller:    caller,
 		Tool:      tool,
 		Meta:      json.RawMessage(meta),
@@ -78,6 +85,7 @@ func runExplainCommand(ctx context.Context, e *env) int {
 // explainParams is `toolgate explain` once its flags are read.
 type explainParams struct {
 	source engine.Source
+	caps   *engine.Capabilities   // nil: the default
 	opts   inspect.ExplainOptions // without Revision
 	format formatFlag
 }
@@ -85,7 +93,7 @@ type explainParams struct {
 // run loads the source and writes the explanation: exit 0, or 1 when the
 // registry or policies do not load.
 func (p *explainParams) run(ctx context.Context, e *env) int {
-	eng, err := engine.New(ctx, p.source)
+	eng, err := engine.New(ctx, p.source, engine.WithCapabilities(p.caps))
 	if err != nil {
 		fmt.Fprintf(e.stderr, "toolgate explain: %v\n(run toolgate check for every problem)\n", err)
 		return 1

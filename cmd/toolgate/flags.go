@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 )
 
@@ -68,6 +69,23 @@ func (s *sourceFlags) register(fs *flag.FlagSet) {
 // given is the bundled example's, as with `toolgate serve`.
 func (s *sourceFlags) source() (engine.Source, error) {
 	return toolgate.Source(s.registry, s.policy), nil
+}
+
+// capabilitiesFlag is --capabilities FILE, shared by the commands that
+// compile policies, so that serve, test, check and explain agree on the
+// built-ins a policy may call (SPEC §11).
+type capabilitiesFlag string
+
+func (c *capabilitiesFlag) register(fs *flag.FlagSet) {
+	fs.StringVar((*string)(c), "capabilities", "", config.CapabilitiesUsage)
+}
+
+// load reads the file; nil (the default set) without the flag.
+func (c capabilitiesFlag) load() (*engine.Capabilities, error) {
+	if c == "" {
+		return nil, nil
+	}
+	return engine.LoadCapabilities(string(c))
 }
 
 // formatFlag is --format text|json.

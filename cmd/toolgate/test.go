@@ -25,14 +25,16 @@ type testParams struct {
 	verbose  bool
 	filter   string
 	timeout  time.Duration
+	caps     capabilitiesFlag
 }
 
 func runTestCommand(ctx context.Context, e *env) int {
 	var p testParams
-	fs := newFlags("test", "test [--coverage] [-v] [--run REGEX] [--timeout D] [DIR ...]", e.stderr)
+	fs := newFlags("test", "test [--coverage] [-v] [--run REGEX] [--timeout D] [--capabilities FILE] [DIR ...]", e.stderr)
 	fs.BoolVar(&p.coverage, "coverage", false, "print the coverage of the policy files")
 	fs.BoolVar(&p.verbose, "v", false, "list every test, not only those that did not pass")
 	fs.StringVar(&p.filter, "run", "", "run only the tests whose reference matches `REGEX`")
+	p.caps.register(fs)
 	fs.DurationVar(&p.timeout, "timeout", 0, "the time one test may take (default 5s)")
 	if done, code := parseFlags(fs, e.args); done {
 		return code
@@ -54,7 +56,12 @@ func runTestCommand(ctx context.Context, e *env) int {
 // run runs the tests: exit 0 when all pass, 1 when one fails or errors or
 // the files do not load or compile.
 func (p *testParams) run(ctx context.Context, e *env) int {
-	rep, err := policytest.Run(ctx, policytest.Options{Paths: p.paths, Coverage: p.coverage, Filter: p.filter, Timeout: p.timeout})
+	caps, err := p.caps.load()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "toolgate test: %v\n", err)
+		return 1
+	}
+	rep, err := policytest.Run(ctx, policytest.Options{Paths: p.paths, Coverage: p.coverage, Filter: p.filter, Timeout: p.timeout, Capabilities: caps})
 	if err != nil {
 		var pe *policytest.Error
 		if errors.As(err, &pe) {

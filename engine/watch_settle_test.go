@@ -1,0 +1,134 @@
+package engine_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/engine"
+)
+
+// The prefix of a policy written in place in chunks: valid Rego on its own,
+// and without the override it drops every hidden tool would show.
+const grantPrefix = "package toolgate.grant\n"
+
+// fakeClock is a settable clock for the settle window.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// TestSec10HalfWrittenPolicyNeverServed: a policy rewritten in place in two
+// chunks, with a pause between them longer than the watch's debounce, is
+// not loaded until it has kept its size and modification time for the
+// settle window; the valid prefix alone is never served. The clock is
+// fake: every reload attempt is made by the test, at the times it says.
+func TestSec10HalfWrittenPolicyNeverServed(t *testing.T) {
+	t.Parallel()
+	const settle = time.Hour // only the fake clock moves: no reload gets past it by accident
+	clock := &fakeClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	f := newWatchFixture(t, map[string]string{"grant.rego": hideReport})
+	e, err := engine.New(context.Background(), engine.Source{Registry: f.registry, Policies: f.policies},
+		engine.WithSettle(settle), engine.WithClock(clock.Now))
+	require.NoError(t, err)
+	granted := func() []string { return e.Current().Grant(context.Background(), carol, listReq).Granted() }
+	require.Equal(t, allButReport, granted())
+
+	// Unchanged files reload at once: the window holds back changes only.
+	changed, wait, err := e.ReloadOnce(context.Background())
+	require.NoError(t, err)
+	require.False(t, changed)
+	require.Zero(t, wait)
+
+	file, err := os.OpenFile(f.pol("grant.rego"), os.O_WRONLY|os.O_TRUNC, 0)
+	require.NoError(t, err)
+	defer file.Close()
+	_, err = file.WriteString(grantPrefix)
+	require.NoError(t, err)
+
+	// The watch's debounce has passed (the pause of the finding): the
+	// prefix is on disk, and a reload is attempted.
+	clock.Advance(engine.DefaultDebounce + time.Millisecond)
+	changed, wait, err = e.ReloadOnce(context.Background())
+	require.NoError(t, err)
+	require.False(t, changed, "the valid prefix was loaded")
+	require.Equal(t, settle, wait)
+	require.Equal(t, allButReport, granted(), "the override is still in force")
+
+	// The rest arrives within the window: the window starts again.
+	clock.Advance(settle / 2)
+	_, err = file.WriteString(hideReport2[len(grantPrefix):])
+	require.NoError(t, err)
+	require.NoError(t, file.Close())
+	changed, wait, err = e.ReloadOnce(context.Background())
+	require.NoError(t, err)
+	require.False(t, changed)
+	require.Equal(t, settle, wait, "the window runs from the last change")
+
+	clock.Advance(settle - time.Nanosecond)
+	changed, wait, err = e.ReloadOnce(context.Background())
+	require.NoError(t, err)
+	require.False(t, changed)
+	require.Equal(t, time.Nanosecond, wait)
+	require.Equal(t, allButReport, granted())
+
+	clock.Advance(time.Nanosecond)
+	changed, wait, err = e.ReloadOnce(context.Background())
+	require.NoError(t, err)
+	require.True(t, changed, "the whole file, once stable, is loaded")
+	require.Zero(t, wait)
+	require.Equal(t, allButReport2, granted())
+	require.NoError(t, e.LastError())
+}
+
+// TestSec10HalfWrittenPolicyNeverServedByWatch is the finding as reported,
+// through a running Watch: the policy is written in place, the watch sees
+// the prefix (a reload attempt past the debounce), then the rest is
+// written. No revision without the override is ever installed. The second
+// chunk is written once the watch has looked at the first (an event: its
+// log line), well inside the settle window.
+func TestSec10HalfWrittenPolicyNeverServedByWatch(t *testing.T) {
+	t.Parallel()
+	f := newWatchFixture(t, map[string]string{"grant.rego": hideReport})
+	f.start(engine.WatchOptions{Debounce: 5 * time.Millisecond, Settle: time.Second})
+	require.Equal(t, allButReport, f.granted())
+
+	file, err := os.OpenFile(f.pol("grant.rego"), os.O_WRONLY|os.O_TRUNC, 0)
+	require.NoError(t, err)
+	defer file.Close()
+	_, err = file.WriteString(grantPrefix)
+	require.NoError(t, err)
+	// Wait until the watch has looked at the half-written file: it either
+	// holds it back (logged) or, as before the fix, installs it.
+	require.Eventually(t, func() bool {
+		return f.logs.count("a file changed") > 0 || len(f.revisions()) > 0
+	}, 5*time.Second, time.Millisecond)
+	_, err = file.WriteString(hideReport2[len(grantPrefix):])
+	require.NoError(t, err)
+	require.NoError(t, file.Close())
+
+	f.waitGranted(allButReport2)
+	f.requireEveryRevisionHas(f.pol("grant.rego"))
+	for _, r := range f.revisions() {
+		g := r.Grant(context.Background(), carol, listReq).Granted()
+		require.True(t, slices.Equal(g, allButReport2), "revision %v grants %v: a half-written policy was served", r, g)
+	}
+	require.Empty(t, f.reloadErrors())
+}
