@@ -150,3 +150,34 @@ func TestSec01HiddenAndAbsentAgreeOnUnrepresentableArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestSec01CallResultIsExactlyACallToolResult: data.toolgate.call.result
+// used to be decoded leniently into a CallToolResult, so a misspelt isError
+// answered a success and an unknown content field an empty text. A result
+// the answer would not carry as written is a failure of the call rules
+// (the internal error), never another answer.
+func TestSec01CallResultIsExactlyACallToolResult(t *testing.T) {
+	t.Parallel()
+	for result, want := range map[string]string{
+		`{"content": [{"type": "text", "text": "held"}], "isErr": true}`:                        msgInternal,
+		`{"content": [{"type": "text", "text": "held"}], "IsError": true}`:                      msgInternal,
+		`{"content": [{"type": "text", "txt": "held"}], "isError": true}`:                       msgInternal,
+		`{"contents": [{"type": "text", "text": "held"}]}`:                                      msgInternal,
+		`{"content": [{"type": "text", "text": "held", "extra": 1}]}`:                           msgInternal,
+		`{"content": [{"type": "text", "text": "held"}], "isError": true}`:                      "held",
+		`{"content": [{"type": "text", "text": "held"}], "isError": false}`:                     "held",
+		`{"content": [{"type": "text", "text": "held"}], "structuredContent": {"a": [1, "b"]}}`: "held",
+	} {
+		g := newGoverned(t, setup{caller: fuzzCaller, policies: map[string]string{"answer.rego": "package toolgate.call\n\nresult := " + result + "\n"}})
+		c := g.connectRaw(t, proto20250618)
+		res := toolResult(t, c.call(`{"name":"echo","arguments":{"text":"ran"}}`))
+		require.Equal(t, want, resultText(t, res), result)
+		if want == msgInternal {
+			require.True(t, res.IsError)
+			require.Equal(t, []string{string(mcpadapter.OutcomeFailed)}, g.after.outcomes())
+			require.Contains(t, g.logs.String(), "not a CallToolResult")
+		}
+	}
+}
+
+const msgInternal = "Error: An internal error occurred while executing the tool."
