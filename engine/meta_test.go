@@ -166,13 +166,13 @@ func TestBoundMeta(t *testing.T) {
 // again changes nothing, and that the OPA value agrees with the JSON.
 func checkInvariants(t *testing.T, m Meta) {
 	t.Helper()
-	require.LessOrEqual(t, m.Len(), MaxMetaEntries)
+	require.LessOrEqual(t, m.Len(), refMaxEntries)
 	keys := map[string]bool{}
 	for _, e := range m.Entries() {
 		require.False(t, keys[e.Key], "duplicate key %q", e.Key)
 		keys[e.Key] = true
-		require.LessOrEqual(t, len(e.Value), MaxMetaValueLen, "key %q", e.Key)
-		require.LessOrEqual(t, depthOf(t, e.Value), MaxMetaDepth, "key %q", e.Key)
+		require.LessOrEqual(t, len(e.Value), refMaxValueLen, "key %q", e.Key)
+		require.LessOrEqual(t, depthOf(t, e.Value), refMaxDepth, "key %q", e.Key)
 		var c bytes.Buffer
 		require.NoError(t, json.Compact(&c, e.Value))
 		require.Equal(t, c.String(), string(e.Value), "key %q not compact", e.Key)
