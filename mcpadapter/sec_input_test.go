@@ -181,3 +181,45 @@ func TestSec01CallResultIsExactlyACallToolResult(t *testing.T) {
 }
 
 const msgInternal = "Error: An internal error occurred while executing the tool."
+
+// TestSec01CaseFoldedKeyIsNotAnotherValue: encoding/json matches object keys
+// to struct fields case-insensitively, so for a method whose parameter is a
+// struct, {"url": A, "URL": B} let the policy read A at
+// input.request.arguments.target.url while the method got B. Such a value
+// is now a value the argument cannot take.
+func TestSec01CaseFoldedKeyIsNotAnotherValue(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []string
+	methods := mcpadapter.Methods{}
+	methods.Register("rec.fetch", func(_ context.Context, a struct {
+		Target struct {
+			URL string `json:"url"`
+		} `json:"target"`
+	}) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, a.Target.URL)
+		return a.Target.URL, nil
+	})
+	g := newGoverned(t, setup{
+		registry: "tools:\n  - name: fetch\n    method: rec.fetch\n    arguments:\n      - { name: target, type: object, required: true }\n",
+		caller:   fuzzCaller,
+		policies: map[string]string{"ssrf.rego": `package toolgate.call
+
+deny contains "The metadata endpoint is off limits." if startswith(input.request.arguments.target.url, "http://169.254.")
+`},
+		methods: methods,
+	})
+	c := g.connectRaw(t, proto20250618)
+	for args, want := range map[string]string{
+		`{"target":{"url":"https://example.com/","URL":"http://169.254.169.254/"}}`: "Error: Invalid value for argument 'target': expected object.",
+		`{"target":{"URL":"http://169.254.169.254/"}}`:                              "Error: Invalid value for argument 'target': expected object.",
+		`{"target":{"url":"http://169.254.169.254/"}}`:                              "The metadata endpoint is off limits.",
+		`{"target":{"url":"https://example.com/","other":1}}`:                       "https://example.com/",
+	} {
+		res := toolResult(t, c.call(`{"name":"fetch","arguments":`+args+`}`))
+		require.Equal(t, want, resultText(t, res), args)
+	}
+	require.Equal(t, []string{"https://example.com/"}, got)
+}
