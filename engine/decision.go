@@ -194,6 +194,7 @@ const (
 	KindTimeout  = "timeout"       // the evaluation passed its deadline
 	KindCanceled = "canceled"      // the caller's context was canceled
 	KindType     = "type_error"    // a rule produced a value of the wrong type
+	KindInput    = "input_error"   // the input document could not be built (an *InputError); no policy was asked
 )
 
 // ErrPolicy is wrapped by every PolicyError, for errors.Is.

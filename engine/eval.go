@@ -28,6 +28,14 @@ func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDeci
 	if dc == nil {
 		return r.grant(ctx, c, &req)
 	}
+	// A memoised decision is answered without building an input, but the
+	// arguments of a call must still be representable exactly (SPEC §3):
+	// otherwise a policy that reads them would have been asked about others.
+	if req.Method == MethodCall {
+		if err := CheckArguments(req.Arguments); err != nil {
+			return r.inputFailed(c, err)
+		}
+	}
 	var buf [192]byte
 	key := appendFingerprint(buf[:0], c)
 	if d := dc.get(key); d != nil {
@@ -52,13 +60,24 @@ func (r *Revision) grant(ctx context.Context, c *Caller, req *Request) *GrantDec
 func (r *Revision) evalGrant(ctx context.Context, q rego.PreparedEvalQuery, c *Caller, req *Request) (*GrantDecision, rego.Vars) {
 	d := &GrantDecision{Revision: r}
 	d.view = r.view(c)
-	rs, err := r.eval(ctx, q, r.input(c, d.view, req, -1))
+	in, err := r.input(c, d.view, req, -1)
+	if err != nil {
+		d.Outcome, d.Err = Failed, inputError(refGranted, err)
+		return d, nil
+	}
+	rs, err := r.eval(ctx, q, in)
 	if err != nil {
 		d.Outcome, d.Err = Failed, policyError(refGranted, err, ctx)
 		return d, nil
 	}
 	r.readGranted(d, rs[0].Bindings["g"])
 	return d, rs[0].Bindings
+}
+
+// inputFailed is the failed decision for a request whose input cannot be
+// built.
+func (r *Revision) inputFailed(c *Caller, err error) *GrantDecision {
+	return &GrantDecision{Revision: r, view: r.view(c), Outcome: Failed, Err: inputError(refGranted, err)}
 }
 
 // readGranted sets the outcome from the wrapped value of granted.
@@ -103,7 +122,12 @@ func (r *Revision) Call(ctx context.Context, c *Caller, req Request) *CallDecisi
 	if c != nil {
 		v = r.view(c)
 	}
-	rs, err := r.eval(ctx, r.policies.callQ, r.input(c, v, &req, idx))
+	in, err := r.input(c, v, &req, idx)
+	if err != nil {
+		d.Err = inputError(refDeny, err)
+		return d
+	}
+	rs, err := r.eval(ctx, r.policies.callQ, in)
 	if err != nil {
 		d.Err = policyError(refDeny, err, ctx)
 		return d
@@ -215,7 +239,11 @@ func (r *Revision) URLDriversDecided(ctx context.Context, c *Caller) (bool, erro
 		return false, nil
 	}
 	v := r.view(c)
-	rs, err := r.eval(ctx, r.policies.explainQ, r.input(c, v, &Request{Method: MethodList}, -1))
+	in, err := r.input(c, v, &Request{Method: MethodList}, -1)
+	if err != nil {
+		return false, inputError(refDecided, err)
+	}
+	rs, err := r.eval(ctx, r.policies.explainQ, in)
 	if err != nil {
 		return false, policyError(refDecided, err, ctx)
 	}
@@ -239,6 +267,12 @@ func (r *Revision) eval(ctx context.Context, q rego.PreparedEvalQuery, input ast
 		return nil, fmt.Errorf("query returned %d results, want 1", len(rs))
 	}
 	return rs, nil
+}
+
+// inputError is the failure of a decision whose input document cannot be
+// built: no policy was asked.
+func inputError(ref ast.Ref, err error) *PolicyError {
+	return &PolicyError{Rule: ref.String(), Kind: KindInput, Message: err.Error(), Err: err}
 }
 
 func typeError(ref ast.Ref, format string, args ...any) *PolicyError {

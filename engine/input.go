@@ -3,12 +3,15 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/toolgate/toolgate/internal/exactjson"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -25,7 +28,8 @@ type Request struct {
 	// Tool is the tool name as sent (calls only), also when it names nothing.
 	Tool string
 	// Arguments is the arguments object as sent (calls only). Anything but a
-	// JSON object is read as {}.
+	// JSON object is read as {}. An object that cannot be represented
+	// exactly (see InputError) makes the decision fail.
 	Arguments json.RawMessage
 	// Meta is the bounded _meta of the request.
 	Meta Meta
@@ -66,7 +70,10 @@ type rowTerms struct {
 	upstream, upstreamAnnotations *ast.Term
 }
 
-func buildRowTerms(t *registry.Tool) rowTerms {
+// buildRowTerms converts a row for the input document. The registry refuses
+// at load what cannot be represented (annotations, defaults); an error here
+// is a registry that was not validated, and fails the revision.
+func buildRowTerms(t *registry.Tool) (rowTerms, error) {
 	rt := rowTerms{
 		name:      ast.StringTerm(t.Name),
 		method:    ast.StringTerm(t.Method),
@@ -88,16 +95,22 @@ func buildRowTerms(t *registry.Tool) rowTerms {
 			{keyRequired, ast.BooleanTerm(a.Required)},
 		}
 		if a.Default != nil {
-			if v, err := jsonToValue(a.Default); err == nil {
-				kv = append(kv, [2]*ast.Term{keyDefault, ast.NewTerm(v)})
+			v, err := exactjson.Value(a.Default)
+			if err != nil {
+				return rt, fmt.Errorf("tool %s: argument %s: default: %w", t.Name, a.Name, err)
 			}
+			kv = append(kv, [2]*ast.Term{keyDefault, ast.NewTerm(v)})
 		}
 		args = append(args, ast.ObjectTerm(kv...))
 	}
 	rt.arguments = ast.ArrayTerm(args...)
-	ann, err := ast.InterfaceToValue(t.Annotations)
-	if err != nil || t.Annotations == nil {
-		ann = ast.NewObject()
+	var ann ast.Value = ast.NewObject()
+	if t.Annotations != nil {
+		v, err := exactjson.GoValue(t.Annotations)
+		if err != nil {
+			return rt, fmt.Errorf("tool %s: annotations: %w", t.Name, err)
+		}
+		ann = v
 	}
 	rt.annotations = ast.NewTerm(ann)
 	rt.upstream, rt.upstreamAnnotations = ast.NullTerm(), ast.NullTerm()
@@ -105,15 +118,17 @@ func buildRowTerms(t *registry.Tool) rowTerms {
 		rt.upstream = ast.StringTerm(server)
 	}
 	if t.Imported != nil {
-		// Decoded from JSON by the import (bools, strings, float64): this
-		// conversion cannot fail.
-		up, err := ast.InterfaceToValue(t.Imported.Annotations)
-		if err != nil || t.Imported.Annotations == nil {
-			up = ast.NewObject()
+		var up ast.Value = ast.NewObject()
+		if t.Imported.Annotations != nil {
+			v, err := exactjson.GoValue(t.Imported.Annotations)
+			if err != nil {
+				return rt, fmt.Errorf("tool %s: upstream annotations: %w", t.Name, err)
+			}
+			up = v
 		}
 		rt.upstreamAnnotations = ast.NewTerm(up)
 	}
-	return rt
+	return rt, nil
 }
 
 func (rt *rowTerms) object(base bool) *ast.Term {
@@ -182,72 +197,146 @@ func (r *Revision) view(c *Caller) *callerView {
 	return v
 }
 
-func callerTerm(c *Caller) *ast.Term {
+// ErrInput is wrapped by every *InputError, for errors.Is.
+var ErrInput = errors.New("the input document cannot represent the request")
+
+// InputError says that part of a request or caller cannot be represented
+// exactly in the input document (SPEC §3): a number beyond OPA's range, a key
+// sent twice, a string that is not valid Unicode, a claim that is not plain
+// JSON. The decision then fails: no policy is asked about other values than
+// those a method, a hook or an upstream server would get.
+//
+// It never holds the value itself: arguments and claims are not logged.
+type InputError struct {
+	// Part is the input document's path of the part: request.arguments,
+	// request.meta or caller.claims.
+	Part string
+	// Err says why, and where inside the part.
+	Err error
+}
+
+func (e *InputError) Error() string {
+	return fmt.Sprintf("input document: %s cannot be represented exactly: %v", e.Part, e.Err)
+}
+
+func (e *InputError) Unwrap() []error { return []error{ErrInput, e.Err} }
+
+// Parts of the input document an InputError names.
+const (
+	PartArguments = "request.arguments"
+	PartMeta      = "request.meta"
+	PartClaims    = "caller.claims"
+)
+
+// CheckClaims reports whether claims can be represented exactly in the
+// input document: an *InputError naming the claim otherwise (a float that is
+// not finite, such as YAML's .inf, a number beyond OPA's range, a string that
+// is not valid UTF-8, a value that is not plain JSON). Loaders of callers
+// (a tokens file) call it to refuse such claims up front; a decision for a
+// caller whose claims fail it fails.
+func CheckClaims(claims map[string]any) error {
+	_, err := claimsValue(claims)
+	return err
+}
+
+func claimsValue(claims map[string]any) (ast.Value, error) {
+	if len(claims) == 0 {
+		return ast.NewObject(), nil
+	}
+	v, err := exactjson.GoValue(claims)
+	if err != nil {
+		return nil, &InputError{Part: PartClaims, Err: err}
+	}
+	return v, nil
+}
+
+func callerTerm(c *Caller) (*ast.Term, error) {
 	if c == nil {
-		return ast.NullTerm()
+		return ast.NullTerm(), nil
 	}
 	roles := make([]*ast.Term, len(c.Roles))
 	for i, r := range c.Roles {
 		roles[i] = ast.StringTerm(r)
 	}
-	var claims ast.Value = ast.NewObject()
-	if len(c.Claims) > 0 {
-		if v, err := ast.InterfaceToValue(c.Claims); err == nil {
-			claims = v
-		}
+	claims, err := claimsValue(c.Claims)
+	if err != nil {
+		return nil, err
 	}
 	return ast.ObjectTerm(
 		[2]*ast.Term{keySubject, ast.StringTerm(c.Subject)},
 		[2]*ast.Term{keyRoles, ast.ArrayTerm(roles...)},
 		[2]*ast.Term{keyClaims, ast.NewTerm(claims)},
-	)
+	), nil
 }
 
 // argumentsValue normalises the arguments as sent: anything but a JSON
-// object is {}.
-func argumentsValue(raw json.RawMessage) ast.Value {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return ast.NewObject()
+// object is {}. An object is converted exactly or not at all: a number
+// beyond OPA's range, a key sent twice, a lone surrogate escape or invalid
+// UTF-8 anywhere inside it (also under an argument the row does not
+// declare) is an *InputError, never another object.
+func argumentsValue(raw json.RawMessage) (ast.Value, error) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return ast.NewObject(), nil
 	}
-	v, err := jsonToValue(raw)
+	v, err := exactjson.Value(trimmed)
 	if err != nil {
-		return ast.NewObject()
+		var xe *exactjson.Error
+		if errors.As(err, &xe) && xe.Reason == exactjson.ReasonSyntax {
+			// Not JSON at all is not an object: {} as for any non-object
+			// (the adapter passes the same {} to the binder).
+			return ast.NewObject(), nil
+		}
+		return nil, &InputError{Part: PartArguments, Err: err}
 	}
-	if _, ok := v.(ast.Object); !ok {
-		return ast.NewObject()
-	}
-	return v
+	return v, nil
 }
 
-func jsonToValue(raw json.RawMessage) (ast.Value, error) {
-	return ast.ValueFromReader(bytes.NewReader(raw))
+// CheckArguments reports whether the arguments of a call can be represented
+// exactly in the input document; an *InputError otherwise. Grant runs it for
+// every call, also when it answers from the decision cache.
+func CheckArguments(raw json.RawMessage) error {
+	_, err := argumentsValue(raw)
+	return err
 }
 
 // input builds the input document of one decision. tool, when not nil, is
-// the index of the resolved row, added as "tool" for the call rules.
-func (r *Revision) input(c *Caller, v *callerView, req *Request, tool int) ast.Value {
+// the index of the resolved row, added as "tool" for the call rules. It
+// fails with an *InputError when a part cannot be represented exactly.
+func (r *Revision) input(c *Caller, v *callerView, req *Request, tool int) (ast.Value, error) {
 	reqKV := [][2]*ast.Term{{keyMethod, ast.StringTerm(req.Method)}}
 	if req.Method == MethodCall {
+		args, err := argumentsValue(req.Arguments)
+		if err != nil {
+			return nil, err
+		}
 		reqKV = append(reqKV,
 			[2]*ast.Term{keyTool, ast.StringTerm(req.Tool)},
-			[2]*ast.Term{keyArguments, ast.NewTerm(argumentsValue(req.Arguments))},
+			[2]*ast.Term{keyArguments, ast.NewTerm(args)},
 		)
 	}
-	reqKV = append(reqKV, [2]*ast.Term{keyMeta, ast.NewTerm(req.Meta.ASTValue())})
+	meta, err := req.Meta.ASTValue()
+	if err != nil {
+		return nil, &InputError{Part: PartMeta, Err: err}
+	}
+	reqKV = append(reqKV, [2]*ast.Term{keyMeta, ast.NewTerm(meta)})
+	caller, err := callerTerm(c)
+	if err != nil {
+		return nil, err
+	}
 	tools := ast.ArrayTerm()
 	if v != nil {
 		tools = v.tools
 	}
 	kv := [][2]*ast.Term{
-		{keyCaller, callerTerm(c)},
+		{keyCaller, caller},
 		{keyTools, tools},
 		{keyRequest, ast.ObjectTerm(reqKV...)},
 	}
 	if tool >= 0 && v != nil {
 		kv = append(kv, [2]*ast.Term{keyTool, v.rows[tool]})
 	}
-	return ast.NewObject(kv...)
+	return ast.NewObject(kv...), nil
 }
 
 // InputDocument returns, as JSON, the input document the revision builds for
@@ -262,7 +351,11 @@ func (r *Revision) InputDocument(c *Caller, req Request, withTool bool) ([]byte,
 	if withTool {
 		idx = r.ToolIndex(req.Tool)
 	}
-	doc, err := ast.JSON(r.input(c, v, &req, idx))
+	in, err := r.input(c, v, &req, idx)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := ast.JSON(in)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -359,18 +360,23 @@ func appendString(b []byte, s string) []byte {
 
 // ASTValue returns m as an OPA object for the input document. Numbers keep
 // their exact text (ast.Number is a string); nothing goes through float64.
-// Within a value, a key sent twice takes its last value, as encoding/json and
-// OPA's own input decoding do. Each call builds a new value.
-func (m Meta) ASTValue() ast.Value {
+// Within a value, a key sent twice takes its last value and a lone surrogate
+// escape reads as U+FFFD, as encoding/json (and so Map, String and every Go
+// hook) and OPA's own input decoding do: the policy reads what the hooks
+// read. Each call builds a new value.
+//
+// It fails, rather than leave an entry out, when a value cannot be converted;
+// BoundMeta keeps only values OPA can represent, so that is not expected.
+func (m Meta) ASTValue() (ast.Value, error) {
 	obj := ast.NewObjectWithCapacity(len(m.entries))
 	for _, e := range m.entries {
 		v, err := ast.ValueFromReader(bytes.NewReader(e.Value))
 		if err != nil {
-			continue // unreachable: BoundMeta keeps only values OPA can represent
+			return nil, fmt.Errorf("entry %q: %w", e.Key, err)
 		}
 		obj.Insert(ast.StringTerm(e.Key), ast.NewTerm(v))
 	}
-	return obj
+	return obj, nil
 }
 
 // Map returns m decoded for Go hooks: numbers are json.Number, objects

@@ -166,13 +166,13 @@ func TestBoundMeta(t *testing.T) {
 // again changes nothing, and that the OPA value agrees with the JSON.
 func checkInvariants(t *testing.T, m Meta) {
 	t.Helper()
-	require.LessOrEqual(t, m.Len(), MaxMetaEntries)
+	require.LessOrEqual(t, m.Len(), refMaxEntries)
 	keys := map[string]bool{}
 	for _, e := range m.Entries() {
 		require.False(t, keys[e.Key], "duplicate key %q", e.Key)
 		keys[e.Key] = true
-		require.LessOrEqual(t, len(e.Value), MaxMetaValueLen, "key %q", e.Key)
-		require.LessOrEqual(t, depthOf(t, e.Value), MaxMetaDepth, "key %q", e.Key)
+		require.LessOrEqual(t, len(e.Value), refMaxValueLen, "key %q", e.Key)
+		require.LessOrEqual(t, depthOf(t, e.Value), refMaxDepth, "key %q", e.Key)
 		var c bytes.Buffer
 		require.NoError(t, json.Compact(&c, e.Value))
 		require.Equal(t, c.String(), string(e.Value), "key %q not compact", e.Key)
@@ -187,7 +187,9 @@ func checkInvariants(t *testing.T, m Meta) {
 
 	want, err := ast.ValueFromReader(bytes.NewReader(out))
 	require.NoError(t, err)
-	require.Equal(t, 0, want.Compare(m.ASTValue()), "ASTValue %v, MarshalJSON %s", m.ASTValue(), out)
+	got, err := m.ASTValue()
+	require.NoError(t, err)
+	require.Equal(t, 0, want.Compare(got), "ASTValue %v, MarshalJSON %s", got, out)
 }
 
 // depthOf is an independent depth count from the decoder's tokens: a
@@ -264,7 +266,9 @@ func TestMetaAccessors(t *testing.T) {
 		"nil":         nil,
 	}, m.Map())
 
-	obj, ok := m.ASTValue().(ast.Object)
+	av, err := m.ASTValue()
+	require.NoError(t, err)
+	obj, ok := av.(ast.Object)
 	require.True(t, ok)
 	require.Equal(t, ast.Number("12345678901234567890.123456789"), obj.Get(ast.StringTerm("n")).Value)
 	require.Equal(t, ast.String("r-é1"), obj.Get(ast.StringTerm("festi/runId")).Value)
@@ -282,7 +286,9 @@ func TestMetaAccessors(t *testing.T) {
 	b, err := zero.MarshalJSON()
 	require.NoError(t, err)
 	require.Equal(t, `{}`, string(b))
-	require.Equal(t, 0, ast.NewObject().Compare(zero.ASTValue()))
+	zv, err := zero.ASTValue()
+	require.NoError(t, err)
+	require.Equal(t, 0, ast.NewObject().Compare(zv))
 	require.Empty(t, zero.Map())
 
 	// Meta marshals as a field of a larger document.

@@ -163,7 +163,11 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 	}
 	for i := range reg.Tools {
 		rev.index[reg.Tools[i].Name] = i
-		rev.rowTerms[i] = buildRowTerms(&reg.Tools[i])
+		rt, err := buildRowTerms(&reg.Tools[i])
+		if err != nil {
+			return nil, err
+		}
+		rev.rowTerms[i] = rt
 	}
 	names := make([]*ast.Term, len(rev.rowTerms))
 	for i := range rev.rowTerms {

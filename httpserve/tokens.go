@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/exactjson"
 	"github.com/toolgate/toolgate/internal/fsx"
 )
 
@@ -80,6 +81,9 @@ func (t *Tokens) add(key string, e TokenEntry) (TokenProblem, bool) {
 	if strings.TrimSpace(e.Subject) == "" {
 		return TokenProblem{Key: key[:12], Message: "subject is empty"}, false
 	}
+	if msg := claimsProblem(e.Claims); msg != "" {
+		return TokenProblem{Key: key[:12], Message: msg}, false
+	}
 	var h [sha256.Size]byte
 	_, _ = hex.Decode(h[:], []byte(key))
 	for _, x := range t.entries {
@@ -93,6 +97,27 @@ func (t *Tokens) add(key string, e TokenEntry) (TokenProblem, bool) {
 		Claims:  e.Claims,
 	}})
 	return TokenProblem{}, true
+}
+
+// claimsProblem says why claims cannot be a caller's claims, "" when they
+// can. Every decision reads the claims in its input document, which holds
+// them exactly or not at all (SPEC §3): YAML's .inf and .nan, a number beyond
+// OPA's range or a string that is not valid UTF-8 would make every decision
+// for that caller fail, so the file is refused at load instead.
+func claimsProblem(claims map[string]any) string {
+	err := engine.CheckClaims(claims)
+	if err == nil {
+		return ""
+	}
+	var xe *exactjson.Error
+	if errors.As(err, &xe) {
+		at := "claims"
+		if xe.Path != "" && xe.Path != "." {
+			at += "." + xe.Path
+		}
+		return at + ": cannot be represented in a policy's input: " + xe.Reason
+	}
+	return "claims: " + err.Error()
 }
 
 // Len is the number of tokens known.
@@ -187,7 +212,8 @@ var ErrNoTokens = errors.New("the file lists no token")
 //
 // It refuses the whole file, with a *TokenFileError naming every invalid
 // entry (key not 64 lowercase hex characters, empty subject, an unknown
-// field, a token listed twice), when any entry is invalid.
+// field, a token listed twice, claims a policy's input cannot represent,
+// such as .inf or .nan), when any entry is invalid.
 func LoadTokens(path string) (*Tokens, error) {
 	data, err := fsx.ReadFile(path)
 	if err != nil {

@@ -418,11 +418,11 @@ func (a *Adapter) accepted(ctx context.Context, call *CallContext, rc *revisionC
 		return &CallEnd{Outcome: OutcomeDenied, Result: TextResult(strings.Join(reasons, "; "), true), Reasons: reasons, AnsweredBy: deniedBy}
 	}
 	if answer == nil && cd.Result != nil {
-		var res mcp.CallToolResult
-		if err := json.Unmarshal(cd.Result, &res); err != nil {
-			return fail(fmt.Errorf("toolgate.call result is not a CallToolResult: %w", err))
+		res, err := policyResult(cd.Result)
+		if err != nil {
+			return fail(err)
 		}
-		answer, answeredBy = &res, "policy"
+		answer, answeredBy = res, "policy"
 	}
 	if answer != nil {
 		return &CallEnd{Outcome: OutcomeAnswered, Result: answer, AnsweredBy: answeredBy}

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
@@ -117,21 +119,6 @@ func (fs *fuzzServer) client(t *testing.T, proto uint8, req string) (*rawClient,
 	return c, c.proto
 }
 
-// The exact answers of SPEC §5, and the reasons the fuzz server's hooks and
-// rules give.
-var (
-	answerUnknownTool = regexp.MustCompile(`(?s)^Error: Unknown tool '(.*)'\.$`)
-	pipelineAnswers   = regexp.MustCompile(`^(?:` + strings.Join([]string{
-		`Error: Tool name is required\.`,
-		`Error: Tool access could not be verified\.`,
-		`Error: An internal error occurred while executing the tool\.`,
-		`Error: Missing required argument '[A-Za-z0-9_]+'\.`,
-		`Error: Invalid value for argument '[A-Za-z0-9_]+'(?:: expected (?:int|float|string|bool|array|object))?\.`,
-		`Error: Unknown argument '[A-Za-z0-9_]+'\.`,
-		`(?:Refused by hook\.|Refused by policy\.)(?:; (?:Refused by hook\.|Refused by policy\.))*`,
-	}, "|") + `)$`)
-)
-
 var integerName = regexp.MustCompile(`^-?[0-9]+$`)
 
 // callName is the name SPEC §5 step 1 reads from raw params: a string, or
@@ -152,91 +139,187 @@ func callName(params []byte) (string, bool) {
 	return "", false
 }
 
-// checkCall checks the invariants of one tools/call answer: a tool result,
-// never a JSON-RPC error; a non-error result only for a tool the caller
-// sees; an error result one of SPEC §5's exact answers; nothing leaked; the
-// after hooks ran once for a call that reached step 5, never otherwise.
+// metaKeys returns the keys of the _meta object sent (none when _meta is
+// not an object). Bounding may drop an entry, so a key here is needed for
+// a hook or rule to react to it, not enough.
+func metaKeys(params []byte) map[string]bool {
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	_ = json.Unmarshal(params, &p)
+	out := map[string]bool{}
+	for k := range p.Meta {
+		out[k] = true
+	}
+	return out
+}
+
+const (
+	msgNameRequired = "Error: Tool name is required."
+	msgNotVerified  = "Error: Tool access could not be verified."
+)
+
+// checkCall checks one tools/call answer against the reference reading of
+// the contract (fuzz_oracle_test.go): a tool result, never a JSON-RPC error
+// here; exactly the answer of the step that decides, computed from the
+// params: no name (step 1); arguments no input can represent (step 3, the
+// only way the fuzz policy fails); a name the caller does not see (step 4);
+// a refusal or an answer only where _meta carries the key its hook or rule
+// reads (step 5); the first wrong declared argument with its declared type
+// (step 6); the demo method's own result (step 7). After hooks run once for
+// a call that reached step 5 or failed at step 3, never otherwise.
 func (fs *fuzzServer) checkCall(t *testing.T, params string, resp []byte, aftersBefore int64) {
 	t.Helper()
 	res := toolResult(t, resp)
 	require.Len(t, res.Content, 1, "%s", resp)
 	tc, ok := res.Content[0].(*mcp.TextContent)
 	require.True(t, ok, "%s", resp)
-	name, named := callName([]byte(params))
-	visible := named && slices.Contains(fs.visible, name)
-	ran := fs.afters.Load() - aftersBefore
-	if !res.IsError {
-		require.True(t, visible, "a result for a tool the caller does not see: params %s → %s", params, resp)
-		require.Equal(t, int64(1), ran, "after hooks of a call that ran")
-		return
-	}
 	text := tc.Text
-	if m := answerUnknownTool.FindStringSubmatch(text); m != nil {
-		require.True(t, named, "Unknown tool for params without a name: %s", params)
-		require.Equal(t, name, m[1], "the name echoed is the name sent")
-		require.False(t, visible, "a tool the caller sees answered as unknown: %s", params)
-		require.Zero(t, ran, "after hooks ran for a refused name")
-		return
-	}
-	require.Regexp(t, pipelineAnswers, text, "not an answer of SPEC §5: params %s", params)
-	require.NotRegexp(t, leaks, text)
-	switch text {
-	case "Error: Tool name is required.":
+	name, named := callName([]byte(params))
+	ran := fs.afters.Load() - aftersBefore
+	args := readArgs([]byte(params))
+	isError := func() { require.True(t, res.IsError, "an answer of SPEC §5 without isError: %s", resp) }
+
+	// Step 1.
+	if !named {
+		require.Equal(t, msgNameRequired, text, "params %s", params)
+		isError()
 		require.Zero(t, ran, "after hooks ran for a call without a name")
 		return
-	case "Error: Tool access could not be verified.":
-		// Step 3 comes before step 4: any name, hidden or absent too.
-		require.True(t, named)
+	}
+	// Step 3: the fuzz policy cannot fail; arguments it cannot be given
+	// fail the decision, for every name alike.
+	if args.object && !args.exact {
+		require.Equal(t, msgNotVerified, text, "arguments no input can represent: params %s", params)
+		isError()
 		require.Equal(t, int64(1), ran, "after hooks see a step 3 refusal once")
 		return
 	}
-	require.True(t, visible, "an answer past step 4 for a tool the caller does not see: %s → %s", params, text)
-	require.Equal(t, int64(1), ran, "after hooks run exactly once")
+	require.NotEqual(t, msgNotVerified, text, "the fuzz policy cannot fail, the arguments are representable: params %s", params)
+	// Step 4.
+	if !slices.Contains(fs.visible, name) {
+		require.Equal(t, "Error: Unknown tool '"+name+"'.", text, "params %s", params)
+		isError()
+		require.Zero(t, ran, "after hooks ran for a refused name")
+		return
+	}
+	require.Equal(t, int64(1), ran, "after hooks run exactly once for an accepted call")
+	// Step 5: the fuzz hooks and rules react to _meta keys only.
+	keys := metaKeys([]byte(params))
+	switch text {
+	case "Answered by hook.", "Answered by policy.":
+		require.False(t, res.IsError)
+		require.True(t, keys[map[string]string{"Answered by hook.": "festi/hookAnswer", "Answered by policy.": "festi/answer"}[text]], "params %s", params)
+		return
+	}
+	if strings.HasPrefix(text, "Refused by ") {
+		isError()
+		reasons := strings.Split(text, "; ")
+		require.LessOrEqual(t, len(reasons), 2, text)
+		for i, r := range reasons {
+			switch r {
+			case "Refused by hook.":
+				require.Zero(t, i, "the hook's reason comes first")
+				require.True(t, keys["festi/hookDeny"], "params %s", params)
+			case "Refused by policy.":
+				require.True(t, keys["festi/deny"], "params %s", params)
+			default:
+				t.Fatalf("not a reason of the fuzz hooks or rules: %q", r)
+			}
+		}
+		return
+	}
+	// Step 6.
+	row := fs.g.eng.Current().Registry().Tools[fs.g.eng.Current().ToolIndex(name)]
+	if want := argAnswer(&row, args); want != "" {
+		require.Equal(t, want, text, "params %s", params)
+		isError()
+		return
+	}
+	// Step 7.
+	switch want, fixed := methodResult(&row, args); {
+	case row.Method == "demo.fail" || row.Method == "demo.inner":
+		require.Equal(t, "Error: An internal error occurred while executing the tool.", text)
+		isError()
+	case row.Method == "demo.count":
+		require.False(t, res.IsError, "params %s", params)
+		n, err := strconv.ParseInt(text, 10, 64)
+		require.NoError(t, err)
+		require.Positive(t, n)
+	default:
+		require.True(t, fixed)
+		require.False(t, res.IsError, "params %s → %s", params, resp)
+		require.Equal(t, want, text, "the method's result: params %s", params)
+	}
 }
 
-// send sends one tools/call and checks its answer.
+// maxMessageDepth is the nesting the SDK decodes a JSON-RPC message to.
+const maxMessageDepth = 1000
+
+// nesting is the deepest nesting of objects and arrays in b, valid JSON.
+func nesting(b []byte) int {
+	depth, deepest, in := 0, 0, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case in:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
+
+// send sends one tools/call and checks its answer: a protocol fault of the
+// SDK exactly where expectFaults allows one, else checkCall.
 func (fs *fuzzServer) send(t *testing.T, proto uint8, params string) []byte {
 	t.Helper()
-	c, _ := fs.client(t, proto, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`+params+`}`)
+	c, p := fs.client(t, proto, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`+params+`}`)
+	if req, _ := c.prepare(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`); nesting([]byte(req)) > maxMessageDepth {
+		// The SDK refuses the whole message before reading any of it (over
+		// HTTP, a parse error; here the client cannot even send it): the
+		// same for every name.
+		_, err := jsonrpc.DecodeMessage([]byte(req))
+		require.ErrorContains(t, err, "maximum nesting depth")
+		return nil
+	}
 	before := fs.afters.Load()
 	resp := c.call(params)
-	if protocolFault(t, params, resp) {
-		require.Equal(t, before, fs.afters.Load(), "a protocol fault reached the pipeline")
-		return resp
-	}
-	fs.checkCall(t, params, resp, before)
+	checkFault(t, p, params, resp, func() { fs.checkCall(t, params, resp, before) })
+	require.True(t, rpcError(resp) == "" || before == fs.afters.Load(), "a protocol fault reached the pipeline")
 	return resp
 }
 
-// protocolFault reports whether resp is the SDK's JSON-RPC error for
-// reserved _meta keys (io.modelcontextprotocol/...) that do not make a valid
-// 2026-07-28 request, such as a protocolVersion without clientCapabilities:
-// a protocol fault the SDK answers before any middleware, the same for every
-// name (so hidden ≡ absent still holds), quoting nothing of toolgate's.
-func protocolFault(t *testing.T, params string, resp []byte) bool {
+// checkFault checks a response against the SDK's protocol rules for the
+// reserved _meta keys: a JSON-RPC error only where expectFaults allows
+// that exact error, and then nothing of toolgate's in it; otherwise ok runs.
+func checkFault(t *testing.T, proto, params string, resp []byte, ok func()) {
 	t.Helper()
+	f := expectFaults(proto, []byte(params))
+	if e := rpcError(resp); e != "" {
+		require.True(t, f.allows(e), "a JSON-RPC error the protocol does not call for (%s): params %s → %s", proto, params, resp)
+		require.NotRegexp(t, leaks, string(resp))
+		return
+	}
+	require.True(t, f.noFault, "the SDK should have refused the reserved _meta keys (%s) with one of %v: params %s → %s", proto, f.allowed, params, resp)
+	ok()
+}
+
+// rpcError returns the JSON-RPC error object of resp, "" when it has none.
+func rpcError(resp []byte) string {
 	var r struct {
-		Error *struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
+		Error json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(resp, &r) != nil || r.Error == nil {
-		return false
+	if json.Unmarshal(resp, &r) != nil || len(r.Error) == 0 || string(r.Error) == "null" {
+		return ""
 	}
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	_ = json.Unmarshal([]byte(params), &p)
-	reserved := false
-	for k := range p.Meta {
-		reserved = reserved || strings.HasPrefix(k, "io.modelcontextprotocol/")
-	}
-	if !reserved || r.Error.Code != -32602 || !strings.HasPrefix(r.Error.Message, "missing or invalid _meta field") {
-		return false
-	}
-	require.NotRegexp(t, leaks, string(resp))
-	return true
+	return string(r.Error)
 }
 
 // hiddenIsAbsent checks that the params with a hidden name and with an
@@ -321,8 +404,13 @@ func FuzzToolsList(f *testing.F) {
 		c.id++
 		req = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":%s}`, c.id, params)
 		req, _ = c.prepare(req)
+		if nesting([]byte(req)) > maxMessageDepth {
+			return // refused before it is read, see send
+		}
 		resp := c.roundTrip(req)
-		if protocolFault(t, string(params), resp) {
+		listed := false
+		checkFault(t, c.proto, string(params), resp, func() { listed = true })
+		if !listed {
 			return
 		}
 		require.NotRegexp(t, leaks, string(resp))

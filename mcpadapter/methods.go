@@ -117,6 +117,9 @@ func (g *goMethod) Bind(args []Arg) (Invocation, error) {
 			return nil, &ArgumentError{Problem: ArgUnknown, Name: a.Name}
 		}
 		f := pv.Elem().Field(i)
+		if foldedKey(f.Type(), a.Value) {
+			return nil, &ArgumentError{Problem: ArgInvalid, Name: a.Name, Err: fmt.Errorf("an object key matches a field of the method's parameter of Go type %s only case-insensitively", f.Type())}
+		}
 		if err := json.Unmarshal(a.Value, f.Addr().Interface()); err != nil {
 			// The decoder's text may quote the value; argument values are
 			// not logged, so say only what the value had to fit.
@@ -154,4 +157,77 @@ func toResult(v reflect.Value) (*mcp.CallToolResult, error) {
 // TextResult is a CallToolResult with one text content item.
 func TextResult(text string, isError bool) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isError}
+}
+
+// foldedKey reports whether raw, a JSON value about to be decoded into a
+// value of type t, has an object key that encoding/json would match to a
+// struct field only case-insensitively ("URL" for a field named "url"). The
+// policy sees that key as it is, the method would get it as the field: with
+// both "url" and "URL" sent, the policy reads one value and the method the
+// other. Such a value is refused rather than given to the method.
+func foldedKey(t reflect.Type, raw json.RawMessage) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(raw, &obj) != nil {
+			return false
+		}
+		fields := jsonFields(t)
+		for k, v := range obj {
+			if ft, ok := fields[k]; ok {
+				if foldedKey(ft, v) {
+					return true
+				}
+				continue
+			}
+			for name := range fields {
+				if strings.EqualFold(name, k) {
+					return true
+				}
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		var elems []json.RawMessage
+		if json.Unmarshal(raw, &elems) != nil {
+			return false
+		}
+		for _, e := range elems {
+			if foldedKey(t.Elem(), e) {
+				return true
+			}
+		}
+	case reflect.Map:
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(raw, &obj) != nil {
+			return false
+		}
+		for _, v := range obj {
+			if foldedKey(t.Elem(), v) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// jsonFields maps the JSON names encoding/json decodes into a struct type
+// (promoted fields of embedded structs included) to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for _, f := range reflect.VisibleFields(t) {
+		if !f.IsExported() || f.Anonymous && f.Type.Kind() == reflect.Struct {
+			continue
+		}
+		name := f.Name
+		if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag == "-" {
+			continue
+		} else if tag != "" {
+			name = tag
+		}
+		out[name] = f.Type
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
+	"github.com/toolgate/toolgate/internal/exactjson"
 	"github.com/toolgate/toolgate/schema"
 )
 
@@ -40,6 +41,9 @@ func check(doc any, ps, warnings *problems) {
 				warnings.add(append(path, "section"), "section %q is not in sections: the row grants nobody", sec)
 			}
 		}
+		if ann, ok := m["annotations"]; ok {
+			checkRepresentable(ann, append(path, "annotations"), ps)
+		}
 		args, _ := m["arguments"].([]any)
 		firstArg := map[string]int{}
 		for j, a := range args {
@@ -62,6 +66,9 @@ func checkArgument(am map[string]any, path []string, firstArg map[string]int, j 
 		}
 	}
 	def, hasDefault := am["default"]
+	if hasDefault && !checkRepresentable(def, at("default"), ps) {
+		hasDefault = false
+	}
 	if req, _ := am["required"].(bool); req && hasDefault {
 		ps.add(path, "required: true and default exclude each other (an argument with a default is never missing)")
 		hasDefault = false
@@ -120,6 +127,24 @@ func checkArgument(am map[string]any, path []string, firstArg map[string]int, j 
 			ps.addSchemaError(compiled, def, at("default"), ve)
 		}
 	}
+}
+
+// checkRepresentable reports whether v can be represented exactly in a
+// policy's input document (annotations and defaults are part of it), adding
+// a problem at path when it cannot: a number beyond OPA's range, such as
+// 1e100000, would otherwise reach policies as something else, or not at all.
+func checkRepresentable(v any, path []string, ps *problems) bool {
+	_, err := exactjson.GoValue(v)
+	var xe *exactjson.Error
+	if !errors.As(err, &xe) {
+		return err == nil
+	}
+	at := path
+	if xe.Path != "." && xe.Path != "" {
+		at = append(path[:len(path):len(path)], strings.Split(xe.Path, ".")...)
+	}
+	ps.add(at, "cannot be represented in the input document: %s", xe.Reason)
+	return false
 }
 
 // checkValue reports whether v is a value of the argument type typ, adding
