@@ -142,4 +142,3 @@ func checkServerURL(s string) error {
 		return fmt.Errorf("%q: want an https URL", s)
 	}
 }
-
