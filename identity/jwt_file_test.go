@@ -85,7 +85,9 @@ func claimsJSON(now time.Time, extra string) []byte {
 		testIssuer, testResource, now.Unix(), now.Add(time.Hour).Unix(), extra)
 }
 
-func (k testKey) sign(t testing.TB, payload []byte) string { return sign(t, payload, k.alg, k.priv, k.kid) }
+func (k testKey) sign(t testing.TB, payload []byte) string {
+	return sign(t, payload, k.alg, k.priv, k.kid)
+}
 
 func fileVerifier(t *testing.T, path string, c *clock, mod func(*identity.Settings)) *identity.JWT {
 	t.Helper()

@@ -175,7 +175,9 @@ func TestProviderRefusals(t *testing.T) {
 		{"alg none, no kid", func() string { return unsigned(payload, `{"alg":"none"}`) }, `algorithm "none" is not accepted (asymmetric only: RS*, PS*, ES256, ES384, EdDSA)`},
 		{"HS256 with the public key PEM as secret", func() string { return sign(t, payload, jwa.HS256(), pubPEM, "rsa-1") }, `algorithm "HS256" is not accepted (asymmetric only: RS*, PS*, ES256, ES384, EdDSA)`},
 		{"HS256 with the public key DER as secret", func() string { return sign(t, payload, jwa.HS256(), der, "rsa-1") }, `algorithm "HS256" is not accepted (asymmetric only: RS*, PS*, ES256, ES384, EdDSA)`},
-		{"payload altered", func() string { return parts[0] + "." + base64.RawURLEncoding.EncodeToString(bytes.Replace(payload, []byte("alice-app"), []byte("admin-app"), 1)) + "." + parts[2] }, "signature does not verify"},
+		{"payload altered", func() string {
+			return parts[0] + "." + base64.RawURLEncoding.EncodeToString(bytes.Replace(payload, []byte("alice-app"), []byte("admin-app"), 1)) + "." + parts[2]
+		}, "signature does not verify"},
 		{"RS256 token claiming PS256", func() string {
 			h, _ := base64.RawURLEncoding.DecodeString(parts[0])
 			return base64.RawURLEncoding.EncodeToString(bytes.Replace(h, []byte("RS256"), []byte("PS256"), 1)) + "." + parts[1] + "." + parts[2]

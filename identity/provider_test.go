@@ -197,7 +197,6 @@ func (c *clock) advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-
 type lockedWriterMu = sync.Mutex
 
 func itoa(i int) string { return strconv.Itoa(i) }
