@@ -42,13 +42,8 @@ func BearerToken(r *http.Request) (string, error) {
 // 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
 func isToken68(s string) bool {
 	i := 0
-	for ; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-			c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/' {
-			continue
-		}
-		break
+	for i < len(s) && token68Char[s[i]] {
+		i++
 	}
 	if i == 0 {
 		return false
@@ -60,3 +55,20 @@ func isToken68(s string) bool {
 	}
 	return true
 }
+
+// token68Char marks the characters of token68 before its trailing "="s.
+var token68Char = func() (t [256]bool) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c] = true
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for _, c := range "-._~+/" {
+		t[c] = true
+	}
+	return t
+}()

@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"crypto/sha256"
 	"net/http"
 
 	"github.com/toolgate/toolgate/engine"
@@ -20,6 +21,15 @@ type Authenticator interface {
 // receiver's to keep.
 type TokenLookup interface {
 	Lookup(token string) (*engine.Caller, bool)
+}
+
+// HashLookup is a TokenLookup that also finds a token by its SHA-256, so
+// that Chain hashes a token once for the tokens file and the JWT cache. A
+// tokens file that offers it must compare digests in constant time, as
+// httpserve.Tokens.Lookup does.
+type HashLookup interface {
+	TokenLookup
+	LookupHash(sum [sha256.Size]byte) (*engine.Caller, bool)
 }
 
 // Verifier checks a bearer token and returns its caller; *JWT is one.
@@ -56,10 +66,22 @@ func (c Chain) Authenticate(ctx context.Context, r *http.Request) (*engine.Calle
 		}
 		return nil, nil
 	}
-	if c.Tokens != nil {
+	// Hash once: a JWT is a kilobyte or two, and both the tokens file and
+	// the verified-token cache are keyed by its SHA-256.
+	var sum [sha256.Size]byte
+	hashed := false
+	if hl, ok := c.Tokens.(HashLookup); ok {
+		sum, hashed = hashToken(token), true
+		if caller, ok := hl.LookupHash(sum); ok {
+			return caller, nil
+		}
+	} else if c.Tokens != nil {
 		if caller, ok := c.Tokens.Lookup(token); ok {
 			return caller, nil
 		}
+	}
+	if v, ok := c.JWT.(*JWT); ok && hashed {
+		return v.verifyHashed(ctx, token, sum)
 	}
 	if c.JWT != nil {
 		return c.JWT.Verify(ctx, token)

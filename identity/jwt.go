@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/lestrrat-go/jwx/v3/jwt"
@@ -111,9 +111,9 @@ func (v *JWT) Authenticate(ctx context.Context, r *http.Request) (*engine.Caller
 	return Chain{JWT: v}.Authenticate(ctx, r)
 }
 
-// Verify checks token and returns the caller it stands for, a copy the
-// receiver may keep (its Claims values are shared and must not be
-// modified). It returns an *InvalidTokenError for a token that does not
+// Verify checks token and returns the caller it stands for. The caller is
+// shared by every request with the same token (it comes from the cache):
+// read it, never modify it. It returns an *InvalidTokenError for a token that does not
 // verify, or an error matching ErrUnavailable when no key set could be
 // fetched yet. A token verified before is answered from the cache until
 // its exp, without checking its signature again.
@@ -121,21 +121,29 @@ func (v *JWT) Verify(ctx context.Context, token string) (*engine.Caller, error) 
 	if len(token) > MaxTokenLen {
 		return nil, invalid("bearer token longer than 16 KiB", nil)
 	}
-	key := sha256.Sum256([]byte(token))
+	return v.verifyHashed(ctx, token, hashToken(token))
+}
+
+// verifyHashed is Verify for a token whose SHA-256 is key.
+func (v *JWT) verifyHashed(ctx context.Context, token string, key [sha256.Size]byte) (*engine.Caller, error) {
 	now := v.now()
 	if c, ok := v.cache.get(key, now); ok {
-		return cloneCaller(c), nil
+		return c, nil
 	}
 	c, exp, err := v.verify(ctx, token, now)
 	if err != nil {
 		return nil, err
 	}
 	v.cache.put(key, c, exp)
-	return cloneCaller(c), nil
+	return c, nil
 }
 
-func cloneCaller(c *engine.Caller) *engine.Caller {
-	return &engine.Caller{Subject: c.Subject, Roles: slices.Clone(c.Roles), Claims: maps.Clone(c.Claims)}
+// hashToken returns the SHA-256 of token, the cache's key. It hashes the
+// string's bytes in place: sha256.Sum256([]byte(token)) would copy a
+// kilobyte-long token to the heap on every request, and so does
+// io.WriteString on a hash.Hash. Sum256 only reads its argument.
+func hashToken(token string) [sha256.Size]byte {
+	return sha256.Sum256(unsafe.Slice(unsafe.StringData(token), len(token)))
 }
 
 // header is the part of a JWS protected header read to choose the key.
