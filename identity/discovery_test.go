@@ -68,6 +68,32 @@ func TestDiscoveryRFC8414AndRefetchLimit(t *testing.T) {
 	}
 }
 
+// TestJWKSURL: keys from a JWKS URL, no discovery.
+func TestJWKSURL(t *testing.T) {
+	t.Parallel()
+	k := newRSAKey(t, "k")
+	keys := filepath.Join(t.TempDir(), "jwks.json")
+	writeJWKS(t, keys, k)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/keys" {
+			http.NotFound(w, r)
+			return
+		}
+		http.ServeFile(w, r, keys)
+	}))
+	t.Cleanup(srv.Close)
+	c := newClock()
+	v, err := identity.NewJWT(t.Context(), identity.Settings{Issuer: testIssuer, JWKS: srv.URL + "/keys", Resource: testResource},
+		identity.WithClock(c.now), identity.WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caller, err := v.Verify(t.Context(), k.sign(t, claimsJSON(c.now(), "")))
+	if err != nil || caller.Subject != "alice" {
+		t.Fatalf("Verify: %v %v", caller, err)
+	}
+}
+
 // TestDiscoveryIssuerMismatch: metadata naming another issuer is refused
 // (RFC 8414 §3.3): no key set, ErrUnavailable.
 func TestDiscoveryIssuerMismatch(t *testing.T) {

@@ -1,7 +1,7 @@
 // A real OpenID provider (oidc-provider, pinned in package-lock.json) on
 // loopback for the identity package's tests. scripts/oidc-setup installs it.
 //
-//   node provider.mjs [--port N]
+//   node provider.mjs [--port N] [--resource URI]
 //
 // It starts two providers that share one set of signing keys:
 //   - "issuer", on --port (0: any free port), the one the tests trust;
@@ -29,15 +29,15 @@ import http from 'node:http';
 
 import Provider, { errors } from 'oidc-provider';
 
-// RESOURCE is toolgate's resource URI in the tests (RS256 tokens);
+const args = process.argv.slice(2);
+const arg = (name, def) => (args.indexOf(name) >= 0 ? args[args.indexOf(name) + 1] : def);
+const port = Number(arg('--port', '0'));
+
+// RESOURCE is toolgate's resource URI (--resource; RS256 tokens);
 // RESOURCE_ES gets ES256 tokens; OTHER_RESOURCE is some other server.
-const RESOURCE = 'http://127.0.0.1/mcp';
+const RESOURCE = arg('--resource', 'http://127.0.0.1/mcp');
 const RESOURCE_ES = 'http://127.0.0.1/mcp-es';
 const OTHER_RESOURCE = 'https://other.example/mcp';
-
-const args = process.argv.slice(2);
-const portArg = args.indexOf('--port');
-const port = portArg >= 0 ? Number(args[portArg + 1]) : 0;
 
 function privateJWK(type, options, kid, alg) {
   const { privateKey } = generateKeyPairSync(type, options);
