@@ -83,7 +83,9 @@ func TestHiddenIsAbsentOverHTTPForEveryCaller(t *testing.T) {
 			}{
 				{nil, func() mcp.Meta { return nil }},
 				{map[string]any{"idReward": 7, "url": "http://x", "key": "k", "text": "t"}, func() mcp.Meta { return mcp.Meta{"festi/idempotencyKey": "k-1"} }},
-				{map[string]any{"idReward": "seven"}, func() mcp.Meta { return mcp.Meta{"festi/approvedBy": "ann", "deep": map[string]any{"a": map[string]any{"b": 1}}} }},
+				{map[string]any{"idReward": "seven"}, func() mcp.Meta {
+					return mcp.Meta{"festi/approvedBy": "ann", "deep": map[string]any{"a": map[string]any{"b": 1}}}
+				}},
 			} {
 				abs := call(absent, req.args, req.meta())
 				require.Contains(t, abs, `"text":"Error: Unknown tool '`+absent+`'."`, "%s (%s)", who, proto)
