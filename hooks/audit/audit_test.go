@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -164,7 +165,12 @@ func TestAuditRecords(t *testing.T) {
 			t.Parallel()
 			var buf syncBuffer
 			aud := New(&buf, Options{})
-			a := newAdapter(t, denyHook, answerHook, aud.Hook())
+			var seen atomic.Pointer[mcpadapter.CallEnd]
+			capture := mcpadapter.Hook{Name: "capture", After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+				seen.Store(end)
+				return nil
+			}}
+			a := newAdapter(t, denyHook, answerHook, capture, aud.Hook())
 			before := time.Now()
 			callAs(a, c.subject, c.tool, c.meta)
 			require.NoError(t, aud.Close())
@@ -199,7 +205,8 @@ func TestAuditRecords(t *testing.T) {
 			require.WithinDuration(t, before, ts, time.Minute)
 			ms, err := rec["duration_ms"].(json.Number).Float64()
 			require.NoError(t, err)
-			require.GreaterOrEqual(t, ms, 0.0)
+			require.Positive(t, ms, "a call that reached the hooks took time")
+			require.Equal(t, seen.Load().DurationMS(), ms, "the duration the adapter measured")
 			if c.meta == nil {
 				require.Equal(t, map[string]any{}, rec["meta"])
 			}
