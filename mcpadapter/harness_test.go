@@ -2,6 +2,7 @@ package mcpadapter_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,6 +47,9 @@ type setup struct {
 	extraHooks []mcpadapter.Hook
 	// methods are registered besides the demo methods.
 	methods mcpadapter.Methods
+	// hookTimeout replaces the adapter's short hook deadline (300 ms) when
+	// set, for hooks that take time on purpose.
+	hookTimeout time.Duration
 }
 
 // governed is a running governed server for one test.
@@ -128,7 +132,7 @@ func newGoverned(t testing.TB, s setup) *governed {
 		Methods:     methods,
 		Caller:      mcpadapter.StaticCaller(s.caller),
 		Logger:      logger,
-		HookTimeout: 300 * time.Millisecond,
+		HookTimeout: cmp.Or(s.hookTimeout, 300*time.Millisecond),
 	})
 	for _, name := range s.hooks {
 		g.adapter.AddHook(testHook(t, name))
