@@ -143,6 +143,15 @@ func (f *watchFixture) waitGranted(want []string) {
 		"want %v, have %v (last error: %v)", want, f.granted(), f.e.LastError())
 }
 
+// waitNoticedGap waits until the watcher has noticed that a file of the
+// serving revision is missing (it logs that it waits for the settle
+// window): the event to write the file back on, instead of a sleep.
+func (f *watchFixture) waitNoticedGap() {
+	f.t.Helper()
+	require.Eventually(f.t, func() bool { return f.logs.count("waiting for the settle window") > 0 }, 5*time.Second, time.Millisecond,
+		"the missing file was never noticed")
+}
+
 func (f *watchFixture) revisions() []*engine.Revision {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -200,8 +209,10 @@ func TestWatchVimSaveNeverServesTheGap(t *testing.T) {
 	t.Parallel()
 	f := newWatchFixture(t, map[string]string{"grant.rego": hideReport})
 	// A short debounce, so that the gap is surely noticed inside it: the
-	// settle window, not the debounce, must be what protects.
-	f.start(engine.WatchOptions{Debounce: 5 * time.Millisecond})
+	// settle window, not the debounce, must be what protects. A settle
+	// window long enough for the test to write the file once the gap is
+	// noticed, also on a loaded machine.
+	f.start(engine.WatchOptions{Debounce: 5 * time.Millisecond, Settle: time.Second})
 	require.Equal(t, allButReport, f.granted())
 
 	stop := make(chan struct{})
@@ -224,7 +235,7 @@ func TestWatchVimSaveNeverServesTheGap(t *testing.T) {
 
 	p := f.pol("grant.rego")
 	require.NoError(t, os.Rename(p, p+"~"))
-	time.Sleep(100 * time.Millisecond)
+	f.waitNoticedGap()
 	f.write(p, hideReport2)
 	require.NoError(t, os.Remove(p+"~"))
 	f.waitGranted(allButReport2)
@@ -240,10 +251,10 @@ func TestWatchVimSaveNeverServesTheGap(t *testing.T) {
 
 func TestWatchDeleteThenRecreate(t *testing.T) {
 	t.Parallel()
-	f := newWatchFixture(t, map[string]string{"grant.rego": hideReport}).start(engine.WatchOptions{Debounce: 5 * time.Millisecond})
+	f := newWatchFixture(t, map[string]string{"grant.rego": hideReport}).start(engine.WatchOptions{Debounce: 5 * time.Millisecond, Settle: time.Second})
 	p := f.pol("grant.rego")
 	require.NoError(t, os.Remove(p))
-	time.Sleep(60 * time.Millisecond)
+	f.waitNoticedGap()
 	f.write(p, hideReport2)
 	f.waitGranted(allButReport2)
 	f.requireEveryRevisionHas(p)

@@ -3,15 +3,15 @@ package mcpadapter_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/toolgate/toolgate/engine"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
@@ -35,9 +35,9 @@ const faultRows = `
     description: Panics.
 `
 
-// faultGrant fails the grant decision three ways: a built-in error, a
-// conflict, a loop that outlives the evaluation deadline, and a value of
-// the wrong type.
+// faultGrant fails the grant decision four ways: a built-in error, a
+// conflict, a loop that outlives its deadline, and a value of the wrong
+// type.
 const faultGrant = `package toolgate.grant
 
 fault := input.request.meta.fault
@@ -118,9 +118,12 @@ func faultHooks(release <-chan struct{}) []mcpadapter.Hook {
 }
 
 // faultWriter is an audit writer that fails or blocks on the records of
-// calls whose fault names it, and keeps what it wrote.
+// calls whose fault names it, and keeps what it wrote. It closes wrote once
+// it has written a record that contains mark.
 type faultWriter struct {
 	release <-chan struct{}
+	mark    []byte
+	wrote   chan struct{}
 	mu      sync.Mutex
 	buf     bytes.Buffer
 }
@@ -134,6 +137,9 @@ func (w *faultWriter) Write(p []byte) (int, error) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if bytes.Contains(p, w.mark) && !bytes.Contains(w.buf.Bytes(), w.mark) {
+		defer close(w.wrote)
+	}
 	return w.buf.Write(p)
 }
 
@@ -159,7 +165,8 @@ func TestFaults(t *testing.T) {
 	methods.Register("test.panic", func(context.Context, struct{}) (string, error) {
 		panic(fmt.Sprintf("method panicked: %v", errors.New("/var/lib/x.db: main.go:7")))
 	})
-	aw := &faultWriter{release: release}
+	const lastCall = "none, the last call"
+	aw := &faultWriter{release: release, mark: []byte(`"fault":"` + lastCall + `"`), wrote: make(chan struct{})}
 	aud := audit.New(aw, audit.Options{CloseTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { _ = aud.Close() })
 	unblock := sync.OnceFunc(func() { close(release) })
@@ -171,8 +178,23 @@ func TestFaults(t *testing.T) {
 		caller:     fuzzCaller,
 		extraHooks: append(faultHooks(release), aud.Hook()),
 		methods:    methods,
-		// A short deadline: the looping policies must hit it.
-		opts: []engine.Option{engine.WithTimeout(200 * time.Millisecond)},
+	})
+	// The looping policies never end by themselves: their calls get a
+	// short deadline of their own (the request's context bounds the
+	// evaluation like the engine's deadline does), while every other call
+	// keeps the harness's generous evaluation deadline, so that a loaded
+	// machine cannot make an ordinary call time out.
+	g.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if r, ok := req.(*mcp.CallToolRequest); ok {
+				if b, _ := json.Marshal(r.Params.Meta); bytes.Contains(b, []byte("-loop")) {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
+					defer cancel()
+				}
+			}
+			return next(ctx, method, req)
+		}
 	})
 	c := g.connectRaw(t, proto20250618)
 
@@ -230,7 +252,9 @@ func TestFaults(t *testing.T) {
 				tool = "probe"
 			}
 			meta := fmt.Sprintf(`{"fault":%q}`, tc.fault)
-			start := time.Now()
+			// The call returns while release is still open: the hooks and
+			// the writer that block on it, and the loops, were cut off by
+			// their deadlines (the client's 10 s is only a failure bound).
 			text, outcomes, ran := call(tool, meta)
 			require.Equal(t, tc.want, text)
 			require.Equal(t, []string{string(tc.outcome)}, outcomes, "the after hooks see the call exactly once")
@@ -239,7 +263,6 @@ func TestFaults(t *testing.T) {
 			} else {
 				require.Zero(t, ran, "the method never runs")
 			}
-			require.Less(t, time.Since(start), 2*time.Second, "a fault is bounded by the evaluation or hook deadline")
 
 			text, outcomes, ran = call("probe", `{}`)
 			require.Equal(t, "probe ran", text, "the server keeps serving")
@@ -250,10 +273,12 @@ func TestFaults(t *testing.T) {
 	// The audit writer comes back after a failure and after blocking: once
 	// unblocked, the records queued behind it are written.
 	unblock()
-	text, _, _ := call("probe", `{"fault":"none, the last call"}`)
+	text, _, _ := call("probe", fmt.Sprintf(`{"fault":%q}`, lastCall))
 	require.Equal(t, "probe ran", text)
-	require.Eventually(t, func() bool {
-		return strings.Contains(aw.String(), `"fault":"none, the last call"`)
-	}, 2*time.Second, 10*time.Millisecond, "records after a failed and a blocked write")
+	select {
+	case <-aw.wrote:
+	case <-time.After(time.Minute): // a failure bound only
+		t.Fatal("no record written after a failed and a blocked write")
+	}
 	require.NotContains(t, aw.String(), `"fault":"audit-error"`)
 }

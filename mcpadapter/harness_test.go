@@ -2,6 +2,7 @@ package mcpadapter_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,6 +47,9 @@ type setup struct {
 	extraHooks []mcpadapter.Hook
 	// methods are registered besides the demo methods.
 	methods mcpadapter.Methods
+	// hookTimeout replaces the adapter's short hook deadline (300 ms) when
+	// set, for hooks that take time on purpose.
+	hookTimeout time.Duration
 }
 
 // governed is a running governed server for one test.
@@ -128,7 +132,7 @@ func newGoverned(t testing.TB, s setup) *governed {
 		Methods:     methods,
 		Caller:      mcpadapter.StaticCaller(s.caller),
 		Logger:      logger,
-		HookTimeout: 300 * time.Millisecond,
+		HookTimeout: cmp.Or(s.hookTimeout, 300*time.Millisecond),
 	})
 	for _, name := range s.hooks {
 		g.adapter.AddHook(testHook(t, name))
@@ -159,7 +163,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 //	answer:TEXT     answers with a text result
 //	fail            returns an error
 //	panic           panics
-//	block           blocks past its deadline
+//	block           blocks past its deadline (until the test ends)
 //	after-fail      an after hook that fails
 //	after-panic     an after hook that panics
 func testHook(t testing.TB, spec string) mcpadapter.Hook {
@@ -187,8 +191,12 @@ func testHook(t testing.TB, spec string) mcpadapter.Hook {
 			panic("hook panicked")
 		}
 	case "block":
-		h.Before = func(ctx context.Context, _ *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
-			time.Sleep(2 * time.Second) // ignores its context on purpose
+		// It ignores the call's context on purpose and returns only when
+		// the test ends: a 2 s sleep lost to the 300 ms deadline only most
+		// of the time on a loaded machine.
+		done := t.Context().Done()
+		h.Before = func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+			<-done
 			return mcpadapter.Allow(), nil
 		}
 	case "after-fail":

@@ -8,7 +8,7 @@
 //   - hello {name string}: "hello, NAME"
 //   - fail: an isError result "upstream failed"
 //   - slow {ms int}: sleeps ms milliseconds, honouring cancellation, then
-//     answers "slept MS"
+//     answers "slept MS"; Options.SlowStarted runs once it is sleeping
 //   - crash: runs Options.Crash (the subprocess exits); without it, a
 //     protocol error
 //   - echo {...}: answers its arguments object as JSON text, verbatim; its
@@ -32,7 +32,15 @@ import (
 type Options struct {
 	// Crash runs when the crash tool is called.
 	Crash func()
+	// SlowStarted, when set, runs with the call's ms when the slow tool
+	// starts sleeping: an event a test waits on to know that a call is in
+	// flight.
+	SlowStarted func(ms int)
 }
+
+// SlowStartedLine is what the upstreamtest command writes to stderr, with
+// the call's ms after a space, when its slow tool starts sleeping.
+const SlowStartedLine = "upstreamtest: slow started"
 
 // LongName is the name of the tool too long to import.
 var LongName = strings.Repeat("x", 126)
@@ -80,6 +88,9 @@ func New(opts Options) *mcp.Server {
 		func(ctx context.Context, _ *mcp.CallToolRequest, in slowIn) (*mcp.CallToolResult, any, error) {
 			t := time.NewTimer(time.Duration(in.MS) * time.Millisecond)
 			defer t.Stop()
+			if opts.SlowStarted != nil {
+				opts.SlowStarted(in.MS)
+			}
 			select {
 			case <-t.C:
 				return text(fmt.Sprintf("slept %d", in.MS), false), nil, nil
