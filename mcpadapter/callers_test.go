@@ -3,6 +3,7 @@ package mcpadapter_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -104,7 +105,13 @@ func TestHiddenIsAbsentForEveryCaller(t *testing.T) {
 					}
 					abs := string(normaliseID(c.call(params(absent))))
 					res := toolResult(t, []byte(abs))
-					require.Equal(t, "Error: Unknown tool '"+absent+"'.", resultText(t, res), "%s (%s)", ck.name, proto)
+					want := "Error: Unknown tool '" + absent + "'."
+					if ck.caller != nil && engine.CheckArguments(json.RawMessage(tc.args)) != nil {
+						// Arguments no input can hold fail the decision at
+						// step 3, for every name alike (SPEC §3).
+						want = "Error: Tool access could not be verified."
+					}
+					require.Equal(t, want, resultText(t, res), "%s (%s) args=%s", ck.name, proto, tc.args)
 					require.True(t, res.IsError)
 					require.Nil(t, res.StructuredContent, "%s (%s)", ck.name, proto)
 					if i < len(fixed) {
@@ -121,7 +128,11 @@ func TestHiddenIsAbsentForEveryCaller(t *testing.T) {
 					}
 				}
 			}
-			require.Empty(t, g.after.outcomes(), "%s: no hook runs for a hidden or absent tool", ck.name)
+			for _, o := range g.after.outcomes() {
+				// Only a failed grant decision (arguments no input can
+				// hold) reaches the after hooks; no before hook ever runs.
+				require.Equal(t, "refused_gate", o, "%s: no hook runs for a hidden or absent tool", ck.name)
+			}
 		}
 	}
 }
