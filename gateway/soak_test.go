@@ -136,7 +136,11 @@ func TestSoak(t *testing.T) {
 	auditPath := filepath.Join(dir, "audit.jsonl")
 	watch := true
 	g := startGateway(t, gateway.Config{
-		Serve:  config.Serve{Registry: reg, Policy: pol, Tokens: tokens, Ledger: "memory", Audit: auditPath, Watch: &watch},
+		// Generous deadlines: the soak checks answers, and on a loaded
+		// machine (CI under -race) a 250 ms evaluation deadline would turn a
+		// call into a correct but unexpected failure.
+		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: tokens, Ledger: "memory", Audit: auditPath, Watch: &watch,
+			EvalTimeout: 30 * time.Second, HookTimeout: 30 * time.Second},
 		Stderr: io.Discard,
 	})
 
@@ -224,7 +228,15 @@ func TestSoak(t *testing.T) {
 	close(flipDone)
 	wg.Wait()
 
-	health := fetchHealth(t, strings.TrimSuffix(g.url, "/mcp")+"/healthz?verbose=1", tokenFor(operator))
+	// The last rewrite is loaded once it has settled: wait for a reload
+	// (an event; the deadline is only a failure bound), so a machine too
+	// loaded to settle any rewrite during a short soak still checks one.
+	healthURL := strings.TrimSuffix(g.url, "/mcp") + "/healthz?verbose=1"
+	health := fetchHealth(t, healthURL, tokenFor(operator))
+	for deadline := time.Now().Add(time.Minute); health.Reloads == 0 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		health = fetchHealth(t, healthURL, tokenFor(operator))
+	}
 	for _, cs := range sessions {
 		require.NoError(t, cs.Close())
 	}
