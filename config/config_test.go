@@ -178,7 +178,7 @@ func TestFileValueKinds(t *testing.T) {
 	}
 	assert.Equal(t, []string{
 		"line 1: roles: want a list of role names",
-		"line 2: hookTimeout: want a duration such as 10s",
+		"line 2: hookTimeout: want a positive duration such as 10s",
 		"line 3: stdio: want true or false",
 		"line 4: as: want a subject (string)",
 		"line 5: upstreams: want a list of upstreams",
@@ -293,11 +293,15 @@ func TestHTTPLimits(t *testing.T) {
 
 	_, err = config.LoadServe([]string{"--max-connections", "-1"}, io.Discard)
 	require.Error(t, err)
-	bad, _ := writeConfig(t, "maxSessions: -1\nreadTimeout: -1s\nallowedOrigins: [evil]\n")
+	bad, _ := writeConfig(t, "maxSessions: -1\nreadTimeout: -1s\n")
 	_, err = config.LoadServe([]string{"--config", bad}, io.Discard)
 	var ce *config.Error
 	require.ErrorAs(t, err, &ce)
-	assert.Len(t, ce.Problems, 3)
+	assert.Len(t, ce.Problems, 2)
+	bad, _ = writeConfig(t, "allowedOrigins: [evil]\n")
+	_, err = config.LoadServe([]string{"--config", bad}, io.Discard)
+	require.ErrorAs(t, err, &ce)
+	assert.Len(t, ce.Problems, 1)
 }
 
 // TestUpstreamSectionAndTrustKinds: an upstream's section is a non-empty
@@ -315,5 +319,33 @@ func TestUpstreamSectionAndTrustKinds(t *testing.T) {
 	assert.Equal(t, []string{
 		"line 2: upstreams[0]: section: wrong kind of value",
 		"line 2: upstreams[0]: trust_annotations: wrong kind of value",
+	}, got)
+}
+
+// TestZeroIsNotTheDefault: a duration or count set to zero (or less) is an
+// error that names the flag or the file's key and line, never a silent
+// default (issue 13: --eval-timeout 0 meant 250ms).
+func TestZeroIsNotTheDefault(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--eval-timeout", "0"}, {"--hook-timeout", "0s"}, {"--session-timeout", "-1m"},
+		{"--ledger-retention", "0"}, {"--max-sessions", "0"}, {"--max-connections", "0"},
+	} {
+		var stderr strings.Builder
+		_, err := config.LoadServe(args, &stderr)
+		require.Error(t, err, "%v", args)
+		assert.Contains(t, err.Error(), "flag -"+strings.TrimPrefix(args[0], "--"), "the error names the flag: %v", err)
+	}
+	cfg, _ := writeConfig(t, "evalTimeout: 0s\nmaxSessions: 0\n")
+	_, err := config.LoadServe([]string{"--config", cfg}, io.Discard)
+	var ce *config.Error
+	require.ErrorAs(t, err, &ce)
+	var got []string
+	for _, p := range ce.Problems {
+		got = append(got, p.String())
+	}
+	assert.Equal(t, []string{
+		"line 1: evalTimeout: want a positive duration such as 250ms",
+		"line 2: maxSessions: want a whole number, 1 or more",
 	}, got)
 }

@@ -113,9 +113,9 @@ func parseFile(data []byte) (*Serve, error) {
 		case "idleTimeout":
 			ok = duration(v, &s.IdleTimeout)
 		case "maxSessions":
-			ok = v.Tag == "!!int" && v.Decode(&s.MaxSessions) == nil
+			ok = v.Tag == "!!int" && v.Decode(&s.MaxSessions) == nil && s.MaxSessions > 0
 		case "maxConnections":
-			ok = v.Tag == "!!int" && v.Decode(&s.MaxConnections) == nil
+			ok = v.Tag == "!!int" && v.Decode(&s.MaxConnections) == nil && s.MaxConnections > 0
 		case "allowedOrigins":
 			ok = strs(v, &s.AllowedOrigins)
 		case "adminRole":
@@ -151,10 +151,10 @@ var want = map[string]string{
 	"registry": "a file path", "policy": "a directory path", "http": "an address such as 127.0.0.1:8787",
 	"as": "a subject (string)", "tokens": "a file path", "ledger": "memory, sqlite:PATH or postgres://...",
 	"audit": "a file path or -", "stdio": "true or false", "watch": "true or false",
-	"roles": "a list of role names", "hookTimeout": "a duration such as 10s", "evalTimeout": "a duration such as 250ms",
-	"ledgerRetention": "a duration such as 24h",
-	"sessionTimeout":  "a duration such as 10m", "readTimeout": "a duration such as 30s", "idleTimeout": "a duration such as 2m",
-	"maxSessions": "a whole number", "maxConnections": "a whole number", "allowedOrigins": "a list of origins",
+	"roles": "a list of role names", "hookTimeout": "a positive duration such as 10s", "evalTimeout": "a positive duration such as 250ms",
+	"ledgerRetention": "a positive duration such as 24h",
+	"sessionTimeout":  "a positive duration such as 10m", "readTimeout": "a positive duration such as 30s", "idleTimeout": "a positive duration such as 2m",
+	"maxSessions": "a whole number, 1 or more", "maxConnections": "a whole number, 1 or more", "allowedOrigins": "a list of origins",
 	"adminRole": "a role name", "metricsAddr": "an address such as 127.0.0.1:9090",
 	"capabilities": "a file path", "listFallback": "base or none",
 }
@@ -188,8 +188,8 @@ func duration(n *yaml.Node, dst *time.Duration) bool {
 		return false
 	}
 	d, err := time.ParseDuration(n.Value)
-	if err != nil {
-		return false
+	if err != nil || d <= 0 {
+		return false // zero would silently mean the default
 	}
 	*dst = d
 	return true

@@ -169,9 +169,11 @@ func (v *durationValue) String() string {
 }
 
 func (v *durationValue) Set(x string) error {
+	// Zero would silently mean the default: every duration setting wants a
+	// positive value, and one left out is the default.
 	d, err := time.ParseDuration(x)
-	if err != nil {
-		return errors.New("want a duration such as 10s")
+	if err != nil || d <= 0 {
+		return errors.New("want a positive duration such as 10s")
 	}
 	*v = durationValue(d)
 	return nil
@@ -188,8 +190,8 @@ func (v *intValue) String() string {
 
 func (v *intValue) Set(x string) error {
 	n, err := strconv.Atoi(x)
-	if err != nil || n < 0 {
-		return errors.New("want a whole number, 0 or more")
+	if err != nil || n <= 0 {
+		return errors.New("want a whole number, 1 or more")
 	}
 	*v = intValue(n)
 	return nil
