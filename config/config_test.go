@@ -349,3 +349,28 @@ func TestZeroIsNotTheDefault(t *testing.T) {
 		"line 2: maxSessions: want a whole number, 1 or more",
 	}, got)
 }
+
+// TestFlagErrorsNameTheFlag: a setting given as a flag is named as the flag
+// in a validation error, one from the file by its key and line (issue 13).
+func TestFlagErrorsNameTheFlag(t *testing.T) {
+	t.Parallel()
+	for args, want := range map[string]string{
+		"--ledger foo":                 `config: --ledger: want memory`,
+		"--role x":                     `config: --role: roles are given without a subject`,
+		"--allowed-origin evil":        `config: --allowed-origin: `,
+		"--list-fallback x":            `config: --list-fallback: want base or none`,
+		"--upstream bad/name=cmd":      `config: --upstream: name must match`,
+		"--ledger-retention 1h --as a": ``,
+	} {
+		_, err := config.LoadServe(strings.Fields(args), io.Discard)
+		if want == "" {
+			require.NoError(t, err, args)
+			continue
+		}
+		require.ErrorContains(t, err, want, args)
+	}
+	cfg, _ := writeConfig(t, "ledger: foo\n")
+	_, err := config.LoadServe([]string{"--config", cfg}, io.Discard)
+	require.ErrorContains(t, err, `ledger: want memory`)
+	require.NotContains(t, err.Error(), "--ledger")
+}

@@ -131,9 +131,49 @@ func LoadServe(args []string, stderr io.Writer) (*Serve, error) {
 		return nil, err
 	}
 	if err := s.Validate(); err != nil {
-		return nil, err
+		return nil, nameFlags(err, fs)
 	}
 	return s, nil
+}
+
+// nameFlags renames the problems of settings given as flags after their
+// flag (`--ledger`, not the config key `ledger`): flags win over the file,
+// so a set flag is where the value came from.
+func nameFlags(err error, fs *flag.FlagSet) error {
+	var ce *Error
+	if !errors.As(err, &ce) {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for i, p := range ce.Problems {
+		if p.Line != 0 {
+			continue // from the file
+		}
+		key, _, _ := strings.Cut(p.Key, "[") // upstreams[1] (name)
+		for _, name := range []string{kebab(key), kebab(strings.TrimSuffix(key, "s"))} {
+			if set[name] {
+				ce.Problems[i].Key = "--" + name
+				break
+			}
+		}
+	}
+	return ce
+}
+
+// kebab turns a config key into flag form: hookTimeout → hook-timeout. A
+// plural key's flag is singular (roles → role, upstreams → upstream,
+// allowedOrigins → allowed-origin): nameFlags tries both.
+func kebab(key string) string {
+	var b strings.Builder
+	for _, r := range key {
+		if 'A' <= r && r <= 'Z' {
+			b.WriteByte('-')
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 type stringValue string
