@@ -31,5 +31,5 @@ func TestCapabilitiesAndListFallback(t *testing.T) {
 	require.Empty(t, s.ListFallback, "the default: the base decision")
 
 	_, err = config.LoadServe([]string{"--ledger", "memory", "--list-fallback", "hidden"}, io.Discard)
-	require.ErrorContains(t, err, `listFallback: want base or none, got "hidden"`)
+	require.ErrorContains(t, err, `--list-fallback: want base or none, got "hidden"`)
 }
