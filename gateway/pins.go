@@ -27,11 +27,20 @@ func UpstreamConfigs(ups []config.Upstream) []upstream.Config {
 	return out
 }
 
-// pinsFile is the pins file when an upstream pins; "" when none does.
+// pinsFile is the pins file when an upstream pins; "" when none does. A
+// pins file that exists and cannot be read or parsed stops serve with an
+// error naming it (SPEC §15), before anything connects.
 func pinsFile(s *config.Serve) (string, error) {
 	for _, u := range s.Upstreams {
 		if u.Pin {
-			return s.PinsFile()
+			path, err := s.PinsFile()
+			if err != nil {
+				return "", err
+			}
+			if _, err := pins.Load(path); err != nil {
+				return "", err
+			}
+			return path, nil
 		}
 	}
 	return "", nil

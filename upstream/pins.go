@@ -75,23 +75,24 @@ func (p *Pool) recordFirst(listings [][]*mcp.Tool) (*pins.File, error) {
 // pinned returns the tools of a pinned upstream whose definition matches
 // its pin; the others are logged and reported once per definition.
 func (p *Pool) pinned(name string, tools []*mcp.Tool, f *pins.File) []*mcp.Tool {
-	var kept []*mcp.Tool
-	hidden := map[string]string{}
+	var (
+		kept   []*mcp.Tool
+		order  []string              // the tools left out, in the upstream's order
+		hidden = map[string]string{} // tool → its definition's hash
+	)
 	for _, t := range tools {
 		d, err := pins.Define(t)
-		if err != nil {
-			hidden[t.Name] = "uncanonical"
-			continue
-		}
-		switch f.Check(name, d) {
-		case pins.Match:
+		switch {
+		case err != nil:
+			// Logged by recordFirst on a first import; never served.
+			hidden[t.Name] = "not canonicalisable"
+		case f.Check(name, d) == pins.Match:
 			kept = append(kept, t)
-		case pins.Unrecorded:
-			// Not recorded (the first import could not run): serve nothing.
-			hidden[t.Name] = d.SHA256
-		default:
+			continue
+		default: // drifted, new, or unrecorded (the first import could not run)
 			hidden[t.Name] = d.SHA256
 		}
+		order = append(order, t.Name)
 	}
 
 	p.driftMu.Lock()
@@ -100,7 +101,8 @@ func (p *Pool) pinned(name string, tools []*mcp.Tool, f *pins.File) []*mcp.Tool 
 		p.drift = map[string]map[string]string{}
 	}
 	prev := p.drift[name]
-	for tool, sum := range hidden {
+	for _, tool := range order {
+		sum := hidden[tool]
 		if prev[tool] == sum {
 			continue
 		}
@@ -117,7 +119,7 @@ func (p *Pool) pinned(name string, tools []*mcp.Tool, f *pins.File) []*mcp.Tool 
 	}
 	for tool := range prev {
 		if _, still := hidden[tool]; !still {
-			p.log.Info("upstream: pins: a tool matches its pin again; it is served", slog.String("upstream", name), slog.String("tool", tool))
+			p.log.Info("upstream: pins: a tool matches its pin again, or is gone; it is no longer reported", slog.String("upstream", name), slog.String("tool", tool))
 		}
 	}
 	p.drift[name] = hidden

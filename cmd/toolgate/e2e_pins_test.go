@@ -240,3 +240,64 @@ func metricsText(t *testing.T, s *served) string {
 	require.Equal(t, http.StatusOK, res.StatusCode, string(b))
 	return string(b)
 }
+
+// TestE2EPinsNoWatch: without --watch, a revision rebuilt because a pinned
+// upstream's tools changed still tells the sessions whose listing changed
+// (list_changed), and the drifted tool is absent.
+func TestE2EPinsNoWatch(t *testing.T) {
+	skipShort(t)
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "toolgate.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf("upstreams:\n  - { name: up, command: %q, args: [\"-stage-file\", %q], import: true, pin: true, section: reports }\n",
+		upstreamBinary(t), filepath.Join(dir, "stage"))), 0o644))
+	regPath, polDir := writeExample(t, dir, &conformance.Fixture{})
+	s := serveHTTP(t, "--config", cfg, "--registry", regPath, "--policy", polDir, "--tokens", writeTokens(t),
+		"--pins", filepath.Join(dir, "pins.yaml"))
+	changed := make(chan struct{}, 64)
+	admin := s.connect(t, adminToken, "2025-06-18", &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	wait := func(cond func([]string) bool) {
+		t.Helper()
+		deadline := time.After(callTimeout)
+		for !cond(toolNames(t, admin)) {
+			select {
+			case <-changed:
+			case <-deadline:
+				t.Fatalf("no such listing within %s\nstderr:\n%s", callTimeout, s.stderr.String())
+			}
+		}
+	}
+	wait(func(n []string) bool { return slices.Contains(n, "up.hello") })
+	require.Equal(t, ok("stage 1"), call(t, admin, "up.mutate", map[string]any{"stage": testStageDescription}, nil))
+	wait(func(n []string) bool { return !slices.Contains(n, "up.hello") })
+	require.Equal(t, refused("Error: Unknown tool 'up.hello'."), call(t, admin, "up.hello", map[string]any{"name": "ann"}, nil))
+}
+
+// TestPinsFileUnreadableStopsServe: a pins file that cannot be parsed stops
+// `toolgate serve` with an error naming it.
+func TestPinsFileUnreadableStopsServe(t *testing.T) {
+	skipShort(t)
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "toolgate.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf("upstreams:\n  - { name: up, command: %q, import: true, pin: true }\n",
+		upstreamBinary(t))), 0o644))
+	pinsPath := filepath.Join(dir, "pins.yaml")
+	require.NoError(t, os.WriteFile(pinsPath, []byte("version: 1\nupstreams: [not, a, mapping]\n"), 0o644))
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	defer cancel()
+	code := run(ctx, &env{args: []string{"serve", "--http", "127.0.0.1:0", "--ledger", "memory", "--no-watch",
+		"--config", cfg, "--pins", pinsPath}, stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr})
+	require.Equal(t, 1, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	require.Contains(t, stderr.String(), "toolgate serve: pins file "+pinsPath+": ")
+	require.NotContains(t, stdout.String(), "serving MCP")
+	t.Logf("stderr:\n%s", stderr.String())
+}
