@@ -9,10 +9,10 @@
 // insignificant white space. Two listings of the same definition hash the
 // same whatever their key order, spacing or number spelling.
 //
-//	def, err := pins.Define(tool)       // canonical definition and hash
-//	f, err := pins.Load("pins.yaml")    // a missing file is an empty File
-//	switch f.Check("files", def) { case pins.Match: ... }
-//	err = pins.Update("pins.yaml", func(f *pins.File) bool { f.Set("files", def); return true })
+//	def, err := pins.Define(tool)    // canonical definition and its hash
+//	f, err := pins.Load("pins.yaml") // a missing file is an empty File
+//	served := f.Check("files", def) == pins.Match
+//	_, err = pins.Update("pins.yaml", func(f *pins.File) bool { f.Set("files", def); return true })
 //
 // The hash is what counts: a tool is served only while its definition
 // hashes to its pin. The pretty-printed definition stored beside it is for

@@ -57,8 +57,10 @@ type Options struct {
 	TerminateGrace time.Duration
 	// ToolsChanged, when set, is called (on its own goroutine) after a
 	// connection to server listed tools different from the last listing,
-	// for instance when an upstream that was down at start comes up: the
-	// place to rebuild a revision with ImportedRows.
+	// for instance when an upstream that was down at start comes up, or
+	// after an importing upstream's notifications/tools/list_changed led
+	// to a listing that differs: the place to rebuild a revision with
+	// ImportedRows (or Import).
 	ToolsChanged func(server string)
 	// Pins is the pins file of the upstreams configured with Pin (SPEC
 	// §15); required when one is.
