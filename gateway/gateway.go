@@ -147,6 +147,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		if err != nil {
 			return err
 		}
+		closers = append(closers, pool.Close)
 		if pinsPath != "" && cfg.WatchOn() {
 			// Pins accepted while serving (toolgate pins accept) rebuild the revision.
 			pinsCtx, stopPins := context.WithCancel(ctx)
@@ -154,7 +155,6 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			go func() { defer close(pinsDone); watchPins(pinsCtx, log, pinsPath, func() { toolsChanged("") }) }()
 			closers = append(closers, func() error { stopPins(); <-pinsDone; return nil })
 		}
-		closers = append(closers, pool.Close)
 		// Connect in the background and wait a little, so the first revision
 		// usually has the imported rows; an upstream that is down or hangs
 		// must not hold the server back (its rows come with ToolsChanged).
