@@ -25,8 +25,8 @@ func (c *conn) toolListChanged() {
 		return
 	}
 	c.relisting = true
-	// The session's own goroutine (in wg) is running while its handlers
-	// are, so adding to wg here cannot race Close's Wait from zero.
+	// Under c.mu with c.closed false: Close has not shut this upstream
+	// down yet, so it has not reached wg.Wait, and adding to wg is safe.
 	c.pool.wg.Go(c.relist)
 }
 
