@@ -360,13 +360,20 @@ func Update(path string, change func(f *File) bool) (*File, error) {
 // Diff is a unified diff from the pinned definition (as stored in the pins
 // file) to the current one; "" when they read the same.
 func Diff(label string, pinned string, current Definition) string {
-	if pinned != "" && !strings.HasSuffix(pinned, "\n") {
-		pinned += "\n"
+	var a []string // a tool without a pin: the diff adds every line
+	if pinned != "" {
+		if !strings.HasSuffix(pinned, "\n") {
+			pinned += "\n"
+		}
+		a = difflib.SplitLines(pinned)
+		a = a[:len(a)-1] // SplitLines adds an empty last line after the final newline
 	}
 	cur := current.Pretty() + "\n"
+	b := difflib.SplitLines(cur)
+	b = b[:len(b)-1]
 	out, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A:        difflib.SplitLines(pinned),
-		B:        difflib.SplitLines(cur),
+		A:        a,
+		B:        b,
 		FromFile: "pinned " + label,
 		ToFile:   "upstream " + label,
 		Context:  3,
