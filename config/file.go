@@ -17,10 +17,10 @@ var serveKeys = []string{
 	"upstreams", "ledger", "ledgerRetention", "audit", "watch", "hookTimeout", "evalTimeout",
 	"sessionTimeout", "maxSessions", "readTimeout", "idleTimeout", "maxConnections",
 	"allowedOrigins", "adminRole", "metricsAddr",
-	"capabilities", "listFallback",
+	"capabilities", "listFallback", "pins",
 }
 
-var upstreamKeys = []string{"name", "command", "args", "url", "import", "section", "trust_annotations"}
+var upstreamKeys = []string{"name", "command", "args", "url", "import", "section", "trust_annotations", "pin"}
 
 // LoadFile reads a config file (YAML) of serve settings. Every problem is
 // reported in one *Error: an unknown key (named, with its line), a value of
@@ -122,6 +122,8 @@ func parseFile(data []byte) (*Serve, error) {
 			ok = str(v, &s.AdminRole)
 		case "metricsAddr":
 			ok = str(v, &s.MetricsAddr)
+		case "pins":
+			ok = str(v, &s.Pins)
 		case "upstreams":
 			if v.Kind != yaml.SequenceNode {
 				bad(v, key, "want a list of upstreams")
@@ -156,7 +158,7 @@ var want = map[string]string{
 	"sessionTimeout":  "a positive duration such as 10m", "readTimeout": "a positive duration such as 30s", "idleTimeout": "a positive duration such as 2m",
 	"maxSessions": "a whole number, 1 or more", "maxConnections": "a whole number, 1 or more", "allowedOrigins": "a list of origins",
 	"adminRole": "a role name", "metricsAddr": "an address such as 127.0.0.1:9090",
-	"capabilities": "a file path", "listFallback": "base or none",
+	"capabilities": "a file path", "listFallback": "base or none", "pins": "a file path",
 }
 
 func str(n *yaml.Node, dst *string) bool {
@@ -213,7 +215,7 @@ func upstream(n *yaml.Node, key string) (Upstream, []Problem) {
 		return u, probs
 	case yaml.MappingNode:
 	default:
-		bad(n, "want NAME=COMMAND, NAME=URL or {name, command | url, import, section, trust_annotations}")
+		bad(n, "want NAME=COMMAND, NAME=URL or {name, command | url, import, section, trust_annotations, pin}")
 		return u, probs
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -234,6 +236,8 @@ func upstream(n *yaml.Node, key string) (Upstream, []Problem) {
 			ok = str(v, &u.Section) && u.Section != ""
 		case "trust_annotations":
 			ok = v.Tag == "!!bool" && v.Decode(&u.TrustAnnotations) == nil
+		case "pin":
+			ok = v.Tag == "!!bool" && v.Decode(&u.Pin) == nil
 		default:
 			bad(k, "unknown key %q (known: %s)", k.Value, strings.Join(upstreamKeys, ", "))
 			continue
@@ -256,6 +260,7 @@ func (s *Serve) resolve(dir string) {
 	abs(&s.Policy)
 	abs(&s.Tokens)
 	abs(&s.Capabilities)
+	abs(&s.Pins)
 	if s.Audit != "-" {
 		abs(&s.Audit)
 	}

@@ -71,6 +71,7 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	str("admin-role", "the operator `ROLE`: GET /healthz?verbose=1 and /metrics (default admin)", func(s *Serve) *string { return &s.AdminRole })
 	str("metrics-addr", "also serve /metrics, to anyone, at `ADDR`", func(s *Serve) *string { return &s.MetricsAddr })
 	str("capabilities", CapabilitiesUsage, func(s *Serve) *string { return &s.Capabilities })
+	str("pins", "the pins `FILE` of upstreams configured with pin: true (default: pins.yaml in the state directory)", func(s *Serve) *string { return &s.Pins })
 	str("list-fallback", "what tools/list shows when the grant policy fails: base (the base decision) or none (nothing) (default base)", func(s *Serve) *string { return &s.ListFallback })
 	return f
 }
@@ -78,7 +79,7 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 // Apply overrides s with every serve flag set on the parsed fs (fs.Visit:
 // a flag left at its default changes nothing). Scalars replace; --role
 // replaces the roles; --upstream replaces the upstream of the same name
-// (keeping its import, section and trust_annotations settings) and adds
+// (keeping its import, section, trust_annotations and pin settings) and adds
 // the others.
 func (s *Serve) Apply(fs *flag.FlagSet) {
 	fs.Visit(func(fl *flag.Flag) {
@@ -96,6 +97,7 @@ func mergeUpstreams(file, flags []Upstream) []Upstream {
 			if out[i].Name == u.Name {
 				u.Import = out[i].Import
 				u.Section, u.TrustAnnotations = out[i].Section, out[i].TrustAnnotations
+				u.Pin = out[i].Pin
 				out[i], replaced = u, true
 			}
 		}
@@ -119,6 +121,13 @@ func LoadServe(args []string, stderr io.Writer) (*Serve, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
 	}
+	return Resolve(fs, flags)
+}
+
+// Resolve is LoadServe after the flags are parsed, for commands that take
+// serve's settings besides their own (toolgate pins): flags is what
+// ServeFlags returned for fs.
+func Resolve(fs *flag.FlagSet, flags *Serve) (*Serve, error) {
 	s := &Serve{}
 	if flags.Config != "" {
 		var err error

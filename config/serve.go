@@ -80,6 +80,26 @@ type Serve struct {
 	// ListFallback is what tools/list shows when the grant policy fails
 	// (SPEC §6): ListFallbackBase ("", the default) or ListFallbackNone.
 	ListFallback string `yaml:"listFallback"`
+
+	// Pins is the pins file of the upstreams configured with pin (SPEC
+	// §15); "" is PinsFileName in StateDir (see PinsFile).
+	Pins string `yaml:"pins"`
+}
+
+// PinsFileName is the pins file's name in the state directory.
+const PinsFileName = "pins.yaml"
+
+// PinsFile is the pins file: Pins, else pins.yaml in StateDir, beside the
+// default ledger.
+func (s *Serve) PinsFile() (string, error) {
+	if s.Pins != "" {
+		return s.Pins, nil
+	}
+	dir, err := StateDir()
+	if err != nil {
+		return "", fmt.Errorf("pins: %w", err)
+	}
+	return filepath.Join(dir, PinsFileName), nil
 }
 
 // The values of Serve.ListFallback.
@@ -112,6 +132,10 @@ type Upstream struct {
 	// the imported rows' annotations; otherwise policies see them only as
 	// upstream_annotations. Only settable in the config file.
 	TrustAnnotations bool `yaml:"trust_annotations"`
+	// Pin serves an imported tool only while its definition matches the
+	// pin recorded in the pins file (SPEC §15); needs Import. Only
+	// settable in the config file.
+	Pin bool `yaml:"pin"`
 }
 
 // Argv is the command and arguments to run a stdio upstream.
@@ -252,6 +276,9 @@ func (s *Serve) Validate() error {
 			add(key, "url must be http:// or https://")
 		case u.URL == "" && len(u.Argv()) == 0:
 			add(key, "give a command or a url")
+		}
+		if u.Pin && !u.Import {
+			add(key, "pin needs import: true")
 		}
 	}
 	if len(probs) > 0 {

@@ -239,3 +239,13 @@ func (e *Engine) failed(cur *Revision, err error) {
 		}
 	}
 }
+
+// Listen calls onReload after every swap to a new revision from now on,
+// whoever made it (Watch, or a host's Reload, for instance after an
+// upstream's tools changed), until the returned stop is called. The rules
+// of WatchOptions.OnReload apply: calls come one at a time, in the order of
+// the swaps, from the goroutine that reloaded; onReload must not call
+// Reload.
+func (e *Engine) Listen(onReload func(old, new *Revision)) (stop func()) {
+	return e.addListener(&listener{onReload: onReload})
+}

@@ -110,6 +110,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}()
 
 	var engRef atomic.Pointer[engine.Engine]
+	m := metrics.New()
 
 	// Methods: the demo methods (and the host's), then the upstream MCP servers.
 	goMethods := demo.Methods()
@@ -127,11 +128,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		engOpts = append(engOpts, engine.WithCapabilities(caps))
 	}
 	if len(cfg.Upstreams) > 0 {
-		ups := make([]upstream.Config, len(cfg.Upstreams))
-		for i, u := range cfg.Upstreams {
-			ups[i] = upstream.Config{Name: u.Name, Command: u.Argv(), URL: u.URL, Import: u.Import,
-				Section: u.Section, TrustAnnotations: u.TrustAnnotations}
-		}
+		ups := UpstreamConfigs(cfg.Upstreams)
 		// An upstream whose tool list changed may change the imported rows:
 		// rebuild the revision (eng is set below, before any upstream connects).
 		toolsChanged := func(string) {
@@ -141,11 +138,23 @@ func Run(ctx context.Context, cfg Config) (err error) {
 				}
 			}
 		}
-		pool, err := upstream.NewPool(ups, &upstream.Options{Logger: log, Stderr: cfg.Stderr, ToolsChanged: toolsChanged})
+		pinsPath, err := pinsFile(&cfg.Serve)
+		if err != nil {
+			return err
+		}
+		pool, err := upstream.NewPool(ups, &upstream.Options{Logger: log, Stderr: cfg.Stderr, ToolsChanged: toolsChanged,
+			Pins: pinsPath, OnDrift: func(server, _ string) { m.UpstreamDrift(server) }})
 		if err != nil {
 			return err
 		}
 		closers = append(closers, pool.Close)
+		if pinsPath != "" && cfg.WatchOn() {
+			// Pins accepted while serving (toolgate pins accept) rebuild the revision.
+			pinsCtx, stopPins := context.WithCancel(ctx)
+			pinsDone := make(chan struct{})
+			go func() { defer close(pinsDone); watchPins(pinsCtx, log, pinsPath, func() { toolsChanged("") }) }()
+			closers = append(closers, func() error { stopPins(); <-pinsDone; return nil })
+		}
 		// Connect in the background and wait a little, so the first revision
 		// usually has the imported rows; an upstream that is down or hangs
 		// must not hold the server back (its rows come with ToolsChanged).
@@ -167,7 +176,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 				engOpts = append(engOpts, engine.WithRegistryHook(func(ctx context.Context, reg *registry.Registry) (*registry.Registry, error) {
 					ctx, cancel := context.WithTimeout(ctx, upstreamStartWait)
 					defer cancel()
-					return upstream.MergeRows(reg, pool.ImportedRows(ctx)), nil
+					rows, err := pool.Import(ctx) // fails for a pins file it cannot read (SPEC §15)
+					if err != nil {
+						return nil, err
+					}
+					return upstream.MergeRows(reg, rows), nil
 				}))
 				break
 			}
@@ -186,7 +199,6 @@ func Run(ctx context.Context, cfg Config) (err error) {
 
 	// One adapter (and MCP server) per transport: the caller comes from the
 	// flags over stdio and from each request's bearer token over HTTP.
-	m := metrics.New()
 	store, err := openLedger(ctx, cfg.Ledger)
 	if err != nil {
 		return err
@@ -233,6 +245,18 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		servers = append(servers, served{a, httpSrv})
 	}
 
+	// Every new revision, from a file reload or from an upstream whose
+	// tools changed (with or without --watch), tells the sessions whose
+	// listing changed (SPEC §9, §15).
+	notifyCtx, stopNotify := context.WithCancel(ctx)
+	closers = append(closers, func() error { stopNotify(); return nil })
+	stopListen := eng.Listen(func(old, next *engine.Revision) {
+		for _, s := range servers {
+			go s.adapter.NotifyListingChanged(notifyCtx, s.server, old, next)
+		}
+	})
+	closers = append(closers, func() error { stopListen(); return nil })
+
 	if cfg.WatchOn() {
 		watchCtx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -244,9 +268,6 @@ func Run(ctx context.Context, cfg Config) (err error) {
 					m.ReloadOK()
 					log.Info("toolgate: reloaded", slog.String("revision", next.String()))
 					warnMismatches(log, next.Registry(), methods)
-					for _, s := range servers {
-						go s.adapter.NotifyListingChanged(watchCtx, s.server, old, next)
-					}
 				},
 				OnError: func(error) { m.ReloadFailed() },
 			})

@@ -44,6 +44,7 @@ type Metrics struct {
 	replays        prometheus.Counter
 	conflicts      prometheus.Counter
 	auditDropped   prometheus.Counter
+	upstreamDrift  *prometheus.CounterVec
 }
 
 // New returns Metrics with every series registered (at zero).
@@ -84,11 +85,15 @@ func New() *Metrics {
 			Name: "toolgate_audit_dropped_total",
 			Help: "Audit records dropped: buffer full, writer failed, or auditor closed.",
 		}),
+		upstreamDrift: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_upstream_drift_total",
+			Help: "Definitions of a pinned upstream's tools seen not matching their pin (drifted or new), each not served; counted once per definition.",
+		}, []string{"upstream"}),
 	}
 	for _, o := range outcomes {
 		m.calls.WithLabelValues(string(o))
 	}
-	m.reg.MustRegister(m.calls, m.duration, m.decision, m.reloads, m.reloadFailures, m.replays, m.conflicts, m.auditDropped,
+	m.reg.MustRegister(m.calls, m.duration, m.decision, m.reloads, m.reloadFailures, m.replays, m.conflicts, m.auditDropped, m.upstreamDrift,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -155,4 +160,13 @@ func (m *Metrics) AuditDropped() {
 	if m != nil {
 		m.auditDropped.Inc()
 	}
+}
+
+// UpstreamDrift counts one definition of the upstream's tool that does not
+// match its pin (SPEC §15).
+func (m *Metrics) UpstreamDrift(upstream string) {
+	if m == nil {
+		return
+	}
+	m.upstreamDrift.WithLabelValues(upstream).Inc()
 }

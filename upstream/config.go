@@ -41,6 +41,11 @@ type Config struct {
 	// shows). Without it they reach policies only as upstream_annotations
 	// and tools/list shows none: an upstream cannot vouch for itself.
 	TrustAnnotations bool
+	// Pin serves an imported tool only while its definition matches the
+	// pin recorded for it in the pins file (Options.Pins, SPEC §15): the
+	// first import records them; a tool that drifts from its pin, or a new
+	// tool, is not imported. Pin requires Import.
+	Pin bool
 	// Timeout bounds each call, connecting included; zero is DefaultTimeout.
 	Timeout time.Duration
 	// Env is added to the command's environment (KEY=VALUE), after the
@@ -117,6 +122,9 @@ func (c *Config) validate() error {
 		}
 	case c.Command[0] == "":
 		return fmt.Errorf("%w: upstream %s: empty command", ErrConfig, c.Name)
+	}
+	if c.Pin && !c.Import {
+		return fmt.Errorf("%w: upstream %s: pin needs import", ErrConfig, c.Name)
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("%w: upstream %s: negative timeout", ErrConfig, c.Name)

@@ -34,6 +34,10 @@ type conn struct {
 	closed   bool
 	tools    []*mcp.Tool // last tools/list, upstream order; nil: never listed
 	byName   map[string]*mcp.Tool
+
+	notices   uint64 // notifications/tools/list_changed received
+	noticeAt  time.Time
+	relisting bool // a relist goroutine runs
 }
 
 // session is one client session to the upstream.
@@ -171,8 +175,10 @@ func (c *conn) open(ctx context.Context) (*session, []*mcp.Tool, error) {
 			return nil, nil, errors.New("connect: the transport factory returned nil")
 		}
 	case c.cfg.URL != "":
-		// Only request/response: toolgate needs no server-initiated messages.
-		t = &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, DisableStandaloneSSE: true}
+		// An importing upstream's own notifications/tools/list_changed
+		// (SPEC §15) come on the standalone SSE stream; the others need
+		// request/response only.
+		t = &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, DisableStandaloneSSE: !c.cfg.Import}
 	default:
 		cmd = exec.Command(c.cfg.Command[0], c.cfg.Command[1:]...)
 		if len(c.cfg.Env) > 0 {
@@ -181,7 +187,7 @@ func (c *conn) open(ctx context.Context) (*session, []*mcp.Tool, error) {
 		cmd.Stderr = c.pool.opts.Stderr
 		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: c.pool.opts.TerminateGrace}
 	}
-	cs, err := newClient().Connect(ctx, t, nil)
+	cs, err := c.newClient().Connect(ctx, t, nil)
 	if err != nil {
 		// The SDK closes what it opened, except on rare paths; make sure no
 		// child outlives a failed dial.

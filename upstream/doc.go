@@ -28,4 +28,15 @@
 // annotations the upstream declares are kept apart (registry.Imported,
 // upstream_annotations in the input document) unless Config.TrustAnnotations
 // makes them the rows' annotations.
+//
+// An importing upstream is followed: its own
+// notifications/tools/list_changed make the pool list its tools again
+// (debounced, ListChangedDebounce), and Options.ToolsChanged reports a
+// listing that differs, as it does for a reconnect, so the host rebuilds
+// its revision. With Config.Pin as well, tools are served only as the
+// operator accepted them (SPEC §15, package pins): the first import
+// records each definition's hash in the pins file (Options.Pins), and a
+// tool whose definition drifts from its pin, or a new tool, is not
+// imported — absent for every caller — until `toolgate pins accept`
+// records it.
 package upstream

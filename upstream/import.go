@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/pins"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -46,8 +47,34 @@ var (
 //
 // Every row is returned, including those a registry row already names;
 // MergeRows leaves those out.
+//
+// For upstreams configured with Pin, only tools whose definition matches
+// its pin are imported (see Import); should the pins file not be readable,
+// those upstreams contribute no rows (the error is logged; Import returns
+// it).
 func (p *Pool) ImportedRows(ctx context.Context) []registry.Tool {
-	per := make([][]registry.Tool, len(p.order))
+	rows, err := p.Import(ctx)
+	if err != nil {
+		p.log.Error("upstream: import: pinned upstreams skipped", slog.Any("error", err))
+	}
+	return rows
+}
+
+// Import is ImportedRows for a revision build: it returns the rows and,
+// when upstreams are pinned and the pins file (Options.Pins) cannot be
+// read, parsed or written, an error naming it (SPEC §15), with the rows of
+// the unpinned upstreams only.
+//
+// A pinned upstream's tools are imported as follows. On its first import
+// (the pins file does not list the upstream yet) every tool's definition
+// is recorded in the pins file, and served. After that, a tool is imported
+// only while its canonical definition hashes to its pin: one that drifted
+// from its pin, or a tool without one, is left out — for every caller it
+// is then a tool that does not exist — and logged (upstream and tool) and
+// reported to Options.OnDrift once per definition seen; one whose
+// definition returns to its pin is imported again.
+func (p *Pool) Import(ctx context.Context) ([]registry.Tool, error) {
+	listings := make([][]*mcp.Tool, len(p.order))
 	var wg sync.WaitGroup
 	for i, name := range p.order {
 		c := p.conns[name]
@@ -60,21 +87,41 @@ func (p *Pool) ImportedRows(ctx context.Context) []registry.Tool {
 				p.log.Error("upstream: import: tools unavailable", slog.String("upstream", name), slog.Any("error", err))
 				return
 			}
-			for _, t := range tools {
-				row, notes, err := importRow(&c.cfg, t)
-				for _, n := range notes {
-					p.log.Warn("upstream: import: "+n, slog.String("upstream", name), slog.String("tool", t.Name))
-				}
-				if err != nil {
-					p.log.Warn("upstream: import: tool skipped", slog.String("upstream", name), slog.String("tool", t.Name), slog.Any("error", err))
-					continue
-				}
-				per[i] = append(per[i], row)
-			}
+			listings[i] = tools
 		})
 	}
 	wg.Wait()
-	return slices.Concat(per...)
+
+	var (
+		f       *pins.File
+		pinsErr error
+	)
+	if p.pinning() {
+		f, pinsErr = p.recordFirst(listings)
+	}
+	per := make([][]registry.Tool, len(p.order))
+	for i, name := range p.order {
+		c := p.conns[name]
+		tools := listings[i]
+		if c.cfg.Pin {
+			if f == nil {
+				continue
+			}
+			tools = p.pinned(name, tools, f)
+		}
+		for _, t := range tools {
+			row, notes, err := importRow(&c.cfg, t)
+			for _, n := range notes {
+				p.log.Warn("upstream: import: "+n, slog.String("upstream", name), slog.String("tool", t.Name))
+			}
+			if err != nil {
+				p.log.Warn("upstream: import: tool skipped", slog.String("upstream", name), slog.String("tool", t.Name), slog.Any("error", err))
+				continue
+			}
+			per[i] = append(per[i], row)
+		}
+	}
+	return slices.Concat(per...), pinsErr
 }
 
 // importRow turns an upstream tool into a registry row. notes are findings

@@ -57,9 +57,18 @@ type Options struct {
 	TerminateGrace time.Duration
 	// ToolsChanged, when set, is called (on its own goroutine) after a
 	// connection to server listed tools different from the last listing,
-	// for instance when an upstream that was down at start comes up: the
-	// place to rebuild a revision with ImportedRows.
+	// for instance when an upstream that was down at start comes up, or
+	// after an importing upstream's notifications/tools/list_changed led
+	// to a listing that differs: the place to rebuild a revision with
+	// ImportedRows (or Import).
 	ToolsChanged func(server string)
+	// Pins is the pins file of the upstreams configured with Pin (SPEC
+	// §15); required when one is.
+	Pins string
+	// OnDrift, when set, is called once for each definition of a pinned
+	// upstream's tool seen not matching its pin (drifted, or new): the
+	// place to count it. The warning is logged either way.
+	OnDrift func(server, tool string)
 }
 
 // Pool holds one MCP client session per upstream server and resolves rows'
@@ -78,8 +87,11 @@ type Pool struct {
 	order  []string // upstream names, configuration order
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // background dials, probes and closes
+	wg     sync.WaitGroup // background dials, probes, re-listings and closes
 	once   sync.Once
+
+	driftMu sync.Mutex
+	drift   map[string]map[string]string // pinned upstream → tool not served → the definition's hash last seen
 }
 
 // NewPool returns a Pool for the upstreams; it connects nothing yet. A
@@ -121,6 +133,11 @@ func NewPool(cfgs []Config, opts *Options) (*Pool, error) {
 		cfg.Env = append([]string(nil), cfg.Env...)
 		p.conns[cfg.Name] = &conn{cfg: cfg, pool: p}
 		p.order = append(p.order, cfg.Name)
+	}
+	for _, name := range p.order {
+		if p.conns[name].cfg.Pin && o.Pins == "" {
+			errs = append(errs, fmt.Errorf("%w: upstream %s: pin needs a pins file (Options.Pins)", ErrConfig, name))
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -207,10 +224,16 @@ func (ch chain) Method(name string) (mcpadapter.Method, bool) {
 	return nil, false
 }
 
-// newClient is the MCP client every upstream session is opened with.
-func newClient() *mcp.Client {
-	return mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "v1"}, &mcp.ClientOptions{
+// newClient is the MCP client the upstream's sessions are opened with. An
+// importing upstream's notifications/tools/list_changed make it list its
+// tools again (relist).
+func (c *conn) newClient() *mcp.Client {
+	opts := &mcp.ClientOptions{
 		// No roots, sampling or elicitation: toolgate only calls tools.
 		Capabilities: &mcp.ClientCapabilities{},
-	})
+	}
+	if c.cfg.Import {
+		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { c.toolListChanged() }
+	}
+	return mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "v1"}, opts)
 }

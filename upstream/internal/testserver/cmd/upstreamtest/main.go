@@ -1,12 +1,17 @@
-// Command upstreamtest serves the test upstream MCP server over stdio. Its
-// crash tool exits the process with status 3; its slow tool writes
-// SlowStartedLine to stderr once it is sleeping.
+// Command upstreamtest serves the test upstream MCP server over stdio, or
+// with -http ADDR over streamable HTTP (it prints "serving http://ADDR/mcp"
+// once it listens). Its crash tool exits the process with status 3; its
+// slow tool writes SlowStartedLine to stderr once it is sleeping;
+// -stage-file FILE sets testserver.Options.StageFile.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log"
+	"net"
+	"net/http"
 	"os"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -15,11 +20,25 @@ import (
 )
 
 func main() {
+	stageFile := flag.String("stage-file", "", "follow the stage kept in `FILE` (testserver.Options.StageFile)")
+	addr := flag.String("http", "", "serve streamable HTTP at `ADDR` instead of stdio")
+	flag.Parse()
 	s := testserver.New(testserver.Options{
 		Crash:       func() { os.Exit(3) },
 		SlowStarted: func(ms int) { fmt.Fprintln(os.Stderr, testserver.SlowStartedLine, ms) },
+		StageFile:   *stageFile,
 	})
-	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
-		log.Print(err)
+	if *addr == "" {
+		if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			log.Print(err)
+		}
+		return
 	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("serving http://%s/mcp\n", ln.Addr())
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	log.Fatal(http.Serve(ln, h))
 }
