@@ -147,7 +147,7 @@ func (a *Adapter) Install(s *mcp.Server) {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch r := req.(type) {
 			case *mcp.CallToolRequest:
-				return a.callSafely(ctx, r), nil
+				return asResult(a.callSafely(ctx, r)), nil
 			case *mcp.ListToolsRequest:
 				return a.listSafely(ctx, r), nil
 			}

@@ -2,6 +2,7 @@ package mcpadapter
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -106,11 +107,41 @@ var confirmSchema = map[string]any{
 	"required": []string{"confirm"},
 }
 
+// confirmInputID names the confirmation among a call's input requests
+// (multi round-trip, SEP-2322).
+const confirmInputID = "toolgate.confirm"
+
+// multiRoundTripRevision is the first protocol revision whose clients get
+// input requests in the result instead of elicitation/create requests.
+const multiRoundTripRevision = "2026-07-28"
+
 // confirm asks the calling user, through MCP elicitation, the question of
 // data.toolgate.call.confirm; nil when the user accepted with yes.
+//
+// A client of the 2026-07-28 revision gets the question as an input
+// request of the result (resultType input_required) and calls again with
+// the answer in inputResponses; an older one gets an elicitation/create
+// request while the call waits. The answer is the client's either way: a
+// confirmation protects the user from their agent's mistakes, it is not an
+// approval (SPEC §13's approvals are the server's).
 func (a *Adapter) confirm(ctx context.Context, req *mcp.CallToolRequest, question string) *CallEnd {
 	no := func(text string) *CallEnd {
 		return &CallEnd{Outcome: OutcomeDenied, Result: TextResult(text, true), Reasons: []string{text}, AnsweredBy: "confirmation"}
+	}
+	answered := func(res *mcp.ElicitResult) *CallEnd {
+		if res == nil || res.Action != "accept" {
+			return no(MsgNotConfirmed)
+		}
+		if yes, _ := res.Content["confirm"].(bool); !yes {
+			return no(MsgNotConfirmed)
+		}
+		return nil
+	}
+	if req != nil && req.Params != nil {
+		if r, ok := req.Params.InputResponses[confirmInputID]; ok {
+			res, _ := r.(*mcp.ElicitResult)
+			return answered(res)
+		}
 	}
 	var ss *mcp.ServerSession
 	if req != nil {
@@ -126,15 +157,40 @@ func (a *Adapter) confirm(ctx context.Context, req *mcp.CallToolRequest, questio
 	if el := ip.Capabilities.Elicitation; el.Form == nil && el.URL != nil {
 		return no(MsgCannotConfirm) // URL elicitation only: no form to show
 	}
-	res, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: question, RequestedSchema: confirmSchema})
+	params := &mcp.ElicitParams{Mode: "form", Message: question, RequestedSchema: confirmSchema}
+	if ip.ProtocolVersion >= multiRoundTripRevision {
+		res := &mcp.CallToolResult{Content: []mcp.Content{}, InputRequests: mcp.InputRequestMap{confirmInputID: params}}
+		return &CallEnd{Outcome: OutcomeAnswered, Result: res, AnsweredBy: "confirmation"}
+	}
+	res, err := ss.Elicit(ctx, params)
 	if err != nil {
 		return &CallEnd{Outcome: OutcomeFailed, Result: TextResult(msgInternal, true), Err: fmt.Errorf("confirmation: %w", err), Failed: true}
 	}
-	if res.Action != "accept" {
-		return no(MsgNotConfirmed)
+	return answered(res)
+}
+
+// inputRequired is a tools/call result that asks the client for input
+// (SEP-2322): the SDK sets resultType only on results of its own tool
+// handlers, which the adapter's middleware answers before.
+type inputRequired struct{ *mcp.CallToolResult }
+
+func (r inputRequired) MarshalJSON() ([]byte, error) {
+	b, err := r.CallToolResult.MarshalJSON()
+	if err != nil {
+		return nil, err
 	}
-	if yes, _ := res.Content["confirm"].(bool); !yes {
-		return no(MsgNotConfirmed)
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
 	}
-	return nil
+	m["resultType"] = json.RawMessage(`"input_required"`)
+	return json.Marshal(m)
+}
+
+// asResult is what the middleware returns for a call's result.
+func asResult(res *mcp.CallToolResult) mcp.Result {
+	if res != nil && res.InputRequests != nil {
+		return inputRequired{res}
+	}
+	return res
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -147,7 +148,8 @@ func newEnv(t testing.TB, store ledger.ApprovalStore) *env {
 	})
 	e.gate = approvals.New(store, approvals.Options{Now: e.clock.Now})
 	aud := audit.New(e.audit, audit.Options{})
-	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: httpserve.CallerFromRequest, Approvals: e.gate})
+	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: httpserve.CallerFromRequest, Approvals: e.gate,
+		Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))})
 	a.AddHook(aud.Hook())
 	entries := map[string]httpserve.TokenEntry{}
 	for _, c := range []*engine.Caller{alice, bob, carol, selfish} {
@@ -181,10 +183,17 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // handler.
 func (e *env) connect(t testing.TB, caller *engine.Caller, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return e.connectProto(t, caller, opts, "")
+}
+
+// connectProto is connect under a protocol revision ("": the client's
+// latest).
+func (e *env) connectProto(t testing.TB, caller *engine.Caller, opts *mcp.ClientOptions, proto string) *mcp.ClientSession {
+	t.Helper()
 	tr := &http.Transport{}
 	client := mcp.NewClient(&mcp.Implementation{Name: "approvals-test", Version: "1"}, opts)
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: e.url + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{token: tokenFor(caller), next: tr}}}, nil)
+		HTTPClient: &http.Client{Transport: bearer{token: tokenFor(caller), next: tr}}}, &mcp.ClientSessionOptions{ProtocolVersion: proto})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close(); tr.CloseIdleConnections() })
 	return cs
@@ -229,4 +238,12 @@ func (e *env) do(t testing.TB, caller *engine.Caller, method, path, body string)
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp.StatusCode, string(b)
+}
+
+// tWriter sends logs to the test's log.
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
