@@ -128,10 +128,16 @@ func tokenFor(c *engine.Caller) string { return "token-of-" + c.Subject }
 
 func newEnv(t testing.TB, store ledger.ApprovalStore) *env {
 	t.Helper()
+	return newEnvPolicy(t, store, testPolicy)
+}
+
+// newEnvPolicy is newEnv with another call policy.
+func newEnvPolicy(t testing.TB, store ledger.ApprovalStore, policy string) *env {
+	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "registry.yaml"), []byte(testRegistry), 0o600))
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "rego"), 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "rego", "call.rego"), []byte(testPolicy), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "rego", "call.rego"), []byte(policy), 0o600))
 	ctx := context.Background()
 	eng, err := engine.New(ctx, toolgate.Source(filepath.Join(dir, "registry.yaml"), filepath.Join(dir, "rego")))
 	require.NoError(t, err)
