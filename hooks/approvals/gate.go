@@ -54,6 +54,10 @@ type Options struct {
 	// OnRequest, when set, is called for each new request, synchronously:
 	// it must not block (Webhook.Notify queues).
 	OnRequest func(Request)
+	// NewID makes the id of a new request; nil: 24 random hex digits.
+	// Ids must be unique and unguessable (tests may make them
+	// predictable).
+	NewID func() string
 }
 
 // Gate holds calls for approval in an approval store.
@@ -73,6 +77,9 @@ func New(store ledger.ApprovalStore, opts Options) *Gate {
 	}
 	if opts.Retention <= 0 {
 		opts.Retention = DefaultRetention
+	}
+	if opts.NewID == nil {
+		opts.NewID = newID
 	}
 	log := opts.Logger
 	if log == nil {
@@ -134,7 +141,7 @@ func (g *Gate) Check(ctx context.Context, call *mcpadapter.CallContext, rule *en
 		switch {
 		case errors.Is(err, ledger.ErrApprovalNotFound):
 			rec = ledger.ApprovalRecord{
-				ID: newID(), Key: key, Arguments: canon.JSON(call.Arguments), Reason: rule.Reason,
+				ID: g.opts.NewID(), Key: key, Arguments: canon.JSON(call.Arguments), Reason: rule.Reason,
 				Approvers: slices.Clone(rule.Approvers), TTL: rule.TTL, Status: ledger.ApprovalPending,
 				Created: now, Expires: now.Add(rule.TTL),
 			}
