@@ -134,6 +134,12 @@ func newEnv(t testing.TB, store ledger.ApprovalStore) *env {
 // newEnvPolicy is newEnv with another call policy.
 func newEnvPolicy(t testing.TB, store ledger.ApprovalStore, policy string) *env {
 	t.Helper()
+	return newEnvOptions(t, store, policy, approvals.Options{})
+}
+
+// newEnvOptions is newEnvPolicy with gate options (its clock is the env's).
+func newEnvOptions(t testing.TB, store ledger.ApprovalStore, policy string, opts approvals.Options) *env {
+	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "registry.yaml"), []byte(testRegistry), 0o600))
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "rego"), 0o700))
@@ -152,7 +158,8 @@ func newEnvPolicy(t testing.TB, store ledger.ApprovalStore, policy string) *env 
 		e.runs[a.Target]++
 		return "ran " + a.Target, nil
 	})
-	e.gate = approvals.New(store, approvals.Options{Now: e.clock.Now})
+	opts.Now = e.clock.Now
+	e.gate = approvals.New(store, opts)
 	aud := audit.New(e.audit, audit.Options{})
 	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: httpserve.CallerFromRequest, Approvals: e.gate,
 		Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))})
