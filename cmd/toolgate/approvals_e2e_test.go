@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,12 @@ import (
 )
 
 const secondAdminToken = "e2e-second-admin-token"
+
+var approvalIDRE = regexp.MustCompile(`\(approval [0-9a-f]{24}\)`)
+
+// maskApprovalIDs replaces the id of a held answer (SPEC §13) with ID:
+// the fixtures' ids are predictable, the binary's random.
+func maskApprovalIDs(s string) string { return approvalIDRE.ReplaceAllString(s, "(approval ID)") }
 
 // TestE2EApprovals drives the bundled example's approvals through the
 // binary (SPEC §13): ann's destructive call is held, the webhook hears of
