@@ -11,7 +11,12 @@
 //
 //	gate := approvals.New(store, approvals.Options{})
 //	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: m, Approvals: gate})
-//	mux.Handle("/approvals/", gate.Handler(httpserve.RequestCaller))
+//	hs := httpserve.New(httpserve.Options{Server: a.NewServer(impl, nil), Tokens: tokens,
+//		Approvals: gate.Handler(httpserve.RequestCaller)})
+//	go gate.RunPruner(ctx, 0) // removes expired requests after Options.Retention
+//
+// Confirmations (data.toolgate.call.confirm) need no store: the adapter
+// asks the user through MCP elicitation.
 //
 // A Gate is safe for concurrent use, also by several processes sharing
 // one store: every step of a request's life is one atomic store operation.
