@@ -87,6 +87,8 @@ func parseFile(data []byte) (*Serve, error) {
 			ok = str(v, &s.Ledger)
 		case "audit":
 			ok = str(v, &s.Audit)
+		case "approvalWebhook":
+			ok = str(v, &s.ApprovalWebhook)
 		case "stdio":
 			ok = v.Tag == "!!bool" && v.Decode(&s.Stdio) == nil
 		case "watch":

@@ -57,6 +57,7 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 		(*upstreamsValue)(&f.Upstreams), func(d *Serve) { d.Upstreams = mergeUpstreams(d.Upstreams, f.Upstreams) })
 	str("ledger", "idempotency ledger `STORE`: memory, sqlite:PATH or postgres://... (default: sqlite: ledger.db in the state directory)", func(s *Serve) *string { return &s.Ledger })
 	def("ledger-retention", "keep completed idempotency keys for `DURATION` (default 24h)", (*durationValue)(&f.LedgerRetention), func(d *Serve) { d.LedgerRetention = f.LedgerRetention })
+	str("approval-webhook", "POST each new approval request as JSON to `URL`", func(s *Serve) *string { return &s.ApprovalWebhook })
 	str("audit", "audit trail `FILE`, JSON Lines; - is stderr (default -)", func(s *Serve) *string { return &s.Audit })
 	def("watch", "reload registry and policies on change (default true)", &watchValue{p: &f.Watch}, func(d *Serve) { d.Watch = f.Watch })
 	def("no-watch", "do not reload registry and policies on change", &watchValue{p: &f.Watch, negate: true}, func(d *Serve) { d.Watch = f.Watch })

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -46,6 +47,9 @@ type Serve struct {
 	LedgerRetention time.Duration `yaml:"ledgerRetention"`
 	// Audit is the audit trail file; "-" (the default) is stderr.
 	Audit string `yaml:"audit"`
+	// ApprovalWebhook, when set, is an http(s) URL each new approval
+	// request is POSTed to as JSON (SPEC §13).
+	ApprovalWebhook string `yaml:"approvalWebhook"`
 	// Watch reloads registry and policies on change; nil is on.
 	Watch *bool `yaml:"watch"`
 	// HookTimeout bounds one hook run; zero is the adapter's default.
@@ -228,6 +232,11 @@ func (s *Serve) Validate() error {
 	}
 	if s.LedgerRetention < 0 {
 		add("ledgerRetention", "negative duration %s", s.LedgerRetention)
+	}
+	if w := s.ApprovalWebhook; w != "" {
+		if u, err := url.Parse(w); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("approvalWebhook", "want an http:// or https:// URL")
+		}
 	}
 	switch s.ListFallback {
 	case "", ListFallbackBase, ListFallbackNone:

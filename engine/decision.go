@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync/atomic"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -183,8 +184,34 @@ type CallDecision struct {
 	Result []byte
 	// ResultRules are the rules that defined Result.
 	ResultRules []Location
+	// Approval, when not nil, says the call needs a person's approval
+	// before it runs (SPEC §13). Refusing wins over it; it wins over a
+	// result.
+	Approval *Approval
+	// Confirm, when not "", is the question the calling user must confirm
+	// (MCP elicitation) before the call runs.
+	Confirm string
+	// ConfirmRules are the rules that defined Confirm.
+	ConfirmRules []Location
 	// Err is the evaluation failure, a *PolicyError; the call then fails closed.
 	Err error
+}
+
+// DefaultApprovalTTL is the ttl of an approval rule that names none.
+const DefaultApprovalTTL = time.Hour
+
+// Approval is the value of data.toolgate.call.approval for one call: who
+// must approve it, why, and how long a request or an approval lasts.
+type Approval struct {
+	// Reason is shown to the caller and the approvers; never empty.
+	Reason string `json:"reason"`
+	// Approvers are the roles that may approve; never empty, sorted.
+	Approvers []string `json:"approvers"`
+	// TTL bounds how long an undecided request and an unused approval
+	// last; DefaultApprovalTTL when the rule names none.
+	TTL time.Duration `json:"ttl"`
+	// Rules are the rules that defined the approval.
+	Rules []Location `json:"rules,omitempty"`
 }
 
 // Failure kinds of a PolicyError.

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -172,7 +174,22 @@ func (r *Revision) Call(ctx context.Context, c *Caller, req Request) *CallDecisi
 			return d
 		}
 	}
-	// Provenance: which rule produced each reason and the result.
+	if arr := b["approval"].(*ast.Array); arr.Len() > 0 {
+		if d.Approval, err = readApproval(arr.Elem(0).Value); err != nil {
+			d.Err = err
+			return d
+		}
+	}
+	if arr := b["confirm"].(*ast.Array); arr.Len() > 0 {
+		s, ok := arr.Elem(0).Value.(ast.String)
+		if !ok || s == "" {
+			d.Err = typeError(refConfirm, "confirm must be a non-empty string, got %s %s", ast.ValueName(arr.Elem(0).Value), arr.Elem(0).Value)
+			return d
+		}
+		d.Confirm = string(s)
+	}
+	// Provenance: which rule produced each reason, the result, the
+	// approval and the confirmation.
 	for i := range r.policies.prov {
 		p := &r.policies.prov[i]
 		if p.target.Equal(refGranted) {
@@ -196,9 +213,78 @@ func (r *Revision) Call(ctx context.Context, c *Caller, req Request) *CallDecisi
 			}
 		case p.target.Equal(refResult) && d.Result != nil:
 			d.ResultRules = append(d.ResultRules, p.loc)
+		case p.target.Equal(refApproval) && d.Approval != nil:
+			d.Approval.Rules = append(d.Approval.Rules, p.loc)
+		case p.target.Equal(refConfirm) && d.Confirm != "":
+			d.ConfirmRules = append(d.ConfirmRules, p.loc)
 		}
 	}
 	return d
+}
+
+// readApproval reads the value of data.toolgate.call.approval (SPEC §13):
+// an object with a non-empty string reason, a non-empty array of non-empty
+// role strings approvers, and an optional positive duration string ttl.
+// Anything else, also an unknown member, is a type error.
+func readApproval(v ast.Value) (*Approval, error) {
+	obj, ok := v.(ast.Object)
+	if !ok {
+		return nil, typeError(refApproval, "approval must be an object, got %s", ast.ValueName(v))
+	}
+	a := &Approval{TTL: DefaultApprovalTTL}
+	var err error
+	obj.Foreach(func(k, val *ast.Term) {
+		if err != nil {
+			return
+		}
+		key, _ := k.Value.(ast.String)
+		switch key {
+		case "reason":
+			s, ok := val.Value.(ast.String)
+			if !ok || s == "" {
+				err = typeError(refApproval, "approval.reason must be a non-empty string, got %s %s", ast.ValueName(val.Value), val.Value)
+				return
+			}
+			a.Reason = string(s)
+		case "approvers":
+			arr, ok := val.Value.(*ast.Array)
+			if !ok || arr.Len() == 0 {
+				err = typeError(refApproval, "approval.approvers must be a non-empty array of roles, got %s %s", ast.ValueName(val.Value), val.Value)
+				return
+			}
+			for i := range arr.Len() {
+				s, ok := arr.Elem(i).Value.(ast.String)
+				if !ok || s == "" {
+					err = typeError(refApproval, "approval.approvers[%d] must be a non-empty string, got %s %s", i, ast.ValueName(arr.Elem(i).Value), arr.Elem(i).Value)
+					return
+				}
+				a.Approvers = append(a.Approvers, string(s))
+			}
+		case "ttl":
+			s, ok := val.Value.(ast.String)
+			var ttl time.Duration
+			var perr error
+			if ok {
+				ttl, perr = time.ParseDuration(string(s))
+			}
+			if !ok || perr != nil || ttl <= 0 {
+				err = typeError(refApproval, "approval.ttl must be a positive duration string such as \"30m\", got %s %s", ast.ValueName(val.Value), val.Value)
+				return
+			}
+			a.TTL = ttl
+		default:
+			err = typeError(refApproval, "approval has an unknown member %s", k.Value)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if a.Reason == "" || len(a.Approvers) == 0 {
+		return nil, typeError(refApproval, "approval needs a reason and approvers")
+	}
+	sort.Strings(a.Approvers)
+	a.Approvers = slices.Compact(a.Approvers)
+	return a, nil
 }
 
 // Explain evaluates the grant decision like Grant and also finds the rules

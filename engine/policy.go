@@ -22,8 +22,10 @@ var (
 	refGranted  = ast.MustParseRef("data.toolgate.grant.granted")
 	refDeny     = ast.MustParseRef("data.toolgate.call.deny")
 	refResult   = ast.MustParseRef("data.toolgate.call.result")
+	refApproval = ast.MustParseRef("data.toolgate.call.approval")
+	refConfirm  = ast.MustParseRef("data.toolgate.call.confirm")
 	refDecided  = ast.MustParseRef("data.toolgate.grant.url_drivers_decided")
-	watchedRefs = []ast.Ref{refGranted, refDeny, refResult}
+	watchedRefs = []ast.Ref{refGranted, refDeny, refResult, refApproval, refConfirm}
 )
 
 // Location is a place in a policy file.
@@ -112,12 +114,13 @@ type policySet struct {
 	store    storage.Store
 	files    []string
 	prov     []provenance
-	// callRules is false when nothing defines data.toolgate.call.deny or
-	// .result (no rule, no data document): accepted calls skip the call query.
+	// callRules is false when nothing defines data.toolgate.call.deny,
+	// .result, .approval or .confirm (no rule, no data document): accepted
+	// calls skip the call query.
 	callRules bool
 	grantQ    rego.PreparedEvalQuery // granted only: the hot path
 	explainQ  rego.PreparedEvalQuery // granted with provenance and url_drivers_decided
-	callQ     rego.PreparedEvalQuery // deny and result with provenance
+	callQ     rego.PreparedEvalQuery // deny, result, approval and confirm with provenance
 }
 
 // compilePolicies parses, compiles and prepares every policy and data file.
@@ -200,7 +203,8 @@ func compilePolicies(ctx context.Context, files []sourceFile, printHook func(str
 	if ps.explainQ, err = prepare(ps.provenanceQuery(true, wrapQuery("g", refGranted), wrapQuery("d", refDecided))); err != nil {
 		return nil, fmt.Errorf("prepare explain query: %w", err)
 	}
-	if ps.callQ, err = prepare(ps.provenanceQuery(false, wrapQuery("deny", refDeny), wrapQuery("result", refResult))); err != nil {
+	if ps.callQ, err = prepare(ps.provenanceQuery(false, wrapQuery("deny", refDeny), wrapQuery("result", refResult),
+		wrapQuery("approval", refApproval), wrapQuery("confirm", refConfirm))); err != nil {
 		return nil, fmt.Errorf("prepare call query: %w", err)
 	}
 	return ps, nil

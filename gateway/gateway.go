@@ -28,6 +28,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/demo"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks/approvals"
 	"github.com/toolgate/toolgate/hooks/audit"
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/httpserve"
@@ -209,6 +210,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	pruned := make(chan struct{})
 	go func() { defer close(pruned); led.RunPruner(pruneCtx, 0) }()
 	closers = append(closers, func() error { stopPruner(); <-pruned; return nil })
+	gate, err := openApprovals(pruneCtx, cfg, store, log, m, &closers)
+	if err != nil {
+		return err
+	}
 	auditW, closeAudit, err := openAudit(cfg.Audit, cfg.Stderr)
 	if err != nil {
 		return err
@@ -218,7 +223,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	impl := &mcp.Implementation{Name: "toolgate", Version: Version}
 	newServer := func(caller mcpadapter.CallerFunc) (*mcpadapter.Adapter, *mcp.Server) {
 		a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: caller, Logger: log, HookTimeout: cfg.HookTimeout,
-			ListFallback: listFallback(cfg.ListFallback)})
+			ListFallback: listFallback(cfg.ListFallback), Approvals: gate})
 		a.AddHook(led.Hook())
 		a.AddHook(aud.Hook())
 		a.AddHook(m.Hook())
@@ -326,6 +331,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			ReadTimeout:    cfg.ReadTimeout,
 			IdleTimeout:    cfg.IdleTimeout,
 			MaxConnections: cfg.MaxConnections,
+			Approvals:      gate.Handler(httpserve.RequestCaller),
 		})
 		welcome := cfg.Stdout
 		if stdioSrv != nil {
@@ -412,6 +418,27 @@ func openLedger(ctx context.Context, spec string) (ledger.Store, error) {
 		}
 	}
 	return ledger.OpenStore(ctx, spec)
+}
+
+// openApprovals builds the approval gate over the ledger's store (SPEC
+// §13), with its pruner and, when configured, its webhook.
+func openApprovals(ctx context.Context, cfg Config, store ledger.Store, log *slog.Logger, m *metrics.Metrics, closers *[]func() error) (*approvals.Gate, error) {
+	as, ok := store.(ledger.ApprovalStore)
+	if !ok {
+		return nil, fmt.Errorf("ledger: the store %T keeps no approval requests", store)
+	}
+	opts := approvals.Options{Logger: log, OnState: m.Approval}
+	if cfg.ApprovalWebhook != "" {
+		wh := approvals.NewWebhook(cfg.ApprovalWebhook, approvals.WebhookOptions{Logger: log})
+		*closers = append(*closers, wh.Close)
+		opts.OnRequest = wh.Notify
+	}
+	gate := approvals.New(as, opts)
+	done := make(chan struct{})
+	pctx, stop := context.WithCancel(ctx)
+	go func() { defer close(done); gate.RunPruner(pctx, 0) }()
+	*closers = append(*closers, func() error { stop(); <-done; return nil })
+	return gate, nil
 }
 
 func openAudit(spec string, stderr io.Writer) (io.Writer, func() error, error) {

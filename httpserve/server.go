@@ -93,6 +93,11 @@ type Options struct {
 	// Streamable configures the go-sdk streamable handler; nil uses its
 	// defaults (stateful sessions).
 	Streamable *mcp.StreamableHTTPOptions
+	// Approvals, when set, is mounted at /approvals and /approvals/ (SPEC
+	// §13), behind the same Host/Origin guard and bearer tokens as /mcp:
+	// an unknown token gets 401, and the handler reads the caller with
+	// RequestCaller (nil: nobody).
+	Approvals http.Handler
 }
 
 // Server serves a governed MCP server over streamable HTTP: the MCP
@@ -209,7 +214,42 @@ func New(opts Options) *Server {
 	if opts.Metrics != nil {
 		s.mux.Handle("/metrics", s.operator(opts.Metrics))
 	}
+	if opts.Approvals != nil {
+		h := s.withCaller(opts.Approvals)
+		s.mux.Handle("/approvals", h)
+		s.mux.Handle("/approvals/", h)
+	}
 	return s
+}
+
+// withCaller finds the caller the way operator does (401 for an unknown
+// bearer token) and hands it to next, for RequestCaller.
+func (s *Server) withCaller(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var caller *engine.Caller
+		if s.opts.Tokens != nil && len(r.Header.Values("Authorization")) > 0 {
+			var ok bool
+			if caller, ok = s.lookup(r); !ok {
+				s.log.Info("http: refused an unknown bearer token", slog.String("remote", r.RemoteAddr), slog.String("path", r.URL.Path))
+				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+				http.Error(w, "invalid bearer token", http.StatusUnauthorized)
+				return
+			}
+		}
+		if caller != nil {
+			r = r.WithContext(context.WithValue(r.Context(), requestCallerKey{}, cloneCaller(caller)))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type requestCallerKey struct{}
+
+// RequestCaller is the caller of a request served to Options.Approvals;
+// nil is nobody.
+func RequestCaller(r *http.Request) *engine.Caller {
+	c, _ := r.Context().Value(requestCallerKey{}).(*engine.Caller)
+	return c
 }
 
 // SessionCount returns the number of sessions alive (or being opened).

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -29,6 +30,7 @@ const (
 	StageUnknown     = "unknown_tool" // step 4: hidden, or no row has the name
 	StageRuleFailed  = "rule_failed"  // step 5: the toolgate.call rules fail
 	StageDenied      = "denied"       // step 5: refused with reasons
+	StageHeld        = "held"         // step 5: an approval rule holds the call until a person approves it (SPEC §13)
 	StageAnswered    = "answered"     // step 5: a rule answers instead of the method
 	StageRun         = "run"          // steps 6-7: the arguments are bound and the method runs
 )
@@ -118,6 +120,12 @@ type CallExplanation struct {
 	Rules     []engine.Location `json:"rules,omitempty"`
 	// Failure is the policy failure, for StageNotVerified and StageRuleFailed.
 	Failure string `json:"failure,omitempty"`
+	// Approval is the approval rule's value (StageHeld; also with
+	// StageAnswered and StageRun, when the call consumes an approval first).
+	Approval *engine.Approval `json:"approval,omitempty"`
+	// Confirm is the question the user confirms before the method runs
+	// (StageRun).
+	Confirm string `json:"confirm,omitempty"`
 }
 
 // Explain evaluates the grant decision for a caller with the rules that
@@ -241,12 +249,18 @@ func explainCall(ctx context.Context, rev *engine.Revision, c *engine.Caller, re
 		}
 		ce.Stage, ce.Answer, ce.Reasons = StageDenied, strings.Join(msgs, "; "), cd.Deny
 		ce.DecidedBy = "data.toolgate.call.deny"
+	case cd.Approval != nil:
+		ce.Stage, ce.Approval, ce.Rules = StageHeld, cd.Approval, cd.Approval.Rules
+		ce.Answer = mcpadapter.ApprovalRequired(cd.Approval.Reason, "<id>")
+		ce.DecidedBy = "data.toolgate.call.approval: held until one of " + strings.Join(cd.Approval.Approvers, ", ") +
+			" approves, then the identical call goes on once"
+		ce.Confirm = cd.Confirm
 	case cd.Result != nil:
 		ce.Stage, ce.Result, ce.Rules = StageAnswered, json.RawMessage(cd.Result), cd.ResultRules
 		ce.Answer = resultText(cd.Result)
 		ce.DecidedBy = "data.toolgate.call.result"
 	default:
-		ce.Stage = StageRun
+		ce.Stage, ce.Confirm = StageRun, cd.Confirm
 		if d.Outcome == engine.Override {
 			ce.DecidedBy, ce.Rules = "granted by the policy; no toolgate.call rule refuses or answers", d.Rules
 		} else {
@@ -346,6 +360,12 @@ func (x *Explanation) WriteText(w io.Writer) error {
 		}
 		for _, r := range c.Reasons {
 			p.line("reason    %s (%s)", r.Message, locations(r.Rules))
+		}
+		if c.Approval != nil {
+			p.line("approval  approvers %s, ttl %s", strings.Join(c.Approval.Approvers, ", "), c.Approval.TTL)
+		}
+		if c.Confirm != "" {
+			p.line("confirm   %q, asked of the user before the method runs", c.Confirm)
 		}
 		p.line("decided   %s", c.DecidedBy)
 		if len(c.Rules) > 0 {

@@ -63,6 +63,9 @@ type Options struct {
 	// ListFallback is what tools/list shows when the grant policy fails
 	// (SPEC §6); the zero value is ListFallbackBase.
 	ListFallback ListFallback
+	// Approvals holds the calls an approval rule names (SPEC §13); nil: a
+	// call an approval rule names fails closed (internal error).
+	Approvals Approvals
 }
 
 // ListFallback says what tools/list shows when the grant policy fails.
@@ -144,7 +147,7 @@ func (a *Adapter) Install(s *mcp.Server) {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch r := req.(type) {
 			case *mcp.CallToolRequest:
-				return a.callSafely(ctx, r), nil
+				return asResult(a.callSafely(ctx, r)), nil
 			case *mcp.ListToolsRequest:
 				return a.listSafely(ctx, r), nil
 			}
@@ -345,7 +348,7 @@ func (a *Adapter) Call(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallT
 	row := &rev.Registry().Tools[idx]
 	call.Tool, call.Method = row, row.Method
 
-	end := a.accepted(ctx, call, rc, idx, &ereq)
+	end := a.accepted(ctx, req, call, rc, idx, &ereq)
 	end.Duration = time.Since(start)
 	end.Decision += decided
 	if end.Failed {
@@ -359,11 +362,15 @@ func (a *Adapter) Call(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallT
 }
 
 // accepted runs steps 5 to 7 for a granted call.
-func (a *Adapter) accepted(ctx context.Context, call *CallContext, rc *revisionCache, idx int, ereq *engine.Request) (end *CallEnd) {
+func (a *Adapter) accepted(ctx context.Context, req *mcp.CallToolRequest, call *CallContext, rc *revisionCache, idx int, ereq *engine.Request) (end *CallEnd) {
 	var rules time.Duration // spent in the toolgate.call rules
+	var approved CallEnd    // the approval this call consumed, if any
 	defer func() {
 		if end != nil {
 			end.Decision = rules
+			if approved.ApprovalID != "" {
+				end.ApprovalID, end.ApprovedBy = approved.ApprovalID, approved.ApprovedBy
+			}
 		}
 	}()
 	fail := func(err error) *CallEnd {
@@ -417,6 +424,12 @@ func (a *Adapter) accepted(ctx context.Context, call *CallContext, rc *revisionC
 	if len(reasons) > 0 {
 		return &CallEnd{Outcome: OutcomeDenied, Result: TextResult(strings.Join(reasons, "; "), true), Reasons: reasons, AnsweredBy: deniedBy}
 	}
+	// Then approval (SPEC §13): it holds the call before anything answers.
+	if cd.Approval != nil {
+		if held := a.checkApproval(ctx, call, cd.Approval, &approved); held != nil {
+			return held
+		}
+	}
 	if answer == nil && cd.Result != nil {
 		res, err := policyResult(cd.Result)
 		if err != nil {
@@ -426,6 +439,12 @@ func (a *Adapter) accepted(ctx context.Context, call *CallContext, rc *revisionC
 	}
 	if answer != nil {
 		return &CallEnd{Outcome: OutcomeAnswered, Result: answer, AnsweredBy: answeredBy}
+	}
+	// The user confirms a call that will run.
+	if cd.Confirm != "" {
+		if no := a.confirm(ctx, req, cd.Confirm); no != nil {
+			return no
+		}
 	}
 
 	// Step 6: bind the arguments.

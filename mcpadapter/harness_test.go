@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,8 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/demo"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks/approvals"
+	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
@@ -127,12 +130,16 @@ func newGoverned(t testing.TB, s setup) *governed {
 	for name, m := range s.methods {
 		methods[name] = m
 	}
+	var ids atomic.Int64 // predictable approval ids: fixtures compare answers byte for byte
 	g.adapter = mcpadapter.New(mcpadapter.Options{
 		Revisions:   eng,
 		Methods:     methods,
 		Caller:      mcpadapter.StaticCaller(s.caller),
 		Logger:      logger,
 		HookTimeout: cmp.Or(s.hookTimeout, 300*time.Millisecond),
+		Approvals: approvals.New(ledger.NewMemoryStore(), approvals.Options{
+			NewID: func() string { return fmt.Sprintf("%024x", ids.Add(1)) },
+		}),
 	})
 	for _, name := range s.hooks {
 		g.adapter.AddHook(testHook(t, name))

@@ -95,6 +95,9 @@ const (
 	OutcomeFailed Outcome = "failed"
 	// OutcomeRefusedGate: the grant decision failed (step 3).
 	OutcomeRefusedGate Outcome = "refused_gate"
+	// OutcomeHeld: an approval rule holds the call until a person approves
+	// it (SPEC §13).
+	OutcomeHeld Outcome = "held"
 )
 
 // CallEnd is what an after hook learns about a finished call.
@@ -116,6 +119,12 @@ type CallEnd struct {
 	// AnsweredBy names the hook ("policy" for a toolgate.call rule) that
 	// answered or denied, when one did.
 	AnsweredBy string
+	// ApprovalID is the approval request the call was held for, was told
+	// was refused, or consumed (SPEC §13); "" when none was asked.
+	ApprovalID string
+	// ApprovedBy is the subject of the approver whose approval the call
+	// consumed; "" otherwise.
+	ApprovedBy string
 }
 
 // DurationMS is Duration in milliseconds, the unit of the audit trail.

@@ -29,7 +29,7 @@ const HookName = "metrics"
 // outcomes are every mcpadapter.Outcome; their series exist from the start.
 var outcomes = []mcpadapter.Outcome{
 	mcpadapter.OutcomeResult, mcpadapter.OutcomeAnswered, mcpadapter.OutcomeDenied,
-	mcpadapter.OutcomeFailed, mcpadapter.OutcomeRefusedGate,
+	mcpadapter.OutcomeFailed, mcpadapter.OutcomeRefusedGate, mcpadapter.OutcomeHeld,
 }
 
 // Metrics holds toolgate's collectors in their own registry, together with
@@ -45,6 +45,7 @@ type Metrics struct {
 	conflicts      prometheus.Counter
 	auditDropped   prometheus.Counter
 	upstreamDrift  *prometheus.CounterVec
+	approvals      *prometheus.CounterVec
 }
 
 // New returns Metrics with every series registered (at zero).
@@ -89,11 +90,18 @@ func New() *Metrics {
 			Name: "toolgate_upstream_drift_total",
 			Help: "Definitions of a pinned upstream's tools seen not matching their pin (drifted or new), each not served; counted once per definition.",
 		}, []string{"upstream"}),
+		approvals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_approvals_total",
+			Help: "Approval requests by state change: requested, approved, refused, consumed, expired.",
+		}, []string{"state"}),
+	}
+	for _, s := range approvalStates {
+		m.approvals.WithLabelValues(s)
 	}
 	for _, o := range outcomes {
 		m.calls.WithLabelValues(string(o))
 	}
-	m.reg.MustRegister(m.calls, m.duration, m.decision, m.reloads, m.reloadFailures, m.replays, m.conflicts, m.auditDropped, m.upstreamDrift,
+	m.reg.MustRegister(m.calls, m.duration, m.decision, m.reloads, m.reloadFailures, m.replays, m.conflicts, m.auditDropped, m.upstreamDrift, m.approvals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -125,6 +133,20 @@ func (m *Metrics) ObserveCall(outcome mcpadapter.Outcome, seconds float64) {
 	}
 	m.calls.WithLabelValues(string(outcome)).Inc()
 	m.duration.Observe(seconds)
+}
+
+// approvalStates are the states of toolgate_approvals_total, the
+// hooks/approvals State constants (listed here: metrics does not import
+// the hooks).
+var approvalStates = []string{"requested", "approved", "refused", "consumed", "expired"}
+
+// Approval counts one state change of an approval request; an
+// approvals.Options.OnState.
+func (m *Metrics) Approval(state string) {
+	if m == nil {
+		return
+	}
+	m.approvals.WithLabelValues(state).Inc()
 }
 
 // ReloadOK counts a reload that swapped in a new revision.

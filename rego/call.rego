@@ -3,22 +3,22 @@
 # registry row.
 package toolgate.call
 
-# deny refuses a destructive tool (`destructiveHint: true` in the row's
-# annotations) unless the request names who approved it in _meta
-# `festi/approvedBy`.
-deny contains msg if {
-	input.tool.annotations.destructiveHint == true
-	not approved
-	msg := sprintf("Tool '%s' needs an approval: set _meta festi/approvedBy.", [input.tool.name])
-}
-
-# approved holds when _meta `festi/approvedBy` is a string that is not blank.
+# approval holds a destructive tool (`destructiveHint: true` in the row's
+# annotations) until a person with the role `admin`, other than the caller,
+# approves that exact call (same caller, tool and arguments); the approved
+# call then runs once (SPEC §13). Approvers decide with
+# `toolgate approvals approve ID` or `POST /approvals/ID/approve`.
 #
-# _meta is client-supplied and is not interpreted before it reaches a policy
-# (SPEC §3): the entry may be a number, an object, null or missing, so its type
-# is checked before its value is read.
-approved if {
-	approver := input.request.meta["festi/approvedBy"]
-	is_string(approver)
-	trim_space(approver) != ""
+# The approval is a fact the server records: nothing the client sends (no
+# `_meta` entry, no argument) approves a call.
+#
+# Only the boolean `true` counts as destructive: a missing annotation, or
+# one that is not a boolean, needs no approval (the grant policy decides
+# who sees such a tool at all).
+approval := {
+	"reason": sprintf("Tool '%s' is destructive and needs an admin's approval", [input.tool.name]),
+	"approvers": ["admin"],
+	"ttl": "1h",
+} if {
+	input.tool.annotations.destructiveHint == true
 }

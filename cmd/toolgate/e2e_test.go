@@ -181,6 +181,10 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	return names
 }
 
+// heldResetCounter is the bundled example's answer to a call of
+// resetCounter that waits for an approval (SPEC §13).
+var heldResetCounter = regexp.MustCompile(`^Approval required: Tool 'resetCounter' is destructive and needs an admin's approval \(approval ([0-9a-f]{24})\)\. Call again once it is approved\.$`)
+
 // answer is what a tools/call answered: its one text and whether isError.
 type answer struct {
 	Text    string
@@ -245,15 +249,19 @@ func TestE2EHTTP(t *testing.T) {
 				{"hidden", manager, "execUrl", map[string]any{"url": "https://example.com/"}, nil, refused("Error: Unknown tool 'execUrl'.")},
 				{"no such row", manager, "noSuchTool", nil, nil, refused("Error: Unknown tool 'noSuchTool'.")},
 				{"nobody", nobody, "add", map[string]any{"a": 2, "b": 3}, nil, refused("Error: Unknown tool 'add'.")},
-				{"denied", admin, "resetCounter", map[string]any{"key": "k"}, nil,
-					refused("Tool 'resetCounter' needs an approval: set _meta festi/approvedBy.")},
-				{"approved", admin, "resetCounter", map[string]any{"key": "k" + version}, mcp.Meta{"festi/approvedBy": "bea"}, ok("1")},
 				{"missing argument", admin, "getReward", nil, nil, refused("Error: Missing required argument 'idReward'.")},
 				{"invalid value", admin, "getReward", map[string]any{"idReward": "seven"}, nil,
 					refused("Error: Invalid value for argument 'idReward': expected int.")},
 				{"failure inside", admin, "fail", nil, nil, refused("Error: An internal error occurred while executing the tool.")},
 			} {
 				require.Equal(t, tc.want, call(t, tc.cs, tc.name, tc.args, tc.meta), "%s: %s", tc.what, tc.name)
+			}
+			// A destructive tool is held for an admin's approval (SPEC §13);
+			// a client-written _meta festi/approvedBy approves nothing.
+			for _, meta := range []mcp.Meta{nil, {"festi/approvedBy": "bea"}} {
+				held := call(t, admin, "resetCounter", map[string]any{"key": "k" + version}, meta)
+				require.True(t, held.IsError)
+				require.Regexp(t, heldResetCounter, held.Text)
 			}
 		})
 	}
@@ -438,8 +446,9 @@ func TestE2EStdio(t *testing.T) {
 			require.Equal(t, []string{}, toolNames(t, nobody))
 			require.Equal(t, ok("5"), call(t, admin, "add", map[string]any{"a": 2, "b": 3}, nil))
 			require.Equal(t, refused("Error: Unknown tool 'execUrl'."), call(t, manager, "execUrl", map[string]any{"url": "https://example.com/"}, nil))
-			require.Equal(t, refused("Tool 'resetCounter' needs an approval: set _meta festi/approvedBy."),
-				call(t, admin, "resetCounter", map[string]any{"key": "k"}, nil))
+			held := call(t, admin, "resetCounter", map[string]any{"key": "k"}, nil)
+			require.True(t, held.IsError)
+			require.Regexp(t, heldResetCounter, held.Text)
 			require.Equal(t, refused("Error: Missing required argument 'idReward'."), call(t, admin, "getReward", nil, nil))
 		})
 	}

@@ -49,6 +49,11 @@ type Record struct {
 	// ArgumentsSHA256 is the hex SHA-256 of the canonical arguments JSON
 	// (keys sorted, numbers as sent), as the ledger compares them.
 	ArgumentsSHA256 string `json:"arguments_sha256"`
+	// ApprovalID is the approval request the call was held for, told was
+	// refused, or consumed (SPEC §13); omitted when none was asked.
+	ApprovalID string `json:"approval_id,omitempty"`
+	// ApprovedBy is the approver whose approval the call consumed.
+	ApprovedBy string `json:"approved_by,omitempty"`
 }
 
 // NewRecord builds the record of one finished call.
@@ -63,6 +68,8 @@ func NewRecord(call *mcpadapter.CallContext, end *mcpadapter.CallEnd) Record {
 		DurationMS:      end.DurationMS(),
 		Meta:            json.RawMessage(`{}`),
 		ArgumentsSHA256: canon.SHA256(call.Arguments),
+		ApprovalID:      end.ApprovalID,
+		ApprovedBy:      end.ApprovedBy,
 	}
 	if call.Caller != nil {
 		r.Subject = call.Caller.Subject

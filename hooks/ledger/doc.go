@@ -35,6 +35,11 @@
 // restarts; the default of toolgate serve) and [OpenPostgres] (shared by
 // replicas). [OpenStore] reads the --ledger flag's forms.
 //
+// Each store also keeps the approval requests of SPEC §13 beside the keys
+// ([ApprovalStore]: a table toolgate_approvals in SQLite and PostgreSQL),
+// built from the same single-statement compare-and-swap steps; the
+// hooks/approvals package gives them their meaning.
+//
 //	store, err := ledger.OpenSQLite(filepath.Join(stateDir, "ledger.db"))
 //	if err != nil { ... }
 //	defer store.Close()

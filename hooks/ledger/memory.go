@@ -35,6 +35,7 @@ type MemoryStore struct {
 	bytes    int       // stored result bytes of the completed rows
 	maxKeys  int
 	maxBytes int
+	appr     memApprovals // approval requests (approvals_memory.go)
 }
 
 type memRow struct {

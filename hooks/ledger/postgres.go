@@ -56,6 +56,11 @@ func createPostgresTable(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := tx.Exec(ctx, expiryIndex); err != nil {
 		return err
 	}
+	for _, q := range approvalsDDL("BIGINT", "BYTEA") {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
 	return tx.Commit(ctx)
 }
 
@@ -75,6 +80,20 @@ func (d pgDB) queryRow(ctx context.Context, q string, dest []any, args ...any) e
 		return errNoRows
 	}
 	return err
+}
+
+func (d pgDB) queryRows(ctx context.Context, q string, row func(scan func(dest ...any) error) error, args ...any) error {
+	rows, err := d.pool.Query(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 func (d pgDB) close() error {

@@ -61,6 +61,11 @@ func OpenSQLite(path string) (*SQLiteStore, error) {
 	if err == nil {
 		_, err = db.Exec(expiryIndex)
 	}
+	for _, q := range approvalsDDL("INTEGER", "BLOB") {
+		if err == nil {
+			_, err = db.Exec(q)
+		}
+	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("ledger: sqlite: create table in %s: %w", path, err)
@@ -87,6 +92,20 @@ func (d sqliteDB) queryRow(ctx context.Context, q string, dest []any, args ...an
 		return errNoRows
 	}
 	return err
+}
+
+func (d sqliteDB) queryRows(ctx context.Context, q string, row func(scan func(dest ...any) error) error, args ...any) error {
+	rows, err := d.db.QueryContext(ctx, rebind(q), args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 func (d sqliteDB) close() error { return d.db.Close() }

@@ -49,6 +49,8 @@ type sqlDB interface {
 	exec(ctx context.Context, q string, args ...any) (rowsAffected int64, err error)
 	// queryRow scans one row into dest; errNoRows when there is none.
 	queryRow(ctx context.Context, q string, dest []any, args ...any) error
+	// queryRows calls row once per row of the result, with its scan.
+	queryRows(ctx context.Context, q string, row func(scan func(dest ...any) error) error, args ...any) error
 	close() error
 }
 

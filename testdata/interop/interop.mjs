@@ -1,8 +1,9 @@
 // interop.mjs drives `toolgate serve` with the official TypeScript MCP SDK
 // client (@modelcontextprotocol/sdk, pinned in package-lock.json), over stdio
 // and over streamable HTTP, and checks the answers SPEC §5 and §6 name:
-// a listing, a granted call, a hidden call, a denied call and a named-argument
-// error, each with its exact text.
+// a listing, a granted call, a hidden call, a call held for approval (and,
+// over HTTP, approved by another admin) and a named-argument error, each
+// with its exact text.
 //
 //   node interop.mjs /path/to/toolgate
 //
@@ -32,6 +33,8 @@ const EXAMPLE_TOOLS = ['echo', 'add', 'getReward', 'price', 'fail', 'inner', 'co
 // The demo token of the bundled example, and one more for a manager.
 const ADMIN_TOKEN = 'toolgate-demo-admin';
 const MANAGER_TOKEN = 'interop-manager-token';
+// A second admin, who approves the demo admin's held calls over HTTP.
+const APPROVER_TOKEN = 'interop-approver-token';
 // Every step is bounded: a hang is a failure, not a stuck CI job.
 const STEP_MS = 15000;
 
@@ -85,6 +88,20 @@ function expectResult(res, text, isError) {
   return undefined;
 }
 
+// HELD is the bundled example's answer to a resetCounter call that waits
+// for an approval (SPEC §13); its group is the approval id.
+const HELD = /^Approval required: Tool 'resetCounter' is destructive and needs an admin's approval \(approval ([0-9a-f]{24})\)\. Call again once it is approved\.$/;
+
+// expectHeld returns undefined when res is a held answer, and else what
+// differs.
+function expectHeld(res) {
+  const got = textOf(res);
+  if (!HELD.test(got ?? '') || res.isError !== true) {
+    return `want a held answer, got ${JSON.stringify(res)}`;
+  }
+  return undefined;
+}
+
 function expectNames(tools, want) {
   const got = tools.map((t) => t.name);
   if (JSON.stringify(got) !== JSON.stringify(want)) {
@@ -121,17 +138,43 @@ async function runChecks(label, admin, manager) {
     return expectResult(hidden, "Error: Unknown tool 'execUrl'.", true) ??
       expectResult(missing, "Error: Unknown tool 'noSuchTool'.", true);
   });
-  await check(`${label}: a denied call (resetCounter without _meta festi/approvedBy)`, async () => {
+  await check(`${label}: a destructive call is held for an admin's approval (resetCounter)`, async () => {
     const res = await admin.callTool({ name: 'resetCounter', arguments: { key: 'interop' } });
-    return expectResult(res, "Tool 'resetCounter' needs an approval: set _meta festi/approvedBy.", true);
+    return expectHeld(res);
   });
-  await check(`${label}: the same call with _meta festi/approvedBy runs`, async () => {
+  await check(`${label}: a client-written _meta festi/approvedBy approves nothing`, async () => {
     const res = await admin.callTool({ name: 'resetCounter', arguments: { key: 'interop' }, _meta: { 'festi/approvedBy': 'ann' } });
-    return expectResult(res, '1', false);
+    return expectHeld(res);
   });
   await check(`${label}: a named-argument error (getReward without idReward)`, async () => {
     const res = await admin.callTool({ name: 'getReward', arguments: {} });
     return expectResult(res, "Error: Missing required argument 'idReward'.", true);
+  });
+}
+
+// approvalChecks: another admin approves a held call over HTTP with her
+// own token; the identical call then runs once (SPEC §13).
+async function approvalChecks(url, admin) {
+  const base = url.replace(/\/mcp$/, '');
+  const args = { name: 'resetCounter', arguments: { key: 'interop-approved' } };
+  let id;
+  await check('http: held, approved by another admin, runs once', async () => {
+    const held = await admin.callTool(args);
+    const bad = expectHeld(held);
+    if (bad) return bad;
+    id = HELD.exec(textOf(held))[1];
+    const self = await fetch(`${base}/approvals/${id}/approve`, { method: 'POST', headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } });
+    if (self.status !== 403) return `the requester approving her own call: want 403, got ${self.status}`;
+    const resp = await fetch(`${base}/approvals/${id}/approve`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${APPROVER_TOKEN}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ note: 'interop' }),
+    });
+    if (resp.status !== 200) return `approve: want 200, got ${resp.status} ${await resp.text()}`;
+    const ran = await admin.callTool(args);
+    const notRun = expectResult(ran, '1', false);
+    if (notRun) return notRun;
+    return expectHeld(await admin.callTool(args));
   });
 }
 
@@ -162,6 +205,7 @@ async function startHTTP() {
   writeFileSync(tokens, JSON.stringify({
     [sha256(ADMIN_TOKEN)]: { subject: 'demo', roles: ['admin'] },
     [sha256(MANAGER_TOKEN)]: { subject: 'max', roles: ['manager'] },
+    [sha256(APPROVER_TOKEN)]: { subject: 'bea', roles: ['admin'] },
   }));
   const child = spawn(bin, ['serve', '--http', '127.0.0.1:0', '--tokens', tokens, '--ledger', 'memory', '--no-watch', '--audit', join(dir, 'audit-http.jsonl')], {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -211,6 +255,7 @@ try {
     const manager = await connect(httpTransport(url, MANAGER_TOKEN), 'http manager');
     console.log(`http: ${url}, protocol revision ${adminTransport.protocolVersion}`);
     await runChecks('http', admin, manager);
+    await approvalChecks(url, admin);
   } catch (err) {
     report(false, 'http: connect', err?.stack ?? String(err));
   }

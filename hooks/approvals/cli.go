@@ -1,0 +1,72 @@
+package approvals
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/toolgate/toolgate/hooks/ledger"
+)
+
+// OpenStore opens the approval store of a --ledger value ("memory",
+// "sqlite:PATH" or a postgres:// DSN; serve's default when spec is
+// "sqlite:" with a path filled in by the caller), creating a SQLite file's
+// directory as serve does. Close the returned closer.
+func OpenStore(ctx context.Context, spec string) (ledger.ApprovalStore, io.Closer, error) {
+	if path, ok := strings.CutPrefix(spec, "sqlite:"); ok && path != "" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, nil, fmt.Errorf("ledger: %w", err)
+		}
+	}
+	st, err := ledger.OpenStore(ctx, spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	as, ok := st.(ledger.ApprovalStore)
+	if !ok {
+		st.Close()
+		return nil, nil, fmt.Errorf("ledger: the store %T keeps no approval requests", st)
+	}
+	return as, st, nil
+}
+
+// WriteList writes requests for a person: one line each (id, requester,
+// tool, expiry, reason) and their arguments below. json writes them as a
+// JSON array instead.
+func WriteList(w io.Writer, list []Request, asJSON bool) error {
+	if asJSON {
+		if list == nil {
+			list = []Request{}
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(list)
+	}
+	if len(list) == 0 {
+		_, err := fmt.Fprintln(w, "no pending approval requests you may decide")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tREQUESTER\tTOOL\tEXPIRES\tREASON")
+	for _, r := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Subject, r.Tool, r.Expires.Format(time.RFC3339), r.Reason)
+		fmt.Fprintf(tw, "\t  arguments: %s\t\t\t\n", r.Arguments)
+	}
+	return tw.Flush()
+}
+
+// WriteDecision writes one line saying what was decided.
+func WriteDecision(w io.Writer, r Request) error {
+	verb := "approved"
+	if r.Status == string(ledger.ApprovalRefused) {
+		verb = "refused"
+	}
+	_, err := fmt.Fprintf(w, "%s %s: %s by %s, tool %s, requested by %s\n", verb, r.ID, verb, r.DecidedBy, r.Tool, r.Subject)
+	return err
+}

@@ -1,0 +1,171 @@
+package approvals
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+)
+
+// Defaults of WebhookOptions.
+const (
+	DefaultWebhookTimeout  = 5 * time.Second
+	DefaultWebhookAttempts = 3
+	DefaultWebhookBackoff  = time.Second
+	DefaultWebhookQueue    = 256
+)
+
+// WebhookOptions configure a Webhook. The zero value takes every default.
+type WebhookOptions struct {
+	// Client sends the requests; http.DefaultClient's transport when nil.
+	Client *http.Client
+	// Timeout bounds one attempt; DefaultWebhookTimeout when zero.
+	Timeout time.Duration
+	// Attempts is how often one request is tried; DefaultWebhookAttempts
+	// when zero.
+	Attempts int
+	// Backoff is the wait before the second attempt, doubled for each
+	// further one; DefaultWebhookBackoff when zero.
+	Backoff time.Duration
+	// Queue bounds the requests waiting to be sent: beyond it a new
+	// request is dropped (and logged); DefaultWebhookQueue when zero.
+	Queue int
+	// Logger receives failures; nil discards them.
+	Logger *slog.Logger
+}
+
+// WebhookEvent is what the webhook receives for each new request: no
+// arguments (they stay in the store, for approvers who sign in).
+type WebhookEvent struct {
+	ID        string    `json:"id"`
+	Subject   string    `json:"subject"`
+	Tool      string    `json:"tool"`
+	Reason    string    `json:"reason"`
+	Approvers []string  `json:"approvers"`
+	Expires   time.Time `json:"expires"`
+}
+
+// Webhook POSTs each new approval request as JSON to a URL, from a
+// goroutine of its own: Notify never blocks, and a webhook that fails or
+// hangs never holds or fails a call (the request stays pending and
+// listable). Close stops it.
+type Webhook struct {
+	url   string
+	opts  WebhookOptions
+	log   *slog.Logger
+	queue chan WebhookEvent
+	stop  context.CancelFunc
+	ctx   context.Context
+	done  sync.WaitGroup
+}
+
+// NewWebhook starts a webhook sender for url.
+func NewWebhook(url string, opts WebhookOptions) *Webhook {
+	if opts.Client == nil {
+		opts.Client = &http.Client{}
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultWebhookTimeout
+	}
+	if opts.Attempts <= 0 {
+		opts.Attempts = DefaultWebhookAttempts
+	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = DefaultWebhookBackoff
+	}
+	if opts.Queue <= 0 {
+		opts.Queue = DefaultWebhookQueue
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	w := &Webhook{url: url, opts: opts, log: log, queue: make(chan WebhookEvent, opts.Queue)}
+	w.ctx, w.stop = context.WithCancel(context.Background())
+	w.done.Add(1)
+	go w.run()
+	return w
+}
+
+// Notify queues r to be sent; it never blocks. It is an Options.OnRequest.
+func (w *Webhook) Notify(r Request) {
+	ev := WebhookEvent{ID: r.ID, Subject: r.Subject, Tool: r.Tool, Reason: r.Reason, Approvers: r.Approvers, Expires: r.Expires}
+	select {
+	case w.queue <- ev:
+	default:
+		w.log.Warn("approvals: webhook queue full; request not sent", slog.String("approval_id", r.ID))
+	}
+}
+
+// Close stops sending; requests still queued are not sent.
+func (w *Webhook) Close() error {
+	w.stop()
+	w.done.Wait()
+	return nil
+}
+
+func (w *Webhook) run() {
+	defer w.done.Done()
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case ev := <-w.queue:
+			w.send(ev)
+		}
+	}
+}
+
+// send tries ev up to Attempts times; a 2xx answer ends it.
+func (w *Webhook) send(ev WebhookEvent) {
+	body, _ := json.Marshal(ev)
+	wait := w.opts.Backoff
+	var err error
+	for attempt := 1; attempt <= w.opts.Attempts; attempt++ {
+		if err = w.post(body); err == nil {
+			return
+		}
+		if attempt == w.opts.Attempts {
+			break
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-w.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait *= 2
+	}
+	w.log.Warn("approvals: webhook failed; the request stays pending and listable",
+		slog.String("approval_id", ev.ID), slog.Any("error", err))
+}
+
+func (w *Webhook) post(body []byte) error {
+	ctx, cancel := context.WithTimeout(w.ctx, w.opts.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := w.opts.Client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the URL may hold a secret (chat webhooks do): never logged
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("webhook answered %s", resp.Status)
+	}
+	return nil
+}

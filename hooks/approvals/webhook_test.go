@@ -1,0 +1,75 @@
+package approvals_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/hooks/approvals"
+	"github.com/toolgate/toolgate/hooks/ledger"
+)
+
+// TestWebhookRetries: a webhook that fails is tried again; the event
+// carries no arguments.
+func TestWebhookRetries(t *testing.T) {
+	t.Parallel()
+	var attempts atomic.Int32
+	got := make(chan map[string]any, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if attempts.Add(1) < 3 {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		var ev map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&ev)
+		got <- ev
+	}))
+	t.Cleanup(srv.Close)
+	wh := approvals.NewWebhook(srv.URL, approvals.WebhookOptions{Backoff: time.Millisecond, Attempts: 3})
+	t.Cleanup(func() { _ = wh.Close() })
+	wh.Notify(approvals.Request{ID: "id1", Subject: "alice", Tool: "wipe", Reason: "r", Approvers: []string{"admin"},
+		Arguments: json.RawMessage(`{"secret":"x"}`), Expires: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)})
+	select {
+	case ev := <-got:
+		assert.Equal(t, map[string]any{"id": "id1", "subject": "alice", "tool": "wipe", "reason": "r",
+			"approvers": []any{"admin"}, "expires": "2026-12-01T10:00:00Z"}, ev)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the webhook never succeeded")
+	}
+	assert.EqualValues(t, 3, attempts.Load())
+}
+
+// TestWebhookNeverBlocksTheCall: a webhook that hangs does not hold the
+// call; the request stays pending and listable.
+func TestWebhookNeverBlocksTheCall(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(release); srv.Close() })
+	wh := approvals.NewWebhook(srv.URL, approvals.WebhookOptions{Timeout: time.Hour, Queue: 1})
+	t.Cleanup(func() { _ = wh.Close() })
+
+	for range 5 { // more than the queue holds: dropped, never blocking
+		wh.Notify(approvals.Request{ID: "x"})
+	}
+	e := newEnvOptions(t, ledger.NewMemoryStore(), testPolicy, approvals.Options{OnRequest: wh.Notify})
+	as := e.connect(t, alice, nil)
+	text, _ := call(t, as, "wipe", "db1")
+	id := heldID(t, text)
+	list, err := e.gate.Pending(context.Background(), bob)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	assert.Equal(t, id, list[0].ID)
+}
