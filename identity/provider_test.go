@@ -71,8 +71,8 @@ func startProvider(t *testing.T, port int) *provider {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &lockedWriter{w: &stderr}
+	stderr := &lockedWriter{w: &strings.Builder{}}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +105,8 @@ func startProvider(t *testing.T, port int) *provider {
 			t.Fatalf("provider.mjs printed %q: %v", l, err)
 		}
 		return &p
-	case <-time.After(60 * time.Second):
-		t.Fatalf("provider.mjs did not listen within 60s:\n%s", stderr.String())
+	case <-time.After(3 * time.Minute): // a failure bound: it generates RSA keys, slow on a loaded machine
+		t.Fatalf("provider.mjs did not listen within 3 minutes:\n%s", stderr.String())
 	}
 	return nil
 }
@@ -120,6 +120,12 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
 }
 
 // token gets an access token for resource with the client_credentials grant
