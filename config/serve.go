@@ -1,12 +1,15 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/identity"
 )
 
 // DefaultHTTP is where `toolgate serve` listens unless told otherwise.
@@ -80,6 +83,15 @@ type Serve struct {
 	// ListFallback is what tools/list shows when the grant policy fails
 	// (SPEC §6): ListFallbackBase ("", the default) or ListFallbackNone.
 	ListFallback string `yaml:"listFallback"`
+
+	// Auth configures JWT callers from an OAuth 2.1 authorization server
+	// (SPEC §12; the config file's auth section, --issuer, --jwks,
+	// --resource, --audience). Its defaults depend on the address
+	// listened at: the gateway fills them in with Auth.WithDefaults.
+	Auth identity.Settings `yaml:"auth"`
+	// AllowAnonymous serves a request without a token as nobody even with
+	// Auth enabled (--allow-anonymous, auth.allow_anonymous).
+	AllowAnonymous bool `yaml:"-"`
 }
 
 // The values of Serve.ListFallback.
@@ -254,10 +266,40 @@ func (s *Serve) Validate() error {
 			add(key, "give a command or a url")
 		}
 	}
+	probs = append(probs, s.authProblems()...)
 	if len(probs) > 0 {
 		return &Error{Path: s.Config, Problems: probs}
 	}
 	return nil
+}
+
+// authProblems validates Auth with its defaults for the HTTP address.
+func (s *Serve) authProblems() []Problem {
+	var probs []Problem
+	if !s.Auth.Enabled() && s.AllowAnonymous {
+		probs = append(probs, Problem{Key: "auth.allow_anonymous", Message: "needs auth.issuer (--issuer): without it a request without a token is nobody anyway"})
+	}
+	if s.Auth.Enabled() && s.HTTP == "" {
+		probs = append(probs, Problem{Key: "auth", Message: "JWT callers are for HTTP: give an address (http, --http)"})
+	}
+	a := s.Auth
+	if a.Enabled() {
+		addr := s.HTTP
+		if addr == "" {
+			addr = DefaultHTTP // reported above; check the rest
+		}
+		a = a.WithDefaults(addr)
+	}
+	if err := a.Validate(); err != nil {
+		var se *identity.SettingsError
+		if !errors.As(err, &se) {
+			return append(probs, Problem{Key: "auth", Message: err.Error()})
+		}
+		for _, p := range se.Problems {
+			probs = append(probs, Problem{Message: p}) // each names its key
+		}
+	}
+	return probs
 }
 
 // Problem is one setting that is wrong.
