@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,6 +29,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/httpserve"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/oidctest"
 )
@@ -228,10 +230,7 @@ func TestIdentityE2E(t *testing.T) {
 		foreign, err := rsa.GenerateKey(rand.Reader, 2048)
 		require.NoError(t, err)
 		enc := base64.RawURLEncoding
-		// Expired: the provider's clock is the real one; its token
-		// claims exp an hour on. This payload is the good one with exp
-		// and iat moved two hours back, signed with a key not in the set
-		// would prove nothing: the expired case is TestIdentityE2EExpired.
+		// An expired token is TestIdentityE2EExpired (it moves the clock).
 		for _, tc := range []struct{ name, token string }{
 			{"another audience", p.Token(t, "alice", p.OtherResource)},
 			{"another issuer, same keys", oidctest.TokenFrom(t, p.Other, "alice", resource)},
@@ -361,4 +360,23 @@ func TestIdentityE2EIssuerDownAtStart(t *testing.T) {
 	require.Equal(t, managerTools, listNames(t, cs))
 	text, _ := callText(t, ops, "count", map[string]any{"key": "early"})
 	require.Equal(t, "1", text, "the 503 request was not served")
+}
+
+// TestIdentityNoDemoToken: with an issuer configured the bundled example
+// offers no demo token (the operator wants the issuer's callers), and the
+// start-up message says where tokens come from; the demo token is then an
+// unknown token (401).
+func TestIdentityNoDemoToken(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	jwks := filepath.Join(dir, "jwks.json")
+	require.NoError(t, os.WriteFile(jwks, []byte(`{"keys":[]}`), 0o600))
+	out := &syncBuffer{}
+	port := oidctest.FreePort(t)
+	g := startIdentity(t, gateway.Config{Stdout: out, Serve: config.Serve{Auth: identity.Settings{Issuer: "https://login.example.com", JWKS: jwks}}}, port)
+	require.NotContains(t, out.String(), httpserve.DemoTokenValue)
+	require.Contains(t, out.String(), "toolgate: accepting access tokens of https://login.example.com for "+g.resource+
+		" (metadata: "+g.base+"/.well-known/oauth-protected-resource/mcp)\ntoolgate: a request without a token gets 401.\n")
+	resp, body := post(t, g.url, "Bearer "+httpserve.DemoTokenValue, countCall("demo"), "Mcp-Protocol-Version", "2026-07-28")
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, body)
 }
