@@ -347,13 +347,19 @@ func TestIdentityE2EIssuerDownAtStart(t *testing.T) {
 	resp, body := post(t, g.url, "", countCall("x"), "Mcp-Protocol-Version", "2026-07-28")
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "no token is still 401: %s", body)
 
-	p := oidctest.Start(t, idpPort, resource)
-	require.Equal(t, issuer, p.Issuer)
-	tok := p.Token(t, "alice", resource)
-	resp, body = post(t, g.url, "Bearer "+tok, countCall("early"), "Mcp-Protocol-Version", "2026-07-28")
+	// Any well-formed token of an accepted algorithm: it cannot be judged
+	// while the keys are unknown (each request retries the fetch, at most
+	// every identity.RetryInterval, and the issuer is still down).
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	early := sign(t, []byte(`{"iss":"`+issuer+`","sub":"x","aud":"`+resource+`"}`), jwa.RS256(), key, "rsa-1")
+	resp, body = post(t, g.url, "Bearer "+early, countCall("early"), "Mcp-Protocol-Version", "2026-07-28")
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, body)
 	require.Equal(t, strconv.Itoa(identity.RetryAfterSeconds), resp.Header.Get("Retry-After"))
 
+	p := oidctest.Start(t, idpPort, resource)
+	require.Equal(t, issuer, p.Issuer)
+	tok := p.Token(t, "alice", resource)
 	g.clock.Advance(identity.RetryInterval)
 	cs, err := connectToken(t, g.url, "2025-11-25", tok)
 	require.NoError(t, err, "served once the issuer answers")

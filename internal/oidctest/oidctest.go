@@ -191,27 +191,29 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// Clock is a test clock that moves only when told (identity.WithClock).
+// Clock is a test clock (identity.WithClock): the real time plus what
+// Advance added. It follows the real time so that tokens the provider
+// issues late in a slow test run are not "issued in the future".
 type Clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu     sync.Mutex
+	offset time.Duration
 }
 
-// NewClock returns a Clock at the current time.
-func NewClock() *Clock { return &Clock{t: time.Now()} }
+// NewClock returns a Clock at the real time.
+func NewClock() *Clock { return &Clock{} }
 
-// Now returns the clock's time.
+// Now returns the real time plus the advances.
 func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.t
+	return time.Now().Add(c.offset)
 }
 
 // Advance moves the clock forward by d.
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+	c.offset += d
 }
 
 type lockedBuilder struct {
