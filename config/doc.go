@@ -21,4 +21,9 @@
 //	watch: true
 //	hookTimeout: 10s
 //	evalTimeout: 250ms
+//	auth:                          # JWT callers (SPEC §12); see identity.Settings
+//	  issuer: https://login.example.com/realms/acme
+//	  resource: https://tools.example.com/mcp
+//	  roles_claim: realm_access.roles
+//	  allow_anonymous: false
 package config

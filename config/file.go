@@ -17,8 +17,11 @@ var serveKeys = []string{
 	"upstreams", "ledger", "ledgerRetention", "audit", "watch", "hookTimeout", "evalTimeout",
 	"sessionTimeout", "maxSessions", "readTimeout", "idleTimeout", "maxConnections",
 	"allowedOrigins", "adminRole", "metricsAddr",
-	"capabilities", "listFallback", "pins",
+	"capabilities", "listFallback", "pins", "auth",
 }
+
+// authKeys are the keys of the auth section (SPEC §12).
+var authKeys = []string{"issuer", "jwks", "resource", "audiences", "subject_claim", "roles_claim", "scopes_supported", "allow_anonymous"}
 
 var upstreamKeys = []string{"name", "command", "args", "url", "import", "section", "trust_annotations", "pin"}
 
@@ -126,6 +129,9 @@ func parseFile(data []byte) (*Serve, error) {
 			ok = str(v, &s.MetricsAddr)
 		case "pins":
 			ok = str(v, &s.Pins)
+		case "auth":
+			probs = append(probs, authSection(v, s)...)
+			ok = true
 		case "upstreams":
 			if v.Kind != yaml.SequenceNode {
 				bad(v, key, "want a list of upstreams")
@@ -199,6 +205,56 @@ func duration(n *yaml.Node, dst *time.Duration) bool {
 	return true
 }
 
+// authSection reads the auth mapping into s.Auth and s.AllowAnonymous.
+func authSection(n *yaml.Node, s *Serve) []Problem {
+	var probs []Problem
+	bad := func(at *yaml.Node, key, format string, args ...any) {
+		probs = append(probs, Problem{Line: at.Line, Key: key, Message: fmt.Sprintf(format, args...)})
+	}
+	if n.Kind != yaml.MappingNode {
+		bad(n, "auth", "want a mapping of %s", strings.Join(authKeys, ", "))
+		return probs
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := "auth." + k.Value
+		if seen[k.Value] {
+			bad(k, key, "set twice")
+			continue
+		}
+		seen[k.Value] = true
+		a := &s.Auth
+		var ok bool
+		var what string
+		switch k.Value {
+		case "issuer":
+			ok, what = str(v, &a.Issuer), "a URL such as https://login.example.com/realms/acme"
+		case "jwks":
+			ok, what = str(v, &a.JWKS), "a file path or an https URL"
+		case "resource":
+			ok, what = str(v, &a.Resource), "a URI such as https://tools.example.com/mcp"
+		case "audiences":
+			ok, what = strs(v, &a.Audiences), "a list of audiences"
+		case "subject_claim":
+			ok, what = str(v, &a.SubjectClaim) && a.SubjectClaim != "", "a claim path such as sub"
+		case "roles_claim":
+			ok, what = str(v, &a.RolesClaim) && a.RolesClaim != "", "a claim path such as realm_access.roles"
+		case "scopes_supported":
+			ok, what = strs(v, &a.ScopesSupported), "a list of scopes"
+		case "allow_anonymous":
+			ok, what = v.Tag == "!!bool" && v.Decode(&s.AllowAnonymous) == nil, "true or false"
+		default:
+			bad(k, "", "unknown key %q in auth (known: %s)", k.Value, strings.Join(authKeys, ", "))
+			continue
+		}
+		if !ok {
+			bad(v, key, "want %s", what)
+		}
+	}
+	return probs
+}
+
 // upstream reads one entry of upstreams: NAME=COMMAND|URL, or a mapping.
 func upstream(n *yaml.Node, key string) (Upstream, []Problem) {
 	var (
@@ -263,6 +319,9 @@ func (s *Serve) resolve(dir string) {
 	abs(&s.Tokens)
 	abs(&s.Capabilities)
 	abs(&s.Pins)
+	if s.Auth.JWKS != "" && !isHTTPURL(s.Auth.JWKS) {
+		abs(&s.Auth.JWKS)
+	}
 	if s.Audit != "-" {
 		abs(&s.Audit)
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/identity"
 )
 
 // DefaultHTTP is where `toolgate serve` listens unless told otherwise.
@@ -85,6 +88,14 @@ type Serve struct {
 	// (SPEC §6): ListFallbackBase ("", the default) or ListFallbackNone.
 	ListFallback string `yaml:"listFallback"`
 
+	// Auth configures JWT callers from an OAuth 2.1 authorization server
+	// (SPEC §12; the config file's auth section, --issuer, --jwks,
+	// --resource, --audience). Its defaults depend on the address
+	// listened at: the gateway fills them in with Auth.WithDefaults.
+	Auth identity.Settings `yaml:"auth"`
+	// AllowAnonymous serves a request without a token as nobody even with
+	// Auth enabled (--allow-anonymous, auth.allow_anonymous).
+	AllowAnonymous bool `yaml:"-"`
 	// Pins is the pins file of the upstreams configured with pin (SPEC
 	// §15); "" is PinsFileName in StateDir (see PinsFile).
 	Pins string `yaml:"pins"`
@@ -290,10 +301,40 @@ func (s *Serve) Validate() error {
 			add(key, "pin needs import: true")
 		}
 	}
+	probs = append(probs, s.authProblems()...)
 	if len(probs) > 0 {
 		return &Error{Path: s.Config, Problems: probs}
 	}
 	return nil
+}
+
+// authProblems validates Auth with its defaults for the HTTP address.
+func (s *Serve) authProblems() []Problem {
+	var probs []Problem
+	if !s.Auth.Enabled() && s.AllowAnonymous {
+		probs = append(probs, Problem{Key: "auth.allow_anonymous", Message: "needs auth.issuer (--issuer): without it a request without a token is nobody anyway"})
+	}
+	if s.Auth.Enabled() && s.HTTP == "" {
+		probs = append(probs, Problem{Key: "auth", Message: "JWT callers are for HTTP: give an address (http, --http)"})
+	}
+	a := s.Auth
+	if a.Enabled() {
+		addr := s.HTTP
+		if addr == "" {
+			addr = DefaultHTTP // reported above; check the rest
+		}
+		a = a.WithDefaults(addr)
+	}
+	if err := a.Validate(); err != nil {
+		var se *identity.SettingsError
+		if !errors.As(err, &se) {
+			return append(probs, Problem{Key: "auth", Message: err.Error()})
+		}
+		for _, p := range se.Problems {
+			probs = append(probs, Problem{Message: p}) // each names its key
+		}
+	}
+	return probs
 }
 
 // Problem is one setting that is wrong.

@@ -32,6 +32,7 @@ import (
 	"github.com/toolgate/toolgate/hooks/audit"
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/httpserve"
+	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/metrics"
 	"github.com/toolgate/toolgate/registry"
@@ -61,6 +62,10 @@ type Config struct {
 	Ready func(net.Addr)
 	// ExtraMethods are Go tool methods served besides the demo methods.
 	ExtraMethods mcpadapter.Methods
+	// IdentityOptions configure the JWT verifier when Auth is enabled
+	// (an HTTP client trusting the organisation's CA, say); the logger is
+	// the gateway's unless one is given.
+	IdentityOptions []identity.Option
 }
 
 // Bundled reports whether the configuration serves the bundled example.
@@ -305,13 +310,28 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}()
 	}
 	if httpSrv != nil {
+		// Listen first: the default resource URI (SPEC §12) is the address
+		// listened at, which --http 127.0.0.1:0 leaves to the system.
+		ln, err := net.Listen("tcp", cfg.HTTP)
+		if err != nil {
+			return fmt.Errorf("httpserve: %w", err)
+		}
+		jwt, err := newJWT(ctx, cfg, ln.Addr().String(), log)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
 		var tokens *httpserve.Tokens
 		var demoToken string
 		switch {
 		case cfg.Tokens != "":
 			if tokens, err = httpserve.LoadTokens(cfg.Tokens); err != nil {
+				_ = ln.Close()
 				return err
 			}
+		case jwt != nil:
+			// An operator who configured an issuer wants its callers: no
+			// public demo token beside them.
 		case cfg.demoTokenAllowed():
 			demoToken, tokens = httpserve.DemoToken()
 		default:
@@ -320,6 +340,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		hs := httpserve.New(httpserve.Options{
 			Server:         httpSrv,
 			Tokens:         tokens,
+			JWT:            jwt,
+			AllowAnonymous: cfg.AllowAnonymous,
 			Health:         func() any { return health(eng) },
 			Metrics:        m.Handler(),
 			Logger:         log,
@@ -338,9 +360,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			welcome = nil // stdout is the MCP stream
 		}
 		go func() {
-			errc <- hs.ListenAndServe(runCtx, cfg.HTTP, func(a net.Addr) {
+			errc <- hs.Serve(runCtx, ln, func(a net.Addr) {
 				if welcome != nil {
-					printWelcome(welcome, a, demoToken, tokens, demoTokenWithheld(cfg))
+					printWelcome(welcome, a, demoToken, tokens, jwt, cfg.AllowAnonymous, demoTokenWithheld(cfg))
 				} else {
 					log.Info("toolgate: serving MCP (streamable HTTP)", slog.String("url", "http://"+a.String()+"/mcp"))
 				}
@@ -368,18 +390,59 @@ func listFallback(s string) mcpadapter.ListFallback {
 	return mcpadapter.ListFallbackBase
 }
 
-func printWelcome(w io.Writer, a net.Addr, demoToken string, tokens *httpserve.Tokens, withheld string) {
+func printWelcome(w io.Writer, a net.Addr, demoToken string, tokens *httpserve.Tokens, jwt *identity.JWT, anonymous bool, withheld string) {
 	fmt.Fprintf(w, "toolgate: serving MCP (streamable HTTP) at http://%s/mcp\n", a)
 	switch {
 	case demoToken != "":
 		fmt.Fprintf(w, "toolgate: the bundled example; connect with the demo token (subject demo, roles [admin]):\n")
 		fmt.Fprintf(w, "  Authorization: Bearer %s\n", demoToken)
 		fmt.Fprintf(w, "toolgate: without a token a client is nobody and sees no tool.\n")
-	case tokens == nil:
+	case tokens == nil && jwt == nil:
 		fmt.Fprintf(w, "toolgate: no --tokens: every HTTP caller is nobody and sees no tool%s.\n", withheld)
-	default:
+	case tokens != nil:
 		fmt.Fprintf(w, "toolgate: %d bearer tokens loaded.\n", tokens.Len())
 	}
+	if jwt != nil {
+		s := jwt.Settings()
+		fmt.Fprintf(w, "toolgate: accepting access tokens of %s for %s (metadata: %s)\n", s.Issuer, s.Resource, identity.MetadataURL(s.Resource))
+		if anonymous {
+			fmt.Fprintf(w, "toolgate: --allow-anonymous: a request without a token is nobody.\n")
+		} else {
+			fmt.Fprintf(w, "toolgate: a request without a token gets 401.\n")
+		}
+	}
+}
+
+// newJWT makes the JWT verifier of cfg.Auth for the address listened at;
+// nil when no issuer is configured. An issuer that cannot be reached is no
+// error: toolgate serves the tokens file meanwhile and answers JWT callers
+// 503 with Retry-After until the issuer's keys have been fetched (retried
+// at most every identity.RetryInterval), so a restart of the
+// authorization server never takes toolgate down with it. Only invalid
+// settings are an error.
+func newJWT(ctx context.Context, cfg Config, addr string, log *slog.Logger) (*identity.JWT, error) {
+	if !cfg.Auth.Enabled() {
+		return nil, nil
+	}
+	s := cfg.Auth.WithDefaults(addr)
+	if cfg.Auth.Resource == "" && !httpserve.IsLoopback(addr) {
+		log.Warn("toolgate: no --resource: tokens must be issued for the address listened at; set --resource to the URI clients use",
+			slog.String("resource", s.Resource))
+	}
+	opts := append([]identity.Option{identity.WithLogger(log)}, cfg.IdentityOptions...)
+	fetchCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	v, err := identity.NewJWT(fetchCtx, s, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.Ready(); err != nil {
+		log.Warn("toolgate: the issuer's signing keys are not available yet; JWT callers get 503 with Retry-After until they are (a request retries the fetch, at most every 5s)",
+			slog.String("issuer", s.Issuer), slog.String("jwks", s.JWKS))
+	}
+	log.Info("toolgate: accepting JWT access tokens", slog.String("issuer", s.Issuer), slog.String("resource", s.Resource),
+		slog.Any("audiences", s.Audiences), slog.String("subject_claim", s.SubjectClaim), slog.String("roles_claim", s.RolesClaim))
+	return v, nil
 }
 
 // Health is what GET /healthz?verbose=1 answers to the operator role;

@@ -11,7 +11,10 @@
 // Options documents each limit and its default.
 //
 // The caller of each request comes from its bearer token: wire the adapter
-// with CallerFromRequest.
+// with CallerFromRequest. Tokens come from a tokens file (Options.Tokens)
+// and, with Options.JWT, from an OAuth 2.1 authorization server whose JWT
+// access tokens are verified by the identity package (SPEC §12); the
+// Protected Resource Metadata is then served too.
 //
 //	tokens, err := httpserve.LoadTokens("tokens.yaml")
 //	...

@@ -3,16 +3,15 @@ package httpserve
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
@@ -42,9 +41,19 @@ type Options struct {
 	// from mcpadapter.Adapter.NewServer with Caller set to CallerFromRequest
 	// (required).
 	Server *mcp.Server
-	// Tokens are the bearer tokens accepted; nil: every HTTP caller is
-	// nobody, and an Authorization header is ignored.
+	// Tokens are the bearer tokens of the tokens file, asked first. With
+	// neither Tokens nor JWT, every HTTP caller is nobody and an
+	// Authorization header is ignored.
 	Tokens *Tokens
+	// JWT verifies the access tokens of an OAuth 2.1 authorization server
+	// (SPEC §12), asked after Tokens; nil: none. With it, a request
+	// without a token gets 401 (unless AllowAnonymous), a refusal's
+	// WWW-Authenticate names the Protected Resource Metadata, and that
+	// metadata is served, to anyone, at JWT.Settings().MetadataPaths().
+	JWT *identity.JWT
+	// AllowAnonymous serves a request without a token as nobody even
+	// with JWT set (--allow-anonymous).
+	AllowAnonymous bool
 	// Health answers GET /healthz; its value is encoded as JSON. Anyone
 	// gets its "status" and "revision" members only; the whole value is
 	// for a caller with the operator role, at GET /healthz?verbose=1. Nil
@@ -112,18 +121,25 @@ type Options struct {
 // Options.ReadTimeout and is read once, through a limit of
 // mcpadapter.MaxBodyBytes, before anything decodes it.
 //
-// Authentication (SPEC §8): a request without an Authorization header is
-// nobody. With Tokens set, a request with one must carry a known bearer
-// token, else it gets 401 with `WWW-Authenticate: Bearer error="invalid_token"`;
-// a known token makes the request's caller the token's identity. The caller
-// is per request, never per session: the adapter reads it from each
-// request's TokenInfo (see CallerFromRequest).
+// Authentication (SPEC §8, §12) is an identity.Chain: the tokens file
+// first, then JWT access tokens. A request without an Authorization header
+// is nobody, except that with JWT set (and not AllowAnonymous) it gets 401
+// with `WWW-Authenticate: Bearer resource_metadata="…"`. A request with one
+// must carry a token the tokens file lists or that verifies, else it gets
+// 401 with `WWW-Authenticate: Bearer error="invalid_token"` (and
+// resource_metadata with JWT set); the reason is logged, never sent. While
+// the issuer's keys have never been fetched, a token the tokens file does
+// not list gets 503 with Retry-After. The token decides the request's
+// caller before its body is read. The caller is per request, never per
+// session: the adapter reads it from each request's TokenInfo (see
+// CallerFromRequest).
 //
 // Sessions (the revisions that have them) belong to whoever opened them: a
 // session opened by nobody serves only requests without credentials, one
-// opened with a token only requests whose token has the same subject;
-// anything else gets HTTP 403 and the session is untouched, whatever the
-// method (POST, GET, DELETE). A session ends after Options.SessionTimeout
+// opened with a token only requests whose token has the same subject from
+// the same source (the tokens file's "alice" and the issuer's "alice" are
+// two owners); anything else gets HTTP 403 and the session is untouched,
+// whatever the method (POST, GET, DELETE). A session ends after Options.SessionTimeout
 // without requests; at most Options.MaxSessions are alive at once.
 //
 // GET /healthz answers {"status","revision"} to anyone; with ?verbose=1
@@ -137,6 +153,9 @@ type Server struct {
 	inflight tracker
 	bodies   bodies
 	sessions sessions
+	// metadataURL is the Protected Resource Metadata's URL, named in
+	// refusals' WWW-Authenticate; "" without JWT.
+	metadataURL string
 	// stopping is cancelled when the shutdown grace period runs out; the
 	// contexts of requests still running derive from it.
 	stopping context.Context
@@ -177,6 +196,9 @@ func New(opts Options) *Server {
 	}
 	s := &Server{opts: opts, log: log, mux: http.NewServeMux()}
 	s.sessions.max = opts.MaxSessions
+	if opts.JWT != nil {
+		s.metadataURL = identity.MetadataURL(opts.JWT.Settings().Resource)
+	}
 	s.stopping, s.abort = context.WithCancel(context.Background())
 	opts.Server.AddReceivingMiddleware(s.sessions.track, s.cancelOnAbort)
 	so := &mcp.StreamableHTTPOptions{}
@@ -211,6 +233,14 @@ func New(opts Options) *Server {
 	// body read, and decoded.
 	s.mux.Handle("/mcp", s.authenticate(s.sessions.gate(!so.Stateless, mcpadapter.WrapHTTP(h))))
 	s.mux.HandleFunc("GET /healthz", s.healthz)
+	if opts.JWT != nil {
+		// Public by design (RFC 9728), so outside authentication; the
+		// Host and Origin checks of ServeHTTP still apply.
+		settings := opts.JWT.Settings()
+		for _, p := range settings.MetadataPaths() {
+			s.mux.Handle(p, settings.MetadataHandler())
+		}
+	}
 	if opts.Metrics != nil {
 		s.mux.Handle("/metrics", s.operator(opts.Metrics))
 	}
@@ -222,22 +252,20 @@ func New(opts Options) *Server {
 	return s
 }
 
-// withCaller finds the caller the way operator does (401 for an unknown
-// bearer token) and hands it to next, for RequestCaller.
+// withCaller finds the caller with the chain every path uses (identify:
+// the tokens file, then JWT; a refused token is answered by refuse, no
+// token is nobody) and hands it to next, for RequestCaller.
 func (s *Server) withCaller(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var caller *engine.Caller
-		if s.opts.Tokens != nil && len(r.Header.Values("Authorization")) > 0 {
-			var ok bool
-			if caller, ok = s.lookup(r); !ok {
-				s.log.Info("http: refused an unknown bearer token", slog.String("remote", r.RemoteAddr), slog.String("path", r.URL.Path))
-				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-				http.Error(w, "invalid bearer token", http.StatusUnauthorized)
+		if s.authOn() {
+			p, err := s.identify(r)
+			if err != nil && !errors.Is(err, identity.ErrNoToken) {
+				s.refuse(w, r, err)
 				return
 			}
-		}
-		if caller != nil {
-			r = r.WithContext(context.WithValue(r.Context(), requestCallerKey{}, cloneCaller(caller)))
+			if p.caller != nil {
+				r = r.WithContext(context.WithValue(r.Context(), requestCallerKey{}, cloneCaller(p.caller)))
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -331,82 +359,6 @@ func (s *Server) writeHealth(w http.ResponseWriter, body []byte, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(append(body, '\n'))
-}
-
-// operator serves next only to a caller with the operator role: 401
-// without a valid bearer token, 403 for a caller without the role.
-func (s *Server) operator(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var caller *engine.Caller
-		if s.opts.Tokens != nil && len(r.Header.Values("Authorization")) > 0 {
-			var ok bool
-			if caller, ok = s.lookup(r); !ok {
-				s.log.Info("http: refused an unknown bearer token", slog.String("remote", r.RemoteAddr), slog.String("path", r.URL.Path))
-				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-				http.Error(w, "invalid bearer token", http.StatusUnauthorized)
-				return
-			}
-		}
-		switch {
-		case caller == nil:
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			http.Error(w, "a bearer token with the operator role is required", http.StatusUnauthorized)
-		case !slices.Contains(caller.Roles, s.opts.AdminRole):
-			http.Error(w, "the operator role is required", http.StatusForbidden)
-		default:
-			next.ServeHTTP(w, r)
-		}
-	})
-}
-
-// callerCtxKey carries the caller found by authenticate to verify.
-type callerCtxKey struct{}
-
-// authenticate applies SPEC §8's rule. The go-sdk's RequireBearerToken is
-// the only way to place a TokenInfo where the streamable handler reads it,
-// but it refuses a request without a token (we want nobody) and writes no
-// WWW-Authenticate header unless it has resource metadata or scopes to
-// advertise. So the token is checked here first, the 401 written here, and
-// only a known token goes on through RequireBearerToken, whose verifier
-// reads back the caller found here.
-func (s *Server) authenticate(next http.Handler) http.Handler {
-	bearer := auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.opts.Tokens == nil || len(r.Header.Values("Authorization")) == 0 {
-			next.ServeHTTP(w, r)
-			return
-		}
-		caller, ok := s.lookup(r)
-		if !ok {
-			s.log.Info("http: refused an unknown bearer token", slog.String("remote", r.RemoteAddr))
-			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-			http.Error(w, "invalid bearer token", http.StatusUnauthorized)
-			return
-		}
-		bearer.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerCtxKey{}, caller)))
-	})
-}
-
-// lookup reads the one bearer token of r and finds its caller.
-func (s *Server) lookup(r *http.Request) (*engine.Caller, bool) {
-	vals := r.Header.Values("Authorization")
-	if len(vals) != 1 {
-		return nil, false
-	}
-	scheme, token, ok := strings.Cut(strings.TrimSpace(vals[0]), " ")
-	token = strings.TrimSpace(token)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || strings.ContainsAny(token, " \t") {
-		return nil, false
-	}
-	return s.opts.Tokens.Lookup(token)
-}
-
-func (s *Server) verify(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
-	c, _ := r.Context().Value(callerCtxKey{}).(*engine.Caller)
-	if c == nil {
-		return nil, auth.ErrInvalidToken // not reached: authenticate found it
-	}
-	return &auth.TokenInfo{UserID: c.Subject, Extra: map[string]any{CallerKey: c}}, nil
 }
 
 // CallerFromRequest is the mcpadapter.CallerFunc of a Server: the caller

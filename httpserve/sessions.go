@@ -16,16 +16,8 @@ type sessions struct {
 	max int // <0: no cap
 
 	mu      sync.Mutex
-	owners  map[string]string // session id → owner
+	owners  map[string]string // session id → owner (principal.owner)
 	opening int               // requests that may open a session, running
-}
-
-// owner is the key of a session's owner: "" for nobody, else the subject.
-func owner(c *engine.Caller) string {
-	if c == nil {
-		return ""
-	}
-	return "subject:" + c.Subject
 }
 
 func (ss *sessions) count() int {
@@ -45,13 +37,13 @@ func (ss *sessions) gate(stateful bool, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		c, _ := r.Context().Value(callerCtxKey{}).(*engine.Caller)
+		p, _ := r.Context().Value(principalKey{}).(principal)
 		if id := r.Header.Get("Mcp-Session-Id"); id != "" {
 			ss.mu.Lock()
 			o, known := ss.owners[id]
 			ss.mu.Unlock()
 			// An unknown id goes on: the SDK answers 404.
-			if known && o != owner(c) {
+			if known && o != p.owner {
 				http.Error(w, "Forbidden: the session belongs to another caller", http.StatusForbidden)
 				return
 			}
@@ -99,7 +91,7 @@ func (ss *sessions) track(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		_, again := ss.owners[id]
 		if !again {
-			ss.owners[id] = owner(callerOf(req))
+			ss.owners[id] = ownerOf(req)
 		}
 		ss.mu.Unlock()
 		if !again {
@@ -112,6 +104,16 @@ func (ss *sessions) track(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return res, err
 	}
+}
+
+// ownerOf is the owner key (principal.owner) of a request's caller: ""
+// for nobody.
+func ownerOf(req mcp.Request) string {
+	extra := req.GetExtra()
+	if extra == nil || extra.TokenInfo == nil {
+		return ""
+	}
+	return extra.TokenInfo.UserID
 }
 
 // callerOf is the caller a request's bearer token stands for; nil: nobody.

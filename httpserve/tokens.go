@@ -128,20 +128,30 @@ func (t *Tokens) Len() int {
 	return len(t.entries)
 }
 
-// Lookup returns the caller that token stands for. It hashes token with
-// SHA-256 and compares the digest with every entry's in constant time
-// (crypto/subtle), without stopping at a match: how long a lookup takes
-// says nothing about which entry, if any, matched, nor how close a guess
-// came. Token files are small, so the linear scan costs nothing that
-// matters. The caller returned is a copy the receiver may keep.
+// Lookup returns the caller that token stands for: LookupHash of the
+// token's SHA-256. The caller returned is a copy the receiver may keep.
 func (t *Tokens) Lookup(token string) (*engine.Caller, bool) {
 	if t == nil {
 		return nil, false
 	}
-	h := sha256.Sum256([]byte(token))
+	return t.LookupHash(sha256.Sum256([]byte(token)))
+}
+
+// LookupHash returns the caller of the token whose SHA-256 is sum. It
+// compares sum with every entry's digest in constant time (crypto/subtle),
+// without stopping at a match: how long a lookup takes says nothing about
+// which entry, if any, matched, nor how close a guess came. Token files
+// are small, so the linear scan costs nothing that matters. The caller
+// returned is a copy the receiver may keep. With LookupHash, Tokens is an
+// identity.HashLookup: the identity chain hashes a token once for the
+// tokens file and the verified-JWT cache.
+func (t *Tokens) LookupHash(sum [sha256.Size]byte) (*engine.Caller, bool) {
+	if t == nil {
+		return nil, false
+	}
 	var found *engine.Caller
 	for i := range t.entries {
-		if subtle.ConstantTimeCompare(h[:], t.entries[i].hash[:]) == 1 {
+		if subtle.ConstantTimeCompare(sum[:], t.entries[i].hash[:]) == 1 {
 			found = t.entries[i].caller
 		}
 	}

@@ -3,18 +3,24 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/fsx"
 )
 
 func init() {
 	register(command{name: "explain", summary: "explain the grant decision, and a call, for one caller", run: runExplainCommand})
 }
 
-const explainSynopsis = "explain [--as SUBJECT [--role ROLE ...] [--claims JSON]] [--tool NAME [--args JSON]] [--meta JSON] [--registry FILE] [--policy DIR] [--capabilities FILE] [--format text|json]"
+const explainSynopsis = "explain [--as SUBJECT [--role ROLE ...] [--claims JSON] | --token FILE --issuer URL [--jwks FILE|URL] [--resource URI] [--audience AUD ...] | --claims JSON] [--subject-claim PATH] [--roles-claim PATH] [--tool NAME [--args JSON]] [--meta JSON] [--registry FILE] [--policy DIR] [--capabilities FILE] [--format text|json]"
 
 func runExplainCommand(ctx context.Context, e *env) int {
 	var (
@@ -24,13 +30,23 @@ func runExplainCommand(ctx context.Context, e *env) int {
 		claims, args, meta string
 		roles              repeated
 		format             = formatFlag("text")
+		tokenFile          string
+		auth               identity.Settings
+		audiences          repeated
 	)
 	fs := newFlags("explain", explainSynopsis, e.stderr)
 	src.register(fs)
 	caps.register(fs)
 	fs.StringVar(&subject, "as", "", "the caller's `SUBJECT` (default: nobody)")
 	fs.Var(&roles, "role", "a `ROLE` of the caller (repeatable)")
-	fs.StringVar(&claims, "claims", "", "the caller's claims, a JSON `object`")
+	fs.StringVar(&claims, "claims", "", "the caller's claims, a JSON `object`; without --as, a token's claims: the caller is what --subject-claim and --roles-claim find in them")
+	fs.StringVar(&tokenFile, "token", "", "explain for the caller of the access token in `FILE` (- is stdin), verified as serve --issuer would")
+	fs.StringVar(&auth.Issuer, "issuer", "", "with --token: the authorization server `URL` (as serve --issuer)")
+	fs.StringVar(&auth.JWKS, "jwks", "", "with --token: the issuer's signing keys, a JWKS `FILE` or URL (as serve --jwks)")
+	fs.StringVar(&auth.Resource, "resource", "", "with --token: this server's `URI` (as serve --resource; default http://"+config.DefaultHTTP+"/mcp)")
+	fs.Var(&audiences, "audience", "with --token: an accepted audience `AUD` (repeatable; as serve --audience)")
+	fs.StringVar(&auth.SubjectClaim, "subject-claim", "", "the claim `PATH` of the subject, as auth.subject_claim (default sub)")
+	fs.StringVar(&auth.RolesClaim, "roles-claim", "", "the claim `PATH` of the roles, as auth.roles_claim (default roles)")
 	fs.StringVar(&tool, "tool", "", "explain a tools/call of the tool `NAME`")
 	fs.StringVar(&args, "args", "", "the call's arguments, `JSON` (with --tool)")
 	fs.StringVar(&meta, "meta", "", "the request's _meta, `JSON`; bounded as the server bounds it")
@@ -41,9 +57,24 @@ func runExplainCommand(ctx context.Context, e *env) int {
 	if fs.NArg() > 0 {
 		return usageError(fs, e.stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
+	auth.Audiences = audiences
 	var caller *engine.Caller
+	var header []string // what the text output says of a token, first
 	switch {
+	case tokenFile != "" && (subject != "" || claims != "" || len(roles) > 0):
+		return usageError(fs, e.stderr, "--token gives the caller: leave out --as, --role and --claims")
+	case tokenFile != "":
+		if !auth.Enabled() {
+			return usageError(fs, e.stderr, "--token needs --issuer (and --jwks unless the issuer publishes its keys)")
+		}
+		var code int
+		if caller, header, code = tokenCaller(ctx, e, tokenFile, auth); code != 0 {
+			return code
+		}
 	case subject != "":
+		if auth.SubjectClaim != "" || auth.RolesClaim != "" {
+			return usageError(fs, e.stderr, "--subject-claim and --roles-claim read a token's claims: give --token, or --claims without --as")
+		}
 		caller = &engine.Caller{Subject: subject, Roles: []string(roles), Claims: map[string]any{}}
 		if caller.Roles == nil {
 			caller.Roles = []string{}
@@ -53,8 +84,18 @@ func runExplainCommand(ctx context.Context, e *env) int {
 				return usageError(fs, e.stderr, "--claims: want a JSON object")
 			}
 		}
-	case len(roles) > 0 || claims != "":
-		return usageError(fs, e.stderr, "--role and --claims need --as (without it the caller is nobody)")
+	case len(roles) > 0:
+		return usageError(fs, e.stderr, "--role needs --as (without it the caller is nobody)")
+	case claims != "":
+		// A token's claims, read as the server reads a verified token's.
+		s := auth.WithDefaults("")
+		c, err := identity.CallerFromClaims([]byte(claims), s)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "toolgate explain: these claims are no caller: %s\n", reasonOf(err))
+			return 1
+		}
+		caller = c
+		header = claimsHeader("not verified (--claims)", s, c)
 	}
 	if args != "" && tool == "" {
 		return usageError(fs, e.stderr, "--args needs --tool")
@@ -73,7 +114,7 @@ func runExplainCommand(ctx context.Context, e *env) int {
 		fmt.Fprintf(e.stderr, "toolgate explain: %v\n", err)
 		return 2
 	}
-	p := explainParams{source: source, caps: capabilities, format: format, opts: inspect.ExplainOptions{
+	p := explainParams{source: source, caps: capabilities, format: format, header: header, opts: inspect.ExplainOptions{
 		Caller:    caller,
 		Tool:      tool,
 		Meta:      json.RawMessage(meta),
@@ -88,6 +129,8 @@ type explainParams struct {
 	caps   *engine.Capabilities   // nil: the default
 	opts   inspect.ExplainOptions // without Revision
 	format formatFlag
+	// header are lines the text output opens with (what a token said).
+	header []string
 }
 
 // run loads the source and writes the explanation: exit 0, or 1 when the
@@ -104,6 +147,9 @@ func (p *explainParams) run(ctx context.Context, e *env) int {
 	if p.format == "json" {
 		err = x.WriteJSON(e.stdout)
 	} else {
+		for _, l := range p.header {
+			fmt.Fprintln(e.stdout, l)
+		}
 		err = x.WriteText(e.stdout)
 	}
 	if err != nil {
@@ -111,4 +157,74 @@ func (p *explainParams) run(ctx context.Context, e *env) int {
 		return 1
 	}
 	return 0
+}
+
+// tokenCaller verifies the access token in file (- is stdin) with the
+// settings serve would use and returns its caller and the lines saying so.
+// A token that does not verify is exit 1, with the reason the server only
+// logs: the operator is asking why.
+func tokenCaller(ctx context.Context, e *env, file string, auth identity.Settings) (*engine.Caller, []string, int) {
+	var raw []byte
+	var err error
+	if file == "-" {
+		raw, err = io.ReadAll(io.LimitReader(e.stdin, identity.MaxTokenLen+2))
+	} else {
+		raw, err = fsx.ReadFile(file)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "toolgate explain: --token: %v\n", err)
+		return nil, nil, 2
+	}
+	token := strings.TrimSpace(string(raw))
+	s := auth.WithDefaults(config.DefaultHTTP)
+	// Key fetch failures are logged; the time of day is not worth a line.
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}}))
+	v, err := identity.NewJWT(ctx, s, identity.WithLogger(log), identity.WithCacheSize(0))
+	if err != nil {
+		fmt.Fprintf(e.stderr, "toolgate explain: %v\n", err)
+		return nil, nil, 2
+	}
+	c, err := v.Verify(ctx, token)
+	switch {
+	case errors.Is(err, identity.ErrUnavailable):
+		fmt.Fprintf(e.stderr, "toolgate explain: cannot verify the token: the signing keys of %s are not available (see the log above)\n", s.Issuer)
+		return nil, nil, 1
+	case err != nil:
+		fmt.Fprintf(e.stderr, "toolgate explain: the server refuses this token (401 invalid_token): %s\n", reasonOf(err))
+		return nil, nil, 1
+	}
+	return c, claimsHeader(fmt.Sprintf("verified: issuer %s, audience %s", s.Issuer, strings.Join(s.Audiences, ", ")), s, c), 0
+}
+
+// reasonOf is the reason of an invalid token error, else the error.
+func reasonOf(err error) string {
+	var ite *identity.InvalidTokenError
+	if errors.As(err, &ite) {
+		if ite.Err != nil {
+			return ite.Reason + ": " + ite.Err.Error()
+		}
+		return ite.Reason
+	}
+	return err.Error()
+}
+
+// claimsHeader says where the caller came from: the token's state, the
+// claim paths read, and the claims the policy sees.
+func claimsHeader(state string, s identity.Settings, c *engine.Caller) []string {
+	claims, err := json.Marshal(c.Claims)
+	if err != nil {
+		claims = []byte("(cannot be shown: " + err.Error() + ")")
+	}
+	return []string{
+		"token     " + state,
+		fmt.Sprintf("mapping   subject from claim %s, roles from claim %s", s.SubjectClaim, s.RolesClaim),
+		"claims    " + string(claims),
+		"",
+	}
 }

@@ -38,6 +38,9 @@ func TestCheckGolden(t *testing.T) {
 func TestExplainGolden(t *testing.T) {
 	shop := []string{"--registry", "testdata/shop/registry.yaml", "--policy", "testdata/shop/rego"}
 	with := func(args ...string) []string { return append(append([]string{"explain"}, shop...), args...) }
+	// Access tokens of a fixed key (ES256, kid acme-1), issued for the
+	// default resource; alice.jwt expires in 2100.
+	const idp, issuer = "testdata/identity", "https://login.example.com/realms/acme"
 	for _, c := range []goldenCase{
 		{"explain_nobody", "nobody: no tool, and a call gets Unknown tool", with("--tool", "echo")},
 		{"explain_base_run", "no override: the base decision per row; a granted call would run its method",
@@ -57,6 +60,20 @@ func TestExplainGolden(t *testing.T) {
 		{"explain_json", "--format json: the same explanation for scripts",
 			with("--as", "ann", "--role", "admin", "--tool", "resetCounter", "--format", "json")},
 		{"explain_usage", "--role without --as is a usage error (exit 2)", with("--role", "admin")},
+		{"explain_token", "--token: the caller a verified access token maps to (roles from realm_access.roles), then the explanation",
+			with("--token", idp+"/alice.jwt", "--issuer", issuer, "--jwks", idp+"/jwks.json", "--roles-claim", "realm_access.roles",
+				"--tool", "getReward", "--args", `{"idReward": 7}`)},
+		{"explain_token_wrong_claim", "--token with the default roles claim, which this issuer does not fill: no role, so the tool is hidden",
+			with("--token", idp+"/alice.jwt", "--issuer", issuer, "--jwks", idp+"/jwks.json", "--tool", "getReward")},
+		{"explain_token_expired", "--token: a token the server refuses is exit 1 with the reason the server only logs",
+			with("--token", idp+"/expired.jwt", "--issuer", issuer, "--jwks", idp+"/jwks.json")},
+		{"explain_token_audience", "--token: a token for another resource is refused; --resource names this server's",
+			with("--token", idp+"/other-audience.jwt", "--issuer", issuer, "--jwks", idp+"/jwks.json", "--resource", "https://tools.example.com/mcp")},
+		{"explain_token_no_issuer", "--token needs --issuer (exit 2)", with("--token", idp+"/alice.jwt")},
+		{"explain_claims", "--claims without --as: a token's claims, read as the server reads them (roles from --roles-claim)",
+			with("--claims", `{"sub": "bea", "groups": "agent auditors", "n": 1.50}`, "--roles-claim", "groups", "--tool", "getReward")},
+		{"explain_claims_no_subject", "--claims without a subject claim is no caller (exit 1)",
+			with("--claims", `{"email": "bea@example.com"}`)},
 		{"explain_bad_policy", "policies that do not load: exit 1, pointing at check",
 			[]string{"explain", "--registry", "testdata/broken/registry.yaml", "--policy", "testdata/broken/rego", "--as", "x"}},
 	} {

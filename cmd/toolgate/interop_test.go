@@ -5,8 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/oidctest"
 )
 
 // interopDir holds the TypeScript MCP SDK client that TestInteropTypeScript
@@ -16,7 +19,8 @@ var interopDir = filepath.Join("..", "..", "testdata", "interop")
 // TestInteropTypeScript drives `toolgate serve` over stdio and streamable
 // HTTP with the official TypeScript MCP SDK client
 // (testdata/interop/interop.mjs): list, a granted, a hidden and a denied
-// call, a named-argument error, with exact texts. Without the npm packages
+// call, a named-argument error, with exact texts; and over HTTP with access
+// tokens of a real OpenID provider (SPEC §12). Without the npm packages
 // installed it skips, except under CI (the CI environment variable set),
 // where it fails.
 func TestInteropTypeScript(t *testing.T) {
@@ -37,9 +41,19 @@ func TestInteropTypeScript(t *testing.T) {
 		t.Skip("node is not on PATH")
 	}
 	bin := toolgateBinary(t)
+	args := []string{"interop.mjs", bin}
+	// With the OpenID provider (always under CI), the client also connects
+	// with its access tokens (SPEC §12).
+	if _, err := os.Stat(filepath.Join(oidctest.Dir, "node_modules")); err == nil || os.Getenv("CI") != "" {
+		port := oidctest.FreePort(t)
+		p := oidctest.Start(t, 0, "http://127.0.0.1:"+strconv.Itoa(port)+"/mcp")
+		args = append(args, "--issuer", p.Issuer, "--jwt-port", strconv.Itoa(port))
+	} else {
+		t.Log("oidc-provider not installed (scripts/oidc-setup): the JWT checks do not run")
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "interop.mjs", bin)
+	cmd := exec.CommandContext(ctx, node, args...)
 	cmd.Dir = interopDir
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()

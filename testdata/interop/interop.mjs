@@ -5,7 +5,14 @@
 // over HTTP, approved by another admin) and a named-argument error, each
 // with its exact text.
 //
-//   node interop.mjs /path/to/toolgate
+//   node interop.mjs /path/to/toolgate [--issuer URL --jwt-port N]
+//
+// With --issuer (testdata/oidc/provider.mjs, issuing tokens for
+// http://127.0.0.1:N/mcp) it also serves HTTP at 127.0.0.1:N with that
+// issuer (SPEC §12), gets access tokens with the client_credentials grant
+// and checks that the client, given such a token, lists and calls as the
+// caller the token's claims say, and that no token gets 401 pointing at the
+// Protected Resource Metadata.
 //
 // It starts every toolgate process itself (loopback only, memory ledger, no
 // file watching), kills them when done, prints one line per check and a
@@ -24,9 +31,12 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 
 const bin = process.argv[2];
 if (!bin) {
-  console.error('usage: node interop.mjs /path/to/toolgate');
+  console.error('usage: node interop.mjs /path/to/toolgate [--issuer URL --jwt-port N]');
   process.exit(2);
 }
+const argOf = (name) => (process.argv.indexOf(name) > 2 ? process.argv[process.argv.indexOf(name) + 1] : undefined);
+const ISSUER = argOf('--issuer');
+const JWT_PORT = argOf('--jwt-port');
 
 // The tools of the bundled example (example/registry.yaml), in registry order.
 const EXAMPLE_TOOLS = ['echo', 'add', 'getReward', 'price', 'fail', 'inner', 'count', 'sleep', 'execUrl', 'resetCounter'];
@@ -198,16 +208,16 @@ function collect(stream, name) {
 
 const sha256 = (s) => createHash('sha256').update(s).digest('hex');
 
-// startHTTP starts `toolgate serve --http 127.0.0.1:0` with a tokens file and
-// resolves to the MCP URL it prints.
-async function startHTTP() {
+// startHTTP starts `toolgate serve --http ADDR` with a tokens file (and
+// extra flags) and resolves to the MCP URL it prints.
+async function startHTTP(addr = '127.0.0.1:0', ...extra) {
   const tokens = join(dir, 'tokens.json');
   writeFileSync(tokens, JSON.stringify({
     [sha256(ADMIN_TOKEN)]: { subject: 'demo', roles: ['admin'] },
     [sha256(MANAGER_TOKEN)]: { subject: 'max', roles: ['manager'] },
     [sha256(APPROVER_TOKEN)]: { subject: 'bea', roles: ['admin'] },
   }));
-  const child = spawn(bin, ['serve', '--http', '127.0.0.1:0', '--tokens', tokens, '--ledger', 'memory', '--no-watch', '--audit', join(dir, 'audit-http.jsonl')], {
+  const child = spawn(bin, ['serve', '--http', addr, '--tokens', tokens, '--ledger', 'memory', '--no-watch', '--audit', join(dir, `audit-http-${cleanups.length}.jsonl`), ...extra], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   cleanups.push(() => new Promise((resolve) => {
@@ -216,7 +226,7 @@ async function startHTTP() {
     child.once('exit', () => { clearTimeout(timer); resolve(); });
     child.kill('SIGTERM');
   }));
-  collect(child.stderr, 'toolgate serve --http');
+  collect(child.stderr, `toolgate serve --http ${addr} ${extra.join(' ')}`);
   const url = new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout });
     lines.on('line', (line) => {
@@ -232,6 +242,70 @@ async function startHTTP() {
 function httpTransport(url, token) {
   return new StreamableHTTPClientTransport(new URL(url), {
     requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+}
+
+// accessToken gets an access token for resource from the issuer, as the
+// provider's client (alice: roles [manager, reader]; bob: roles "reader").
+async function accessToken(client, resource) {
+  const res = await fetch(`${ISSUER}/token`, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/x-www-form-urlencoded',
+      Authorization: `Basic ${Buffer.from(`${client}-app:${client}-secret`).toString('base64')}`,
+    },
+    body: new URLSearchParams({ grant_type: 'client_credentials', resource, scope: 'tools:read tools:call' }),
+  });
+  const body = await res.json();
+  if (!res.ok || !body.access_token) throw new Error(`token endpoint: ${res.status} ${JSON.stringify(body)}`);
+  return body.access_token;
+}
+
+// runJWTChecks: the client given access tokens of the issuer.
+async function runJWTChecks() {
+  const url = await startHTTP(`127.0.0.1:${JWT_PORT}`, '--issuer', ISSUER);
+  const resource = `http://127.0.0.1:${JWT_PORT}/mcp`;
+  const alice = await connect(httpTransport(url, await accessToken('alice', resource)), 'jwt alice');
+  const bob = await connect(httpTransport(url, await accessToken('bob', resource)), 'jwt bob');
+  await check('jwt: tools/list as alice (roles manager, reader from the token) hides execUrl and resetCounter', async () => {
+    const { tools } = await alice.listTools();
+    return expectNames(tools, EXAMPLE_TOOLS.filter((n) => n !== 'execUrl' && n !== 'resetCounter'));
+  });
+  await check('jwt: tools/list as bob (role reader) shows the tools without a section', async () => {
+    const { tools } = await bob.listTools();
+    return expectNames(tools, ['echo', 'add', 'fail', 'inner', 'count', 'sleep']);
+  });
+  await check('jwt: a granted call as alice (add 2+3)', async () => {
+    const res = await alice.callTool({ name: 'add', arguments: { a: 2, b: 3 } });
+    return expectResult(res, '5', false);
+  });
+  await check('jwt: a call bob is not granted (getReward) answers like a tool that does not exist', async () => {
+    const res = await bob.callTool({ name: 'getReward', arguments: { idReward: 7 } });
+    return expectResult(res, "Error: Unknown tool 'getReward'.", true);
+  });
+  await check('jwt: no token gets 401 with resource_metadata naming the issuer', async () => {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    });
+    const challenge = res.headers.get('www-authenticate') ?? '';
+    const m = /resource_metadata="([^"]+)"/.exec(challenge);
+    if (res.status !== 401 || !m) return `want 401 with resource_metadata, got ${res.status} ${challenge}`;
+    const meta = await (await fetch(m[1])).json();
+    if (JSON.stringify(meta.authorization_servers) !== JSON.stringify([ISSUER]) || meta.resource !== resource) {
+      return `metadata: ${JSON.stringify(meta)}`;
+    }
+    return undefined;
+  });
+  await check('jwt: a token the issuer did not sign gets 401 invalid_token', async () => {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: 'Bearer e30.e30.' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    });
+    const challenge = res.headers.get('www-authenticate') ?? '';
+    return res.status === 401 && challenge.startsWith('Bearer error="invalid_token"') ? undefined : `got ${res.status} ${challenge}`;
   });
 }
 
@@ -258,6 +332,15 @@ try {
     await approvalChecks(url, admin);
   } catch (err) {
     report(false, 'http: connect', err?.stack ?? String(err));
+  }
+
+  // streamable HTTP with access tokens of an OAuth 2.1 issuer.
+  if (ISSUER) {
+    try {
+      await runJWTChecks();
+    } catch (err) {
+      report(false, 'jwt: connect', err?.stack ?? String(err));
+    }
   }
 } finally {
   for (const c of cleanups.reverse()) {

@@ -1,0 +1,172 @@
+package httpserve
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/identity"
+)
+
+var _ identity.HashLookup = (*Tokens)(nil)
+
+// principal is who a request is made on behalf of: its caller (nil:
+// nobody) and the key of that caller as a session's owner.
+type principal struct {
+	caller *engine.Caller
+	// owner is "" for nobody, "token:SUBJECT" for a caller of the tokens
+	// file, "jwt:SUBJECT" for a caller of the authorization server: a
+	// subject of one source never owns a session of the other's. It is
+	// also the TokenInfo's UserID, which the go-sdk binds sessions to.
+	owner string
+}
+
+// principalKey carries the principal found by authenticate to verify and
+// to the session gate.
+type principalKey struct{}
+
+// authOn reports whether requests are authenticated at all: without a
+// tokens file and JWT verification, everyone is nobody and an
+// Authorization header is ignored.
+func (s *Server) authOn() bool { return s.opts.Tokens != nil || s.opts.JWT != nil }
+
+// tokensHit is the tokens file for one request, remembering whether it
+// knew the token, so the principal's source is known without a second
+// lookup. The identity chain hashes the token once (HashLookup).
+type tokensHit struct {
+	t   *Tokens
+	hit bool
+}
+
+func (h *tokensHit) Lookup(token string) (*engine.Caller, bool) {
+	c, ok := h.t.Lookup(token)
+	h.hit = ok
+	return c, ok
+}
+
+func (h *tokensHit) LookupHash(sum [sha256.Size]byte) (*engine.Caller, bool) {
+	c, ok := h.t.LookupHash(sum)
+	h.hit = ok
+	return c, ok
+}
+
+// identify authenticates r with the chain of SPEC §12: the tokens file,
+// then JWT. It reads headers only. An error is answered with refuse.
+func (s *Server) identify(r *http.Request) (principal, error) {
+	chain := identity.Chain{AllowAnonymous: s.opts.AllowAnonymous}
+	var tokens *tokensHit
+	if s.opts.Tokens != nil {
+		tokens = &tokensHit{t: s.opts.Tokens}
+		chain.Tokens = tokens
+	}
+	if s.opts.JWT != nil {
+		chain.JWT = s.opts.JWT
+	}
+	c, err := chain.Authenticate(r.Context(), r)
+	switch {
+	case err != nil || c == nil:
+		return principal{}, err
+	case tokens != nil && tokens.hit:
+		return principal{caller: c, owner: "token:" + c.Subject}, nil
+	default:
+		return principal{caller: c, owner: "jwt:" + c.Subject}, nil
+	}
+}
+
+// refuse answers an authentication error (SPEC §12): 401 with the
+// challenge identity.Answer gives, 503 with Retry-After while the issuer's
+// keys are not available. The body says no more than the status; the
+// reason goes to the log, which never holds the token.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	status, challenge := identity.Answer(err, s.metadataURL)
+	if challenge != "" {
+		w.Header().Set("WWW-Authenticate", challenge)
+	}
+	attrs := []any{slog.String("remote", r.RemoteAddr), slog.String("path", r.URL.Path), slog.Int("status", status), slog.Any("error", err)}
+	var msg string
+	switch {
+	case errors.Is(err, identity.ErrNoToken):
+		s.log.Debug("http: refused a request without a bearer token", attrs...)
+		msg = "a bearer token is required"
+	case errors.Is(err, identity.ErrInvalidToken):
+		s.log.Info("http: refused a bearer token", attrs...)
+		msg = "invalid bearer token"
+	case errors.Is(err, identity.ErrUnavailable):
+		s.log.Warn("http: cannot check a bearer token: the issuer's signing keys are not available yet", attrs...)
+		w.Header().Set("Retry-After", strconv.Itoa(identity.RetryAfterSeconds))
+		msg = "the authorization server's keys are not available yet; retry later"
+	default:
+		s.log.Error("http: authentication failed", attrs...)
+		msg = "authentication failed"
+	}
+	http.Error(w, msg, status)
+}
+
+// authenticate applies SPEC §8's and §12's rules before the body is read.
+// The go-sdk's RequireBearerToken is the only way to place a TokenInfo
+// where the streamable handler reads it, but it refuses a request without
+// a token (we may want nobody) and writes no WWW-Authenticate header
+// unless it has resource metadata or scopes to advertise. So the token is
+// checked here first, the refusal written here, and only a known caller
+// goes on through RequireBearerToken, whose verifier reads back the
+// principal found here.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	bearer := auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.authOn() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		p, err := s.identify(r)
+		if err != nil {
+			s.refuse(w, r, err)
+			return
+		}
+		if p.caller == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		bearer.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+func (s *Server) verify(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+	p, _ := r.Context().Value(principalKey{}).(principal)
+	if p.caller == nil {
+		return nil, auth.ErrInvalidToken // not reached: authenticate found it
+	}
+	return &auth.TokenInfo{UserID: p.owner, Extra: map[string]any{CallerKey: p.caller}}, nil
+}
+
+// operator serves next only to a caller with the operator role: 401
+// without a valid bearer token, 403 for a caller without the role.
+func (s *Server) operator(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var caller *engine.Caller
+		if s.authOn() {
+			p, err := s.identify(r)
+			if err != nil && !errors.Is(err, identity.ErrNoToken) {
+				s.refuse(w, r, err)
+				return
+			}
+			caller = p.caller
+		}
+		switch {
+		case caller == nil:
+			_, challenge := identity.Answer(identity.ErrNoToken, s.metadataURL)
+			w.Header().Set("WWW-Authenticate", challenge)
+			http.Error(w, "a bearer token with the operator role is required", http.StatusUnauthorized)
+		case !slices.Contains(caller.Roles, s.opts.AdminRole):
+			http.Error(w, "the operator role is required", http.StatusForbidden)
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
