@@ -57,10 +57,33 @@ func requireProvider(t *testing.T) string {
 }
 
 // startProvider runs the provider, its trusted issuer on port (0: any), and
-// stops it when the test ends.
+// stops it when the test ends. A start that prints nothing within
+// providerStartWait is killed and tried again (a rare node start-up stall
+// seen in CI); three such stalls fail the test.
 func startProvider(t *testing.T, port int) *provider {
 	t.Helper()
 	node := requireProvider(t)
+	var stalls []string
+	for range 3 {
+		p, stderr, ok := startProviderOnce(t, node, port)
+		if ok {
+			return p
+		}
+		stalls = append(stalls, stderr)
+		t.Logf("provider.mjs printed nothing within %s; starting it again. Its stderr:\n%s", providerStartWait, stderr)
+	}
+	t.Fatalf("provider.mjs did not listen in 3 tries:\n%s", strings.Join(stalls, "\n---\n"))
+	return nil
+}
+
+// providerStartWait bounds one start of the provider (it starts in well
+// under a second; the bound is for a stalled start only).
+const providerStartWait = 45 * time.Second
+
+// startProviderOnce starts the provider once; ok is false when it printed
+// nothing within providerStartWait (it is then killed).
+func startProviderOnce(t *testing.T, node string, port int) (*provider, string, bool) {
+	t.Helper()
 	cmd := exec.Command(node, "provider.mjs", "--port", strconv.Itoa(port))
 	cmd.Dir = oidcDir
 	stdin, err := cmd.StdinPipe()
@@ -76,17 +99,17 @@ func startProvider(t *testing.T, port int) *provider {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	stop := func() {
 		stdin.Close() // the provider exits when its stdin closes
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
 			<-done
 		}
-	})
+	}
 	line := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -98,17 +121,20 @@ func startProvider(t *testing.T, port int) *provider {
 	select {
 	case l, ok := <-line:
 		if !ok {
+			stop()
 			t.Fatalf("provider.mjs exited before listening:\n%s", stderr.String())
 		}
+		t.Cleanup(stop)
 		var p provider
 		if err := json.Unmarshal([]byte(l), &p); err != nil {
 			t.Fatalf("provider.mjs printed %q: %v", l, err)
 		}
-		return &p
-	case <-time.After(3 * time.Minute): // a failure bound: it generates RSA keys, slow on a loaded machine
-		t.Fatalf("provider.mjs did not listen within 3 minutes:\n%s", stderr.String())
+		return &p, "", true
+	case <-time.After(providerStartWait):
+		_ = cmd.Process.Kill()
+		<-done
+		return nil, stderr.String(), false
 	}
-	return nil
 }
 
 type lockedWriter struct {

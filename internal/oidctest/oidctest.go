@@ -70,7 +70,9 @@ func Require(t testing.TB) string {
 
 // Start runs the provider, its trusted issuer on port (0: any), issuing
 // RS256 tokens for resource ("" keeps the provider's default,
-// http://127.0.0.1/mcp). It stops when the test ends.
+// http://127.0.0.1/mcp). It stops when the test ends. A start that prints
+// nothing within StartWait is killed and tried again (a rare node start-up
+// stall seen in CI); three such stalls fail the test.
 func Start(t testing.TB, port int, resource string) *Provider {
 	t.Helper()
 	node := Require(t)
@@ -78,6 +80,25 @@ func Start(t testing.TB, port int, resource string) *Provider {
 	if resource != "" {
 		args = append(args, "--resource", resource)
 	}
+	var stalls []string
+	for range 3 {
+		p, stderr, ok := startOnce(t, node, args)
+		if ok {
+			return p
+		}
+		stalls = append(stalls, stderr)
+		t.Logf("provider.mjs printed nothing within %s; starting it again. Its stderr:\n%s", StartWait, stderr)
+	}
+	t.Fatalf("provider.mjs did not listen in 3 tries:\n%s", strings.Join(stalls, "\n---\n"))
+	return nil
+}
+
+// StartWait bounds one start of the provider (it starts in well under a
+// second; the bound is for a stalled start only).
+const StartWait = 45 * time.Second
+
+func startOnce(t testing.TB, node string, args []string) (*Provider, string, bool) {
+	t.Helper()
 	cmd := exec.Command(node, args...)
 	cmd.Dir = Dir
 	stdin, err := cmd.StdinPipe()
@@ -93,17 +114,17 @@ func Start(t testing.TB, port int, resource string) *Provider {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	stop := func() {
 		stdin.Close() // the provider exits when its stdin closes
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
 			<-done
 		}
-	})
+	}
 	line := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -115,17 +136,20 @@ func Start(t testing.TB, port int, resource string) *Provider {
 	select {
 	case l, ok := <-line:
 		if !ok {
+			stop()
 			t.Fatalf("provider.mjs exited before listening:\n%s", stderr.String())
 		}
+		t.Cleanup(stop)
 		var p Provider
 		if err := json.Unmarshal([]byte(l), &p); err != nil {
 			t.Fatalf("provider.mjs printed %q: %v", l, err)
 		}
-		return &p
-	case <-time.After(60 * time.Second):
-		t.Fatalf("provider.mjs did not listen within 60s:\n%s", stderr.String())
+		return &p, "", true
+	case <-time.After(StartWait):
+		_ = cmd.Process.Kill()
+		<-done
+		return nil, stderr.String(), false
 	}
-	return nil
 }
 
 // Token gets an access token for resource from the trusted issuer with the
