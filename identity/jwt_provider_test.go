@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/oidctest"
+
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
@@ -261,7 +263,7 @@ func TestProviderKeyRotation(t *testing.T) {
 // restart, retrying at most every RetryInterval.
 func TestProviderDiscoveryDown(t *testing.T) {
 	t.Parallel()
-	requireProvider(t)
+	oidctest.Require(t)
 	port := freePort(t)
 	issuer := "http://127.0.0.1:" + itoa(port)
 	c := newClock()
