@@ -94,7 +94,7 @@ func (r *Revision) DecisionMode() (cacheable bool, why string) {
 	case r.mode.cacheable:
 		return false, "the decision cache is off (WithDecisionCache(false)); the policy would be cacheable: " + r.mode.why
 	}
-	return false, r.mode.why
+	return false, r.mode.why + r.splitMode()
 }
 
 // String names the revision for logs: number and short hash.

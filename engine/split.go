@@ -1,0 +1,413 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
+)
+
+// splitGrant is the split evaluation of a grant policy that reads the
+// request (issue 18): the parts of the closure of granted that depend on
+// the revision and the caller alone are evaluated once per caller, the rest
+// per call.
+//
+// The policy is first rewritten: every closed comprehension (one that
+// shares no variable with the rest of its rule) becomes a complete rule of
+// its own in the same package, which is equivalent in Rego. Then every
+// complete rule without arguments in the closure of granted whose own
+// closure reads neither input.request nor the whole input and calls no
+// non-deterministic built-in (nor print) is "precomputable": per caller, one
+// evaluation binds the values of all of them; per call, the grant query of
+// the rewritten policy is evaluated with those values preloaded into OPA's
+// virtual document cache, so that the evaluation reads them instead of
+// computing them. Under a `with` modifier the preloaded values are not seen
+// (OPA opens a new cache frame), so they are recomputed there as before.
+//
+// A precomputation that fails falls back to the full evaluation for that
+// caller, so a failure the original would not reach (a conflict in a helper
+// the request never needs) is never reported, and one it would reach still is.
+type splitGrant struct {
+	grantQ rego.PreparedEvalQuery // the grant query over the rewritten policy
+	preQ   rego.PreparedEvalQuery // binds v<i> to [value of refs[i]] or []
+	refs   []ast.Ref              // the precomputed complete rules
+	why    string                 // what is precomputed, for DecisionMode
+	res    *lru[*residual]
+}
+
+// residual is the per-caller state of a split evaluation.
+type residual struct {
+	view *callerView
+	base []preloaded
+	// whole is set when the precomputation failed for a reason that does
+	// not change from call to call: the caller's decisions are evaluated
+	// whole.
+	whole bool
+	// last remembers the validation of the last override set the
+	// evaluation returned: a set read from a preloaded value is the same
+	// value on every call, and need not be checked again.
+	last atomicGranted
+}
+
+type preloaded struct {
+	ref ast.Ref
+	val *ast.Term // nil: undefined
+}
+
+// splitPrefix names the rules the rewrite adds.
+const splitPrefix = "toolgate__split_"
+
+// newSplitGrant builds the split evaluation, or returns nil and why not.
+// modules are the parsed modules c was compiled from; newCompiler returns a
+// compiler configured like c; opts are the options of the prepared queries.
+func newSplitGrant(ctx context.Context, modules map[string]*ast.Module, c *ast.Compiler, newCompiler func() *ast.Compiler, opts []func(*rego.Rego)) (*splitGrant, string) {
+	if analyseGrant(c).cacheable {
+		return nil, ""
+	}
+	fc := c
+	if split, n := splitComprehensions(modules); n > 0 {
+		fc = newCompiler()
+		fc.Compile(split)
+		if fc.Failed() {
+			// Not expected: the rewrite keeps a policy valid. Be safe.
+			return nil, "the policy could not be split: " + fc.Errors.Error()
+		}
+	}
+	refs := precomputable(fc)
+	if len(refs) == 0 {
+		return nil, "no part of it depends on the caller alone"
+	}
+	prepare := func(q string) (rego.PreparedEvalQuery, error) {
+		return rego.New(append([]func(*rego.Rego){rego.Query(q)}, append(slices.Clip(opts), rego.Compiler(fc))...)...).PrepareForEval(ctx)
+	}
+	sg := &splitGrant{refs: refs, res: newLRU[*residual](DefaultDecisionCacheSize)}
+	var err error
+	if sg.grantQ, err = prepare(wrapQuery("g", refGranted)); err != nil {
+		return nil, "the policy could not be split: " + err.Error()
+	}
+	exprs := make([]string, len(refs))
+	names := make([]string, len(refs))
+	for i, ref := range refs {
+		exprs[i] = wrapQuery("v"+strconv.Itoa(i), ref)
+		names[i] = strings.ReplaceAll(ref.String(), splitPrefix, "comprehension ")
+	}
+	if sg.preQ, err = prepare(strings.Join(exprs, "; ")); err != nil {
+		return nil, "the policy could not be split: " + err.Error()
+	}
+	sg.why = fmt.Sprintf("once per caller: %s; the rest per call", describeRefs(refs))
+	return sg, ""
+}
+
+// split returns the revision's split evaluation, nil when it has none or
+// the decision cache is off (then every decision is evaluated whole).
+func (r *Revision) split() *splitGrant {
+	if r.opts.noDecisionCache {
+		return nil
+	}
+	return r.policies.split
+}
+
+// splitMode is what DecisionMode adds for a policy evaluated per call.
+func (r *Revision) splitMode() string {
+	switch {
+	case r.opts.noDecisionCache:
+		return "; evaluated whole (the decision cache is off)"
+	case r.policies.split != nil:
+		return "; split: " + r.policies.split.why
+	}
+	return "; evaluated whole: " + r.policies.splitWhy
+}
+
+// describeRefs names the precomputed values for DecisionMode: user rules by
+// their ref, extracted comprehensions by where they were written.
+func describeRefs(refs []ast.Ref) string {
+	var rules []string
+	comps := 0
+	for _, ref := range refs {
+		if s, ok := ref[len(ref)-1].Value.(ast.String); ok && strings.HasPrefix(string(s), splitPrefix) {
+			comps++
+			continue
+		}
+		rules = append(rules, ref.String())
+	}
+	var parts []string
+	switch comps {
+	case 0:
+	case 1:
+		parts = append(parts, "1 comprehension that reads only input.caller, input.tools and data")
+	default:
+		parts = append(parts, fmt.Sprintf("%d comprehensions that read only input.caller, input.tools and data", comps))
+	}
+	if len(rules) > 0 {
+		parts = append(parts, strings.Join(rules, ", "))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// splitComprehensions returns a copy of modules where every closed
+// comprehension inside a rule is replaced by a reference to a new complete
+// rule of the same package holding it, and how many were replaced.
+//
+// A comprehension is closed when no variable in it occurs anywhere else in
+// its rule (wildcards, input and data aside): then it cannot capture a
+// variable of the rule, and in a rule of its own in the same module every
+// name in it (a rule, a function, an import) resolves as before. Only the
+// outermost closed comprehensions are moved; those under a `with` modifier
+// stay where they are.
+func splitComprehensions(modules map[string]*ast.Module) (map[string]*ast.Module, int) {
+	out := make(map[string]*ast.Module, len(modules))
+	names := make([]string, 0, len(modules))
+	for n := range modules {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	n := 0
+	for _, name := range names {
+		m := modules[name].Copy()
+		out[name] = m
+		var added []*ast.Rule
+		for _, r := range m.Rules {
+			for _, t := range closedComprehensions(r) {
+				ruleName := ast.Var(splitPrefix + strconv.Itoa(n))
+				n++
+				comp := &ast.Term{Value: t.Value, Location: t.Location}
+				t.Value = ruleName
+				head := &ast.Head{
+					Name:      ruleName,
+					Reference: ast.Ref{ast.VarTerm(string(ruleName)).SetLocation(t.Location)},
+					Value:     comp,
+					Assign:    true,
+					Location:  t.Location,
+				}
+				body := ast.NewBody(ast.NewExpr(ast.BooleanTerm(true).SetLocation(t.Location)).SetLocation(t.Location))
+				added = append(added, &ast.Rule{Head: head, Body: body, Module: m, Location: t.Location})
+			}
+		}
+		m.Rules = append(m.Rules, added...)
+	}
+	return out, n
+}
+
+// closedComprehensions finds the outermost closed comprehensions of r
+// (inside one that is not closed, it looks further down).
+func closedComprehensions(r *ast.Rule) []*ast.Term {
+	// Count every variable of the rule: a comprehension is closed when each
+	// of its variables occurs only in it.
+	var total map[ast.Var]int
+	var closed []*ast.Term
+	ast.NewGenericVisitor(func(x any) bool {
+		switch x := x.(type) {
+		case *ast.With:
+			return true
+		case *ast.Term:
+			if !ast.IsComprehension(x.Value) {
+				return false
+			}
+			if total == nil {
+				total = varCounts(r)
+			}
+			for v, k := range varCounts(x) {
+				if total[v] != k {
+					return false
+				}
+			}
+			closed = append(closed, x)
+			return true
+		}
+		return false
+	}).Walk(r)
+	return closed
+}
+
+// varCounts counts the variables under x. The name a call is made by (a
+// built-in, a function of the policy or an import) is not a variable of the
+// rule: it resolves alike everywhere in the module.
+func varCounts(x any) map[ast.Var]int {
+	counts := map[ast.Var]int{}
+	var vis *ast.GenericVisitor
+	operator := func(op *ast.Term) {
+		if ref, ok := op.Value.(ast.Ref); ok {
+			for _, t := range ref[1:] {
+				vis.Walk(t)
+			}
+			return
+		}
+		vis.Walk(op)
+	}
+	vis = ast.NewGenericVisitor(func(x any) bool {
+		switch x := x.(type) {
+		case *ast.Expr:
+			if x.IsCall() {
+				terms := x.Terms.([]*ast.Term)
+				operator(terms[0])
+				for _, t := range terms[1:] {
+					vis.Walk(t)
+				}
+				for _, w := range x.With {
+					vis.Walk(w)
+				}
+				return true
+			}
+		case ast.Call:
+			operator(x[0])
+			for _, t := range x[1:] {
+				vis.Walk(t)
+			}
+			return true
+		case ast.Var:
+			if !x.IsWildcard() && !x.Equal(ast.InputRootDocument.Value) && !x.Equal(ast.DefaultRootDocument.Value) {
+				counts[x]++
+			}
+		}
+		return false
+	})
+	vis.Walk(x)
+	return counts
+}
+
+// precomputable returns, in a deterministic order, the refs of the complete
+// rules without arguments in the closure of granted whose value depends on
+// the revision and the caller alone.
+func precomputable(c *ast.Compiler) []ast.Ref {
+	all := &grantAnalysis{c: c, seen: map[*ast.Rule]bool{}, found: map[string]bool{}}
+	all.enqueue(all.rulesFor(refGranted))
+	all.run()
+	var refs []ast.Ref
+	seen := map[string]bool{}
+	for _, r := range all.order {
+		if len(r.Head.Args) > 0 || r.Head.RuleKind() != ast.SingleValue {
+			continue
+		}
+		ref := r.Path()
+		if !ref.IsGround() || ref.Equal(refGranted) || seen[ref.String()] {
+			continue
+		}
+		seen[ref.String()] = true
+		a := &grantAnalysis{c: c, seen: map[*ast.Rule]bool{}, found: map[string]bool{}, pure: true}
+		rules := a.rulesFor(ref)
+		if len(rules) == 0 || slices.ContainsFunc(rules, func(x *ast.Rule) bool { return !x.Path().Equal(ref) }) {
+			continue // the ref also names rules below it, or nothing
+		}
+		a.enqueue(rules)
+		a.run()
+		if len(a.reasons) == 0 {
+			refs = append(refs, ref)
+		}
+	}
+	return refs
+}
+
+// checkedSet is an override set that passed readGranted, with its flags
+// per row.
+type checkedSet struct {
+	set     ast.Set
+	allowed []bool
+}
+
+type atomicGranted = atomic.Pointer[checkedSet]
+
+// grantSplit is Grant for a split revision: the caller's residual (its
+// precomputed values) is looked up or built, then the request-dependent
+// rest is evaluated.
+func (r *Revision) grantSplit(ctx context.Context, sg *splitGrant, c *Caller, req *Request, key []byte) *GrantDecision {
+	res := sg.res.get(key)
+	if res == nil {
+		var ok bool
+		if res, ok = r.precompute(ctx, sg, c, req); !ok {
+			return r.grant(ctx, c, req) // a passing failure: try again next time
+		}
+		res = sg.res.put(key, res)
+	}
+	if res.whole {
+		return r.grant(ctx, c, req)
+	}
+	d := &GrantDecision{Revision: r, view: res.view}
+	in, err := r.input(c, d.view, req, -1)
+	if err != nil {
+		d.Outcome, d.Err = Failed, inputError(refGranted, err)
+		return d
+	}
+	rs, err := r.eval(ctx, sg.grantQ, in, rego.EvalVirtualCache(&preloadedCache{base: res.base, inner: topdown.NewVirtualCache()}))
+	if err != nil {
+		d.Outcome, d.Err = Failed, policyError(refGranted, err, ctx)
+		return d
+	}
+	arr := rs[0].Bindings["g"].(*ast.Array)
+	if arr.Len() > 0 {
+		if set, ok := arr.Elem(0).Value.(ast.Set); ok {
+			if last := res.last.Load(); last != nil && last.set == set {
+				d.Outcome, d.granted, d.allowed = Override, set, last.allowed
+				return d
+			}
+		}
+	}
+	r.readGranted(d, arr)
+	if d.Outcome == Override {
+		d.precompute()
+		res.last.Store(&checkedSet{set: d.granted, allowed: d.allowed})
+	}
+	return d
+}
+
+// precompute evaluates the caller's precomputable values. ok is false for
+// a failure that may pass (a deadline, a cancellation): nothing is stored.
+// A failure that would recur (the values depend on the caller and the
+// revision alone) gives a residual that evaluates whole.
+func (r *Revision) precompute(ctx context.Context, sg *splitGrant, c *Caller, req *Request) (res *residual, ok bool) {
+	res = &residual{view: r.view(c)}
+	in, err := r.input(c, res.view, req, -1)
+	if err != nil {
+		// The request cannot be represented; the whole evaluation says so.
+		return nil, false
+	}
+	rs, err := r.eval(ctx, sg.preQ, in)
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return nil, false
+		}
+		res.whole = true
+		return res, true
+	}
+	res.base = make([]preloaded, len(sg.refs))
+	for i, ref := range sg.refs {
+		res.base[i].ref = ref
+		if arr := rs[0].Bindings["v"+strconv.Itoa(i)].(*ast.Array); arr.Len() > 0 {
+			res.base[i].val = arr.Elem(0)
+		}
+	}
+	return res, true
+}
+
+// preloadedCache is OPA's virtual document cache with the caller's
+// precomputed values in its first frame. A `with` modifier pushes a frame:
+// above the first, the values are not seen, so a rule evaluated under
+// `with` is computed as usual.
+type preloadedCache struct {
+	base  []preloaded
+	depth int
+	inner topdown.VirtualCache
+}
+
+func (p *preloadedCache) Push() { p.depth++; p.inner.Push() }
+func (p *preloadedCache) Pop()  { p.depth--; p.inner.Pop() }
+
+func (p *preloadedCache) Get(ref ast.Ref) (*ast.Term, bool) {
+	if p.depth == 0 {
+		for i := range p.base {
+			if p.base[i].ref.Equal(ref) {
+				return p.base[i].val, p.base[i].val == nil
+			}
+		}
+	}
+	return p.inner.Get(ref)
+}
+
+func (p *preloadedCache) Put(ref ast.Ref, value *ast.Term) { p.inner.Put(ref, value) }
+func (p *preloadedCache) Keys() []ast.Ref                  { return p.inner.Keys() }
