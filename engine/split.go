@@ -72,7 +72,8 @@ func newSplitGrant(ctx context.Context, modules map[string]*ast.Module, c *ast.C
 		return nil, ""
 	}
 	fc := c
-	if split, n := splitComprehensions(modules); n > 0 {
+	split, origins := splitComprehensions(modules)
+	if len(origins) > 0 {
 		fc = newCompiler()
 		fc.Compile(split)
 		if fc.Failed() {
@@ -80,7 +81,7 @@ func newSplitGrant(ctx context.Context, modules map[string]*ast.Module, c *ast.C
 			return nil, "the policy could not be split: " + fc.Errors.Error()
 		}
 	}
-	refs := precomputable(fc)
+	refs := precomputable(fc, origins)
 	if len(refs) == 0 {
 		return nil, "no part of it depends on the caller alone"
 	}
@@ -93,15 +94,13 @@ func newSplitGrant(ctx context.Context, modules map[string]*ast.Module, c *ast.C
 		return nil, "the policy could not be split: " + err.Error()
 	}
 	exprs := make([]string, len(refs))
-	names := make([]string, len(refs))
 	for i, ref := range refs {
 		exprs[i] = wrapQuery("v"+strconv.Itoa(i), ref)
-		names[i] = strings.ReplaceAll(ref.String(), splitPrefix, "comprehension ")
 	}
 	if sg.preQ, err = prepare(strings.Join(exprs, "; ")); err != nil {
 		return nil, "the policy could not be split: " + err.Error()
 	}
-	sg.why = fmt.Sprintf("once per caller: %s; the rest per call", describeRefs(refs))
+	sg.why = fmt.Sprintf("once per caller: %s; the rest per call", describeRefs(refs, origins))
 	return sg, ""
 }
 
@@ -125,30 +124,28 @@ func (r *Revision) splitMode() string {
 	return "; evaluated whole: " + r.policies.splitWhy
 }
 
-// describeRefs names the precomputed values for DecisionMode: user rules by
+// describeRefs names the precomputed values for DecisionMode: rules by
 // their ref, extracted comprehensions by where they were written.
-func describeRefs(refs []ast.Ref) string {
-	var rules []string
-	comps := 0
-	for _, ref := range refs {
-		if s, ok := ref[len(ref)-1].Value.(ast.String); ok && strings.HasPrefix(string(s), splitPrefix) {
-			comps++
-			continue
+func describeRefs(refs []ast.Ref, origins map[string]splitOrigin) string {
+	parts := make([]string, len(refs))
+	for i, ref := range refs {
+		parts[i] = ref.String()
+		if o, ok := origins[lastKey(ref)]; ok {
+			parts[i] = "the comprehension at " + o.loc.String()
 		}
-		rules = append(rules, ref.String())
 	}
-	var parts []string
-	switch comps {
-	case 0:
-	case 1:
-		parts = append(parts, "1 comprehension that reads only input.caller, input.tools and data")
-	default:
-		parts = append(parts, fmt.Sprintf("%d comprehensions that read only input.caller, input.tools and data", comps))
-	}
-	if len(rules) > 0 {
-		parts = append(parts, strings.Join(rules, ", "))
-	}
-	return strings.Join(parts, " and ")
+	return strings.Join(parts, ", ")
+}
+
+func lastKey(ref ast.Ref) string {
+	s, _ := ref[len(ref)-1].Value.(ast.String)
+	return string(s)
+}
+
+// splitOrigin is where an extracted comprehension was written.
+type splitOrigin struct {
+	rule string // the ref of the rule it was in
+	loc  Location
 }
 
 // splitComprehensions returns a copy of modules where every closed
@@ -160,14 +157,15 @@ func describeRefs(refs []ast.Ref) string {
 // variable of the rule, and in a rule of its own in the same module every
 // name in it (a rule, a function, an import) resolves as before. Only the
 // outermost closed comprehensions are moved; those under a `with` modifier
-// stay where they are.
-func splitComprehensions(modules map[string]*ast.Module) (map[string]*ast.Module, int) {
+// stay where they are. Comprehensions inside a moved one are moved too.
+func splitComprehensions(modules map[string]*ast.Module) (map[string]*ast.Module, map[string]splitOrigin) {
 	out := make(map[string]*ast.Module, len(modules))
 	names := make([]string, 0, len(modules))
 	for n := range modules {
 		names = append(names, n)
 	}
 	slices.Sort(names)
+	origins := map[string]splitOrigin{}
 	n := 0
 	for _, name := range names {
 		m := modules[name].Copy()
@@ -177,6 +175,7 @@ func splitComprehensions(modules map[string]*ast.Module) (map[string]*ast.Module
 			for _, t := range closedComprehensions(r) {
 				ruleName := ast.Var(splitPrefix + strconv.Itoa(n))
 				n++
+				origins[string(ruleName)] = splitOrigin{rule: r.Path().String(), loc: locationOf(t.Location)}
 				comp := &ast.Term{Value: t.Value, Location: t.Location}
 				t.Value = ruleName
 				head := &ast.Head{
@@ -192,11 +191,11 @@ func splitComprehensions(modules map[string]*ast.Module) (map[string]*ast.Module
 		}
 		m.Rules = append(m.Rules, added...)
 	}
-	return out, n
+	return out, origins
 }
 
-// closedComprehensions finds the outermost closed comprehensions of r
-// (inside one that is not closed, it looks further down).
+// closedComprehensions finds the closed comprehensions of r, outermost
+// first.
 func closedComprehensions(r *ast.Rule) []*ast.Term {
 	// Count every variable of the rule: a comprehension is closed when each
 	// of its variables occurs only in it.
@@ -219,7 +218,6 @@ func closedComprehensions(r *ast.Rule) []*ast.Term {
 				}
 			}
 			closed = append(closed, x)
-			return true
 		}
 		return false
 	}).Walk(r)
@@ -274,8 +272,9 @@ func varCounts(x any) map[ast.Var]int {
 
 // precomputable returns, in a deterministic order, the refs of the complete
 // rules without arguments in the closure of granted whose value depends on
-// the revision and the caller alone.
-func precomputable(c *ast.Compiler) []ast.Ref {
+// the revision and the caller alone. An extracted comprehension is left out
+// when the rule it was in is precomputed whole.
+func precomputable(c *ast.Compiler, origins map[string]splitOrigin) []ast.Ref {
 	all := &grantAnalysis{c: c, seen: map[*ast.Rule]bool{}, found: map[string]bool{}}
 	all.enqueue(all.rulesFor(refGranted))
 	all.run()
@@ -301,7 +300,14 @@ func precomputable(c *ast.Compiler) []ast.Ref {
 			refs = append(refs, ref)
 		}
 	}
-	return refs
+	whole := map[string]bool{}
+	for _, ref := range refs {
+		whole[ref.String()] = true
+	}
+	return slices.DeleteFunc(refs, func(ref ast.Ref) bool {
+		o, ok := origins[lastKey(ref)]
+		return ok && whole[o.rule]
+	})
 }
 
 // checkedSet is an override set that passed readGranted, with its flags

@@ -1,0 +1,78 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/engine"
+)
+
+// TestSplitMode pins which of the fuzzer's shapes are split, and that
+// DecisionMode says so: the fuzzer compares nothing if nothing is split.
+func TestSplitMode(t *testing.T) {
+	t.Parallel()
+	whole := []int{1, 12, 16, 20}
+	for i := range splitShapes {
+		rev, off := splitEnginesFor(t, i)
+		ok, why := rev.DecisionMode()
+		require.False(t, ok, why)
+		if slices.Contains(whole, i) {
+			require.Contains(t, why, "; evaluated whole: no part of it depends on the caller alone", "shape %d", i)
+		} else {
+			require.Contains(t, why, "; split: once per caller: ", "shape %d", i)
+		}
+		_, why = off.DecisionMode()
+		require.True(t, strings.HasSuffix(why, "; evaluated whole (the decision cache is off)"), why)
+	}
+	_, why := newEngine(t, map[string]string{"grant.rego": metaPolicy}).Current().DecisionMode()
+	require.Equal(t, `reads input.request.meta["festi/echo"] at policies/grant.rego:4; evaluated whole: no part of it depends on the caller alone`, why)
+	_, why = newEngine(t, map[string]string{"grant.rego": "package toolgate.grant\n\n" + splitShapes[0] + "\n"}).Current().DecisionMode()
+	require.Equal(t, "reads input.request.meta.all at policies/grant.rego:5; split: once per caller: the comprehension at policies/grant.rego:3; the rest per call", why)
+}
+
+// TestSplitEvaluatesTheCallerPartOnce counts evaluations: one for the
+// caller's part, then one per call; a second caller has a part of its own.
+func TestSplitEvaluatesTheCallerPartOnce(t *testing.T) {
+	t.Parallel()
+	policy := "package toolgate.grant\n\nvisible := {t.name | some t in input.tools; t.base}\n\ngranted := visible if not input.request.meta.deny\n"
+	rev := newEngine(t, map[string]string{"grant.rego": policy}).Current()
+	ctx := context.Background()
+	deny := engine.Request{Method: engine.MethodCall, Tool: "echo", Meta: engine.BoundMeta(json.RawMessage(`{"deny":true}`))}
+	for range 3 {
+		require.Equal(t, []string{"echo", "getReward", "execUrl"}, rev.Grant(ctx, dave, listReq).Granted())
+		d := rev.Grant(ctx, dave, deny)
+		require.Equal(t, engine.NoOverride, d.Outcome)
+	}
+	require.EqualValues(t, 1+6, rev.Evaluations())
+	require.Equal(t, []string{"echo", "getReward", "report", "execUrl"}, rev.Grant(ctx, carol, listReq).Granted())
+	require.EqualValues(t, 1+6+2, rev.Evaluations())
+	require.Zero(t, rev.CachedDecisions(), "nothing is memoised whole")
+}
+
+// TestSplitFallsBackWhole: a caller whose precomputed part fails is
+// evaluated whole, so a request that never needs that part still succeeds,
+// and one that does still fails.
+func TestSplitFallsBackWhole(t *testing.T) {
+	t.Parallel()
+	policy := "package toolgate.grant\n\nbad := {x | some t in input.tools; x := to_number(t.name)}\n\ngranted := bad if input.request.meta.y == true\n\ngranted := {\"echo\"} if input.request.meta.y == false\n"
+	rev := newEngine(t, map[string]string{"grant.rego": policy}).Current()
+	ctx := context.Background()
+	meta := func(s string) engine.Request {
+		return engine.Request{Method: engine.MethodList, Meta: engine.BoundMeta(json.RawMessage(s))}
+	}
+	for range 2 {
+		require.Equal(t, []string{"echo"}, rev.Grant(ctx, dave, meta(`{"y":false}`)).Granted())
+		d := rev.Grant(ctx, dave, meta(`{"y":true}`))
+		require.Equal(t, engine.Failed, d.Outcome)
+		var pe *engine.PolicyError
+		require.ErrorAs(t, d.Err, &pe)
+		require.Equal(t, engine.KindBuiltin, pe.Kind)
+	}
+	// One failed precomputation, then every call whole.
+	require.EqualValues(t, 1+4, rev.Evaluations())
+}
