@@ -22,6 +22,14 @@ import (
 // roles and claims returns the same *GrantDecision, whatever the request,
 // without building an input or evaluating anything. A failed decision is
 // never memoised. The returned value is shared and must not be modified.
+//
+// Otherwise, when the policy can be split (DecisionMode says "split"), the
+// part of the closure of granted that depends on the revision and the
+// caller alone is evaluated once per caller and kept in an LRU bounded like
+// the decision cache (DefaultDecisionCacheSize callers); each call then
+// evaluates the rest. The answer is the one a whole evaluation gives,
+// failures included. WithDecisionCache(false) evaluates every decision
+// whole.
 func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDecision {
 	if c == nil {
 		return r.nobody

@@ -36,6 +36,7 @@ type Revision struct {
 	// decisions memoises grant decisions per caller; nil when the policy
 	// is not cacheable or the cache is off.
 	decisions *decisionCache
+	canon     canonTable // shared copies of memoised values (canon.go)
 	nobody    *GrantDecision
 	evals     atomic.Uint64    // policy evaluations, for tests
 	files     []string         // registry first, then PolicyFiles

@@ -44,8 +44,9 @@ type splitGrant struct {
 
 // residual is the per-caller state of a split evaluation.
 type residual struct {
-	view *callerView
-	base []preloaded
+	view  *callerView
+	base  []preloaded
+	canon []*canonValue // keeps the shared copies of base alive
 	// whole is set when the precomputation failed for a reason that does
 	// not change from call to call: the caller's decisions are evaluated
 	// whole.
@@ -315,6 +316,13 @@ func precomputable(c *ast.Compiler, origins map[string]splitOrigin) []ast.Ref {
 type checkedSet struct {
 	set     ast.Set
 	allowed []bool
+	canon   *canonValue
+}
+
+// set0 is the set in a wrapped value of granted.
+func set0(arr *ast.Array) ast.Set {
+	set, _ := arr.Elem(0).Value.(ast.Set)
+	return set
 }
 
 type atomicGranted = atomic.Pointer[checkedSet]
@@ -349,7 +357,7 @@ func (r *Revision) grantSplit(ctx context.Context, sg *splitGrant, c *Caller, re
 	if arr.Len() > 0 {
 		if set, ok := arr.Elem(0).Value.(ast.Set); ok {
 			if last := res.last.Load(); last != nil && last.set == set {
-				d.Outcome, d.granted, d.allowed = Override, set, last.allowed
+				d.Outcome, d.granted, d.allowed, d.canon = Override, set, last.allowed, last.canon
 				return d
 			}
 		}
@@ -357,7 +365,9 @@ func (r *Revision) grantSplit(ctx context.Context, sg *splitGrant, c *Caller, re
 	r.readGranted(d, arr)
 	if d.Outcome == Override {
 		d.precompute()
-		res.last.Store(&checkedSet{set: d.granted, allowed: d.allowed})
+		// The set as evaluated, not its canonical copy: the next call
+		// compares what OPA returns.
+		res.last.Store(&checkedSet{set: set0(arr), allowed: d.allowed, canon: d.canon})
 	}
 	return d
 }
@@ -385,7 +395,9 @@ func (r *Revision) precompute(ctx context.Context, sg *splitGrant, c *Caller, re
 	for i, ref := range sg.refs {
 		res.base[i].ref = ref
 		if arr := rs[0].Bindings["v"+strconv.Itoa(i)].(*ast.Array); arr.Len() > 0 {
-			res.base[i].val = arr.Elem(0)
+			c := r.canon.get(arr.Elem(0), nil)
+			res.canon = append(res.canon, c)
+			res.base[i].val = c.term
 		}
 	}
 	return res, true

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -75,4 +76,54 @@ func TestSplitFallsBackWhole(t *testing.T) {
 	}
 	// One failed precomputation, then every call whole.
 	require.EqualValues(t, 1+4, rev.Evaluations())
+}
+
+// TestSplitConcurrent shares residuals and their preloaded values between
+// goroutines (run with -race): every answer is the whole evaluation's.
+func TestSplitConcurrent(t *testing.T) {
+	t.Parallel()
+	policies := map[string]string{"grant.rego": "package toolgate.grant\n\n" + splitShapes[2] + "\n"}
+	rev := newEngine(t, policies).Current()
+	whole := newEngine(t, policies, engine.WithDecisionCache(false)).Current()
+	ctx := context.Background()
+	callers := []*engine.Caller{bob, carol, dave}
+	reqs := []engine.Request{listReq, {Method: engine.MethodList, Meta: engine.BoundMeta(json.RawMessage(`{"deny":true}`))}}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				c, req := callers[(g+i)%len(callers)], reqs[i%len(reqs)]
+				want := whole.Grant(ctx, c, req)
+				got := rev.Grant(ctx, c, req)
+				if want.Outcome != got.Outcome || !slices.Equal(want.Granted(), got.Granted()) {
+					t.Errorf("%s %s: split %v %v, whole %v %v", c.Subject, req.Meta, got.Outcome, got.Granted(), want.Outcome, want.Granted())
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestEqualValuesAreShared: callers whose memoised or precomputed values
+// are equal share one copy (4 096 copies of a set of 10 000 rows would
+// cost hundreds of MiB).
+func TestEqualValuesAreShared(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rev := newEngine(t, map[string]string{"grant.rego": contractorPolicy}).Current()
+	a := rev.Grant(ctx, dave, listReq)
+	b := rev.Grant(ctx, &engine.Caller{Subject: "erin", Roles: dave.Roles}, listReq)
+	require.NotSame(t, a, b)
+	require.Equal(t, engine.Override, a.Outcome)
+	require.True(t, engine.SharesGranted(a, b), "equal override sets are one copy")
+	require.Equal(t, 1, rev.CanonValues())
+
+	split := newEngine(t, map[string]string{"grant.rego": "package toolgate.grant\n\n" + splitShapes[2] + "\n"}).Current()
+	for _, c := range []*engine.Caller{dave, {Subject: "erin", Roles: dave.Roles}} {
+		require.Equal(t, []string{"echo", "getReward", "execUrl"}, split.Grant(ctx, c, listReq).Granted())
+	}
+	require.Equal(t, 1, split.CanonValues(), "one precomputed value for both callers")
+	x, y := split.Grant(ctx, dave, listReq), split.Grant(ctx, &engine.Caller{Subject: "erin", Roles: dave.Roles}, listReq)
+	require.True(t, engine.SharesGranted(x, y))
 }

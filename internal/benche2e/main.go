@@ -93,6 +93,7 @@ func main() {
 	calls := flag.Int("calls", 4000, "calls per measurement")
 	rssRows := flag.Int("rss-rows", 10000, "registry rows for the memory report")
 	rssCallers := flag.Int("rss-callers", engine.DefaultDecisionCacheSize, "callers for the memory report")
+	memoryOnly := flag.Bool("memory-only", false, "only the memory report")
 	flag.Parse()
 	self, err := os.Executable()
 	if err != nil {
@@ -105,6 +106,10 @@ func main() {
 	defer os.RemoveAll(dir)
 	b := &bench{toolgate: *toolgate, self: self, dir: dir, inflight: *inflight, calls: *calls}
 	b.setup(*rows)
+	if *memoryOnly {
+		b.memory(*rssRows, *rssCallers)
+		return
+	}
 	fmt.Printf("rows=%d, %d calls in flight, %d calls per line, GOMAXPROCS=%d\n\n", *rows, *inflight, *calls, runtime.GOMAXPROCS(0))
 	fmt.Printf("%-44s %10s %8s\n", "server", "calls/s", "ratio")
 	stdio := []struct {
@@ -242,11 +247,11 @@ func (b *bench) drive(ctx context.Context, cs *mcp.ClientSession) float64 {
 		switch {
 		case err != nil:
 			return err
-		case res.IsError || len(res.Content) != 1:
-			return fmt.Errorf("echo answered %+v", res.Content)
+		case len(res.Content) != 1:
+			return fmt.Errorf("echo answered %d content items", len(res.Content))
 		}
-		if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "hello" {
-			return fmt.Errorf("echo answered %+v", res.Content[0])
+		if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "hello" || res.IsError {
+			return fmt.Errorf("echo answered %+v (isError %t)", res.Content[0], res.IsError)
 		}
 		return nil
 	}
@@ -284,7 +289,9 @@ func (b *bench) memory(rows, callers int) {
 		fatal(err)
 	}
 	for _, p := range []string{"memoised", "meta"} {
-		cmd := exec.Command(b.toolgate, b.serveArgs(p, "--stdio", "--as", "cid", "--role", "manager", "--role", "contractor")...)
+		// A loaded machine may need more than the default 250 ms for the
+		// first evaluation over 10 000 rows.
+		cmd := exec.Command(b.toolgate, b.serveArgs(p, "--stdio", "--eval-timeout", "10s", "--as", "cid", "--role", "manager", "--role", "contractor")...)
 		cmd.Env = b.env()
 		cmd.Stderr = io.Discard
 		ctx := context.Background()
@@ -301,28 +308,46 @@ func (b *bench) memory(rows, callers int) {
 		cs.Close()
 	}
 	for _, p := range []struct{ name, text string }{{"memoised", memoised}, {"meta", readsMeta}} {
-		fsys := fstest.MapFS{"registry.yaml": {Data: []byte(registry(rows))}, "policies/grant.rego": {Data: []byte(p.text)}}
-		ctx := context.Background()
-		e, err := engine.New(ctx, engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(time.Minute))
-		if err != nil {
-			fatal(err)
-		}
-		rev := e.Current()
-		runtime.GC()
-		before := procStatus(os.Getpid(), "VmRSS")
-		req := engine.Request{Method: engine.MethodCall, Tool: "echo", Arguments: json.RawMessage(`{"text":"hello"}`)}
-		for i := range callers {
-			c := &engine.Caller{Subject: fmt.Sprintf("caller-%d", i), Roles: []string{"manager", "contractor"}}
-			if ok, err := rev.Grant(ctx, c, req).Allowed("echo"); !ok || err != nil {
-				fatal(fmt.Errorf("echo is not granted to %s: %v", c.Subject, err))
-			}
-		}
-		runtime.GC()
-		_, why := rev.DecisionMode()
-		fmt.Printf("engine in-process, %d rows, %s policy, %d callers: RSS %s before the callers, %s after (%s)\n",
-			rows, p.name, callers, before, procStatus(os.Getpid(), "VmRSS"), why)
-		runtime.KeepAlive(e)
+		b.engineMemory(rows, callers, p.name, p.text)
 	}
+}
+
+// engineMemory builds an engine of rows rows in this process and asks it
+// for callers distinct callers (all with the same roles), then reports the
+// live heap the callers added (after a collection) and the process's RSS.
+func (b *bench) engineMemory(rows, callers int, name, policy string) {
+	fsys := fstest.MapFS{"registry.yaml": {Data: []byte(registry(rows))}, "policies/grant.rego": {Data: []byte(policy)}}
+	ctx := context.Background()
+	e, err := engine.New(ctx, engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(time.Minute))
+	if err != nil {
+		fatal(err)
+	}
+	rev := e.Current()
+	req := engine.Request{Method: engine.MethodCall, Tool: "echo", Arguments: json.RawMessage(`{"text":"hello"}`)}
+	if _, err := rev.Grant(ctx, &engine.Caller{Subject: "warm", Roles: []string{"manager", "contractor"}}, req).Allowed("echo"); err != nil {
+		fatal(err)
+	}
+	before := liveHeap()
+	for i := range callers {
+		c := &engine.Caller{Subject: fmt.Sprintf("caller-%d", i), Roles: []string{"manager", "contractor"}}
+		if ok, err := rev.Grant(ctx, c, req).Allowed("echo"); !ok || err != nil {
+			fatal(fmt.Errorf("echo is not granted to %s: %v", c.Subject, err))
+		}
+	}
+	after := liveHeap()
+	_, why := rev.DecisionMode()
+	fmt.Printf("engine in-process, %d rows, %s policy: live heap %.1f MiB with one caller, +%.1f MiB for %d more (%.1f KiB each); RSS %s\n  (%s)\n",
+		rows, name, float64(before)/(1<<20), float64(after-before)/(1<<20), callers, float64(after-before)/float64(callers)/1024,
+		procStatus(os.Getpid(), "VmRSS"), why)
+	runtime.KeepAlive(rev)
+	runtime.KeepAlive(e)
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
 
 func procStatus(pid int, field string) string {
