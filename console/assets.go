@@ -39,6 +39,11 @@ func (c *Console) assets() http.Handler {
 		"connect-src " + connect, "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
 	}, "; ")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
 		w.Header().Set("Content-Security-Policy", csp)
 		w.Header().Set("Cache-Control", "no-cache")
 		files.ServeHTTP(w, r)

@@ -126,7 +126,7 @@ func New(opts Options) *Console {
 }
 
 func (c *Console) routes() {
-	c.mux.Handle("GET /console/", c.assets())
+	c.mux.Handle("/console/", c.assets())
 	c.mux.HandleFunc("GET /console", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/console/", http.StatusFound)
 	})
