@@ -83,6 +83,11 @@ type OAuth struct {
 type Options struct {
 	Auth      Authenticator
 	Explainer Explainer
+	// Calls, when set, evaluates the toolgate.call rules for a granted
+	// call (engine.Revision.Call on the revision serving): the matrix
+	// reads a cell's step 5 from it, which is much cheaper than a whole
+	// explanation per cell. Nil: the matrix asks Explainer per cell.
+	Calls func(ctx context.Context, caller *engine.Caller, tool string, meta json.RawMessage) *engine.CallDecision
 	// Approvals, when nil, shows an empty queue.
 	Approvals Approvals
 	// Status, when nil, answers 404 at /console/api/status.

@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -38,15 +41,27 @@ var people = map[string]*engine.Caller{
 	"tok-contractor": {Subject: "carl", Roles: []string{"contractor"}},
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newFixtureCalls(t, true, "") }
+
+// newFixtureCalls makes the fixture; with calls, the matrix reads step 5
+// from the engine's call decision (as the gateway wires it), else from
+// an explanation per cell.
+func newFixtureCalls(t *testing.T, calls bool, policy string) *fixture {
 	t.Helper()
 	ctx := t.Context()
-	eng, err := engine.New(ctx, toolgate.Source("", ""))
+	eng, err := engine.New(ctx, toolgate.Source("", policy))
 	require.NoError(t, err)
 	gate := approvals.New(ledger.NewMemoryStore(), approvals.Options{})
 	act := console.NewActivity(0)
 	done := make(chan struct{})
+	var callsFn func(ctx context.Context, c *engine.Caller, tool string, meta json.RawMessage) *engine.CallDecision
+	if calls {
+		callsFn = func(ctx context.Context, c *engine.Caller, tool string, meta json.RawMessage) *engine.CallDecision {
+			return eng.Current().Call(ctx, c, engine.Request{Method: engine.MethodCall, Tool: tool, Meta: engine.BoundMeta(meta)})
+		}
+	}
 	c := console.New(console.Options{
+		Calls: callsFn,
 		Auth: func(r *http.Request) (*engine.Caller, bool) {
 			tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			c := people[tok]
@@ -176,7 +191,58 @@ func TestWithoutTheOperatorRoleOnlyTheirApprovals(t *testing.T) {
 
 func TestMatrixAndExplanation(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	for _, calls := range []bool{true, false} {
+		t.Run(fmt.Sprintf("calls=%t", calls), func(t *testing.T) {
+			t.Parallel()
+			testMatrix(t, newFixtureCalls(t, calls, ""))
+		})
+	}
+}
+
+// TestMatrixDeniedForMeta: a deny rule that reads _meta and a rule that
+// answers show in the cells, the same with either way of reading step 5.
+func TestMatrixDeniedForMeta(t *testing.T) {
+	t.Parallel()
+	policy := t.TempDir()
+	for _, name := range []string{"grant.rego", "call.rego"} {
+		b, err := toolgate.Bundled.ReadFile("rego/" + name)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(policy, name), b, 0o600))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(policy, "extra.rego"), []byte(`package toolgate.call
+
+deny contains "not on fridays" if input.request.meta.day == "friday"
+
+result := {"content": [{"type": "text", "text": "canned"}]} if input.tool.name == "add"
+`), 0o600))
+	for _, calls := range []bool{true, false} {
+		t.Run(fmt.Sprintf("calls=%t", calls), func(t *testing.T) {
+			t.Parallel()
+			f := newFixtureCalls(t, calls, policy)
+			cells := func(meta string) map[string]string {
+				code, body := f.do(t, "POST", "/console/api/matrix", "tok-ops", `{"callers":[{"subject":"ops","roles":["admin"]}],"meta":`+meta+`}`)
+				require.Equal(t, http.StatusOK, code, string(body))
+				var m console.Matrix
+				require.NoError(t, json.Unmarshal(body, &m))
+				out := map[string]string{}
+				for _, r := range m.Rows {
+					out[r.Name] = r.Cells[0]
+				}
+				return out
+			}
+			plain := cells(`{}`)
+			assert.Equal(t, console.CellVisible, plain["echo"])
+			assert.Equal(t, console.CellAnswered, plain["add"])
+			assert.Equal(t, console.CellApproval, plain["resetCounter"])
+			friday := cells(`{"day":"friday"}`)
+			assert.Equal(t, console.CellDenied, friday["echo"])
+			assert.Equal(t, console.CellDenied, friday["add"], "refusing wins over an answer")
+			assert.Equal(t, console.CellDenied, friday["resetCounter"], "refusing wins over approval")
+		})
+	}
+}
+
+func testMatrix(t *testing.T, f *fixture) {
 	code, body := f.do(t, "POST", "/console/api/matrix", "tok-ops",
 		`{"callers":[{"subject":"carl","roles":["contractor"]},{"subject":"ops","roles":["admin"]},{"subject":"m","roles":["manager"]}]}`)
 	require.Equal(t, http.StatusOK, code, string(body))

@@ -135,6 +135,9 @@ func (c *Console) cell(r *http.Request, k *engine.Caller, x *inspect.Explanation
 	case !row.Granted:
 		return CellHiddenBase
 	}
+	if c.opts.Calls != nil {
+		return callCell(c.opts.Calls(r.Context(), k, row.Name, meta))
+	}
 	call := c.opts.Explainer.Explain(r.Context(), k, row.Name, meta).Call
 	if call == nil {
 		return CellFailed
@@ -195,4 +198,20 @@ func (c *Console) explain(w http.ResponseWriter, r *http.Request, _ *engine.Call
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// callCell classifies the call decision of a granted call in the order of
+// SPEC §13: a failure, then refusing wins, then approval, then answers.
+func callCell(cd *engine.CallDecision) string {
+	switch {
+	case cd == nil || cd.Err != nil:
+		return CellFailed
+	case len(cd.Deny) > 0:
+		return CellDenied
+	case cd.Approval != nil:
+		return CellApproval
+	case cd.Result != nil:
+		return CellAnswered
+	}
+	return CellVisible
 }

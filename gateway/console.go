@@ -35,6 +35,9 @@ func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *conso
 		Explainer: console.ExplainerFunc(func(ctx context.Context, c *engine.Caller, tool string, meta json.RawMessage) *inspect.Explanation {
 			return inspect.Explain(ctx, inspect.ExplainOptions{Revision: eng.Current(), Caller: c, Tool: tool, Meta: meta})
 		}),
+		Calls: func(ctx context.Context, c *engine.Caller, tool string, meta json.RawMessage) *engine.CallDecision {
+			return eng.Current().Call(ctx, c, engine.Request{Method: engine.MethodCall, Tool: tool, Meta: engine.BoundMeta(meta)})
+		},
 		Approvals: gate,
 		Activity:  act,
 		Status:    func() console.Status { return consoleStatus(cfg, eng) },
@@ -57,8 +60,13 @@ func consoleStatus(cfg Config, eng *engine.Engine) console.Status {
 	if cached {
 		s.Evaluation = "per_caller"
 	}
-	if cfg.Bundled() {
+	switch {
+	case cfg.Bundled():
 		s.Source = "bundled example"
+	case cfg.Registry == "":
+		s.Registry = "the bundled example's"
+	case cfg.Policy == "":
+		s.Policy = "the bundled example's"
 	}
 	return s
 }

@@ -37,14 +37,18 @@ export async function show() {
 
 function render() {
   const f = { subject: $('f-subject').value.trim(), tool: $('f-tool').value.trim(), outcome: $('f-outcome').value };
-  const match = events.filter((e) => (!f.subject || e.subject === f.subject) && (!f.tool || e.tool === f.tool) && (!f.outcome || e.outcome === f.outcome));
+  // Counts per outcome over the subject and tool filters; the outcome
+  // filter chooses the rows shown.
+  const scoped = events.filter((e) => (!f.subject || e.subject === f.subject) && (!f.tool || e.tool === f.tool));
+  const match = scoped.filter((e) => !f.outcome || e.outcome === f.outcome);
   const counts = {};
-  for (const e of match) counts[e.outcome] = (counts[e.outcome] || 0) + 1;
-  $('activity-counts').replaceChildren(el('span', {}, `${match.length} calls`),
-    ...Object.entries(counts).sort().map(([k, n]) => el('span', { 'data-outcome': k }, `${k}: ${n}`)));
+  for (const e of scoped) counts[e.outcome] = (counts[e.outcome] || 0) + 1;
+  $('activity-counts').replaceChildren(el('span', {}, `calls: ${scoped.length}`),
+    ...Object.entries(counts).sort().map(([k, n]) => el('span', { 'data-outcome': k }, `${k}: ${n}`)),
+    el('span', {}, `shown: ${Math.min(match.length, SHOWN)}`));
   const rows = match.slice(-SHOWN).reverse().map((e) => el('tr', { 'data-decision': e.decision_id },
     el('td', {}, e.timestamp.replace('T', ' ').replace(/\.\d+Z$/, 'Z')), el('td', {}, e.subject), el('td', {}, e.tool),
-    el('td', {}, el('span', { class: 'cell ' + outcomeClass(e.outcome) }, e.outcome)), el('td', {}, e.reason || ''),
+    el('td', {}, el('span', { class: 'cell ' + outcomeClass(e.outcome) }, e.outcome)), el('td', {}, e.reason || (e.approved_by ? `approved by ${e.approved_by} (approval ${e.approval_id})` : '')),
     el('td', {}, e.duration_ms.toFixed(1)), el('td', {}, el('code', { title: e.arguments_sha256 }, e.arguments_sha256.slice(0, 12)))));
   $('activity').tBodies[0].replaceChildren(...rows);
 }
