@@ -164,9 +164,16 @@ func serve(t *testing.T, registry, policy string, tokens map[string]httpserve.To
 	require.NoError(t, err)
 	tokFile := filepath.Join(dir, "tokens.json")
 	require.NoError(t, os.WriteFile(tokFile, b, 0o600))
+	return serveWith(t, func(s *config.Serve) { s.Registry, s.Policy, s.Tokens = registry, policy, tokFile })
+}
+
+// serveWith runs the gateway with the settings set makes, from the
+// bundled example with a memory ledger and no watching.
+func serveWith(t *testing.T, set func(*config.Serve)) string {
+	t.Helper()
 	off := false
-	cfg := gateway.Config{Serve: config.Serve{HTTP: "127.0.0.1:0", Registry: registry, Policy: policy, Tokens: tokFile,
-		Ledger: "memory", Watch: &off}, Stderr: io.Discard}
+	cfg := gateway.Config{Serve: config.Serve{HTTP: "127.0.0.1:0", Ledger: "memory", Watch: &off}, Stderr: io.Discard}
+	set(&cfg.Serve)
 	require.NoError(t, cfg.SetDefaults())
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan net.Addr, 1)

@@ -60,6 +60,8 @@ const commands = {
     await page.waitForFunction(([s, t]) => [...document.querySelectorAll(s)].some((e) => e.textContent.includes(t)), [selector, text]);
     return {};
   },
+  async waitSelector({ selector }) { await page.waitForSelector(selector, { state: 'attached' }); return {}; },
+  async url() { return { url: page.url() }; },
   async waitGone({ selector }) { await page.waitForSelector(selector, { state: 'detached' }); return {}; },
   async text({ selector }) { return { text: await page.textContent(selector) }; },
   async count({ selector }) { return { n: await page.locator(selector).count() }; },
