@@ -278,6 +278,11 @@ func TestBrowserConsole(t *testing.T) {
 	assert.Contains(t, explanation, "Error: Unknown tool 'getReward'.")
 	assert.Regexp(t, `Rules\s*rego/grant\.rego:\d+`, explanation)
 	d.screenshot("matrix")
+	// Readable at 200% zoom: the page reflows, nothing needs sideways scrolling.
+	d.do("viewport", map[string]any{"width": 640, "height": 450})
+	assert.EqualValues(t, 0, d.do("overflow", nil)["px"], "the matrix at 200%% zoom scrolls sideways")
+	d.screenshot("matrix-zoom200")
+	d.do("viewport", map[string]any{"width": 1280, "height": 900})
 
 	d.do("view", map[string]any{"name": "status"})
 	d.do("waitText", map[string]any{"selector": "#status", "text": "memoised per caller"})

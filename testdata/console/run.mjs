@@ -70,7 +70,12 @@ const commands = {
   async focused() { return { text: await page.evaluate(() => document.activeElement && (document.activeElement.getAttribute('aria-label') || document.activeElement.textContent)) }; },
   async screenshot({ path }) { await page.screenshot({ path, fullPage: true }); return {}; },
   async errors() { return { errors: consoleErrors }; },
-  async zoom({ factor }) { await page.evaluate((f) => { document.body.style.zoom = String(f); }, factor); return {}; },
+  // viewport sets the page's size in CSS pixels: 640×450 in a 1280×900
+  // window is what 200% zoom shows.
+  async viewport({ width, height }) { await page.setViewportSize({ width, height }); return {}; },
+  // overflow is how far the document is wider than the viewport (0: no
+  // sideways scrolling; wide tables scroll inside their own box).
+  async overflow() { return { px: await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth) }; },
 };
 
 const rl = createInterface({ input: process.stdin });
