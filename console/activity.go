@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/audit"
@@ -197,17 +198,32 @@ func (f filter) match(e *Event) bool {
 	return (f.subject == "" || e.Subject == f.subject) && (f.tool == "" || e.Tool == f.tool) && (f.outcome == "" || e.Outcome == f.outcome)
 }
 
+// keepAlive is how often an idle stream sends a comment, so proxies and
+// load balancers do not take it for a dead connection.
+const keepAlive = 25 * time.Second
+
 // activity streams the tail as server-sent events: the backlog, then each
 // event as it happens ("event: activity"), and "event: approvals" when the
 // approval queue changed.
 func (c *Console) activity(w http.ResponseWriter, r *http.Request, _ *engine.Caller, _ bool) {
+	q := r.URL.Query()
+	c.stream(w, r, &filter{subject: q.Get("subject"), tool: q.Get("tool"), outcome: q.Get("outcome")})
+}
+
+// approvalEvents streams only "event: approvals" (the queue changed, no
+// content: the page reads GET /console/api/approvals again), for anyone
+// signed in.
+func (c *Console) approvalEvents(w http.ResponseWriter, r *http.Request, _ *engine.Caller, _ bool) {
+	c.stream(w, r, nil)
+}
+
+// stream serves one subscription; f nil sends no activity events.
+func (c *Console) stream(w http.ResponseWriter, r *http.Request, f *filter) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		httpError(w, http.StatusInternalServerError, "streaming is not supported")
 		return
 	}
-	q := r.URL.Query()
-	f := filter{subject: q.Get("subject"), tool: q.Get("tool"), outcome: q.Get("outcome")}
 	backlog, sub := c.opts.Activity.subscribe()
 	defer c.opts.Activity.unsubscribe(sub)
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -215,27 +231,33 @@ func (c *Console) activity(w http.ResponseWriter, r *http.Request, _ *engine.Cal
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	write := func(e *Event) bool {
-		if !f.match(e) {
+		if f == nil || !f.match(e) {
 			return true
 		}
 		data, _ := json.Marshal(e)
 		_, err := fmt.Fprintf(w, "id: %d\nevent: activity\ndata: %s\n\n", e.Seq, data)
 		return err == nil
 	}
-	_, _ = fmt.Fprint(w, ": toolgate console activity\n\n")
+	_, _ = fmt.Fprint(w, ": toolgate console\n\n")
 	for i := range backlog {
 		if !write(&backlog[i]) {
 			return
 		}
 	}
 	fl.Flush()
-	done := c.opts.Done
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
 	for {
 		select {
 		case <-r.Context().Done():
 			return
-		case <-done:
+		case <-c.opts.Done:
 			return
+		case <-tick.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			fl.Flush()
 		case it, ok := <-sub.ch:
 			if !ok {
 				return // too slow: dropped

@@ -269,6 +269,10 @@ func TestBrowserConsole(t *testing.T) {
 	d.do("fill", map[string]any{"selector": "#caller-subject", "value": "carl"})
 	d.do("fill", map[string]any{"selector": "#caller-roles", "value": "contractor"})
 	d.do("press", map[string]any{"selector": "#caller-roles", "key": "Enter"})
+	callers := filepath.Join(t.TempDir(), "callers.yaml")
+	require.NoError(t, os.WriteFile(callers, []byte("- {subject: mia, roles: [manager]}\n"), 0o600))
+	d.do("upload", map[string]any{"selector": "#callers-file", "path": callers})
+	d.do("waitText", map[string]any{"selector": `#matrix button[data-tool="resetCounter"][data-caller="mia"]`, "text": "hidden (base)"})
 	cell := `#matrix button[data-tool="getReward"][data-caller="carl"]`
 	d.do("waitText", map[string]any{"selector": cell, "text": "hidden (policy)"})
 	d.do("press", map[string]any{"selector": cell, "key": "Enter"})

@@ -138,10 +138,12 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /console/api/config", c.config)
 	c.mux.HandleFunc("GET /console/api/me", c.signedIn(c.me))
 	c.mux.HandleFunc("GET /console/api/approvals", c.signedIn(c.listApprovals))
+	c.mux.HandleFunc("GET /console/api/approvals/events", c.signedIn(c.approvalEvents))
 	c.mux.HandleFunc("POST /console/api/approvals/{id}/approve", c.signedIn(c.decide(true)))
 	c.mux.HandleFunc("POST /console/api/approvals/{id}/refuse", c.signedIn(c.decide(false)))
 	c.mux.HandleFunc("GET /console/api/status", c.operator(c.status))
 	c.mux.HandleFunc("GET /console/api/callers", c.operator(c.callers))
+	c.mux.HandleFunc("POST /console/api/callers/parse", c.operator(c.parseCallers))
 	c.mux.HandleFunc("POST /console/api/matrix", c.operator(c.matrix))
 	c.mux.HandleFunc("POST /console/api/explain", c.operator(c.explain))
 	c.mux.HandleFunc("GET /console/api/activity", c.operator(c.activity))
@@ -215,8 +217,9 @@ func (c *Console) listApprovals(w http.ResponseWriter, r *http.Request, caller *
 	writeJSON(w, http.StatusOK, map[string]any{"approvals": list})
 }
 
-// maxBody bounds the JSON bodies the console's endpoints read.
-const maxBody = 64 << 10
+// maxBody bounds the JSON bodies the console's endpoints read (a callers
+// file is the largest).
+const maxBody = 1 << 20
 
 func (c *Console) decide(approve bool) handler {
 	return func(w http.ResponseWriter, r *http.Request, caller *engine.Caller, _ bool) {
@@ -274,6 +277,27 @@ func (c *Console) callers(w http.ResponseWriter, _ *http.Request, _ *engine.Call
 		if !seen[callerKey(&k)] {
 			out = append(out, Caller{Caller: k, From: "seen"})
 		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"callers": out})
+}
+
+// parseCallers reads a callers file as `toolgate check --callers` does
+// (inspect.ParseCallers: YAML or JSON), sent as {"document": "..."}.
+func (c *Console) parseCallers(w http.ResponseWriter, r *http.Request, _ *engine.Caller, _ bool) {
+	var body struct {
+		Document string `json:"document"`
+	}
+	if !readJSON(w, r, &body, false) {
+		return
+	}
+	cs, err := inspect.ParseCallers([]byte(body.Document))
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "not a callers file: "+err.Error())
+		return
+	}
+	out := make([]Caller, len(cs))
+	for i := range cs {
+		out[i] = Caller{Caller: cs[i], From: "file"}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"callers": out})
 }

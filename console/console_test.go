@@ -110,6 +110,7 @@ func (f *fixture) hold(t *testing.T, caller *engine.Caller, tool string, args st
 var operatorOnly = []struct{ method, path, body string }{
 	{"GET", "/console/api/status", ""},
 	{"GET", "/console/api/callers", ""},
+	{"POST", "/console/api/callers/parse", `{"document":"[]"}`},
 	{"POST", "/console/api/matrix", `{"callers":[]}`},
 	{"POST", "/console/api/explain", `{"tool":"echo"}`},
 	{"GET", "/console/api/activity", ""},
@@ -342,4 +343,61 @@ func TestTailHasNoArgumentValues(t *testing.T) {
 		b, _ := json.Marshal(e)
 		assert.NotContains(t, string(b), secret)
 	}
+}
+
+// TestApprovalEventsForApprovers: someone without the operator role gets
+// word that the queue changed, and nothing of the activity.
+func TestApprovalEventsForApprovers(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	req, err := http.NewRequestWithContext(t.Context(), "GET", f.srv.URL+"/console/api/approvals/events", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer tok-approver")
+	res, err := f.srv.Client().Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	rd := bufio.NewReader(res.Body)
+	line, err := rd.ReadString('\n')
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(line, ":"), line)
+
+	rev := f.eng.Current()
+	call := &mcpadapter.CallContext{DecisionID: "d-1", Name: "resetCounter", Tool: rev.Tool("resetCounter"), Method: "demo.count",
+		Arguments: json.RawMessage(`{"key":"k"}`), Caller: people["tok-contractor"], Revision: rev, Start: time.Now()}
+	require.NoError(t, f.act.Hook().After(t.Context(), call, &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeHeld, ApprovalID: "a1"}))
+	var got strings.Builder
+	for !strings.HasSuffix(got.String(), "\n\n") || got.Len() < 3 {
+		line, err := rd.ReadString('\n')
+		require.NoError(t, err)
+		if line == "\n" && got.Len() == 0 {
+			continue
+		}
+		got.WriteString(line)
+	}
+	assert.Equal(t, "event: approvals\ndata: {}\n\n", got.String())
+
+	code, _ := f.do(t, "GET", "/console/api/approvals/events", "", "")
+	assert.Equal(t, http.StatusUnauthorized, code)
+}
+
+func TestParseCallersFile(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	doc, _ := json.Marshal(map[string]string{"document": "- subject: carl\n  roles: [contractor]\n- {subject: m, roles: [manager]}\n"})
+	code, body := f.do(t, "POST", "/console/api/callers/parse", "tok-ops", string(doc))
+	require.Equal(t, http.StatusOK, code, string(body))
+	var out struct{ Callers []console.Caller }
+	require.NoError(t, json.Unmarshal(body, &out))
+	require.Len(t, out.Callers, 2)
+	assert.Equal(t, "carl", out.Callers[0].Subject)
+	assert.Equal(t, []string{"manager"}, out.Callers[1].Roles)
+	assert.Equal(t, "file", out.Callers[1].From)
+
+	doc, _ = json.Marshal(map[string]string{"document": "- {subject: carl, role: admin}\n"})
+	code, body = f.do(t, "POST", "/console/api/callers/parse", "tok-ops", string(doc))
+	assert.Equal(t, http.StatusBadRequest, code, "a misspelt key is refused, as toolgate check does")
+	assert.Contains(t, string(body), "not a callers file")
+	code, _ = f.do(t, "POST", "/console/api/callers/parse", "tok-approver", string(doc))
+	assert.Equal(t, http.StatusForbidden, code)
 }

@@ -33,8 +33,10 @@
 //	GET  /console/api/approvals                 signed in: {"approvals": [request...]}, only those the caller may decide
 //	POST /console/api/approvals/{id}/approve    signed in: body {"note": "..."} (optional); the request as decided
 //	POST /console/api/approvals/{id}/refuse     signed in: likewise; 403 may not decide, 404 unknown, 409 not pending
+//	GET  /console/api/approvals/events          signed in: text/event-stream, "event: approvals" when the queue changed
 //	GET  /console/api/status                    operator: Status
 //	GET  /console/api/callers                   operator: {"callers": [{"subject","roles","claims","from"}]}
+//	POST /console/api/callers/parse             operator: {"document": "<callers file>"} → {"callers": [...]}; 400 names the problem
 //	POST /console/api/matrix                    operator: MatrixRequest → Matrix
 //	POST /console/api/explain                   operator: ExplainRequest → CellExplanation
 //	GET  /console/api/activity                  operator: text/event-stream of Event
@@ -44,9 +46,10 @@
 // decided_at, note): approvers decide on the arguments, so they are
 // shown here, and nowhere else in the console.
 //
-// The callers are those of Options.Callers ("from": "file", the callers
-// file of `toolgate check`) and those that made a call since start
-// ("seen"); the page adds the signed-in person and any typed in.
+// The callers are those of Options.Callers ("from": "file") and those
+// that made a call since start ("seen"); the page adds the signed-in
+// person, any typed in, and those of a callers file it loads (the file
+// `toolgate check --callers` reads, parsed by the same function).
 //
 // The matrix body is {"callers": [{"subject","roles","claims"}...] (at
 // most 50), "meta": {...}, "q": "text", "offset": 0, "limit": 50 (at most

@@ -52,16 +52,18 @@ function signOut(msg) {
   route();
 }
 
-// liveStream keeps one activity stream open for an operator, reconnecting
-// after a drop; its events go to the activity and approvals views.
-async function liveStream() {
+// liveStream keeps one stream open, reconnecting after a drop: the
+// activity stream for an operator (its events go to the activity and
+// approvals views), the approvals stream for anyone else.
+async function liveStream(path) {
   live = new AbortController();
   const signal = live.signal;
   let wait = 500;
   while (!signal.aborted) {
     try {
       activity.connected(true);
-      await stream('activity', (type, data) => {
+      approvals.changed(); // what changed while the stream was down
+      await stream(path, (type, data) => {
         wait = 500;
         if (type === 'activity') activity.add(data);
         if (type === 'approvals' || (type === 'activity' && (data.outcome === 'held' || data.approval_id))) approvals.changed();
@@ -83,7 +85,7 @@ async function signedIn() {
   $('nav').hidden = false;
   for (const a of document.querySelectorAll('nav a[data-operator]')) a.hidden = !me.operator;
   flash('');
-  if (me.operator) liveStream(); else approvals.poll();
+  liveStream(me.operator ? 'activity' : 'approvals/events');
   await route();
 }
 

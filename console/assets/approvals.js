@@ -4,6 +4,7 @@ import { api, el } from './api.js';
 const $ = (id) => document.getElementById(id);
 let visible = false;
 let pending = null;
+let again = false;
 
 export async function show() {
   visible = true;
@@ -13,13 +14,12 @@ export async function show() {
 // changed is called when the queue may have changed (a held call, a
 // decision): the list is read again.
 export function changed() {
-  if (pending) return;
-  pending = refresh().catch(() => {}).finally(() => { pending = null; });
+  if (pending) { again = true; return; }
+  pending = refresh().catch(() => {}).finally(() => {
+    pending = null;
+    if (again) { again = false; changed(); }
+  });
 }
-
-// poll refreshes the queue every few seconds, for an approver without the
-// operator role (who has no live stream).
-export function poll() { setInterval(changed, 5000); }
 
 async function decide(id, approve, note, card) {
   for (const b of card.querySelectorAll('button')) b.disabled = true;

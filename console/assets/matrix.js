@@ -44,6 +44,21 @@ function wire(me) {
     state.offset = 0;
     load();
   });
+  $('callers-file').addEventListener('change', async (ev) => {
+    const file = ev.target.files[0];
+    if (!file) return;
+    try {
+      const { callers } = await api('callers/parse', { method: 'POST', body: { document: await file.text() } });
+      for (const c of callers) addCaller(c);
+      $('matrix-summary').textContent = `${callers.length} callers loaded from ${file.name}`;
+    } catch (e) {
+      $('matrix-summary').textContent = e.message;
+      return;
+    }
+    renderCallers();
+    state.offset = 0;
+    load();
+  });
   $('matrix-q').addEventListener('input', () => {
     clearTimeout(state.timer);
     state.timer = setTimeout(() => { state.q = $('matrix-q').value; state.offset = 0; load(); }, 200);

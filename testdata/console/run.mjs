@@ -47,6 +47,7 @@ const commands = {
     return {};
   },
   async fill({ selector, value }) { await page.fill(selector, value); return {}; },
+  async upload({ selector, path }) { await page.setInputFiles(selector, path); return {}; },
   async select({ selector, value }) { await page.selectOption(selector, value); return {}; },
   async click({ selector }) { await page.click(selector); return {}; },
   async press({ selector, key }) { await page.press(selector, key); return {}; },
