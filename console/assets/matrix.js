@@ -8,7 +8,7 @@ const LABELS = {
   visible: 'visible', hidden_base: 'hidden (base)', hidden_override: 'hidden (policy)', approval: 'needs approval',
   denied: 'denied', answered: 'answered by a rule', failed: 'failed', nobody: 'nobody',
 };
-const state = { callers: [], selected: new Set(), q: '', meta: null, offset: 0, total: 0, wired: false, loaded: false, timer: 0 };
+const state = { callers: [], selected: new Set(), q: '', meta: null, offset: 0, total: 0, wired: false, loaded: false, timer: 0, seq: 0 };
 
 const key = (c) => c.subject + '|' + [...(c.roles || [])].sort().join(',');
 const label = (c) => c.subject + ((c.roles && c.roles.length) ? ` [${c.roles.join(', ')}]` : '');
@@ -25,10 +25,16 @@ function renderCallers() {
     box.addEventListener('change', () => {
       if (box.checked) state.selected.add(key(c)); else state.selected.delete(key(c));
       state.offset = 0;
-      load();
+      reload();
     });
     return el('span', {}, box, el('label', { for: id }, label(c) + (c.from ? ` (${c.from})` : '')));
   }));
+}
+
+// reload loads the page of rows again, saying in the summary line when it
+// cannot (the error stays out of the console's error log).
+function reload() {
+  load().catch((e) => { $('matrix-summary').textContent = e.message; });
 }
 
 function wire(me) {
@@ -42,7 +48,7 @@ function wire(me) {
     $('caller-subject').value = ''; $('caller-roles').value = '';
     renderCallers();
     state.offset = 0;
-    load();
+    reload();
   });
   $('callers-file').addEventListener('change', async (ev) => {
     const file = ev.target.files[0];
@@ -57,19 +63,19 @@ function wire(me) {
     }
     renderCallers();
     state.offset = 0;
-    load();
+    reload();
   });
   $('matrix-q').addEventListener('input', () => {
     clearTimeout(state.timer);
-    state.timer = setTimeout(() => { state.q = $('matrix-q').value; state.offset = 0; load(); }, 200);
+    state.timer = setTimeout(() => { state.q = $('matrix-q').value; state.offset = 0; reload(); }, 200);
   });
   $('matrix-apply').addEventListener('click', () => {
     const raw = $('matrix-meta').value.trim();
     try { state.meta = raw ? JSON.parse(raw) : null; } catch { $('matrix-summary').textContent = '_meta is not JSON'; return; }
-    state.q = $('matrix-q').value; state.offset = 0; load();
+    state.q = $('matrix-q').value; state.offset = 0; reload();
   });
-  $('matrix-prev').addEventListener('click', () => { state.offset = Math.max(0, state.offset - PAGE); load(); });
-  $('matrix-next').addEventListener('click', () => { if (state.offset + PAGE < state.total) { state.offset += PAGE; load(); } });
+  $('matrix-prev').addEventListener('click', () => { state.offset = Math.max(0, state.offset - PAGE); reload(); });
+  $('matrix-next').addEventListener('click', () => { if (state.offset + PAGE < state.total) { state.offset += PAGE; reload(); } });
   addCaller({ subject: me.subject, roles: me.roles, from: 'you' });
 }
 
@@ -92,7 +98,9 @@ async function load() {
   const callers = selectedCallers();
   const body = { callers, q: state.q, offset: state.offset, limit: PAGE };
   if (state.meta) body.meta = state.meta;
+  const seq = ++state.seq;
   const m = await api('matrix', { method: 'POST', body });
+  if (seq !== state.seq) return; // a later request (typing) answers instead
   state.total = m.total;
   const head = el('tr', {}, el('th', { scope: 'col' }, 'tool'), el('th', { scope: 'col' }, 'section'),
     ...m.columns.map((c) => el('th', { scope: 'col', title: `grant decision: ${c.mode}, ${c.evaluation}` }, label(c.caller))));
@@ -103,7 +111,7 @@ async function load() {
     ...r.cells.map((s, i) => el('td', {}, el('button', {
       type: 'button', class: 'cell ' + s, 'data-tool': r.name, 'data-caller': callers[i].subject, 'data-state': s,
       'aria-label': `${r.name} for ${label(callers[i])}: ${LABELS[s] || s}; explain`,
-      onclick: (ev) => explain(ev.currentTarget, callers[i], r.name),
+      onclick: (ev) => explain(ev.currentTarget, callers[i], r.name).catch((e) => { $('matrix-summary').textContent = e.message; }),
     }, LABELS[s] || s)))));
   $('matrix').tBodies[0].replaceChildren(...rows);
   const last = Math.min(m.offset + m.rows.length, m.total);
