@@ -155,16 +155,22 @@ func (w *testWriter) Write(p []byte) (int, error) {
 // subject and roles) until the end of the test and returns its base URL.
 func serve(t *testing.T, registry, policy string, tokens map[string]httpserve.TokenEntry) string {
 	t.Helper()
-	dir := t.TempDir()
+	tokFile := writeTokens(t, tokens)
+	return serveWith(t, func(s *config.Serve) { s.Registry, s.Policy, s.Tokens = registry, policy, tokFile })
+}
+
+// writeTokens writes a tokens file (SPEC §8) of token → caller.
+func writeTokens(t *testing.T, tokens map[string]httpserve.TokenEntry) string {
+	t.Helper()
 	hashed := map[string]httpserve.TokenEntry{}
 	for tok, e := range tokens {
 		hashed[httpserve.HashToken(tok)] = e
 	}
 	b, err := json.Marshal(hashed)
 	require.NoError(t, err)
-	tokFile := filepath.Join(dir, "tokens.json")
-	require.NoError(t, os.WriteFile(tokFile, b, 0o600))
-	return serveWith(t, func(s *config.Serve) { s.Registry, s.Policy, s.Tokens = registry, policy, tokFile })
+	p := filepath.Join(t.TempDir(), "tokens.json")
+	require.NoError(t, os.WriteFile(p, b, 0o600))
+	return p
 }
 
 // serveWith runs the gateway with the settings set makes, from the
@@ -296,16 +302,7 @@ func TestBrowserConsole(t *testing.T) {
 	// A contractor's call is held (a server with one more rule: the
 	// bundled example holds only destructive tools, which contractors do
 	// not see); it shows in the approvals view, live.
-	policy := t.TempDir()
-	for _, name := range []string{"grant.rego", "call.rego"} {
-		b, err := toolgate.Bundled.ReadFile("rego/" + name)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(policy, name), b, 0o600))
-	}
-	extra, err := os.ReadFile("../testdata/console/contractor_approval.rego")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(policy, "contractor_approval.rego"), extra, 0o600))
-	base := serve(t, "", policy, tokens)
+	base := serve(t, "", contractorPolicy(t), tokens)
 	d.signIn(base, "tok-olga", "olga (operator)")
 	d.do("view", map[string]any{"name": "approvals"})
 	const secret = "marmalade-4417"
@@ -350,6 +347,56 @@ func TestBrowserConsole(t *testing.T) {
 	assert.Empty(t, d.do("errors", nil)["errors"], "errors in the page")
 }
 
+// contractorPolicy is a policy directory: the bundled policies and
+// testdata/console/contractor_approval.rego, which holds a contractor's
+// echo for an admin's approval (the bundled example holds only destructive
+// tools, which contractors do not see).
+func contractorPolicy(t *testing.T) string {
+	t.Helper()
+	policy := t.TempDir()
+	for _, name := range []string{"grant.rego", "call.rego"} {
+		b, err := toolgate.Bundled.ReadFile("rego/" + name)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(policy, name), b, 0o600))
+	}
+	extra, err := os.ReadFile("../testdata/console/contractor_approval.rego")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(policy, "contractor_approval.rego"), extra, 0o600))
+	return policy
+}
+
+// TestBrowserConsoleApprover: an approver without the operator role sees
+// the approvals view only, gets held calls live, and decides them.
+func TestBrowserConsoleApprover(t *testing.T) {
+	d := startDriver(t)
+	tokens := map[string]httpserve.TokenEntry{
+		"tok-olga": {Subject: "olga", Roles: []string{"admin"}},
+		"tok-carl": {Subject: "carl", Roles: []string{"contractor"}},
+	}
+	tokFile := writeTokens(t, tokens)
+	policy := contractorPolicy(t)
+	base := serveWith(t, func(s *config.Serve) { s.Policy, s.Tokens, s.AdminRole = policy, tokFile, "ops" })
+
+	d.signIn(base, "tok-olga", "olga")
+	d.do("waitSelector", map[string]any{"selector": `body[data-ready="approvals"]`})
+	assert.NotContains(t, d.do("text", map[string]any{"selector": "#who-name"})["text"], "operator")
+	assert.EqualValues(t, 0, d.do("count", map[string]any{"selector": "nav a[data-operator]:not([hidden])"})["n"])
+	d.do("goto", map[string]any{"url": base + "/console/#matrix", "view": "approvals"}) // no matrix for them
+
+	carl := mcpSession(t, base, "tok-carl")
+	text, isErr := callText(t, carl, "echo", map[string]any{"text": "hello"})
+	require.True(t, isErr, text)
+	id := approvalID.FindStringSubmatch(text)[1]
+	card := fmt.Sprintf(`#approvals-list li[data-approval="%s"]`, id)
+	d.do("waitText", map[string]any{"selector": card, "text": "echo — requested by carl"})
+	d.do("click", map[string]any{"selector": card + ` button[aria-label="Refuse echo for carl"]`})
+	d.do("waitText", map[string]any{"selector": "#approvals-empty", "text": "Nothing is waiting"})
+	text, isErr = callText(t, carl, "echo", map[string]any{"text": "hello"})
+	assert.True(t, isErr)
+	assert.Equal(t, "Approval "+id+" was refused.", text)
+	assert.Empty(t, d.do("errors", nil)["errors"], "errors in the page")
+}
+
 // TestBrowserConsoleLargeRegistry measures how long the console's pages
 // take to load with a 10 000-row registry (logged, not asserted).
 func TestBrowserConsoleLargeRegistry(t *testing.T) {
@@ -381,7 +428,14 @@ func TestBrowserConsoleLargeRegistry(t *testing.T) {
 		t.Logf("console page load with %d registry rows: %-9s %v ms", rows, view, ms)
 	}
 	d.do("view", map[string]any{"name": "matrix"})
+	// A contractor's column: the policy's override over every row.
 	start := time.Now()
+	d.do("fill", map[string]any{"selector": "#caller-subject", "value": "carl"})
+	d.do("fill", map[string]any{"selector": "#caller-roles", "value": "contractor"})
+	d.do("press", map[string]any{"selector": "#caller-roles", "key": "Enter"})
+	d.do("waitSelector", map[string]any{"selector": `#matrix button[data-tool="tool00000"][data-caller="carl"]`})
+	t.Logf("console matrix with a contractor's column added, %d rows: %v", rows, time.Since(start).Round(time.Millisecond))
+	start = time.Now()
 	d.do("fill", map[string]any{"selector": "#matrix-q", "value": "tool09999"})
 	d.do("waitText", map[string]any{"selector": "#matrix-summary", "text": "tools 1–1 of 1"})
 	t.Logf("console matrix search over %d rows: %v (with the 200 ms typing pause)", rows, time.Since(start).Round(time.Millisecond))
