@@ -9,7 +9,10 @@
 // token pasted into the page (kept in the tab's sessionStorage, sent as
 // `Authorization: Bearer`), or, with an OAuth issuer configured, through
 // the issuer: authorization code with PKCE (S256) as the public client
-// `toolgate-console`, redirect URI `<origin>/console/`. There is no cookie
+// `toolgate-console`, redirect URI `<origin>/console/`. The browser reads
+// the issuer's metadata and calls its token endpoint itself: both must be
+// on the issuer's origin (the page's content security policy connects to
+// no other) and answer the console's origin (CORS). There is no cookie
 // and so no cross-site request to forge.
 //
 //	c := console.New(console.Options{
