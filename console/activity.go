@@ -69,8 +69,7 @@ type Activity struct {
 }
 
 type subscriber struct {
-	ch      chan streamItem
-	dropped bool
+	ch chan streamItem
 }
 
 // streamItem is an event, or (approvals true) word that the approval
@@ -144,7 +143,6 @@ func (a *Activity) fanout(it streamItem) {
 		select {
 		case s.ch <- it:
 		default:
-			s.dropped = true
 			delete(a.subs, s)
 			close(s.ch)
 		}
