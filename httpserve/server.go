@@ -114,7 +114,8 @@ type Options struct {
 }
 
 // Server serves a governed MCP server over streamable HTTP: the MCP
-// endpoint at /mcp, GET /healthz and, when given, /metrics. It is an
+// endpoint at /mcp, GET /healthz and, when given, /metrics, /approvals
+// and /console. It is an
 // http.Handler; ListenAndServe adds graceful shutdown and the connection
 // limits.
 //
