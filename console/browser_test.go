@@ -264,6 +264,8 @@ func TestBrowserConsole(t *testing.T) {
 
 	// Sign in by pasting a token: kept in the tab's session storage, no cookie.
 	d.do("goto", map[string]any{"url": bundled + "/console/", "view": "signin"})
+	assert.Equal(t, false, d.do("visible", map[string]any{"selector": "#nav"})["visible"], "no views before signing in")
+	assert.Equal(t, false, d.do("visible", map[string]any{"selector": "#signout"})["visible"])
 	d.screenshot("signin")
 	d.signIn(bundled, "tok-olga", "olga (operator)")
 	assert.Equal(t, "tok-olga", d.do("session", map[string]any{"key": "toolgate.console.token"})["value"])
@@ -381,6 +383,8 @@ func TestBrowserConsoleApprover(t *testing.T) {
 	d.do("waitSelector", map[string]any{"selector": `body[data-ready="approvals"]`})
 	assert.NotContains(t, d.do("text", map[string]any{"selector": "#who-name"})["text"], "operator")
 	assert.EqualValues(t, 0, d.do("count", map[string]any{"selector": "nav a[data-operator]:not([hidden])"})["n"])
+	assert.Equal(t, false, d.do("visible", map[string]any{"selector": `nav a[data-view="matrix"]`})["visible"])
+	assert.Equal(t, true, d.do("visible", map[string]any{"selector": `nav a[data-view="approvals"]`})["visible"])
 	d.do("goto", map[string]any{"url": base + "/console/#matrix", "view": "approvals"}) // no matrix for them
 
 	carl := mcpSession(t, base, "tok-carl")

@@ -65,6 +65,7 @@ const commands = {
   async url() { return { url: page.url() }; },
   async waitGone({ selector }) { await page.waitForSelector(selector, { state: 'detached' }); return {}; },
   async text({ selector }) { return { text: await page.textContent(selector) }; },
+  async visible({ selector }) { return { visible: await page.locator(selector).first().isVisible() }; },
   async count({ selector }) { return { n: await page.locator(selector).count() }; },
   async session({ key }) { return { value: await page.evaluate((k) => sessionStorage.getItem(k), key) }; },
   async cookies() { return { n: (await context.cookies()).length }; },
