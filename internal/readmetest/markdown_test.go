@@ -12,6 +12,7 @@ type block struct {
 	line    int    // 1-based line of the opening fence
 	section string // the last "## " heading above it
 	body    string // the lines between the fences, the fence's indentation removed
+	prose   string // the text between the previous block (or heading) and this one
 	// directive is the body of a "<!-- readme:NAME ... -->" comment that
 	// ends on the line right before the fence (blank lines allowed between):
 	// name is NAME, text the rest.
@@ -28,6 +29,7 @@ func parseBlocks(md string) ([]block, error) {
 	var (
 		out               []block
 		section           string
+		prose             []string
 		lastDir, lastText string
 		dirEnd            = -10
 	)
@@ -35,6 +37,7 @@ func parseBlocks(md string) ([]block, error) {
 		l := lines[i]
 		if strings.HasPrefix(l, "## ") {
 			section = strings.TrimSpace(strings.TrimPrefix(l, "## "))
+			prose = nil
 		}
 		if strings.HasPrefix(strings.TrimSpace(l), "<!-- readme:") {
 			start := i
@@ -57,10 +60,12 @@ func parseBlocks(md string) ([]block, error) {
 		}
 		m := fence.FindStringSubmatch(l)
 		if m == nil {
+			prose = append(prose, l)
 			continue
 		}
 		indent, lang := m[1], m[2]
-		b := block{lang: lang, line: i + 1, section: section}
+		b := block{lang: lang, line: i + 1, section: section, prose: strings.Join(prose, "\n")}
+		prose = nil
 		if blankBetween(lines, dirEnd, i) {
 			b.directive, b.directiveText = lastDir, lastText
 		}
