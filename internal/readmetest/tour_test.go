@@ -208,7 +208,7 @@ func (tr *tour) run(ctx context.Context, steps []step) error {
 
 var (
 	buildMu    sync.Mutex
-	buildCache = map[string]string{} // command line → binary built by it
+	buildCache = map[string]string{} // name and arguments → binary built
 )
 
 // build runs the README's `go build -o NAME PKG` in the checkout, with the
@@ -219,24 +219,34 @@ func (tr *tour) build(ctx context.Context, s step) error {
 	if len(f) < 5 || f[2] != "-o" {
 		return fmt.Errorf("want `go build -o NAME ./cmd/toolgate`, got %q", s.text)
 	}
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	bin, ok := buildCache[s.text]
-	if !ok {
-		dir, err := os.MkdirTemp("", "readmetest-bin")
-		if err != nil {
-			return err
-		}
-		bin = filepath.Join(dir, filepath.Base(f[3]))
-		args := append([]string{"build", "-o", bin}, f[4:]...)
-		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Dir = tr.root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("%s: %v\n%s", s.text, err, out)
-		}
-		buildCache[s.text] = bin
+	bin, err := goBuild(ctx, tr.root, filepath.Base(f[3]), f[4:]...)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.text, err)
 	}
 	return os.Symlink(bin, filepath.Join(tr.work, f[3]))
+}
+
+// goBuild runs `go build -o NAME ARGS...` in root, once per process for the
+// same name and arguments, and returns the binary.
+func goBuild(ctx context.Context, root, name string, args ...string) (string, error) {
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	key := name + "\x00" + strings.Join(args, "\x00")
+	if bin, ok := buildCache[key]; ok {
+		return bin, nil
+	}
+	dir, err := os.MkdirTemp("", "readmetest-bin")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-o", bin}, args...)...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%v\n%s", err, out)
+	}
+	buildCache[key] = bin
+	return bin, nil
 }
 
 // shell runs a shell step and matches each command's output comments.
