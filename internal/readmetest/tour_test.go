@@ -46,12 +46,14 @@ const addrPlaceholder = "127.0.0.1:8787"
 
 // step is one thing the tour does.
 type step struct {
-	kind   string // "shell", "build", "serve", "edit"
-	text   string // the script, the command line, or the edited file
-	line   int    // README line
-	expect []*regexp.Regexp
-	prose  string // for "edit": the text before the block
-	raw    []string
+	kind  string // "shell", "build", "serve", "edit"
+	text  string // the script, the command line, or the edited file
+	line  int    // README line
+	prose string // for "edit": the text before the block
+	// output is what the README shows under the commands: one entry per
+	// command of a shell step that has output comments, in order (each
+	// followed by a mark in the script); the server's output for "serve".
+	output []string
 }
 
 // tourSteps reads the steps of the ```sh blocks of blocks.
@@ -96,9 +98,7 @@ func tourSteps(blocks []block) ([]step, error) {
 			case strings.HasPrefix(l, "./toolgate serve") && !strings.Contains(l, "--stdio"):
 				flush()
 				s := step{kind: "serve", text: l, line: b.line + 1 + i}
-				if out := output(); len(out) > 0 {
-					s.raw = out
-				}
+				s.output = output()
 				steps = append(steps, s)
 			case strings.HasPrefix(l, "$EDITOR "):
 				flush()
@@ -117,7 +117,7 @@ func tourSteps(blocks []block) ([]step, error) {
 				}
 				s.text += "\n"
 				if out := output(); len(out) > 0 {
-					s.raw = append(s.raw, strings.Join(out, "\n"))
+					s.output = append(s.output, strings.Join(out, "\n"))
 					s.text += "printf '\\n" + mark + "\\n'\n"
 				}
 			}
@@ -259,9 +259,9 @@ func (tr *tour) shell(ctx context.Context, s step) error {
 		return fmt.Errorf("the commands failed (%v):\n%s\noutput:\n%s", err, s.text, out)
 	}
 	parts := strings.Split(string(out), mark)
-	for i, re := range tr.expectations(s.raw) {
+	for i, re := range tr.expectations(s.output) {
 		if !re.MatchString(parts[i]) {
-			return fmt.Errorf("output %d of\n%s\ndoes not match the README:\n%s\n(as %s)\ngot:\n%s", i+1, s.text, s.raw[i], re, parts[i])
+			return fmt.Errorf("output %d of\n%s\ndoes not match the README:\n%s\n(as %s)\ngot:\n%s", i+1, s.text, s.output[i], re, parts[i])
 		}
 	}
 	return nil
@@ -287,8 +287,8 @@ func (tr *tour) serve(ctx context.Context, s step) error {
 		return fmt.Errorf("%s: %w", s.text, err)
 	}
 	tr.addr = at.FindStringSubmatch(srv.stderr.String())[1]
-	if len(s.raw) > 0 {
-		re := expectation(tr.subst(strings.Join(s.raw, "\n")))
+	if len(s.output) > 0 {
+		re := expectation(tr.subst(strings.Join(s.output, "\n")))
 		if err := srv.wait(ctx, re.MatchString); err != nil {
 			return fmt.Errorf("%s: its output does not match the README (%s): %w", s.text, re, err)
 		}
