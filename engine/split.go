@@ -173,6 +173,9 @@ func splitComprehensions(modules map[string]*ast.Module) (map[string]*ast.Module
 		out[name] = m
 		var added []*ast.Rule
 		for _, r := range m.Rules {
+			if r.Default {
+				continue // a default's value must be ground: it stays as written
+			}
 			for _, t := range closedComprehensions(r) {
 				ruleName := ast.Var(splitPrefix + strconv.Itoa(n))
 				n++

@@ -127,6 +127,10 @@ granted := names(1) | {t.name | some t in input.tools; t.section == s} if {
 granted := {"echo", 7} if input.request.meta.g == 2`,
 	// 21: the whole input.
 	`granted := {t.name | some t in input.tools} if count(input) > 2`,
+	// 22: a default holding a comprehension.
+	`default granted := {n | some n in ["echo"]}
+
+granted := {t.name | some t in input.tools; t.base} if input.request.meta.d == 1`,
 }
 
 var splitEngines sync.Map // shape index → [2]*engine.Engine{split, whole}
