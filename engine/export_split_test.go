@@ -8,3 +8,16 @@ func SharesGranted(a, b *GrantDecision) bool {
 
 // CanonValues is the number of shared values the revision holds.
 func (r *Revision) CanonValues() int { return r.canon.len() }
+
+// Preloaded is the number of values the split residual of c holds.
+func (r *Revision) Preloaded(c *Caller) int {
+	sg := r.split()
+	if sg == nil {
+		return -1
+	}
+	res := sg.res.get(appendFingerprint(nil, c))
+	if res == nil {
+		return 0
+	}
+	return len(res.base.Load().vals)
+}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -16,45 +15,50 @@ import (
 
 // splitGrant is the split evaluation of a grant policy that reads the
 // request (issue 18): the parts of the closure of granted that depend on
-// the revision and the caller alone are evaluated once per caller, the rest
+// the revision and the caller alone are computed once per caller, the rest
 // per call.
 //
 // The policy is first rewritten: every closed comprehension (one that
 // shares no variable with the rest of its rule) becomes a complete rule of
-// its own in the same package, which is equivalent in Rego. Then every
-// complete rule without arguments in the closure of granted whose own
-// closure reads neither input.request nor the whole input and calls no
-// non-deterministic built-in (nor print) is "precomputable": per caller, one
-// evaluation binds the values of all of them; per call, the grant query of
-// the rewritten policy is evaluated with those values preloaded into OPA's
-// virtual document cache, so that the evaluation reads them instead of
-// computing them. Under a `with` modifier the preloaded values are not seen
-// (OPA opens a new cache frame), so they are recomputed there as before.
-//
-// A precomputation that fails falls back to the full evaluation for that
-// caller, so a failure the original would not reach (a conflict in a helper
-// the request never needs) is never reported, and one it would reach still is.
+// its own in the same package, which is equivalent in Rego. Every complete
+// rule without arguments in the closure of granted whose own closure reads
+// neither input.request nor the whole input and calls no non-deterministic
+// built-in (nor print) is "precomputable": its value is the same for every
+// call of a caller. Each call evaluates the grant query of the rewritten
+// policy with OPA's virtual document cache preloaded with the values of
+// those rules that earlier calls of the caller computed; after a call that
+// did not fail, the values it computed (read from that cache's first
+// frame) are added to the caller's residual. So nothing is computed that
+// the whole evaluation would not compute for the same request: a helper
+// that only some requests need (and that may fail, or be slow) is computed
+// when one of them comes, failures stay where they were, and the first call
+// of a caller costs what a whole evaluation costs. Under a `with` modifier
+// the preloaded values are not seen (OPA opens a new cache frame), so they
+// are computed there as before, and nothing computed there is kept.
 type splitGrant struct {
 	grantQ rego.PreparedEvalQuery // the grant query over the rewritten policy
-	preQ   rego.PreparedEvalQuery // binds v<i> to [value of refs[i]] or []
-	refs   []ast.Ref              // the precomputed complete rules
+	refs   []ast.Ref              // the precomputable complete rules
 	why    string                 // what is precomputed, for DecisionMode
 	res    *lru[*residual]
 }
 
 // residual is the per-caller state of a split evaluation.
 type residual struct {
-	view  *callerView
-	base  []preloaded
-	canon []*canonValue // keeps the shared copies of base alive
-	// whole is set when the precomputation failed for a reason that does
-	// not change from call to call: the caller's decisions are evaluated
-	// whole.
-	whole bool
+	view *callerView
+	// base holds the values computed so far, a snapshot replaced whole
+	// when a call computes more.
+	base atomic.Pointer[preloads]
 	// last remembers the validation of the last override set the
 	// evaluation returned: a set read from a preloaded value is the same
 	// value on every call, and need not be checked again.
 	last atomicGranted
+}
+
+// preloads is a snapshot of a residual's values; canon keeps their shared
+// copies alive.
+type preloads struct {
+	vals  []preloaded
+	canon []*canonValue
 }
 
 type preloaded struct {
@@ -92,13 +96,6 @@ func newSplitGrant(ctx context.Context, modules map[string]*ast.Module, c *ast.C
 	sg := &splitGrant{refs: refs, res: newLRU[*residual](DefaultDecisionCacheSize)}
 	var err error
 	if sg.grantQ, err = prepare(wrapQuery("g", refGranted)); err != nil {
-		return nil, "the policy could not be split: " + err.Error()
-	}
-	exprs := make([]string, len(refs))
-	for i, ref := range refs {
-		exprs[i] = wrapQuery("v"+strconv.Itoa(i), ref)
-	}
-	if sg.preQ, err = prepare(strings.Join(exprs, "; ")); err != nil {
 		return nil, "the policy could not be split: " + err.Error()
 	}
 	sg.why = fmt.Sprintf("once per caller: %s; the rest per call", describeRefs(refs, origins))
@@ -330,20 +327,15 @@ func set0(arr *ast.Array) ast.Set {
 
 type atomicGranted = atomic.Pointer[checkedSet]
 
-// grantSplit is Grant for a split revision: the caller's residual (its
-// precomputed values) is looked up or built, then the request-dependent
-// rest is evaluated.
+// grantSplit is Grant for a split revision: the request-dependent rest is
+// evaluated with the caller's values preloaded, and what the call computed
+// of the precomputable values is kept for the next.
 func (r *Revision) grantSplit(ctx context.Context, sg *splitGrant, c *Caller, req *Request, key []byte) *GrantDecision {
 	res := sg.res.get(key)
 	if res == nil {
-		var ok bool
-		if res, ok = r.precompute(ctx, sg, c, req); !ok {
-			return r.grant(ctx, c, req) // a passing failure: try again next time
-		}
+		res = &residual{view: r.view(c)}
+		res.base.Store(&preloads{})
 		res = sg.res.put(key, res)
-	}
-	if res.whole {
-		return r.grant(ctx, c, req)
 	}
 	d := &GrantDecision{Revision: r, view: res.view}
 	in, err := r.input(c, d.view, req, -1)
@@ -351,10 +343,15 @@ func (r *Revision) grantSplit(ctx context.Context, sg *splitGrant, c *Caller, re
 		d.Outcome, d.Err = Failed, inputError(refGranted, err)
 		return d
 	}
-	rs, err := r.eval(ctx, sg.grantQ, in, rego.EvalVirtualCache(&preloadedCache{base: res.base, inner: topdown.NewVirtualCache()}))
+	base := res.base.Load()
+	cache := &preloadedCache{base: base.vals, inner: topdown.NewVirtualCache()}
+	rs, err := r.eval(ctx, sg.grantQ, in, rego.EvalVirtualCache(cache))
 	if err != nil {
 		d.Outcome, d.Err = Failed, policyError(refGranted, err, ctx)
 		return d
+	}
+	if len(base.vals) < len(sg.refs) {
+		r.harvest(sg, res, base, cache.inner)
 	}
 	arr := rs[0].Bindings["g"].(*ast.Array)
 	if arr.Len() > 0 {
@@ -375,35 +372,28 @@ func (r *Revision) grantSplit(ctx context.Context, sg *splitGrant, c *Caller, re
 	return d
 }
 
-// precompute evaluates the caller's precomputable values. ok is false for
-// a failure that may pass (a deadline, a cancellation): nothing is stored.
-// A failure that would recur (the values depend on the caller and the
-// revision alone) gives a residual that evaluates whole.
-func (r *Revision) precompute(ctx context.Context, sg *splitGrant, c *Caller, req *Request) (res *residual, ok bool) {
-	res = &residual{view: r.view(c)}
-	in, err := r.input(c, res.view, req, -1)
-	if err != nil {
-		// The request cannot be represented; the whole evaluation says so.
-		return nil, false
-	}
-	rs, err := r.eval(ctx, sg.preQ, in)
-	if err != nil {
-		if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			return nil, false
+// harvest adds to the caller's residual the precomputable values that a
+// successful evaluation left in the first frame of its virtual cache: the
+// values the rules have for this caller, whatever the request.
+func (r *Revision) harvest(sg *splitGrant, res *residual, base *preloads, vc topdown.VirtualCache) {
+	next := &preloads{vals: slices.Clone(base.vals), canon: slices.Clone(base.canon)}
+	for _, ref := range sg.refs {
+		if slices.ContainsFunc(base.vals, func(p preloaded) bool { return p.ref.Equal(ref) }) {
+			continue
 		}
-		res.whole = true
-		return res, true
-	}
-	res.base = make([]preloaded, len(sg.refs))
-	for i, ref := range sg.refs {
-		res.base[i].ref = ref
-		if arr := rs[0].Bindings["v"+strconv.Itoa(i)].(*ast.Array); arr.Len() > 0 {
-			c := r.canon.get(arr.Elem(0), nil)
-			res.canon = append(res.canon, c)
-			res.base[i].val = c.term
+		v, undefined := vc.Get(ref)
+		switch {
+		case undefined:
+			next.vals = append(next.vals, preloaded{ref: ref})
+		case v != nil:
+			c := r.canon.get(v, nil)
+			next.canon = append(next.canon, c)
+			next.vals = append(next.vals, preloaded{ref: ref, val: c.term})
 		}
 	}
-	return res, true
+	if len(next.vals) > len(base.vals) {
+		res.base.CompareAndSwap(base, next) // a lost race only delays the values
+	}
 }
 
 // preloadedCache is OPA's virtual document cache with the caller's

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -36,46 +37,72 @@ func TestSplitMode(t *testing.T) {
 	require.Equal(t, "reads input.request.meta.all at policies/grant.rego:5; split: once per caller: the comprehension at policies/grant.rego:3; the rest per call", why)
 }
 
-// TestSplitEvaluatesTheCallerPartOnce counts evaluations: one for the
-// caller's part, then one per call; a second caller has a part of its own.
-func TestSplitEvaluatesTheCallerPartOnce(t *testing.T) {
+// TestSplitKeepsTheCallerPart: the first call of a caller computes the
+// helper and keeps it; later calls read it (one evaluation per call, none
+// besides); another caller computes its own.
+func TestSplitKeepsTheCallerPart(t *testing.T) {
 	t.Parallel()
 	policy := "package toolgate.grant\n\nvisible := {t.name | some t in input.tools; t.base}\n\ngranted := visible if not input.request.meta.deny\n"
 	rev := newEngine(t, map[string]string{"grant.rego": policy}).Current()
 	ctx := context.Background()
 	deny := engine.Request{Method: engine.MethodCall, Tool: "echo", Meta: engine.BoundMeta(json.RawMessage(`{"deny":true}`))}
+	require.Zero(t, rev.Preloaded(dave))
+	// A request that does not need visible computes nothing to keep.
+	require.Equal(t, engine.NoOverride, rev.Grant(ctx, dave, deny).Outcome)
+	require.Zero(t, rev.Preloaded(dave))
 	for range 3 {
 		require.Equal(t, []string{"echo", "getReward", "execUrl"}, rev.Grant(ctx, dave, listReq).Granted())
-		d := rev.Grant(ctx, dave, deny)
-		require.Equal(t, engine.NoOverride, d.Outcome)
+		require.Equal(t, 1, rev.Preloaded(dave))
+		require.Equal(t, engine.NoOverride, rev.Grant(ctx, dave, deny).Outcome)
 	}
-	require.EqualValues(t, 1+6, rev.Evaluations())
+	require.EqualValues(t, 7, rev.Evaluations(), "one evaluation per decision")
+	require.Zero(t, rev.Preloaded(carol))
 	require.Equal(t, []string{"echo", "getReward", "report", "execUrl"}, rev.Grant(ctx, carol, listReq).Granted())
-	require.EqualValues(t, 1+6+2, rev.Evaluations())
+	require.Equal(t, 1, rev.Preloaded(carol))
 	require.Zero(t, rev.CachedDecisions(), "nothing is memoised whole")
 }
 
-// TestSplitFallsBackWhole: a caller whose precomputed part fails is
-// evaluated whole, so a request that never needs that part still succeeds,
-// and one that does still fails.
-func TestSplitFallsBackWhole(t *testing.T) {
+// TestSplitComputesOnlyWhatTheRequestNeeds: a helper that fails, or that
+// would outlive the deadline, is computed only for the requests that need
+// it, as in a whole evaluation; a failed call keeps nothing.
+func TestSplitComputesOnlyWhatTheRequestNeeds(t *testing.T) {
 	t.Parallel()
-	policy := "package toolgate.grant\n\nbad := {x | some t in input.tools; x := to_number(t.name)}\n\ngranted := bad if input.request.meta.y == true\n\ngranted := {\"echo\"} if input.request.meta.y == false\n"
-	rev := newEngine(t, map[string]string{"grant.rego": policy}).Current()
+	policy := `package toolgate.grant
+
+bad := {x | some t in input.tools; x := to_number(t.name)}
+
+slow := {x | some i in numbers.range(1, 100000000); x := sprintf("%d", [i])}
+
+granted := bad if input.request.meta.y == true
+
+granted := slow if input.request.meta.y == "slow"
+
+granted := {t.name | some t in input.tools; t.base} if input.request.meta.y == false
+`
+	rev := newEngine(t, map[string]string{"grant.rego": policy}, engine.WithTimeout(time.Second)).Current()
+	ok, why := rev.DecisionMode()
+	require.False(t, ok)
+	require.Contains(t, why, "split: once per caller: data.toolgate.grant.bad, data.toolgate.grant.slow, the comprehension at policies/grant.rego:11")
 	ctx := context.Background()
 	meta := func(s string) engine.Request {
 		return engine.Request{Method: engine.MethodList, Meta: engine.BoundMeta(json.RawMessage(s))}
 	}
 	for range 2 {
-		require.Equal(t, []string{"echo"}, rev.Grant(ctx, dave, meta(`{"y":false}`)).Granted())
+		require.Equal(t, []string{"echo", "getReward", "execUrl"}, rev.Grant(ctx, dave, meta(`{"y":false}`)).Granted())
+		require.Equal(t, 1, rev.Preloaded(dave))
 		d := rev.Grant(ctx, dave, meta(`{"y":true}`))
 		require.Equal(t, engine.Failed, d.Outcome)
 		var pe *engine.PolicyError
 		require.ErrorAs(t, d.Err, &pe)
 		require.Equal(t, engine.KindBuiltin, pe.Kind)
+		require.Equal(t, 1, rev.Preloaded(dave), "a failed call keeps nothing")
 	}
-	// One failed precomputation, then every call whole.
-	require.EqualValues(t, 1+4, rev.Evaluations())
+	require.EqualValues(t, 4, rev.Evaluations(), "one evaluation per decision, none ahead")
+	d := rev.Grant(ctx, dave, meta(`{"y":"slow"}`))
+	require.Equal(t, engine.Failed, d.Outcome)
+	var pe *engine.PolicyError
+	require.ErrorAs(t, d.Err, &pe)
+	require.Equal(t, engine.KindTimeout, pe.Kind)
 }
 
 // TestSplitConcurrent shares residuals and their preloaded values between
