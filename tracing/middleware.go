@@ -12,11 +12,17 @@ type MetaFunc func(req mcp.Request) (traceparent, tracestate string)
 
 // ParamsMeta is the MetaFunc that reads the decoded params' _meta.
 func ParamsMeta(req mcp.Request) (traceparent, tracestate string) {
-	p := req.GetParams()
-	if p == nil {
-		return "", ""
+	var m mcp.Meta
+	switch r := req.(type) {
+	case *mcp.CallToolRequest:
+		if r.Params != nil {
+			m = r.Params.Meta
+		}
+	case *mcp.ListToolsRequest:
+		if r.Params != nil {
+			m = r.Params.Meta
+		}
 	}
-	m := p.GetMeta()
 	traceparent, _ = m["traceparent"].(string)
 	tracestate, _ = m["tracestate"].(string)
 	return traceparent, tracestate
