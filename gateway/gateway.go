@@ -117,6 +117,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 
 	var engRef atomic.Pointer[engine.Engine]
 	m := metrics.New()
+	obs, err := openObserve(ctx, &cfg.Serve, log, m)
+	if err != nil {
+		return err
+	}
+	closers = append(closers, obs.Close)
 
 	// Methods: the demo methods (and the host's), then the upstream MCP servers.
 	goMethods := demo.Methods()
@@ -227,12 +232,14 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	closers = append(closers, closeAudit, aud.Close)
 	impl := &mcp.Implementation{Name: "toolgate", Version: Version}
 	newServer := func(caller mcpadapter.CallerFunc) (*mcpadapter.Adapter, *mcp.Server) {
-		a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: caller, Logger: log, HookTimeout: cfg.HookTimeout,
+		a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: obs.methods(methods), Caller: caller, Logger: log, HookTimeout: cfg.HookTimeout,
 			ListFallback: listFallback(cfg.ListFallback), Approvals: gate})
-		a.AddHook(led.Hook())
-		a.AddHook(aud.Hook())
+		a.AddHook(obs.hook(led.Hook()))
+		a.AddHook(obs.hook(aud.Hook()))
 		a.AddHook(m.Hook())
-		return a, a.NewServer(impl, &mcp.ServerOptions{Logger: log})
+		s := a.NewServer(impl, &mcp.ServerOptions{Logger: log})
+		obs.install(a, s, caller, eng)
+		return a, s
 	}
 	type served struct {
 		adapter *mcpadapter.Adapter

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/toolgate/toolgate/hooks/internal/canon"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
@@ -54,6 +56,9 @@ type Record struct {
 	ApprovalID string `json:"approval_id,omitempty"`
 	// ApprovedBy is the approver whose approval the call consumed.
 	ApprovedBy string `json:"approved_by,omitempty"`
+	// TraceID is the W3C trace id of the call's span when tracing is on
+	// (SPEC §14); omitted otherwise.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // NewRecord builds the record of one finished call.
@@ -152,8 +157,12 @@ func (a *Auditor) Hook() mcpadapter.Hook {
 // failed, or written after Close.
 func (a *Auditor) Dropped() uint64 { return a.dropped.Load() }
 
-func (a *Auditor) after(_ context.Context, call *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
-	line, err := json.Marshal(NewRecord(call, end))
+func (a *Auditor) after(ctx context.Context, call *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+	r := NewRecord(call, end)
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		r.TraceID = sc.TraceID().String()
+	}
+	line, err := json.Marshal(r)
 	if err != nil {
 		a.drop(1, "encode", err)
 		return nil
