@@ -125,7 +125,7 @@ func TestObserveDecisionLogsAndTraces(t *testing.T) {
 		require.NotContains(t, string(raw), "123456789", "an argument value reached the decision log")
 	}
 	require.Equal(t, map[string]int{"toolgate/grant/granted": 2, "toolgate/call": 1}, paths)
-	for _, name := range []string{"tools/list", "tools/call add", "toolgate.hook ledger before", "toolgate.hook audit after", "toolgate.method demo.add"} {
+	for _, name := range []string{"tools/list", "tools/call add", "toolgate.hook ledger before", "toolgate.hook audit after", "toolgate.method demo.add", "toolgate.grant", "toolgate.call_rules"} {
 		require.Equal(t, clientTrace, sinks.spans[name], "span %q (spans: %v)", name, sinks.spans)
 	}
 

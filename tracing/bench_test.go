@@ -15,8 +15,8 @@ import (
 // the spans, not storing them.
 type discard struct{ tracetest.NoopExporter }
 
-// BenchmarkCallSpans is the span tree of one tools/call (request, grant,
-// rules, a hook's two halves, the method) around a handler that does
+// BenchmarkCallSpans is the span tree of one tools/call (request, a hook's
+// two halves, the method) around a handler that does
 // nothing: off is the cost of tracing's presence, on its full cost.
 func BenchmarkCallSpans(b *testing.B) {
 	for _, on := range []bool{false, true} {
@@ -38,7 +38,7 @@ func BenchmarkCallSpans(b *testing.B) {
 				After: func(context.Context, *mcpadapter.CallContext, *mcpadapter.CallEnd) error { return nil },
 			})
 			ms := tr.WrapMethods(mcpadapter.Methods{"demo.getReward": fakeMethod{res: &mcp.CallToolResult{}}})
-			h := tr.Middleware(nil)(pipeline(tr, hook, ms))
+			h := tr.Middleware(nil)(pipeline(hook, ms))
 			req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "getReward", Meta: mcp.Meta{"traceparent": traceparent}}}
 			ctx := context.Background()
 			b.ReportAllocs()

@@ -1,8 +1,10 @@
 // Package tracing makes toolgate's OpenTelemetry spans (SPEC §14): a server
 // span per tools/call and tools/list, continuing the client's W3C trace
 // from _meta traceparent or the HTTP traceparent header, with children for
-// the grant decision (cached or evaluated), the toolgate.call rules, each
-// hook's halves and the method or upstream call, exported over OTLP/HTTP.
+// each hook's halves and the method or upstream call, exported over
+// OTLP/HTTP. The engine adds the children for the grant decision (cached or
+// evaluated) and the toolgate.call rules itself, under whatever recording
+// span the context carries (engine.SpanGrant, engine.SpanRules).
 // Names and attributes follow the OpenTelemetry MCP semantic conventions
 // ("tools/call {tool}", mcp.method.name, mcp.session.id, gen_ai.tool.name,
 // gen_ai.operation.name execute_tool, error.type tool_error).

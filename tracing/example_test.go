@@ -16,14 +16,13 @@ func ExampleTracer_StartRequest() {
 		Method: "tools/call", Tool: "getReward",
 		TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 	})
-	_, grant := tr.StartGrant(ctx)
-	grant.Grant(false, "no_override")
-	grant.End()
+	_, hook := tr.StartHook(ctx, "ledger", "before")
+	hook.End()
 	call.End()
 	for _, s := range exp.GetSpans() {
 		fmt.Println(s.Name, s.SpanContext.TraceID())
 	}
 	// Output:
-	// toolgate.grant 4bf92f3577b34da6a3ce929d0e0e4736
+	// toolgate.hook ledger before 4bf92f3577b34da6a3ce929d0e0e4736
 	// tools/call getReward 4bf92f3577b34da6a3ce929d0e0e4736
 }

@@ -11,12 +11,9 @@ import (
 )
 
 // Attribute keys of toolgate's own spans (the MCP and GenAI ones are the
-// semantic conventions').
+// semantic conventions'; the grant decision's and the call rules' spans are
+// the engine's: engine.SpanGrant, engine.SpanRules).
 const (
-	// AttrGrant is the grant decision span's: GrantCached or GrantEvaluated.
-	AttrGrant = "toolgate.grant"
-	// AttrGrantOutcome is the grant decision's outcome (no_override, override, failed, nobody).
-	AttrGrantOutcome = "toolgate.grant.outcome"
 	// AttrHook and AttrHookPhase name a hook span's hook and half.
 	AttrHook      = "toolgate.hook.name"
 	AttrHookPhase = "toolgate.hook.phase"
@@ -24,20 +21,6 @@ const (
 	AttrMethod = "toolgate.method"
 	// AttrOutcome is how a tools/call ended (the audit trail's outcome).
 	AttrOutcome = "toolgate.outcome"
-	// AttrDecisionID is the call's decision id, as in audit and decision logs.
-	AttrDecisionID = "toolgate.decision_id"
-)
-
-// Values of AttrGrant.
-const (
-	GrantCached    = "cached"
-	GrantEvaluated = "evaluated"
-)
-
-// Span names of the children of a tools/call or tools/list span.
-const (
-	SpanGrant = "toolgate.grant"
-	SpanRules = "toolgate.call_rules"
 )
 
 // Request is what StartRequest needs of one MCP request.
@@ -98,38 +81,6 @@ func (t *Tracer) extract(ctx context.Context, r Request) context.Context {
 		return t.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
 	}
 	return ctx
-}
-
-// StartGrant starts the span of a grant decision; say how it was taken
-// with Grant before ending it.
-func (t *Tracer) StartGrant(ctx context.Context) (context.Context, Span) {
-	if !t.Enabled() {
-		return ctx, Span{}
-	}
-	ctx, s := t.tr.Start(ctx, SpanGrant)
-	return ctx, Span{s}
-}
-
-// Grant records on a grant decision span whether the decision came from
-// the cache, and its outcome.
-func (s Span) Grant(cached bool, outcome string) {
-	if s.s == nil {
-		return
-	}
-	how := GrantEvaluated
-	if cached {
-		how = GrantCached
-	}
-	s.s.SetAttributes(attribute.String(AttrGrant, how), attribute.String(AttrGrantOutcome, outcome))
-}
-
-// StartRules starts the span of the toolgate.call rules' evaluation.
-func (t *Tracer) StartRules(ctx context.Context) (context.Context, Span) {
-	if !t.Enabled() {
-		return ctx, Span{}
-	}
-	ctx, s := t.tr.Start(ctx, SpanRules)
-	return ctx, Span{s}
 }
 
 // StartHook starts the span of one half ("before" or "after") of a hook,

@@ -50,16 +50,11 @@ func (m fakeMethod) Bind([]mcpadapter.Arg) (mcpadapter.Invocation, error) {
 	return func(context.Context) (*mcp.CallToolResult, error) { return m.res, nil }, nil
 }
 
-// pipeline stands in for the adapter: a grant decision, the call rules, a
-// before hook, the method, an after hook, each in its span.
-func pipeline(tr *tracing.Tracer, hook mcpadapter.Hook, ms mcpadapter.MethodSet) mcp.MethodHandler {
+// pipeline stands in for the adapter: a before hook, the method, an after
+// hook, each in its span (the grant decision's and the call rules' spans are
+// the engine's, tested there).
+func pipeline(hook mcpadapter.Hook, ms mcpadapter.MethodSet) mcp.MethodHandler {
 	return func(ctx context.Context, _ string, _ mcp.Request) (mcp.Result, error) {
-		gctx, g := tr.StartGrant(ctx)
-		_ = gctx
-		g.Grant(true, "no_override")
-		g.End()
-		_, r := tr.StartRules(ctx)
-		r.End()
 		call := &mcpadapter.CallContext{Name: "getReward"}
 		if _, err := hook.Before(ctx, call); err != nil {
 			return nil, err
@@ -100,7 +95,7 @@ func TestCallSpansContinueTheMetaTraceparent(t *testing.T) {
 		},
 	})
 	ms := tr.WrapMethods(mcpadapter.Methods{"demo.getReward": fakeMethod{res: &mcp.CallToolResult{IsError: true}}})
-	h := tr.Middleware(nil)(pipeline(tr, hook, ms))
+	h := tr.Middleware(nil)(pipeline(hook, ms))
 	req := &mcp.CallToolRequest{
 		Params: &mcp.CallToolParamsRaw{Name: "getReward", Meta: mcp.Meta{"traceparent": traceparent}},
 		Extra:  &mcp.RequestExtra{Header: http.Header{"Traceparent": {headerTP}}},
@@ -127,8 +122,6 @@ func TestCallSpansContinueTheMetaTraceparent(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]map[attribute.Key]string{
-		"toolgate.grant":                 {"toolgate.grant": "cached", "toolgate.grant.outcome": "no_override"},
-		"toolgate.call_rules":            {},
 		"toolgate.hook ledger before":    {"toolgate.hook.name": "ledger", "toolgate.hook.phase": "before"},
 		"toolgate.hook ledger after":     {"toolgate.hook.name": "ledger", "toolgate.hook.phase": "after", "error.type": "hook_failed"},
 		"toolgate.method demo.getReward": {"toolgate.method": "demo.getReward", "error.type": "tool_error"},
@@ -148,8 +141,8 @@ func TestCallSpansContinueTheMetaTraceparent(t *testing.T) {
 			}
 		}
 	}
-	if len(spans) != 6 {
-		t.Errorf("%d spans, want 6", len(spans))
+	if len(spans) != 4 {
+		t.Errorf("%d spans, want 4", len(spans))
 	}
 }
 
@@ -203,11 +196,6 @@ func TestOffMakesNoSpansAndDoesNotAllocate(t *testing.T) {
 	ctx := context.Background()
 	allocs := testing.AllocsPerRun(100, func() {
 		c, s := tr.StartRequest(ctx, tracing.Request{Method: "tools/call", Tool: "getReward"})
-		_, g := tr.StartGrant(c)
-		g.Grant(true, "override")
-		g.End()
-		_, r := tr.StartRules(c)
-		r.End()
 		_, hs := tr.StartHook(c, "ledger", "before")
 		hs.End()
 		_, m := tr.StartMethod(c, "demo.getReward", "")
@@ -222,7 +210,7 @@ func TestOffMakesNoSpansAndDoesNotAllocate(t *testing.T) {
 		t.Errorf("off: %v allocations per call", allocs)
 	}
 	var nilTracer *tracing.Tracer
-	if _, s := nilTracer.StartGrant(ctx); s.Recording() {
+	if _, s := nilTracer.StartHook(ctx, "x", "before"); s.Recording() {
 		t.Error("nil Tracer recorded")
 	}
 }
