@@ -308,3 +308,32 @@ func TestTracesURL(t *testing.T) {
 }
 
 var _ sdktrace.SpanExporter = (*tracetest.InMemoryExporter)(nil)
+
+type upstreamMethod struct{ fakeMethod }
+
+func (upstreamMethod) UpstreamTool() string { return "search" }
+
+func TestUpstreamMethodIsAClientSpan(t *testing.T) {
+	t.Parallel()
+	tr, exp := newInMemory(t)
+	ms := tr.WrapMethods(mcpadapter.Methods{"upstream:docs/search": upstreamMethod{fakeMethod{res: &mcp.CallToolResult{}}}})
+	m, ok := ms.Method("upstream:docs/search")
+	if !ok {
+		t.Fatal("method not found")
+	}
+	inv, err := m.Bind(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inv(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 1 || spans[0].Name != "tools/call search" || spans[0].SpanKind != trace.SpanKindClient ||
+		attrs(spans[0])["toolgate.method"] != "upstream:docs/search" || attrs(spans[0])["gen_ai.tool.name"] != "search" {
+		t.Fatalf("spans %+v", spans)
+	}
+	if _, ok := ms.Method("missing"); ok {
+		t.Fatal("a missing method was found")
+	}
+}
