@@ -252,6 +252,11 @@ func (s *Serve) Validate() error {
 	if s.LedgerRetention < 0 {
 		add("ledgerRetention", "negative duration %s", s.LedgerRetention)
 	}
+	if d := s.DecisionLog; isHTTPURL(d) {
+		if u, err := url.Parse(d); err != nil || u.Host == "" {
+			add("decisionLog", "want an http:// or https:// URL with a host, or a file path")
+		}
+	}
 	if e := s.OtelEndpoint; e != "" {
 		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			add("otelEndpoint", "want an http:// or https:// URL")
