@@ -49,8 +49,9 @@ func (t *Tracer) Middleware(meta MetaFunc) mcp.Middleware {
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
 				r.SessionID = ss.ID()
 			}
-			if ex := req.GetExtra(); ex != nil {
+			if ex := req.GetExtra(); ex != nil && ex.Header != nil {
 				r.Header = ex.Header
+				r.ProtocolVersion = ex.Header.Get("Mcp-Protocol-Version") // the negotiated revision, over HTTP
 			}
 			if c, ok := req.(*mcp.CallToolRequest); ok && c.Params != nil {
 				r.Tool = c.Params.Name

@@ -155,7 +155,7 @@ func TestListSpanContinuesTheHeaderTraceparent(t *testing.T) {
 		return &mcp.ListToolsResult{}, nil
 	})
 	req := &mcp.ListToolsRequest{Params: &mcp.ListToolsParams{Meta: mcp.Meta{"traceparent": "not a traceparent"}},
-		Extra: &mcp.RequestExtra{Header: http.Header{"Traceparent": {headerTP}}}}
+		Extra: &mcp.RequestExtra{Header: http.Header{"Traceparent": {headerTP}, "Mcp-Protocol-Version": {"2026-07-28"}}}}
 	if _, err := h(context.Background(), "tools/list", req); err != nil {
 		t.Fatal(err)
 	}
@@ -164,14 +164,24 @@ func TestListSpanContinuesTheHeaderTraceparent(t *testing.T) {
 		spans[0].Parent.SpanID().String() != headerParent {
 		t.Fatalf("spans %+v", spans)
 	}
+	if got := attrs(spans[0]); got["mcp.protocol.version"] != "2026-07-28" || got["mcp.method.name"] != "tools/list" {
+		t.Errorf("tools/list attributes %v", got)
+	}
 	if tracing.TraceID(inner) != headerTrace || tracing.SpanID(inner) != spans[0].SpanContext.SpanID().String() {
 		t.Errorf("handler context: trace %q span %q", tracing.TraceID(inner), tracing.SpanID(inner))
+	}
+	// No params at all (a typed nil behind mcp.Params): a span, no panic.
+	if _, err := h(context.Background(), "tools/list", &mcp.ListToolsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(exp.GetSpans()) != 2 {
+		t.Fatalf("%d spans after a tools/list without params", len(exp.GetSpans()))
 	}
 	// Other methods pass through without a span.
 	if _, err := h(context.Background(), "prompts/list", req); err != nil {
 		t.Fatal(err)
 	}
-	if len(exp.GetSpans()) != 1 {
+	if len(exp.GetSpans()) != 2 {
 		t.Errorf("prompts/list made a span")
 	}
 }
