@@ -136,3 +136,42 @@ func TestObserveDecisionLogsAndTraces(t *testing.T) {
 	require.True(t, sc.Scan())
 	require.True(t, strings.Contains(sc.Text(), `"trace_id":"`+clientTrace+`"`), sc.Text())
 }
+
+// withHeader adds one header to every request.
+type withHeader struct {
+	key, value string
+	next       http.RoundTripper
+}
+
+func (h withHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(h.key, h.value)
+	return h.next.RoundTrip(r)
+}
+
+// Without a _meta traceparent, the HTTP request's traceparent header
+// continues the client's trace.
+func TestObserveTraceFromHTTPHeader(t *testing.T) {
+	t.Parallel()
+	const headerTrace = "0af7651916cd43dd8448eb211c80319c"
+	dir := t.TempDir()
+	sinks := newObserveSinks(t)
+	ops := &engine.Caller{Subject: "ops", Roles: []string{"manager", "reader"}}
+	g := startGateway(t, gateway.Config{Serve: config.Serve{
+		Tokens: writeTokens(t, dir, ops), Ledger: "memory", Audit: filepath.Join(dir, "audit.jsonl"), OtelEndpoint: sinks.otlp.URL,
+	}})
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	rt := withHeader{"traceparent", "00-" + headerTrace + "-b7ad6b7169203331-01", bearer{token: tokenFor(ops), next: tr}}
+	client := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.url, HTTPClient: &http.Client{Transport: rt}, DisableStandaloneSSE: true}, nil)
+	require.NoError(t, err)
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 1, "b": 2}})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	require.NoError(t, cs.Close())
+	require.NoError(t, g.stop())
+	sinks.mu.Lock()
+	defer sinks.mu.Unlock()
+	require.Equal(t, headerTrace, sinks.spans["tools/call add"], "spans: %v", sinks.spans)
+}
