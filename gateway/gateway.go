@@ -26,6 +26,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/console"
 	"github.com/toolgate/toolgate/demo"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/approvals"
@@ -230,6 +231,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	aud := audit.New(auditW, audit.Options{Logger: log, OnDrop: m.AuditDropped})
 	closers = append(closers, closeAudit, aud.Close)
+	act := console.NewActivity(0) // the console's live tail (gateway/console.go)
 	impl := &mcp.Implementation{Name: "toolgate", Version: Version}
 	newServer := func(caller mcpadapter.CallerFunc) (*mcpadapter.Adapter, *mcp.Server) {
 		a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: obs.methods(methods), Caller: caller, Logger: log, HookTimeout: cfg.HookTimeout,
@@ -237,6 +239,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		a.AddHook(obs.hook(led.Hook()))
 		a.AddHook(obs.hook(aud.Hook()))
 		a.AddHook(m.Hook())
+		a.AddHook(act.Hook())
 		s := a.NewServer(impl, &mcp.ServerOptions{Logger: log})
 		obs.install(a, s, caller, eng)
 		return a, s
@@ -361,6 +364,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			IdleTimeout:    cfg.IdleTimeout,
 			MaxConnections: cfg.MaxConnections,
 			Approvals:      gate.Handler(httpserve.RequestCaller),
+			Console:        newConsole(cfg, eng, gate, act, jwt, runCtx.Done()),
 		})
 		welcome := cfg.Stdout
 		if stdioSrv != nil {
