@@ -238,8 +238,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			ListFallback: listFallback(cfg.ListFallback), Approvals: gate})
 		a.AddHook(obs.hook(led.Hook()))
 		a.AddHook(obs.hook(aud.Hook()))
-		a.AddHook(m.Hook())
-		a.AddHook(act.Hook())
+		a.AddHook(obs.hook(m.Hook()))
+		a.AddHook(obs.hook(act.Hook()))
 		s := a.NewServer(impl, &mcp.ServerOptions{Logger: log})
 		obs.install(a, s, caller, eng)
 		return a, s
