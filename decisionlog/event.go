@@ -1,11 +1,10 @@
 package decisionlog
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/canon"
 )
 
 // Paths of toolgate's decisions, as the path of their events.
@@ -132,28 +131,8 @@ func HashArguments(raw json.RawMessage) map[string]string {
 	return out
 }
 
-// SHA256 is the hex SHA-256 of the canonical form of a JSON value: decoded
-// with numbers as their text, re-encoded compactly with object keys sorted
-// and without HTML escaping — the hash the audit trail's arguments_sha256
-// and the ledger use (hooks/internal/canon). Input that is not valid JSON is
-// hashed as is.
-func SHA256(raw []byte) string {
-	sum := sha256.Sum256(canonical(raw))
-	return hex.EncodeToString(sum[:])
-}
-
-func canonical(raw []byte) []byte {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return raw
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return raw
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-}
+// SHA256 is the hex SHA-256 of the canonical form of a JSON value (keys
+// sorted, numbers as their text, no HTML escaping): the hash the audit
+// trail's arguments_sha256 and the ledger use (internal/canon). Input that
+// is not valid JSON is hashed as is.
+func SHA256(raw []byte) string { return canon.SHA256(raw) }
