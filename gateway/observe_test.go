@@ -98,9 +98,10 @@ func TestObserveDecisionLogsAndTraces(t *testing.T) {
 	dir := t.TempDir()
 	sinks := newObserveSinks(t)
 	ops := &engine.Caller{Subject: "ops", Roles: []string{"manager", "reader"}}
+	admin := &engine.Caller{Subject: "root", Roles: []string{"admin"}}
 	auditPath := filepath.Join(dir, "audit.jsonl")
 	g := startGateway(t, gateway.Config{Serve: config.Serve{
-		Tokens: writeTokens(t, dir, ops), Ledger: "memory", Audit: auditPath,
+		Tokens: writeTokens(t, dir, ops, admin), Ledger: "memory", Audit: auditPath,
 		DecisionLog: sinks.logs.URL + "/logs", OtelEndpoint: sinks.otlp.URL,
 	}})
 	cs := connect(t, t.Context(), g.url, protocols[len(protocols)-1], ops)
@@ -111,6 +112,19 @@ func TestObserveDecisionLogsAndTraces(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, res.IsError)
 	require.NoError(t, cs.Close())
+
+	// The decision log's counters are in /metrics.
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, strings.TrimSuffix(g.url, "/mcp")+"/metrics", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+tokenFor(admin))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.Contains(t, string(body), "\ntoolgate_decision_log_dropped_total 0\n")
+	require.Contains(t, string(body), "toolgate_decision_log_written_total")
+
 	require.NoError(t, g.stop())
 
 	sinks.mu.Lock()
