@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -107,6 +109,12 @@ type Options struct {
 	// an unknown token gets 401, and the handler reads the caller with
 	// RequestCaller (nil: nobody).
 	Approvals http.Handler
+	// Routes are further handlers by http.ServeMux pattern (a console,
+	// decision logs), served like Approvals: behind the Host/Origin guard
+	// and the bearer tokens, with the caller at RequestCaller. A pattern
+	// that collides with one of the Server's own panics, as
+	// http.ServeMux.Handle does.
+	Routes map[string]http.Handler
 }
 
 // Server serves a governed MCP server over streamable HTTP: the MCP
@@ -248,6 +256,9 @@ func New(opts Options) *Server {
 		h := s.withCaller(opts.Approvals)
 		s.mux.Handle("/approvals", h)
 		s.mux.Handle("/approvals/", h)
+	}
+	for _, p := range slices.Sorted(maps.Keys(opts.Routes)) {
+		s.mux.Handle(p, s.withCaller(opts.Routes[p]))
 	}
 	return s
 }
