@@ -2,11 +2,32 @@
 // server with Rego policies: tools/list decides what a caller can see,
 // tools/call decides what a caller can do, and the two are one decision.
 //
-// The work lives in sub-packages (registry, engine, mcpadapter, policytest)
-// and the toolgate binary under cmd/toolgate. This root package only carries
-// the bundled example: a registry of the demo methods and the policies that
-// govern it, served by `toolgate serve` when no registry or policy directory
-// is given.
+// This package is the front door: New returns a governed Server from a
+// registry, a policy directory and the Go methods rows dispatch to;
+// Serve serves it over any transport (always through the wire layer),
+// Handler over streamable HTTP; Reload (or Options.Watch) serves a new
+// revision and tells the sessions whose listing changed; Close flushes the
+// audit trail.
+//
+//	srv, err := toolgate.New(ctx, toolgate.Options{
+//		Registry: "registry.yaml", Policies: "rego",
+//		Methods:  methods, // mcpadapter.Methods
+//		Caller:   caller,  // who is calling: mcpadapter.CallerFunc
+//		Audit:    os.Stderr,
+//		Watch:    true,
+//	})
+//	if err != nil { ... }
+//	defer srv.Close()
+//	err = srv.Serve(ctx, &mcp.StdioTransport{})
+//
+// The expert layers are public: engine (decisions, reload) and mcpadapter
+// (the tools/list and tools/call pipeline, hooks); the hooks are under
+// hooks/, and the toolgate binary, with its hardened HTTP server, under
+// cmd/toolgate (assembled by package gateway).
+//
+// The package also carries the bundled example: a registry of the demo
+// methods and the policies that govern it, served when no registry or
+// policy directory is given.
 //
 //	reg, _ := fs.ReadFile(toolgate.Bundled, toolgate.BundledRegistryPath)
 //	policies, _ := fs.Sub(toolgate.Bundled, toolgate.BundledPolicyDir)
