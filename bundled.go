@@ -36,6 +36,9 @@ package toolgate
 import (
 	"embed"
 	"io/fs"
+	"path"
+	"sync"
+	"testing/fstest"
 
 	"github.com/toolgate/toolgate/engine"
 )
@@ -84,3 +87,44 @@ func Source(registry, policy string) engine.Source {
 	}
 	return src
 }
+
+// BundledLabel starts the paths under which LabelledSource reads the
+// bundled example: a report that names a file of it ("(bundled)
+// rego/grant.rego:19") says it is the copy built into the binary, not a
+// file of the working directory.
+const BundledLabel = "(bundled) "
+
+// LabelledSource is Source for the commands that report file names
+// (toolgate check and explain): each part that is "" is the bundled
+// example's, read under paths that start with BundledLabel.
+func LabelledSource(registry, policy string) engine.Source {
+	src := engine.Source{Registry: registry, Policies: policy}
+	if registry == "" {
+		src.RegistryFS, src.Registry = labelledBundled(), BundledLabel+BundledRegistryPath
+	}
+	if policy == "" {
+		src.PolicyFS, src.Policies = labelledBundled(), BundledLabel+BundledPolicyDir
+	}
+	return src
+}
+
+// labelledBundled is Bundled with each top-level directory renamed
+// BundledLabel+name.
+var labelledBundled = sync.OnceValue(func() fs.FS {
+	m := fstest.MapFS{}
+	err := fs.WalkDir(Bundled, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(Bundled, p)
+		if err != nil {
+			return err
+		}
+		m[path.Clean(BundledLabel+p)] = &fstest.MapFile{Data: b, Mode: 0o444}
+		return nil
+	})
+	if err != nil {
+		panic("toolgate: bundled example unreadable: " + err.Error()) // a build mistake
+	}
+	return m
+})
