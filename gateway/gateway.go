@@ -152,7 +152,7 @@ type Gateway struct {
 	// known), its callers and its server.
 	ln        net.Listener
 	jwt       *identity.JWT
-	tokens    *httpserve.Tokens
+	tokens    *identity.Tokens
 	demoToken string
 	http      *httpserve.Server
 
@@ -410,11 +410,7 @@ func (g *Gateway) buildStdio() error {
 	if !g.cfg.Stdio {
 		return nil
 	}
-	var c *engine.Caller
-	if g.cfg.As != "" {
-		c = &engine.Caller{Subject: g.cfg.As, Roles: append([]string{}, g.cfg.Roles...)}
-	}
-	g.stdio = g.newServer(mcpadapter.StaticCaller(c))
+	g.stdio = g.newServer(mcpadapter.StaticCaller(identity.Static(g.cfg.As, g.cfg.Roles)))
 	return nil
 }
 
@@ -437,14 +433,14 @@ func (g *Gateway) buildIdentity() error {
 	}
 	switch {
 	case cfg.Tokens != "":
-		if g.tokens, err = httpserve.LoadTokens(cfg.Tokens); err != nil {
+		if g.tokens, err = identity.LoadTokens(cfg.Tokens); err != nil {
 			return err
 		}
 	case g.jwt != nil:
 		// An operator who configured an issuer wants its callers: no
 		// public demo token beside them.
 	case cfg.demoTokenAllowed():
-		g.demoToken, g.tokens = httpserve.DemoToken()
+		g.demoToken, g.tokens = identity.DemoToken()
 	default:
 		g.log.Warn("toolgate: no --tokens: every HTTP caller is nobody and sees no tool" + demoTokenWithheld(*cfg))
 	}
@@ -586,7 +582,7 @@ func listFallback(s string) mcpadapter.ListFallback {
 	return mcpadapter.ListFallbackBase
 }
 
-func printWelcome(w io.Writer, a net.Addr, demoToken string, tokens *httpserve.Tokens, jwt *identity.JWT, anonymous bool, withheld string) {
+func printWelcome(w io.Writer, a net.Addr, demoToken string, tokens *identity.Tokens, jwt *identity.JWT, anonymous bool, withheld string) {
 	fmt.Fprintf(w, "toolgate: serving MCP (streamable HTTP) at http://%s/mcp\n", a)
 	switch {
 	case demoToken != "":

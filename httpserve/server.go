@@ -17,9 +17,11 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
-// CallerKey is the TokenInfo.Extra entry that carries the *engine.Caller
-// of an authenticated request.
-const CallerKey = "toolgate.caller"
+// callerKey is the TokenInfo.Extra entry that carries the *engine.Caller
+// of an authenticated request from authenticate to CallerFromRequest: the
+// go-sdk hands a request's TokenInfo to the method handlers, and nothing
+// else of the HTTP request.
+const callerKey = "toolgate.caller"
 
 // DefaultShutdownGrace is how long ListenAndServe lets in-flight requests
 // finish once its context is done.
@@ -46,7 +48,7 @@ type Options struct {
 	// Tokens are the bearer tokens of the tokens file, asked first. With
 	// neither Tokens nor JWT, every HTTP caller is nobody and an
 	// Authorization header is ignored.
-	Tokens *Tokens
+	Tokens *identity.Tokens
 	// JWT verifies the access tokens of an OAuth 2.1 authorization server
 	// (SPEC §12), asked after Tokens; nil: none. With it, a request
 	// without a token gets 401 (unless AllowAnonymous), a refusal's
@@ -275,7 +277,7 @@ func (s *Server) withCaller(next http.Handler) http.Handler {
 				return
 			}
 			if p.caller != nil {
-				r = r.WithContext(context.WithValue(r.Context(), requestCallerKey{}, cloneCaller(p.caller)))
+				r = r.WithContext(context.WithValue(r.Context(), requestCallerKey{}, identity.CloneCaller(p.caller)))
 			}
 		}
 		next.ServeHTTP(w, r)
@@ -383,7 +385,7 @@ func CallerFromRequest(_ context.Context, req mcp.Request) *engine.Caller {
 	if c == nil {
 		return nil
 	}
-	return cloneCaller(c)
+	return identity.CloneCaller(c)
 }
 
 var _ mcpadapter.CallerFunc = CallerFromRequest
