@@ -31,12 +31,9 @@ type tokenEntry struct {
 	caller *engine.Caller
 }
 
-// TokenEntry is one identity of a tokens file: the caller a token stands for.
-type TokenEntry struct {
-	Subject string         `yaml:"subject" json:"subject"`
-	Roles   []string       `yaml:"roles" json:"roles"`
-	Claims  map[string]any `yaml:"claims" json:"claims"`
-}
+// TokenEntry is one identity of a tokens file: the caller a token stands
+// for, {subject, roles, claims}, the caller's one shape (SPEC §2).
+type TokenEntry = engine.Caller
 
 // HashToken returns the lowercase hex SHA-256 digest of token: the key
 // under which a tokens file lists it.
