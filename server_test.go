@@ -3,9 +3,13 @@ package toolgate_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -134,4 +138,46 @@ func TestServerNeedsMethods(t *testing.T) {
 	require.ErrorContains(t, err, "Options.Methods is required")
 	_, err = toolgate.New(context.Background(), toolgate.Options{Methods: demo.Methods(), Registry: filepath.Join(t.TempDir(), "none.yaml")})
 	require.Error(t, err)
+}
+
+// TestServerHandlerWraps: Handler serves streamable HTTP through the wire
+// layer: a tools/call whose name is an integer gets SPEC §5's answer for
+// the name "7" (a tool call result), not the go-sdk's JSON-RPC error.
+func TestServerHandlerWraps(t *testing.T) {
+	t.Parallel()
+	srv, err := toolgate.New(context.Background(), toolgate.Options{
+		Methods: demo.Methods(),
+		Caller:  mcpadapter.StaticCaller(&engine.Caller{Subject: "ann", Roles: []string{"admin"}}),
+	})
+	require.NoError(t, err)
+	defer srv.Close()
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+
+	session := ""
+	post := func(body string) string {
+		req, err := http.NewRequest("POST", hs.URL, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		}
+		res, err := hs.Client().Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		if session == "" {
+			session = res.Header.Get("Mcp-Session-Id")
+		}
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return string(b)
+	}
+	post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	require.NotEmpty(t, session)
+	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	got := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":7,"arguments":{}}}`)
+	require.Contains(t, got, `Error: Unknown tool '7'.`, got)
+	require.Contains(t, got, `"isError":true`, got)
 }
