@@ -120,3 +120,18 @@ func TestNewFailsCleanly(t *testing.T) {
 	require.NoError(t, err, "a failed New releases the listener")
 	_ = ln.Close()
 }
+
+// TestRunNothingToServe: a gateway with neither stdio nor an HTTP address
+// says so from Run instead of blocking.
+func TestRunNothingToServe(t *testing.T) {
+	t.Parallel()
+	cfg := baseConfig(t)
+	cfg.HTTP = ""
+	on := true
+	cfg.Watch = &on
+	g, err := gateway.New(context.Background(), cfg)
+	require.NoError(t, err)
+	require.Nil(t, g.Addr())
+	require.ErrorContains(t, g.Run(context.Background()), "nothing to serve")
+	require.NoError(t, g.Close())
+}

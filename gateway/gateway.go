@@ -515,10 +515,12 @@ func (g *Gateway) watch(ctx context.Context) {
 // then Close.
 func (g *Gateway) Run(ctx context.Context) error {
 	cfg := &g.cfg
+	if g.stdio == nil && g.http == nil {
+		return errors.New("gateway: nothing to serve: give Stdio or an HTTP address")
+	}
 	runCtx, stopAll := context.WithCancel(ctx)
-	defer stopAll()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() { stopAll(); wg.Wait() }()
 	if cfg.WatchOn() {
 		wg.Add(1)
 		go func() { defer wg.Done(); g.watch(runCtx) }()
@@ -560,9 +562,6 @@ func (g *Gateway) Run(ctx context.Context) error {
 				}
 			})
 		}()
-	}
-	if g.stdio == nil && g.http == nil {
-		return errors.New("gateway: nothing to serve: give Stdio or an HTTP address")
 	}
 	err := <-errc
 	stopAll()

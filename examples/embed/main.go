@@ -28,6 +28,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
@@ -89,15 +90,13 @@ func run(ctx context.Context, as string, rs []string, registry, policy string) e
 	if policy == "" {
 		src.PolicyFS, src.Policies = builtin, "policy"
 	}
-	var caller *engine.Caller
-	if as != "" {
-		caller = &engine.Caller{Subject: as, Roles: rs}
-	}
 	srv, err := toolgate.New(ctx, toolgate.Options{
-		Source:         &src,
-		Methods:        shop(),
-		Caller:         mcpadapter.StaticCaller(caller),
-		Audit:          os.Stderr, // one JSON line per call
+		Source:  &src,
+		Methods: shop(),
+		// The caller of every request: nobody without --as.
+		Caller: mcpadapter.StaticCaller(identity.Static(as, rs)),
+		// The audit trail, one JSON line per call; Close flushes it.
+		Audit:          os.Stderr,
 		Watch:          registry != "" || policy != "",
 		Implementation: &mcp.Implementation{Name: "shop", Version: "1"},
 	})
