@@ -36,6 +36,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/console"
 	"github.com/toolgate/toolgate/demo"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/approvals"
@@ -141,9 +142,10 @@ type Gateway struct {
 	engRef  atomic.Pointer[engine.Engine]
 	eng     *engine.Engine
 
-	ledger *ledger.Ledger
-	gate   *approvals.Gate
-	audit  *audit.Auditor
+	ledger   *ledger.Ledger
+	gate     *approvals.Gate
+	audit    *audit.Auditor
+	activity *console.Activity
 
 	servers []served
 	stdio   *mcp.Server
@@ -156,10 +158,19 @@ type Gateway struct {
 	demoToken string
 	http      *httpserve.Server
 
+	// stopping is closed once Run stops serving (or at Close): long-lived
+	// responses (the console's live tail) end with it, so that shutdown
+	// need not wait for them.
+	stopping     chan struct{}
+	stoppingOnce sync.Once
+
 	closers   []func() error
 	closeOnce sync.Once
 	closeErr  error
 }
+
+// markStopping closes stopping, once.
+func (g *Gateway) markStopping() { g.stoppingOnce.Do(func() { close(g.stopping) }) }
 
 // served is one transport's adapter and the MCP server it governs.
 type served struct {
@@ -177,7 +188,7 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	if cfg.Stderr == nil {
 		cfg.Stderr = io.Discard
 	}
-	g := &Gateway{cfg: cfg, log: cfg.Logger, m: metrics.New()}
+	g := &Gateway{cfg: cfg, log: cfg.Logger, m: metrics.New(), stopping: make(chan struct{})}
 	if g.log == nil {
 		g.log = slog.New(slog.NewTextHandler(cfg.Stderr, nil))
 	}
@@ -242,6 +253,7 @@ func (g *Gateway) Addr() net.Addr {
 // returned each time.
 func (g *Gateway) Close() error {
 	g.closeOnce.Do(func() {
+		g.markStopping()
 		g.cancel()
 		if g.ln != nil && g.http == nil {
 			_ = g.ln.Close() // New failed before the HTTP server owned it
@@ -387,6 +399,7 @@ func (g *Gateway) buildHooks() error {
 	g.audit = audit.New(auditW, audit.Options{Logger: log, OnDrop: m.AuditDropped})
 	g.onClose(closeAudit)
 	g.onClose(g.audit.Close)
+	g.activity = console.NewActivity(0) // the console's live tail (gateway/console.go)
 	return nil
 }
 
@@ -399,6 +412,7 @@ func (g *Gateway) newServer(caller mcpadapter.CallerFunc) *mcp.Server {
 	a.AddHook(g.ledger.Hook())
 	a.AddHook(g.audit.Hook())
 	a.AddHook(g.m.Hook())
+	a.AddHook(g.activity.Hook())
 	s := a.NewServer(&mcp.Implementation{Name: "toolgate", Version: Version}, &mcp.ServerOptions{Logger: g.log})
 	g.servers = append(g.servers, served{a, s})
 	return s
@@ -475,6 +489,7 @@ func (g *Gateway) buildHTTP() error {
 		IdleTimeout:    cfg.IdleTimeout,
 		MaxConnections: cfg.MaxConnections,
 		Approvals:      g.gate.Handler(httpserve.RequestCaller),
+		Console:        newConsole(*cfg, g.eng, g.gate, g.activity, g.jwt, g.stopping),
 		Routes:         routes,
 	})
 	return nil
@@ -519,6 +534,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 		return errors.New("gateway: nothing to serve: give Stdio or an HTTP address")
 	}
 	runCtx, stopAll := context.WithCancel(ctx)
+	// runCtx always ends (stopAll below), and with it the long-lived
+	// responses.
+	context.AfterFunc(runCtx, g.markStopping)
 	var wg sync.WaitGroup
 	defer func() { stopAll(); wg.Wait() }()
 	if cfg.WatchOn() {

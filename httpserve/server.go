@@ -111,8 +111,12 @@ type Options struct {
 	// an unknown token gets 401, and the handler reads the caller with
 	// RequestCaller (nil: nobody).
 	Approvals http.Handler
-	// Routes are further handlers by http.ServeMux pattern (a console,
-	// decision logs), served like Approvals: behind the Host/Origin guard
+	// Console, when set, is mounted at /console and /console/ (the
+	// operator console), like Approvals: behind the guard, an unknown
+	// token gets 401, the handler reads the caller with RequestCaller.
+	Console http.Handler
+	// Routes are further handlers by http.ServeMux pattern (decision
+	// logs, tracing), served like Approvals: behind the Host/Origin guard
 	// and the bearer tokens, with the caller at RequestCaller. A pattern
 	// that collides with one of the Server's own panics, as
 	// http.ServeMux.Handle does.
@@ -120,7 +124,8 @@ type Options struct {
 }
 
 // Server serves a governed MCP server over streamable HTTP: the MCP
-// endpoint at /mcp, GET /healthz and, when given, /metrics. It is an
+// endpoint at /mcp, GET /healthz and, when given, /metrics, /approvals
+// and /console. It is an
 // http.Handler; ListenAndServe adds graceful shutdown and the connection
 // limits.
 //
@@ -259,6 +264,11 @@ func New(opts Options) *Server {
 		s.mux.Handle("/approvals", h)
 		s.mux.Handle("/approvals/", h)
 	}
+	if opts.Console != nil {
+		h := s.withCaller(opts.Console)
+		s.mux.Handle("/console", h)
+		s.mux.Handle("/console/", h)
+	}
 	for _, p := range slices.Sorted(maps.Keys(opts.Routes)) {
 		s.mux.Handle(p, s.withCaller(opts.Routes[p]))
 	}
@@ -286,8 +296,8 @@ func (s *Server) withCaller(next http.Handler) http.Handler {
 
 type requestCallerKey struct{}
 
-// RequestCaller is the caller of a request served to Options.Approvals;
-// nil is nobody.
+// RequestCaller is the caller of a request served to Options.Approvals
+// and Options.Console; nil is nobody.
 func RequestCaller(r *http.Request) *engine.Caller {
 	c, _ := r.Context().Value(requestCallerKey{}).(*engine.Caller)
 	return c
