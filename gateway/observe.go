@@ -32,6 +32,19 @@ type observe struct {
 	dl *decisionlog.Logger // nil when off
 }
 
+// buildObserve opens tracing and the decision log (SPEC §14). It is New's
+// first step, so that Close ends it last: what the calls traced and logged
+// is flushed once everything else is done.
+func (g *Gateway) buildObserve() error {
+	obs, err := openObserve(g.ctx, &g.cfg.Serve, g.log, g.m)
+	if err != nil {
+		return err
+	}
+	g.obs = obs
+	g.onClose(obs.Close)
+	return nil
+}
+
 // openObserve starts the tracer and the decision logger the settings ask
 // for; the decision log's drops are counted in m's registry.
 func openObserve(ctx context.Context, s *config.Serve, log *slog.Logger, m *metrics.Metrics) (*observe, error) {
