@@ -57,7 +57,7 @@ type Record struct {
 }
 
 // NewRecord builds the record of one finished call.
-func NewRecord(call *mcpadapter.CallContext, end *mcpadapter.CallEnd) Record {
+func NewRecord(call *mcpadapter.CallContext, end *mcpadapter.Record) Record {
 	r := Record{
 		DecisionID:      call.DecisionID,
 		Timestamp:       call.Start.UTC().Format(time.RFC3339Nano),
@@ -152,7 +152,7 @@ func (a *Auditor) Hook() mcpadapter.Hook {
 // failed, or written after Close.
 func (a *Auditor) Dropped() uint64 { return a.dropped.Load() }
 
-func (a *Auditor) after(_ context.Context, call *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+func (a *Auditor) after(_ context.Context, call *mcpadapter.CallContext, end *mcpadapter.Record) error {
 	line, err := json.Marshal(NewRecord(call, end))
 	if err != nil {
 		a.drop(1, "encode", err)
