@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/wire"
 )
 
 // Revisions is where the adapter reads the revision a decision uses; an
@@ -204,7 +205,7 @@ func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.Lis
 	res.CacheScope = "private"
 	var rawMeta string
 	if req.Params != nil {
-		if w, ok := takeWire(req.Params.Meta); ok {
+		if w, ok := wire.Take(req.Params.Meta); ok {
 			rawMeta = w.Meta
 		} else if req.Params.Meta != nil {
 			b, _ := json.Marshal(req.Params.Meta)

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -68,7 +69,7 @@ func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *Record {
 	if p == nil {
 		p = &mcp.CallToolParamsRaw{}
 	}
-	w, ok := takeWire(p.Meta)
+	w, ok := wire.Take(p.Meta)
 	if !ok && p.Meta != nil {
 		b, _ := json.Marshal(p.Meta)
 		w.Meta = string(b)
