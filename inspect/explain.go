@@ -213,21 +213,25 @@ func Explain(ctx context.Context, opts ExplainOptions) *Explanation {
 	return x
 }
 
-// baseWhy says why the base decision is what it is for one row.
+// baseWhy says in words why the base decision for one row is what
+// engine.Base (its one home) decides.
 func baseWhy(reg *registry.Registry, t *registry.Tool, c *engine.Caller) string {
-	if c == nil {
+	base := engine.Base(reg, t, c)
+	switch {
+	case c == nil:
 		return "nobody is signed in"
-	}
-	if t.Section == "" {
+	case t.Section == "":
 		return "no section: every signed-in caller"
 	}
 	sec, ok := reg.Sections[t.Section]
-	if !ok {
+	switch {
+	case !ok:
 		return fmt.Sprintf("section %s is not in sections: nobody", t.Section)
-	}
-	for _, r := range c.Roles {
-		if slices.Contains(sec.Roles, r) {
-			return fmt.Sprintf("section %s lists %s", t.Section, r)
+	case base:
+		for _, r := range c.Roles {
+			if slices.Contains(sec.Roles, r) {
+				return fmt.Sprintf("section %s lists %s", t.Section, r)
+			}
 		}
 	}
 	return fmt.Sprintf("section %s lists only %s", t.Section, strings.Join(sec.Roles, ", "))
