@@ -87,6 +87,7 @@ func TestExplainWithoutArguments(t *testing.T) {
 	c := &engine.Caller{Subject: "nora"}
 	for _, o := range []ExplainOptions{
 		{Revision: e.Current(), Caller: c, Tool: "getReward", Methods: demo.Methods()},
+		{Revision: e.Current(), Caller: c, Tool: "getReward", Methods: demo.Methods(), Arguments: json.RawMessage("")},
 		{Revision: e.Current(), Caller: c, Tool: "getReward", Arguments: json.RawMessage(`{}`)},
 	} {
 		x := Explain(context.Background(), o)

@@ -52,7 +52,7 @@ type ExplainOptions struct {
 	// object is read as {}, as the server reads it (see CheckArguments).
 	// With Methods they are bound as a call would bind them, and a
 	// missing or wrong argument gets its argument answer (StageArguments);
-	// nil: not known, the explanation stops before binding.
+	// empty: not known, the explanation stops before binding.
 	Arguments json.RawMessage
 	// Methods are the methods the server dispatches to (required to bind
 	// Arguments); nil: the explanation stops before binding.

@@ -117,7 +117,7 @@ type DryRunOptions struct {
 	Name        string
 	NameInvalid bool
 	// Arguments are the arguments as sent (anything but a JSON object is
-	// {}, as served). nil: they are not known, and the run stops before
+	// {}, as served). Empty: they are not known, and the run stops before
 	// binding them.
 	Arguments json.RawMessage
 	// Meta is the raw _meta of the request; it is bounded (SPEC §3) first.
@@ -140,7 +140,7 @@ func DryRun(ctx context.Context, o DryRunOptions) *Record {
 		nameInvalid: o.NameInvalid,
 		name:        o.Name,
 		args:        o.Arguments,
-		bind:        o.Arguments != nil,
+		bind:        len(o.Arguments) > 0,
 		meta:        string(o.Meta),
 		caller:      func() *engine.Caller { return o.Caller },
 		revision:    func() *revisionCache { return rc },
