@@ -244,7 +244,7 @@ func explainCall(rev *engine.Revision, c *engine.Caller, name string, rec *mcpad
 	if t != nil {
 		ce.Method = t.Method
 	}
-	cd := rec.Rules
+	cd := rec.CallDecision
 	if cd == nil {
 		cd = &engine.CallDecision{}
 	}

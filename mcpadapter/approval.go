@@ -115,7 +115,7 @@ const multiRoundTripRevision = "2026-07-28"
 // confirmation protects the user from their agent's mistakes, it is not an
 // approval (SPEC §13's approvals are the server's).
 func (a *Adapter) confirm(ctx context.Context, req *mcp.CallToolRequest, question string, rec *Record) bool {
-	by := Answerer{Kind: ByConfirmation, Rules: rec.Rules.ConfirmRules}
+	by := Answerer{Kind: ByConfirmation, Rules: rec.CallDecision.ConfirmRules}
 	no := func(text string) bool {
 		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = StageDenied, OutcomeDenied, by, "confirmation"
 		rec.Result, rec.Reasons = TextResult(text, true), []string{text}

@@ -260,7 +260,7 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 	cd := call.Revision.Call(ctx, call.Caller, *ereq)
 	rec.RulesTime = time.Since(t)
 	rec.Decision += rec.RulesTime
-	rec.Rules = cd
+	rec.CallDecision = cd
 	if cd.Err != nil {
 		rec.fail(StageRuleFailed, Answerer{Kind: ByRule, Rules: failureRules(cd.Err)}, fmt.Errorf("toolgate.call rules: %w", cd.Err))
 		return

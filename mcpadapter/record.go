@@ -121,9 +121,10 @@ type Record struct {
 	Outcome CallOutcome
 	// Grant is the grant decision (step 3 and 4).
 	Grant GrantRecord
-	// Rules is the decision of the toolgate.call rules; nil when they were
-	// not evaluated.
-	Rules *engine.CallDecision
+	// CallDecision is the decision of the toolgate.call rules (every deny
+	// reason with its rules, the result, approval and confirmation); nil
+	// when they were not evaluated.
+	CallDecision *engine.CallDecision
 	// Denials are every deny reason, the hooks' in registration order then
 	// the rules' sorted, each with who gave it.
 	Denials []Denial
