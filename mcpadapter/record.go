@@ -117,7 +117,8 @@ type Record struct {
 	// Stage is where the call was decided.
 	Stage Stage
 	// Outcome is how the call ended; "" at steps 1, 2 and 4, where no hook
-	// hears of the call, and in a dry run that stops before the method.
+	// hears of the call, and for a dry run at StageRun (the method's
+	// outcome is not known).
 	Outcome CallOutcome
 	// Grant is the grant decision (step 3 and 4).
 	Grant GrantRecord
@@ -149,7 +150,8 @@ type Record struct {
 	// Failed reports whether the call failed (Err is then not nil).
 	Failed bool
 	// Reasons are the deny reasons when Outcome is OutcomeDenied (the
-	// messages of Denials), or the one answer when the call is held.
+	// messages of Denials; for a refused approval or an unconfirmed call
+	// its one answer), or the one answer when the call is held.
 	Reasons []string
 	// AnsweredBy names the hook ("policy" for a toolgate.call rule,
 	// "approval", "confirmation") that answered or denied, when one did;
