@@ -193,7 +193,7 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*CallContext, *Recor
 	rec.GrantTime = time.Since(t)
 	rec.Decision = rec.GrantTime
 	idx := rev.ToolIndex(name)
-	rec.Grant = GrantRecord{Outcome: d.Outcome, Decision: d, Rules: d.Rules, Row: idx, Base: d.Base(name)}
+	rec.Grant = GrantRecord{Outcome: d.Outcome, Decision: d, Rules: d.Rules, Row: idx}
 	allowed, err := d.Allowed(name)
 	if err != nil {
 		rec.Grant.Err, rec.Grant.Rules = err, failureRules(err)

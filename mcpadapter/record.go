@@ -92,8 +92,6 @@ type GrantRecord struct {
 	Granted bool
 	// Row is the index of the resolved row; -1 when no row has the name.
 	Row int
-	// Base is the registry's base decision for the row.
-	Base bool
 }
 
 // Denial is one deny reason with who gave it.
