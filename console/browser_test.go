@@ -83,7 +83,7 @@ func startDriver(t *testing.T) *driver {
 	chromium, node := browser(t)
 	cmd := exec.Command(node, "run.mjs")
 	cmd.Dir = "../testdata/console"
-	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium, "STEP_TIMEOUT_MS=30000")
+	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium, "STEP_TIMEOUT_MS=90000")
 	cmd.Stderr = &testWriter{t: t}
 	in, err := cmd.StdinPipe()
 	require.NoError(t, err)

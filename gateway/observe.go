@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/metrics"
 	"github.com/toolgate/toolgate/tracing"
@@ -98,7 +99,7 @@ func (o *observe) install(a *mcpadapter.Adapter, s *mcp.Server, caller mcpadapte
 
 // traceMeta reads the W3C trace context from a request's _meta as sent.
 func traceMeta(req mcp.Request) (traceparent, tracestate string) {
-	raw := mcpadapter.RawMeta(req)
+	raw := wire.RawMeta(req)
 	if raw == nil {
 		return "", ""
 	}
@@ -111,8 +112,8 @@ func traceMeta(req mcp.Request) (traceparent, tracestate string) {
 }
 
 // logCall logs the grant decision and the call decision of a call that
-// reached step 5 or was refused at step 3.
-func (o *observe) logCall(ctx context.Context, call *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+// reached step 5 or was refused at step 3, from the call's Record.
+func (o *observe) logCall(ctx context.Context, call *mcpadapter.CallContext, end *mcpadapter.Record) error {
 	d := decisionlog.Decision{
 		Time: call.Start, Method: "tools/call", Tool: call.Name, Arguments: call.Arguments,
 		TraceID: tracing.TraceID(ctx), SpanID: tracing.SpanID(ctx),
@@ -128,18 +129,22 @@ func (o *observe) logCall(ctx context.Context, call *mcpadapter.CallContext, end
 	}
 	grant := d
 	grant.ID, grant.Path = call.DecisionID+"-grant", decisionlog.PathGrant
-	if end.Outcome == mcpadapter.OutcomeRefusedGate {
-		grant.Result = map[string]any{"granted": false, "failed": true}
-	} else {
-		grant.Result = map[string]any{"granted": true}
-	}
+	grant.Result = map[string]any{"granted": end.Grant.Granted, "outcome": end.Grant.Outcome.String()}
+	grant.Metrics = map[string]any{"timer_toolgate_grant_ns": end.GrantTime.Nanoseconds()}
 	grant.Custom = map[string]any{"call_decision_id": call.DecisionID}
 	o.dl.Log(grant)
 
 	d.ID, d.Path = call.DecisionID, decisionlog.PathCall
-	res := map[string]any{"outcome": string(end.Outcome)}
+	res := map[string]any{"outcome": string(end.Outcome), "stage": string(end.Stage)}
 	if len(end.Reasons) > 0 {
 		res["reasons"] = end.Reasons
+	}
+	if rules := end.DecidingRules(); len(rules) > 0 {
+		where := make([]string, len(rules))
+		for i, l := range rules {
+			where[i] = l.String()
+		}
+		res["rules"] = where
 	}
 	if end.AnsweredBy != "" {
 		res["answered_by"] = end.AnsweredBy
@@ -157,6 +162,9 @@ func (o *observe) logCall(ctx context.Context, call *mcpadapter.CallContext, end
 	d.Metrics = map[string]any{
 		"timer_toolgate_call_ns":     end.Duration.Nanoseconds(),
 		"timer_toolgate_decision_ns": end.Decision.Nanoseconds(),
+		"timer_toolgate_grant_ns":    end.GrantTime.Nanoseconds(),
+		"timer_toolgate_rules_ns":    end.RulesTime.Nanoseconds(),
+		"timer_toolgate_method_ns":   end.MethodTime.Nanoseconds(),
 	}
 	o.dl.Log(d)
 	return nil
@@ -184,7 +192,7 @@ func (o *observe) logList(caller mcpadapter.CallerFunc, revs mcpadapter.Revision
 				Metrics: map[string]any{"timer_toolgate_list_ns": time.Since(start).Nanoseconds()},
 				TraceID: tracing.TraceID(ctx), SpanID: tracing.SpanID(ctx),
 			}
-			if meta, err := engine.BoundMeta(mcpadapter.RawMeta(req)).MarshalJSON(); err == nil {
+			if meta, err := engine.BoundMeta(wire.RawMeta(req)).MarshalJSON(); err == nil {
 				d.Meta = meta
 			}
 			o.dl.Log(d)

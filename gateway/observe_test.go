@@ -137,6 +137,12 @@ func TestObserveDecisionLogsAndTraces(t *testing.T) {
 		require.Equal(t, "dev", e.Labels["version"])
 		raw, _ := json.Marshal(e.Input)
 		require.NotContains(t, string(raw), "123456789", "an argument value reached the decision log")
+		if e.Path == "toolgate/call" {
+			res := (*e.Result).(map[string]any)
+			require.Equal(t, "result", res["outcome"])
+			require.Equal(t, "run", res["stage"])
+			require.Contains(t, e.Metrics, "timer_toolgate_grant_ns")
+		}
 	}
 	require.Equal(t, map[string]int{"toolgate/grant/granted": 2, "toolgate/call": 1}, paths)
 	for _, name := range []string{"tools/list", "tools/call add", "toolgate.hook ledger before", "toolgate.hook audit after", "toolgate.method demo.add", "toolgate.grant", "toolgate.call_rules"} {

@@ -35,7 +35,7 @@ func BenchmarkCallSpans(b *testing.B) {
 				Before: func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
 					return mcpadapter.Allow(), nil
 				},
-				After: func(context.Context, *mcpadapter.CallContext, *mcpadapter.CallEnd) error { return nil },
+				After: func(context.Context, *mcpadapter.CallContext, *mcpadapter.Record) error { return nil },
 			})
 			ms := tr.WrapMethods(mcpadapter.Methods{"demo.getReward": fakeMethod{res: &mcp.CallToolResult{}}})
 			h := tr.Middleware(nil)(pipeline(hook, ms))

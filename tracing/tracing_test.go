@@ -62,7 +62,7 @@ func pipeline(hook mcpadapter.Hook, ms mcpadapter.MethodSet) mcp.MethodHandler {
 		m, _ := ms.Method("demo.getReward")
 		inv, _ := m.Bind(nil)
 		res, err := inv(ctx)
-		_ = hook.After(ctx, call, &mcpadapter.CallEnd{})
+		_ = hook.After(ctx, call, &mcpadapter.Record{})
 		return res, err
 	}
 }
@@ -90,7 +90,7 @@ func TestCallSpansContinueTheMetaTraceparent(t *testing.T) {
 		Before: func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
 			return mcpadapter.Allow(), nil
 		},
-		After: func(context.Context, *mcpadapter.CallContext, *mcpadapter.CallEnd) error {
+		After: func(context.Context, *mcpadapter.CallContext, *mcpadapter.Record) error {
 			return errors.New("disk full")
 		},
 	})

@@ -32,7 +32,7 @@ func (t *Tracer) WrapHook(h mcpadapter.Hook) mcpadapter.Hook {
 		}
 	}
 	if after := h.After; after != nil {
-		h.After = func(ctx context.Context, call *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+		h.After = func(ctx context.Context, call *mcpadapter.CallContext, end *mcpadapter.Record) error {
 			ctx, span := t.StartHook(ctx, name, "after")
 			defer span.End()
 			err := after(ctx, call, end)

@@ -21,7 +21,7 @@ func TestAuditRecordCarriesTheTraceID(t *testing.T) {
 	var buf bytes.Buffer // written by the auditor's goroutine, read after Close
 	a := New(&buf, Options{})
 	call := &mcpadapter.CallContext{DecisionID: "d-1", Name: "echo", Arguments: json.RawMessage(`{}`), Start: time.Now()}
-	end := &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeResult}
+	end := &mcpadapter.Record{Outcome: mcpadapter.OutcomeResult}
 	h := a.Hook()
 	if err := h.After(traced, call, end); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package mcpadapter
+package wire
 
 import (
 	"encoding/json"
@@ -7,9 +7,9 @@ import (
 )
 
 // RawMeta returns the _meta of a tools/call or tools/list request as the
-// client sent it (nil when absent), for a middleware that runs before the
-// adapter's: tracing reads the W3C traceparent from it. It leaves the
-// request as it is.
+// client sent it (nil when absent), leaving the request as it is: from the
+// wire entry when the request passed the wire layer, else the decoded
+// params' _meta re-encoded.
 func RawMeta(req mcp.Request) json.RawMessage {
 	var meta mcp.Meta
 	switch r := req.(type) {
@@ -22,21 +22,13 @@ func RawMeta(req mcp.Request) json.RawMessage {
 			meta = r.Params.Meta
 		}
 	}
-	raw, ok := meta[wireKey]
+	info, ok := Peek(meta)
 	if !ok {
 		if len(meta) == 0 {
 			return nil
 		}
 		b, _ := json.Marshal(meta)
 		return b
-	}
-	var info wireInfo
-	switch v := raw.(type) {
-	case map[string]any:
-		info.Meta, _ = v["meta"].(string)
-	default:
-		b, _ := json.Marshal(v)
-		_ = json.Unmarshal(b, &info)
 	}
 	if info.Meta == "" {
 		return nil

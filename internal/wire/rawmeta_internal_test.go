@@ -1,4 +1,4 @@
-package mcpadapter
+package wire
 
 import (
 	"encoding/json"
@@ -18,7 +18,7 @@ func TestRawMetaReadsTheWireMetaWithoutTakingIt(t *testing.T) {
 	if got := string(RawMeta(req)); got != sent {
 		t.Fatalf("RawMeta = %s, want %s", got, sent)
 	}
-	if w, ok := takeWire(p.Meta); !ok || w.Meta != sent {
+	if w, ok := Take(p.Meta); !ok || w.Meta != sent {
 		t.Fatalf("the wire entry was taken: %v %q", ok, w.Meta)
 	}
 	// Without the wire layer: the decoded _meta.
