@@ -284,14 +284,26 @@ func (l *wireList) MarshalJSON() ([]byte, error) {
 // runAfter runs every after hook once; failures are logged and ignored.
 func (a *Adapter) runAfter(ctx context.Context, call *CallContext, rec *Record) {
 	for _, h := range a.hooks {
-		if h.After == nil {
+		if h.After == nil || h.skips(call) {
 			continue
 		}
-		if err := a.guard(ctx, true, func(ctx context.Context) error { return h.After(ctx, call, rec) }); err != nil {
+		if err := a.guardHook(ctx, h, true, func(ctx context.Context) error { return h.After(ctx, call, rec) }); err != nil {
 			a.log.Error("after hook failed; ignored",
 				slog.String("hook", h.Name), slog.String("decision_id", call.DecisionID), slog.Any("error", err))
 		}
 	}
+}
+
+// guardHook runs f, a half of h, as guard does; a Prompt hook's on the
+// caller's goroutine, with only the panic turned into an error.
+func (a *Adapter) guardHook(ctx context.Context, h Hook, detach bool, f func(context.Context) error) error {
+	if !h.Prompt {
+		return a.guard(ctx, detach, f)
+	}
+	if detach {
+		ctx = context.WithoutCancel(ctx)
+	}
+	return safely(func() error { return f(ctx) })
 }
 
 // guard runs f with the hook deadline, turning a panic into an error. A

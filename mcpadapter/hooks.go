@@ -95,4 +95,16 @@ type Hook struct {
 	Name   string
 	Before BeforeFunc
 	After  AfterFunc
+	// Prompt says both halves return promptly on their own (no I/O, no
+	// waiting on others): the adapter runs them on the call's goroutine,
+	// still turning a panic into a failure, without the goroutine and timer
+	// that bound other hooks by Options.HookTimeout.
+	Prompt bool
+	// Skip, when set, reports that the hook has nothing to do for a call:
+	// neither half runs for it. It must be cheap, never block, and give the
+	// same answer for a call each time it is asked.
+	Skip func(call *CallContext) bool
 }
+
+// skips reports whether h sits out call.
+func (h *Hook) skips(call *CallContext) bool { return h.Skip != nil && h.Skip(call) }

@@ -229,11 +229,11 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 	)
 	if p.a != nil {
 		for _, h := range p.a.hooks {
-			if h.Before == nil {
+			if h.Before == nil || h.skips(call) {
 				continue
 			}
 			var v Verdict
-			err := p.a.guard(ctx, false, func(ctx context.Context) error {
+			err := p.a.guardHook(ctx, h, false, func(ctx context.Context) error {
 				var err error
 				v, err = h.Before(ctx, call)
 				return err
