@@ -15,6 +15,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/topdown/print"
 	"github.com/open-policy-agent/opa/v1/util"
+
+	"github.com/toolgate/toolgate/diag"
 )
 
 // The rules toolgate reads (SPEC §4).
@@ -69,17 +71,40 @@ type CompileError struct {
 	Diagnostics []Diagnostic
 }
 
-func (e *CompileError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "policies: %d error", len(e.Diagnostics))
-	if len(e.Diagnostics) != 1 {
-		b.WriteString("s")
+func (e *CompileError) Error() string { return e.List().Error() }
+
+// List returns the diagnostics as a [diag.List] (Line and Column for Row and
+// Col) that renders as Error does. errors.As with a *diag.List target
+// finds it too.
+func (e *CompileError) List() *diag.List {
+	l := &diag.List{Diagnostics: make([]diag.Diagnostic, len(e.Diagnostics)), Style: compileErrorStyle}
+	for i, d := range e.Diagnostics {
+		l.Diagnostics[i] = d.Diag()
 	}
-	for _, d := range e.Diagnostics {
-		b.WriteString("\n  ")
-		b.WriteString(d.String())
-	}
-	return b.String()
+	return l
+}
+
+// As gives errors.As the diagnostics as a *diag.List.
+func (e *CompileError) As(target any) bool { return diag.SetAs(target, e.List()) }
+
+var compileErrorStyle = &diag.Style{
+	Header: func(n int) string {
+		if n == 1 {
+			return "policies: 1 error"
+		}
+		return fmt.Sprintf("policies: %d errors", n)
+	},
+	Indent: "  ",
+	Item:   func(d diag.Diagnostic) string { return diagnosticOf(d).String() },
+}
+
+// Diag returns d as toolgate's one kind of diagnostic.
+func (d Diagnostic) Diag() diag.Diagnostic {
+	return diag.Diagnostic{Code: d.Code, File: d.File, Line: d.Row, Column: d.Col, Message: d.Message}
+}
+
+func diagnosticOf(d diag.Diagnostic) Diagnostic {
+	return Diagnostic{Location: Location{File: d.File, Row: d.Line, Col: d.Column}, Code: d.Code, Message: d.Message}
 }
 
 // compileErrorFromAST converts OPA's errors. An error inside a rule that

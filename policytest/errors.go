@@ -7,6 +7,8 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/loader"
+
+	"github.com/toolgate/toolgate/diag"
 )
 
 // Stage names the step at which an [*Error] stopped the run.
@@ -52,16 +54,36 @@ type Error struct {
 	Err error
 }
 
-func (e *Error) Error() string {
-	lines := make([]string, 0, len(e.Diagnostics)+1)
-	lines = append(lines, fmt.Sprintf("policytest: %s failed with %d error(s):", e.Stage, len(e.Diagnostics)))
-	for _, d := range e.Diagnostics {
-		lines = append(lines, "  "+d.String())
-	}
-	return strings.Join(lines, "\n")
-}
+func (e *Error) Error() string { return e.List().Error() }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// List returns the diagnostics as a [diag.List] (Line and Column for Row
+// and Col) that renders as Error does. errors.As with a *diag.List target
+// finds it too.
+func (e *Error) List() *diag.List {
+	l := &diag.List{Diagnostics: make([]diag.Diagnostic, len(e.Diagnostics)), Err: e.Err, Style: &diag.Style{
+		Header: func(n int) string { return fmt.Sprintf("policytest: %s failed with %d error(s):", e.Stage, n) },
+		Indent: "  ",
+	}}
+	for i, d := range e.Diagnostics {
+		l.Diagnostics[i] = d.Diag()
+	}
+	return l
+}
+
+// As gives errors.As the diagnostics as a *diag.List; other targets are
+// looked for in Err.
+func (e *Error) As(target any) bool { return diag.SetAs(target, e.List()) }
+
+// Diag returns d as toolgate's one kind of diagnostic.
+func (d Diagnostic) Diag() diag.Diagnostic {
+	return diag.Diagnostic{Code: d.Code, File: d.Location.File, Line: d.Location.Row, Column: d.Location.Col, Message: d.Message}
+}
+
+func diagnosticOf(d diag.Diagnostic) Diagnostic {
+	return Diagnostic{Location: Location{File: d.File, Row: d.Line, Col: d.Column}, Code: d.Code, Message: d.Message}
+}
 
 // newError collects the diagnostics of a loader or compiler error.
 func newError(stage Stage, err error) *Error {
