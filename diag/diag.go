@@ -117,6 +117,10 @@ type Style struct {
 	Indent string
 	// Item renders one diagnostic; nil is Diagnostic.String.
 	Item func(Diagnostic) string
+	// Inline puts the diagnostics on the header's line instead, as
+	// `header: a; b` (just `a; b` when Header is nil), for errors that
+	// read as one sentence.
+	Inline bool
 }
 
 // List is an error reporting every problem found in one load: nothing of
@@ -138,7 +142,23 @@ func (l *List) Error() string {
 	if l.Style != nil {
 		st = *l.Style
 	}
+	item := Diagnostic.String
+	if st.Item != nil {
+		item = st.Item
+	}
 	var b strings.Builder
+	if st.Inline {
+		if st.Header != nil {
+			b.WriteString(st.Header(len(l.Diagnostics)) + ": ")
+		}
+		for i, d := range l.Diagnostics {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(item(d))
+		}
+		return b.String()
+	}
 	if st.Header != nil {
 		b.WriteString(st.Header(len(l.Diagnostics)))
 	} else {
@@ -150,11 +170,7 @@ func (l *List) Error() string {
 	for _, d := range l.Diagnostics {
 		b.WriteString("\n")
 		b.WriteString(st.Indent)
-		if st.Item != nil {
-			b.WriteString(st.Item(d))
-		} else {
-			b.WriteString(d.String())
-		}
+		b.WriteString(item(d))
 	}
 	return b.String()
 }

@@ -39,6 +39,10 @@ func TestListError(t *testing.T) {
 		Item:   func(d diag.Diagnostic) string { return "<" + d.Message + ">" },
 	}}
 	require.Equal(t, "things: 2\n<a>\n<b>", two.Error())
+	two.Style.Inline = true
+	require.Equal(t, "things: 2: <a>; <b>", two.Error())
+	two.Style.Header = nil
+	require.Equal(t, "<a>; <b>", two.Error())
 }
 
 // TestListUnwrapsAndViews: errors.Is sees the underlying error, and an

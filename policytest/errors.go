@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/loader"
 
 	"github.com/toolgate/toolgate/diag"
+	"github.com/toolgate/toolgate/internal/regoload"
 )
 
 // Stage names the step at which an [*Error] stopped the run.
@@ -92,30 +92,27 @@ func newError(stage Stage, err error) *Error {
 
 func diagnostics(err error) []Diagnostic {
 	var (
-		lerrs loader.Errors
 		aerrs ast.Errors
 		aerr  *ast.Error
 	)
 	switch {
-	case errors.As(err, &lerrs):
-		var ds []Diagnostic
-		for _, e := range lerrs {
-			ds = append(ds, diagnostics(e)...)
-		}
-		return ds
 	case errors.As(err, &aerrs):
-		ds := make([]Diagnostic, 0, len(aerrs))
-		for _, e := range aerrs {
-			ds = append(ds, astDiagnostic(e))
-		}
-		return ds
 	case errors.As(err, &aerr):
-		return []Diagnostic{astDiagnostic(aerr)}
+		aerrs = ast.Errors{aerr}
 	default:
+		if ds := diag.From(err); ds != nil {
+			out := make([]Diagnostic, len(ds))
+			for i, d := range ds {
+				out[i] = diagnosticOf(d)
+			}
+			return out
+		}
 		return []Diagnostic{{Message: err.Error()}}
 	}
-}
-
-func astDiagnostic(e *ast.Error) Diagnostic {
-	return Diagnostic{Location: location(e.Location), Code: e.Code, Message: e.Message}
+	ds := regoload.Diagnostics(aerrs)
+	out := make([]Diagnostic, len(ds))
+	for i, d := range ds {
+		out[i] = diagnosticOf(d)
+	}
+	return out
 }
