@@ -80,9 +80,6 @@ func (s Source) stamps() (map[string]stamp, error) {
 	return out, nil
 }
 
-// maxPolicyDepth bounds directory recursion, so a symlink cycle ends.
-const maxPolicyDepth = regoload.MaxDepth
-
 // readPolicies returns every policy (*.rego but not *_test.rego) and data
 // file (data.json, data.yaml, data.yml) below the policy directory, sorted by
 // path, as regoload.Walk finds them: names beginning with "." are skipped (a
@@ -100,10 +97,6 @@ func (s Source) walkPolicies(read bool) ([]sourceFile, error) {
 	}
 	return files, nil
 }
-
-func isPolicyFile(name string) bool { return regoload.KindOf(name) == regoload.Policy }
-
-func isDataFile(name string) bool { return regoload.KindOf(name) == regoload.Data }
 
 // exists reports whether the named file (a path as in Revision.Files) is
 // there now as a file, following symlinks, so that the walk of the next
