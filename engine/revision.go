@@ -131,7 +131,7 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 		logger := o.logger
 		hook = func(msg string) { logger.Info("policy print", slog.String("msg", msg)) }
 	}
-	ps, err := compilePolicies(ctx, files, hook, o.caps.OPA())
+	ps, err := compilePolicies(ctx, files, hook, o.caps.opa())
 	if err != nil {
 		return nil, err
 	}

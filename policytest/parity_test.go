@@ -2,11 +2,13 @@ package policytest_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/diag"
@@ -115,4 +117,49 @@ func TestTestFilesAreOnlyTests(t *testing.T) {
 	require.NoError(t, err)
 	_, err = policytest.Run(context.Background(), policytest.Options{Paths: []string{dir}})
 	require.Equal(t, filepath.Join(dir, "grant_test.rego"), diag.From(err)[0].File, "%v", err)
+}
+
+// TestServeAndTestShareCapabilities: a capabilities file that lists
+// http.send lets both serve and test load a policy that calls it; without
+// the file both refuse it; a file without the rego_v1 feature both refuse
+// alike.
+func TestServeAndTestShareCapabilities(t *testing.T) {
+	t.Parallel()
+	dir := writeFiles(t, map[string]string{"grant.rego": "package toolgate.grant\n\ngranted := {\"echo\"} if {\n\thttp.send({\"method\": \"GET\", \"url\": \"http://127.0.0.1:1\"}).status_code == 200\n}\n"})
+	reg := filepath.Join(t.TempDir(), "registry.yaml")
+	require.NoError(t, os.WriteFile(reg, []byte("tools: []\n"), 0o600))
+	load := func(caps *engine.Capabilities) (serve, test error) {
+		var opts []engine.Option
+		if caps != nil {
+			opts = append(opts, engine.WithCapabilities(caps))
+		}
+		_, serve = engine.New(context.Background(), engine.Source{Registry: reg, Policies: dir}, opts...)
+		_, test = policytest.Run(context.Background(), policytest.Options{Paths: []string{dir}, Capabilities: caps})
+		return serve, test
+	}
+	capsFile := func(features bool) *engine.Capabilities {
+		// As `opa capabilities --current` writes it: http.send is in it.
+		opa := ast.CapabilitiesForThisVersion()
+		if !features {
+			opa.Features = nil
+		}
+		b, err := json.Marshal(opa)
+		require.NoError(t, err)
+		p := filepath.Join(t.TempDir(), "caps.json")
+		require.NoError(t, os.WriteFile(p, b, 0o600))
+		caps, err := engine.LoadCapabilities(p)
+		require.NoError(t, err)
+		return caps
+	}
+
+	serve, test := load(capsFile(true))
+	require.NoError(t, serve)
+	require.NoError(t, test)
+	for _, caps := range []*engine.Capabilities{nil, capsFile(false)} {
+		serve, test := load(caps)
+		require.Error(t, serve, caps.String())
+		require.Error(t, test, caps.String())
+		require.NotEmpty(t, diag.From(serve), "%s: %v", caps, serve)
+		require.Equal(t, diag.From(serve), diag.From(test), "%s:\nserve: %v\ntest: %v", caps, serve, test)
+	}
 }

@@ -72,7 +72,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 
-	caps := opts.Capabilities.OPA()
+	caps := regoload.OPACapabilities(opts.Capabilities)
 	files, err := load(opts.Paths)
 	if err != nil {
 		return nil, err
