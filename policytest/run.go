@@ -29,12 +29,15 @@ const DefaultTimeout = 5 * time.Second
 
 // Options says what Run loads and how it runs the tests.
 type Options struct {
-	// Paths are files or directories. Directories are walked for *.rego files
-	// and data documents named data.json, data.yaml or data.yml, which load
-	// under the data path of their directory, as with `opa test`. Below a
-	// named path, files and directories whose names begin with "." are
-	// skipped (a ConfigMap's ..2026_… folders); symlinks to files are read.
-	// A file named explicitly is loaded whatever its name.
+	// Paths are files or directories, read as the server reads its policy
+	// directory (one loader, internal/regoload): directories are walked
+	// for *.rego files (tests included) and data documents named
+	// data.json, data.yaml or data.yml, which load under the data path of
+	// their directory, as with `opa test`. Below a named path, files and
+	// directories whose names begin with "." are skipped (a ConfigMap's
+	// ..2026_… folders); symlinks, also into them, are followed. A file
+	// named explicitly is loaded whatever its name. Every file is read
+	// only if it is a regular file of at most 16 MiB.
 	Paths []string
 	// Coverage traces which policy lines the tests reach; see Report.Coverage.
 	Coverage bool
