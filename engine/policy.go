@@ -28,7 +28,9 @@ var (
 	watchedRefs = []ast.Ref{refGranted, refDeny, refResult, refApproval, refConfirm}
 )
 
-// Location is a place in a policy file.
+// Location is a place in a policy file. Row and Col are OPA's names for the
+// 1-based line and column (never a registry row: see [diag.Diagnostic],
+// which calls them Line and Column).
 type Location struct {
 	File string `json:"file"`
 	Row  int    `json:"row"`
@@ -49,7 +51,9 @@ func locationOf(l *ast.Location) Location {
 	return Location{File: l.File, Row: l.Row, Col: l.Col}
 }
 
-// Diagnostic is one problem found while loading policies or data.
+// Diagnostic is one problem found while loading policies or data, as
+// [CompileError] lists it; [Diagnostic.Diag] is the same as toolgate's one
+// kind of diagnostic, which errors.As gives from any load error.
 type Diagnostic struct {
 	Location
 	Code    string `json:"code,omitempty"`

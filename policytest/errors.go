@@ -20,7 +20,10 @@ const (
 	StageCompile Stage = "compile" // compiling the modules together
 )
 
-// Diagnostic is one problem found in the policy or test files.
+// Diagnostic is one problem found in the policy or test files, as [Error]
+// lists it; [Diagnostic.Diag] is the same as toolgate's one kind of
+// diagnostic, which errors.As gives from any load error. Location.Row is
+// a line.
 type Diagnostic struct {
 	// Location is where the problem is; its File is empty when unknown.
 	Location Location
