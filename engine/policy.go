@@ -52,7 +52,7 @@ func locationOf(l *ast.Location) Location {
 }
 
 // Diagnostic is one problem found while loading policies or data, as
-// [CompileError] lists it; [Diagnostic.Diag] is the same as toolgate's one
+// [CompileError] lists it; [Diagnostic.Diag] converts it to toolgate's one
 // kind of diagnostic, which errors.As gives from any load error.
 type Diagnostic struct {
 	Location

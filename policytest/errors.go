@@ -21,8 +21,8 @@ const (
 )
 
 // Diagnostic is one problem found in the policy or test files, as [Error]
-// lists it; [Diagnostic.Diag] is the same as toolgate's one kind of
-// diagnostic, which errors.As gives from any load error. Location.Row is
+// lists it; [Diagnostic.Diag] converts it to toolgate's one kind
+// of diagnostic, which errors.As gives from any load error. Location.Row is
 // a line.
 type Diagnostic struct {
 	// Location is where the problem is; its File is empty when unknown.
