@@ -26,12 +26,18 @@ const CopyPrefix = "toolgate__"
 // annotations, and no rule whose path is also a data document in txn of
 // store. txn must stay open until Compile has returned. print keeps print()
 // calls (they are dropped otherwise, after being checked).
+//
+// A nil store checks no paths: for modules toolgate generates from
+// compiled ones (partial evaluation's), never for files.
 func NewCompiler(ctx context.Context, caps *ast.Capabilities, store storage.Store, txn storage.Transaction, print bool) *ast.Compiler {
-	return ast.NewCompiler().
+	c := ast.NewCompiler().
 		WithCapabilities(caps).
 		WithUseTypeCheckAnnotations(true).
-		WithPathConflictsCheck(storage.NonEmpty(ctx, store, txn)).
 		WithEnablePrintStatements(print)
+	if store != nil {
+		c = c.WithPathConflictsCheck(storage.NonEmpty(ctx, store, txn))
+	}
+	return c
 }
 
 // Diagnostics converts OPA's parse or compile errors, in order. An error
