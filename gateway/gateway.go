@@ -26,6 +26,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/console"
 	"github.com/toolgate/toolgate/demo"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/approvals"
@@ -225,6 +226,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	aud := audit.New(auditW, audit.Options{Logger: log, OnDrop: m.AuditDropped})
 	closers = append(closers, closeAudit, aud.Close)
+	act := console.NewActivity(0) // the console's live tail (gateway/console.go)
 	impl := &mcp.Implementation{Name: "toolgate", Version: Version}
 	newServer := func(caller mcpadapter.CallerFunc) (*mcpadapter.Adapter, *mcp.Server) {
 		a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: caller, Logger: log, HookTimeout: cfg.HookTimeout,
@@ -232,6 +234,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		a.AddHook(led.Hook())
 		a.AddHook(aud.Hook())
 		a.AddHook(m.Hook())
+		a.AddHook(act.Hook())
 		return a, a.NewServer(impl, &mcp.ServerOptions{Logger: log})
 	}
 	type served struct {
@@ -354,6 +357,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			IdleTimeout:    cfg.IdleTimeout,
 			MaxConnections: cfg.MaxConnections,
 			Approvals:      gate.Handler(httpserve.RequestCaller),
+			Console:        newConsole(cfg, eng, gate, act, jwt, runCtx.Done()),
 		})
 		welcome := cfg.Stdout
 		if stdioSrv != nil {

@@ -107,10 +107,15 @@ type Options struct {
 	// an unknown token gets 401, and the handler reads the caller with
 	// RequestCaller (nil: nobody).
 	Approvals http.Handler
+	// Console, when set, is mounted at /console and /console/ (the
+	// operator console), like Approvals: behind the guard, an unknown
+	// token gets 401, the handler reads the caller with RequestCaller.
+	Console http.Handler
 }
 
 // Server serves a governed MCP server over streamable HTTP: the MCP
-// endpoint at /mcp, GET /healthz and, when given, /metrics. It is an
+// endpoint at /mcp, GET /healthz and, when given, /metrics, /approvals
+// and /console. It is an
 // http.Handler; ListenAndServe adds graceful shutdown and the connection
 // limits.
 //
@@ -249,6 +254,11 @@ func New(opts Options) *Server {
 		s.mux.Handle("/approvals", h)
 		s.mux.Handle("/approvals/", h)
 	}
+	if opts.Console != nil {
+		h := s.withCaller(opts.Console)
+		s.mux.Handle("/console", h)
+		s.mux.Handle("/console/", h)
+	}
 	return s
 }
 
@@ -273,8 +283,8 @@ func (s *Server) withCaller(next http.Handler) http.Handler {
 
 type requestCallerKey struct{}
 
-// RequestCaller is the caller of a request served to Options.Approvals;
-// nil is nobody.
+// RequestCaller is the caller of a request served to Options.Approvals
+// and Options.Console; nil is nobody.
 func RequestCaller(r *http.Request) *engine.Caller {
 	c, _ := r.Context().Value(requestCallerKey{}).(*engine.Caller)
 	return c

@@ -1,0 +1,274 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks/audit"
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+// Defaults of the Activity.
+const (
+	DefaultBacklog = 1000
+	// subscriberBuffer is how many events a live stream may lag behind;
+	// a subscriber further behind is dropped (its stream ends, the page
+	// reconnects and gets the backlog).
+	subscriberBuffer = 256
+	// maxSeen bounds the callers remembered for the matrix.
+	maxSeen = 1000
+	// HookName is the name of the Activity's after hook.
+	HookName = "console"
+)
+
+// Event is one call of the live tail: the audit record (SPEC §10) without
+// anything a call carried in (no argument values, no _meta, no server-side
+// error text): only the hash of the arguments.
+type Event struct {
+	Seq             uint64  `json:"seq"`
+	DecisionID      string  `json:"decision_id"`
+	Timestamp       string  `json:"timestamp"`
+	Subject         string  `json:"subject"`
+	Tool            string  `json:"tool"`
+	Method          string  `json:"method"`
+	Outcome         string  `json:"outcome"`
+	Reason          string  `json:"reason,omitempty"`
+	DurationMS      float64 `json:"duration_ms"`
+	Revision        string  `json:"revision"`
+	ArgumentsSHA256 string  `json:"arguments_sha256"`
+	ApprovalID      string  `json:"approval_id,omitempty"`
+	ApprovedBy      string  `json:"approved_by,omitempty"`
+}
+
+// EventOf keeps of an audit record what the tail may show.
+func EventOf(r audit.Record) Event {
+	return Event{DecisionID: r.DecisionID, Timestamp: r.Timestamp, Subject: r.Subject, Tool: r.Tool, Method: r.Method,
+		Outcome: r.Outcome, Reason: r.Reason, DurationMS: r.DurationMS, Revision: r.Revision,
+		ArgumentsSHA256: r.ArgumentsSHA256, ApprovalID: r.ApprovalID, ApprovedBy: r.ApprovedBy}
+}
+
+// Activity fans the audit trail out to the console: a bounded ring of the
+// latest events and live subscribers. Publishing never blocks: a
+// subscriber whose buffer is full is dropped. It also remembers the
+// callers seen, for the matrix. Safe for concurrent use.
+type Activity struct {
+	mu    sync.Mutex
+	ring  []Event
+	next  int // where the next event goes in ring
+	full  bool
+	seq   uint64
+	subs  map[*subscriber]struct{}
+	seen  []engine.Caller
+	seenK map[string]bool
+}
+
+type subscriber struct {
+	ch chan streamItem
+}
+
+// streamItem is an event, or (approvals true) word that the approval
+// queue changed.
+type streamItem struct {
+	ev        Event
+	approvals bool
+}
+
+// NewActivity returns an Activity keeping the latest backlog events
+// (DefaultBacklog when backlog <= 0).
+func NewActivity(backlog int) *Activity {
+	if backlog <= 0 {
+		backlog = DefaultBacklog
+	}
+	return &Activity{ring: make([]Event, backlog), subs: map[*subscriber]struct{}{}, seenK: map[string]bool{}}
+}
+
+// Hook returns the after hook that publishes each finished call.
+func (a *Activity) Hook() mcpadapter.Hook {
+	return mcpadapter.Hook{Name: HookName, After: func(_ context.Context, call *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+		a.see(call.Caller)
+		a.Publish(EventOf(audit.NewRecord(call, end)))
+		return nil
+	}}
+}
+
+func (a *Activity) see(c *engine.Caller) {
+	if c == nil || c.Subject == "" {
+		return
+	}
+	k := callerKey(c)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.seenK[k] || len(a.seen) >= maxSeen {
+		return
+	}
+	a.seenK[k] = true
+	a.seen = append(a.seen, engine.Caller{Subject: c.Subject, Roles: slices.Clone(c.Roles)})
+}
+
+// Seen returns the callers seen since start (subject and roles), in the
+// order first seen, at most 1000.
+func (a *Activity) Seen() []engine.Caller {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.seen)
+}
+
+// Publish adds an event (its Seq is set) and hands it to every subscriber.
+func (a *Activity) Publish(e Event) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.seq++
+	e.Seq = a.seq
+	a.ring[a.next] = e
+	a.next = (a.next + 1) % len(a.ring)
+	a.full = a.full || a.next == 0
+	a.fanout(streamItem{ev: e, approvals: e.Outcome == string(mcpadapter.OutcomeHeld) || e.ApprovalID != ""})
+}
+
+// approvalsChanged tells subscribers the queue changed (a decision).
+func (a *Activity) approvalsChanged() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.fanout(streamItem{approvals: true})
+}
+
+func (a *Activity) fanout(it streamItem) {
+	for s := range a.subs {
+		select {
+		case s.ch <- it:
+		default:
+			delete(a.subs, s)
+			close(s.ch)
+		}
+	}
+}
+
+// Backlog returns the events kept, oldest first.
+func (a *Activity) Backlog() []Event {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.backlog()
+}
+
+func (a *Activity) backlog() []Event {
+	if !a.full {
+		return slices.Clone(a.ring[:a.next])
+	}
+	return append(slices.Clone(a.ring[a.next:]), a.ring[:a.next]...)
+}
+
+// subscribe returns the backlog and a subscription taken at the same
+// instant, so no event is missed or seen twice.
+func (a *Activity) subscribe() ([]Event, *subscriber) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := &subscriber{ch: make(chan streamItem, subscriberBuffer)}
+	a.subs[s] = struct{}{}
+	return a.backlog(), s
+}
+
+func (a *Activity) unsubscribe(s *subscriber) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.subs[s]; ok {
+		delete(a.subs, s)
+		close(s.ch)
+	}
+}
+
+// Subscribers is the number of live streams.
+func (a *Activity) Subscribers() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.subs)
+}
+
+// filter is the query of GET /console/api/activity.
+type filter struct{ subject, tool, outcome string }
+
+func (f filter) match(e *Event) bool {
+	return (f.subject == "" || e.Subject == f.subject) && (f.tool == "" || e.Tool == f.tool) && (f.outcome == "" || e.Outcome == f.outcome)
+}
+
+// keepAlive is how often an idle stream sends a comment, so proxies and
+// load balancers do not take it for a dead connection.
+const keepAlive = 25 * time.Second
+
+// activity streams the tail as server-sent events: the backlog, then each
+// event as it happens ("event: activity"), and "event: approvals" when the
+// approval queue changed.
+func (c *Console) activity(w http.ResponseWriter, r *http.Request, _ *engine.Caller, _ bool) {
+	q := r.URL.Query()
+	c.stream(w, r, &filter{subject: q.Get("subject"), tool: q.Get("tool"), outcome: q.Get("outcome")})
+}
+
+// approvalEvents streams only "event: approvals" (the queue changed, no
+// content: the page reads GET /console/api/approvals again), for anyone
+// signed in.
+func (c *Console) approvalEvents(w http.ResponseWriter, r *http.Request, _ *engine.Caller, _ bool) {
+	c.stream(w, r, nil)
+}
+
+// stream serves one subscription; f nil sends no activity events.
+func (c *Console) stream(w http.ResponseWriter, r *http.Request, f *filter) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		httpError(w, http.StatusInternalServerError, "streaming is not supported")
+		return
+	}
+	backlog, sub := c.opts.Activity.subscribe()
+	defer c.opts.Activity.unsubscribe(sub)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	write := func(e *Event) bool {
+		if f == nil || !f.match(e) {
+			return true
+		}
+		data, _ := json.Marshal(e)
+		_, err := fmt.Fprintf(w, "id: %d\nevent: activity\ndata: %s\n\n", e.Seq, data)
+		return err == nil
+	}
+	_, _ = fmt.Fprint(w, ": toolgate console\n\n")
+	for i := range backlog {
+		if !write(&backlog[i]) {
+			return
+		}
+	}
+	fl.Flush()
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-c.opts.Done:
+			return
+		case <-tick.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			fl.Flush()
+		case it, ok := <-sub.ch:
+			if !ok {
+				return // too slow: dropped
+			}
+			if it.approvals {
+				if _, err := fmt.Fprint(w, "event: approvals\ndata: {}\n\n"); err != nil {
+					return
+				}
+			}
+			if it.ev.Seq != 0 && !write(&it.ev) {
+				return
+			}
+			fl.Flush()
+		}
+	}
+}

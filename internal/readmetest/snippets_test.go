@@ -1,0 +1,187 @@
+package readmetest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// placeholder is the line of a go-wrap template that the snippet replaces.
+const placeholder = "{{snippet}}"
+
+// goFile turns a ```go block into a Go source file: a block that starts with
+// a package clause is a file already; any other block needs a
+//
+//	<!-- readme:go-wrap
+//	package main
+//	import (...)
+//	func main() {
+//		{{snippet}}
+//	}
+//	-->
+//
+// comment right before its fence, a whole file with a {{snippet}} line.
+func goFile(b block) (string, error) {
+	if regexp.MustCompile(`(?m)^package \w+`).MatchString(b.body) {
+		return b.body, nil
+	}
+	if b.directive != "go-wrap" {
+		return "", fmt.Errorf("README.md:%d: this ```go block is not a whole file (no package clause): put a <!-- readme:go-wrap ... --> comment with the file around it, with a %s line, right before the fence", b.line, placeholder)
+	}
+	if !strings.Contains(b.directiveText, placeholder) {
+		return "", fmt.Errorf("README.md:%d: the go-wrap comment has no %s line", b.line, placeholder)
+	}
+	return strings.Replace(b.directiveText, placeholder, b.body, 1), nil
+}
+
+// buildSnippets writes each Go block into its own package of a scratch
+// module that requires toolgate from root (replace), and runs go build and
+// go vet over them. The error names the README line of the block that
+// failed.
+func buildSnippets(ctx context.Context, root string, blocks []block, scratch string) error {
+	dir := scratch
+	// With more than one package, go build compiles and discards: a second
+	// package keeps a lone main snippet from being linked into the module.
+	if err := os.MkdirAll(filepath.Join(dir, "zz"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "zz", "zz.go"), []byte("package zz\n"), 0o644); err != nil {
+		return err
+	}
+	goMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return err
+	}
+	// The scratch module takes toolgate's own requirements, so that the
+	// snippets build with exactly the versions toolgate is tested with and
+	// go.sum (copied) has every hash: no network.
+	mod := regexp.MustCompile(`(?m)^module .*$`).ReplaceAllString(string(goMod), "module readmesnippets")
+	mod += fmt.Sprintf("\nrequire github.com/toolgate/toolgate v0.0.0\n\nreplace github.com/toolgate/toolgate => %s\n", root)
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644); err != nil {
+		return err
+	}
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644); err != nil {
+		return err
+	}
+	// first[pkg] is the line of snippet.go that holds the block's first
+	// line, to point errors at README lines.
+	type origin struct{ fence, first, lines int }
+	where := map[string]origin{}
+	for _, b := range blocks {
+		src, err := goFile(b)
+		if err != nil {
+			return err
+		}
+		pkg := fmt.Sprintf("line%d", b.line)
+		first := 1
+		if i := strings.Index(src, b.body); i >= 0 {
+			first = strings.Count(src[:i], "\n") + 1
+		}
+		where[pkg] = origin{b.line, first, strings.Count(b.body, "\n")}
+		if err := os.MkdirAll(filepath.Join(dir, pkg), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, pkg, "snippet.go"), []byte(src), 0o644); err != nil {
+			return err
+		}
+	}
+	for _, args := range [][]string{{"build", "./..."}, {"vet", "./..."}} {
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir = dir
+		// No module download: everything the snippets may import is a
+		// requirement of toolgate, already in the module cache.
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			// Point at the README: line<N>/snippet.go:L is a line of the
+			// block whose fence is README line N, or of its wrap.
+			text := regexp.MustCompile(`line(\d+)/snippet\.go:(\d+)`).ReplaceAllStringFunc(out.String(), func(s string) string {
+				var fence, l int
+				fmt.Sscanf(s, "line%d/snippet.go:%d", &fence, &l)
+				o := where[fmt.Sprintf("line%d", fence)]
+				if l < o.first || l >= o.first+o.lines {
+					return fmt.Sprintf("%s (the go-wrap comment of the block at README.md:%d)", s, fence)
+				}
+				return fmt.Sprintf("README.md:%d", fence+1+l-o.first)
+			})
+			return fmt.Errorf("go %s of the README's Go snippets: %v\n%s", strings.Join(args, " "), err, text)
+		}
+	}
+	return nil
+}
+
+// TestReadmeGoSnippets compiles and vets every ```go block of the README.
+func TestReadmeGoSnippets(t *testing.T) {
+	root := checkout(t)
+	blocks := readmeBlocks(t, root)
+	var goBlocks []block
+	for _, b := range blocks {
+		if b.lang == "go" && b.directive != "skip" {
+			goBlocks = append(goBlocks, b)
+		}
+	}
+	require.NotEmpty(t, goBlocks, "the README has no Go snippet: is this the right file?")
+	require.NoError(t, buildSnippets(t.Context(), root, goBlocks, t.TempDir()))
+}
+
+// TestBuildSnippetsFails: the check bites. A snippet that does not compile,
+// one that vet refuses, and a fragment without its wrap comment each fail,
+// naming the README line.
+func TestBuildSnippetsFails(t *testing.T) {
+	root := checkout(t)
+	wrap := "package main\n\nimport \"github.com/toolgate/toolgate/engine\"\n\nfunc main() {\n" + placeholder + "\n}\n"
+	for name, c := range map[string]struct {
+		md   string
+		want string
+	}{
+		"unused variable": {"<!-- readme:go-wrap\n" + wrap + "-->\n```go\nc := engine.Caller{}\n```\n", "declared and not used"},
+		"vet":             {"```go\npackage main\n\nimport \"fmt\"\n\nfunc main() { fmt.Printf(\"%d\", \"x\") }\n```\n", "go vet"},
+		"no wrap":         {"text\n\n```go\nx := 1\n```\n", "README.md:3: this ```go block is not a whole file"},
+		"unknown package": {"```go\npackage main\n\nimport _ \"github.com/toolgate/toolgate/nosuch\"\n\nfunc main() {}\n```\n", "nosuch"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			blocks, err := parseBlocks(c.md)
+			require.NoError(t, err)
+			err = buildSnippets(t.Context(), root, blocks, t.TempDir())
+			require.Error(t, err)
+			require.Contains(t, err.Error(), c.want)
+		})
+	}
+	// And the same machinery accepts a good wrapped fragment.
+	blocks, err := parseBlocks("<!-- readme:go-wrap\n" + wrap + "-->\n\n```go\n_ = engine.Caller{Subject: \"a\"}\n```\n")
+	require.NoError(t, err)
+	require.NoError(t, buildSnippets(t.Context(), root, blocks, t.TempDir()))
+}
+
+// checkout is the root of the toolgate checkout under test.
+func checkout(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(root, "go.mod"))
+	require.NoError(t, err)
+	return root
+}
+
+// readmeBlocks parses the checkout's README.md.
+func readmeBlocks(t *testing.T, root string) []block {
+	t.Helper()
+	md, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	blocks, err := parseBlocks(string(md))
+	require.NoError(t, err)
+	return blocks
+}
