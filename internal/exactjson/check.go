@@ -2,7 +2,6 @@ package exactjson
 
 import (
 	"bytes"
-	"encoding/json"
 	"unicode/utf8"
 )
 
@@ -14,7 +13,7 @@ import (
 // that must refuse what cannot be represented exactly but has no use for
 // the value (a memoised decision).
 func Check(raw []byte) error {
-	if !json.Valid(raw) {
+	if !valid(raw) {
 		return &Error{Reason: ReasonSyntax, Offset: 0}
 	}
 	if !utf8.Valid(raw) {
