@@ -55,7 +55,7 @@ func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDeci
 	}
 	var buf [192]byte
 	key := appendFingerprint(buf[:0], c)
-	if d := dc.get(key); d != nil {
+	if d := dc.Get(key); d != nil {
 		return d
 	}
 	d := r.grant(ctx, c, &req)
@@ -63,7 +63,7 @@ func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDeci
 		return d
 	}
 	d.precompute()
-	return dc.put(key, d)
+	return dc.Put(key, d)
 }
 
 // grant evaluates the grant decision for a signed-in caller.

@@ -47,7 +47,7 @@ func (r *Revision) tracedGrant(ctx context.Context, parent trace.Span, c *Caller
 	cached := false
 	if dc := r.decisions; dc != nil {
 		var buf [192]byte
-		cached = dc.get(appendFingerprint(buf[:0], c)) != nil
+		cached = dc.Get(appendFingerprint(buf[:0], c)) != nil
 	}
 	ctx, s := parent.TracerProvider().Tracer(traceScope).Start(ctx, SpanGrant)
 	defer s.End()
