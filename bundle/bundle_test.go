@@ -183,7 +183,9 @@ func TestClient(t *testing.T) {
 	bad := example(t, "")
 	bad.FS.(fstest.MapFS)["policies/broken.rego"] = &fstest.MapFile{Data: []byte("package toolgate.grant\n\nx := y\n")}
 	srv.set(bundle.SignedUnchecked(t, bad, "r4", priv))
-	eventually(t, "r4 refused", func() bool { return c.Status().LastError != "" && bytes.Contains([]byte(c.Status().LastError), []byte("r4")) })
+	eventually(t, "r4 refused", func() bool {
+		return c.Status().LastError != "" && bytes.Contains([]byte(c.Status().LastError), []byte("r4"))
+	})
 	require.Equal(t, "r2", eng.Current().Label())
 	require.NotEmpty(t, eng.Status().LastError)
 
