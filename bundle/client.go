@@ -107,7 +107,7 @@ func New(cfg Config, opts Options) (*Client, error) {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Signing.KeyFile != "" {
-		if c.bvc, err = verification(cfg.Signing); err != nil {
+		if c.bvc, err = VerificationOf(cfg.Signing); err != nil {
 			return nil, err
 		}
 	}
@@ -125,7 +125,10 @@ func New(cfg Config, opts Options) (*Client, error) {
 	return c, nil
 }
 
-func verification(s Signing) (*opabundle.VerificationConfig, error) {
+// VerificationOf is the verification configuration of s: the key file read,
+// KeyID and Algorithm defaulted as OPA does. It fails when the key file
+// cannot be read.
+func VerificationOf(s Signing) (*opabundle.VerificationConfig, error) {
 	key, err := os.ReadFile(s.KeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("bundle signing key: %w", err)

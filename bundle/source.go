@@ -11,22 +11,21 @@ import (
 	opabundle "github.com/open-policy-agent/opa/v1/bundle"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/regoload"
 )
 
-// Names of the files of the engine.Source a bundle becomes.
-const (
-	registryFile = "registry.json"
-	policyDir    = "policies"
-)
+// registryFile is the registry's name in the engine.Source a bundle
+// becomes; the policies are at their paths in the bundle.
+const registryFile = "registry.json"
 
 // ErrNoRegistry is returned by ToSource for a bundle without data under
 // toolgate/registry.
 var ErrNoRegistry = errors.New("the bundle has no registry: want the registry document as data under toolgate/registry")
 
 // ToSource turns a bundle into an engine.Source in memory: the data under
-// toolgate/registry is the registry (as JSON), every module of the bundle
-// is a policy file at its path in the bundle, and the rest of the data is
-// one data.json at the policies' root. The engine then parses, compiles and
+// toolgate/registry is the registry (registry.json), every module of the
+// bundle is a policy file at its path in the bundle, and the rest of the
+// data is one data.json at the root. The engine then parses, compiles and
 // validates it as it does files on disk. The source's Revision is the
 // manifest's revision.
 func ToSource(b *opabundle.Bundle) (engine.Source, error) {
@@ -41,8 +40,7 @@ func ToSource(b *opabundle.Bundle) (engine.Source, error) {
 		return engine.Source{}, fmt.Errorf("bundle registry: %w", err)
 	}
 	fsys := fstest.MapFS{
-		registryFile:         {Data: regJSON, Mode: 0o444},
-		policyDir + "/.keep": {Mode: 0o444}, // the directory exists without modules
+		registryFile: {Data: regJSON, Mode: 0o444},
 	}
 	// Everything but the registry is the policies' data; a copy, as the
 	// bundle's maps are not ours to change.
@@ -66,18 +64,18 @@ func ToSource(b *opabundle.Bundle) (engine.Source, error) {
 		if err != nil {
 			return engine.Source{}, fmt.Errorf("bundle data: %w", err)
 		}
-		fsys[policyDir+"/data.json"] = &fstest.MapFile{Data: d, Mode: 0o444}
+		fsys["data.json"] = &fstest.MapFile{Data: d, Mode: 0o444}
 	}
 	for _, m := range b.Modules {
 		p := strings.TrimPrefix(path.Clean("/"+m.Path), "/")
-		if p == "" || path.Base(p) == "data.json" {
+		if p == "" || p == "." || regoload.KindOf(p) != regoload.Policy && regoload.KindOf(p) != regoload.Test {
 			return engine.Source{}, fmt.Errorf("bundle: a module at %q", m.Path)
 		}
-		name := policyDir + "/" + p
+		name := p
 		if _, dup := fsys[name]; dup {
 			return engine.Source{}, fmt.Errorf("bundle: two modules at %q", m.Path)
 		}
 		fsys[name] = &fstest.MapFile{Data: m.Raw, Mode: 0o444}
 	}
-	return engine.Source{FS: fsys, Registry: registryFile, Policies: policyDir, Revision: b.Manifest.Revision}, nil
+	return engine.Source{FS: fsys, Registry: registryFile, Policies: ".", Revision: b.Manifest.Revision}, nil
 }
