@@ -176,6 +176,7 @@ func TestClient(t *testing.T) {
 	srv.set(signed("r3", "", otherPriv)) // signed with a key we do not trust
 	eventually(t, "r3 refused", func() bool { return c.Status().LastError != "" })
 	require.Contains(t, c.Status().LastError, "signature")
+	require.Contains(t, eng.Status().LastError, "signature") // /healthz says so
 	require.Equal(t, "r2", eng.Current().Label())
 	require.Equal(t, "r2", c.Status().Revision)
 

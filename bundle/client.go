@@ -196,7 +196,7 @@ func (c *Client) Status() Status {
 // update is the downloader's callback: one poll's outcome.
 func (c *Client) update(ctx context.Context, u download.Update) error {
 	if u.Error != nil {
-		c.fail(fmt.Errorf("bundle download: %w", u.Error))
+		c.fail(fmt.Errorf("bundle download: %w", u.Error), false)
 		return nil // the downloader retries with backoff
 	}
 	if u.Bundle == nil {
@@ -206,13 +206,13 @@ func (c *Client) update(ctx context.Context, u download.Update) error {
 	if u.Raw != nil {
 		var err error
 		if raw, err = io.ReadAll(u.Raw); err != nil {
-			c.fail(fmt.Errorf("bundle download: %w", err))
+			c.fail(fmt.Errorf("bundle download: %w", err), false)
 			return nil
 		}
 	}
 	src, err := ToSource(u.Bundle)
 	if err != nil {
-		c.fail(err)
+		c.fail(err, false)
 		return nil
 	}
 	c.mu.Lock()
@@ -228,7 +228,7 @@ func (c *Client) update(ctx context.Context, u download.Update) error {
 	c.mu.Unlock()
 	changed, err := eng.ReloadFrom(ctx, src)
 	if err != nil {
-		c.fail(fmt.Errorf("bundle %q: %w", src.Revision, err))
+		c.fail(fmt.Errorf("bundle %q: %w", src.Revision, err), true)
 		return nil
 	}
 	c.mu.Lock()
@@ -248,15 +248,21 @@ func (c *Client) activated(rev, etag string) {
 	c.status.LastError, c.status.LastErrorAt = "", time.Time{}
 }
 
-func (c *Client) fail(err error) {
+// fail records a refused bundle or a failed download; the engine's
+// status (and so /healthz) reports it too. A bundle that did not build is
+// already the engine's failure (built says so).
+func (c *Client) fail(err error, built bool) {
 	c.mu.Lock()
 	log := err.Error() != c.status.LastError
 	c.status.LastError, c.status.LastErrorAt = err.Error(), time.Now()
 	c.status.Failures++
-	rev := c.status.Revision
+	rev, eng := c.status.Revision, c.eng
 	c.mu.Unlock()
 	if log {
 		c.log.Error("toolgate: bundle refused; the last good one keeps serving", slog.String("revision", rev), slog.Any("error", err))
+	}
+	if eng != nil && !built {
+		eng.ReportFailure(err)
 	}
 }
 

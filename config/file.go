@@ -17,7 +17,7 @@ var serveKeys = []string{
 	"upstreams", "ledger", "ledgerRetention", "audit", "watch", "hookTimeout", "evalTimeout",
 	"sessionTimeout", "maxSessions", "readTimeout", "idleTimeout", "maxConnections",
 	"allowedOrigins", "adminRole", "metricsAddr",
-	"capabilities", "listFallback", "pins", "auth",
+	"capabilities", "listFallback", "pins", "auth", "bundle",
 }
 
 // authKeys are the keys of the auth section (SPEC §12).
@@ -131,6 +131,9 @@ func parseFile(data []byte) (*Serve, error) {
 			ok = str(v, &s.Pins)
 		case "auth":
 			probs = append(probs, authSection(v, s)...)
+			ok = true
+		case "bundle":
+			probs = append(probs, bundleSection(v, s)...)
 			ok = true
 		case "upstreams":
 			if v.Kind != yaml.SequenceNode {
@@ -319,6 +322,7 @@ func (s *Serve) resolve(dir string) {
 	abs(&s.Tokens)
 	abs(&s.Capabilities)
 	abs(&s.Pins)
+	abs(&s.Bundle.Signing.KeyFile)
 	if s.Auth.JWKS != "" && !isHTTPURL(s.Auth.JWKS) {
 		abs(&s.Auth.JWKS)
 	}

@@ -292,3 +292,17 @@ func (e *Engine) failed(cur *Revision, err error) {
 func (e *Engine) Listen(onReload func(old, new *Revision)) (stop func()) {
 	return e.addListener(&listener{onReload: onReload})
 }
+
+// ReportFailure records a failure to get a new revision that happened
+// before any build, such as a bundle refused for its signature or not
+// downloaded (SPEC §14): like a failed reload it is kept as LastError and
+// in Status, counted, logged once and passed to the listeners' OnError,
+// until a reload succeeds. The current revision keeps serving.
+func (e *Engine) ReportFailure(err error) {
+	if err == nil {
+		return
+	}
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	e.failed(e.cur.Load(), err)
+}

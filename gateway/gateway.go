@@ -194,10 +194,15 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}
 
-	eng, err := engine.New(ctx, cfg.Source(), engOpts...)
+	src, bundles, err := openSource(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
+	eng, err := engine.New(ctx, src, engOpts...)
+	if err != nil {
+		return err
+	}
+	closers = append(closers, runBundle(ctx, bundles, eng))
 	engRef.Store(eng)
 	rev := eng.Current()
 	log.Info("toolgate: loaded", slog.String("revision", rev.String()), slog.Int("tools", len(rev.Registry().Tools)))
@@ -460,11 +465,15 @@ type Health struct {
 	LastErrorAt   time.Time `json:"last_error_at,omitzero"`
 	Reloads       uint64    `json:"reloads"`
 	ReloadFailure uint64    `json:"reload_failures"`
+	// BundleRevision is the manifest revision of the OPA bundle serving
+	// (SPEC §14), absent without a bundle.
+	BundleRevision string `json:"bundle_revision,omitempty"`
 }
 
 func health(eng *engine.Engine) Health {
 	st := eng.Status()
-	h := Health{Status: "ok", Revision: st.Revision, Hash: st.Hash, LoadedAt: st.LoadedAt, LastError: st.LastError, LastErrorAt: st.LastErrorAt, Reloads: st.Reloads, ReloadFailure: st.ReloadFailures}
+	h := Health{Status: "ok", Revision: st.Revision, Hash: st.Hash, LoadedAt: st.LoadedAt, LastError: st.LastError, LastErrorAt: st.LastErrorAt, Reloads: st.Reloads, ReloadFailure: st.ReloadFailures,
+		BundleRevision: st.Label}
 	if h.LastError != "" {
 		h.Status = "degraded"
 	}
