@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 )
 
 // Config is the bundle setting of `toolgate serve` (config key bundle,
@@ -52,7 +51,7 @@ const (
 func (c Config) Enabled() bool { return c.URL != "" }
 
 // Validate reports every problem of c at once: a URL that is not http(s),
-// polling delays set alone or out of order, a key file that cannot be read.
+// polling delays set alone or out of order. The key file is read by New.
 func (c Config) Validate() error {
 	var errs []error
 	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -64,11 +63,6 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("bundle polling: set both min_delay_seconds and max_delay_seconds, or neither"))
 	case p.MinDelaySeconds != nil && (*p.MinDelaySeconds < 1 || *p.MaxDelaySeconds < *p.MinDelaySeconds):
 		errs = append(errs, errors.New("bundle polling: want 1 <= min_delay_seconds <= max_delay_seconds"))
-	}
-	if c.Signing.KeyFile != "" {
-		if _, err := os.Stat(c.Signing.KeyFile); err != nil {
-			errs = append(errs, fmt.Errorf("bundle signing key: %w", err))
-		}
 	}
 	return errors.Join(errs...)
 }

@@ -47,13 +47,12 @@ func TestBundleSettingsProblems(t *testing.T) {
 		args []string
 		want []string
 	}{
-		"unknown key":      {file: "bundle: { url: http://x/b, resource: y }", want: []string{`unknown key "resource" in bundle`}},
-		"polling alone":    {file: "bundle: { url: http://x/b, polling: { min_delay_seconds: 1 } }", want: []string{"set both min_delay_seconds and max_delay_seconds"}},
-		"polling not int":  {file: "bundle: { url: http://x/b, polling: { min_delay_seconds: soon, max_delay_seconds: 2 } }", want: []string{"bundle.polling.min_delay_seconds", "a whole number of seconds"}},
-		"not http":         {args: []string{"--bundle", "file:///b.tar.gz"}, want: []string{"want an http(s) URL of a bundle"}},
-		"with a registry":  {args: []string{"--bundle", "http://x/b", "--registry", "r.yaml"}, want: []string{"not both"}},
-		"key without url":  {args: []string{"--bundle-verification-key", "k.pem"}, want: []string{"needs bundle.url (--bundle)"}},
-		"missing key file": {args: []string{"--bundle", "http://x/b", "--bundle-verification-key", "/nonexistent/k.pem"}, want: []string{"bundle signing key"}},
+		"unknown key":     {file: "bundle: { url: http://x/b, resource: y }", want: []string{`unknown key "resource" in bundle`}},
+		"polling alone":   {file: "bundle: { url: http://x/b, polling: { min_delay_seconds: 1 } }", want: []string{"set both min_delay_seconds and max_delay_seconds"}},
+		"polling not int": {file: "bundle: { url: http://x/b, polling: { min_delay_seconds: soon, max_delay_seconds: 2 } }", want: []string{"bundle.polling.min_delay_seconds", "a whole number of seconds"}},
+		"not http":        {args: []string{"--bundle", "file:///b.tar.gz"}, want: []string{"want an http(s) URL of a bundle"}},
+		"with a registry": {args: []string{"--bundle", "http://x/b", "--registry", "r.yaml"}, want: []string{"not both"}},
+		"key without url": {args: []string{"--bundle-verification-key", "k.pem"}, want: []string{"needs bundle.url (--bundle)"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

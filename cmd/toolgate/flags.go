@@ -58,16 +58,21 @@ func usageError(fs *flag.FlagSet, stderr io.Writer, format string, args ...any) 
 // a registry and its policies.
 type sourceFlags struct {
 	registry, policy string
+	bundle           bundleFlags // cmd/toolgate/bundle.go
 }
 
 func (s *sourceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.registry, "registry", "", "the registry `FILE` (default: the bundled example)")
 	fs.StringVar(&s.policy, "policy", "", "the policy `DIR` (default: the bundled example)")
+	s.bundle.register(fs)
 }
 
 // source returns the engine source the flags name: each part that is not
 // given is the bundled example's, as with `toolgate serve`.
 func (s *sourceFlags) source() (engine.Source, error) {
+	if s.bundle.file != "" {
+		return s.bundle.source(s.registry, s.policy)
+	}
 	return toolgate.Source(s.registry, s.policy), nil
 }
 
