@@ -141,7 +141,7 @@ func parseFile(data []byte) (*Serve, error) {
 				continue
 			}
 			for j, n := range v.Content {
-				u, p := upstream(n, fmt.Sprintf("upstreams[%d]", j))
+				u, p := upstreamEntry(n, fmt.Sprintf("upstreams[%d]", j))
 				probs = append(probs, p...)
 				s.Upstreams = append(s.Upstreams, u)
 			}
@@ -258,8 +258,8 @@ func authSection(n *yaml.Node, s *Serve) []Problem {
 	return probs
 }
 
-// upstream reads one entry of upstreams: NAME=COMMAND|URL, or a mapping.
-func upstream(n *yaml.Node, key string) (Upstream, []Problem) {
+// upstreamEntry reads one entry of upstreams: NAME=COMMAND|URL, or a mapping.
+func upstreamEntry(n *yaml.Node, key string) (Upstream, []Problem) {
 	var (
 		u     Upstream
 		probs []Problem
@@ -270,7 +270,7 @@ func upstream(n *yaml.Node, key string) (Upstream, []Problem) {
 	switch n.Kind {
 	case yaml.ScalarNode:
 		var err error
-		if u, err = ParseUpstream(n.Value); err != nil {
+		if u, err = parseUpstream(n.Value); err != nil {
 			bad(n, "%v", err)
 		}
 		return u, probs

@@ -276,7 +276,7 @@ func (v *upstreamsValue) String() string {
 }
 
 func (v *upstreamsValue) Set(x string) error {
-	u, err := ParseUpstream(x)
+	u, err := parseUpstream(x)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // DefaultHTTP is where `toolgate serve` listens unless told otherwise.
@@ -133,9 +134,10 @@ type Upstream struct {
 	// Name is how rows name it (method upstream:NAME/TOOL; imported tools
 	// are NAME.TOOL).
 	Name string `yaml:"name"`
-	// Command is the command line of a stdio server, split into words on
-	// white space (no shell); Args, when set, are further arguments taken
-	// as they are.
+	// Command is the command line of a stdio server, split into words
+	// like a shell splits them, quotes and backslashes included, but
+	// without any expansion (upstream.SplitCommand); Args, when set, are
+	// further arguments taken as they are.
 	Command string   `yaml:"command"`
 	Args    []string `yaml:"args"`
 	// URL is the endpoint of a streamable HTTP server (http or https).
@@ -157,17 +159,21 @@ type Upstream struct {
 	Pin bool `yaml:"pin"`
 }
 
-// Argv is the command and arguments to run a stdio upstream.
+// Argv is the command and arguments to run a stdio upstream; a Command
+// that does not split (an unterminated quote: Validate reports it)
+// contributes no word.
 func (u Upstream) Argv() []string {
-	return append(strings.Fields(u.Command), u.Args...)
+	words, _ := upstream.SplitCommand(u.Command)
+	return append(words, u.Args...)
 }
 
 // WatchOn reports whether registry and policies are watched.
 func (s *Serve) WatchOn() bool { return s.Watch == nil || *s.Watch }
 
-// ParseUpstream reads the --upstream form NAME=COMMAND or NAME=URL: a value
-// starting with http:// or https:// is a URL.
-func ParseUpstream(v string) (Upstream, error) {
+// parseUpstream reads the --upstream form NAME=COMMAND or NAME=URL: a value
+// starting with http:// or https:// is a URL. COMMAND is kept as given; it
+// is split into words once, by upstream.SplitCommand (Argv).
+func parseUpstream(v string) (Upstream, error) {
 	name, target, ok := strings.Cut(v, "=")
 	if !ok || name == "" || strings.TrimSpace(target) == "" {
 		return Upstream{}, fmt.Errorf("want NAME=COMMAND or NAME=URL, got %q", v)
@@ -298,8 +304,12 @@ func (s *Serve) Validate() error {
 			add(key, "give either command or url, not both")
 		case u.URL != "" && !isHTTPURL(u.URL):
 			add(key, "url must be http:// or https://")
-		case u.URL == "" && len(u.Argv()) == 0:
-			add(key, "give a command or a url")
+		case u.URL == "":
+			if _, err := upstream.SplitCommand(u.Command); err != nil && strings.TrimSpace(u.Command) != "" {
+				add(key, "command: %v", err)
+			} else if len(u.Argv()) == 0 {
+				add(key, "give a command or a url")
+			}
 		}
 		if u.Pin && !u.Import {
 			add(key, "pin needs import: true")

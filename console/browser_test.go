@@ -24,7 +24,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
-	"github.com/toolgate/toolgate/httpserve"
+	"github.com/toolgate/toolgate/identity"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "also write the browser tests' screenshots to docs/console/ (the README's)")
@@ -83,7 +83,7 @@ func startDriver(t *testing.T) *driver {
 	chromium, node := browser(t)
 	cmd := exec.Command(node, "run.mjs")
 	cmd.Dir = "../testdata/console"
-	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium, "STEP_TIMEOUT_MS=30000")
+	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium, "STEP_TIMEOUT_MS=90000")
 	cmd.Stderr = &testWriter{t: t}
 	in, err := cmd.StdinPipe()
 	require.NoError(t, err)
@@ -153,18 +153,18 @@ func (w *testWriter) Write(p []byte) (int, error) {
 
 // serve runs the gateway on loopback with the given tokens (token →
 // subject and roles) until the end of the test and returns its base URL.
-func serve(t *testing.T, registry, policy string, tokens map[string]httpserve.TokenEntry) string {
+func serve(t *testing.T, registry, policy string, tokens map[string]identity.TokenEntry) string {
 	t.Helper()
 	tokFile := writeTokens(t, tokens)
 	return serveWith(t, func(s *config.Serve) { s.Registry, s.Policy, s.Tokens = registry, policy, tokFile })
 }
 
 // writeTokens writes a tokens file (SPEC §8) of token → caller.
-func writeTokens(t *testing.T, tokens map[string]httpserve.TokenEntry) string {
+func writeTokens(t *testing.T, tokens map[string]identity.TokenEntry) string {
 	t.Helper()
-	hashed := map[string]httpserve.TokenEntry{}
+	hashed := map[string]identity.TokenEntry{}
 	for tok, e := range tokens {
-		hashed[httpserve.HashToken(tok)] = e
+		hashed[identity.HashToken(tok)] = e
 	}
 	b, err := json.Marshal(hashed)
 	require.NoError(t, err)
@@ -256,7 +256,7 @@ func (d *driver) signIn(base, token, who string) {
 // without their argument values.
 func TestBrowserConsole(t *testing.T) {
 	d := startDriver(t)
-	tokens := map[string]httpserve.TokenEntry{
+	tokens := map[string]identity.TokenEntry{
 		"tok-olga": {Subject: "olga", Roles: []string{"admin"}},
 		"tok-carl": {Subject: "carl", Roles: []string{"contractor"}},
 	}
@@ -371,7 +371,7 @@ func contractorPolicy(t *testing.T) string {
 // the approvals view only, gets held calls live, and decides them.
 func TestBrowserConsoleApprover(t *testing.T) {
 	d := startDriver(t)
-	tokens := map[string]httpserve.TokenEntry{
+	tokens := map[string]identity.TokenEntry{
 		"tok-olga": {Subject: "olga", Roles: []string{"admin"}},
 		"tok-carl": {Subject: "carl", Roles: []string{"contractor"}},
 	}
@@ -422,7 +422,7 @@ func TestBrowserConsoleLargeRegistry(t *testing.T) {
 	}
 	regFile := filepath.Join(dir, "registry.yaml")
 	require.NoError(t, os.WriteFile(regFile, []byte(reg.String()), 0o600))
-	base := serve(t, regFile, "", map[string]httpserve.TokenEntry{"tok-olga": {Subject: "olga", Roles: []string{"admin"}}})
+	base := serve(t, regFile, "", map[string]identity.TokenEntry{"tok-olga": {Subject: "olga", Roles: []string{"admin"}}})
 
 	d.signIn(base, "tok-olga", "olga (operator)")
 	d.do("waitText", map[string]any{"selector": "#matrix-summary", "text": fmt.Sprintf("of %d", rows)})

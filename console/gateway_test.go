@@ -9,14 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/console"
-	"github.com/toolgate/toolgate/httpserve"
+	"github.com/toolgate/toolgate/identity"
 )
 
 // TestServedByTheGateway: /console is on the MCP listener, behind its
 // Host/Origin guard and its identity chain.
 func TestServedByTheGateway(t *testing.T) {
 	t.Parallel()
-	base := serve(t, "", "", map[string]httpserve.TokenEntry{
+	base := serve(t, "", "", map[string]identity.TokenEntry{
 		"tok-olga": {Subject: "olga", Roles: []string{"admin"}},
 		"tok-carl": {Subject: "carl", Roles: []string{"contractor"}},
 	})

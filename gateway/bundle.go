@@ -33,13 +33,11 @@ func openSource(ctx context.Context, cfg Config, log *slog.Logger) (engine.Sourc
 	return src, c, nil
 }
 
-// runBundle polls the bundle server until the returned stop is called.
-func runBundle(ctx context.Context, c *bundle.Client, eng *engine.Engine) (stop func() error) {
+// runBundle polls the bundle server until the gateway closes; nothing
+// without a bundle.
+func runBundle(g *Gateway, c *bundle.Client, eng *engine.Engine) {
 	if c == nil {
-		return func() error { return nil }
+		return
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = c.Run(ctx, eng) }()
-	return func() error { cancel(); <-done; return nil }
+	g.goUntilClose(func(ctx context.Context) { _ = c.Run(ctx, eng) })
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
-	"github.com/toolgate/toolgate/httpserve"
+	"github.com/toolgate/toolgate/identity"
 )
 
 // httpCallers are the kinds of caller a tokens file can name, besides
@@ -37,9 +37,9 @@ var httpCallers = []*engine.Caller{
 func TestHiddenIsAbsentOverHTTPForEveryCaller(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	entries := map[string]httpserve.TokenEntry{}
+	entries := map[string]identity.TokenEntry{}
 	for _, c := range httpCallers {
-		entries[httpserve.HashToken(tokenFor(c))] = httpserve.TokenEntry{Subject: c.Subject, Roles: c.Roles, Claims: c.Claims}
+		entries[identity.HashToken(tokenFor(c))] = identity.TokenEntry{Subject: c.Subject, Roles: c.Roles, Claims: c.Claims}
 	}
 	b, err := json.Marshal(entries)
 	require.NoError(t, err)

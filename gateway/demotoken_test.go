@@ -16,7 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
-	"github.com/toolgate/toolgate/httpserve"
+	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
@@ -97,7 +97,7 @@ func TestSec04DemoTokenOnlyForBareBundledOnLoopback(t *testing.T) {
 			defer tr.CloseIdleConnections()
 			client := mcp.NewClient(&mcp.Implementation{Name: "sec04", Version: "1"}, nil)
 			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url,
-				HTTPClient:           &http.Client{Transport: bearer{token: httpserve.DemoTokenValue, next: tr}},
+				HTTPClient:           &http.Client{Transport: bearer{token: identity.DemoTokenValue, next: tr}},
 				DisableStandaloneSSE: true}, nil)
 			require.NoError(t, err)
 			defer cs.Close()
@@ -109,13 +109,13 @@ func TestSec04DemoTokenOnlyForBareBundledOnLoopback(t *testing.T) {
 			if tc.demo {
 				require.NotEmpty(t, list.Tools, "the demo token is the demo admin here")
 				require.False(t, res.IsError, "the demo admin calls echo")
-				require.Contains(t, welcome, httpserve.DemoTokenValue)
+				require.Contains(t, welcome, identity.DemoTokenValue)
 				return
 			}
 			require.Empty(t, list.Tools, "the demo token must be nobody here")
 			require.True(t, res.IsError)
 			require.Equal(t, "Error: Unknown tool 'echo'.", res.Content[0].(*mcp.TextContent).Text)
-			require.NotContains(t, welcome, httpserve.DemoTokenValue, "the welcome must not offer the demo token")
+			require.NotContains(t, welcome, identity.DemoTokenValue, "the welcome must not offer the demo token")
 			require.Contains(t, welcome, "every HTTP caller is nobody")
 		})
 	}

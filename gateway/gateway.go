@@ -1,12 +1,20 @@
 // Package gateway assembles a governed MCP server from settings: the engine
 // (registry, policies, reload), the methods (the demo methods and upstream
 // MCP servers), the adapter with the shipped hooks (idempotency ledger,
-// audit trail, metrics), and a transport (stdio or streamable HTTP). It is
-// what `toolgate serve` runs; an embedding host can run it too.
+// audit trail, metrics), the callers (stdio flags, tokens file, OAuth
+// issuer) and a transport (stdio or streamable HTTP). It is what `toolgate
+// serve` runs; an embedding host can run it too.
+//
+// New builds everything in named steps and fails on settings that cannot
+// be served; Run serves; Close releases. Config.Routes adds HTTP routes
+// beside /mcp.
 //
 //	cfg := gateway.Config{Serve: config.Serve{HTTP: "127.0.0.1:8787"}, Stdout: os.Stdout, Stderr: os.Stderr}
 //	_ = cfg.SetDefaults()
-//	err := gateway.Run(ctx, cfg)
+//	g, err := gateway.New(ctx, cfg)
+//	if err != nil { ... }
+//	defer g.Close()
+//	err = g.Run(ctx)
 package gateway
 
 import (
@@ -16,9 +24,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +44,7 @@ import (
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/httpserve"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/inspect"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/metrics"
 	"github.com/toolgate/toolgate/registry"
@@ -61,13 +72,26 @@ type Config struct {
 	// Ready, when set, is called once the server accepts connections, with
 	// the HTTP address (nil when serving stdio only).
 	Ready func(net.Addr)
-	// ExtraMethods are Go tool methods served besides the demo methods.
+	// ExtraMethods are Go tool methods served besides BuiltinMethods; one
+	// of the same name wins.
 	ExtraMethods mcpadapter.Methods
 	// IdentityOptions configure the JWT verifier when Auth is enabled
 	// (an HTTP client trusting the organisation's CA, say); the logger is
 	// the gateway's unless one is given.
 	IdentityOptions []identity.Option
+	// Routes, when set, adds HTTP routes beside /mcp (a console, decision
+	// logs): it is called once, by New, with the gateway assembled up to
+	// its HTTP server, and returns handlers by http.ServeMux pattern.
+	// They are served like /approvals (httpserve.Options.Routes): behind
+	// the Host/Origin guard, with the caller of the request's credentials
+	// at httpserve.RequestCaller.
+	Routes func(*Gateway) map[string]http.Handler
 }
+
+// BuiltinMethods returns the Go tool methods compiled into the binary, the
+// demo methods of SPEC §8: what rows served by `toolgate serve` dispatch
+// to, and what `toolgate check` checks rows against.
+func BuiltinMethods() mcpadapter.MethodSet { return demo.Methods() }
 
 // Bundled reports whether the configuration serves the bundled example.
 func (c *Config) Bundled() bool { return c.Registry == "" && c.Policy == "" }
@@ -97,208 +121,436 @@ func demoTokenWithheld(c Config) string {
 // Source returns the engine source the configuration names.
 func (c *Config) Source() engine.Source { return toolgate.Source(c.Registry, c.Policy) }
 
-// Run serves until ctx is done (HTTP: then shuts down gracefully, letting
-// calls in flight finish) or, for stdio, until the client closes stdin.
-func Run(ctx context.Context, cfg Config) (err error) {
+// Gateway is a governed MCP server assembled from a Config: built by New
+// in named steps (methods, engine, hooks, transports, identity), served by
+// Run, released by Close. It is the shape of OPA's runtime.NewRuntime and
+// Serve: everything that can fail on bad settings fails in New, before
+// anything is served.
+type Gateway struct {
+	cfg Config
+	log *slog.Logger
+	m   *metrics.Metrics
+	// ctx lives until Close (or until New's ctx is done): the background
+	// work started by New (upstream connections, pruners, notifications)
+	// runs under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	methods mcpadapter.MethodSet
+	pool    *upstream.Pool
+	engOpts []engine.Option
+	engRef  atomic.Pointer[engine.Engine]
+	eng     *engine.Engine
+
+	ledger   *ledger.Ledger
+	gate     *approvals.Gate
+	audit    *audit.Auditor
+	activity *console.Activity
+
+	servers []served
+	stdio   *mcp.Server
+
+	// The HTTP transport: the listener (open from New on, so Addr is
+	// known), its callers and its server.
+	ln        net.Listener
+	jwt       *identity.JWT
+	tokens    *identity.Tokens
+	demoToken string
+	http      *httpserve.Server
+
+	// stopping is closed once Run stops serving (or at Close): long-lived
+	// responses (the console's live tail) end with it, so that shutdown
+	// need not wait for them.
+	stopping     chan struct{}
+	stoppingOnce sync.Once
+
+	closers   []func() error
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// markStopping closes stopping, once.
+func (g *Gateway) markStopping() { g.stoppingOnce.Do(func() { close(g.stopping) }) }
+
+// served is one transport's adapter and the MCP server it governs.
+type served struct {
+	adapter *mcpadapter.Adapter
+	server  *mcp.Server
+}
+
+// New assembles the gateway cfg describes (cfg.Serve with its defaults
+// set): it loads registry and policies, opens the ledger and the audit
+// trail, starts connecting upstreams and listens at cfg.HTTP, but serves
+// nothing until Run. On error everything already built is released. ctx
+// bounds the gateway's background work as well as New itself; Close ends
+// it too.
+func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	if cfg.Stderr == nil {
 		cfg.Stderr = io.Discard
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(cfg.Stderr, nil))
+	g := &Gateway{cfg: cfg, log: cfg.Logger, m: metrics.New(), stopping: make(chan struct{})}
+	if g.log == nil {
+		g.log = slog.New(slog.NewTextHandler(cfg.Stderr, nil))
 	}
-	var closers []func() error
+	g.ctx, g.cancel = context.WithCancel(ctx)
 	defer func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			if cerr := closers[i](); cerr != nil && err == nil {
-				err = cerr
-			}
+		if err != nil {
+			_ = g.Close()
 		}
 	}()
-
-	var engRef atomic.Pointer[engine.Engine]
-	m := metrics.New()
-
-	// Methods: the demo methods (and the host's), then the upstream MCP servers.
-	goMethods := demo.Methods()
-	for name, m := range cfg.ExtraMethods {
-		goMethods[name] = m
+	for _, step := range []func() error{
+		g.buildMethods,   // the Go methods, then the upstream MCP servers
+		g.buildEngine,    // registry and policies, with the upstreams' imports
+		g.buildHooks,     // ledger, approvals, audit trail, metrics
+		g.buildStdio,     // the stdio transport and its static caller
+		g.buildIdentity,  // the HTTP listener and its callers: tokens file, JWT, demo token
+		g.buildHTTP,      // the HTTP transport and its routes
+		g.notifyListings, // every new revision tells the sessions whose listing changed
+	} {
+		if err := step(); err != nil {
+			return nil, err
+		}
 	}
-	var methods mcpadapter.MethodSet = goMethods
-	var engOpts []engine.Option
-	engOpts = append(engOpts, engine.WithLogger(log), engine.WithTimeout(cfg.EvalTimeout))
+	return g, nil
+}
+
+// Run is New, Run and Close: it serves cfg until ctx is done (HTTP: then
+// shuts down gracefully, letting calls in flight finish) or, for stdio,
+// until the client closes stdin.
+func Run(ctx context.Context, cfg Config) (err error) {
+	g, err := New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := g.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	return g.Run(ctx)
+}
+
+// Engine is the gateway's engine: its revisions, reload and status.
+func (g *Gateway) Engine() *engine.Engine { return g.eng }
+
+// Metrics is the gateway's Prometheus metrics.
+func (g *Gateway) Metrics() *metrics.Metrics { return g.m }
+
+// Logger is the gateway's logger.
+func (g *Gateway) Logger() *slog.Logger { return g.log }
+
+// Addr is the HTTP address listened at; nil when serving stdio only.
+func (g *Gateway) Addr() net.Addr {
+	if g.ln == nil {
+		return nil
+	}
+	return g.ln.Addr()
+}
+
+// Close releases what New built, in reverse order: it stops the
+// background work and closes the upstreams, the audit trail and the
+// ledger. It is safe to call more than once; the first call's error is
+// returned each time.
+func (g *Gateway) Close() error {
+	g.closeOnce.Do(func() {
+		g.markStopping()
+		g.cancel()
+		if g.ln != nil && g.http == nil {
+			_ = g.ln.Close() // New failed before the HTTP server owned it
+		}
+		for i := len(g.closers) - 1; i >= 0; i-- {
+			if err := g.closers[i](); err != nil && g.closeErr == nil {
+				g.closeErr = err
+			}
+		}
+	})
+	return g.closeErr
+}
+
+// onClose registers f to run at Close, after everything registered later.
+func (g *Gateway) onClose(f func() error) { g.closers = append(g.closers, f) }
+
+// goUntilClose runs f in the background with a context Close cancels, and
+// makes Close wait for it.
+func (g *Gateway) goUntilClose(f func(ctx context.Context)) {
+	ctx, stop := context.WithCancel(g.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); f(ctx) }()
+	g.onClose(func() error { stop(); <-done; return nil })
+}
+
+// buildMethods collects the methods rows dispatch to: the demo methods and
+// the host's, then the upstream MCP servers (connected in the background).
+func (g *Gateway) buildMethods() error {
+	cfg := &g.cfg
+	g.methods = BuiltinMethods()
+	if len(cfg.ExtraMethods) > 0 {
+		g.methods = upstream.Chain(cfg.ExtraMethods, g.methods) // the host's win
+	}
+	g.engOpts = append(g.engOpts, engine.WithLogger(g.log), engine.WithTimeout(cfg.EvalTimeout))
 	if cfg.Capabilities != "" {
 		caps, err := engine.LoadCapabilities(cfg.Capabilities)
 		if err != nil {
 			return err
 		}
-		engOpts = append(engOpts, engine.WithCapabilities(caps))
+		g.engOpts = append(g.engOpts, engine.WithCapabilities(caps))
 	}
-	if len(cfg.Upstreams) > 0 {
-		ups := UpstreamConfigs(cfg.Upstreams)
-		// An upstream whose tool list changed may change the imported rows:
-		// rebuild the revision (eng is set below, before any upstream connects).
-		toolsChanged := func(string) {
-			if e := engRef.Load(); e != nil {
-				if _, err := e.Reload(context.WithoutCancel(ctx)); err != nil {
-					log.Warn("toolgate: reload after an upstream's tools changed failed", slog.Any("error", err))
+	if len(cfg.Upstreams) == 0 {
+		return nil
+	}
+	return g.buildUpstreams()
+}
+
+// buildUpstreams starts the upstream pool and, for importing upstreams,
+// makes their tools rows of every revision.
+func (g *Gateway) buildUpstreams() error {
+	cfg, log := &g.cfg, g.log
+	// An upstream whose tool list changed may change the imported rows:
+	// rebuild the revision (the engine is set before any upstream connects).
+	toolsChanged := func(string) {
+		if e := g.engRef.Load(); e != nil {
+			if _, err := e.Reload(context.WithoutCancel(g.ctx)); err != nil {
+				log.Warn("toolgate: reload after an upstream's tools changed failed", slog.Any("error", err))
+			}
+		}
+	}
+	pinsPath, err := pinsFile(&cfg.Serve)
+	if err != nil {
+		return err
+	}
+	pool, err := upstream.NewPool(UpstreamConfigs(cfg.Upstreams), &upstream.Options{Logger: log, Stderr: cfg.Stderr, ToolsChanged: toolsChanged,
+		Pins: pinsPath, OnDrift: func(server, _ string) { g.m.UpstreamDrift(server) }})
+	if err != nil {
+		return err
+	}
+	g.pool = pool
+	g.onClose(pool.Close)
+	if pinsPath != "" && cfg.WatchOn() {
+		// Pins accepted while serving (toolgate pins accept) rebuild the revision.
+		g.goUntilClose(func(ctx context.Context) { watchPins(ctx, log, pinsPath, func() { toolsChanged("") }) })
+	}
+	// Connect in the background and wait a little, so the first revision
+	// usually has the imported rows; an upstream that is down or hangs
+	// must not hold the server back (its rows come with ToolsChanged).
+	connected := make(chan struct{})
+	go func() {
+		defer close(connected)
+		if err := pool.Connect(g.ctx); err != nil {
+			log.Warn("toolgate: an upstream is not reachable; its tools answer with an internal error until it is", slog.Any("error", err))
+		}
+	}()
+	select {
+	case <-connected:
+	case <-time.After(upstreamStartWait):
+		log.Warn("toolgate: upstreams still connecting; serving without waiting for them")
+	}
+	g.methods = upstream.Chain(g.methods, pool)
+	for _, u := range cfg.Upstreams {
+		if u.Import {
+			g.engOpts = append(g.engOpts, engine.WithRegistryHook(func(ctx context.Context, reg *registry.Registry) (*registry.Registry, error) {
+				ctx, cancel := context.WithTimeout(ctx, upstreamStartWait)
+				defer cancel()
+				rows, err := pool.Import(ctx) // fails for a pins file it cannot read (SPEC §15)
+				if err != nil {
+					return nil, err
 				}
-			}
-		}
-		pinsPath, err := pinsFile(&cfg.Serve)
-		if err != nil {
-			return err
-		}
-		pool, err := upstream.NewPool(ups, &upstream.Options{Logger: log, Stderr: cfg.Stderr, ToolsChanged: toolsChanged,
-			Pins: pinsPath, OnDrift: func(server, _ string) { m.UpstreamDrift(server) }})
-		if err != nil {
-			return err
-		}
-		closers = append(closers, pool.Close)
-		if pinsPath != "" && cfg.WatchOn() {
-			// Pins accepted while serving (toolgate pins accept) rebuild the revision.
-			pinsCtx, stopPins := context.WithCancel(ctx)
-			pinsDone := make(chan struct{})
-			go func() { defer close(pinsDone); watchPins(pinsCtx, log, pinsPath, func() { toolsChanged("") }) }()
-			closers = append(closers, func() error { stopPins(); <-pinsDone; return nil })
-		}
-		// Connect in the background and wait a little, so the first revision
-		// usually has the imported rows; an upstream that is down or hangs
-		// must not hold the server back (its rows come with ToolsChanged).
-		connected := make(chan struct{})
-		go func() {
-			defer close(connected)
-			if err := pool.Connect(ctx); err != nil {
-				log.Warn("toolgate: an upstream is not reachable; its tools answer with an internal error until it is", slog.Any("error", err))
-			}
-		}()
-		select {
-		case <-connected:
-		case <-time.After(upstreamStartWait):
-			log.Warn("toolgate: upstreams still connecting; serving without waiting for them")
-		}
-		methods = upstream.Chain(methods, pool)
-		for _, u := range cfg.Upstreams {
-			if u.Import {
-				engOpts = append(engOpts, engine.WithRegistryHook(func(ctx context.Context, reg *registry.Registry) (*registry.Registry, error) {
-					ctx, cancel := context.WithTimeout(ctx, upstreamStartWait)
-					defer cancel()
-					rows, err := pool.Import(ctx) // fails for a pins file it cannot read (SPEC §15)
-					if err != nil {
-						return nil, err
-					}
-					return upstream.MergeRows(reg, rows), nil
-				}))
-				break
-			}
+				return upstream.MergeRows(reg, rows), nil
+			}))
+			break
 		}
 	}
+	return nil
+}
 
-	src, bundles, err := openSource(ctx, cfg, log)
+// buildEngine loads the first revision (from the files, or from the OPA
+// bundle, which it then keeps current: gateway/bundle.go) and reports the
+// rows that will not work with the methods at hand.
+func (g *Gateway) buildEngine() error {
+	src, bundles, err := openSource(g.ctx, g.cfg, g.log)
 	if err != nil {
 		return err
 	}
-	eng, err := engine.New(ctx, src, engOpts...)
+	eng, err := engine.New(g.ctx, src, g.engOpts...)
 	if err != nil {
 		return err
 	}
-	closers = append(closers, runBundle(ctx, bundles, eng))
-	engRef.Store(eng)
+	g.eng = eng
+	g.engRef.Store(eng)
+	runBundle(g, bundles, eng)
 	rev := eng.Current()
-	log.Info("toolgate: loaded", slog.String("revision", rev.String()), slog.Int("tools", len(rev.Registry().Tools)))
-	warnMismatches(log, rev.Registry(), methods)
-	noteClosedImports(log, rev.Registry(), cfg.Upstreams)
+	g.log.Info("toolgate: loaded", slog.String("revision", rev.String()), slog.Int("tools", len(rev.Registry().Tools)))
+	warnMismatches(g.log, rev.Registry(), g.methods)
+	noteClosedImports(g.log, rev.Registry(), g.cfg.Upstreams)
+	return nil
+}
 
-	// One adapter (and MCP server) per transport: the caller comes from the
-	// flags over stdio and from each request's bearer token over HTTP.
-	store, err := openLedger(ctx, cfg.Ledger)
+// buildHooks opens the idempotency ledger (with its pruner), the approval
+// gate over the same store and the audit trail.
+func (g *Gateway) buildHooks() error {
+	cfg, log, m := &g.cfg, g.log, g.m
+	store, err := openLedger(g.ctx, cfg.Ledger)
 	if err != nil {
 		return err
 	}
-	closers = append(closers, store.Close)
-	led := ledger.New(store, ledger.Options{Logger: log, OnReplay: m.LedgerReplay, OnConflict: m.LedgerConflict, Retention: cfg.LedgerRetention})
-	pruneCtx, stopPruner := context.WithCancel(ctx)
-	pruned := make(chan struct{})
-	go func() { defer close(pruned); led.RunPruner(pruneCtx, 0) }()
-	closers = append(closers, func() error { stopPruner(); <-pruned; return nil })
-	gate, err := openApprovals(pruneCtx, cfg, store, log, m, &closers)
-	if err != nil {
+	g.onClose(store.Close)
+	g.ledger = ledger.New(store, ledger.Options{Logger: log, OnReplay: m.LedgerReplay, OnConflict: m.LedgerConflict, Retention: cfg.LedgerRetention})
+	g.goUntilClose(func(ctx context.Context) { g.ledger.RunPruner(ctx, 0) })
+	if g.gate, err = g.openApprovals(store); err != nil {
 		return err
 	}
 	auditW, closeAudit, err := openAudit(cfg.Audit, cfg.Stderr)
 	if err != nil {
 		return err
 	}
-	aud := audit.New(auditW, audit.Options{Logger: log, OnDrop: m.AuditDropped})
-	closers = append(closers, closeAudit, aud.Close)
-	act := console.NewActivity(0) // the console's live tail (gateway/console.go)
-	impl := &mcp.Implementation{Name: "toolgate", Version: Version}
-	newServer := func(caller mcpadapter.CallerFunc) (*mcpadapter.Adapter, *mcp.Server) {
-		a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: caller, Logger: log, HookTimeout: cfg.HookTimeout,
-			ListFallback: listFallback(cfg.ListFallback), Approvals: gate})
-		a.AddHook(led.Hook())
-		a.AddHook(aud.Hook())
-		a.AddHook(m.Hook())
-		a.AddHook(act.Hook())
-		return a, a.NewServer(impl, &mcp.ServerOptions{Logger: log})
-	}
-	type served struct {
-		adapter *mcpadapter.Adapter
-		server  *mcp.Server
-	}
-	var servers []served
-	var stdioSrv, httpSrv *mcp.Server
-	if cfg.Stdio {
-		var c *engine.Caller
-		if cfg.As != "" {
-			c = &engine.Caller{Subject: cfg.As, Roles: append([]string{}, cfg.Roles...)}
-		}
-		var a *mcpadapter.Adapter
-		a, stdioSrv = newServer(mcpadapter.StaticCaller(c))
-		servers = append(servers, served{a, stdioSrv})
-	}
-	if cfg.HTTP != "" {
-		var a *mcpadapter.Adapter
-		a, httpSrv = newServer(httpserve.CallerFromRequest)
-		servers = append(servers, served{a, httpSrv})
-	}
+	g.audit = audit.New(auditW, audit.Options{Logger: log, OnDrop: m.AuditDropped})
+	g.onClose(closeAudit)
+	g.onClose(g.audit.Close)
+	g.activity = console.NewActivity(0) // the console's live tail (gateway/console.go)
+	return nil
+}
 
-	// Every new revision, from a file reload or from an upstream whose
-	// tools changed (with or without --watch), tells the sessions whose
-	// listing changed (SPEC §9, §15).
-	notifyCtx, stopNotify := context.WithCancel(ctx)
-	closers = append(closers, func() error { stopNotify(); return nil })
-	stopListen := eng.Listen(func(old, next *engine.Revision) {
-		for _, s := range servers {
-			go s.adapter.NotifyListingChanged(notifyCtx, s.server, old, next)
+// newServer returns one transport's adapter, with the hooks, and its MCP
+// server: the caller comes from the flags over stdio and from each
+// request's credentials over HTTP.
+func (g *Gateway) newServer(caller mcpadapter.CallerFunc) *mcp.Server {
+	a := mcpadapter.New(mcpadapter.Options{Revisions: g.eng, Methods: g.methods, Caller: caller, Logger: g.log, HookTimeout: g.cfg.HookTimeout,
+		ListFallback: listFallback(g.cfg.ListFallback), Approvals: g.gate})
+	a.AddHook(g.ledger.Hook())
+	a.AddHook(g.audit.Hook())
+	a.AddHook(g.m.Hook())
+	a.AddHook(g.activity.Hook())
+	s := a.NewServer(&mcp.Implementation{Name: "toolgate", Version: Version}, &mcp.ServerOptions{Logger: g.log})
+	g.servers = append(g.servers, served{a, s})
+	return s
+}
+
+// buildStdio builds the stdio transport's server, whose caller is --as and
+// --role.
+func (g *Gateway) buildStdio() error {
+	if !g.cfg.Stdio {
+		return nil
+	}
+	g.stdio = g.newServer(mcpadapter.StaticCaller(identity.Static(g.cfg.As, g.cfg.Roles)))
+	return nil
+}
+
+// buildIdentity listens at the HTTP address (the default resource URI,
+// SPEC §12, is the address listened at, which --http 127.0.0.1:0 leaves to
+// the system) and sets up the HTTP callers: the tokens file, the JWT
+// issuer, or the bundled example's demo token.
+func (g *Gateway) buildIdentity() error {
+	cfg := &g.cfg
+	if cfg.HTTP == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", cfg.HTTP)
+	if err != nil {
+		return fmt.Errorf("httpserve: %w", err)
+	}
+	g.ln = ln
+	if g.jwt, err = newJWT(g.ctx, *cfg, ln.Addr().String(), g.log); err != nil {
+		return err
+	}
+	switch {
+	case cfg.Tokens != "":
+		if g.tokens, err = identity.LoadTokens(cfg.Tokens); err != nil {
+			return err
+		}
+	case g.jwt != nil:
+		// An operator who configured an issuer wants its callers: no
+		// public demo token beside them.
+	case cfg.demoTokenAllowed():
+		g.demoToken, g.tokens = identity.DemoToken()
+	default:
+		g.log.Warn("toolgate: no --tokens: every HTTP caller is nobody and sees no tool" + demoTokenWithheld(*cfg))
+	}
+	return nil
+}
+
+// buildHTTP builds the HTTP transport: /mcp, /healthz, /metrics,
+// /approvals, the OAuth metadata and Config.Routes.
+func (g *Gateway) buildHTTP() error {
+	cfg := &g.cfg
+	if g.ln == nil {
+		return nil
+	}
+	var routes map[string]http.Handler
+	if cfg.Routes != nil {
+		routes = cfg.Routes(g)
+	}
+	g.http = httpserve.New(httpserve.Options{
+		Server:         g.newServer(httpserve.CallerFromRequest),
+		Tokens:         g.tokens,
+		JWT:            g.jwt,
+		AllowAnonymous: cfg.AllowAnonymous,
+		Health:         func() any { return health(g.eng) },
+		Metrics:        g.m.Handler(),
+		Logger:         g.log,
+		MetricsAddr:    cfg.MetricsAddr,
+		AdminRole:      cfg.AdminRole,
+		AllowedOrigins: cfg.AllowedOrigins,
+		SessionTimeout: cfg.SessionTimeout,
+		MaxSessions:    cfg.MaxSessions,
+		ReadTimeout:    cfg.ReadTimeout,
+		IdleTimeout:    cfg.IdleTimeout,
+		MaxConnections: cfg.MaxConnections,
+		Approvals:      g.gate.Handler(httpserve.RequestCaller),
+		Console:        newConsole(*cfg, g.eng, g.gate, g.activity, g.jwt, g.stopping),
+		Routes:         routes,
+	})
+	return nil
+}
+
+// notifyListings makes every new revision, from a file reload or from an
+// upstream whose tools changed (with or without --watch), tell the
+// sessions whose listing changed (SPEC §9, §15).
+func (g *Gateway) notifyListings() error {
+	stopListen := g.eng.Listen(func(old, next *engine.Revision) {
+		for _, s := range g.servers {
+			go s.adapter.NotifyListingChanged(g.ctx, s.server, old, next)
 		}
 	})
-	closers = append(closers, func() error { stopListen(); return nil })
+	g.onClose(func() error { stopListen(); return nil })
+	return nil
+}
 
-	if cfg.WatchOn() {
-		watchCtx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		closers = append(closers, func() error { stop(); <-done; return nil })
-		go func() {
-			defer close(done)
-			err := eng.Watch(watchCtx, engine.WatchOptions{
-				OnReload: func(old, next *engine.Revision) {
-					m.ReloadOK()
-					log.Info("toolgate: reloaded", slog.String("revision", next.String()))
-					warnMismatches(log, next.Registry(), methods)
-				},
-				OnError: func(error) { m.ReloadFailed() },
-			})
-			if err != nil && !errors.Is(err, engine.ErrNotWatchable) {
-				log.Error("toolgate: watching files failed; reload is off", slog.Any("error", err))
-			}
-		}()
+// watch reloads registry and policies on change until ctx is done.
+func (g *Gateway) watch(ctx context.Context) {
+	err := g.eng.Watch(ctx, engine.WatchOptions{
+		OnReload: func(old, next *engine.Revision) {
+			g.m.ReloadOK()
+			g.log.Info("toolgate: reloaded", slog.String("revision", next.String()))
+			warnMismatches(g.log, next.Registry(), g.methods)
+		},
+		OnError: func(error) { g.m.ReloadFailed() },
+	})
+	if err != nil && !errors.Is(err, engine.ErrNotWatchable) {
+		g.log.Error("toolgate: watching files failed; reload is off", slog.Any("error", err))
 	}
+}
 
-	errc := make(chan error, 2)
+// Run serves the transports until ctx is done (HTTP: then shuts down
+// gracefully, letting calls in flight finish) or, for stdio, until the
+// client closes stdin; with watching on, registry and policies reload on
+// change meanwhile. It returns the first transport's error. Call Run once,
+// then Close.
+func (g *Gateway) Run(ctx context.Context) error {
+	cfg := &g.cfg
+	if g.stdio == nil && g.http == nil {
+		return errors.New("gateway: nothing to serve: give Stdio or an HTTP address")
+	}
 	runCtx, stopAll := context.WithCancel(ctx)
-	defer stopAll()
-	if stdioSrv != nil {
+	// runCtx always ends (stopAll below), and with it the long-lived
+	// responses.
+	context.AfterFunc(runCtx, g.markStopping)
+	var wg sync.WaitGroup
+	defer func() { stopAll(); wg.Wait() }()
+	if cfg.WatchOn() {
+		wg.Add(1)
+		go func() { defer wg.Done(); g.watch(runCtx) }()
+	}
+	errc := make(chan error, 2)
+	if g.stdio != nil {
 		in, out := cfg.Stdin, cfg.Stdout
 		if in == nil {
 			in = os.Stdin
@@ -306,74 +558,28 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		if out == nil {
 			out = os.Stdout
 		}
-		if httpSrv == nil && cfg.Ready != nil {
+		if g.http == nil && cfg.Ready != nil {
 			cfg.Ready(nil)
 		}
 		go func() {
-			err := stdioSrv.Run(runCtx, mcpadapter.WrapTransport(answerBeforeEOF{&mcp.IOTransport{Reader: in, Writer: out}}))
+			err := g.stdio.Run(runCtx, mcpadapter.WrapTransport(answerBeforeEOF{&mcp.IOTransport{Reader: in, Writer: out}}))
 			if err != nil && (runCtx.Err() != nil || errors.Is(err, io.EOF)) {
 				err = nil
 			}
 			errc <- err // the client closed stdin: stop serving
 		}()
 	}
-	if httpSrv != nil {
-		// Listen first: the default resource URI (SPEC §12) is the address
-		// listened at, which --http 127.0.0.1:0 leaves to the system.
-		ln, err := net.Listen("tcp", cfg.HTTP)
-		if err != nil {
-			return fmt.Errorf("httpserve: %w", err)
-		}
-		jwt, err := newJWT(ctx, cfg, ln.Addr().String(), log)
-		if err != nil {
-			_ = ln.Close()
-			return err
-		}
-		var tokens *httpserve.Tokens
-		var demoToken string
-		switch {
-		case cfg.Tokens != "":
-			if tokens, err = httpserve.LoadTokens(cfg.Tokens); err != nil {
-				_ = ln.Close()
-				return err
-			}
-		case jwt != nil:
-			// An operator who configured an issuer wants its callers: no
-			// public demo token beside them.
-		case cfg.demoTokenAllowed():
-			demoToken, tokens = httpserve.DemoToken()
-		default:
-			log.Warn("toolgate: no --tokens: every HTTP caller is nobody and sees no tool" + demoTokenWithheld(cfg))
-		}
-		hs := httpserve.New(httpserve.Options{
-			Server:         httpSrv,
-			Tokens:         tokens,
-			JWT:            jwt,
-			AllowAnonymous: cfg.AllowAnonymous,
-			Health:         func() any { return health(eng) },
-			Metrics:        m.Handler(),
-			Logger:         log,
-			MetricsAddr:    cfg.MetricsAddr,
-			AdminRole:      cfg.AdminRole,
-			AllowedOrigins: cfg.AllowedOrigins,
-			SessionTimeout: cfg.SessionTimeout,
-			MaxSessions:    cfg.MaxSessions,
-			ReadTimeout:    cfg.ReadTimeout,
-			IdleTimeout:    cfg.IdleTimeout,
-			MaxConnections: cfg.MaxConnections,
-			Approvals:      gate.Handler(httpserve.RequestCaller),
-			Console:        newConsole(cfg, eng, gate, act, jwt, runCtx.Done()),
-		})
+	if g.http != nil {
 		welcome := cfg.Stdout
-		if stdioSrv != nil {
+		if g.stdio != nil {
 			welcome = nil // stdout is the MCP stream
 		}
 		go func() {
-			errc <- hs.Serve(runCtx, ln, func(a net.Addr) {
+			errc <- g.http.Serve(runCtx, g.ln, func(a net.Addr) {
 				if welcome != nil {
-					printWelcome(welcome, a, demoToken, tokens, jwt, cfg.AllowAnonymous, demoTokenWithheld(cfg))
+					printWelcome(welcome, a, g.demoToken, g.tokens, g.jwt, cfg.AllowAnonymous, demoTokenWithheld(*cfg))
 				} else {
-					log.Info("toolgate: serving MCP (streamable HTTP)", slog.String("url", "http://"+a.String()+"/mcp"))
+					g.log.Info("toolgate: serving MCP (streamable HTTP)", slog.String("url", "http://"+a.String()+"/mcp"))
 				}
 				if cfg.Ready != nil {
 					cfg.Ready(a)
@@ -381,9 +587,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			})
 		}()
 	}
-	err = <-errc
+	err := <-errc
 	stopAll()
-	if stdioSrv != nil && httpSrv != nil {
+	if g.stdio != nil && g.http != nil {
 		if err2 := <-errc; err == nil {
 			err = err2
 		}
@@ -399,7 +605,7 @@ func listFallback(s string) mcpadapter.ListFallback {
 	return mcpadapter.ListFallbackBase
 }
 
-func printWelcome(w io.Writer, a net.Addr, demoToken string, tokens *httpserve.Tokens, jwt *identity.JWT, anonymous bool, withheld string) {
+func printWelcome(w io.Writer, a net.Addr, demoToken string, tokens *identity.Tokens, jwt *identity.JWT, anonymous bool, withheld string) {
 	fmt.Fprintf(w, "toolgate: serving MCP (streamable HTTP) at http://%s/mcp\n", a)
 	switch {
 	case demoToken != "":
@@ -498,22 +704,19 @@ func openLedger(ctx context.Context, spec string) (ledger.Store, error) {
 
 // openApprovals builds the approval gate over the ledger's store (SPEC
 // §13), with its pruner and, when configured, its webhook.
-func openApprovals(ctx context.Context, cfg Config, store ledger.Store, log *slog.Logger, m *metrics.Metrics, closers *[]func() error) (*approvals.Gate, error) {
+func (g *Gateway) openApprovals(store ledger.Store) (*approvals.Gate, error) {
 	as, ok := store.(ledger.ApprovalStore)
 	if !ok {
 		return nil, fmt.Errorf("ledger: the store %T keeps no approval requests", store)
 	}
-	opts := approvals.Options{Logger: log, OnState: m.Approval}
-	if cfg.ApprovalWebhook != "" {
-		wh := approvals.NewWebhook(cfg.ApprovalWebhook, approvals.WebhookOptions{Logger: log})
-		*closers = append(*closers, wh.Close)
+	opts := approvals.Options{Logger: g.log, OnState: g.m.Approval}
+	if g.cfg.ApprovalWebhook != "" {
+		wh := approvals.NewWebhook(g.cfg.ApprovalWebhook, approvals.WebhookOptions{Logger: g.log})
+		g.onClose(wh.Close)
 		opts.OnRequest = wh.Notify
 	}
 	gate := approvals.New(as, opts)
-	done := make(chan struct{})
-	pctx, stop := context.WithCancel(ctx)
-	go func() { defer close(done); gate.RunPruner(pctx, 0) }()
-	*closers = append(*closers, func() error { stop(); <-done; return nil })
+	g.goUntilClose(func(ctx context.Context) { gate.RunPruner(ctx, 0) })
 	return gate, nil
 }
 
@@ -528,24 +731,12 @@ func openAudit(spec string, stderr io.Writer) (io.Writer, func() error, error) {
 	return f, f.Close, nil
 }
 
-// warnMismatches logs, like `toolgate check`, rows whose method is not
-// registered or lacks a declared argument: such calls will fail.
+// warnMismatches logs what `toolgate check` reports of the rows and the
+// methods at hand (inspect.MethodFindings): rows whose method is not
+// registered or lacks a declared argument, whose calls will fail.
 func warnMismatches(log *slog.Logger, reg *registry.Registry, methods mcpadapter.MethodSet) {
-	for i := range reg.Tools {
-		t := &reg.Tools[i]
-		m, ok := methods.Method(t.Method)
-		if !ok {
-			if !strings.HasPrefix(t.Method, "upstream:") {
-				log.Warn("toolgate: a row names a method that is not registered", slog.String("tool", t.Name), slog.String("method", t.Method))
-			}
-			continue
-		}
-		for _, a := range t.Arguments {
-			if !m.HasArgument(a.Name) {
-				log.Warn("toolgate: a row declares an argument its method does not have; calls answer Unknown argument",
-					slog.String("tool", t.Name), slog.String("method", t.Method), slog.String("argument", a.Name))
-			}
-		}
+	for _, f := range inspect.MethodFindings(reg, methods, "") {
+		log.Warn("toolgate: a row does not fit its method; its calls fail", slog.String("tool", f.Tool), slog.String("field", f.Field), slog.String("problem", f.Message))
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
-	"github.com/toolgate/toolgate/httpserve"
+	"github.com/toolgate/toolgate/identity"
 )
 
 // Protocol revisions the go-sdk serves (SPEC §6).
@@ -27,9 +27,9 @@ func tokenFor(c *engine.Caller) string { return "token-of-" + c.Subject }
 // writeTokens writes a tokens file (SPEC §8) for callers.
 func writeTokens(t testing.TB, dir string, callers ...*engine.Caller) string {
 	t.Helper()
-	m := map[string]httpserve.TokenEntry{}
+	m := map[string]identity.TokenEntry{}
 	for _, c := range callers {
-		m[httpserve.HashToken(tokenFor(c))] = httpserve.TokenEntry{Subject: c.Subject, Roles: c.Roles}
+		m[identity.HashToken(tokenFor(c))] = identity.TokenEntry{Subject: c.Subject, Roles: c.Roles}
 	}
 	b, err := json.Marshal(m)
 	require.NoError(t, err)

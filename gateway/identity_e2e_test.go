@@ -29,7 +29,6 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
-	"github.com/toolgate/toolgate/httpserve"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/oidctest"
 )
@@ -380,9 +379,9 @@ func TestIdentityNoDemoToken(t *testing.T) {
 	out := &syncBuffer{}
 	port := oidctest.FreePort(t)
 	g := startIdentity(t, gateway.Config{Stdout: out, Serve: config.Serve{Auth: identity.Settings{Issuer: "https://login.example.com", JWKS: jwks}}}, port)
-	require.NotContains(t, out.String(), httpserve.DemoTokenValue)
+	require.NotContains(t, out.String(), identity.DemoTokenValue)
 	require.Contains(t, out.String(), "toolgate: accepting access tokens of https://login.example.com for "+g.resource+
 		" (metadata: "+g.base+"/.well-known/oauth-protected-resource/mcp)\ntoolgate: a request without a token gets 401.\n")
-	resp, body := post(t, g.url, "Bearer "+httpserve.DemoTokenValue, countCall("demo"), "Mcp-Protocol-Version", "2026-07-28")
+	resp, body := post(t, g.url, "Bearer "+identity.DemoTokenValue, countCall("demo"), "Mcp-Protocol-Version", "2026-07-28")
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, body)
 }

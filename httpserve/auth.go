@@ -2,7 +2,6 @@ package httpserve
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -14,8 +13,6 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
 )
-
-var _ identity.HashLookup = (*Tokens)(nil)
 
 // principal is who a request is made on behalf of: its caller (nil:
 // nobody) and the key of that caller as a session's owner.
@@ -37,47 +34,21 @@ type principalKey struct{}
 // Authorization header is ignored.
 func (s *Server) authOn() bool { return s.opts.Tokens != nil || s.opts.JWT != nil }
 
-// tokensHit is the tokens file for one request, remembering whether it
-// knew the token, so the principal's source is known without a second
-// lookup. The identity chain hashes the token once (HashLookup).
-type tokensHit struct {
-	t   *Tokens
-	hit bool
-}
-
-func (h *tokensHit) Lookup(token string) (*engine.Caller, bool) {
-	c, ok := h.t.Lookup(token)
-	h.hit = ok
-	return c, ok
-}
-
-func (h *tokensHit) LookupHash(sum [sha256.Size]byte) (*engine.Caller, bool) {
-	c, ok := h.t.LookupHash(sum)
-	h.hit = ok
-	return c, ok
-}
-
 // identify authenticates r with the chain of SPEC §12: the tokens file,
 // then JWT. It reads headers only. An error is answered with refuse.
 func (s *Server) identify(r *http.Request) (principal, error) {
 	chain := identity.Chain{AllowAnonymous: s.opts.AllowAnonymous}
-	var tokens *tokensHit
 	if s.opts.Tokens != nil {
-		tokens = &tokensHit{t: s.opts.Tokens}
-		chain.Tokens = tokens
+		chain.Tokens = s.opts.Tokens
 	}
 	if s.opts.JWT != nil {
 		chain.JWT = s.opts.JWT
 	}
-	c, err := chain.Authenticate(r.Context(), r)
-	switch {
-	case err != nil || c == nil:
+	c, src, err := chain.Identify(r.Context(), r)
+	if err != nil || c == nil {
 		return principal{}, err
-	case tokens != nil && tokens.hit:
-		return principal{caller: c, owner: "token:" + c.Subject}, nil
-	default:
-		return principal{caller: c, owner: "jwt:" + c.Subject}, nil
 	}
+	return principal{caller: c, owner: string(src) + ":" + c.Subject}, nil
 }
 
 // refuse answers an authentication error (SPEC §12): 401 with the
@@ -142,7 +113,7 @@ func (s *Server) verify(_ context.Context, _ string, r *http.Request) (*auth.Tok
 	if p.caller == nil {
 		return nil, auth.ErrInvalidToken // not reached: authenticate found it
 	}
-	return &auth.TokenInfo{UserID: p.owner, Extra: map[string]any{CallerKey: p.caller}}, nil
+	return &auth.TokenInfo{UserID: p.owner, Extra: map[string]any{callerKey: p.caller}}, nil
 }
 
 // operator serves next only to a caller with the operator role: 401

@@ -10,13 +10,15 @@
 // anyone only status and revision, and /metrics is for the operator role.
 // Options documents each limit and its default.
 //
-// The caller of each request comes from its bearer token: wire the adapter
-// with CallerFromRequest. Tokens come from a tokens file (Options.Tokens)
-// and, with Options.JWT, from an OAuth 2.1 authorization server whose JWT
-// access tokens are verified by the identity package (SPEC §12); the
-// Protected Resource Metadata is then served too.
+// The caller of each request comes from its bearer token, through the
+// identity package's caller sources (SPEC §8, §12): a tokens file
+// (Options.Tokens, identity.LoadTokens) and, with Options.JWT, an OAuth 2.1
+// authorization server whose JWT access tokens identity verifies; the
+// Protected Resource Metadata is then served too. This package keeps the
+// transport: it asks the sources once per request, answers their refusals
+// and hands the caller to the adapter (wire it with CallerFromRequest).
 //
-//	tokens, err := httpserve.LoadTokens("tokens.yaml")
+//	tokens, err := identity.LoadTokens("tokens.yaml")
 //	...
 //	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: httpserve.CallerFromRequest})
 //	srv := httpserve.New(httpserve.Options{
@@ -24,13 +26,4 @@
 //		Tokens: tokens,
 //	})
 //	err = srv.ListenAndServe(ctx, "127.0.0.1:8787", nil)
-//
-// A tokens file maps the SHA-256 hex digest of each token to its identity,
-// in JSON or YAML; the tokens themselves are never stored nor logged:
-//
-//	# printf %s "$TOKEN" | sha256sum
-//	9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08:
-//	  subject: alice
-//	  roles: [manager]
-//	  claims: {team: payments}
 package httpserve

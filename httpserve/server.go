@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -15,9 +17,11 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
-// CallerKey is the TokenInfo.Extra entry that carries the *engine.Caller
-// of an authenticated request.
-const CallerKey = "toolgate.caller"
+// callerKey is the TokenInfo.Extra entry that carries the *engine.Caller
+// of an authenticated request from authenticate to CallerFromRequest: the
+// go-sdk hands a request's TokenInfo to the method handlers, and nothing
+// else of the HTTP request.
+const callerKey = "toolgate.caller"
 
 // DefaultShutdownGrace is how long ListenAndServe lets in-flight requests
 // finish once its context is done.
@@ -44,7 +48,7 @@ type Options struct {
 	// Tokens are the bearer tokens of the tokens file, asked first. With
 	// neither Tokens nor JWT, every HTTP caller is nobody and an
 	// Authorization header is ignored.
-	Tokens *Tokens
+	Tokens *identity.Tokens
 	// JWT verifies the access tokens of an OAuth 2.1 authorization server
 	// (SPEC §12), asked after Tokens; nil: none. With it, a request
 	// without a token gets 401 (unless AllowAnonymous), a refusal's
@@ -111,6 +115,12 @@ type Options struct {
 	// operator console), like Approvals: behind the guard, an unknown
 	// token gets 401, the handler reads the caller with RequestCaller.
 	Console http.Handler
+	// Routes are further handlers by http.ServeMux pattern (decision
+	// logs, tracing), served like Approvals: behind the Host/Origin guard
+	// and the bearer tokens, with the caller at RequestCaller. A pattern
+	// that collides with one of the Server's own panics, as
+	// http.ServeMux.Handle does.
+	Routes map[string]http.Handler
 }
 
 // Server serves a governed MCP server over streamable HTTP: the MCP
@@ -259,6 +269,9 @@ func New(opts Options) *Server {
 		s.mux.Handle("/console", h)
 		s.mux.Handle("/console/", h)
 	}
+	for _, p := range slices.Sorted(maps.Keys(opts.Routes)) {
+		s.mux.Handle(p, s.withCaller(opts.Routes[p]))
+	}
 	return s
 }
 
@@ -274,7 +287,7 @@ func (s *Server) withCaller(next http.Handler) http.Handler {
 				return
 			}
 			if p.caller != nil {
-				r = r.WithContext(context.WithValue(r.Context(), requestCallerKey{}, cloneCaller(p.caller)))
+				r = r.WithContext(context.WithValue(r.Context(), requestCallerKey{}, identity.CloneCaller(p.caller)))
 			}
 		}
 		next.ServeHTTP(w, r)
@@ -382,7 +395,7 @@ func CallerFromRequest(_ context.Context, req mcp.Request) *engine.Caller {
 	if c == nil {
 		return nil
 	}
-	return cloneCaller(c)
+	return identity.CloneCaller(c)
 }
 
 var _ mcpadapter.CallerFunc = CallerFromRequest

@@ -20,6 +20,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/httpserve"
+	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
@@ -43,11 +44,11 @@ const (
 	carolToken = "carol-secret-token"
 )
 
-func testTokens(t *testing.T) *httpserve.Tokens {
+func testTokens(t *testing.T) *identity.Tokens {
 	t.Helper()
-	tok, err := httpserve.NewTokens(map[string]httpserve.TokenEntry{
-		httpserve.HashToken(aliceToken): {Subject: "alice"},
-		httpserve.HashToken(carolToken): {Subject: "carol", Roles: []string{"admin"}},
+	tok, err := identity.NewTokens(map[string]identity.TokenEntry{
+		identity.HashToken(aliceToken): {Subject: "alice"},
+		identity.HashToken(carolToken): {Subject: "carol", Roles: []string{"admin"}},
 	})
 	require.NoError(t, err)
 	return tok

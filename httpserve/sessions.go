@@ -122,6 +122,6 @@ func callerOf(req mcp.Request) *engine.Caller {
 	if extra == nil || extra.TokenInfo == nil {
 		return nil
 	}
-	c, _ := extra.TokenInfo.Extra[CallerKey].(*engine.Caller)
+	c, _ := extra.TokenInfo.Extra[callerKey].(*engine.Caller)
 	return c
 }

@@ -15,22 +15,21 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/httpserve"
 	"github.com/toolgate/toolgate/identity"
 )
 
 // BenchmarkAuthenticate measures one request's authentication through the
 // Chain, as the transport will call it: by the tokens file
-// (httpserve.Tokens, 10 entries), by a cached JWT, and by a JWT verified
+// (identity.Tokens, 10 entries), by a cached JWT, and by a JWT verified
 // cold (cache off) with RS256 and ES256.
 //
 //	go test -run '^$' -bench Authenticate -benchmem ./identity
 func BenchmarkAuthenticate(b *testing.B) {
-	entries := map[string]httpserve.TokenEntry{}
+	entries := map[string]identity.TokenEntry{}
 	for i := range 10 {
-		entries[httpserve.HashToken(fmt.Sprintf("tg_%02d_b3JhbmdlLWp1aWNlLWFuZC1jb2ZmZWUtYmVhbnM", i))] = httpserve.TokenEntry{Subject: fmt.Sprintf("user%d", i), Roles: []string{"manager"}}
+		entries[identity.HashToken(fmt.Sprintf("tg_%02d_b3JhbmdlLWp1aWNlLWFuZC1jb2ZmZWUtYmVhbnM", i))] = identity.TokenEntry{Subject: fmt.Sprintf("user%d", i), Roles: []string{"manager"}}
 	}
-	tokens, err := httpserve.NewTokens(entries)
+	tokens, err := identity.NewTokens(entries)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -73,14 +72,14 @@ func BenchmarkAuthenticate(b *testing.B) {
 	run("jwt-cold-ES256", identity.Chain{Tokens: tokens, JWT: cold}, ecKey.sign(b, payload))
 }
 
-// hashTokens is httpserve.Tokens with LookupHash (identity.HashLookup): the
+// hashTokens is identity.Tokens with LookupHash (identity.HashLookup): the
 // same digests, the same constant-time scan of every entry.
 type hashTokens struct {
 	hashes  [][sha256.Size]byte
 	callers []*engine.Caller
 }
 
-func newHashTokens(entries map[string]httpserve.TokenEntry) *hashTokens {
+func newHashTokens(entries map[string]identity.TokenEntry) *hashTokens {
 	h := &hashTokens{}
 	for k, e := range entries {
 		var sum [sha256.Size]byte

@@ -17,7 +17,7 @@ type Authenticator interface {
 }
 
 // TokenLookup finds the caller a static bearer token stands for, by the
-// token's hash (httpserve.Tokens satisfies it). The caller returned is the
+// token's hash (*Tokens satisfies it). The caller returned is the
 // receiver's to keep.
 type TokenLookup interface {
 	Lookup(token string) (*engine.Caller, bool)
@@ -26,7 +26,7 @@ type TokenLookup interface {
 // HashLookup is a TokenLookup that also finds a token by its SHA-256, so
 // that Chain hashes a token once for the tokens file and the JWT cache. A
 // tokens file that offers it must compare digests in constant time, as
-// httpserve.Tokens.Lookup does.
+// Tokens.LookupHash does.
 type HashLookup interface {
 	TokenLookup
 	LookupHash(sum [sha256.Size]byte) (*engine.Caller, bool)
@@ -54,17 +54,37 @@ type Chain struct {
 	AllowAnonymous bool
 }
 
+// Source names the caller source that answered for a request: a subject
+// of one source is never the same person as the same subject of another
+// (the tokens file's "alice" and the issuer's "alice" own different
+// sessions).
+type Source string
+
+// The sources of a Chain.
+const (
+	SourceNone   Source = ""      // nobody
+	SourceTokens Source = "token" // the tokens file
+	SourceJWT    Source = "jwt"   // the JWT verifier
+)
+
 // Authenticate implements Authenticator.
 func (c Chain) Authenticate(ctx context.Context, r *http.Request) (*engine.Caller, error) {
+	caller, _, err := c.Identify(ctx, r)
+	return caller, err
+}
+
+// Identify is Authenticate, also saying which source the caller came from
+// (SourceNone for nobody and on error).
+func (c Chain) Identify(ctx context.Context, r *http.Request) (*engine.Caller, Source, error) {
 	token, err := BearerToken(r)
 	if err != nil {
-		return nil, err
+		return nil, SourceNone, err
 	}
 	if token == "" {
 		if c.JWT != nil && !c.AllowAnonymous {
-			return nil, ErrNoToken
+			return nil, SourceNone, ErrNoToken
 		}
-		return nil, nil
+		return nil, SourceNone, nil
 	}
 	// Hash once: a JWT is a kilobyte or two, and both the tokens file and
 	// the verified-token cache are keyed by its SHA-256.
@@ -73,20 +93,26 @@ func (c Chain) Authenticate(ctx context.Context, r *http.Request) (*engine.Calle
 	if hl, ok := c.Tokens.(HashLookup); ok {
 		sum, hashed = hashToken(token), true
 		if caller, ok := hl.LookupHash(sum); ok {
-			return caller, nil
+			return caller, SourceTokens, nil
 		}
 	} else if c.Tokens != nil {
 		if caller, ok := c.Tokens.Lookup(token); ok {
-			return caller, nil
+			return caller, SourceTokens, nil
 		}
 	}
-	if v, ok := c.JWT.(*JWT); ok && hashed {
-		return v.verifyHashed(ctx, token, sum)
+	var caller *engine.Caller
+	switch v, ok := c.JWT.(*JWT); {
+	case ok && hashed:
+		caller, err = v.verifyHashed(ctx, token, sum)
+	case c.JWT != nil:
+		caller, err = c.JWT.Verify(ctx, token)
+	default:
+		return nil, SourceNone, invalid("the tokens file does not list this token", nil)
 	}
-	if c.JWT != nil {
-		return c.JWT.Verify(ctx, token)
+	if err != nil || caller == nil {
+		return nil, SourceNone, err
 	}
-	return nil, invalid("the tokens file does not list this token", nil)
+	return caller, SourceJWT, nil
 }
 
 var _ Authenticator = Chain{}

@@ -1,7 +1,19 @@
-// Package identity tells who an HTTP request is made on behalf of (SPEC
-// §12): callers from a static tokens file, and callers from JWT access
-// tokens issued by the organisation's OAuth 2.1 / OpenID Connect
-// authorization server, toolgate being the resource server.
+// Package identity owns toolgate's caller sources: who a request is made on
+// behalf of (SPEC §2, §8, §12). Static is the one caller of a stdio server
+// (--as, --role); Tokens is a tokens file, mapping the SHA-256 of each
+// bearer token to a caller; JWT verifies access tokens issued by the
+// organisation's OAuth 2.1 / OpenID Connect authorization server, toolgate
+// being the resource server; Chain asks the tokens file, then JWT, for each
+// HTTP request and says which source answered.
+//
+// A tokens file maps the SHA-256 hex digest of each token to its caller,
+// in JSON or YAML; the tokens themselves are never stored nor logged:
+//
+//	# printf %s "$TOKEN" | sha256sum
+//	9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08:
+//	  subject: alice
+//	  roles: [manager]
+//	  claims: {team: payments}
 //
 // The transport calls an Authenticator, normally a Chain, once per request:
 //

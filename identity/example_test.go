@@ -51,3 +51,12 @@ func ExampleChain() {
 	// 401 Bearer resource_metadata="https://tools.example.com/.well-known/oauth-protected-resource/mcp"
 	// 401 Bearer error="invalid_token", resource_metadata="https://tools.example.com/.well-known/oauth-protected-resource/mcp" (log: the Authorization header is not a Bearer token)
 }
+
+func ExampleHashToken() {
+	// A tokens file lists the digest of each token, never the token.
+	fmt.Printf("%s:\n  subject: alice\n  roles: [manager]\n", identity.HashToken("test"))
+	// Output:
+	// 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08:
+	//   subject: alice
+	//   roles: [manager]
+}

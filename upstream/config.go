@@ -86,7 +86,7 @@ func ParseFlag(s string) (Config, error) {
 	if lower := strings.ToLower(rest); strings.HasPrefix(lower, "http://") || strings.HasPrefix(lower, "https://") {
 		cfg.URL = rest
 	} else {
-		words, err := splitCommand(rest)
+		words, err := SplitCommand(rest)
 		if err != nil {
 			return Config{}, fmt.Errorf("%w: %q: %w", ErrConfig, s, err)
 		}
@@ -132,9 +132,11 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// splitCommand splits s into words the way a POSIX shell splits a simple
-// command line, without any expansion.
-func splitCommand(s string) ([]string, error) {
+// SplitCommand splits s into words the way a POSIX shell splits a simple
+// command line, without any expansion: '...' is literal, "..." honours \"
+// and \\, a backslash outside quotes escapes the next character. It is the
+// one reading of a COMMAND of --upstream and of a config file's command.
+func SplitCommand(s string) ([]string, error) {
 	var (
 		words  []string
 		cur    strings.Builder

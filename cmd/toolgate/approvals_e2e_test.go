@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/httpserve"
+	"github.com/toolgate/toolgate/identity"
 )
 
 const secondAdminToken = "e2e-second-admin-token"
@@ -36,10 +36,10 @@ func TestE2EApprovals(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens.json")
-	data, err := json.Marshal(map[string]httpserve.TokenEntry{
-		httpserve.HashToken(adminToken):       {Subject: "ann", Roles: []string{"admin"}},
-		httpserve.HashToken(secondAdminToken): {Subject: "bea", Roles: []string{"admin"}},
-		httpserve.HashToken(managerToken):     {Subject: "max", Roles: []string{"manager"}},
+	data, err := json.Marshal(map[string]identity.TokenEntry{
+		identity.HashToken(adminToken):       {Subject: "ann", Roles: []string{"admin"}},
+		identity.HashToken(secondAdminToken): {Subject: "bea", Roles: []string{"admin"}},
+		identity.HashToken(managerToken):     {Subject: "max", Roles: []string{"manager"}},
 	})
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(tokens, data, 0o600))

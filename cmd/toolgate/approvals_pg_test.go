@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/httpserve"
+	"github.com/toolgate/toolgate/identity"
 )
 
 // TestE2EApprovalTwoReplicas: two `toolgate serve` processes share a
@@ -51,8 +51,8 @@ func TestE2EApprovalTwoReplicas(t *testing.T) {
 	ledgerSpec := dsn + sep + "search_path=" + schema
 
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
-	data, err := json.Marshal(map[string]httpserve.TokenEntry{
-		httpserve.HashToken(adminToken): {Subject: "ann", Roles: []string{"admin"}},
+	data, err := json.Marshal(map[string]identity.TokenEntry{
+		identity.HashToken(adminToken): {Subject: "ann", Roles: []string{"admin"}},
 	})
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(tokens, data, 0o600))

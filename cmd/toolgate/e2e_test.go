@@ -19,7 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/httpserve"
+	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/conformance"
 )
 
@@ -53,9 +53,9 @@ func skipShort(t *testing.T) {
 func writeTokens(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tokens.json")
-	data, err := json.Marshal(map[string]httpserve.TokenEntry{
-		httpserve.HashToken(adminToken):   {Subject: "ann", Roles: []string{"admin"}},
-		httpserve.HashToken(managerToken): {Subject: "max", Roles: []string{"manager"}},
+	data, err := json.Marshal(map[string]identity.TokenEntry{
+		identity.HashToken(adminToken):   {Subject: "ann", Roles: []string{"admin"}},
+		identity.HashToken(managerToken): {Subject: "max", Roles: []string{"manager"}},
 	})
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(path, data, 0o600))

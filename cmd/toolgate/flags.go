@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/toolgate/toolgate"
@@ -55,7 +56,7 @@ func usageError(fs *flag.FlagSet, stderr io.Writer, format string, args ...any) 
 }
 
 // sourceFlags are --registry and --policy, shared by the commands that load
-// a registry and its policies.
+// a registry and its policies (check, explain).
 type sourceFlags struct {
 	registry, policy string
 	bundle           bundleFlags // cmd/toolgate/bundle.go
@@ -63,17 +64,30 @@ type sourceFlags struct {
 
 func (s *sourceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.registry, "registry", "", "the registry `FILE` (default: the bundled example)")
-	fs.StringVar(&s.policy, "policy", "", "the policy `DIR` (default: the bundled example)")
+	fs.StringVar(&s.policy, "policy", "", "the policy `DIR` (default: rego/ of the working directory, as for toolgate test, else the bundled example)")
 	s.bundle.register(fs)
 }
 
-// source returns the engine source the flags name: each part that is not
-// given is the bundled example's, as with `toolgate serve`.
+// defaultPolicyDir is the policy directory test, check and explain read
+// when none is named: rego/ of the working directory, so that after an
+// edit there the three agree.
+const defaultPolicyDir = "rego"
+
+// source returns the engine source the flags name. Without --policy it is
+// defaultPolicyDir when the working directory has one; each part still not
+// given is the bundled example's, under paths that say so ("(bundled)
+// rego/grant.rego").
 func (s *sourceFlags) source() (engine.Source, error) {
 	if s.bundle.file != "" {
 		return s.bundle.source(s.registry, s.policy)
 	}
-	return toolgate.Source(s.registry, s.policy), nil
+	policy := s.policy
+	if policy == "" {
+		if st, err := os.Stat(defaultPolicyDir); err == nil && st.IsDir() {
+			policy = defaultPolicyDir
+		}
+	}
+	return toolgate.LabelledSource(s.registry, policy), nil
 }
 
 // capabilitiesFlag is --capabilities FILE, shared by the commands that

@@ -98,6 +98,15 @@ func TestTestGolden(t *testing.T) {
 		t.Chdir(dir + "/defaults")
 		runGolden(t, goldenCase{"test_defaults", "without DIR: rego and policy-tests of the working directory", []string{"test", "-v"}})
 	})
+	t.Run("explain_defaults", func(t *testing.T) {
+		t.Chdir(dir + "/defaults")
+		runGolden(t, goldenCase{"explain_defaults", "without --policy, explain reads rego/ of the working directory, as test does (issue 13); the registry is the bundled one, labelled so",
+			[]string{"explain", "--as", "cid", "--role", "contractor", "--tool", "add"}})
+	})
+	t.Run("check_defaults", func(t *testing.T) {
+		t.Chdir(dir + "/defaults")
+		runGolden(t, goldenCase{"check_defaults", "without --policy, check reads rego/ of the working directory, as test does (issue 13)", []string{"check"}})
+	})
 	t.Run("test_no_defaults", func(t *testing.T) {
 		t.Chdir(dir)
 		runGolden(t, goldenCase{"test_no_defaults", "without DIR and without rego/ or policy-tests/ here: a usage error", []string{"test"}})

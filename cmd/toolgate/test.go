@@ -15,8 +15,9 @@ func init() {
 }
 
 // defaultTestDirs are tested when no directory is named, those of them that
-// exist in the working directory.
-var defaultTestDirs = []string{"rego", "policy-tests"}
+// exist in the working directory: the policies check and explain read by
+// default too (defaultPolicyDir), and their tests.
+var defaultTestDirs = []string{defaultPolicyDir, "policy-tests"}
 
 // testParams is `toolgate test`: what to run and where to write.
 type testParams struct {

@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/hooks/audit"
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/httpserve"
+	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
@@ -164,11 +165,11 @@ func newEnvOptions(t testing.TB, store ledger.ApprovalStore, policy string, opts
 	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: httpserve.CallerFromRequest, Approvals: e.gate,
 		Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))})
 	a.AddHook(aud.Hook())
-	entries := map[string]httpserve.TokenEntry{}
+	entries := map[string]identity.TokenEntry{}
 	for _, c := range []*engine.Caller{alice, bob, carol, selfish} {
-		entries[httpserve.HashToken(tokenFor(c))] = httpserve.TokenEntry{Subject: c.Subject, Roles: c.Roles}
+		entries[identity.HashToken(tokenFor(c))] = identity.TokenEntry{Subject: c.Subject, Roles: c.Roles}
 	}
-	tokens, err := httpserve.NewTokens(entries)
+	tokens, err := identity.NewTokens(entries)
 	require.NoError(t, err)
 	hs := httpserve.New(httpserve.Options{
 		Server:    a.NewServer(&mcp.Implementation{Name: "approvals-test", Version: "1"}, nil),

@@ -18,7 +18,7 @@ const context = await chromium.launchPersistentContext(userDataDir, {
     '--disable-component-update', '--disable-sync'],
   viewport: { width: 1280, height: 900 },
 });
-context.setDefaultTimeout(Number(process.env.STEP_TIMEOUT_MS || 30000));
+context.setDefaultTimeout(Number(process.env.STEP_TIMEOUT_MS || 90000));
 let page = context.pages()[0] || await context.newPage();
 const consoleErrors = [];
 const watch = (p) => {

@@ -1,4 +1,4 @@
-package httpserve_test
+package identity_test
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/httpserve"
+	"github.com/toolgate/toolgate/identity"
 )
 
 func writeFile(t *testing.T, name, content string) string {
@@ -22,8 +22,8 @@ func writeFile(t *testing.T, name, content string) string {
 }
 
 var (
-	aliceHash = httpserve.HashToken("alice-token")
-	bobHash   = httpserve.HashToken("bob-token")
+	aliceHash = identity.HashToken("alice-token")
+	bobHash   = identity.HashToken("bob-token")
 )
 
 func TestLoadTokens(t *testing.T) {
@@ -37,7 +37,7 @@ func TestLoadTokens(t *testing.T) {
 	for name, content := range files {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			tok, err := httpserve.LoadTokens(writeFile(t, name, content))
+			tok, err := identity.LoadTokens(writeFile(t, name, content))
 			require.NoError(t, err)
 			assert.Equal(t, 2, tok.Len())
 			c, ok := tok.Lookup("alice-token")
@@ -57,13 +57,13 @@ func TestLoadTokens(t *testing.T) {
 
 func TestLookupReturnsACopy(t *testing.T) {
 	t.Parallel()
-	tok, err := httpserve.NewTokens(map[string]httpserve.TokenEntry{aliceHash: {Subject: "alice", Roles: []string{"manager"}}})
+	tok, err := identity.NewTokens(map[string]identity.TokenEntry{aliceHash: {Subject: "alice", Roles: []string{"manager"}}})
 	require.NoError(t, err)
 	c, _ := tok.Lookup("alice-token")
 	c.Roles[0] = "admin"
 	c, _ = tok.Lookup("alice-token")
 	assert.Equal(t, []string{"manager"}, c.Roles)
-	var none *httpserve.Tokens
+	var none *identity.Tokens
 	_, ok := none.Lookup("alice-token")
 	assert.False(t, ok)
 }
@@ -72,17 +72,17 @@ func TestLoadTokensReportsEveryBadEntry(t *testing.T) {
 	t.Parallel()
 	const rawToken = "my-secret-token-pasted-by-mistake"
 	content := strings.Join([]string{
-		aliceHash + ": {subject: alice}",                      // 1: good
-		rawToken + ": {subject: eve}",                         // 2: a raw token as key
-		strings.ToUpper(bobHash) + ": {subject: bob}",         // 3: uppercase
-		httpserve.HashToken("c") + ": {subject: \"\"}",        // 4: empty subject
-		httpserve.HashToken("d") + ": {roles: [x]}",           // 5: no subject
-		httpserve.HashToken("e") + ": {subject: e, role: x}",  // 6: unknown field
-		httpserve.HashToken("f") + ": {subject: f, roles: x}", // 7: roles not a list
+		aliceHash + ": {subject: alice}",                     // 1: good
+		rawToken + ": {subject: eve}",                        // 2: a raw token as key
+		strings.ToUpper(bobHash) + ": {subject: bob}",        // 3: uppercase
+		identity.HashToken("c") + ": {subject: \"\"}",        // 4: empty subject
+		identity.HashToken("d") + ": {roles: [x]}",           // 5: no subject
+		identity.HashToken("e") + ": {subject: e, role: x}",  // 6: unknown field
+		identity.HashToken("f") + ": {subject: f, roles: x}", // 7: roles not a list
 		"",
 	}, "\n")
-	_, err := httpserve.LoadTokens(writeFile(t, "tokens.yaml", content))
-	var tfe *httpserve.TokenFileError
+	_, err := identity.LoadTokens(writeFile(t, "tokens.yaml", content))
+	var tfe *identity.TokenFileError
 	require.ErrorAs(t, err, &tfe)
 	var lines []int
 	for _, p := range tfe.Problems {
@@ -94,10 +94,10 @@ func TestLoadTokensReportsEveryBadEntry(t *testing.T) {
 	for _, want := range []string{
 		"line 2: key is not a SHA-256 digest (64 lowercase hex characters); list sha256(token), not the token itself",
 		"line 3: entry " + bobHash[:12] + "…: key is not a SHA-256 digest (64 lowercase hex characters); write it in lowercase",
-		"line 4: entry " + httpserve.HashToken("c")[:12] + "…: subject is empty",
-		"line 5: entry " + httpserve.HashToken("d")[:12] + "…: subject is empty",
-		`line 6: entry ` + httpserve.HashToken("e")[:12] + `…: unknown field "role" (want subject, roles, claims)`,
-		"line 7: entry " + httpserve.HashToken("f")[:12] + "…: roles: want a list of strings",
+		"line 4: entry " + identity.HashToken("c")[:12] + "…: subject is empty",
+		"line 5: entry " + identity.HashToken("d")[:12] + "…: subject is empty",
+		`line 6: entry ` + identity.HashToken("e")[:12] + `…: unknown field "role" (want subject, roles, claims)`,
+		"line 7: entry " + identity.HashToken("f")[:12] + "…: roles: want a list of strings",
 	} {
 		assert.Contains(t, msg, want)
 	}
@@ -105,21 +105,21 @@ func TestLoadTokensReportsEveryBadEntry(t *testing.T) {
 
 func TestLoadTokensFileProblems(t *testing.T) {
 	t.Parallel()
-	_, err := httpserve.LoadTokens(filepath.Join(t.TempDir(), "missing.yaml"))
+	_, err := identity.LoadTokens(filepath.Join(t.TempDir(), "missing.yaml"))
 	require.ErrorIs(t, err, os.ErrNotExist)
-	_, err = httpserve.LoadTokens(writeFile(t, "empty.yaml", ""))
-	require.ErrorIs(t, err, httpserve.ErrNoTokens)
-	_, err = httpserve.LoadTokens(writeFile(t, "list.yaml", "- a\n"))
-	var tfe *httpserve.TokenFileError
+	_, err = identity.LoadTokens(writeFile(t, "empty.yaml", ""))
+	require.ErrorIs(t, err, identity.ErrNoTokens)
+	_, err = identity.LoadTokens(writeFile(t, "list.yaml", "- a\n"))
+	var tfe *identity.TokenFileError
 	require.ErrorAs(t, err, &tfe)
-	_, err = httpserve.LoadTokens(writeFile(t, "dup.yaml", aliceHash+": {subject: a}\n"+aliceHash+": {subject: b}\n"))
+	_, err = identity.LoadTokens(writeFile(t, "dup.yaml", aliceHash+": {subject: a}\n"+aliceHash+": {subject: b}\n"))
 	require.ErrorContains(t, err, "line 2: entry "+aliceHash[:12]+"…: the same token is listed twice")
-	require.False(t, errors.Is(err, httpserve.ErrNoTokens))
+	require.False(t, errors.Is(err, identity.ErrNoTokens))
 }
 
 func TestDemoToken(t *testing.T) {
 	t.Parallel()
-	token, tok := httpserve.DemoToken()
+	token, tok := identity.DemoToken()
 	assert.Equal(t, "toolgate-demo-admin", token)
 	c, ok := tok.Lookup(token)
 	require.True(t, ok)

@@ -1,4 +1,4 @@
-package httpserve
+package identity
 
 import (
 	"crypto/sha256"
@@ -18,7 +18,8 @@ import (
 	"github.com/toolgate/toolgate/internal/fsx"
 )
 
-// Tokens maps bearer tokens to callers. It holds only the SHA-256 digests
+// Tokens is the caller source of a tokens file (SPEC §8): it maps bearer
+// tokens to callers. It holds only the SHA-256 digests
 // of the tokens, never the tokens themselves. A *Tokens is immutable and
 // safe for concurrent use; a nil *Tokens knows no token.
 type Tokens struct {
@@ -30,12 +31,9 @@ type tokenEntry struct {
 	caller *engine.Caller
 }
 
-// TokenEntry is one identity of a tokens file: the caller a token stands for.
-type TokenEntry struct {
-	Subject string         `yaml:"subject" json:"subject"`
-	Roles   []string       `yaml:"roles" json:"roles"`
-	Claims  map[string]any `yaml:"claims" json:"claims"`
-}
+// TokenEntry is one identity of a tokens file: the caller a token stands
+// for, {subject, roles, claims}, the caller's one shape (SPEC §2).
+type TokenEntry = engine.Caller
 
 // HashToken returns the lowercase hex SHA-256 digest of token: the key
 // under which a tokens file lists it.
@@ -143,7 +141,7 @@ func (t *Tokens) Lookup(token string) (*engine.Caller, bool) {
 // which entry, if any, matched, nor how close a guess came. Token files
 // are small, so the linear scan costs nothing that matters. The caller
 // returned is a copy the receiver may keep. With LookupHash, Tokens is an
-// identity.HashLookup: the identity chain hashes a token once for the
+// HashLookup: the chain hashes a token once for the
 // tokens file and the verified-JWT cache.
 func (t *Tokens) LookupHash(sum [sha256.Size]byte) (*engine.Caller, bool) {
 	if t == nil {
@@ -158,10 +156,15 @@ func (t *Tokens) LookupHash(sum [sha256.Size]byte) (*engine.Caller, bool) {
 	if found == nil {
 		return nil, false
 	}
-	return cloneCaller(found), true
+	return CloneCaller(found), true
 }
 
-func cloneCaller(c *engine.Caller) *engine.Caller {
+// CloneCaller returns a copy of c that shares nothing mutable with it
+// (roles and the top level of claims are copied); nil for nil.
+func CloneCaller(c *engine.Caller) *engine.Caller {
+	if c == nil {
+		return nil
+	}
 	return &engine.Caller{Subject: c.Subject, Roles: slices.Clone(c.Roles), Claims: maps.Clone(c.Claims)}
 }
 
@@ -334,7 +337,9 @@ func DemoToken() (token string, tokens *Tokens) {
 		HashToken(DemoTokenValue): {Subject: "demo", Roles: []string{"admin"}, Claims: map[string]any{"demo": true}},
 	})
 	if err != nil {
-		panic("httpserve: demo token: " + err.Error()) // a programmer's mistake
+		panic("identity: demo token: " + err.Error()) // a programmer's mistake
 	}
 	return DemoTokenValue, t
 }
+
+var _ HashLookup = (*Tokens)(nil)

@@ -1,4 +1,4 @@
-package httpserve_test
+package identity_test
 
 import (
 	"math"
@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/httpserve"
+	"github.com/toolgate/toolgate/identity"
 )
 
 // TestSec16TokensFileRefusesClaimsAPolicyCannotSee: a tokens file whose
@@ -19,7 +19,7 @@ import (
 func TestSec16TokensFileRefusesClaimsAPolicyCannotSee(t *testing.T) {
 	t.Parallel()
 	const token = "s3cr3t-token-value"
-	h := httpserve.HashToken(token)
+	h := identity.HashToken(token)
 	for _, tc := range []struct {
 		name, file, content, want string
 	}{
@@ -30,8 +30,8 @@ func TestSec16TokensFileRefusesClaimsAPolicyCannotSee(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := httpserve.LoadTokens(writeFile(t, tc.file, tc.content))
-			var tfe *httpserve.TokenFileError
+			_, err := identity.LoadTokens(writeFile(t, tc.file, tc.content))
+			var tfe *identity.TokenFileError
 			require.ErrorAs(t, err, &tfe)
 			require.Len(t, tfe.Problems, 1)
 			assert.Equal(t, "line 1: entry "+h[:12]+"…: "+tc.want, tfe.Problems[0].String())
@@ -40,10 +40,10 @@ func TestSec16TokensFileRefusesClaimsAPolicyCannotSee(t *testing.T) {
 		})
 	}
 	// NewTokens refuses such claims too.
-	_, err := httpserve.NewTokens(map[string]httpserve.TokenEntry{h: {Subject: "a", Claims: map[string]any{"x": math.Inf(1)}}})
+	_, err := identity.NewTokens(map[string]identity.TokenEntry{h: {Subject: "a", Claims: map[string]any{"x": math.Inf(1)}}})
 	require.ErrorContains(t, err, "claims.x: cannot be represented")
 	// Plain claims load.
-	tk, err := httpserve.LoadTokens(writeFile(t, "ok.yaml", h+": {subject: alice, claims: {level: 2.5, big: 12345678901234567890, tags: [a, b]}}\n"))
+	tk, err := identity.LoadTokens(writeFile(t, "ok.yaml", h+": {subject: alice, claims: {level: 2.5, big: 12345678901234567890, tags: [a, b]}}\n"))
 	require.NoError(t, err)
 	require.Equal(t, 1, tk.Len())
 }

@@ -1,4 +1,4 @@
-package httpserve
+package identity
 
 import "github.com/toolgate/toolgate/diag"
 

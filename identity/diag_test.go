@@ -1,4 +1,4 @@
-package httpserve_test
+package identity_test
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/diag"
-	"github.com/toolgate/toolgate/httpserve"
+	"github.com/toolgate/toolgate/identity"
 )
 
 // TestTokenFileErrorIsADiagList: every invalid entry, by line, with the
@@ -15,17 +15,17 @@ import (
 func TestTokenFileErrorIsADiagList(t *testing.T) {
 	t.Parallel()
 	raw := strings.Repeat("t", 40)
-	path := writeFile(t, "tokens.yaml", raw+": {subject: eve}\n"+httpserve.HashToken("c")+": {subject: \"\"}\n")
-	_, err := httpserve.LoadTokens(path)
+	path := writeFile(t, "tokens.yaml", raw+": {subject: eve}\n"+identity.HashToken("c")+": {subject: \"\"}\n")
+	_, err := identity.LoadTokens(path)
 	var list *diag.List
 	require.ErrorAs(t, err, &list)
 	require.Len(t, list.Diagnostics, 2)
 	for i, d := range list.Diagnostics {
-		require.Equal(t, httpserve.CodeTokensInvalid, d.Code)
+		require.Equal(t, identity.CodeTokensInvalid, d.Code)
 		require.Equal(t, path, d.File)
 		require.Equal(t, i+1, d.Line)
 		require.Nil(t, d.Row)
 		require.NotContains(t, d.String(), raw)
 	}
-	require.Equal(t, httpserve.HashToken("c")[:12], list.Diagnostics[1].Field)
+	require.Equal(t, identity.HashToken("c")[:12], list.Diagnostics[1].Field)
 }

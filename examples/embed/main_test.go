@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+)
+
+// syncBuffer collects the program's stderr (the audit trail).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestEmbedRuns builds the example and talks MCP to it over stdio, as a
+// contractor: it lists both tools, reads a reward, is refused the
+// deletion by the policy, and the audit trail has both calls once the
+// program has exited.
+func TestEmbedRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a program")
+	}
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a failure bound only
+	defer cancel()
+	bin := filepath.Join(t.TempDir(), "embed")
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+
+	cmd := exec.Command(bin, "--as", "cid", "--role", "contractor")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "embed-test"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err)
+
+	list, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	var names []string
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+	}
+	require.Equal(t, []string{"getReward", "deleteReward"}, names)
+
+	text := func(name string) (string, bool) {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"idReward": 7}})
+		require.NoError(t, err)
+		return res.Content[0].(*mcp.TextContent).Text, res.IsError
+	}
+	got, isErr := text("getReward")
+	require.False(t, isErr, got)
+	require.JSONEq(t, `{"id":7,"points":70,"label":"reward 7"}`, got)
+	got, isErr = text("deleteReward")
+	require.True(t, isErr)
+	require.Contains(t, got, "Contractors cannot delete rewards.")
+
+	require.NoError(t, cs.Close()) // closes stdin; the program exits
+	require.Contains(t, stderr.String(), `"tool":"getReward"`)
+	require.Contains(t, stderr.String(), `"tool":"deleteReward"`)
+}

@@ -1,0 +1,183 @@
+package toolgate_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/demo"
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+// lockedBuffer is a bytes.Buffer safe for the audit writer and the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// copyBundled writes the bundled example into dir: its registry file and
+// policy directory.
+func copyBundled(t *testing.T, dir string) (registry, policies string) {
+	t.Helper()
+	registry = filepath.Join(dir, "registry.yaml")
+	require.NoError(t, os.WriteFile(registry, toolgate.ExampleRegistry(), 0o644))
+	policies = filepath.Join(dir, "rego")
+	require.NoError(t, os.Mkdir(policies, 0o755))
+	require.NoError(t, fs.WalkDir(toolgate.ExamplePolicies(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(toolgate.ExamplePolicies(), p)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(policies, p), b, 0o644)
+		}
+		return err
+	}))
+	return registry, policies
+}
+
+// TestServerReloadNotifiesAndAuditCloses: the front door wires what an
+// embedder used to forget (issue 13): a Reload that changes a session's
+// listing sends it notifications/tools/list_changed, and Close flushes
+// the audit trail it built.
+func TestServerReloadNotifiesAndAuditCloses(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a failure bound only
+	defer cancel()
+	reg, pol := copyBundled(t, t.TempDir())
+	var trail lockedBuffer
+	srv, err := toolgate.New(ctx, toolgate.Options{
+		Registry: reg, Policies: pol,
+		Methods: demo.Methods(),
+		Caller:  mcpadapter.StaticCaller(&engine.Caller{Subject: "ann", Roles: []string{"admin"}}),
+		Audit:   &trail,
+	})
+	require.NoError(t, err)
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = srv.Close()
+		}
+	})
+
+	changed := make(chan struct{}, 10)
+	serverEnd, clientEnd := mcp.NewInMemoryTransports()
+	go func() { _ = srv.Serve(ctx, serverEnd) }()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	cs, err := client.Connect(ctx, clientEnd, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	require.NoError(t, err)
+	defer cs.Close()
+	names := func() []string {
+		list, err := cs.ListTools(ctx, nil)
+		require.NoError(t, err)
+		var out []string
+		for _, tl := range list.Tools {
+			out = append(out, tl.Name)
+		}
+		return out
+	}
+	require.NotContains(t, names(), "shout")
+
+	require.NoError(t, os.WriteFile(reg, append(toolgate.ExampleRegistry(), []byte(`
+  - name: shout
+    method: demo.echo
+    description: Echoes, louder.
+    arguments:
+      - { name: text, type: string, required: true }
+`)...), 0o644))
+	require.NoError(t, srv.Reload(ctx))
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("no notifications/tools/list_changed after a reload that changed the listing")
+	}
+	require.Contains(t, names(), "shout")
+
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shout", Arguments: map[string]any{"text": "hi"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	require.NoError(t, srv.Close())
+	closed = true
+	require.Contains(t, trail.String(), `"tool":"shout"`, "Close flushes the audit trail")
+	require.NoError(t, srv.Close(), "a second Close is harmless")
+}
+
+// TestServerNeedsMethods: New refuses Options without methods, and a
+// registry that does not load.
+func TestServerNeedsMethods(t *testing.T) {
+	t.Parallel()
+	_, err := toolgate.New(context.Background(), toolgate.Options{})
+	require.ErrorContains(t, err, "Options.Methods is required")
+	_, err = toolgate.New(context.Background(), toolgate.Options{Methods: demo.Methods(), Registry: filepath.Join(t.TempDir(), "none.yaml")})
+	require.Error(t, err)
+}
+
+// TestServerHandlerWraps: Handler serves streamable HTTP through the wire
+// layer: a tools/call whose name is an integer gets SPEC §5's answer for
+// the name "7" (a tool call result), not the go-sdk's JSON-RPC error.
+func TestServerHandlerWraps(t *testing.T) {
+	t.Parallel()
+	srv, err := toolgate.New(context.Background(), toolgate.Options{
+		Methods: demo.Methods(),
+		Caller:  mcpadapter.StaticCaller(&engine.Caller{Subject: "ann", Roles: []string{"admin"}}),
+	})
+	require.NoError(t, err)
+	defer srv.Close()
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+
+	session := ""
+	post := func(body string) string {
+		req, err := http.NewRequest("POST", hs.URL, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		}
+		res, err := hs.Client().Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		if session == "" {
+			session = res.Header.Get("Mcp-Session-Id")
+		}
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return string(b)
+	}
+	post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	require.NotEmpty(t, session)
+	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	got := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":7,"arguments":{}}}`)
+	require.Contains(t, got, `Error: Unknown tool '7'.`, got)
+	require.Contains(t, got, `"isError":true`, got)
+}
