@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/bundletest"
 )
 
 // keyPair writes a fresh RSA key pair as PEM files and returns their paths.
@@ -183,7 +184,9 @@ func TestClient(t *testing.T) {
 	// Signed right, but does not compile: built by hand, as Build refuses it.
 	bad := example(t, "")
 	bad.FS.(fstest.MapFS)["policies/broken.rego"] = &fstest.MapFile{Data: []byte("package toolgate.grant\n\nx := y\n")}
-	srv.set(bundle.SignedUnchecked(t, bad, "r4", priv))
+	raw, err := bundletest.SignedUnchecked(bad, "r4", priv)
+	require.NoError(t, err)
+	srv.set(raw)
 	eventually(t, "r4 refused", func() bool {
 		return c.Status().LastError != "" && bytes.Contains([]byte(c.Status().LastError), []byte("r4"))
 	})

@@ -228,7 +228,7 @@ func (c *Client) update(ctx context.Context, u download.Update) error {
 	c.mu.Unlock()
 	changed, err := eng.ReloadFrom(ctx, src)
 	if err != nil {
-		c.fail(fmt.Errorf("bundle %q: %w", src.Revision, err), true)
+		c.fail(fmt.Errorf("bundle: %w", err), true) // err names the revision
 		return nil
 	}
 	c.mu.Lock()

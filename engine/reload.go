@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -169,6 +170,9 @@ func (e *Engine) ReloadFrom(ctx context.Context, src Source) (bool, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, err
+		}
+		if src.Revision != "" {
+			err = fmt.Errorf("revision %q: %w", src.Revision, err) // which one was refused
 		}
 		e.failed(cur, err)
 		return false, err

@@ -45,7 +45,7 @@ func TestReloadFrom(t *testing.T) {
 	require.False(t, changed)
 	st := e.Status()
 	require.Equal(t, "r2", st.Label)
-	require.NotEmpty(t, st.LastError)
+	require.Contains(t, st.LastError, `revision "r3": `)
 	require.Equal(t, uint64(1), st.ReloadFailures)
 	require.Equal(t, "r2", e.Source().Revision)
 
