@@ -263,8 +263,14 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // connect opens a client session to the replica as the token's caller.
 func (r *replica) connect(t *testing.T, token string) *mcp.ClientSession {
 	t.Helper()
+	return r.connectWith(t, token, nil)
+}
+
+// connectWith is connect with client options (notification handlers).
+func (r *replica) connectWith(t *testing.T, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	hc := &http.Client{Transport: bearer{token, http.DefaultTransport}}
-	client := mcp.NewClient(&mcp.Implementation{Name: "replicatest", Version: "v0"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "replicatest", Version: "v0"}, opts)
 	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.base + "/mcp", HTTPClient: hc},

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
@@ -82,6 +83,21 @@ tokens: %s
 	t.Run("a new bundle reaches both replicas, never mixed within a call", func(t *testing.T) {
 		// Callers keep calling on both replicas while r2 rolls out: every
 		// answer is one revision's (its data and its registry row agree).
+		// A session that listed the probe tool is told its listing changed
+		// (its inputSchema's default names the revision).
+		changed := map[*replica]chan struct{}{}
+		for _, r := range replicas {
+			ch := make(chan struct{}, 1)
+			changed[r] = ch
+			cs := r.connectWith(t, annToken, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+				select {
+				case ch <- struct{}{}:
+				default:
+				}
+			}})
+			_, err := cs.ListTools(t.Context(), nil)
+			require.NoError(t, err)
+		}
 		var stop atomic.Bool
 		var wg sync.WaitGroup
 		var mu sync.Mutex
@@ -112,6 +128,13 @@ tokens: %s
 		stop.Store(true)
 		wg.Wait()
 		t.Logf("both replicas served r2 %s after it was published (polling every 1 s)", took.Round(10e6))
+		for _, r := range replicas {
+			select {
+			case <-changed[r]:
+			case <-time.After(deadline):
+				t.Fatalf("replica %s sent no notifications/tools/list_changed for r2", r.name)
+			}
+		}
 		for text, n := range seen {
 			require.Contains(t, []string{"r1 r1", "r2 r2"}, text, "%d answers mixed revisions or failed", n)
 		}
