@@ -13,7 +13,8 @@
 //	if !rep.OK() { ... }
 //
 // Both read the very decision values a server uses ([engine.Revision.Grant],
-// [engine.Revision.Explain], [engine.Revision.Call]), so what they say is
+// [engine.Revision.Explain], [engine.Revision.Call]); Explain of a call is
+// the served pipeline run dry ([mcpadapter.DryRun]), so what it says is
 // what a caller gets. Check reports every problem it finds, each a
 // [Finding] with a stable code and a location; nothing stops at the first.
 //

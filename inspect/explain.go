@@ -14,25 +14,28 @@ import (
 	"github.com/toolgate/toolgate/registry"
 )
 
-// The exact answers of SPEC §5 that Explain can predict.
+// The exact answers of SPEC §5 that Explain can predict: the served
+// pipeline's own (mcpadapter), not a copy.
 const (
-	AnswerNotVerified = "Error: Tool access could not be verified."
-	AnswerInternal    = "Error: An internal error occurred while executing the tool."
+	AnswerNotVerified = mcpadapter.AnswerNotVerified
+	AnswerInternal    = mcpadapter.AnswerInternal
 )
 
 // AnswerUnknownTool is the answer for a hidden tool and for a name no row has.
-func AnswerUnknownTool(name string) string { return fmt.Sprintf("Error: Unknown tool '%s'.", name) }
+func AnswerUnknownTool(name string) string { return mcpadapter.AnswerUnknownTool(name) }
 
-// Stages at which Explain says a tools/call would be decided.
+// Stages at which Explain says a tools/call would be decided: the served
+// pipeline's (mcpadapter.Stage).
 const (
-	StageNobody      = "nobody"       // step 2: nobody signed in: Unknown tool
-	StageNotVerified = "not_verified" // step 3: the grant decision fails
-	StageUnknown     = "unknown_tool" // step 4: hidden, or no row has the name
-	StageRuleFailed  = "rule_failed"  // step 5: the toolgate.call rules fail
-	StageDenied      = "denied"       // step 5: refused with reasons
-	StageHeld        = "held"         // step 5: an approval rule holds the call until a person approves it (SPEC §13)
-	StageAnswered    = "answered"     // step 5: a rule answers instead of the method
-	StageRun         = "run"          // steps 6-7: the arguments are bound and the method runs
+	StageNobody      = string(mcpadapter.StageNobody)      // step 2: nobody signed in: Unknown tool
+	StageNotVerified = string(mcpadapter.StageNotVerified) // step 3: the grant decision fails
+	StageUnknown     = string(mcpadapter.StageUnknown)     // step 4: hidden, or no row has the name
+	StageRuleFailed  = string(mcpadapter.StageRuleFailed)  // step 5: the toolgate.call rules fail
+	StageDenied      = string(mcpadapter.StageDenied)      // step 5: refused with reasons
+	StageHeld        = string(mcpadapter.StageHeld)        // step 5: an approval rule holds the call until a person approves it (SPEC §13)
+	StageAnswered    = string(mcpadapter.StageAnswered)    // step 5: a rule answers instead of the method
+	StageArguments   = string(mcpadapter.StageArguments)   // step 6: the arguments do not bind: an argument answer
+	StageRun         = string(mcpadapter.StageRun)         // steps 6-7: the arguments are bound and the method runs
 )
 
 // ExplainOptions is one question to Explain: a caller, and optionally a call.
@@ -46,8 +49,24 @@ type ExplainOptions struct {
 	// Meta is the raw _meta of the request; it is bounded (SPEC §3) first.
 	Meta json.RawMessage
 	// Arguments are the call's arguments as sent; anything but a JSON
-	// object is read as {}.
+	// object is read as {}, as the server reads it (see CheckArguments).
+	// With Methods they are bound as a call would bind them, and a
+	// missing or wrong argument gets its argument answer (StageArguments);
+	// empty: not known, the explanation stops before binding.
 	Arguments json.RawMessage
+	// Methods are the methods the server dispatches to (required to bind
+	// Arguments); nil: the explanation stops before binding.
+	Methods mcpadapter.MethodSet
+}
+
+// CheckArguments reports whether raw is what --args must be: a JSON object.
+// A server reads anything else as {}; a question about a call should not.
+func CheckArguments(raw json.RawMessage) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return errors.New("want a JSON object of arguments")
+	}
+	return nil
 }
 
 // Explanation says how the grant decision, and optionally a call, came out
@@ -98,14 +117,17 @@ type RowExplanation struct {
 	Granted bool `json:"granted"`
 }
 
-// CallExplanation is what a tools/call would get at the decision stage,
-// before its arguments are bound.
+// CallExplanation is what a tools/call would get, read from the Record of
+// a dry run of the served pipeline (mcpadapter.DryRun).
 type CallExplanation struct {
 	Tool string `json:"tool"`
 	// Method is the row's method; empty when no row has the name.
 	Method string `json:"method,omitempty"`
 	// Stage is one of the Stage constants.
 	Stage string `json:"stage"`
+	// Bound reports that the arguments were bound to the method (StageRun
+	// with Arguments and Methods).
+	Bound bool `json:"bound,omitempty"`
 	// Answer is the exact text the caller receives at that stage; for
 	// StageAnswered the rule's result, for StageRun empty (the method's
 	// result, or an argument answer, follows).
@@ -118,7 +140,8 @@ type CallExplanation struct {
 	// (file:line) that did, empty when the registry's base decision did.
 	DecidedBy string            `json:"decided_by"`
 	Rules     []engine.Location `json:"rules,omitempty"`
-	// Failure is the policy failure, for StageNotVerified and StageRuleFailed.
+	// Failure is the policy failure, for StageNotVerified and
+	// StageRuleFailed, and a binding failure that is no argument answer.
 	Failure string `json:"failure,omitempty"`
 	// Approval is the approval rule's value (StageHeld; also with
 	// StageAnswered and StageRun, when the call consumes an approval first).
@@ -129,20 +152,28 @@ type CallExplanation struct {
 }
 
 // Explain evaluates the grant decision for a caller with the rules that
-// defined it and, for a tool, the call decision, the way tools/list and
-// tools/call do (SPEC §5 steps 2 to 5). Go hooks a server registers (the
-// idempotency ledger, for one) run before the toolgate.call rules and are
-// not part of the explanation; neither are argument binding and the method.
+// defined it and, for a tool, runs the served call pipeline dry
+// (mcpadapter.DryRun: SPEC §5 steps 1 to 6), so what it says is what the
+// call gets. Go hooks a server registers (the idempotency ledger, for one),
+// the approval store, the confirmation and the method are not run.
 //
 // Explain never returns nil. It is safe for concurrent use.
 func Explain(ctx context.Context, opts ExplainOptions) *Explanation {
 	rev := opts.Revision
-	meta := engine.BoundMeta(opts.Meta)
-	req := engine.Request{Method: engine.MethodList, Meta: meta}
+	var (
+		d   *engine.GrantDecision
+		rec *mcpadapter.Record
+	)
 	if opts.Tool != "" {
-		req = engine.Request{Method: engine.MethodCall, Tool: opts.Tool, Arguments: opts.Arguments, Meta: meta}
+		rec = mcpadapter.DryRun(ctx, mcpadapter.DryRunOptions{
+			Revision: rev, Caller: opts.Caller, Name: opts.Tool,
+			Arguments: opts.Arguments, Meta: opts.Meta, Methods: opts.Methods,
+		})
+		d = rec.Grant.Decision
 	}
-	d := rev.Explain(ctx, opts.Caller, req)
+	if d == nil {
+		d = rev.Explain(ctx, opts.Caller, engine.Request{Method: engine.MethodList, Meta: engine.BoundMeta(opts.Meta)})
+	}
 	x := &Explanation{
 		Revision:      rev.Hash(),
 		Caller:        opts.Caller,
@@ -176,107 +207,92 @@ func Explain(ctx context.Context, opts ExplainOptions) *Explanation {
 			x.Listed = append(x.Listed, t.Name)
 		}
 	}
-	if opts.Tool != "" {
-		x.Call = explainCall(ctx, rev, opts.Caller, req, d)
+	if rec != nil {
+		x.Call = explainCall(rev, opts.Caller, opts.Tool, rec)
 	}
 	return x
 }
 
-// baseWhy says why the base decision is what it is for one row.
+// baseWhy says in words why the base decision for one row is what
+// engine.Base (its one home) decides.
 func baseWhy(reg *registry.Registry, t *registry.Tool, c *engine.Caller) string {
-	if c == nil {
+	base := engine.Base(reg, t, c)
+	switch {
+	case c == nil:
 		return "nobody is signed in"
-	}
-	if t.Section == "" {
+	case t.Section == "":
 		return "no section: every signed-in caller"
 	}
 	sec, ok := reg.Sections[t.Section]
-	if !ok {
+	switch {
+	case !ok:
 		return fmt.Sprintf("section %s is not in sections: nobody", t.Section)
-	}
-	for _, r := range c.Roles {
-		if slices.Contains(sec.Roles, r) {
-			return fmt.Sprintf("section %s lists %s", t.Section, r)
+	case base:
+		for _, r := range c.Roles {
+			if slices.Contains(sec.Roles, r) {
+				return fmt.Sprintf("section %s lists %s", t.Section, r)
+			}
 		}
 	}
 	return fmt.Sprintf("section %s lists only %s", t.Section, strings.Join(sec.Roles, ", "))
 }
 
-// explainCall walks SPEC §5 from step 2 to step 5 for one name.
-func explainCall(ctx context.Context, rev *engine.Revision, c *engine.Caller, req engine.Request, d *engine.GrantDecision) *CallExplanation {
-	name := req.Tool
-	ce := &CallExplanation{Tool: name}
+// explainCall says in words what the dry run of a call decided.
+func explainCall(rev *engine.Revision, c *engine.Caller, name string, rec *mcpadapter.Record) *CallExplanation {
+	ce := &CallExplanation{Tool: name, Stage: string(rec.Stage), Answer: rec.Answer(), Rules: rec.DecidingRules()}
 	t := rev.Tool(name)
 	if t != nil {
 		ce.Method = t.Method
 	}
-	if c == nil {
-		ce.Stage, ce.Answer, ce.DecidedBy = StageNobody, AnswerUnknownTool(name), "nobody is signed in"
-		return ce
+	cd := rec.CallDecision
+	if cd == nil {
+		cd = &engine.CallDecision{}
 	}
-	allowed, err := d.Allowed(name)
-	if err != nil {
-		ce.Stage, ce.Answer, ce.Failure = StageNotVerified, AnswerNotVerified, err.Error()
-		ce.DecidedBy, ce.Rules = "the grant decision failed", failureRules(err)
-		return ce
-	}
-	if !allowed {
-		ce.Stage, ce.Answer = StageUnknown, AnswerUnknownTool(name)
+	switch rec.Stage {
+	case mcpadapter.StageNobody:
+		ce.DecidedBy = "nobody is signed in"
+	case mcpadapter.StageNotVerified:
+		ce.DecidedBy, ce.Failure = "the grant decision failed", rec.Grant.Err.Error()
+	case mcpadapter.StageUnknown:
 		switch {
 		case t == nil:
 			ce.DecidedBy = "no row has this name"
-		case d.Outcome == engine.Override:
-			ce.DecidedBy, ce.Rules = "the policy's granted set does not name it", d.Rules
+		case rec.Grant.Outcome == engine.Override:
+			ce.DecidedBy = "the policy's granted set does not name it"
 		default:
 			ce.DecidedBy = "the base decision: " + baseWhy(rev.Registry(), t, c)
 		}
-		return ce
-	}
-	cd := rev.Call(ctx, c, req)
-	switch {
-	case cd.Err != nil:
-		ce.Stage, ce.Answer, ce.Failure = StageRuleFailed, AnswerInternal, cd.Err.Error()
-		ce.DecidedBy, ce.Rules = "the toolgate.call rules failed", failureRules(cd.Err)
-	case len(cd.Deny) > 0:
-		msgs := make([]string, len(cd.Deny))
-		for i, r := range cd.Deny {
-			msgs[i] = r.Message
-			for _, l := range r.Rules {
-				if !slices.Contains(ce.Rules, l) {
-					ce.Rules = append(ce.Rules, l)
-				}
-			}
+	case mcpadapter.StageRuleFailed:
+		ce.DecidedBy, ce.Failure = "the toolgate.call rules failed", rec.Err.Error()
+		if cd.Err != nil {
+			ce.Failure = cd.Err.Error()
 		}
-		ce.Stage, ce.Answer, ce.Reasons = StageDenied, strings.Join(msgs, "; "), cd.Deny
+	case mcpadapter.StageDenied:
 		ce.DecidedBy = "data.toolgate.call.deny"
-	case cd.Approval != nil:
-		ce.Stage, ce.Approval, ce.Rules = StageHeld, cd.Approval, cd.Approval.Rules
-		ce.Answer = mcpadapter.ApprovalRequired(cd.Approval.Reason, "<id>")
+		for _, dn := range rec.Denials {
+			ce.Reasons = append(ce.Reasons, engine.Reason{Message: dn.Reason, Rules: dn.Rules})
+		}
+	case mcpadapter.StageHeld:
+		ce.Approval, ce.Confirm = cd.Approval, cd.Confirm
 		ce.DecidedBy = "data.toolgate.call.approval: held until one of " + strings.Join(cd.Approval.Approvers, ", ") +
 			" approves, then the identical call goes on once"
-		ce.Confirm = cd.Confirm
-	case cd.Result != nil:
-		ce.Stage, ce.Result, ce.Rules = StageAnswered, json.RawMessage(cd.Result), cd.ResultRules
-		ce.Answer = resultText(cd.Result)
+	case mcpadapter.StageAnswered:
+		ce.Result, ce.Answer = json.RawMessage(cd.Result), resultText(cd.Result)
 		ce.DecidedBy = "data.toolgate.call.result"
-	default:
-		ce.Stage, ce.Confirm = StageRun, cd.Confirm
-		if d.Outcome == engine.Override {
-			ce.DecidedBy, ce.Rules = "granted by the policy; no toolgate.call rule refuses or answers", d.Rules
+	case mcpadapter.StageArguments:
+		ce.DecidedBy = "the arguments, bound against the row's declaration"
+		if rec.Argument == nil {
+			ce.Failure = rec.Err.Error()
+		}
+	case mcpadapter.StageRun:
+		ce.Confirm, ce.Bound, ce.Answer = rec.Confirm, rec.Bound, ""
+		if rec.Grant.Outcome == engine.Override {
+			ce.DecidedBy, ce.Rules = "granted by the policy; no toolgate.call rule refuses or answers", rec.Grant.Rules
 		} else {
 			ce.DecidedBy = "granted by the base decision (" + baseWhy(rev.Registry(), t, c) + "); no toolgate.call rule refuses or answers"
 		}
 	}
 	return ce
-}
-
-// failureRules is where a policy failure arose, when OPA said.
-func failureRules(err error) []engine.Location {
-	var pe *engine.PolicyError
-	if errors.As(err, &pe) && pe.Location.File != "" {
-		return []engine.Location{pe.Location}
-	}
-	return nil
 }
 
 // resultText is the text content of a CallToolResult, its items joined by

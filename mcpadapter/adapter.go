@@ -6,11 +6,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,17 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/internal/wire"
 )
-
-// The exact answers of SPEC §5.
-const (
-	msgNameRequired = "Error: Tool name is required."
-	msgNotVerified  = "Error: Tool access could not be verified."
-	msgInternal     = "Error: An internal error occurred while executing the tool."
-)
-
-func msgUnknownTool(name string) string { return fmt.Sprintf("Error: Unknown tool '%s'.", name) }
 
 // Revisions is where the adapter reads the revision a decision uses; an
 // *engine.Engine is one.
@@ -171,7 +160,7 @@ func (a *Adapter) callSafely(ctx context.Context, req *mcp.CallToolRequest) (res
 	defer func() {
 		if v := recover(); v != nil {
 			a.log.Error("tools/call panicked; answered with the internal error", slog.Any("error", &PanicError{Value: v, Stack: debug.Stack()}))
-			res = TextResult(msgInternal, true)
+			res = TextResult(AnswerInternal, true)
 		}
 	}()
 	return a.Call(ctx, req)
@@ -216,7 +205,7 @@ func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.Lis
 	res.CacheScope = "private"
 	var rawMeta string
 	if req.Params != nil {
-		if w, ok := takeWire(req.Params.Meta); ok {
+		if w, ok := wire.Take(req.Params.Meta); ok {
 			rawMeta = w.Meta
 		} else if req.Params.Meta != nil {
 			b, _ := json.Marshal(req.Params.Meta)
@@ -292,218 +281,13 @@ func (l *wireList) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// Call answers tools/call, step by step as SPEC §5 says. It never returns a
-// JSON-RPC error: every answer is a CallToolResult.
-func (a *Adapter) Call(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult {
-	start := time.Now()
-	p := req.Params
-	if p == nil {
-		p = &mcp.CallToolParamsRaw{}
-	}
-	w, ok := takeWire(p.Meta)
-	if !ok && p.Meta != nil {
-		b, _ := json.Marshal(p.Meta)
-		w.Meta = string(b)
-	}
-	// Step 1.
-	if w.NameInvalid || (!ok && p.Name == "") {
-		return TextResult(msgNameRequired, true)
-	}
-	name := p.Name
-	// Step 2.
-	caller := a.opts.Caller(ctx, req)
-	if caller == nil {
-		return TextResult(msgUnknownTool(name), true)
-	}
-	rc := a.revision()
-	rev := rc.rev
-	args := normaliseArguments(p.Arguments)
-	ereq := engine.Request{Method: engine.MethodCall, Tool: name, Arguments: args, Meta: engine.BoundMeta(json.RawMessage(w.Meta))}
-	call := &CallContext{
-		DecisionID: newDecisionID(),
-		Name:       name,
-		Arguments:  args,
-		Meta:       ereq.Meta,
-		Caller:     caller,
-		Revision:   rev,
-		Start:      start,
-	}
-	// Step 3: the grant decision, strictly. An unknown name runs it too.
-	d := rev.Grant(ctx, caller, ereq)
-	decided := time.Since(start)
-	allowed, err := d.Allowed(name)
-	if err != nil {
-		a.log.Error("tools/call: grant decision failed; refusing",
-			slog.String("decision_id", call.DecisionID), slog.String("subject", caller.Subject),
-			slog.String("revision", rev.String()), slog.Any("error", err))
-		res := TextResult(msgNotVerified, true)
-		a.runAfter(ctx, call, &CallEnd{Outcome: OutcomeRefusedGate, Result: res, Err: err, Failed: true, Duration: time.Since(start), Decision: decided})
-		return res
-	}
-	// Step 4: hidden is absent.
-	if !allowed {
-		return TextResult(msgUnknownTool(name), true)
-	}
-	idx := rev.ToolIndex(name)
-	row := &rev.Registry().Tools[idx]
-	call.Tool, call.Method = row, row.Method
-
-	end := a.accepted(ctx, req, call, rc, idx, &ereq)
-	end.Duration = time.Since(start)
-	end.Decision += decided
-	if end.Failed {
-		a.log.Error("tools/call failed",
-			slog.String("decision_id", call.DecisionID), slog.String("tool", name), slog.String("method", row.Method),
-			slog.String("subject", caller.Subject), slog.String("revision", rev.String()), slog.Any("error", end.Err))
-	}
-	// Step 8.
-	a.runAfter(ctx, call, end)
-	return end.Result
-}
-
-// accepted runs steps 5 to 7 for a granted call.
-func (a *Adapter) accepted(ctx context.Context, req *mcp.CallToolRequest, call *CallContext, rc *revisionCache, idx int, ereq *engine.Request) (end *CallEnd) {
-	var rules time.Duration // spent in the toolgate.call rules
-	var approved CallEnd    // the approval this call consumed, if any
-	defer func() {
-		if end != nil {
-			end.Decision = rules
-			if approved.ApprovalID != "" {
-				end.ApprovalID, end.ApprovedBy = approved.ApprovalID, approved.ApprovedBy
-			}
-		}
-	}()
-	fail := func(err error) *CallEnd {
-		return &CallEnd{Outcome: OutcomeFailed, Result: TextResult(msgInternal, true), Err: err, Failed: true}
-	}
-	// Step 5: before hooks, then the toolgate.call rules. Refusing wins.
-	var (
-		reasons    []string
-		answer     *mcp.CallToolResult
-		answeredBy string
-		deniedBy   string
-	)
-	for _, h := range a.hooks {
-		if h.Before == nil {
-			continue
-		}
-		var v Verdict
-		err := a.guard(ctx, false, func(ctx context.Context) error {
-			var err error
-			v, err = h.Before(ctx, call)
-			return err
-		})
-		if err == nil && v.Denied && v.Reason == "" {
-			err = errors.New("denied with an empty reason")
-		}
-		if err != nil {
-			return fail(fmt.Errorf("before hook %q: %w", h.Name, err))
-		}
-		switch {
-		case v.Denied:
-			reasons = append(reasons, v.Reason)
-			if deniedBy == "" {
-				deniedBy = h.Name
-			}
-		case v.Result != nil && answer == nil:
-			answer, answeredBy = v.Result, h.Name
-		}
-	}
-	rulesStart := time.Now()
-	cd := call.Revision.Call(ctx, call.Caller, *ereq)
-	rules = time.Since(rulesStart)
-	if cd.Err != nil {
-		return fail(fmt.Errorf("toolgate.call rules: %w", cd.Err))
-	}
-	for _, r := range cd.Deny {
-		reasons = append(reasons, r.Message)
-		if deniedBy == "" {
-			deniedBy = "policy"
-		}
-	}
-	if len(reasons) > 0 {
-		return &CallEnd{Outcome: OutcomeDenied, Result: TextResult(strings.Join(reasons, "; "), true), Reasons: reasons, AnsweredBy: deniedBy}
-	}
-	// Then approval (SPEC §13): it holds the call before anything answers.
-	if cd.Approval != nil {
-		if held := a.checkApproval(ctx, call, cd.Approval, &approved); held != nil {
-			return held
-		}
-	}
-	if answer == nil && cd.Result != nil {
-		res, err := policyResult(cd.Result)
-		if err != nil {
-			return fail(err)
-		}
-		answer, answeredBy = res, "policy"
-	}
-	if answer != nil {
-		return &CallEnd{Outcome: OutcomeAnswered, Result: answer, AnsweredBy: answeredBy}
-	}
-	// The user confirms a call that will run.
-	if cd.Confirm != "" {
-		if no := a.confirm(ctx, req, cd.Confirm); no != nil {
-			return no
-		}
-	}
-
-	// Step 6: bind the arguments.
-	row := call.Tool
-	m, ok := a.opts.Methods.Method(row.Method)
-	if !ok {
-		return fail(fmt.Errorf("tool %s: no method %q is registered", row.Name, row.Method))
-	}
-	schemas, err := rc.argSchemas(idx)
-	if err != nil {
-		return fail(err)
-	}
-	args, err := bind(row, schemas, m, call.Arguments)
-	var inv Invocation
-	if err == nil {
-		err = a.guard(ctx, false, func(context.Context) error {
-			var err error
-			inv, err = m.Bind(args)
-			return err
-		})
-	}
-	if err != nil {
-		var ae *ArgumentError
-		if errors.As(err, &ae) {
-			// Name and type come from the row, whatever the method said.
-			for _, decl := range row.Arguments {
-				if decl.Name == ae.Name {
-					ae.Type = decl.Type
-					ae.Internal = !registry.IsPrimitive(decl.Type)
-				}
-			}
-			return &CallEnd{Outcome: OutcomeFailed, Result: TextResult(ae.Message(), true), Err: ae, Failed: true}
-		}
-		return fail(fmt.Errorf("bind arguments: %w", err))
-	}
-
-	// Step 7: run the method.
-	var res *mcp.CallToolResult
-	err = safely(func() error {
-		var err error
-		res, err = inv(ctx)
-		return err
-	})
-	if err == nil && res == nil {
-		err = errors.New("method returned no result")
-	}
-	if err != nil {
-		return fail(fmt.Errorf("method %s: %w", row.Method, err))
-	}
-	return &CallEnd{Outcome: OutcomeResult, Result: res}
-}
-
 // runAfter runs every after hook once; failures are logged and ignored.
-func (a *Adapter) runAfter(ctx context.Context, call *CallContext, end *CallEnd) {
+func (a *Adapter) runAfter(ctx context.Context, call *CallContext, rec *Record) {
 	for _, h := range a.hooks {
 		if h.After == nil {
 			continue
 		}
-		if err := a.guard(ctx, true, func(ctx context.Context) error { return h.After(ctx, call, end) }); err != nil {
+		if err := a.guard(ctx, true, func(ctx context.Context) error { return h.After(ctx, call, rec) }); err != nil {
 			a.log.Error("after hook failed; ignored",
 				slog.String("hook", h.Name), slog.String("decision_id", call.DecisionID), slog.Any("error", err))
 		}
@@ -545,23 +329,6 @@ func safely(f func() error) (err error) {
 		}
 	}()
 	return f()
-}
-
-// normaliseArguments returns the arguments as sent when they are a JSON
-// object, else {}.
-func normaliseArguments(raw json.RawMessage) json.RawMessage {
-	for _, c := range raw {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		case '{':
-			if json.Valid(raw) {
-				return raw
-			}
-		}
-		break
-	}
-	return json.RawMessage("{}")
 }
 
 func newDecisionID() string {

@@ -11,25 +11,6 @@ import (
 	"github.com/toolgate/toolgate/engine"
 )
 
-// The exact answers of SPEC §13.
-const (
-	// MsgNotConfirmed answers a call whose confirmation the user declined
-	// or cancelled.
-	MsgNotConfirmed = "The call was not confirmed."
-	// MsgCannotConfirm answers a call that needs a confirmation from a
-	// client without the elicitation capability.
-	MsgCannotConfirm = "This tool needs a confirmation your client cannot show."
-)
-
-// ApprovalRequired is the answer to a call held for an approval.
-func ApprovalRequired(reason, id string) string {
-	return fmt.Sprintf("Approval required: %s (approval %s). Call again once it is approved.", reason, id)
-}
-
-// ApprovalRefused is the answer, given once, to the call whose request an
-// approver refused.
-func ApprovalRefused(id string) string { return fmt.Sprintf("Approval %s was refused.", id) }
-
 // Approvals holds the calls that data.toolgate.call.approval names until a
 // person approves them (SPEC §13); hooks/approvals.Gate is one. The adapter
 // asks it only for a granted call that nothing refused.
@@ -67,10 +48,14 @@ type ApprovalCheck struct {
 // without an approval store.
 var ErrNoApprovals = errors.New("an approval rule holds the call but the server has no approval store")
 
-// checkApproval runs the approval step of step 5; nil when the call goes on.
-func (a *Adapter) checkApproval(ctx context.Context, call *CallContext, rule *engine.Approval, end *CallEnd) *CallEnd {
+// checkApproval runs the approval step of step 5 for a served call; it
+// reports whether that decided the call (held, refused, failed). A call
+// that consumed an approval goes on, the approval in rec.
+func (a *Adapter) checkApproval(ctx context.Context, call *CallContext, rule *engine.Approval, rec *Record) bool {
+	by := Answerer{Kind: ByApproval, Rules: rule.Rules}
 	if a.opts.Approvals == nil {
-		return &CallEnd{Outcome: OutcomeFailed, Result: TextResult(msgInternal, true), Err: ErrNoApprovals, Failed: true}
+		rec.fail(StageHookFailed, by, ErrNoApprovals)
+		return true
 	}
 	var ck ApprovalCheck
 	err := a.guard(ctx, false, func(ctx context.Context) error {
@@ -82,20 +67,24 @@ func (a *Adapter) checkApproval(ctx context.Context, call *CallContext, rule *en
 		err = errors.New("approval check returned no id")
 	}
 	if err != nil {
-		return &CallEnd{Outcome: OutcomeFailed, Result: TextResult(msgInternal, true), Err: fmt.Errorf("approvals: %w", err), Failed: true}
+		rec.fail(StageHookFailed, by, fmt.Errorf("approvals: %w", err))
+		return true
 	}
 	switch ck.State {
 	case ApprovalConsumed:
-		end.ApprovalID, end.ApprovedBy = ck.ID, ck.ApprovedBy
-		return nil
+		rec.ApprovalID, rec.ApprovedBy = ck.ID, ck.ApprovedBy
+		return false
 	case ApprovalHeld:
-		text := ApprovalRequired(rule.Reason, ck.ID)
-		return &CallEnd{Outcome: OutcomeHeld, Result: TextResult(text, true), Reasons: []string{text}, AnsweredBy: "policy", ApprovalID: ck.ID}
+		rec.held(rule, ck.ID)
+		return true
 	case ApprovalRefusedOnce:
 		text := ApprovalRefused(ck.ID)
-		return &CallEnd{Outcome: OutcomeDenied, Result: TextResult(text, true), Reasons: []string{text}, AnsweredBy: "approval", ApprovalID: ck.ID}
+		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = StageDenied, OutcomeDenied, by, "approval"
+		rec.Result, rec.Reasons, rec.ApprovalID = TextResult(text, true), []string{text}, ck.ID
+		return true
 	}
-	return &CallEnd{Outcome: OutcomeFailed, Result: TextResult(msgInternal, true), Err: fmt.Errorf("approvals: unknown state %d", ck.State), Failed: true}
+	rec.fail(StageHookFailed, by, fmt.Errorf("approvals: unknown state %d", ck.State))
+	return true
 }
 
 // confirmSchema is the yes/no form of a confirmation.
@@ -116,7 +105,8 @@ const confirmInputID = "toolgate.confirm"
 const multiRoundTripRevision = "2026-07-28"
 
 // confirm asks the calling user, through MCP elicitation, the question of
-// data.toolgate.call.confirm; nil when the user accepted with yes.
+// data.toolgate.call.confirm, for a served call; it reports whether that
+// decided the call (false: the user accepted with yes).
 //
 // A client of the 2026-07-28 revision gets the question as an input
 // request of the result (resultType input_required) and calls again with
@@ -124,18 +114,21 @@ const multiRoundTripRevision = "2026-07-28"
 // request while the call waits. The answer is the client's either way: a
 // confirmation protects the user from their agent's mistakes, it is not an
 // approval (SPEC §13's approvals are the server's).
-func (a *Adapter) confirm(ctx context.Context, req *mcp.CallToolRequest, question string) *CallEnd {
-	no := func(text string) *CallEnd {
-		return &CallEnd{Outcome: OutcomeDenied, Result: TextResult(text, true), Reasons: []string{text}, AnsweredBy: "confirmation"}
+func (a *Adapter) confirm(ctx context.Context, req *mcp.CallToolRequest, question string, rec *Record) bool {
+	by := Answerer{Kind: ByConfirmation, Rules: rec.CallDecision.ConfirmRules}
+	no := func(text string) bool {
+		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = StageDenied, OutcomeDenied, by, "confirmation"
+		rec.Result, rec.Reasons = TextResult(text, true), []string{text}
+		return true
 	}
-	answered := func(res *mcp.ElicitResult) *CallEnd {
+	answered := func(res *mcp.ElicitResult) bool {
 		if res == nil || res.Action != "accept" {
 			return no(MsgNotConfirmed)
 		}
 		if yes, _ := res.Content["confirm"].(bool); !yes {
 			return no(MsgNotConfirmed)
 		}
-		return nil
+		return false
 	}
 	if req != nil && req.Params != nil {
 		if r, ok := req.Params.InputResponses[confirmInputID]; ok {
@@ -160,11 +153,13 @@ func (a *Adapter) confirm(ctx context.Context, req *mcp.CallToolRequest, questio
 	params := &mcp.ElicitParams{Mode: "form", Message: question, RequestedSchema: confirmSchema}
 	if ip.ProtocolVersion >= multiRoundTripRevision {
 		res := &mcp.CallToolResult{Content: []mcp.Content{}, InputRequests: mcp.InputRequestMap{confirmInputID: params}}
-		return &CallEnd{Outcome: OutcomeAnswered, Result: res, AnsweredBy: "confirmation"}
+		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy, rec.Result = StageAnswered, OutcomeAnswered, by, "confirmation", res
+		return true
 	}
 	res, err := ss.Elicit(ctx, params)
 	if err != nil {
-		return &CallEnd{Outcome: OutcomeFailed, Result: TextResult(msgInternal, true), Err: fmt.Errorf("confirmation: %w", err), Failed: true}
+		rec.fail(StageHookFailed, by, fmt.Errorf("confirmation: %w", err))
+		return true
 	}
 	return answered(res)
 }

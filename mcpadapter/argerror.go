@@ -1,6 +1,6 @@
 package mcpadapter
 
-import "fmt"
+import "github.com/toolgate/toolgate/registry"
 
 // ArgumentProblem says what is wrong with an argument.
 type ArgumentProblem int
@@ -34,16 +34,16 @@ type ArgumentError struct {
 func (e *ArgumentError) Message() string {
 	switch e.Problem {
 	case ArgMissing:
-		return fmt.Sprintf("Error: Missing required argument '%s'.", e.Name)
+		return answerMissingArgument(e.Name)
 	case ArgInvalid:
 		if e.Internal {
-			return fmt.Sprintf("Error: Invalid value for argument '%s'.", e.Name)
+			return answerInvalidInternalArgument(e.Name)
 		}
-		return fmt.Sprintf("Error: Invalid value for argument '%s': expected %s.", e.Name, e.Type)
+		return answerInvalidArgument(e.Name, e.Type)
 	case ArgUnknown:
-		return fmt.Sprintf("Error: Unknown argument '%s'.", e.Name)
+		return answerUnknownArgument(e.Name)
 	}
-	return msgInternal
+	return AnswerInternal
 }
 
 func (e *ArgumentError) Error() string {
@@ -54,3 +54,10 @@ func (e *ArgumentError) Error() string {
 }
 
 func (e *ArgumentError) Unwrap() error { return e.Err }
+
+// argumentError is the ArgumentError of the row's declared argument a:
+// name, type and whether the type is internal come from the row, whatever
+// the validator or the method said.
+func argumentError(a *registry.Argument, p ArgumentProblem, err error) *ArgumentError {
+	return &ArgumentError{Problem: p, Name: a.Name, Type: a.Type, Internal: !registry.IsPrimitive(a.Type), Err: err}
+}

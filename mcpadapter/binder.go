@@ -111,9 +111,7 @@ func bind(t *registry.Tool, schemas []*jsonschema.Schema, m Method, raw json.Raw
 	args := make([]Arg, 0, len(t.Arguments))
 	for j := range t.Arguments {
 		a := &t.Arguments[j]
-		argErr := func(p ArgumentProblem, err error) error {
-			return &ArgumentError{Problem: p, Name: a.Name, Type: a.Type, Internal: !registry.IsPrimitive(a.Type), Err: err}
-		}
+		argErr := func(p ArgumentProblem, err error) error { return argumentError(a, p, err) }
 		if !m.HasArgument(a.Name) {
 			return nil, argErr(ArgUnknown, fmt.Errorf("the method has no argument %q", a.Name))
 		}

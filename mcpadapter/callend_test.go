@@ -41,7 +41,7 @@ func TestAfterHooksSeeTheCallsDuration(t *testing.T) {
 		name    string
 		hook    *mcpadapter.Hook
 		params  string
-		outcome mcpadapter.Outcome
+		outcome mcpadapter.CallOutcome
 	}{
 		{"result", nil, fmt.Sprintf(`{"name":"sleep","arguments":{"ms":%d}}`, minimum.Milliseconds()), mcpadapter.OutcomeResult},
 		{"denied", new(slow(mcpadapter.Deny("no."), nil)), `{"name":"echo","arguments":{"text":"x"}}`, mcpadapter.OutcomeDenied},

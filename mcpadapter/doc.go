@@ -18,6 +18,14 @@
 // once for every call that reached the hooks or was refused by a failing
 // grant decision.
 //
+// The step machine is written once: each call produces a [Record] (the
+// stage it reached, the grant decision, every deny reason with the hook or
+// rule file:line that gave it, who answered, the answer, the timings),
+// which the after hooks receive. [DryRun] runs the same steps without
+// their side effects (no Go hook, approval store, confirmation or method):
+// `toolgate explain` prints its Record, so explain and a served call
+// cannot disagree. Every answer string is in answers.go.
+//
 // Serve every transport through WrapTransport (or HTTP through WrapHTTP):
 // the go-sdk decodes request params before any middleware, and the wire
 // layer is what gives integer tool names, a _meta that is not an object and

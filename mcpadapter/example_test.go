@@ -2,6 +2,7 @@ package mcpadapter_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing/fstest"
 
@@ -76,4 +77,52 @@ tools:
 	// echo: Error: Missing required argument 'text'. (isError true)
 	// wipe: Error: Unknown tool 'wipe'. (isError true)
 	// nothing: Error: Unknown tool 'nothing'. (isError true)
+}
+
+// DryRun decides a call by the steps a served call takes, without running
+// a hook or the method: what `toolgate explain` prints. Each deny reason
+// comes with the rule (file:line) that gave it.
+func ExampleDryRun() {
+	ctx := context.Background()
+	fsys := fstest.MapFS{
+		"registry.yaml": {Data: []byte(`
+tools:
+  - name: getReward
+    method: demo.getReward
+    arguments: [{ name: idReward, type: int, required: true }]
+`)},
+		"policies/call.rego": {Data: []byte(`package toolgate.call
+
+deny contains "Rewards are closed today." if input.request.meta.closed == true
+`)},
+	}
+	eng, err := engine.New(ctx, engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	methods := mcpadapter.Methods{}
+	methods.Register("demo.getReward", func(context.Context, struct {
+		IDReward int `json:"idReward"`
+	}) (string, error) {
+		panic("a dry run runs no method")
+	})
+	alice := &engine.Caller{Subject: "alice"}
+	for _, o := range []mcpadapter.DryRunOptions{
+		{Name: "getReward", Arguments: json.RawMessage(`{"idReward": 7}`), Meta: json.RawMessage(`{"closed": true}`)},
+		{Name: "getReward", Arguments: json.RawMessage(`{"idReward": "seven"}`)},
+		{Name: "getReward", Arguments: json.RawMessage(`{"idReward": 7}`)},
+	} {
+		o.Revision, o.Caller, o.Methods = eng.Current(), alice, methods
+		rec := mcpadapter.DryRun(ctx, o)
+		fmt.Printf("%s: %q", rec.Stage, rec.Answer())
+		for _, d := range rec.Denials {
+			fmt.Printf(" (%s)", d.Rules[0])
+		}
+		fmt.Println()
+	}
+	// Output:
+	// denied: "Rewards are closed today." (policies/call.rego:3)
+	// arguments: "Error: Invalid value for argument 'idReward': expected int."
+	// run: ""
 }

@@ -206,7 +206,7 @@ func TestFaults(t *testing.T) {
 		fault   string
 		tool    string
 		want    string
-		outcome mcpadapter.Outcome
+		outcome mcpadapter.CallOutcome
 		ran     bool // the method ran
 	}{
 		{fault: "grant-builtin-error", want: notVerified, outcome: mcpadapter.OutcomeRefusedGate},

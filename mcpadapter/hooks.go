@@ -80,64 +80,15 @@ func Deny(reason string) Verdict { return Verdict{Denied: true, Reason: reason} 
 // Answer answers the call with a result instead of running its method.
 func Answer(res *mcp.CallToolResult) Verdict { return Verdict{Result: res} }
 
-// Outcome names how a call ended, as the audit trail writes it.
-type Outcome string
-
-const (
-	// OutcomeResult: the method ran and returned a result (which may carry
-	// isError, as an upstream's does).
-	OutcomeResult Outcome = "result"
-	// OutcomeAnswered: a before hook or a toolgate.call rule answered.
-	OutcomeAnswered Outcome = "answered"
-	// OutcomeDenied: a before hook or a toolgate.call rule refused.
-	OutcomeDenied Outcome = "denied"
-	// OutcomeFailed: a before hook, the argument binding or the method failed.
-	OutcomeFailed Outcome = "failed"
-	// OutcomeRefusedGate: the grant decision failed (step 3).
-	OutcomeRefusedGate Outcome = "refused_gate"
-	// OutcomeHeld: an approval rule holds the call until a person approves
-	// it (SPEC §13).
-	OutcomeHeld Outcome = "held"
-)
-
-// CallEnd is what an after hook learns about a finished call.
-type CallEnd struct {
-	Outcome Outcome
-	// Result is the result the caller receives, or nil.
-	Result *mcp.CallToolResult
-	// Err is the failure, with full server-side detail, or nil.
-	Err error
-	// Failed reports whether the call failed (Err is then not nil).
-	Failed bool
-	// Reasons are the deny reasons when Outcome is OutcomeDenied.
-	Reasons []string
-	// Duration is the wall-clock time of the call itself.
-	Duration time.Duration
-	// Decision is the part of Duration spent in policy decisions: the grant
-	// decision and, for an accepted call, the toolgate.call rules.
-	Decision time.Duration
-	// AnsweredBy names the hook ("policy" for a toolgate.call rule) that
-	// answered or denied, when one did.
-	AnsweredBy string
-	// ApprovalID is the approval request the call was held for, was told
-	// was refused, or consumed (SPEC §13); "" when none was asked.
-	ApprovalID string
-	// ApprovedBy is the subject of the approver whose approval the call
-	// consumed; "" otherwise.
-	ApprovedBy string
-}
-
-// DurationMS is Duration in milliseconds, the unit of the audit trail.
-func (e *CallEnd) DurationMS() float64 { return float64(e.Duration.Microseconds()) / 1000 }
-
 // BeforeFunc is a before hook: it runs once a call is accepted (SPEC §5 step
 // 5), in registration order. An error or a panic fails the call closed.
 type BeforeFunc func(ctx context.Context, call *CallContext) (Verdict, error)
 
 // AfterFunc is an after hook: a notification that runs exactly once for every
-// call that reached step 5 and every call refused at step 3. It cannot change
-// the answer; an error or a panic is logged and ignored.
-type AfterFunc func(ctx context.Context, call *CallContext, end *CallEnd) error
+// call that reached step 5 and every call refused at step 3, with the call's
+// Record. It cannot change the answer and must not modify the Record; an
+// error or a panic is logged and ignored.
+type AfterFunc func(ctx context.Context, call *CallContext, rec *Record) error
 
 // Hook is a named pair of before and after halves; either may be nil.
 type Hook struct {

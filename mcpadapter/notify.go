@@ -221,7 +221,7 @@ func (a *Adapter) sendListChanged(s *mcp.Server) {
 	a.notifySeq++
 	name := fmt.Sprintf("toolgate.revision.%d", a.notifySeq)
 	s.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return TextResult(msgInternal, true), nil
+		return TextResult(AnswerInternal, true), nil
 	})
 	s.RemoveTools(name)
 }

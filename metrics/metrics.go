@@ -26,12 +26,6 @@ import (
 // HookName is the name the metrics hook registers under.
 const HookName = "metrics"
 
-// outcomes are every mcpadapter.Outcome; their series exist from the start.
-var outcomes = []mcpadapter.Outcome{
-	mcpadapter.OutcomeResult, mcpadapter.OutcomeAnswered, mcpadapter.OutcomeDenied,
-	mcpadapter.OutcomeFailed, mcpadapter.OutcomeRefusedGate, mcpadapter.OutcomeHeld,
-}
-
 // Metrics holds toolgate's collectors in their own registry, together with
 // the Go runtime and process collectors.
 type Metrics struct {
@@ -98,7 +92,7 @@ func New() *Metrics {
 	for _, s := range approvalStates {
 		m.approvals.WithLabelValues(s)
 	}
-	for _, o := range outcomes {
+	for _, o := range mcpadapter.Outcomes {
 		m.calls.WithLabelValues(string(o))
 	}
 	m.reg.MustRegister(m.calls, m.duration, m.decision, m.reloads, m.reloadFailures, m.replays, m.conflicts, m.auditDropped, m.upstreamDrift, m.approvals,
@@ -117,7 +111,7 @@ func (m *Metrics) Handler() http.Handler {
 // Hook returns the after hook counting calls by outcome and observing
 // their duration, named HookName.
 func (m *Metrics) Hook() mcpadapter.Hook {
-	return mcpadapter.Hook{Name: HookName, After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+	return mcpadapter.Hook{Name: HookName, After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.Record) error {
 		m.ObserveCall(end.Outcome, end.Duration.Seconds())
 		if m != nil {
 			m.decision.Observe(end.Decision.Seconds())
@@ -127,7 +121,7 @@ func (m *Metrics) Hook() mcpadapter.Hook {
 }
 
 // ObserveCall counts one call with its outcome and duration in seconds.
-func (m *Metrics) ObserveCall(outcome mcpadapter.Outcome, seconds float64) {
+func (m *Metrics) ObserveCall(outcome mcpadapter.CallOutcome, seconds float64) {
 	if m == nil {
 		return
 	}

@@ -100,6 +100,9 @@ func runExplainCommand(ctx context.Context, e *env) int {
 	if args != "" && tool == "" {
 		return usageError(fs, e.stderr, "--args needs --tool")
 	}
+	if err := inspect.CheckArguments(json.RawMessage(args)); args != "" && json.Valid([]byte(args)) && err != nil {
+		return usageError(fs, e.stderr, "--args: %v", err)
+	}
 	for _, f := range []struct{ name, v string }{{"args", args}, {"meta", meta}} {
 		if f.v != "" && !json.Valid([]byte(f.v)) {
 			return usageError(fs, e.stderr, "--%s: not valid JSON", f.name)
@@ -119,6 +122,7 @@ func runExplainCommand(ctx context.Context, e *env) int {
 		Tool:      tool,
 		Meta:      json.RawMessage(meta),
 		Arguments: json.RawMessage(args),
+		Methods:   builtinMethods(),
 	}}
 	return p.run(ctx, e)
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/internal/canon"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
@@ -54,11 +55,44 @@ type Record struct {
 	ApprovalID string `json:"approval_id,omitempty"`
 	// ApprovedBy is the approver whose approval the call consumed.
 	ApprovedBy string `json:"approved_by,omitempty"`
+
+	// The fields below add to SPEC §10's: how the call was decided, read
+	// from the adapter's Record.
+
+	// Stage is the step of SPEC §5 at which the call was decided
+	// (mcpadapter.Stage: run, denied, held, answered, arguments,
+	// rule_failed, hook_failed, not_verified).
+	Stage string `json:"stage"`
+	// Grant is how the grant decision came out: no_override (the base
+	// decision stood), override (the policy's granted set decided) or
+	// failed.
+	Grant string `json:"grant"`
+	// Rules are the rules (file:line) behind the answer: each deny
+	// reason's, the approval's or the answering result's, or where a
+	// policy failed; omitted when none did (the base decision, a hook or
+	// the method).
+	Rules []string `json:"rules,omitempty"`
+	// Denials are the deny reasons one by one with who gave each: a hook
+	// by name, or rules by file:line; omitted when nothing refused.
+	Denials []Denial `json:"denials,omitempty"`
 }
 
-// NewRecord builds the record of one finished call.
-func NewRecord(call *mcpadapter.CallContext, end *mcpadapter.CallEnd) Record {
+// Denial is one deny reason of a Record.
+type Denial struct {
+	Reason string `json:"reason"`
+	// Hook is the before hook that gave it; omitted for a rule.
+	Hook string `json:"hook,omitempty"`
+	// Rules are the rules (file:line) that produced it.
+	Rules []string `json:"rules,omitempty"`
+}
+
+// NewRecord builds the audit record of one finished call from its
+// context and the adapter's record of it.
+func NewRecord(call *mcpadapter.CallContext, end *mcpadapter.Record) Record {
 	r := Record{
+		Stage:           string(end.Stage),
+		Grant:           end.Grant.Outcome.String(),
+		Rules:           locations(end.DecidingRules()),
 		DecisionID:      call.DecisionID,
 		Timestamp:       call.Start.UTC().Format(time.RFC3339Nano),
 		Tool:            call.Name,
@@ -83,7 +117,19 @@ func NewRecord(call *mcpadapter.CallContext, end *mcpadapter.CallEnd) Record {
 	if m, err := call.Meta.MarshalJSON(); err == nil {
 		r.Meta = m
 	}
+	for _, d := range end.Denials {
+		r.Denials = append(r.Denials, Denial{Reason: d.Reason, Hook: d.Hook, Rules: locations(d.Rules)})
+	}
 	return r
+}
+
+// locations renders rule locations as file:line; nil for none.
+func locations(ls []engine.Location) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.String())
+	}
+	return out
 }
 
 // Options configure an Auditor. The zero value takes every default.
@@ -152,7 +198,7 @@ func (a *Auditor) Hook() mcpadapter.Hook {
 // failed, or written after Close.
 func (a *Auditor) Dropped() uint64 { return a.dropped.Load() }
 
-func (a *Auditor) after(_ context.Context, call *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+func (a *Auditor) after(_ context.Context, call *mcpadapter.CallContext, end *mcpadapter.Record) error {
 	line, err := json.Marshal(NewRecord(call, end))
 	if err != nil {
 		a.drop(1, "encode", err)

@@ -23,9 +23,14 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
-// specFields are the fields of an audit record, SPEC §10.
-var specFields = []string{"decision_id", "timestamp", "subject", "tool", "method", "outcome",
-	"reason", "error", "duration_ms", "revision", "meta", "arguments_sha256"}
+// specFields are the fields of an audit record, SPEC §10; addedFields
+// those the record adds (issue 12: how the call was decided), always
+// present.
+var (
+	specFields = []string{"decision_id", "timestamp", "subject", "tool", "method", "outcome",
+		"reason", "error", "duration_ms", "revision", "meta", "arguments_sha256"}
+	addedFields = []string{"stage", "grant"}
+)
 
 // The values that must never reach the trail.
 const (
@@ -142,19 +147,24 @@ func TestAuditRecords(t *testing.T) {
 	}{
 		{name: "result", subject: "alice", tool: "echo", meta: mcp.Meta{"festi/runId": "r-1"},
 			want: map[string]any{"subject": "alice", "tool": "echo", "method": "demo.echo", "outcome": "result",
-				"reason": "", "error": "", "meta": map[string]any{"festi/runId": "r-1"}}},
+				"reason": "", "error": "", "meta": map[string]any{"festi/runId": "r-1"}, "stage": "run", "grant": "no_override", "rules": nil, "denials": nil}},
 		{name: "answered by a rule", subject: "alice", tool: "echo", meta: mcp.Meta{"test/answer": true},
 			want: map[string]any{"tool": "echo", "method": "demo.echo", "outcome": "answered", "reason": "", "error": "",
-				"meta": map[string]any{"test/answer": true}}},
+				"meta": map[string]any{"test/answer": true}, "stage": "answered", "rules": []any{"policies/call.rego:5"}}},
 		{name: "answered by a hook", subject: "alice", tool: "echo", meta: mcp.Meta{"test/hook-answer": 1},
-			want: map[string]any{"outcome": "answered", "reason": "", "error": ""}},
+			want: map[string]any{"outcome": "answered", "reason": "", "error": "", "rules": nil}},
 		{name: "denied by hook and rule", subject: "alice", tool: "echo", meta: mcp.Meta{"test/deny": true},
-			want: map[string]any{"outcome": "denied", "reason": "Hook says no.; Rule says no.", "error": ""}},
+			want: map[string]any{"outcome": "denied", "reason": "Hook says no.; Rule says no.", "error": "", "stage": "denied",
+				"rules": []any{"policies/call.rego:3"}, "denials": []any{
+					map[string]any{"reason": "Hook says no.", "hook": "deny"},
+					map[string]any{"reason": "Rule says no.", "rules": []any{"policies/call.rego:3"}},
+				}}},
 		{name: "failed", subject: "alice", tool: "fail",
 			want:      map[string]any{"tool": "fail", "method": "demo.fail", "outcome": "failed", "reason": ""},
 			wantError: "permission denied"},
 		{name: "refused at the gate", subject: "gatebreaker", tool: "no-such-tool",
-			want:      map[string]any{"subject": "gatebreaker", "tool": "no-such-tool", "method": "", "outcome": "refused_gate", "reason": ""},
+			want: map[string]any{"subject": "gatebreaker", "tool": "no-such-tool", "method": "", "outcome": "refused_gate", "reason": "",
+				"stage": "not_verified", "grant": "failed"},
 			wantError: "conflict"},
 		{name: "hidden", subject: "alice", tool: "hidden"},
 		{name: "absent", subject: "alice", tool: "no-such-tool"},
@@ -190,9 +200,11 @@ func TestAuditRecords(t *testing.T) {
 			require.NoError(t, d.Decode(&rec))
 			keys := make([]string, 0, len(rec))
 			for k := range rec {
-				keys = append(keys, k)
+				if k != "rules" && k != "denials" { // present when a rule or hook decided
+					keys = append(keys, k)
+				}
 			}
-			require.ElementsMatch(t, specFields, keys)
+			require.ElementsMatch(t, append(slices.Clip(specFields), addedFields...), keys)
 			for k, v := range c.want {
 				require.Equal(t, v, rec[k], k)
 			}
@@ -360,4 +372,36 @@ func TestAuditConcurrentCalls(t *testing.T) {
 	require.Len(t, ids, 50)
 	slices.Sort(ids)
 	require.Len(t, slices.Compact(ids), 50)
+}
+
+// TestAuditSaysAnOverrideDecided: a call the policy's granted set let
+// through is "grant": "override"; one the base decision let through is
+// "no_override" (issue 12: the audit line says whether an override decided).
+func TestAuditSaysAnOverrideDecided(t *testing.T) {
+	t.Parallel()
+	fsys := fstest.MapFS{
+		"registry.yaml":       {Data: []byte(testRegistry)},
+		"policies/grant.rego": {Data: []byte("package toolgate.grant\n\ngranted := {\"echo\"} if input.caller.subject == \"carol\"\n")},
+	}
+	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"})
+	require.NoError(t, err)
+	methods := mcpadapter.Methods{}
+	methods.Register("demo.echo", func(context.Context, struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		return "echo", nil
+	})
+	for subject, want := range map[string]string{"carol": "override", "alice": "no_override"} {
+		var buf syncBuffer
+		aud := New(&buf, Options{})
+		a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: methods, Caller: mcpadapter.StaticCaller(&engine.Caller{Subject: subject})})
+		a.AddHook(aud.Hook())
+		res := a.Call(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "echo", Arguments: json.RawMessage(`{"text":"x"}`)}})
+		require.False(t, res.IsError)
+		require.NoError(t, aud.Close())
+		var r Record
+		require.NoError(t, json.Unmarshal([]byte(buf.String()), &r))
+		require.Equal(t, want, r.Grant, subject)
+		require.Equal(t, "result", r.Outcome)
+	}
 }

@@ -6,7 +6,15 @@
 //	 "tool":"getReward","method":"demo.getReward","outcome":"denied",
 //	 "reason":"Rewards are read-only today","error":"","duration_ms":1.204,
 //	 "revision":"3/5f1c0e9a7b2d","meta":{"festi/runId":"r-1"},
-//	 "arguments_sha256":"…"}
+//	 "arguments_sha256":"…","stage":"denied","grant":"no_override",
+//	 "rules":["rego/call.rego:9"],
+//	 "denials":[{"reason":"Rewards are read-only today","rules":["rego/call.rego:9"]}]}
+//
+// Besides SPEC §10's fields, "stage" says at which step the call was
+// decided, "grant" whether the policy's override decided (override), the
+// base decision stood (no_override) or the decision failed, "rules" the
+// rules (file:line) behind the answer, and "denials" each deny reason with
+// the hook or rules that gave it.
 //
 // Argument values never appear, only the SHA-256 of the canonical
 // arguments; neither do tokens or the caller's claims. Note that "error"

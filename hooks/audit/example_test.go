@@ -11,7 +11,8 @@ import (
 )
 
 // NewRecord is what the hook writes for one call: the arguments only as a
-// hash, the bounded _meta as sent.
+// hash, the bounded _meta as sent, and the rule (file:line) behind each
+// deny reason.
 func ExampleNewRecord() {
 	call := &mcpadapter.CallContext{
 		DecisionID: "4f2a",
@@ -22,8 +23,16 @@ func ExampleNewRecord() {
 		Caller:     &engine.Caller{Subject: "alice"},
 		Start:      time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC),
 	}
-	end := &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeDenied, Reasons: []string{"Closed on Sundays."}, Duration: 1500 * time.Microsecond}
+	rule := engine.Location{File: "rego/call.rego", Row: 9, Col: 1}
+	end := &mcpadapter.Record{
+		Stage:    mcpadapter.StageDenied,
+		Outcome:  mcpadapter.OutcomeDenied,
+		Grant:    mcpadapter.GrantRecord{Outcome: engine.NoOverride},
+		Denials:  []mcpadapter.Denial{{Reason: "Closed on Sundays.", Rules: []engine.Location{rule}}},
+		Reasons:  []string{"Closed on Sundays."},
+		Duration: 1500 * time.Microsecond,
+	}
 	line, _ := json.Marshal(audit.NewRecord(call, end))
 	fmt.Println(string(line))
-	// Output: {"decision_id":"4f2a","timestamp":"2026-11-30T09:00:00Z","subject":"alice","tool":"getReward","method":"demo.getReward","outcome":"denied","reason":"Closed on Sundays.","error":"","duration_ms":1.5,"revision":"","meta":{"festi/runId":"r-1"},"arguments_sha256":"191cc4f65632c937c5d62a985bcee2eea37a148a226fbded5489d57bdbcb1696"}
+	// Output: {"decision_id":"4f2a","timestamp":"2026-11-30T09:00:00Z","subject":"alice","tool":"getReward","method":"demo.getReward","outcome":"denied","reason":"Closed on Sundays.","error":"","duration_ms":1.5,"revision":"","meta":{"festi/runId":"r-1"},"arguments_sha256":"191cc4f65632c937c5d62a985bcee2eea37a148a226fbded5489d57bdbcb1696","stage":"denied","grant":"no_override","rules":["rego/call.rego:9"],"denials":[{"reason":"Closed on Sundays.","rules":["rego/call.rego:9"]}]}
 }

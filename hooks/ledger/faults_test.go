@@ -59,7 +59,7 @@ func TestStoreFaults(t *testing.T) {
 	var (
 		mu   sync.Mutex
 		runs int
-		ends []mcpadapter.Outcome
+		ends []mcpadapter.CallOutcome
 	)
 	methods := mcpadapter.Methods{}
 	methods.Register("test.probe", func(context.Context, struct{}) (string, error) {
@@ -80,7 +80,7 @@ func TestStoreFaults(t *testing.T) {
 		ends = append(ends, end.Outcome)
 		return nil
 	}})
-	call := func(tool string, meta mcp.Meta) (string, []mcpadapter.Outcome, int) {
+	call := func(tool string, meta mcp.Meta) (string, []mcpadapter.CallOutcome, int) {
 		mu.Lock()
 		ends, runs = nil, 0
 		mu.Unlock()
@@ -93,7 +93,7 @@ func TestStoreFaults(t *testing.T) {
 	const internal = "Error: An internal error occurred while executing the tool."
 	for _, tc := range []struct {
 		key, tool, want string
-		outcome         mcpadapter.Outcome
+		outcome         mcpadapter.CallOutcome
 		runs            int
 	}{
 		{key: "claim-error", tool: "probe", want: internal, outcome: mcpadapter.OutcomeFailed},
@@ -103,12 +103,12 @@ func TestStoreFaults(t *testing.T) {
 		t.Run(tc.key, func(t *testing.T) {
 			text, outcomes, runs := call(tc.tool, mcp.Meta{"festi/idempotencyKey": tc.key})
 			require.Equal(t, tc.want, text)
-			require.Equal(t, []mcpadapter.Outcome{tc.outcome}, outcomes, "the after hooks see the call once")
+			require.Equal(t, []mcpadapter.CallOutcome{tc.outcome}, outcomes, "the after hooks see the call once")
 			require.Equal(t, tc.runs, runs)
 
 			text, outcomes, runs = call("probe", mcp.Meta{"festi/idempotencyKey": "next-" + tc.key})
 			require.Equal(t, "probe ran", text, "the next call is served")
-			require.Equal(t, []mcpadapter.Outcome{mcpadapter.OutcomeResult}, outcomes)
+			require.Equal(t, []mcpadapter.CallOutcome{mcpadapter.OutcomeResult}, outcomes)
 			require.Equal(t, 1, runs)
 		})
 	}

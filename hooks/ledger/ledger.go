@@ -193,7 +193,7 @@ func (l *Ledger) before(ctx context.Context, call *mcpadapter.CallContext) (mcpa
 	return mcpadapter.Verdict{}, fmt.Errorf("ledger: store answered an unknown state %v", res.State)
 }
 
-func (l *Ledger) after(ctx context.Context, call *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+func (l *Ledger) after(ctx context.Context, call *mcpadapter.CallContext, end *mcpadapter.Record) error {
 	c, _ := call.Value(valueKey{l}).(*claim)
 	if c == nil {
 		return nil

@@ -193,7 +193,7 @@ func TestLedgerHook(t *testing.T) {
 		name   string
 		hooks  func(l *Ledger) []mcpadapter.Hook
 		method func() (*mcp.CallToolResult, error)
-		want   mcpadapter.Outcome
+		want   mcpadapter.CallOutcome
 	}{
 		{"failure", func(l *Ledger) []mcpadapter.Hook { return []mcpadapter.Hook{l.Hook()} }, failing, mcpadapter.OutcomeFailed},
 		{"refusal by a later hook", func(l *Ledger) []mcpadapter.Hook { return []mcpadapter.Hook{l.Hook(), deny} }, nil, mcpadapter.OutcomeDenied},
@@ -384,7 +384,7 @@ func TestLedgerSurvivesRestart(t *testing.T) {
 		require.NoError(t, err)
 		end := run(t, []mcpadapter.Hook{New(s, Options{}).Hook()}, newCall("alice", keyMeta("k"), `{"idReward":7}`), c.method)
 		require.Equal(t, "run 1", text(end.Result))
-		require.Equal(t, []mcpadapter.Outcome{mcpadapter.OutcomeResult, mcpadapter.OutcomeAnswered}[i], end.Outcome)
+		require.Equal(t, []mcpadapter.CallOutcome{mcpadapter.OutcomeResult, mcpadapter.OutcomeAnswered}[i], end.Outcome)
 		require.NoError(t, s.Close())
 	}
 	require.EqualValues(t, 1, c.n.Load())

@@ -1,4 +1,4 @@
-package mcpadapter_test
+package wire_test
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/internal/wire"
 )
 
 // bigPing is one ping request of about n bytes, its params an array of
@@ -41,8 +41,8 @@ func emptyObjects(n int) []byte {
 // AllocsPerRun.)
 func TestSec02WalkDoesNotDecode(t *testing.T) {
 	for name, body := range map[string][]byte{
-		"4 MiB ping":           bigPing(mcpadapter.MaxBodyBytes),
-		"a batch of {}":        emptyObjects(mcpadapter.MaxBatch*3 - 1),
+		"4 MiB ping":           bigPing(wire.MaxBodyBytes),
+		"a batch of {}":        emptyObjects(wire.MaxBatch*3 - 1),
 		"spaced batch of ping": []byte("[ {\"jsonrpc\":\"2.0\", \"id\":1, \"method\":\"ping\"} ,\n{\"jsonrpc\":\"2.0\",\"method\":\"tools/callx\"} ]"),
 		"not JSON":             []byte("][ nothing"),
 	} {
@@ -50,7 +50,7 @@ func TestSec02WalkDoesNotDecode(t *testing.T) {
 			var out []byte
 			allocs := testing.AllocsPerRun(5, func() {
 				var err error
-				out, err = mcpadapter.RewriteBody(body)
+				out, err = wire.RewriteBody(body)
 				require.NoError(t, err)
 			})
 			assert.Zero(t, allocs)
@@ -80,7 +80,7 @@ func TestRewriteBody(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := mcpadapter.RewriteBody([]byte(tc.body))
+			out, err := wire.RewriteBody([]byte(tc.body))
 			require.NoError(t, err)
 			if len(tc.rewritten) == 0 {
 				assert.Equal(t, tc.body, string(out))
@@ -108,7 +108,7 @@ func TestRewriteBody(t *testing.T) {
 		})
 	}
 	t.Run("the call's integer name became a string", func(t *testing.T) {
-		out, err := mcpadapter.RewriteBody([]byte(call))
+		out, err := wire.RewriteBody([]byte(call))
 		require.NoError(t, err)
 		assert.Contains(t, string(out), `"name":"7"`)
 	})
@@ -118,13 +118,13 @@ func TestRewriteBody(t *testing.T) {
 // RewriteBody and over HTTP (400, JSON-RPC -32600), before the handler.
 func TestSec16BatchOverCap(t *testing.T) {
 	t.Parallel()
-	_, err := mcpadapter.RewriteBody(emptyObjects(3*mcpadapter.MaxBatch - 1))
+	_, err := wire.RewriteBody(emptyObjects(3*wire.MaxBatch - 1))
 	require.NoError(t, err)
-	_, err = mcpadapter.RewriteBody(emptyObjects(3*mcpadapter.MaxBatch + 2))
-	require.ErrorIs(t, err, mcpadapter.ErrBatchTooLarge)
+	_, err = wire.RewriteBody(emptyObjects(3*wire.MaxBatch + 2))
+	require.ErrorIs(t, err, wire.ErrBatchTooLarge)
 
 	called := false
-	h := mcpadapter.WrapHTTP(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called = true }))
+	h := wire.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called = true }))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader(emptyObjects(1<<20))))
 	assert.False(t, called)
@@ -132,7 +132,7 @@ func TestSec16BatchOverCap(t *testing.T) {
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch of more than 100 messages"}}`, rec.Body.String())
 }
 
-// serveWire runs one POST of body through WrapHTTP (its handler discards
+// serveWire runs one POST of body through Handler (its handler discards
 // what it gets) and returns the status. length -1 sends no Content-Length.
 func serveWire(h http.Handler, body []byte, length int64) int {
 	req := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader(body))
@@ -147,9 +147,9 @@ var discard = http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { _,
 // BenchmarkSec02Wire: the server time of the wire layer for the bodies of
 // finding 2 (SPEC §11: linear in the body, small constant).
 //
-//	go test ./mcpadapter -run '^$' -bench Sec02 -benchmem
+//	go test ./internal/wire -run '^$' -bench Sec02 -benchmem
 func BenchmarkSec02Wire(b *testing.B) {
-	over := bytes.Repeat([]byte(" "), mcpadapter.MaxBodyBytes+1)
+	over := bytes.Repeat([]byte(" "), wire.MaxBodyBytes+1)
 	for _, bc := range []struct {
 		name   string
 		body   []byte
@@ -157,12 +157,12 @@ func BenchmarkSec02Wire(b *testing.B) {
 		status int
 	}{
 		{"1MiB_of_empty_objects", emptyObjects(1 << 20), 1 << 20, http.StatusBadRequest},
-		{"4MiB_ping", bigPing(mcpadapter.MaxBodyBytes), mcpadapter.MaxBodyBytes, http.StatusOK},
+		{"4MiB_ping", bigPing(wire.MaxBodyBytes), wire.MaxBodyBytes, http.StatusOK},
 		{"4MiB+1_with_length", over, int64(len(over)), http.StatusRequestEntityTooLarge},
 		{"4MiB+1_chunked", over, -1, http.StatusRequestEntityTooLarge},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			h := mcpadapter.WrapHTTP(discard)
+			h := wire.Handler(discard)
 			b.SetBytes(int64(len(bc.body)))
 			b.ReportAllocs()
 			for b.Loop() {

@@ -1,0 +1,448 @@
+package mcpadapter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/registry"
+)
+
+// The call pipeline of SPEC §5 is written once, below. A served call
+// (Adapter.Call) runs all of it; a dry run (DryRun, what `toolgate explain`
+// prints) runs the same steps without their side effects: no Go hook, no
+// approval store, no confirmation, no method. Both produce a Record.
+
+// pipeline is what one run of the step machine may use.
+type pipeline struct {
+	// a is the serving adapter: its hooks, approvals and confirmation, and
+	// the method runs. nil in a dry run.
+	a *Adapter
+	// methods resolve rows' methods; nil: the run stops before binding.
+	methods MethodSet
+	// locate evaluates the grant decision with the rules that defined it
+	// (engine.Revision.Explain), for a dry run.
+	locate bool
+}
+
+// callInput is one tools/call as the pipeline reads it.
+type callInput struct {
+	// req is the served request (the confirmation reads its session); nil
+	// in a dry run.
+	req *mcp.CallToolRequest
+	// nameInvalid: the name is missing or neither a string nor an integer.
+	nameInvalid bool
+	name        string
+	// args are the arguments as sent; bind says whether they are known (a
+	// dry run without them stops before binding).
+	args json.RawMessage
+	bind bool
+	// meta is the _meta as sent, raw.
+	meta string
+	// caller and revision are asked for in this order, and only once the
+	// step before needs them.
+	caller   func() *engine.Caller
+	revision func() *revisionCache
+	start    time.Time
+}
+
+// Call answers tools/call, step by step as SPEC §5 says. It never returns a
+// JSON-RPC error: every answer is a CallToolResult.
+func (a *Adapter) Call(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	return a.call(ctx, req).Result
+}
+
+// call serves one tools/call and returns its record, after the after hooks
+// have seen it.
+func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *Record {
+	start := time.Now()
+	p := req.Params
+	if p == nil {
+		p = &mcp.CallToolParamsRaw{}
+	}
+	w, ok := wire.Take(p.Meta)
+	if !ok && p.Meta != nil {
+		b, _ := json.Marshal(p.Meta)
+		w.Meta = string(b)
+	}
+	in := &callInput{
+		req:         req,
+		nameInvalid: w.NameInvalid || (!ok && p.Name == ""),
+		name:        p.Name,
+		args:        p.Arguments,
+		bind:        true,
+		meta:        w.Meta,
+		caller:      func() *engine.Caller { return a.opts.Caller(ctx, req) },
+		revision:    a.revision,
+		start:       start,
+	}
+	pl := &pipeline{a: a, methods: a.opts.Methods}
+	call, rec := pl.run(ctx, in)
+	if call == nil || rec.Stage == StageUnknown {
+		return rec // steps 1, 2 and 4: no hook hears of it
+	}
+	rec.Duration = time.Since(start)
+	switch {
+	case rec.Stage == StageNotVerified:
+		a.log.Error("tools/call: grant decision failed; refusing",
+			slog.String("decision_id", call.DecisionID), slog.String("subject", call.Caller.Subject),
+			slog.String("revision", call.Revision.String()), slog.Any("error", rec.Err))
+	case rec.Failed:
+		a.log.Error("tools/call failed",
+			slog.String("decision_id", call.DecisionID), slog.String("tool", call.Name), slog.String("method", call.Method),
+			slog.String("subject", call.Caller.Subject), slog.String("revision", call.Revision.String()), slog.Any("error", rec.Err))
+	}
+	// Step 8.
+	a.runAfter(ctx, call, rec)
+	return rec
+}
+
+// DryRunOptions is one tools/call for DryRun.
+type DryRunOptions struct {
+	// Revision is the registry and policies to decide with (required).
+	Revision *engine.Revision
+	// Caller is who calls; nil is nobody.
+	Caller *engine.Caller
+	// Name is the tool name as sent (an integer name as its decimal
+	// string); NameInvalid says there is no usable one (step 1).
+	Name        string
+	NameInvalid bool
+	// Arguments are the arguments as sent (anything but a JSON object is
+	// {}, as served). Empty: they are not known, and the run stops before
+	// binding them.
+	Arguments json.RawMessage
+	// Meta is the raw _meta of the request; it is bounded (SPEC §3) first.
+	Meta json.RawMessage
+	// Methods resolve rows' methods, for binding the arguments; nil: the
+	// run stops before binding.
+	Methods MethodSet
+}
+
+// DryRun decides a tools/call by the very steps Adapter.Call takes
+// (SPEC §5), without a side effect: the grant decision (located: its Rules
+// say which rules defined an override), the toolgate.call rules and the
+// argument binding run; Go hooks, the approval store, the confirmation and
+// the method do not. A call an approval rule holds is StageHeld with the id
+// "<id>"; one that would run is StageRun, with Bound when its arguments
+// were bound. DryRun never returns nil; it is safe for concurrent use.
+func DryRun(ctx context.Context, o DryRunOptions) *Record {
+	rc := newRevisionCache(o.Revision)
+	in := &callInput{
+		nameInvalid: o.NameInvalid,
+		name:        o.Name,
+		args:        o.Arguments,
+		bind:        len(o.Arguments) > 0,
+		meta:        string(o.Meta),
+		caller:      func() *engine.Caller { return o.Caller },
+		revision:    func() *revisionCache { return rc },
+		start:       time.Now(),
+	}
+	pl := &pipeline{methods: o.Methods, locate: true}
+	_, rec := pl.run(ctx, in)
+	rec.Duration = time.Since(in.start)
+	return rec
+}
+
+// run takes a call through steps 1 to 7. The CallContext is nil when the
+// call ended before the grant decision (steps 1 and 2).
+func (p *pipeline) run(ctx context.Context, in *callInput) (*CallContext, *Record) {
+	rec := &Record{Dry: p.a == nil, Grant: GrantRecord{Row: -1}}
+	// Step 1.
+	if in.nameInvalid {
+		rec.Stage, rec.Answerer, rec.Result = StageNameRequired, Answerer{Kind: ByGate}, TextResult(AnswerNameRequired, true)
+		return nil, rec
+	}
+	name := in.name
+	// Step 2.
+	caller := in.caller()
+	if caller == nil {
+		rec.Grant.Outcome = engine.Nobody
+		rec.Stage, rec.Answerer, rec.Result = StageNobody, Answerer{Kind: ByGate}, TextResult(AnswerUnknownTool(name), true)
+		return nil, rec
+	}
+	rc := in.revision()
+	rev := rc.rev
+	args := normaliseArguments(in.args)
+	ereq := engine.Request{Method: engine.MethodCall, Tool: name, Arguments: args, Meta: engine.BoundMeta(json.RawMessage(in.meta))}
+	call := &CallContext{
+		DecisionID: newDecisionID(),
+		Name:       name,
+		Arguments:  args,
+		Meta:       ereq.Meta,
+		Caller:     caller,
+		Revision:   rev,
+		Start:      in.start,
+	}
+	// Step 3: the grant decision, strictly. An unknown name runs it too.
+	t := time.Now()
+	var d *engine.GrantDecision
+	if p.locate {
+		d = rev.Explain(ctx, caller, ereq)
+	} else {
+		d = rev.Grant(ctx, caller, ereq)
+	}
+	rec.GrantTime = time.Since(t)
+	rec.Decision = rec.GrantTime
+	idx := rev.ToolIndex(name)
+	rec.Grant = GrantRecord{Outcome: d.Outcome, Decision: d, Rules: d.Rules, Row: idx}
+	allowed, err := d.Allowed(name)
+	if err != nil {
+		rec.Grant.Err, rec.Grant.Rules = err, failureRules(err)
+		rec.fail(StageNotVerified, Answerer{Kind: ByGate, Rules: rec.Grant.Rules}, err)
+		rec.Outcome, rec.Result = OutcomeRefusedGate, TextResult(AnswerNotVerified, true)
+		return call, rec
+	}
+	rec.Grant.Granted = allowed
+	// Step 4: hidden is absent.
+	if !allowed {
+		rec.Stage, rec.Result = StageUnknown, TextResult(AnswerUnknownTool(name), true)
+		rec.Answerer = Answerer{Kind: ByGate}
+		if idx >= 0 && d.Outcome == engine.Override {
+			rec.Answerer.Rules = d.Rules
+		}
+		return call, rec
+	}
+	row := &rev.Registry().Tools[idx]
+	call.Tool, call.Method = row, row.Method
+	p.accepted(ctx, in, call, rc, idx, &ereq, rec)
+	return call, rec
+}
+
+// accepted runs steps 5 to 7 for a granted call.
+func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContext, rc *revisionCache, idx int, ereq *engine.Request, rec *Record) {
+	// Step 5: before hooks, then the toolgate.call rules. Refusing wins.
+	var (
+		answer     *mcp.CallToolResult
+		answerer   Answerer
+		answeredBy string
+		denier     Answerer
+		deniedBy   string
+	)
+	if p.a != nil {
+		for _, h := range p.a.hooks {
+			if h.Before == nil {
+				continue
+			}
+			var v Verdict
+			err := p.a.guard(ctx, false, func(ctx context.Context) error {
+				var err error
+				v, err = h.Before(ctx, call)
+				return err
+			})
+			if err == nil && v.Denied && v.Reason == "" {
+				err = errors.New("denied with an empty reason")
+			}
+			if err != nil {
+				rec.fail(StageHookFailed, Answerer{Kind: ByHook, Name: h.Name}, fmt.Errorf("before hook %q: %w", h.Name, err))
+				return
+			}
+			switch {
+			case v.Denied:
+				rec.Denials = append(rec.Denials, Denial{Reason: v.Reason, Hook: h.Name})
+				if deniedBy == "" {
+					deniedBy, denier = h.Name, Answerer{Kind: ByHook, Name: h.Name}
+				}
+			case v.Result != nil && answer == nil:
+				answer, answeredBy, answerer = v.Result, h.Name, Answerer{Kind: ByHook, Name: h.Name}
+			}
+		}
+	}
+	t := time.Now()
+	cd := call.Revision.Call(ctx, call.Caller, *ereq)
+	rec.RulesTime = time.Since(t)
+	rec.Decision += rec.RulesTime
+	rec.CallDecision = cd
+	if cd.Err != nil {
+		rec.fail(StageRuleFailed, Answerer{Kind: ByRule, Rules: failureRules(cd.Err)}, fmt.Errorf("toolgate.call rules: %w", cd.Err))
+		return
+	}
+	for _, r := range cd.Deny {
+		rec.Denials = append(rec.Denials, Denial{Reason: r.Message, Rules: r.Rules})
+		if deniedBy == "" {
+			deniedBy, denier = "policy", Answerer{Kind: ByRule}
+		}
+		if denier.Kind == ByRule {
+			denier.Rules = appendNew(denier.Rules, r.Rules...)
+		}
+	}
+	if len(rec.Denials) > 0 {
+		reasons := make([]string, len(rec.Denials))
+		for i, d := range rec.Denials {
+			reasons[i] = d.Reason
+		}
+		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = StageDenied, OutcomeDenied, denier, deniedBy
+		rec.Result, rec.Reasons = TextResult(strings.Join(reasons, "; "), true), reasons
+		return
+	}
+	// Then approval (SPEC §13): it holds the call before anything answers.
+	if cd.Approval != nil {
+		if p.a == nil {
+			rec.held(cd.Approval, "<id>") // the id is the approval store's
+			return
+		}
+		if p.a.checkApproval(ctx, call, cd.Approval, rec) {
+			return
+		}
+	}
+	if answer == nil && cd.Result != nil {
+		res, err := policyResult(cd.Result)
+		if err != nil {
+			rec.fail(StageRuleFailed, Answerer{Kind: ByRule, Rules: cd.ResultRules}, err)
+			return
+		}
+		answer, answeredBy, answerer = res, "policy", Answerer{Kind: ByRule, Rules: cd.ResultRules}
+	}
+	if answer != nil {
+		rec.Stage, rec.Outcome, rec.Result, rec.AnsweredBy, rec.Answerer = StageAnswered, OutcomeAnswered, answer, answeredBy, answerer
+		return
+	}
+	// The user confirms a call that will run.
+	if cd.Confirm != "" {
+		rec.Confirm = cd.Confirm
+		if p.a != nil && p.a.confirm(ctx, in.req, cd.Confirm, rec) {
+			return
+		}
+	}
+	// Step 6: bind the arguments.
+	row := call.Tool
+	if p.methods == nil || !in.bind {
+		rec.Stage = StageRun // a dry run that does not know them
+		return
+	}
+	binding := Answerer{Kind: ByBinding}
+	m, ok := p.methods.Method(row.Method)
+	if !ok {
+		rec.fail(StageArguments, binding, fmt.Errorf("tool %s: no method %q is registered", row.Name, row.Method))
+		return
+	}
+	schemas, err := rc.argSchemas(idx)
+	if err != nil {
+		rec.fail(StageArguments, binding, err)
+		return
+	}
+	args, err := bind(row, schemas, m, call.Arguments)
+	var inv Invocation
+	if err == nil {
+		err = p.guard(ctx, func(context.Context) error {
+			var err error
+			inv, err = m.Bind(args)
+			return err
+		})
+		// The method names the argument; the answer is the row's.
+		var ae *ArgumentError
+		if errors.As(err, &ae) {
+			if decl := declared(row, ae.Name); decl != nil {
+				err = argumentError(decl, ae.Problem, ae.Err)
+			}
+		}
+	}
+	if err != nil {
+		var ae *ArgumentError
+		if errors.As(err, &ae) {
+			rec.fail(StageArguments, binding, ae)
+			rec.Argument, rec.Result = ae, TextResult(ae.Message(), true)
+			return
+		}
+		rec.fail(StageArguments, binding, fmt.Errorf("bind arguments: %w", err))
+		return
+	}
+	rec.Stage, rec.Bound, rec.Answerer = StageRun, true, Answerer{Kind: ByMethod, Name: row.Method}
+	if p.a == nil {
+		return // a dry run runs no method
+	}
+	// Step 7: run the method.
+	t = time.Now()
+	var res *mcp.CallToolResult
+	err = safely(func() error {
+		var err error
+		res, err = inv(ctx)
+		return err
+	})
+	rec.MethodTime = time.Since(t)
+	if err == nil && res == nil {
+		err = errors.New("method returned no result")
+	}
+	if err != nil {
+		rec.fail(StageRun, rec.Answerer, fmt.Errorf("method %s: %w", row.Method, err))
+		return
+	}
+	rec.Outcome, rec.Result = OutcomeResult, res
+}
+
+// guard runs f as a served call runs a hook or a method's binding (with
+// the hook deadline), or in a dry run with only the panic turned into an
+// error.
+func (p *pipeline) guard(ctx context.Context, f func(context.Context) error) error {
+	if p.a != nil {
+		return p.a.guard(ctx, false, f)
+	}
+	return safely(func() error { return f(ctx) })
+}
+
+// fail ends the call with the generic internal error (SPEC §5).
+func (r *Record) fail(stage Stage, by Answerer, err error) {
+	r.Stage, r.Outcome, r.Answerer = stage, OutcomeFailed, by
+	r.Result, r.Err, r.Failed = TextResult(AnswerInternal, true), err, true
+}
+
+// held ends the call held for an approval under rule, request id.
+func (r *Record) held(rule *engine.Approval, id string) {
+	text := ApprovalRequired(rule.Reason, id)
+	r.Stage, r.Outcome, r.Answerer, r.AnsweredBy = StageHeld, OutcomeHeld, Answerer{Kind: ByApproval, Rules: rule.Rules}, "policy"
+	r.Result, r.Reasons, r.ApprovalID = TextResult(text, true), []string{text}, id
+}
+
+// declared is the row's declared argument of that name, or nil.
+func declared(t *registry.Tool, name string) *registry.Argument {
+	for j := range t.Arguments {
+		if t.Arguments[j].Name == name {
+			return &t.Arguments[j]
+		}
+	}
+	return nil
+}
+
+// failureRules is where a policy failure arose, when OPA said.
+func failureRules(err error) []engine.Location {
+	var pe *engine.PolicyError
+	if errors.As(err, &pe) && pe.Location.File != "" {
+		return []engine.Location{pe.Location}
+	}
+	return nil
+}
+
+// appendNew appends the locations ls does not hold yet.
+func appendNew(ls []engine.Location, add ...engine.Location) []engine.Location {
+	for _, l := range add {
+		if !slices.Contains(ls, l) {
+			ls = append(ls, l)
+		}
+	}
+	return ls
+}
+
+// normaliseArguments returns the arguments as sent when they are a JSON
+// object, else {}.
+func normaliseArguments(raw json.RawMessage) json.RawMessage {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{':
+			if json.Valid(raw) {
+				return raw
+			}
+		}
+		break
+	}
+	return json.RawMessage("{}")
+}

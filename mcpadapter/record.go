@@ -1,0 +1,218 @@
+package mcpadapter
+
+import (
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/engine"
+)
+
+// Stage is the step of SPEC §5 at which a tools/call was decided. Its
+// values are the words `toolgate explain` prints.
+type Stage string
+
+// The stages, in the order of SPEC §5.
+const (
+	StageNameRequired Stage = "name_required" // step 1: no usable name
+	StageNobody       Stage = "nobody"        // step 2: nobody signed in: Unknown tool
+	StageNotVerified  Stage = "not_verified"  // step 3: the grant decision failed
+	StageUnknown      Stage = "unknown_tool"  // step 4: hidden, or no row has the name
+	StageHookFailed   Stage = "hook_failed"   // step 5: a before hook, the approval store or the confirmation failed
+	StageRuleFailed   Stage = "rule_failed"   // step 5: the toolgate.call rules failed
+	StageDenied       Stage = "denied"        // step 5: refused with reasons (hooks, rules, a refused approval, an unconfirmed call)
+	StageHeld         Stage = "held"          // step 5: an approval rule holds the call until a person approves it (SPEC §13)
+	StageAnswered     Stage = "answered"      // step 5: a hook, a rule or the confirmation answered instead of the method
+	StageArguments    Stage = "arguments"     // step 6: the arguments could not be bound to the method
+	StageRun          Stage = "run"           // steps 6-7: the arguments were bound and the method ran (a dry run: would run)
+)
+
+// CallOutcome names how a call ended, as the audit trail and the metrics
+// write it. (engine.Outcome is the grant decision's: no override, override,
+// failed, nobody.)
+type CallOutcome string
+
+const (
+	// OutcomeResult: the method ran and returned a result (which may carry
+	// isError, as an upstream's does).
+	OutcomeResult CallOutcome = "result"
+	// OutcomeAnswered: a before hook or a toolgate.call rule answered.
+	OutcomeAnswered CallOutcome = "answered"
+	// OutcomeDenied: a before hook or a toolgate.call rule refused.
+	OutcomeDenied CallOutcome = "denied"
+	// OutcomeFailed: a before hook, the argument binding or the method failed.
+	OutcomeFailed CallOutcome = "failed"
+	// OutcomeRefusedGate: the grant decision failed (step 3).
+	OutcomeRefusedGate CallOutcome = "refused_gate"
+	// OutcomeHeld: an approval rule holds the call until a person approves
+	// it (SPEC §13).
+	OutcomeHeld CallOutcome = "held"
+)
+
+// Outcomes are every CallOutcome, for those who keep a series per outcome.
+var Outcomes = []CallOutcome{OutcomeResult, OutcomeAnswered, OutcomeDenied, OutcomeFailed, OutcomeRefusedGate, OutcomeHeld}
+
+// Who answered a call: Answerer.Kind.
+const (
+	ByGate         = "gate"         // steps 1 to 4: toolgate's own answer
+	ByHook         = "hook"         // a before hook (Answerer.Name); the ledger is one
+	ByRule         = "rule"         // a toolgate.call rule (Answerer.Rules)
+	ByApproval     = "approval"     // the approval step (SPEC §13)
+	ByConfirmation = "confirmation" // the user's confirmation (SPEC §13)
+	ByBinding      = "binding"      // the argument binding (step 6)
+	ByMethod       = "method"       // the row's method (Answerer.Name)
+)
+
+// Answerer says who gave a call its answer.
+type Answerer struct {
+	// Kind is one of the By constants.
+	Kind string
+	// Name is the hook's name (ByHook) or the method's (ByMethod).
+	Name string
+	// Rules are the rules that decided (ByRule, ByApproval, and ByGate for
+	// a grant decision that failed where OPA said, or an override located
+	// in a dry run).
+	Rules []engine.Location
+}
+
+// GrantRecord is how the grant decision of a call came out.
+type GrantRecord struct {
+	// Outcome is no override, override, failed or nobody.
+	Outcome engine.Outcome
+	// Decision is the decision itself; nil for nobody and at step 1. It is
+	// shared and must not be modified.
+	Decision *engine.GrantDecision
+	// Rules are, for an override, the rules that defined granted (a dry run
+	// only: served decisions are not located, for speed), and for a failure
+	// where it arose, when OPA said.
+	Rules []engine.Location
+	// Err is the failure when Outcome is engine.Failed.
+	Err error
+	// Granted reports whether the name was granted (the strict reading).
+	Granted bool
+	// Row is the index of the resolved row; -1 when no row has the name.
+	Row int
+}
+
+// Denial is one deny reason with who gave it.
+type Denial struct {
+	Reason string
+	// Hook is the before hook that gave it; "" for a toolgate.call rule.
+	Hook string
+	// Rules are the rules (file:line) that produced it.
+	Rules []engine.Location
+}
+
+// Record is everything the call pipeline (SPEC §5) decided about one
+// tools/call: the stage it reached, the grant decision, the call decision
+// with every reason and its rule, who answered and the answer, and how long
+// each part took. A served call and a dry run (DryRun, which `toolgate
+// explain` prints) produce it by the same code, so the two cannot disagree.
+//
+// After hooks get the Record of every call that reached step 5 or was
+// refused at step 3; they must not modify it.
+type Record struct {
+	// Stage is where the call was decided.
+	Stage Stage
+	// Outcome is how the call ended; "" at steps 1, 2 and 4, where no hook
+	// hears of the call, and for a dry run at StageRun (the method's
+	// outcome is not known).
+	Outcome CallOutcome
+	// Grant is the grant decision (step 3 and 4).
+	Grant GrantRecord
+	// CallDecision is the decision of the toolgate.call rules (every deny
+	// reason with its rules, the result, approval and confirmation); nil
+	// when they were not evaluated.
+	CallDecision *engine.CallDecision
+	// Denials are every deny reason, the hooks' in registration order then
+	// the rules' sorted, each with who gave it.
+	Denials []Denial
+	// Answerer is who gave the answer.
+	Answerer Answerer
+	// Argument is the argument answer's cause (StageArguments), nil otherwise.
+	Argument *ArgumentError
+	// Confirm is the question the user was (a dry run: would be) asked
+	// before the method runs; "" when none.
+	Confirm string
+	// Dry reports a dry run: no Go hook, approval store, confirmation or
+	// method ran.
+	Dry bool
+	// Bound reports that the arguments were bound to the method.
+	Bound bool
+
+	// Result is the result the caller receives, or nil; in a dry run
+	// decided at StageRun it is nil (the method's result would follow).
+	Result *mcp.CallToolResult
+	// Err is the failure, with full server-side detail, or nil.
+	Err error
+	// Failed reports whether the call failed (Err is then not nil).
+	Failed bool
+	// Reasons are the deny reasons when Outcome is OutcomeDenied (the
+	// messages of Denials; for a refused approval or an unconfirmed call
+	// its one answer), or the one answer when the call is held.
+	Reasons []string
+	// AnsweredBy names the hook ("policy" for a toolgate.call rule,
+	// "approval", "confirmation") that answered or denied, when one did;
+	// "" when the method ran. Answerer says the same in full.
+	AnsweredBy string
+	// ApprovalID is the approval request the call was held for, was told
+	// was refused, or consumed (SPEC §13); "" when none was asked.
+	ApprovalID string
+	// ApprovedBy is the subject of the approver whose approval the call
+	// consumed; "" otherwise.
+	ApprovedBy string
+
+	// Duration is the wall-clock time of the call itself.
+	Duration time.Duration
+	// Decision is the part of Duration spent in policy decisions: the grant
+	// decision and, for an accepted call, the toolgate.call rules.
+	Decision time.Duration
+	// GrantTime, RulesTime and MethodTime are the grant decision's, the
+	// toolgate.call rules' and the method's parts of Duration.
+	GrantTime, RulesTime, MethodTime time.Duration
+}
+
+// CallEnd is the Record under its first name, kept so that after hooks
+// written against it go on compiling.
+//
+// Deprecated: use Record.
+type CallEnd = Record
+
+// DurationMS is Duration in milliseconds, the unit of the audit trail.
+func (r *Record) DurationMS() float64 { return float64(r.Duration.Microseconds()) / 1000 }
+
+// Answer is the text of the answer the caller receives: its text content
+// items joined by newlines; "" when there is no result.
+func (r *Record) Answer() string { return ResultText(r.Result) }
+
+// DecidingRules are the rules (file:line) behind the answer: each deny
+// reason's, the approval's or the answering result's, or where the grant
+// decision or the toolgate.call rules failed. Empty when the registry's
+// base decision, a hook or the method decided.
+func (r *Record) DecidingRules() []engine.Location {
+	var out []engine.Location
+	for _, d := range r.Denials {
+		out = appendNew(out, d.Rules...)
+	}
+	return appendNew(out, r.Answerer.Rules...)
+}
+
+// ResultText is the text content of a CallToolResult, its text items
+// joined by newlines; "" for nil.
+func ResultText(res *mcp.CallToolResult) string {
+	if res == nil {
+		return ""
+	}
+	var s string
+	n := 0
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			if n > 0 {
+				s += "\n"
+			}
+			s += t.Text
+			n++
+		}
+	}
+	return s
+}

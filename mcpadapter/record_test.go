@@ -1,0 +1,117 @@
+package mcpadapter_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+// TestAnswersAreSPECs pins every answer string of answers.go to SPEC's
+// text, written out here on purpose: the one copy under test is not the
+// reference (issue 13: a typo in an answer string).
+func TestAnswersAreSPECs(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "Error: Tool name is required.", mcpadapter.AnswerNameRequired)
+	require.Equal(t, "Error: Tool access could not be verified.", mcpadapter.AnswerNotVerified)
+	require.Equal(t, "Error: An internal error occurred while executing the tool.", mcpadapter.AnswerInternal)
+	require.Equal(t, "Error: Unknown tool 'it's'.", mcpadapter.AnswerUnknownTool("it's"))
+	arg := func(p mcpadapter.ArgumentProblem, typ string, internal bool) string {
+		return (&mcpadapter.ArgumentError{Problem: p, Name: "idReward", Type: typ, Internal: internal}).Message()
+	}
+	require.Equal(t, "Error: Missing required argument 'idReward'.", arg(mcpadapter.ArgMissing, "int", false))
+	require.Equal(t, "Error: Invalid value for argument 'idReward': expected int.", arg(mcpadapter.ArgInvalid, "int", false))
+	require.Equal(t, "Error: Invalid value for argument 'idReward'.", arg(mcpadapter.ArgInvalid, "Money", true))
+	require.Equal(t, "Error: Unknown argument 'idReward'.", arg(mcpadapter.ArgUnknown, "int", false))
+	require.Equal(t, "Approval required: needs a lead (approval 42). Call again once it is approved.", mcpadapter.ApprovalRequired("needs a lead", "42"))
+	require.Equal(t, "Approval 42 was refused.", mcpadapter.ApprovalRefused("42"))
+	require.Equal(t, "The call was not confirmed.", mcpadapter.MsgNotConfirmed)
+	require.Equal(t, "This tool needs a confirmation your client cannot show.", mcpadapter.MsgCannotConfirm)
+}
+
+// recordDenials refuse echo with two located reasons; override grants
+// only echo and sleep to the role "narrow".
+const (
+	recordDenials = `package toolgate.call
+
+deny contains "Rule z refuses." if input.request.meta.deny == true
+
+deny contains "Rule a refuses." if input.request.meta.deny == true
+`
+	recordGrant = `package toolgate.grant
+
+granted := {"echo", "sleep"} if "narrow" in input.caller.roles
+`
+)
+
+// TestRecordNamesWhoDecided: the Record an after hook gets says which hook
+// or rule (file:line) gave each deny reason, whether an override decided
+// the grant, who answered, and how long each part took.
+func TestRecordNamesWhoDecided(t *testing.T) {
+	t.Parallel()
+	policies := map[string]string{"denials.rego": recordDenials, "grant.rego": recordGrant}
+	t.Run("denied by a hook and by rules", func(t *testing.T) {
+		t.Parallel()
+		g := newGoverned(t, setup{caller: &engine.Caller{Subject: "ann", Roles: []string{"admin"}}, hooks: []string{"deny:Hook says no."}, policies: policies})
+		c := g.connectRaw(t, proto20250618)
+		c.call(`{"name":"echo","arguments":{"text":"x"},"_meta":{"deny":true}}`)
+		rec := g.after.lastEnd(t)
+		require.Equal(t, mcpadapter.StageDenied, rec.Stage)
+		require.Equal(t, engine.NoOverride, rec.Grant.Outcome)
+		require.True(t, rec.Grant.Granted)
+		require.Len(t, rec.Denials, 3)
+		require.Equal(t, mcpadapter.Denial{Reason: "Hook says no.", Hook: "deny:Hook says no."}, rec.Denials[0])
+		for i, want := range []struct {
+			reason string
+			row    int
+		}{{"Rule a refuses.", 5}, {"Rule z refuses.", 3}} {
+			d := rec.Denials[i+1]
+			require.Equal(t, want.reason, d.Reason)
+			require.Empty(t, d.Hook)
+			require.Len(t, d.Rules, 1)
+			require.Equal(t, want.row, d.Rules[0].Row, "the rule's line")
+			require.Regexp(t, `denials\.rego:\d+$`, d.Rules[0].String())
+		}
+		require.Equal(t, mcpadapter.Answerer{Kind: mcpadapter.ByHook, Name: "deny:Hook says no."}, rec.Answerer)
+		require.Len(t, rec.DecidingRules(), 2)
+		require.Equal(t, "Hook says no.; Rule a refuses.; Rule z refuses.", rec.Answer())
+	})
+	t.Run("an override grants, the method answers", func(t *testing.T) {
+		t.Parallel()
+		const ms = 5
+		g := newGoverned(t, setup{caller: &engine.Caller{Subject: "nick", Roles: []string{"narrow"}}, policies: policies})
+		c := g.connectRaw(t, proto20250618)
+		c.call(fmt.Sprintf(`{"name":"sleep","arguments":{"ms":%d}}`, ms))
+		rec := g.after.lastEnd(t)
+		require.Equal(t, mcpadapter.StageRun, rec.Stage)
+		require.Equal(t, mcpadapter.OutcomeResult, rec.Outcome)
+		require.Equal(t, engine.Override, rec.Grant.Outcome, "the override decided")
+		require.True(t, rec.Bound)
+		require.False(t, rec.Dry)
+		require.Equal(t, mcpadapter.Answerer{Kind: mcpadapter.ByMethod, Name: "demo.sleep"}, rec.Answerer)
+		require.Empty(t, rec.Denials)
+		require.Empty(t, rec.Reasons)
+		// The method sleeps: what is measured, not a synchronisation.
+		require.GreaterOrEqual(t, rec.MethodTime, ms*time.Millisecond, "the method's time")
+		require.GreaterOrEqual(t, rec.Duration, rec.MethodTime+rec.Decision, "the call's time covers its parts")
+		require.Equal(t, rec.GrantTime+rec.RulesTime, rec.Decision)
+		require.Positive(t, rec.GrantTime)
+		require.Positive(t, rec.RulesTime)
+	})
+	t.Run("a dry run of the same call", func(t *testing.T) {
+		t.Parallel()
+		g := newGoverned(t, setup{policies: policies})
+		rev := g.eng.Current()
+		rec := mcpadapter.DryRun(context.Background(), mcpadapter.DryRunOptions{Revision: rev, Caller: &engine.Caller{Subject: "nick", Roles: []string{"narrow"}}, Name: "getReward"})
+		require.Equal(t, mcpadapter.StageUnknown, rec.Stage)
+		require.True(t, rec.Dry)
+		require.Equal(t, engine.Override, rec.Grant.Outcome)
+		require.NotEmpty(t, rec.Grant.Rules, "a dry run locates the override")
+		require.Equal(t, "Error: Unknown tool 'getReward'.", rec.Answer())
+	})
+}
