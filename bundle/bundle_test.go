@@ -19,6 +19,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	opabundle "github.com/open-policy-agent/opa/v1/bundle"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
@@ -100,6 +101,11 @@ func TestToSourceWithoutRegistry(t *testing.T) {
 	delete(b.Data, "toolgate")
 	_, err = bundle.ToSource(&b)
 	require.ErrorIs(t, err, bundle.ErrNoRegistry)
+
+	b.Manifest.Init()
+	b.Patch = opabundle.Patch{Data: []opabundle.PatchOperation{{Op: "upsert", Path: "/x", Value: 1}}}
+	_, err = bundle.ToSource(&b)
+	require.ErrorIs(t, err, bundle.ErrDelta)
 }
 
 // server is a bundle server: it serves its current bundle with an ETag.

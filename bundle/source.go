@@ -22,6 +22,10 @@ const registryFile = "registry.json"
 // toolgate/registry.
 var ErrNoRegistry = errors.New("the bundle has no registry: want the registry document as data under toolgate/registry")
 
+// ErrDelta is returned by ToSource for a delta bundle: a bundle is
+// activated whole, as a reload is.
+var ErrDelta = errors.New("delta bundles are not supported: serve a snapshot bundle")
+
 // ToSource turns a bundle into an engine.Source in memory: the data under
 // toolgate/registry is the registry (registry.json), every module of the
 // bundle is a policy file at its path in the bundle, and the rest of the
@@ -29,6 +33,9 @@ var ErrNoRegistry = errors.New("the bundle has no registry: want the registry do
 // validates it as it does files on disk. The source's Revision is the
 // manifest's revision.
 func ToSource(b *opabundle.Bundle) (engine.Source, error) {
+	if b.Type() == opabundle.DeltaBundleType {
+		return engine.Source{}, ErrDelta
+	}
 	data := b.Data
 	tg, _ := data["toolgate"].(map[string]any)
 	reg, ok := tg["registry"]
