@@ -26,6 +26,9 @@ func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDeci
 	if c == nil {
 		return r.nobody
 	}
+	if sp := recordingSpan(ctx, SpanGrant); sp != nil {
+		return r.tracedGrant(ctx, sp, c, req)
+	}
 	dc := r.decisions
 	if dc == nil {
 		return r.grant(ctx, c, &req)
@@ -115,6 +118,9 @@ func (r *Revision) readGranted(d *GrantDecision, b any) {
 // Call evaluates the toolgate.call rules for an accepted call of the named
 // row. The caller is signed in (a call by nobody never gets here).
 func (r *Revision) Call(ctx context.Context, c *Caller, req Request) *CallDecision {
+	if sp := recordingSpan(ctx, SpanRules); sp != nil {
+		return r.tracedCall(ctx, sp, c, req)
+	}
 	d := &CallDecision{Revision: r}
 	if !r.policies.callRules {
 		return d // nothing can deny or answer

@@ -146,6 +146,7 @@ type Gateway struct {
 	gate     *approvals.Gate
 	audit    *audit.Auditor
 	activity *console.Activity
+	obs      *observe // tracing and decision logs (gateway/observe.go)
 
 	servers []served
 	stdio   *mcp.Server
@@ -199,6 +200,7 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		}
 	}()
 	for _, step := range []func() error{
+		g.buildObserve,   // tracing and decision logs, first so that Close flushes them last
 		g.buildMethods,   // the Go methods, then the upstream MCP servers
 		g.buildEngine,    // registry and policies, with the upstreams' imports
 		g.buildHooks,     // ledger, approvals, audit trail, metrics
@@ -413,13 +415,14 @@ func (g *Gateway) buildHooks() error {
 // server: the caller comes from the flags over stdio and from each
 // request's credentials over HTTP.
 func (g *Gateway) newServer(caller mcpadapter.CallerFunc) *mcp.Server {
-	a := mcpadapter.New(mcpadapter.Options{Revisions: g.eng, Methods: g.methods, Caller: caller, Logger: g.log, HookTimeout: g.cfg.HookTimeout,
+	a := mcpadapter.New(mcpadapter.Options{Revisions: g.eng, Methods: g.obs.methods(g.methods), Caller: caller, Logger: g.log, HookTimeout: g.cfg.HookTimeout,
 		ListFallback: listFallback(g.cfg.ListFallback), Approvals: g.gate})
-	a.AddHook(g.ledger.Hook())
-	a.AddHook(g.audit.Hook())
-	a.AddHook(g.m.Hook())
-	a.AddHook(g.activity.Hook())
+	a.AddHook(g.obs.hook(g.ledger.Hook()))
+	a.AddHook(g.obs.hook(g.audit.Hook()))
+	a.AddHook(g.obs.hook(g.m.Hook()))
+	a.AddHook(g.obs.hook(g.activity.Hook()))
 	s := a.NewServer(&mcp.Implementation{Name: "toolgate", Version: Version}, &mcp.ServerOptions{Logger: g.log})
+	g.obs.install(a, s, caller, g.eng)
 	g.servers = append(g.servers, served{a, s})
 	return s
 }
