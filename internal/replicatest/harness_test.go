@@ -5,6 +5,7 @@ package replicatest
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/open-policy-agent/opa/v1/plugins/logs"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
@@ -356,4 +358,61 @@ func until(t *testing.T, what string, cond func() bool) time.Duration {
 		time.Sleep(25 * time.Millisecond) // the poll's period, not a synchronisation
 	}
 	return time.Since(start)
+}
+
+// logSink is an HTTP decision-log sink: it decodes each upload (a gzip
+// JSON array) with OPA's own event type, as a sink of OPA's logs would.
+type logSink struct {
+	mu     sync.Mutex
+	events []logs.EventV1
+	bad    []string
+}
+
+func (s *logSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var batch []logs.EventV1
+	zr, err := gzip.NewReader(r.Body)
+	if err == nil {
+		err = json.NewDecoder(zr).Decode(&batch)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.bad = append(s.bad, err.Error())
+		http.Error(w, "bad upload", http.StatusBadRequest)
+		return
+	}
+	s.events = append(s.events, batch...)
+}
+
+// calls returns the call events by decision id, and the uploads that did
+// not decode.
+func (s *logSink) calls() (map[string][]logs.EventV1, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][]logs.EventV1{}
+	for _, e := range s.events {
+		if e.Path == "toolgate/call" {
+			out[e.DecisionID] = append(out[e.DecisionID], e)
+		}
+	}
+	return out, append([]string(nil), s.bad...)
+}
+
+// auditCalls are the replica's audit records: revision by decision id.
+func (r *replica) auditCalls(t *testing.T) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(r.audit)
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var rec struct {
+			DecisionID string `json:"decision_id"`
+			Revision   string `json:"revision"`
+		}
+		if len(line) == 0 || json.Unmarshal(line, &rec) != nil || rec.DecisionID == "" {
+			continue
+		}
+		out[rec.DecisionID] = rec.Revision
+	}
+	return out
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/open-policy-agent/opa/v1/plugins/logs"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/identity"
@@ -43,6 +44,9 @@ func TestReplicas(t *testing.T) {
 	srv := &bundleServer{raw: signedBundle(t, "r1", key.private)}
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
+	sink := &logSink{}
+	hsink := httptest.NewServer(sink)
+	defer hsink.Close()
 
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens.json")
@@ -59,7 +63,8 @@ func TestReplicas(t *testing.T) {
   signing: { key_file: %s }
 ledger: %s
 tokens: %s
-`, hs.URL, key.public, ledger, tokens), 0o600))
+decisionLog: %s/logs
+`, hs.URL, key.public, ledger, tokens, hsink.URL), 0o600))
 
 	replicas := []*replica{}
 	for _, name := range []string{"a", "b"} {
@@ -240,6 +245,52 @@ tokens: %s
 		require.NotEqual(t, m[1], m2[1], "the approval was used: a new request")
 	})
 
+	t.Run("every call on either replica has one decision-log event with its revision", func(t *testing.T) {
+		// Audit lines and events are both written after the call, each
+		// through its own buffer: wait until they name the same calls.
+		var (
+			audited map[string]string
+			events  map[string][]logs.EventV1
+		)
+		until(t, "the sink and the audit trails name the same calls", func() bool {
+			audited = map[string]string{}
+			for _, r := range replicas {
+				for id, rev := range r.auditCalls(t) {
+					audited[id] = rev
+				}
+			}
+			var bad []string
+			events, bad = sink.calls()
+			require.Empty(t, bad, "uploads that do not decode with OPA's EventV1")
+			if len(events) != len(audited) {
+				return false
+			}
+			for id := range audited {
+				if len(events[id]) == 0 {
+					return false
+				}
+			}
+			return true
+		})
+		require.NotEmpty(t, audited)
+		revs := map[string]int{}
+		for id, rev := range audited {
+			require.Len(t, events[id], 1, "call %s", id)
+			e := events[id][0]
+			require.Equal(t, rev, e.Revision, "call %s", id)
+			require.Len(t, e.Bundles, 1)
+			for _, b := range e.Bundles {
+				require.Equal(t, rev, b.Revision, "call %s", id)
+			}
+			revs[rev]++
+		}
+		for id := range events {
+			require.Contains(t, audited, id, "an event for a call no replica made")
+		}
+		require.Subset(t, []string{"r1", "r2"}, keys(revs))
+		t.Logf("%d calls, one event each, by revision: %v", len(audited), revs)
+	})
+
 	t.Run("with the bundle server down a restarted replica serves the persisted bundle", func(t *testing.T) {
 		hs.Close()
 		b.stop()
@@ -250,6 +301,12 @@ tokens: %s
 		require.Equal(t, "r2 r2", probe(t, sessions[a]), "replica a keeps serving too")
 	})
 
-	// Decision-log events at an HTTP sink (issue 17 item 2, --decision-log)
-	// are not on main yet: that scenario joins this test when they are.
+}
+
+func keys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
