@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -165,7 +166,9 @@ func TestClient(t *testing.T) {
 	cfg := bundle.Config{URL: hs.URL + "/bundles/toolgate.tar.gz", Polling: bundle.Polling{MinDelaySeconds: &one, MaxDelaySeconds: &one},
 		Signing: bundle.Signing{KeyFile: pub}}
 	state := t.TempDir()
-	c, err := bundle.New(cfg, bundle.Options{StateDir: state})
+	var activated, refused atomic.Int32
+	c, err := bundle.New(cfg, bundle.Options{StateDir: state,
+		OnActivated: func(string) { activated.Add(1) }, OnRefused: func(error) { refused.Add(1) }})
 	require.NoError(t, err)
 	src, err := c.Initial(ctx)
 	require.NoError(t, err)
@@ -176,12 +179,15 @@ func TestClient(t *testing.T) {
 	go func() { defer close(done); _ = c.Run(ctx, eng) }()
 
 	srv.set(signed("r2", grantEcho, priv))
-	eventually(t, "r2 serving", func() bool { return eng.Current().Label() == "r2" })
+	eventually(t, "r2 activated", func() bool { return activated.Load() == 1 }) // after the swap and the persisting
+	require.Equal(t, "r2", eng.Current().Label())
 	require.Empty(t, c.Status().LastError)
 	require.Equal(t, "r2", c.Status().Revision)
+	require.Equal(t, int32(1), activated.Load())
+	require.Zero(t, refused.Load())
 
 	srv.set(signed("r3", "", otherPriv)) // signed with a key we do not trust
-	eventually(t, "r3 refused", func() bool { return c.Status().LastError != "" })
+	eventually(t, "r3 refused", func() bool { return refused.Load() > 0 })
 	require.Contains(t, c.Status().LastError, "signature")
 	require.Contains(t, eng.Status().LastError, "signature") // /healthz says so
 	require.Equal(t, "r2", eng.Current().Label())

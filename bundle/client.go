@@ -37,6 +37,12 @@ type Options struct {
 	StateDir string
 	// Logger receives activations and failures; nil discards them.
 	Logger *slog.Logger
+	// OnActivated, if set, is called after each bundle Run activates
+	// that changed the revision; OnRefused after each download or
+	// activation that failed (for metrics). They are called from the
+	// polling goroutine, one at a time.
+	OnActivated func(revision string)
+	OnRefused   func(error)
 }
 
 // Status is what /healthz reports about the bundle.
@@ -63,6 +69,7 @@ type Status struct {
 // methods are safe for concurrent use.
 type Client struct {
 	cfg  Config
+	opts Options
 	log  *slog.Logger
 	bvc  *opabundle.VerificationConfig
 	d    *download.Downloader
@@ -102,7 +109,7 @@ func New(cfg Config, opts Options) (*Client, error) {
 	if err := dc.ValidateAndInjectDefaults(); err != nil {
 		return nil, fmt.Errorf("bundle polling: %w", err)
 	}
-	c := &Client{cfg: cfg, log: opts.Logger, name: "toolgate"}
+	c := &Client{cfg: cfg, opts: opts, log: opts.Logger, name: "toolgate"}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -239,6 +246,9 @@ func (c *Client) update(ctx context.Context, u download.Update) error {
 	c.mu.Unlock()
 	c.log.Info("toolgate: bundle activated", slog.String("revision", src.Revision), slog.Bool("changed", changed))
 	c.persist(raw, u.ETag)
+	if changed && c.opts.OnActivated != nil {
+		c.opts.OnActivated(src.Revision)
+	}
 	return nil
 }
 
@@ -263,6 +273,9 @@ func (c *Client) fail(err error, built bool) {
 	}
 	if eng != nil && !built {
 		eng.ReportFailure(err)
+	}
+	if eng != nil && c.opts.OnRefused != nil {
+		c.opts.OnRefused(err)
 	}
 }
 

@@ -13,7 +13,8 @@ import (
 // policy directory, or, with a bundle configured (SPEC §14), the persisted
 // or freshly downloaded bundle and the client that keeps it current (nil
 // without a bundle).
-func openSource(ctx context.Context, cfg Config, log *slog.Logger) (engine.Source, *bundle.Client, error) {
+func (g *Gateway) openSource() (engine.Source, *bundle.Client, error) {
+	cfg, log := g.cfg, g.log
 	if !cfg.Bundle.Enabled() {
 		return cfg.Source(), nil, nil
 	}
@@ -22,11 +23,20 @@ func openSource(ctx context.Context, cfg Config, log *slog.Logger) (engine.Sourc
 		log.Warn("toolgate: no state directory; the bundle is not persisted", slog.Any("error", err))
 		dir = ""
 	}
-	c, err := bundle.New(cfg.Bundle, bundle.Options{StateDir: dir, Logger: log})
+	c, err := bundle.New(cfg.Bundle, bundle.Options{StateDir: dir, Logger: log,
+		// As a file reload's (watch): counted, and the rows checked against the methods.
+		OnActivated: func(string) {
+			g.m.ReloadOK()
+			if e := g.engRef.Load(); e != nil {
+				warnMismatches(log, e.Current().Registry(), g.methods)
+			}
+		},
+		OnRefused: func(error) { g.m.ReloadFailed() },
+	})
 	if err != nil {
 		return engine.Source{}, nil, err
 	}
-	src, err := c.Initial(ctx)
+	src, err := c.Initial(g.ctx)
 	if err != nil {
 		return engine.Source{}, nil, err
 	}

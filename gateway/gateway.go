@@ -368,7 +368,7 @@ func (g *Gateway) buildUpstreams() error {
 // bundle, which it then keeps current: gateway/bundle.go) and reports the
 // rows that will not work with the methods at hand.
 func (g *Gateway) buildEngine() error {
-	src, bundles, err := openSource(g.ctx, g.cfg, g.log)
+	src, bundles, err := g.openSource()
 	if err != nil {
 		return err
 	}
