@@ -35,6 +35,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/engine"
+	_ "github.com/toolgate/toolgate/gateway" // see buildBinary
 )
 
 const (
@@ -78,9 +79,20 @@ func postgres(t *testing.T) string {
 	return dsn + sep + "search_path=" + schema
 }
 
-// buildBinary builds cmd/toolgate once per test run.
+// buildBinary builds cmd/toolgate once per test run. go test caches a
+// result by what the test binary is built from and the files it opens:
+// the blank import of gateway and the stat of cmd/toolgate's files make a
+// change to what the built binary runs re-run the test.
 func buildBinary(t *testing.T) string {
 	t.Helper()
+	entries, err := os.ReadDir(filepath.Join("..", "..", "cmd", "toolgate"))
+	require.NoError(t, err)
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".go") {
+			_, err := os.Stat(filepath.Join("..", "..", "cmd", "toolgate", e.Name()))
+			require.NoError(t, err)
+		}
+	}
 	bin := filepath.Join(t.TempDir(), "toolgate")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/toolgate")
 	cmd.Dir = filepath.Join("..", "..")
