@@ -142,6 +142,10 @@ type policySet struct {
 	grantQ    rego.PreparedEvalQuery // granted only: the hot path
 	explainQ  rego.PreparedEvalQuery // granted with provenance and url_drivers_decided
 	callQ     rego.PreparedEvalQuery // deny, result, approval and confirm with provenance
+	// split evaluates a grant policy that reads the request in two parts
+	// (split.go); nil, with splitWhy saying why, when it cannot.
+	split    *splitGrant
+	splitWhy string
 }
 
 // compilePolicies parses, compiles and prepares every policy and data file.
@@ -186,6 +190,9 @@ func compilePolicies(ctx context.Context, files []sourceFile, printHook func(str
 	if err != nil {
 		return nil, err
 	}
+	// The split (split.go) compiles modules it generates from compiled
+	// ones: the same configuration, without the path check of files.
+	newCompiler := func() *ast.Compiler { return regoload.NewCompiler(ctx, caps, nil, nil, printHook != nil) }
 	if c.Failed() {
 		// The copies change OPA's messages (a rule sharing its line with
 		// its copy is named "in rule ..."; a recursion names the copy):
@@ -224,6 +231,7 @@ func compilePolicies(ctx context.Context, files []sourceFile, printHook func(str
 		wrapQuery("approval", refApproval), wrapQuery("confirm", refConfirm))); err != nil {
 		return nil, fmt.Errorf("prepare call query: %w", err)
 	}
+	ps.split, ps.splitWhy = newSplitGrant(ctx, modules, c, newCompiler, opts)
 	return ps, nil
 }
 

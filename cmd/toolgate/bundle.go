@@ -71,7 +71,7 @@ func unpackBundles(paths []string) (out []string, cleanup func(), err error) {
 			cleanup()
 			return nil, func() {}, fmt.Errorf("bundle %s: %w", p, err)
 		}
-		out = append(out, filepath.Join(dir))
+		out = append(out, dir)
 	}
 	return out, cleanup, nil
 }
