@@ -35,6 +35,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/console"
 	"github.com/toolgate/toolgate/demo"
@@ -141,6 +142,7 @@ type Gateway struct {
 	engOpts []engine.Option
 	engRef  atomic.Pointer[engine.Engine]
 	eng     *engine.Engine
+	bundles *bundle.Client // nil without a bundle (gateway/bundle.go)
 
 	ledger   *ledger.Ledger
 	gate     *approvals.Gate
@@ -376,7 +378,7 @@ func (g *Gateway) buildEngine() error {
 	if err != nil {
 		return err
 	}
-	g.eng = eng
+	g.eng, g.bundles = eng, bundles
 	g.engRef.Store(eng)
 	runBundle(g, bundles, eng)
 	rev := eng.Current()
@@ -486,7 +488,7 @@ func (g *Gateway) buildHTTP() error {
 		Tokens:         g.tokens,
 		JWT:            g.jwt,
 		AllowAnonymous: cfg.AllowAnonymous,
-		Health:         func() any { return health(g.eng) },
+		Health:         func() any { return health(g.eng, g.bundles) },
 		Metrics:        g.m.Handler(),
 		Logger:         g.log,
 		MetricsAddr:    cfg.MetricsAddr,
@@ -677,12 +679,20 @@ type Health struct {
 	// BundleRevision is the manifest revision of the OPA bundle serving
 	// (SPEC §14), absent without a bundle.
 	BundleRevision string `json:"bundle_revision,omitempty"`
+	// Bundle is the bundle's own status (ETag, read from disk at start,
+	// last refusal), absent without a bundle.
+	Bundle *bundle.Status `json:"bundle,omitempty"`
 }
 
-func health(eng *engine.Engine) Health {
+// health is eng's Health, with the bundle's status when b is not nil.
+func health(eng *engine.Engine, b *bundle.Client) Health {
 	st := eng.Status()
 	h := Health{Status: "ok", Revision: st.Revision, Hash: st.Hash, LoadedAt: st.LoadedAt, LastError: st.LastError, LastErrorAt: st.LastErrorAt, Reloads: st.Reloads, ReloadFailure: st.ReloadFailures,
 		BundleRevision: st.Label}
+	if b != nil {
+		st := b.Status()
+		h.Bundle = &st
+	}
 	if h.LastError != "" {
 		h.Status = "degraded"
 	}

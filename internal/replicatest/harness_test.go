@@ -299,6 +299,12 @@ type health struct {
 	Status         string `json:"status"`
 	LastError      string `json:"last_error"`
 	BundleRevision string `json:"bundle_revision"`
+	Bundle         *struct {
+		Revision  string `json:"revision"`
+		ETag      string `json:"etag"`
+		Persisted bool   `json:"persisted"`
+		LastError string `json:"last_error"`
+	} `json:"bundle"`
 }
 
 func (r *replica) health(t *testing.T, token string) health {
