@@ -190,8 +190,8 @@ func compilePolicies(ctx context.Context, files []sourceFile, printHook func(str
 	if err != nil {
 		return nil, err
 	}
-	// The split (split.go) compiles modules it generates from compiled
-	// ones: the same configuration, without the path check of files.
+	// A compiler configured like c, for the split's rewrite of the same
+	// modules (split.go): c has checked them against the data already.
 	newCompiler := func() *ast.Compiler { return regoload.NewCompiler(ctx, caps, nil, nil, printHook != nil) }
 	if c.Failed() {
 		// The copies change OPA's messages (a rule sharing its line with
