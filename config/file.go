@@ -17,7 +17,7 @@ var serveKeys = []string{
 	"upstreams", "ledger", "ledgerRetention", "audit", "watch", "hookTimeout", "evalTimeout",
 	"sessionTimeout", "maxSessions", "readTimeout", "idleTimeout", "maxConnections",
 	"allowedOrigins", "adminRole", "metricsAddr",
-	"capabilities", "listFallback", "pins", "decisionLog", "otelEndpoint", "auth",
+	"capabilities", "listFallback", "pins", "decisionLog", "otelEndpoint", "auth", "bundle",
 }
 
 // authKeys are the keys of the auth section (SPEC §12).
@@ -135,6 +135,9 @@ func parseFile(data []byte) (*Serve, error) {
 			ok = str(v, &s.Pins)
 		case "auth":
 			probs = append(probs, authSection(v, s)...)
+			ok = true
+		case "bundle":
+			probs = append(probs, bundleSection(v, s)...)
 			ok = true
 		case "upstreams":
 			if v.Kind != yaml.SequenceNode {
@@ -323,6 +326,7 @@ func (s *Serve) resolve(dir string) {
 	abs(&s.Tokens)
 	abs(&s.Capabilities)
 	abs(&s.Pins)
+	abs(&s.Bundle.Signing.KeyFile)
 	if s.Auth.JWKS != "" && !isHTTPURL(s.Auth.JWKS) {
 		abs(&s.Auth.JWKS)
 	}

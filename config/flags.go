@@ -80,6 +80,8 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	str("resource", "this server's canonical `URI` (RFC 8707), the tokens' audience (default http://<--http address>/mcp)", func(s *Serve) *string { return &s.Auth.Resource })
 	def("audience", "an accepted token audience `AUD` (repeatable; replaces the file's; default: the resource URI)", (*listValue)(&f.Auth.Audiences), func(d *Serve) { d.Auth.Audiences = f.Auth.Audiences })
 	def("allow-anonymous", "with --issuer, serve a request without a token as nobody instead of answering 401", (*boolValue)(&f.AllowAnonymous), func(d *Serve) { d.AllowAnonymous = f.AllowAnonymous })
+	str("bundle", bundleUsage, func(s *Serve) *string { return &s.Bundle.URL })
+	str("bundle-verification-key", bundleKeyUsage, func(s *Serve) *string { return &s.Bundle.Signing.KeyFile })
 	str("list-fallback", "what tools/list shows when the grant policy fails: base (the base decision) or none (nothing) (default base)", func(s *Serve) *string { return &s.ListFallback })
 	return f
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/upstream"
 )
@@ -28,6 +29,9 @@ type Serve struct {
 	Registry string `yaml:"registry"`
 	// Policy is the policy directory; "" serves the bundled example.
 	Policy string `yaml:"policy"`
+	// Bundle, when its URL is set, serves registry and policies from an
+	// OPA bundle instead (SPEC §14).
+	Bundle bundle.Config `yaml:"bundle"`
 	// Stdio serves on stdin/stdout.
 	Stdio bool `yaml:"stdio"`
 	// HTTP is the address to serve streamable HTTP at. SetDefaults sets
@@ -330,6 +334,7 @@ func (s *Serve) Validate() error {
 		}
 	}
 	probs = append(probs, s.authProblems()...)
+	probs = append(probs, s.bundleProblems()...)
 	if len(probs) > 0 {
 		return &Error{Path: s.Config, Problems: probs}
 	}

@@ -69,15 +69,16 @@ func (o WatchOptions) debounce() time.Duration {
 // a reload once after setting them up. A host may call Reload itself at any
 // time, with or without Watch.
 func (e *Engine) Watch(ctx context.Context, opts WatchOptions) error {
-	if e.src.registryFS() != nil && e.src.policyFS() != nil {
+	src := e.Source()
+	if src.registryFS() != nil && src.policyFS() != nil {
 		return ErrNotWatchable
 	}
 	var reg, pol string
-	if e.src.registryFS() == nil {
-		reg = e.src.Registry
+	if src.registryFS() == nil {
+		reg = src.Registry
 	}
-	if e.src.policyFS() == nil {
-		pol = e.src.Policies
+	if src.policyFS() == nil {
+		pol = src.Policies
 	}
 	w, err := fswatch.New(reg, pol, e.opts.logger)
 	if err != nil {
