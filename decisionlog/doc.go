@@ -1,5 +1,5 @@
 // Package decisionlog writes toolgate's decisions as OPA decision-log events
-// (SPEC §14): one event per grant decision (path toolgate/grant/granted) and
+// (docs/contract.md §14): one event per grant decision (path toolgate/grant/granted) and
 // per call decision (toolgate/call), argument values replaced by their
 // SHA-256, to a file one JSON event per line or to a URL as OPA's
 // decision-log plugin uploads them — POSTed batches, each a gzip-compressed

@@ -24,7 +24,7 @@ import (
 // shutdown.
 const observeCloseTimeout = 5 * time.Second
 
-// observe is what SPEC §14 adds around served calls: OpenTelemetry spans
+// observe is what docs/contract.md §14 adds around served calls: OpenTelemetry spans
 // (--otel-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT) and OPA-shaped decision
 // logs (--decision-log). Each is off unless configured, and then costs
 // nothing: the wrappers return what they are given.
@@ -33,7 +33,7 @@ type observe struct {
 	dl *decisionlog.Logger // nil when off
 }
 
-// buildObserve opens tracing and the decision log (SPEC §14). It is New's
+// buildObserve opens tracing and the decision log (docs/contract.md §14). It is New's
 // first step, so that Close ends it last: what the calls traced and logged
 // is flushed once everything else is done.
 func (g *Gateway) buildObserve() error {

@@ -50,9 +50,9 @@ type Options struct {
 	// HookTimeout bounds each hook; zero is DefaultHookTimeout.
 	HookTimeout time.Duration
 	// ListFallback is what tools/list shows when the grant policy fails
-	// (SPEC §6); the zero value is ListFallbackBase.
+	// (docs/contract.md §6); the zero value is ListFallbackBase.
 	ListFallback ListFallback
-	// Approvals holds the calls an approval rule names (SPEC §13); nil: a
+	// Approvals holds the calls an approval rule names (docs/contract.md §13); nil: a
 	// call an approval rule names fails closed (internal error).
 	Approvals Approvals
 }
@@ -71,7 +71,7 @@ const (
 )
 
 // Adapter governs an MCP server's tools/list and tools/call with a toolgate
-// engine (SPEC §5, §6). Configure it (AddHook) before serving; it is then
+// engine (docs/contract.md §5, §6). Configure it (AddHook) before serving; it is then
 // safe for concurrent use.
 type Adapter struct {
 	opts  Options
@@ -238,7 +238,7 @@ func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.Lis
 	return res, wire
 }
 
-// visibleRows is the lenient reading of d that tools/list shows (SPEC
+// visibleRows is the lenient reading of d that tools/list shows (docs/contract.md
 // §6): a failed decision lists the base decision, or nothing with
 // ListFallbackNone.
 func (a *Adapter) visibleRows(d *engine.GrantDecision) []int {
