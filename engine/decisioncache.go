@@ -15,77 +15,84 @@ const DefaultDecisionCacheSize = 4096
 
 // decisionCache memoises grant decisions per caller fingerprint for one
 // revision (it is dropped with the revision). Only decisions that did not
-// fail are stored. It is a plain LRU under one mutex: a hit is a map lookup
-// and two pointer swaps.
-type decisionCache struct {
+// fail are stored.
+type decisionCache = lru[*GrantDecision]
+
+func newDecisionCache(max int) *decisionCache { return newLRU[*GrantDecision](max) }
+
+// lru is a plain LRU under one mutex, keyed by caller fingerprint: a hit is
+// a map lookup and two pointer swaps. It holds the memoised decisions of a
+// cacheable revision and the per-caller residuals of a split one.
+type lru[V comparable] struct {
 	mu    sync.Mutex
 	max   int
-	items map[string]*cacheEntry
-	head  cacheEntry // sentinel of the recency list: head.next is the newest
+	items map[string]*lruEntry[V]
+	head  lruEntry[V] // sentinel of the recency list: head.next is the newest
 }
 
-type cacheEntry struct {
+type lruEntry[V comparable] struct {
 	key        string
-	d          *GrantDecision
-	prev, next *cacheEntry
+	v          V
+	prev, next *lruEntry[V]
 }
 
-func newDecisionCache(max int) *decisionCache {
-	dc := &decisionCache{max: max, items: make(map[string]*cacheEntry, min(max, 64))}
-	dc.head.prev, dc.head.next = &dc.head, &dc.head
-	return dc
+func newLRU[V comparable](max int) *lru[V] {
+	c := &lru[V]{max: max, items: make(map[string]*lruEntry[V], min(max, 64))}
+	c.head.prev, c.head.next = &c.head, &c.head
+	return c
 }
 
-// get returns the decision stored under key, or nil.
-func (dc *decisionCache) get(key []byte) *GrantDecision {
-	dc.mu.Lock()
-	e := dc.items[string(key)]
+// get returns the value stored under key, or the zero value.
+func (c *lru[V]) get(key []byte) V {
+	c.mu.Lock()
+	e := c.items[string(key)]
 	if e == nil {
-		dc.mu.Unlock()
-		return nil
+		c.mu.Unlock()
+		var zero V
+		return zero
 	}
-	if dc.head.next != e {
+	if c.head.next != e {
 		e.unlink()
-		dc.pushFront(e)
+		c.pushFront(e)
 	}
-	d := e.d
-	dc.mu.Unlock()
-	return d
+	v := e.v
+	c.mu.Unlock()
+	return v
 }
 
-// put stores d under key and returns the decision the cache holds for key
-// afterwards: d, or the one another goroutine stored first (so that every
+// put stores v under key and returns the value the cache holds for key
+// afterwards: v, or the one another goroutine stored first (so that every
 // reader of a caller sees one value).
-func (dc *decisionCache) put(key []byte, d *GrantDecision) *GrantDecision {
-	dc.mu.Lock()
-	defer dc.mu.Unlock()
-	if e := dc.items[string(key)]; e != nil {
-		return e.d
+func (c *lru[V]) put(key []byte, v V) V {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.items[string(key)]; e != nil {
+		return e.v
 	}
-	if len(dc.items) >= dc.max {
-		old := dc.head.prev
+	if len(c.items) >= c.max {
+		old := c.head.prev
 		old.unlink()
-		delete(dc.items, old.key)
+		delete(c.items, old.key)
 	}
-	e := &cacheEntry{key: string(key), d: d}
-	dc.items[e.key] = e
-	dc.pushFront(e)
-	return d
+	e := &lruEntry[V]{key: string(key), v: v}
+	c.items[e.key] = e
+	c.pushFront(e)
+	return v
 }
 
-func (dc *decisionCache) len() int {
-	dc.mu.Lock()
-	defer dc.mu.Unlock()
-	return len(dc.items)
+func (c *lru[V]) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.items)
 }
 
-func (dc *decisionCache) pushFront(e *cacheEntry) {
-	e.prev, e.next = &dc.head, dc.head.next
-	dc.head.next.prev = e
-	dc.head.next = e
+func (c *lru[V]) pushFront(e *lruEntry[V]) {
+	e.prev, e.next = &c.head, c.head.next
+	c.head.next.prev = e
+	c.head.next = e
 }
 
-func (e *cacheEntry) unlink() {
+func (e *lruEntry[V]) unlink() {
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil
 }

@@ -22,6 +22,14 @@ import (
 // roles and claims returns the same *GrantDecision, whatever the request,
 // without building an input or evaluating anything. A failed decision is
 // never memoised. The returned value is shared and must not be modified.
+//
+// Otherwise, when the policy can be split (DecisionMode says "split"), the
+// part of the closure of granted that depends on the revision and the
+// caller alone is evaluated once per caller and kept in an LRU bounded like
+// the decision cache (DefaultDecisionCacheSize callers); each call then
+// evaluates the rest. The answer is the one a whole evaluation gives,
+// failures included. WithDecisionCache(false) evaluates every decision
+// whole.
 func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDecision {
 	if c == nil {
 		return r.nobody
@@ -31,6 +39,10 @@ func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDeci
 	}
 	dc := r.decisions
 	if dc == nil {
+		if sg := r.split(); sg != nil {
+			var buf [192]byte
+			return r.grantSplit(ctx, sg, c, &req, appendFingerprint(buf[:0], c))
+		}
 		return r.grant(ctx, c, &req)
 	}
 	// A memoised decision is answered without building an input, but the
@@ -344,11 +356,11 @@ func (r *Revision) URLDriversDecided(ctx context.Context, c *Caller) (bool, erro
 }
 
 // eval runs one prepared query under the revision's deadline.
-func (r *Revision) eval(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value) (rego.ResultSet, error) {
+func (r *Revision) eval(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value, opts ...rego.EvalOption) (rego.ResultSet, error) {
 	r.evals.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, r.opts.timeout)
 	defer cancel()
-	rs, err := q.Eval(ctx, rego.EvalParsedInput(input))
+	rs, err := q.Eval(ctx, append(opts, rego.EvalParsedInput(input))...)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: %w", ctx.Err(), err)

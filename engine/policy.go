@@ -121,6 +121,10 @@ type policySet struct {
 	grantQ    rego.PreparedEvalQuery // granted only: the hot path
 	explainQ  rego.PreparedEvalQuery // granted with provenance and url_drivers_decided
 	callQ     rego.PreparedEvalQuery // deny, result, approval and confirm with provenance
+	// split evaluates a grant policy that reads the request in two parts
+	// (split.go); nil, with splitWhy saying why, when it cannot.
+	split    *splitGrant
+	splitWhy string
 }
 
 // compilePolicies parses, compiles and prepares every policy and data file.
@@ -175,7 +179,10 @@ func compilePolicies(ctx context.Context, files []sourceFile, printHook func(str
 		}
 	}
 
-	c := ast.NewCompiler().WithEnablePrintStatements(printHook != nil).WithCapabilities(caps)
+	newCompiler := func() *ast.Compiler {
+		return ast.NewCompiler().WithEnablePrintStatements(printHook != nil).WithCapabilities(caps)
+	}
+	c := newCompiler()
 	c.Compile(modules)
 	if c.Failed() {
 		return nil, compileErrorFromAST(c.Errors)
@@ -207,6 +214,7 @@ func compilePolicies(ctx context.Context, files []sourceFile, printHook func(str
 		wrapQuery("approval", refApproval), wrapQuery("confirm", refConfirm))); err != nil {
 		return nil, fmt.Errorf("prepare call query: %w", err)
 	}
+	ps.split, ps.splitWhy = newSplitGrant(ctx, modules, c, newCompiler, opts)
 	return ps, nil
 }
 

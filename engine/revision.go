@@ -36,6 +36,7 @@ type Revision struct {
 	// decisions memoises grant decisions per caller; nil when the policy
 	// is not cacheable or the cache is off.
 	decisions *decisionCache
+	canon     canonTable // shared copies of memoised values (canon.go)
 	nobody    *GrantDecision
 	evals     atomic.Uint64    // policy evaluations, for tests
 	files     []string         // registry first, then PolicyFiles
@@ -94,7 +95,7 @@ func (r *Revision) DecisionMode() (cacheable bool, why string) {
 	case r.mode.cacheable:
 		return false, "the decision cache is off (WithDecisionCache(false)); the policy would be cacheable: " + r.mode.why
 	}
-	return false, r.mode.why
+	return false, r.mode.why + r.splitMode()
 }
 
 // String names the revision for logs: number and short hash.
