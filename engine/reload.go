@@ -164,7 +164,7 @@ func (e *Engine) unstable(stamps map[string]stamp, settle time.Duration) time.Du
 	var wait time.Duration
 	for name, st := range stamps {
 		o, ok := e.seen[name]
-		if !ok || !o.stamp.same(st) {
+		if !ok || !o.stamp.Same(st) {
 			o = observed{stamp: st, since: now}
 			if e.seen == nil {
 				e.seen = map[string]observed{}

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"path"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -108,23 +106,19 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 	if err != nil {
 		return nil, err
 	}
-	format := registry.FormatYAML // YAML reads JSON too
-	if strings.EqualFold(path.Ext(regFile.rel), ".json") {
-		format = registry.FormatJSON
-	}
-	reg, err := registry.Parse(regFile.data, format)
+	reg, err := registry.Parse(regFile.Data, registry.FormatOf(regFile.Name))
 	if err != nil {
-		return nil, fmt.Errorf("registry %s: %w", regFile.name, err)
+		return nil, fmt.Errorf("registry %s: %w", regFile.Name, err)
 	}
 	var derived []byte // what the registry hook added, for the hash
 	if o.rows != nil {
 		r2, err := o.rows(ctx, reg)
 		if err != nil {
-			return nil, fmt.Errorf("registry %s: %w", regFile.name, err)
+			return nil, fmt.Errorf("registry %s: %w", regFile.Name, err)
 		}
 		if r2 != reg {
 			if derived, err = json.Marshal(r2.Tools); err != nil {
-				return nil, fmt.Errorf("registry %s: %w", regFile.name, err)
+				return nil, fmt.Errorf("registry %s: %w", regFile.Name, err)
 			}
 			reg = r2
 		}
@@ -138,14 +132,14 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 		logger := o.logger
 		hook = func(msg string) { logger.Info("policy print", slog.String("msg", msg)) }
 	}
-	ps, err := compilePolicies(ctx, files, hook, o.caps.OPA())
+	ps, err := compilePolicies(ctx, files, hook, o.caps.opa())
 	if err != nil {
 		return nil, err
 	}
 	h := sha256.New()
-	for _, f := range append([]sourceFile{{rel: "\x00registry"}, regFile, {rel: "\x00derived", data: derived}}, files...) {
-		fmt.Fprintf(h, "%s\x00%d\x00", f.rel, len(f.data))
-		h.Write(f.data)
+	for _, f := range append([]sourceFile{{Rel: "\x00registry"}, regFile, {Rel: "\x00derived", Data: derived}}, files...) {
+		fmt.Fprintf(h, "%s\x00%d\x00", f.Rel, len(f.Data))
+		h.Write(f.Data)
 	}
 	rev := &Revision{
 		number:   number,
@@ -156,11 +150,11 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 		rowTerms: make([]rowTerms, len(reg.Tools)),
 		policies: ps,
 		opts:     o,
-		files:    append([]string{regFile.name}, ps.files...),
+		files:    append([]string{regFile.Name}, ps.files...),
 		stamps:   make(map[string]stamp, len(files)+1),
 	}
 	for _, f := range append(files, regFile) {
-		rev.stamps[f.name] = f.stamp
+		rev.stamps[f.Name] = f.Stamp
 	}
 	for i := range reg.Tools {
 		rev.index[reg.Tools[i].Name] = i
