@@ -10,8 +10,11 @@
 //		Labels: map[string]string{"id": instanceID, "version": version},
 //	})
 //	reg.MustRegister(l.Collectors()...)
-//	l.Log(decisionlog.Decision{ID: id, Path: decisionlog.PathCall, ...})
+//	adapter.AddObserver(l.Observer()) // every grant and call decision the adapter takes
 //	defer l.Close(ctx)
+//
+// Logger.Observer is the one place toolgate's decisions become events; Log
+// takes any other Decision.
 //
 // Why not OPA's own v1/plugins/logs: it runs only inside a plugins.Manager
 // (its service and credential configuration, storage and compiler, status

@@ -74,10 +74,11 @@ const (
 // engine (docs/contract.md §5, §6). Configure it (AddHook) before serving; it is then
 // safe for concurrent use.
 type Adapter struct {
-	opts  Options
-	log   *slog.Logger
-	hooks []Hook
-	cache atomic.Pointer[revisionCache]
+	opts      Options
+	log       *slog.Logger
+	hooks     []Hook
+	observers []Observer
+	cache     atomic.Pointer[revisionCache]
 	// sessions remembers each session's listing caller, for telling
 	// exactly the sessions whose listing a reload changed.
 	sessions listingSessions
@@ -201,6 +202,7 @@ func (a *Adapter) List(ctx context.Context, req *mcp.ListToolsRequest) *mcp.List
 
 // list is List, also returning the listed tools as sent on the wire.
 func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.ListToolsResult, []json.RawMessage) {
+	start := time.Now()
 	res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
 	res.CacheScope = "private"
 	var rawMeta string
@@ -218,7 +220,8 @@ func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.Lis
 		return res, nil
 	}
 	rc := a.revision()
-	d := rc.rev.Grant(ctx, caller, engine.Request{Method: engine.MethodList, Meta: engine.BoundMeta(json.RawMessage(rawMeta))})
+	ereq := engine.Request{Method: engine.MethodList, Meta: engine.BoundMeta(json.RawMessage(rawMeta))}
+	d := rc.rev.Grant(ctx, caller, ereq)
 	if d.Outcome == engine.Failed {
 		fallback := "listing the base decision"
 		if a.opts.ListFallback == ListFallbackNone {
@@ -234,6 +237,9 @@ func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.Lis
 	wire := make([]json.RawMessage, len(rows))
 	for k, i := range rows {
 		res.Tools[k], wire[k] = rc.tools[i], rc.wire[i]
+	}
+	if len(a.observers) > 0 {
+		a.observeList(ctx, &ListRecord{Caller: caller, Revision: rc.rev, Meta: ereq.Meta, Decision: d, Start: start}, rc, rows)
 	}
 	return res, wire
 }

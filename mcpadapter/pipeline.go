@@ -62,7 +62,7 @@ func (a *Adapter) Call(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallT
 }
 
 // call serves one tools/call and returns its record, after the after hooks
-// have seen it.
+// and the observers have seen it.
 func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *Record {
 	start := time.Now()
 	p := req.Params
@@ -87,10 +87,16 @@ func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *Record {
 	}
 	pl := &pipeline{a: a, methods: a.opts.Methods}
 	call, rec := pl.run(ctx, in)
-	if call == nil || rec.Stage == StageUnknown {
-		return rec // steps 1, 2 and 4: no hook hears of it
+	if call == nil {
+		return rec // steps 1 and 2: no grant decision, nobody hears of it
 	}
 	rec.Duration = time.Since(start)
+	// Every grant decision is observed (SPEC §14), the step 4 refusals
+	// too: a hidden name and one no row has take the same path here.
+	defer a.observeCall(ctx, call, rec)
+	if rec.Stage == StageUnknown {
+		return rec // step 4: no hook hears of it
+	}
 	switch {
 	case rec.Stage == StageNotVerified:
 		a.log.Error("tools/call: grant decision failed; refusing",

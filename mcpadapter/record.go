@@ -110,7 +110,8 @@ type Denial struct {
 // explain` prints) produce it by the same code, so the two cannot disagree.
 //
 // After hooks get the Record of every call that reached step 5 or was
-// refused at step 3; they must not modify it.
+// refused at step 3; observers (Observer) that of every call that took a
+// grant decision (steps 3 to 8). Neither may modify it.
 type Record struct {
 	// Stage is where the call was decided.
 	Stage Stage
