@@ -11,16 +11,16 @@ import (
 	"github.com/toolgate/toolgate/internal/fsx"
 )
 
-// serveKeys are the keys a config file may hold, in the order of SPEC §8.
+// serveKeys are the keys a config file may hold, in the order of docs/contract.md §8.
 var serveKeys = []string{
 	"registry", "policy", "stdio", "http", "as", "roles", "tokens",
 	"upstreams", "ledger", "ledgerRetention", "audit", "watch", "hookTimeout", "evalTimeout",
 	"sessionTimeout", "maxSessions", "readTimeout", "idleTimeout", "maxConnections",
 	"allowedOrigins", "adminRole", "metricsAddr",
-	"capabilities", "listFallback", "pins", "decisionLog", "otelEndpoint", "auth",
+	"capabilities", "listFallback", "pins", "decisionLog", "otelEndpoint", "auth", "bundle",
 }
 
-// authKeys are the keys of the auth section (SPEC §12).
+// authKeys are the keys of the auth section (docs/contract.md §12).
 var authKeys = []string{"issuer", "jwks", "resource", "audiences", "subject_claim", "roles_claim", "scopes_supported", "allow_anonymous"}
 
 var upstreamKeys = []string{"name", "command", "args", "url", "import", "section", "trust_annotations", "pin"}
@@ -135,6 +135,9 @@ func parseFile(data []byte) (*Serve, error) {
 			ok = str(v, &s.Pins)
 		case "auth":
 			probs = append(probs, authSection(v, s)...)
+			ok = true
+		case "bundle":
+			probs = append(probs, bundleSection(v, s)...)
 			ok = true
 		case "upstreams":
 			if v.Kind != yaml.SequenceNode {
@@ -323,6 +326,7 @@ func (s *Serve) resolve(dir string) {
 	abs(&s.Tokens)
 	abs(&s.Capabilities)
 	abs(&s.Pins)
+	abs(&s.Bundle.Signing.KeyFile)
 	if s.Auth.JWKS != "" && !isHTTPURL(s.Auth.JWKS) {
 		abs(&s.Auth.JWKS)
 	}

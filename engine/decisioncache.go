@@ -6,7 +6,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"sync"
+
+	"github.com/toolgate/toolgate/internal/lru"
 )
 
 // DefaultDecisionCacheSize bounds the grant decisions a revision memoises:
@@ -16,86 +17,9 @@ const DefaultDecisionCacheSize = 4096
 // decisionCache memoises grant decisions per caller fingerprint for one
 // revision (it is dropped with the revision). Only decisions that did not
 // fail are stored.
-type decisionCache = lru[*GrantDecision]
+type decisionCache = lru.Cache[*GrantDecision]
 
-func newDecisionCache(max int) *decisionCache { return newLRU[*GrantDecision](max) }
-
-// lru is a plain LRU under one mutex, keyed by caller fingerprint: a hit is
-// a map lookup and two pointer swaps. It holds the memoised decisions of a
-// cacheable revision and the per-caller residuals of a split one.
-type lru[V comparable] struct {
-	mu    sync.Mutex
-	max   int
-	items map[string]*lruEntry[V]
-	head  lruEntry[V] // sentinel of the recency list: head.next is the newest
-}
-
-type lruEntry[V comparable] struct {
-	key        string
-	v          V
-	prev, next *lruEntry[V]
-}
-
-func newLRU[V comparable](max int) *lru[V] {
-	c := &lru[V]{max: max, items: make(map[string]*lruEntry[V], min(max, 64))}
-	c.head.prev, c.head.next = &c.head, &c.head
-	return c
-}
-
-// get returns the value stored under key, or the zero value.
-func (c *lru[V]) get(key []byte) V {
-	c.mu.Lock()
-	e := c.items[string(key)]
-	if e == nil {
-		c.mu.Unlock()
-		var zero V
-		return zero
-	}
-	if c.head.next != e {
-		e.unlink()
-		c.pushFront(e)
-	}
-	v := e.v
-	c.mu.Unlock()
-	return v
-}
-
-// put stores v under key and returns the value the cache holds for key
-// afterwards: v, or the one another goroutine stored first (so that every
-// reader of a caller sees one value).
-func (c *lru[V]) put(key []byte, v V) V {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.items[string(key)]; e != nil {
-		return e.v
-	}
-	if len(c.items) >= c.max {
-		old := c.head.prev
-		old.unlink()
-		delete(c.items, old.key)
-	}
-	e := &lruEntry[V]{key: string(key), v: v}
-	c.items[e.key] = e
-	c.pushFront(e)
-	return v
-}
-
-func (c *lru[V]) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.items)
-}
-
-func (c *lru[V]) pushFront(e *lruEntry[V]) {
-	e.prev, e.next = &c.head, c.head.next
-	c.head.next.prev = e
-	c.head.next = e
-}
-
-func (e *lruEntry[V]) unlink() {
-	e.prev.next, e.next.prev = e.next, e.prev
-	e.prev, e.next = nil, nil
-}
+func newDecisionCache(max int) *decisionCache { return lru.New[*GrantDecision](max) }
 
 // appendFingerprint appends the canonical fingerprint of a caller: every
 // part of it the input document shows (subject, roles, claims), so that two

@@ -15,7 +15,7 @@ func (r *Revision) Preloaded(c *Caller) int {
 	if sg == nil {
 		return -1
 	}
-	res := sg.res.get(appendFingerprint(nil, c))
+	res := sg.res.Get(appendFingerprint(nil, c))
 	if res == nil {
 		return 0
 	}

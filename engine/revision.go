@@ -22,6 +22,7 @@ import (
 type Revision struct {
 	number   uint64
 	hash     string
+	label    string // Source.Revision
 	loadedAt time.Time
 	reg      *registry.Registry
 	index    map[string]int // tool name → row index
@@ -96,8 +97,18 @@ func (r *Revision) DecisionMode() (cacheable bool, why string) {
 	return false, r.mode.why + r.splitMode()
 }
 
-// String names the revision for logs: number and short hash.
-func (r *Revision) String() string { return fmt.Sprintf("%d/%s", r.number, r.hash[:12]) }
+// Label is the revision the source names (Source.Revision, an OPA
+// bundle's manifest revision); "" when it names none.
+func (r *Revision) Label() string { return r.label }
+
+// String names the revision for logs and audit records: the source's
+// revision (Label) when it names one, else number and short hash.
+func (r *Revision) String() string {
+	if r.label != "" {
+		return r.label
+	}
+	return fmt.Sprintf("%d/%s", r.number, r.hash[:12])
+}
 
 // build reads and compiles a whole revision from src. Nothing is shared with
 // any other revision.
@@ -137,13 +148,19 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 		return nil, err
 	}
 	h := sha256.New()
-	for _, f := range append([]sourceFile{{Rel: "\x00registry"}, regFile, {Rel: "\x00derived", Data: derived}}, files...) {
+	parts := []sourceFile{{Rel: "\x00registry"}, regFile, {Rel: "\x00derived", Data: derived}}
+	if src.Revision != "" {
+		// Only then, so that the hashes of unlabelled sources stay as they were.
+		parts = append(parts, sourceFile{Rel: "\x00revision", Data: []byte(src.Revision)})
+	}
+	for _, f := range append(parts, files...) {
 		fmt.Fprintf(h, "%s\x00%d\x00", f.Rel, len(f.Data))
 		h.Write(f.Data)
 	}
 	rev := &Revision{
 		number:   number,
 		hash:     hex.EncodeToString(h.Sum(nil)),
+		label:    src.Revision,
 		loadedAt: time.Now(),
 		reg:      reg,
 		index:    make(map[string]int, len(reg.Tools)),

@@ -23,6 +23,10 @@ type Source struct {
 	PolicyFS   fs.FS
 	Registry   string
 	Policies   string
+	// Revision, when set, names the revision this source is (an OPA
+	// bundle's manifest revision, docs/contract.md §14): it is Revision.Label and
+	// Revision.String of every revision built from it, and part of its hash.
+	Revision string
 }
 
 func (s Source) registryFS() fs.FS {

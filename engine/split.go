@@ -11,6 +11,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
+
+	"github.com/toolgate/toolgate/internal/lru"
 )
 
 // splitGrant is the split evaluation of a grant policy that reads the
@@ -39,7 +41,7 @@ type splitGrant struct {
 	grantQ rego.PreparedEvalQuery // the grant query over the rewritten policy
 	refs   []ast.Ref              // the precomputable complete rules
 	why    string                 // what is precomputed, for DecisionMode
-	res    *lru[*residual]
+	res    *lru.Cache[*residual]
 }
 
 // residual is the per-caller state of a split evaluation.
@@ -93,7 +95,7 @@ func newSplitGrant(ctx context.Context, modules map[string]*ast.Module, c *ast.C
 	prepare := func(q string) (rego.PreparedEvalQuery, error) {
 		return rego.New(append([]func(*rego.Rego){rego.Query(q)}, append(slices.Clip(opts), rego.Compiler(fc))...)...).PrepareForEval(ctx)
 	}
-	sg := &splitGrant{refs: refs, res: newLRU[*residual](DefaultDecisionCacheSize)}
+	sg := &splitGrant{refs: refs, res: lru.New[*residual](DefaultDecisionCacheSize)}
 	var err error
 	if sg.grantQ, err = prepare(wrapQuery("g", refGranted)); err != nil {
 		return nil, "the policy could not be split: " + err.Error()
@@ -331,11 +333,11 @@ type atomicGranted = atomic.Pointer[checkedSet]
 // evaluated with the caller's values preloaded, and what the call computed
 // of the precomputable values is kept for the next.
 func (r *Revision) grantSplit(ctx context.Context, sg *splitGrant, c *Caller, req *Request, key []byte) *GrantDecision {
-	res := sg.res.get(key)
+	res := sg.res.Get(key)
 	if res == nil {
 		res = &residual{view: r.view(c)}
 		res.base.Store(&preloads{})
-		res = sg.res.put(key, res)
+		res = sg.res.Put(key, res)
 	}
 	d := &GrantDecision{Revision: r, view: res.view}
 	in, err := r.input(c, d.view, req, -1)

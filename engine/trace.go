@@ -8,7 +8,7 @@ import (
 )
 
 // The spans a decision makes when the context carries a recording span
-// (tracing on, SPEC §14): a child of that span per grant decision and per
+// (tracing on, docs/contract.md §14): a child of that span per grant decision and per
 // evaluation of the toolgate.call rules. With tracing off the cost is one
 // context lookup per decision.
 const (
@@ -47,7 +47,7 @@ func (r *Revision) tracedGrant(ctx context.Context, parent trace.Span, c *Caller
 	cached := false
 	if dc := r.decisions; dc != nil {
 		var buf [192]byte
-		cached = dc.get(appendFingerprint(buf[:0], c)) != nil
+		cached = dc.Get(appendFingerprint(buf[:0], c)) != nil
 	}
 	ctx, s := parent.TracerProvider().Tracer(traceScope).Start(ctx, SpanGrant)
 	defer s.End()

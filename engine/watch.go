@@ -23,7 +23,7 @@ type WatchOptions struct {
 	// a reload (default DefaultDebounce). A burst that does not end still
 	// reloads after four times Debounce.
 	Debounce time.Duration
-	// Settle is the settle window (SPEC §9): a file of the serving revision
+	// Settle is the settle window (docs/contract.md §9): a file of the serving revision
 	// that is missing is believed gone only after it has been missing this
 	// long, and a file that changed is loaded only once its size and
 	// modification time have stayed the same this long; until then no
@@ -69,15 +69,16 @@ func (o WatchOptions) debounce() time.Duration {
 // a reload once after setting them up. A host may call Reload itself at any
 // time, with or without Watch.
 func (e *Engine) Watch(ctx context.Context, opts WatchOptions) error {
-	if e.src.registryFS() != nil && e.src.policyFS() != nil {
+	src := e.Source()
+	if src.registryFS() != nil && src.policyFS() != nil {
 		return ErrNotWatchable
 	}
 	var reg, pol string
-	if e.src.registryFS() == nil {
-		reg = e.src.Registry
+	if src.registryFS() == nil {
+		reg = src.Registry
 	}
-	if e.src.policyFS() == nil {
-		pol = e.src.Policies
+	if src.policyFS() == nil {
+		pol = src.Policies
 	}
 	w, err := fswatch.New(reg, pol, e.opts.logger)
 	if err != nil {

@@ -35,6 +35,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/console"
 	"github.com/toolgate/toolgate/demo"
@@ -59,7 +60,7 @@ var Version = "dev"
 const upstreamStartWait = time.Second
 
 // Config is everything Run needs: the settings of `toolgate serve`
-// (config.Serve, SPEC §8; call its SetDefaults first) and the process's
+// (config.Serve, docs/contract.md §8; call its SetDefaults first) and the process's
 // streams.
 type Config struct {
 	config.Serve
@@ -89,7 +90,7 @@ type Config struct {
 }
 
 // BuiltinMethods returns the Go tool methods compiled into the binary, the
-// demo methods of SPEC §8: what rows served by `toolgate serve` dispatch
+// demo methods of docs/contract.md §8: what rows served by `toolgate serve` dispatch
 // to, and what `toolgate check` checks rows against.
 func BuiltinMethods() mcpadapter.MethodSet { return demo.Methods() }
 
@@ -141,6 +142,7 @@ type Gateway struct {
 	engOpts []engine.Option
 	engRef  atomic.Pointer[engine.Engine]
 	eng     *engine.Engine
+	bundles *bundle.Client // nil without a bundle (gateway/bundle.go)
 
 	ledger   *ledger.Ledger
 	gate     *approvals.Gate
@@ -352,7 +354,7 @@ func (g *Gateway) buildUpstreams() error {
 			g.engOpts = append(g.engOpts, engine.WithRegistryHook(func(ctx context.Context, reg *registry.Registry) (*registry.Registry, error) {
 				ctx, cancel := context.WithTimeout(ctx, upstreamStartWait)
 				defer cancel()
-				rows, err := pool.Import(ctx) // fails for a pins file it cannot read (SPEC §15)
+				rows, err := pool.Import(ctx) // fails for a pins file it cannot read (docs/contract.md §15)
 				if err != nil {
 					return nil, err
 				}
@@ -364,15 +366,21 @@ func (g *Gateway) buildUpstreams() error {
 	return nil
 }
 
-// buildEngine loads the first revision and reports the rows that will not
-// work with the methods at hand.
+// buildEngine loads the first revision (from the files, or from the OPA
+// bundle, which it then keeps current: gateway/bundle.go) and reports the
+// rows that will not work with the methods at hand.
 func (g *Gateway) buildEngine() error {
-	eng, err := engine.New(g.ctx, g.cfg.Source(), g.engOpts...)
+	src, bundles, err := g.openSource()
 	if err != nil {
 		return err
 	}
-	g.eng = eng
+	eng, err := engine.New(g.ctx, src, g.engOpts...)
+	if err != nil {
+		return err
+	}
+	g.eng, g.bundles = eng, bundles
 	g.engRef.Store(eng)
+	runBundle(g, bundles, eng)
 	rev := eng.Current()
 	g.log.Info("toolgate: loaded", slog.String("revision", rev.String()), slog.Int("tools", len(rev.Registry().Tools)))
 	warnMismatches(g.log, rev.Registry(), g.methods)
@@ -416,7 +424,7 @@ func (g *Gateway) newServer(caller mcpadapter.CallerFunc) *mcp.Server {
 	a.AddHook(g.obs.hook(g.m.Hook()))
 	a.AddHook(g.obs.hook(g.activity.Hook()))
 	s := a.NewServer(&mcp.Implementation{Name: "toolgate", Version: Version}, &mcp.ServerOptions{Logger: g.log})
-	g.obs.install(a, s, caller, g.eng)
+	g.obs.install(a, s)
 	g.servers = append(g.servers, served{a, s})
 	return s
 }
@@ -432,7 +440,7 @@ func (g *Gateway) buildStdio() error {
 }
 
 // buildIdentity listens at the HTTP address (the default resource URI,
-// SPEC §12, is the address listened at, which --http 127.0.0.1:0 leaves to
+// docs/contract.md §12, is the address listened at, which --http 127.0.0.1:0 leaves to
 // the system) and sets up the HTTP callers: the tokens file, the JWT
 // issuer, or the bundled example's demo token.
 func (g *Gateway) buildIdentity() error {
@@ -480,7 +488,7 @@ func (g *Gateway) buildHTTP() error {
 		Tokens:         g.tokens,
 		JWT:            g.jwt,
 		AllowAnonymous: cfg.AllowAnonymous,
-		Health:         func() any { return health(g.eng) },
+		Health:         func() any { return health(g.eng, g.bundles) },
 		Metrics:        g.m.Handler(),
 		Logger:         g.log,
 		MetricsAddr:    cfg.MetricsAddr,
@@ -500,7 +508,7 @@ func (g *Gateway) buildHTTP() error {
 
 // notifyListings makes every new revision, from a file reload or from an
 // upstream whose tools changed (with or without --watch), tell the
-// sessions whose listing changed (SPEC §9, §15).
+// sessions whose listing changed (docs/contract.md §9, §15).
 func (g *Gateway) notifyListings() error {
 	stopListen := g.eng.Listen(func(old, next *engine.Revision) {
 		for _, s := range g.servers {
@@ -668,11 +676,23 @@ type Health struct {
 	LastErrorAt   time.Time `json:"last_error_at,omitzero"`
 	Reloads       uint64    `json:"reloads"`
 	ReloadFailure uint64    `json:"reload_failures"`
+	// BundleRevision is the manifest revision of the OPA bundle serving
+	// (docs/contract.md §14), absent without a bundle.
+	BundleRevision string `json:"bundle_revision,omitempty"`
+	// Bundle is the bundle's own status (ETag, read from disk at start,
+	// last refusal), absent without a bundle.
+	Bundle *bundle.Status `json:"bundle,omitempty"`
 }
 
-func health(eng *engine.Engine) Health {
+// health is eng's Health, with the bundle's status when b is not nil.
+func health(eng *engine.Engine, b *bundle.Client) Health {
 	st := eng.Status()
-	h := Health{Status: "ok", Revision: st.Revision, Hash: st.Hash, LoadedAt: st.LoadedAt, LastError: st.LastError, LastErrorAt: st.LastErrorAt, Reloads: st.Reloads, ReloadFailure: st.ReloadFailures}
+	h := Health{Status: "ok", Revision: st.Revision, Hash: st.Hash, LoadedAt: st.LoadedAt, LastError: st.LastError, LastErrorAt: st.LastErrorAt, Reloads: st.Reloads, ReloadFailure: st.ReloadFailures,
+		BundleRevision: st.Label}
+	if b != nil {
+		st := b.Status()
+		h.Bundle = &st
+	}
 	if h.LastError != "" {
 		h.Status = "degraded"
 	}
@@ -695,7 +715,7 @@ func openLedger(ctx context.Context, spec string) (ledger.Store, error) {
 	return ledger.OpenStore(ctx, spec)
 }
 
-// openApprovals builds the approval gate over the ledger's store (SPEC
+// openApprovals builds the approval gate over the ledger's store (docs/contract.md
 // §13), with its pruner and, when configured, its webhook.
 func (g *Gateway) openApprovals(store ledger.Store) (*approvals.Gate, error) {
 	as, ok := store.(ledger.ApprovalStore)
@@ -735,7 +755,7 @@ func warnMismatches(log *slog.Logger, reg *registry.Registry, methods mcpadapter
 
 // noteClosedImports says, for each importing upstream whose section the
 // registry's sections do not list, that its imported tools are granted to
-// nobody until the operator grants the section (SPEC §15).
+// nobody until the operator grants the section (docs/contract.md §15).
 func noteClosedImports(log *slog.Logger, reg *registry.Registry, ups []config.Upstream) {
 	for _, u := range ups {
 		if !u.Import {
