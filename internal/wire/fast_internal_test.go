@@ -109,8 +109,10 @@ func TestRewriteParamsFastAllocations(t *testing.T) {
 	params := json.RawMessage(fastSeeds[0])
 	fast := testing.AllocsPerRun(20, func() { rewriteParams("tools/call", params) })
 	full := testing.AllocsPerRun(20, func() { rewriteParamsFull("tools/call", params) })
-	assert.LessOrEqual(t, fast, 4.0)
-	assert.Greater(t, full, fast)
+	// 4 in a plain build; encoding/json's pools give back less under the
+	// race detector, hence the margin.
+	assert.LessOrEqual(t, fast, 8.0)
+	assert.Less(t, 3*fast, full, "fast %v, full %v", fast, full)
 }
 
 var rawSeeds = []string{
