@@ -3,84 +3,24 @@ package bundle_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
-	"io"
 	"io/fs"
-	"log"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
 
-	"github.com/google/go-containerregistry/pkg/registry"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/stretchr/testify/require"
-	oras "oras.land/oras-go/v2"
-	"oras.land/oras-go/v2/content"
-	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/bundletest"
 )
 
-// ociPush pushes the bundle raw to ref (HOST/REPOSITORY:TAG) of a plain
-// HTTP registry as `oras push REF --config config.json:application/vnd.oci.image.config.v1+json
-// bundle.tar.gz:application/vnd.oci.image.layer.v1.tar+gzip` does, the
-// form OPA's OCI downloader pulls: one gzip tar layer, an empty config.
-func ociPush(t *testing.T, ref, token string, raw []byte) {
+// ociPush pushes raw to ref in reg, failing the test when it cannot.
+func ociPush(t *testing.T, reg *bundletest.OCIRegistry, ref string, raw []byte) {
 	t.Helper()
-	ctx := context.Background()
-	repo, err := remote.NewRepository(ref)
-	require.NoError(t, err)
-	repo.PlainHTTP = true
-	repo.Client = &http.Client{Transport: bearer{token}}
-	layer := content.NewDescriptorFromBytes(ocispec.MediaTypeImageLayerGzip, raw)
-	layer.Annotations = map[string]string{ocispec.AnnotationTitle: "bundle.tar.gz"}
-	require.NoError(t, repo.Push(ctx, layer, bytes.NewReader(raw)))
-	cfg := []byte("{}")
-	config := content.NewDescriptorFromBytes(ocispec.MediaTypeImageConfig, cfg)
-	exists, err := repo.Exists(ctx, config)
-	require.NoError(t, err)
-	if !exists {
-		require.NoError(t, repo.Push(ctx, config, bytes.NewReader(cfg)))
-	}
-	m, err := oras.PackManifest(ctx, repo, oras.PackManifestVersion1_0, "", oras.PackManifestOptions{
-		Layers: []ocispec.Descriptor{layer}, ConfigDescriptor: &config})
-	require.NoError(t, err)
-	require.NoError(t, repo.Tag(ctx, m, repo.Reference.Reference))
-}
-
-// bearer sends a bearer token.
-type bearer struct{ token string }
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+base64.StdEncoding.EncodeToString([]byte(b.token)))
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-// ociRegistry is an in-memory OCI registry on loopback (go-containerregistry's,
-// made for tests) that answers 401 to a request without the bearer token.
-// As OPA does for a service of type oci, the token is sent base64-encoded
-// (the form ghcr.io takes a personal access token in).
-func ociRegistry(t *testing.T, token string, unauthorized *atomic.Int32) *httptest.Server {
-	t.Helper()
-	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	want := "Bearer " + base64.StdEncoding.EncodeToString([]byte(token))
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != want {
-			unauthorized.Add(1)
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		reg.ServeHTTP(w, r)
-	}))
-	t.Cleanup(hs.Close)
-	return hs
+	require.NoError(t, reg.Push(context.Background(), ref, raw))
 }
 
 // TestOCIClient walks a bundle's life as TestClient does, with the bundle
@@ -99,11 +39,10 @@ func TestOCIClient(t *testing.T) {
 		return build(t, example(t, grant), bundle.BuildOptions{Revision: rev, SigningKeyFile: key})
 	}
 	const token = "registry-token"
-	var unauthorized atomic.Int32
-	hs := ociRegistry(t, token, &unauthorized)
-	host := hs.Listener.Addr().String()
-	ref := host + "/org/policy:live"
-	ociPush(t, ref, token, signed("r1", "", priv))
+	reg := bundletest.NewOCIRegistry(token)
+	defer reg.Close()
+	ref := reg.Ref("org/policy:live")
+	ociPush(t, reg, ref, signed("r1", "", priv))
 
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(token), 0o600))
@@ -126,14 +65,14 @@ func TestOCIClient(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(ctx, eng) }()
 
-	ociPush(t, ref, token, signed("r2", grantEcho, priv))
+	ociPush(t, reg, ref, signed("r2", grantEcho, priv))
 	eventually(t, "r2 activated", func() bool { return activated.Load() == 1 })
 	require.Equal(t, "r2", eng.Current().Label())
 	require.Empty(t, c.Status().LastError)
 	require.Equal(t, "r2", c.Status().Revision)
 	require.Zero(t, refused.Load())
 
-	ociPush(t, ref, token, signed("r3", "", otherPriv)) // signed with a key we do not trust
+	ociPush(t, reg, ref, signed("r3", "", otherPriv)) // signed with a key we do not trust
 	eventually(t, "r3 refused", func() bool { return refused.Load() > 0 })
 	require.Contains(t, c.Status().LastError, "signature")
 	require.Contains(t, eng.Status().LastError, "signature")
@@ -144,18 +83,18 @@ func TestOCIClient(t *testing.T) {
 	bad.FS.(fstest.MapFS)["policies/broken.rego"] = &fstest.MapFile{Data: []byte("package toolgate.grant\n\nx := y\n")}
 	raw, err := bundletest.SignedUnchecked(bad, "r4", priv)
 	require.NoError(t, err)
-	ociPush(t, ref, token, raw)
+	ociPush(t, reg, ref, raw)
 	eventually(t, "r4 refused", func() bool {
 		return bytes.Contains([]byte(c.Status().LastError), []byte("r4"))
 	})
 	require.Equal(t, "r2", eng.Current().Label())
 	require.NotEmpty(t, eng.Status().LastError)
 	require.Equal(t, int32(1), activated.Load())
-	require.Zero(t, unauthorized.Load(), "every request carried the token")
+	require.Zero(t, reg.Unauthorized.Load(), "every request carried the token")
 
 	cancel()
 	<-done
-	hs.Close()
+	reg.Close()
 	_, err = os.Stat(bundle.OCIDir(c))
 	require.ErrorIs(t, err, fs.ErrNotExist, "the OCI download directory is removed when Run ends")
 
@@ -189,15 +128,15 @@ func TestOCIClient(t *testing.T) {
 // when none is configured, and serve does not start.
 func TestOCIWithoutToken(t *testing.T) {
 	t.Parallel()
-	var unauthorized atomic.Int32
-	hs := ociRegistry(t, "registry-token", &unauthorized)
-	ref := hs.Listener.Addr().String() + "/org/policy:live"
-	ociPush(t, ref, "registry-token", build(t, example(t, ""), bundle.BuildOptions{Revision: "r1"}))
+	reg := bundletest.NewOCIRegistry("registry-token")
+	defer reg.Close()
+	ref := reg.Ref("org/policy:live")
+	ociPush(t, reg, ref, build(t, example(t, ""), bundle.BuildOptions{Revision: "r1"}))
 	c, err := bundle.New(bundle.Config{URL: "http://" + ref, Type: bundle.TypeOCI}, bundle.Options{})
 	require.NoError(t, err)
 	_, err = c.Initial(context.Background())
 	require.ErrorContains(t, err, "401")
-	require.NotZero(t, unauthorized.Load())
+	require.NotZero(t, reg.Unauthorized.Load())
 }
 
 func TestOCIConfig(t *testing.T) {
