@@ -84,7 +84,10 @@ func TestReadmePackageTable(t *testing.T) {
 	require.NoError(t, err)
 	tree, err := treePackages(root)
 	require.NoError(t, err)
+	seen := map[string]bool{}
 	for _, p := range table {
+		require.False(t, seen[p], "the README's package table names %s twice", p)
+		seen[p] = true
 		require.Contains(t, tree, p, "the README's package table names %s, which is not a package of the tree", p)
 	}
 	for _, p := range tree {
