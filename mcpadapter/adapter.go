@@ -290,20 +290,20 @@ func (l *wireList) MarshalJSON() ([]byte, error) {
 // runAfter runs every after hook once; failures are logged and ignored.
 func (a *Adapter) runAfter(ctx context.Context, call *CallContext, rec *Record) {
 	for _, h := range a.hooks {
-		if h.After == nil || h.skips(call) {
+		if h.After == nil {
 			continue
 		}
-		if err := a.guardHook(ctx, h, true, func(ctx context.Context) error { return h.After(ctx, call, rec) }); err != nil {
+		if err := a.guardHook(ctx, h.prompt(call), true, func(ctx context.Context) error { return h.After(ctx, call, rec) }); err != nil {
 			a.log.Error("after hook failed; ignored",
 				slog.String("hook", h.Name), slog.String("decision_id", call.DecisionID), slog.Any("error", err))
 		}
 	}
 }
 
-// guardHook runs f, a half of h, as guard does; a Prompt hook's on the
+// guardHook runs f, a half of a hook, as guard does; a prompt one's on the
 // caller's goroutine, with only the panic turned into an error.
-func (a *Adapter) guardHook(ctx context.Context, h Hook, detach bool, f func(context.Context) error) error {
-	if !h.Prompt {
+func (a *Adapter) guardHook(ctx context.Context, prompt, detach bool, f func(context.Context) error) error {
+	if !prompt {
 		return a.guard(ctx, detach, f)
 	}
 	if detach {

@@ -2,6 +2,7 @@ package mcpadapter_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,30 +62,37 @@ func TestPromptHookRunsWithoutTheDeadline(t *testing.T) {
 	assert.Equal(t, mcpadapter.OutcomeFailed, g.after.lastEnd(t).Outcome, "a prompt hook's panic fails the call")
 }
 
-// TestSkippedHookRunsNeitherHalf: a hook whose Skip says so for a call runs
-// neither half for it, and runs both for a call it does not skip.
-func TestSkippedHookRunsNeitherHalf(t *testing.T) {
+// TestPromptForIsPerCall: a hook whose PromptFor says so for a call runs
+// both halves without the deadline for it, and with the deadline for a
+// call it does not.
+func TestPromptForIsPerCall(t *testing.T) {
 	t.Parallel()
-	var before, after atomic.Int32
+	var mu sync.Mutex
+	var deadlines []bool
+	seen := func(ctx context.Context) {
+		_, ok := ctx.Deadline()
+		mu.Lock()
+		deadlines = append(deadlines, ok)
+		mu.Unlock()
+	}
 	h := mcpadapter.Hook{Name: "keyed",
-		Skip: func(call *mcpadapter.CallContext) bool {
+		PromptFor: func(call *mcpadapter.CallContext) bool {
 			_, ok := call.Meta.String("k")
 			return !ok
 		},
-		Before: func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
-			before.Add(1)
+		Before: func(ctx context.Context, _ *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+			seen(ctx)
 			return mcpadapter.Allow(), nil
 		},
-		After: func(context.Context, *mcpadapter.CallContext, *mcpadapter.Record) error {
-			after.Add(1)
+		After: func(ctx context.Context, _ *mcpadapter.CallContext, _ *mcpadapter.Record) error {
+			seen(ctx)
 			return nil
 		}}
-	g := newGoverned(t, setup{caller: &engine.Caller{Subject: "max", Roles: []string{"manager"}}, extraHooks: []mcpadapter.Hook{h}})
+	g := newGoverned(t, setup{caller: &engine.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute, extraHooks: []mcpadapter.Hook{h}})
 	c := g.connectRaw(t, proto20250618)
 	c.call(`{"name":"echo","arguments":{"text":"x"}}`)
-	assert.Zero(t, before.Load())
-	assert.Zero(t, after.Load())
 	c.call(`{"name":"echo","arguments":{"text":"x"},"_meta":{"k":"v"}}`)
-	assert.EqualValues(t, 1, before.Load())
-	assert.EqualValues(t, 1, after.Load())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []bool{false, false, true, true}, deadlines, "prompt for the first call, guarded for the second")
 }

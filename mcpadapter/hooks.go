@@ -100,11 +100,14 @@ type Hook struct {
 	// still turning a panic into a failure, without the goroutine and timer
 	// that bound other hooks by Options.HookTimeout.
 	Prompt bool
-	// Skip, when set, reports that the hook has nothing to do for a call:
-	// neither half runs for it. It must be cheap, never block, and give the
-	// same answer for a call each time it is asked.
-	Skip func(call *CallContext) bool
+	// PromptFor, when set, says the same of one call: a hook that waits
+	// only for some calls (the ledger, for a call with an idempotency key)
+	// runs the others as a Prompt hook. It must be cheap, never block, and
+	// give the same answer for a call each time it is asked.
+	PromptFor func(call *CallContext) bool
 }
 
-// skips reports whether h sits out call.
-func (h *Hook) skips(call *CallContext) bool { return h.Skip != nil && h.Skip(call) }
+// prompt reports whether h's halves run on the call's goroutine for call.
+func (h *Hook) prompt(call *CallContext) bool {
+	return h.Prompt || h.PromptFor != nil && h.PromptFor(call)
+}

@@ -235,11 +235,11 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 	)
 	if p.a != nil {
 		for _, h := range p.a.hooks {
-			if h.Before == nil || h.skips(call) {
+			if h.Before == nil {
 				continue
 			}
 			var v Verdict
-			err := p.a.guardHook(ctx, h, false, func(ctx context.Context) error {
+			err := p.a.guardHook(ctx, h.prompt(call), false, func(ctx context.Context) error {
 				var err error
 				v, err = h.Before(ctx, call)
 				return err

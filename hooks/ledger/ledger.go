@@ -132,11 +132,11 @@ func (l *Ledger) RunPruner(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Hook returns the ledger's before and after halves, named HookName. A
-// call without an idempotency key (or without a caller) skips both: the
-// ledger has nothing to claim for it.
+// Hook returns the ledger's before and after halves, named HookName. For a
+// call without an idempotency key (or without a caller) both are prompt:
+// they return without touching the store.
 func (l *Ledger) Hook() mcpadapter.Hook {
-	return mcpadapter.Hook{Name: HookName, Before: l.before, After: l.after, Skip: l.unkeyed}
+	return mcpadapter.Hook{Name: HookName, Before: l.before, After: l.after, PromptFor: l.unkeyed}
 }
 
 // unkeyed reports whether call has nothing for the ledger: no caller, or

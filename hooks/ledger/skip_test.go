@@ -6,17 +6,18 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// TestHookSkipsUnkeyedCalls: a call without an idempotency key, or without
-// a caller, skips the ledger (the adapter runs neither half, so no store
-// is touched); a keyed call does not.
-func TestHookSkipsUnkeyedCalls(t *testing.T) {
+// TestHookIsPromptForUnkeyedCalls: for a call without an idempotency key,
+// or without a caller, the ledger's halves are prompt (they touch no
+// store: the adapter runs them without a goroutine and timer); for a
+// keyed call they are not.
+func TestHookIsPromptForUnkeyedCalls(t *testing.T) {
 	t.Parallel()
 	h := New(NewMemoryStore(), Options{}).Hook()
-	assert.NotNil(t, h.Skip)
-	assert.True(t, h.Skip(newCall("max", `{}`, `{}`)), "no _meta key")
-	assert.True(t, h.Skip(newCall("max", `{"festi/idempotencyKey":""}`, `{}`)), "an empty key")
+	assert.NotNil(t, h.PromptFor)
+	assert.True(t, h.PromptFor(newCall("max", `{}`, `{}`)), "no _meta key")
+	assert.True(t, h.PromptFor(newCall("max", `{"festi/idempotencyKey":""}`, `{}`)), "an empty key")
 	anon := newCall("max", keyMeta("k-1"), `{}`)
 	anon.Caller = nil
-	assert.True(t, h.Skip(anon), "no caller")
-	assert.False(t, h.Skip(newCall("max", keyMeta("k-1"), `{}`)), "a keyed call")
+	assert.True(t, h.PromptFor(anon), "no caller")
+	assert.False(t, h.PromptFor(newCall("max", keyMeta("k-1"), `{}`)), "a keyed call")
 }
