@@ -17,7 +17,7 @@ var serveKeys = []string{
 	"upstreams", "ledger", "ledgerRetention", "audit", "watch", "hookTimeout", "evalTimeout",
 	"sessionTimeout", "maxSessions", "readTimeout", "idleTimeout", "maxConnections",
 	"allowedOrigins", "adminRole", "metricsAddr",
-	"capabilities", "listFallback", "pins", "auth",
+	"capabilities", "listFallback", "pins", "decisionLog", "otelEndpoint", "auth", "bundle",
 }
 
 // authKeys are the keys of the auth section (SPEC §12).
@@ -90,6 +90,10 @@ func parseFile(data []byte) (*Serve, error) {
 			ok = str(v, &s.Ledger)
 		case "audit":
 			ok = str(v, &s.Audit)
+		case "decisionLog":
+			ok = str(v, &s.DecisionLog)
+		case "otelEndpoint":
+			ok = str(v, &s.OtelEndpoint)
 		case "approvalWebhook":
 			ok = str(v, &s.ApprovalWebhook)
 		case "stdio":
@@ -132,6 +136,9 @@ func parseFile(data []byte) (*Serve, error) {
 		case "auth":
 			probs = append(probs, authSection(v, s)...)
 			ok = true
+		case "bundle":
+			probs = append(probs, bundleSection(v, s)...)
+			ok = true
 		case "upstreams":
 			if v.Kind != yaml.SequenceNode {
 				bad(v, key, "want a list of upstreams")
@@ -160,7 +167,7 @@ func parseFile(data []byte) (*Serve, error) {
 var want = map[string]string{
 	"registry": "a file path", "policy": "a directory path", "http": "an address such as 127.0.0.1:8787",
 	"as": "a subject (string)", "tokens": "a file path", "ledger": "memory, sqlite:PATH or postgres://...",
-	"audit": "a file path or -", "stdio": "true or false", "watch": "true or false",
+	"audit": "a file path or -", "decisionLog": "a URL or a file path", "otelEndpoint": "an http(s) URL", "stdio": "true or false", "watch": "true or false",
 	"roles": "a list of role names", "hookTimeout": "a positive duration such as 10s", "evalTimeout": "a positive duration such as 250ms",
 	"ledgerRetention": "a positive duration such as 24h",
 	"sessionTimeout":  "a positive duration such as 10m", "readTimeout": "a positive duration such as 30s", "idleTimeout": "a positive duration such as 2m",
@@ -319,11 +326,15 @@ func (s *Serve) resolve(dir string) {
 	abs(&s.Tokens)
 	abs(&s.Capabilities)
 	abs(&s.Pins)
+	abs(&s.Bundle.Signing.KeyFile)
 	if s.Auth.JWKS != "" && !isHTTPURL(s.Auth.JWKS) {
 		abs(&s.Auth.JWKS)
 	}
 	if s.Audit != "-" {
 		abs(&s.Audit)
+	}
+	if s.DecisionLog != "" && !isHTTPURL(s.DecisionLog) {
+		abs(&s.DecisionLog)
 	}
 	if p, ok := strings.CutPrefix(s.Ledger, "sqlite:"); ok && p != "" && p != ":memory:" && !strings.HasPrefix(p, "file:") {
 		abs(&p)

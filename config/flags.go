@@ -59,6 +59,8 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	def("ledger-retention", "keep completed idempotency keys for `DURATION` (default 24h)", (*durationValue)(&f.LedgerRetention), func(d *Serve) { d.LedgerRetention = f.LedgerRetention })
 	str("approval-webhook", "POST each new approval request as JSON to `URL`", func(s *Serve) *string { return &s.ApprovalWebhook })
 	str("audit", "audit trail `FILE`, JSON Lines; - is stderr (default -)", func(s *Serve) *string { return &s.Audit })
+	str("decision-log", "log every grant and call decision as OPA decision-log events to `URL|FILE`: an http(s) URL is POSTed gzip batches, a file gets JSON Lines", func(s *Serve) *string { return &s.DecisionLog })
+	str("otel-endpoint", "export OpenTelemetry traces over OTLP/HTTP to `URL` (default: $OTEL_EXPORTER_OTLP_ENDPOINT; off without either)", func(s *Serve) *string { return &s.OtelEndpoint })
 	def("watch", "reload registry and policies on change (default true)", &watchValue{p: &f.Watch}, func(d *Serve) { d.Watch = f.Watch })
 	def("no-watch", "do not reload registry and policies on change", &watchValue{p: &f.Watch, negate: true}, func(d *Serve) { d.Watch = f.Watch })
 	def("hook-timeout", "bound one hook run to `DURATION` (default 10s)", (*durationValue)(&f.HookTimeout), func(d *Serve) { d.HookTimeout = f.HookTimeout })
@@ -78,6 +80,8 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	str("resource", "this server's canonical `URI` (RFC 8707), the tokens' audience (default http://<--http address>/mcp)", func(s *Serve) *string { return &s.Auth.Resource })
 	def("audience", "an accepted token audience `AUD` (repeatable; replaces the file's; default: the resource URI)", (*listValue)(&f.Auth.Audiences), func(d *Serve) { d.Auth.Audiences = f.Auth.Audiences })
 	def("allow-anonymous", "with --issuer, serve a request without a token as nobody instead of answering 401", (*boolValue)(&f.AllowAnonymous), func(d *Serve) { d.AllowAnonymous = f.AllowAnonymous })
+	str("bundle", bundleUsage, func(s *Serve) *string { return &s.Bundle.URL })
+	str("bundle-verification-key", bundleKeyUsage, func(s *Serve) *string { return &s.Bundle.Signing.KeyFile })
 	str("list-fallback", "what tools/list shows when the grant policy fails: base (the base decision) or none (nothing) (default base)", func(s *Serve) *string { return &s.ListFallback })
 	return f
 }

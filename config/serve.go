@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/upstream"
 )
@@ -28,6 +29,9 @@ type Serve struct {
 	Registry string `yaml:"registry"`
 	// Policy is the policy directory; "" serves the bundled example.
 	Policy string `yaml:"policy"`
+	// Bundle, when its URL is set, serves registry and policies from an
+	// OPA bundle instead (SPEC §14).
+	Bundle bundle.Config `yaml:"bundle"`
 	// Stdio serves on stdin/stdout.
 	Stdio bool `yaml:"stdio"`
 	// HTTP is the address to serve streamable HTTP at. SetDefaults sets
@@ -51,6 +55,14 @@ type Serve struct {
 	LedgerRetention time.Duration `yaml:"ledgerRetention"`
 	// Audit is the audit trail file; "-" (the default) is stderr.
 	Audit string `yaml:"audit"`
+	// DecisionLog, when set, receives every grant and call decision as an
+	// OPA decision-log event (SPEC §14): an http(s) URL is POSTed batches
+	// of them, anything else is a file appended one event per line.
+	DecisionLog string `yaml:"decisionLog"`
+	// OtelEndpoint, when set, is the OTLP/HTTP endpoint spans are exported
+	// to (SPEC §14); "" falls back to OTEL_EXPORTER_OTLP_ENDPOINT, and
+	// tracing is off without either.
+	OtelEndpoint string `yaml:"otelEndpoint"`
 	// ApprovalWebhook, when set, is an http(s) URL each new approval
 	// request is POSTed to as JSON (SPEC §13).
 	ApprovalWebhook string `yaml:"approvalWebhook"`
@@ -250,6 +262,16 @@ func (s *Serve) Validate() error {
 	if s.LedgerRetention < 0 {
 		add("ledgerRetention", "negative duration %s", s.LedgerRetention)
 	}
+	if d := s.DecisionLog; isHTTPURL(d) {
+		if u, err := url.Parse(d); err != nil || u.Host == "" {
+			add("decisionLog", "want an http:// or https:// URL with a host, or a file path")
+		}
+	}
+	if e := s.OtelEndpoint; e != "" {
+		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("otelEndpoint", "want an http:// or https:// URL")
+		}
+	}
 	if w := s.ApprovalWebhook; w != "" {
 		if u, err := url.Parse(w); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			add("approvalWebhook", "want an http:// or https:// URL")
@@ -312,6 +334,7 @@ func (s *Serve) Validate() error {
 		}
 	}
 	probs = append(probs, s.authProblems()...)
+	probs = append(probs, s.bundleProblems()...)
 	if len(probs) > 0 {
 		return &Error{Path: s.Config, Problems: probs}
 	}

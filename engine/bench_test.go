@@ -52,6 +52,23 @@ granted := {t.name |
 url_driver(t) if t.driver == "url"
 `
 
+// benchGrantRow is benchGrant whose per-row body reads the request: a
+// caller may hide a tool by naming it in _meta.
+const benchGrantRow = `package toolgate.grant
+
+granted := {t.name |
+	some t in input.tools
+	t.base
+	t.annotations.readOnlyHint == true
+	not url_driver(t)
+	not input.request.meta["festi/hide"] == t.name
+} if {
+	"contractor" in input.caller.roles
+}
+
+url_driver(t) if t.driver == "url"
+`
+
 // benchRegistry generates a registry of n rows: "echo" first, then rows
 // without a section, in a section for managers and in one for admins, half
 // of them read-only, one in fifty a URL driver.
@@ -141,6 +158,44 @@ func BenchmarkCallDecisionUncached(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkCallDecisionRequestDependent is the call path's grant decision
+// for benchGrantMeta, whose condition on _meta stands outside the per-row
+// body: the per-row work depends on the caller alone.
+func BenchmarkCallDecisionRequestDependent(b *testing.B) {
+	for _, n := range []int{10, 1000, 10000} {
+		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
+			benchPerCall(b, n, benchGrantMeta)
+		})
+	}
+}
+
+// BenchmarkCallDecisionRowDependent is the same for benchGrantRow, whose
+// per-row body reads _meta.
+func BenchmarkCallDecisionRowDependent(b *testing.B) {
+	b.Run("rows=1000", func(b *testing.B) {
+		benchPerCall(b, 1000, benchGrantRow)
+	})
+}
+
+// benchPerCall measures Grant then Allowed on the call path for a policy
+// that reads the request, warm (the caller has been seen before).
+func benchPerCall(b *testing.B, n int, policy string) {
+	rev, _ := benchRevision(b, n, policy)
+	if ok, why := rev.DecisionMode(); ok {
+		b.Fatal("cacheable: ", why)
+	}
+	ctx := context.Background()
+	if ok, err := rev.Grant(ctx, benchCaller, benchReq).Allowed("echo"); !ok || err != nil {
+		b.Fatal("echo is not granted", err)
+	}
+	settle(b)
+	for b.Loop() {
+		if ok, err := rev.Grant(ctx, benchCaller, benchReq).Allowed("echo"); !ok || err != nil {
+			b.Fatal("echo is not granted", err)
+		}
+	}
 }
 
 // BenchmarkNaiveOPA is the obvious alternative to the engine: per call,

@@ -8,6 +8,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/toolgate/toolgate/internal/fsx"
+	"github.com/toolgate/toolgate/internal/regoload"
 )
 
 // NetworkBuiltins are the OPA built-ins that reach the network. The default
@@ -50,9 +51,14 @@ func LoadCapabilities(path string) (*Capabilities, error) {
 	return &Capabilities{c: c, from: path}, nil
 }
 
-// OPA returns the capabilities as OPA takes them, for compiling policies
-// elsewhere alike (policytest). It must not be modified.
-func (c *Capabilities) OPA() *ast.Capabilities {
+func init() {
+	// policytest compiles with the capabilities the server would use; OPA's
+	// type stays out of this package's API.
+	regoload.OPACapabilities = func(c any) *ast.Capabilities { return c.(*Capabilities).opa() }
+}
+
+// opa returns the capabilities as OPA takes them. They must not be modified.
+func (c *Capabilities) opa() *ast.Capabilities {
 	if c == nil || c.c == nil {
 		return DefaultCapabilities().c
 	}

@@ -57,6 +57,9 @@ type GrantDecision struct {
 	granted ast.Set // the override set (strings only), when Outcome is Override
 	allowed []bool  // per row, from granted; set by precompute for shared decisions
 	visible atomic.Pointer[[]int]
+	// canon, set by precompute, is the revision's shared copy of granted
+	// with its flags and visible rows.
+	canon *canonValue
 }
 
 // Base reports the base decision for the named row; false for a name no row has.
@@ -99,15 +102,22 @@ func (d *GrantDecision) allowedRow(i int) bool {
 // decision read many times (a memoised one) answers Allowed with a slice
 // index instead of a hash lookup in a set as large as the registry. It must
 // be called before the decision is shared.
+//
+// Decisions with equal override sets share one copy of the set and of what
+// is derived from it (see canonTable).
 func (d *GrantDecision) precompute() {
 	if d.Outcome != Override {
 		return
 	}
-	allowed := make([]bool, len(d.Revision.rowTerms))
-	for i := range allowed {
-		allowed[i] = d.granted.Contains(d.Revision.rowTerms[i].name)
-	}
-	d.allowed = allowed
+	r := d.Revision
+	c := r.canon.get(ast.NewTerm(d.granted), func(c *canonValue) {
+		set := c.term.Value.(ast.Set)
+		c.allowed = make([]bool, len(r.rowTerms))
+		for i := range c.allowed {
+			c.allowed[i] = set.Contains(r.rowTerms[i].name)
+		}
+	})
+	d.canon, d.granted, d.allowed = c, c.term.Value.(ast.Set), c.allowed
 }
 
 // Visible is the lenient reading used by tools/list: like Allowed, but a
@@ -127,7 +137,11 @@ func (d *GrantDecision) VisibleRows() []int {
 	if d.Outcome == Nobody {
 		return nil
 	}
-	if p := d.visible.Load(); p != nil {
+	visible := &d.visible
+	if d.canon != nil {
+		visible = &d.canon.visible // an override's rows depend on its set alone
+	}
+	if p := visible.Load(); p != nil {
 		return *p
 	}
 	out := make([]int, 0, len(d.Revision.reg.Tools))
@@ -137,8 +151,8 @@ func (d *GrantDecision) VisibleRows() []int {
 		}
 	}
 	out = slices.Clip(out)
-	d.visible.CompareAndSwap(nil, &out)
-	return *d.visible.Load()
+	visible.CompareAndSwap(nil, &out)
+	return *visible.Load()
 }
 
 // Granted returns the names the strict reading grants, in registry order;

@@ -6,7 +6,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"sync"
+
+	"github.com/toolgate/toolgate/internal/lru"
 )
 
 // DefaultDecisionCacheSize bounds the grant decisions a revision memoises:
@@ -15,80 +16,10 @@ const DefaultDecisionCacheSize = 4096
 
 // decisionCache memoises grant decisions per caller fingerprint for one
 // revision (it is dropped with the revision). Only decisions that did not
-// fail are stored. It is a plain LRU under one mutex: a hit is a map lookup
-// and two pointer swaps.
-type decisionCache struct {
-	mu    sync.Mutex
-	max   int
-	items map[string]*cacheEntry
-	head  cacheEntry // sentinel of the recency list: head.next is the newest
-}
+// fail are stored.
+type decisionCache = lru.Cache[*GrantDecision]
 
-type cacheEntry struct {
-	key        string
-	d          *GrantDecision
-	prev, next *cacheEntry
-}
-
-func newDecisionCache(max int) *decisionCache {
-	dc := &decisionCache{max: max, items: make(map[string]*cacheEntry, min(max, 64))}
-	dc.head.prev, dc.head.next = &dc.head, &dc.head
-	return dc
-}
-
-// get returns the decision stored under key, or nil.
-func (dc *decisionCache) get(key []byte) *GrantDecision {
-	dc.mu.Lock()
-	e := dc.items[string(key)]
-	if e == nil {
-		dc.mu.Unlock()
-		return nil
-	}
-	if dc.head.next != e {
-		e.unlink()
-		dc.pushFront(e)
-	}
-	d := e.d
-	dc.mu.Unlock()
-	return d
-}
-
-// put stores d under key and returns the decision the cache holds for key
-// afterwards: d, or the one another goroutine stored first (so that every
-// reader of a caller sees one value).
-func (dc *decisionCache) put(key []byte, d *GrantDecision) *GrantDecision {
-	dc.mu.Lock()
-	defer dc.mu.Unlock()
-	if e := dc.items[string(key)]; e != nil {
-		return e.d
-	}
-	if len(dc.items) >= dc.max {
-		old := dc.head.prev
-		old.unlink()
-		delete(dc.items, old.key)
-	}
-	e := &cacheEntry{key: string(key), d: d}
-	dc.items[e.key] = e
-	dc.pushFront(e)
-	return d
-}
-
-func (dc *decisionCache) len() int {
-	dc.mu.Lock()
-	defer dc.mu.Unlock()
-	return len(dc.items)
-}
-
-func (dc *decisionCache) pushFront(e *cacheEntry) {
-	e.prev, e.next = &dc.head, dc.head.next
-	dc.head.next.prev = e
-	dc.head.next = e
-}
-
-func (e *cacheEntry) unlink() {
-	e.prev.next, e.next.prev = e.next, e.prev
-	e.prev, e.next = nil, nil
-}
+func newDecisionCache(max int) *decisionCache { return lru.New[*GrantDecision](max) }
 
 // appendFingerprint appends the canonical fingerprint of a caller: every
 // part of it the input document shows (subject, roles, claims), so that two

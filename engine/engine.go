@@ -122,7 +122,12 @@ func New(ctx context.Context, src Source, opts ...Option) (*Engine, error) {
 func (e *Engine) Current() *Revision { return e.cur.Load() }
 
 // Source returns what the engine loads from.
-func (e *Engine) Source() Source { return e.src }
+// A ReloadFrom replaces it.
+func (e *Engine) Source() Source {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.src
+}
 
 // Reload builds a whole new revision from the source and, when it loads,
 // swaps it in. On failure the current revision keeps serving, and the error

@@ -22,12 +22,27 @@ import (
 // roles and claims returns the same *GrantDecision, whatever the request,
 // without building an input or evaluating anything. A failed decision is
 // never memoised. The returned value is shared and must not be modified.
+//
+// Otherwise, when the policy can be split (DecisionMode says "split"), the
+// part of the closure of granted that depends on the revision and the
+// caller alone is evaluated once per caller and kept in an LRU bounded like
+// the decision cache (DefaultDecisionCacheSize callers); each call then
+// evaluates the rest. The answer is the one a whole evaluation gives,
+// failures included. WithDecisionCache(false) evaluates every decision
+// whole.
 func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDecision {
 	if c == nil {
 		return r.nobody
 	}
+	if sp := recordingSpan(ctx, SpanGrant); sp != nil {
+		return r.tracedGrant(ctx, sp, c, req)
+	}
 	dc := r.decisions
 	if dc == nil {
+		if sg := r.split(); sg != nil {
+			var buf [192]byte
+			return r.grantSplit(ctx, sg, c, &req, appendFingerprint(buf[:0], c))
+		}
 		return r.grant(ctx, c, &req)
 	}
 	// A memoised decision is answered without building an input, but the
@@ -40,7 +55,7 @@ func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDeci
 	}
 	var buf [192]byte
 	key := appendFingerprint(buf[:0], c)
-	if d := dc.get(key); d != nil {
+	if d := dc.Get(key); d != nil {
 		return d
 	}
 	d := r.grant(ctx, c, &req)
@@ -48,7 +63,7 @@ func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDeci
 		return d
 	}
 	d.precompute()
-	return dc.put(key, d)
+	return dc.Put(key, d)
 }
 
 // grant evaluates the grant decision for a signed-in caller.
@@ -115,6 +130,9 @@ func (r *Revision) readGranted(d *GrantDecision, b any) {
 // Call evaluates the toolgate.call rules for an accepted call of the named
 // row. The caller is signed in (a call by nobody never gets here).
 func (r *Revision) Call(ctx context.Context, c *Caller, req Request) *CallDecision {
+	if sp := recordingSpan(ctx, SpanRules); sp != nil {
+		return r.tracedCall(ctx, sp, c, req)
+	}
 	d := &CallDecision{Revision: r}
 	if !r.policies.callRules {
 		return d // nothing can deny or answer
@@ -338,11 +356,11 @@ func (r *Revision) URLDriversDecided(ctx context.Context, c *Caller) (bool, erro
 }
 
 // eval runs one prepared query under the revision's deadline.
-func (r *Revision) eval(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value) (rego.ResultSet, error) {
+func (r *Revision) eval(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value, opts ...rego.EvalOption) (rego.ResultSet, error) {
 	r.evals.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, r.opts.timeout)
 	defer cancel()
-	rs, err := q.Eval(ctx, rego.EvalParsedInput(input))
+	rs, err := q.Eval(ctx, append(opts, rego.EvalParsedInput(input))...)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: %w", ctx.Err(), err)

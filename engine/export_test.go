@@ -9,7 +9,7 @@ func (r *Revision) CachedDecisions() int {
 	if r.decisions == nil {
 		return 0
 	}
-	return r.decisions.len()
+	return r.decisions.Len()
 }
 
 // Fingerprint is a caller's decision cache key.
@@ -18,6 +18,6 @@ func Fingerprint(c *Caller) string { return string(appendFingerprint(nil, c)) }
 // NewDecisionCacheForTest exposes the LRU with a small bound.
 func NewDecisionCacheForTest(max int) (get func(key string) *GrantDecision, put func(key string, d *GrantDecision)) {
 	dc := newDecisionCache(max)
-	return func(k string) *GrantDecision { return dc.get([]byte(k)) },
-		func(k string, d *GrantDecision) { dc.put([]byte(k), d) }
+	return func(k string) *GrantDecision { return dc.Get([]byte(k)) },
+		func(k string, d *GrantDecision) { dc.Put([]byte(k), d) }
 }

@@ -315,7 +315,7 @@ func (r *Revision) input(c *Caller, v *callerView, req *Request, tool int) (ast.
 			[2]*ast.Term{keyArguments, ast.NewTerm(args)},
 		)
 	}
-	meta, err := req.Meta.ASTValue()
+	meta, err := req.Meta.astValue()
 	if err != nil {
 		return nil, &InputError{Part: PartMeta, Err: err}
 	}

@@ -31,11 +31,7 @@ type grantMode struct {
 func analyseGrant(c *ast.Compiler) grantMode {
 	a := &grantAnalysis{c: c, seen: map[*ast.Rule]bool{}, found: map[string]bool{}}
 	a.enqueue(a.rulesFor(refGranted))
-	for len(a.queue) > 0 {
-		r := a.queue[0]
-		a.queue = a.queue[1:]
-		ast.NewGenericVisitor(a.visit).Walk(r)
-	}
+	a.run()
 	switch {
 	case len(a.reasons) > 0:
 		return grantMode{why: strings.Join(a.reasons, "; "), rules: len(a.seen)}
@@ -52,9 +48,22 @@ func analyseGrant(c *ast.Compiler) grantMode {
 type grantAnalysis struct {
 	c       *ast.Compiler
 	seen    map[*ast.Rule]bool
+	order   []*ast.Rule // every rule of the closure, in the order reached
 	queue   []*ast.Rule
 	reasons []string
 	found   map[string]bool
+	// pure also refuses print: a value computed once per caller would
+	// print once, not on every call.
+	pure bool
+}
+
+// run follows the queue until the closure is complete.
+func (a *grantAnalysis) run() {
+	for len(a.queue) > 0 {
+		r := a.queue[0]
+		a.queue = a.queue[1:]
+		ast.NewGenericVisitor(a.visit).Walk(r)
+	}
 }
 
 func (a *grantAnalysis) fail(loc *ast.Location, format string, args ...any) {
@@ -83,6 +92,7 @@ func (a *grantAnalysis) enqueue(rules []*ast.Rule) {
 	for _, r := range rules {
 		if !a.seen[r] {
 			a.seen[r] = true
+			a.order = append(a.order, r)
 			a.queue = append(a.queue, r)
 		}
 	}
@@ -185,6 +195,8 @@ func (a *grantAnalysis) call(op ast.Ref, loc *ast.Location) {
 		a.fail(loc, "calls %v, which the analysis cannot resolve", op)
 	case b.Nondeterministic:
 		a.fail(loc, "calls %s, a non-deterministic built-in", b.Name)
+	case a.pure && (b.Name == ast.InternalPrint.Name || b.Name == ast.Print.Name):
+		a.fail(loc, "prints")
 	}
 }
 

@@ -2,9 +2,7 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,7 +12,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/topdown/print"
-	"github.com/open-policy-agent/opa/v1/util"
+
+	"github.com/toolgate/toolgate/diag"
+	"github.com/toolgate/toolgate/internal/regoload"
 )
 
 // The rules toolgate reads (SPEC §4).
@@ -28,7 +28,9 @@ var (
 	watchedRefs = []ast.Ref{refGranted, refDeny, refResult, refApproval, refConfirm}
 )
 
-// Location is a place in a policy file.
+// Location is a place in a policy file. Row and Col are OPA's names for the
+// 1-based line and column (never a registry row: see [diag.Diagnostic],
+// which calls them Line and Column).
 type Location struct {
 	File string `json:"file"`
 	Row  int    `json:"row"`
@@ -49,7 +51,9 @@ func locationOf(l *ast.Location) Location {
 	return Location{File: l.File, Row: l.Row, Col: l.Col}
 }
 
-// Diagnostic is one problem found while loading policies or data.
+// Diagnostic is one problem found while loading policies or data, as
+// [CompileError] lists it; [Diagnostic.Diag] converts it to toolgate's one
+// kind of diagnostic, which errors.As gives from any load error.
 type Diagnostic struct {
 	Location
 	Code    string `json:"code,omitempty"`
@@ -69,30 +73,47 @@ type CompileError struct {
 	Diagnostics []Diagnostic
 }
 
-func (e *CompileError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "policies: %d error", len(e.Diagnostics))
-	if len(e.Diagnostics) != 1 {
-		b.WriteString("s")
+func (e *CompileError) Error() string { return e.List().Error() }
+
+// List returns the diagnostics as a [diag.List] (Line and Column for Row and
+// Col) that renders as Error does. errors.As with a *diag.List target
+// finds it too.
+func (e *CompileError) List() *diag.List {
+	l := &diag.List{Diagnostics: make([]diag.Diagnostic, len(e.Diagnostics)), Style: compileErrorStyle}
+	for i, d := range e.Diagnostics {
+		l.Diagnostics[i] = d.Diag()
 	}
-	for _, d := range e.Diagnostics {
-		b.WriteString("\n  ")
-		b.WriteString(d.String())
-	}
-	return b.String()
+	return l
 }
 
-// compileErrorFromAST converts OPA's errors. An error inside a rule that
-// toolgate copied for provenance is reported once, not once per copy.
-func compileErrorFromAST(errs ast.Errors) *CompileError {
-	ce := &CompileError{}
-	seen := map[Diagnostic]bool{}
-	for _, e := range errs {
-		d := Diagnostic{Location: locationOf(e.Location), Code: e.Code, Message: strings.ReplaceAll(e.Message, "toolgate__", "")}
-		if !seen[d] {
-			seen[d] = true
-			ce.Diagnostics = append(ce.Diagnostics, d)
+// As gives errors.As the diagnostics as a *diag.List.
+func (e *CompileError) As(target any) bool { return diag.SetAs(target, e.List()) }
+
+var compileErrorStyle = &diag.Style{
+	Header: func(n int) string {
+		if n == 1 {
+			return "policies: 1 error"
 		}
+		return fmt.Sprintf("policies: %d errors", n)
+	},
+	Indent: "  ",
+	Item:   func(d diag.Diagnostic) string { return diagnosticOf(d).String() },
+}
+
+// Diag returns d as toolgate's one kind of diagnostic.
+func (d Diagnostic) Diag() diag.Diagnostic {
+	return diag.Diagnostic{Code: d.Code, File: d.File, Line: d.Row, Column: d.Col, Message: d.Message}
+}
+
+func diagnosticOf(d diag.Diagnostic) Diagnostic {
+	return Diagnostic{Location: Location{File: d.File, Row: d.Line, Col: d.Column}, Code: d.Code, Message: d.Message}
+}
+
+// compileErrorOf converts a load's diagnostics.
+func compileErrorOf(ds []diag.Diagnostic) *CompileError {
+	ce := &CompileError{Diagnostics: make([]Diagnostic, len(ds))}
+	for i, d := range ds {
+		ce.Diagnostics[i] = diagnosticOf(d)
 	}
 	return ce
 }
@@ -121,6 +142,10 @@ type policySet struct {
 	grantQ    rego.PreparedEvalQuery // granted only: the hot path
 	explainQ  rego.PreparedEvalQuery // granted with provenance and url_drivers_decided
 	callQ     rego.PreparedEvalQuery // deny, result, approval and confirm with provenance
+	// split evaluates a grant policy that reads the request in two parts
+	// (split.go); nil, with splitWhy saying why, when it cannot.
+	split    *splitGrant
+	splitWhy string
 }
 
 // compilePolicies parses, compiles and prepares every policy and data file.
@@ -128,40 +153,15 @@ type policySet struct {
 // caps are the built-ins the policies may call: a call of any other fails
 // to compile (rego_type_error: undefined function, with its location).
 func compilePolicies(ctx context.Context, files []sourceFile, printHook func(string), caps *ast.Capabilities) (*policySet, error) {
-	modules := map[string]*ast.Module{}
-	data := map[string]any{}
-	var diags []Diagnostic
-	ps := &policySet{}
-	for _, f := range files {
-		switch {
-		case isPolicyFile(path.Base(f.rel)):
-			m, err := ast.ParseModuleWithOpts(f.name, string(f.data), ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true})
-			if err != nil {
-				var errs ast.Errors
-				if errors.As(err, &errs) {
-					diags = append(diags, compileErrorFromAST(errs).Diagnostics...)
-				} else {
-					diags = append(diags, Diagnostic{Location: Location{File: f.name}, Message: err.Error()})
-				}
-				continue
-			}
-			modules[f.name] = m
-			ps.files = append(ps.files, f.name)
-		default:
-			var doc any
-			if err := util.Unmarshal(f.data, &doc); err != nil {
-				diags = append(diags, Diagnostic{Location: Location{File: f.name}, Message: "data: " + err.Error()})
-				continue
-			}
-			if err := mountData(data, path.Dir(f.rel), doc); err != nil {
-				diags = append(diags, Diagnostic{Location: Location{File: f.name}, Message: err.Error()})
-				continue
-			}
-			ps.files = append(ps.files, f.name)
-		}
+	parsed, err := regoload.Parse(files, caps)
+	if err != nil {
+		return nil, compileErrorOf(diag.From(err))
 	}
-	if len(diags) > 0 {
-		return nil, &CompileError{Diagnostics: diags}
+	modules, data := parsed.Modules, parsed.Data
+	ps := &policySet{files: parsed.Files}
+	own := make(map[string]int, len(modules)) // each module's own rules, before the copies
+	for n, m := range modules {
+		own[n] = len(m.Rules)
 	}
 	ps.prov = addProvenance(modules)
 	for _, p := range ps.prov {
@@ -175,15 +175,39 @@ func compilePolicies(ctx context.Context, files []sourceFile, printHook func(str
 		}
 	}
 
-	c := ast.NewCompiler().WithEnablePrintStatements(printHook != nil).WithCapabilities(caps)
-	c.Compile(modules)
+	ps.store = inmem.NewFromObject(data)
+	compile := func() (*ast.Compiler, error) {
+		txn, err := ps.store.NewTransaction(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("compile policies: %w", err)
+		}
+		defer ps.store.Abort(ctx, txn)
+		c := regoload.NewCompiler(ctx, caps, ps.store, txn, printHook != nil)
+		c.Compile(modules)
+		return c, nil
+	}
+	c, err := compile()
+	if err != nil {
+		return nil, err
+	}
+	// A compiler configured like c, for the split's rewrite of the same
+	// modules (split.go): c has checked them against the data already.
+	newCompiler := func() *ast.Compiler { return regoload.NewCompiler(ctx, caps, nil, nil, printHook != nil) }
 	if c.Failed() {
-		return nil, compileErrorFromAST(c.Errors)
+		// The copies change OPA's messages (a rule sharing its line with
+		// its copy is named "in rule ..."; a recursion names the copy):
+		// report what the policies alone give, as `toolgate test` does.
+		errs := c.Errors
+		for n, m := range modules {
+			m.Rules = m.Rules[:own[n]]
+		}
+		if alone, err := compile(); err == nil && alone.Failed() {
+			errs = alone.Errors
+		}
+		return nil, compileErrorOf(regoload.Diagnostics(errs))
 	}
 	ps.compiler = c
-	ps.store = inmem.NewFromObject(data)
 
-	var err error
 	opts := []func(*rego.Rego){
 		rego.Compiler(c),
 		rego.Store(ps.store),
@@ -207,6 +231,7 @@ func compilePolicies(ctx context.Context, files []sourceFile, printHook func(str
 		wrapQuery("approval", refApproval), wrapQuery("confirm", refConfirm))); err != nil {
 		return nil, fmt.Errorf("prepare call query: %w", err)
 	}
+	ps.split, ps.splitWhy = newSplitGrant(ctx, modules, c, newCompiler, opts)
 	return ps, nil
 }
 
@@ -253,7 +278,7 @@ func addProvenance(modules map[string]*ast.Module) []provenance {
 					continue
 				}
 				i := len(out)
-				name := ast.Var("toolgate__" + string(target[len(target)-1].Value.(ast.String)) + "_" + strconv.Itoa(i))
+				name := ast.Var(regoload.CopyPrefix + string(target[len(target)-1].Value.(ast.String)) + "_" + strconv.Itoa(i))
 				cp := r.Copy()
 				for rr := cp; rr != nil; rr = rr.Else {
 					rr.Head.Name = name
@@ -273,38 +298,6 @@ func addProvenance(modules map[string]*ast.Module) []provenance {
 		m.Rules = append(m.Rules, added...)
 	}
 	return out
-}
-
-// mountData places doc at the data path named by a directory, merging objects.
-func mountData(root map[string]any, dir string, doc any) error {
-	node := root
-	if dir != "." && dir != "" {
-		for _, seg := range strings.Split(dir, "/") {
-			next, ok := node[seg]
-			if !ok {
-				m := map[string]any{}
-				node[seg] = m
-				node = m
-				continue
-			}
-			m, ok := next.(map[string]any)
-			if !ok {
-				return fmt.Errorf("data: %s conflicts with a value already loaded", dir)
-			}
-			node = m
-		}
-	}
-	obj, ok := doc.(map[string]any)
-	if !ok {
-		return errors.New("data: the document must be an object")
-	}
-	for k, v := range obj {
-		if _, dup := node[k]; dup {
-			return fmt.Errorf("data: key %q is defined twice", k)
-		}
-		node[k] = v
-	}
-	return nil
 }
 
 // printFunc adapts a function to OPA's print hook, for print() in policies.

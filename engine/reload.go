@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -14,6 +15,9 @@ type Status struct {
 	Revision uint64    `json:"revision"`
 	Hash     string    `json:"hash"`
 	LoadedAt time.Time `json:"loaded_at"`
+	// Label is the serving revision's Label (an OPA bundle's manifest
+	// revision), empty when its source names none.
+	Label string `json:"label,omitempty"`
 	// LastError is the error of the last reload, empty when it succeeded;
 	// LastErrorAt is when it happened.
 	LastError   string    `json:"last_error,omitempty"`
@@ -35,6 +39,7 @@ func (e *Engine) Status() Status {
 		Revision:       cur.number,
 		Hash:           cur.hash,
 		LoadedAt:       cur.loadedAt,
+		Label:          cur.label,
 		Reloads:        e.reloads,
 		ReloadFailures: e.failures,
 	}
@@ -114,12 +119,22 @@ func (e *Engine) reload(ctx context.Context, settle time.Duration) (changed bool
 		return false, wait, nil
 	}
 	e.gone = nil
+	return e.install(cur, rev, nil), 0, nil
+}
 
+// install swaps rev in for cur unless both have the same hash, clears the
+// last error and tells the listeners; with src set, the engine's source
+// becomes src in the same step. It reports whether rev was installed.
+// The caller holds reloadMu.
+func (e *Engine) install(cur, rev *Revision, src *Source) bool {
 	e.mu.Lock()
 	e.lastErr, e.loggedErr = nil, ""
+	if src != nil {
+		e.src = *src
+	}
 	if rev.hash == cur.hash {
 		e.mu.Unlock()
-		return false, 0, nil
+		return false
 	}
 	e.next++
 	e.cur.Store(rev)
@@ -135,7 +150,39 @@ func (e *Engine) reload(ctx context.Context, settle time.Duration) (changed bool
 			l.onReload(cur, rev)
 		}
 	}
-	return true, 0, nil
+	return true
+}
+
+// ReloadFrom builds a whole new revision from src and, when it loads,
+// makes src the engine's source and swaps the revision in: the reload of
+// SPEC §9 for a source that is replaced whole rather than edited in place,
+// such as an activated OPA bundle (SPEC §14). Like Reload, a failure keeps
+// the current revision and source serving, is kept as LastError and
+// counted, and reaches the listeners' OnError; a success reaches their
+// OnReload, and installs nothing when the content hash is unchanged (it
+// reports false then). There is no settle window: src is read once, whole,
+// so it should be a snapshot (an fs.FS in memory, for instance).
+func (e *Engine) ReloadFrom(ctx context.Context, src Source) (bool, error) {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	cur := e.cur.Load()
+	rev, err := build(ctx, src, e.next, &e.opts)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, err
+		}
+		if src.Revision != "" {
+			err = fmt.Errorf("revision %q: %w", src.Revision, err) // which one was refused
+		}
+		e.failed(cur, err)
+		return false, err
+	}
+	// The files of the old source are nobody's to settle any more.
+	e.gone, e.seen = nil, make(map[string]observed, len(rev.stamps))
+	for name, st := range rev.stamps {
+		e.seen[name] = observed{stamp: st}
+	}
+	return e.install(cur, rev, &src), nil
 }
 
 // observed is a file's version as last seen, and since when it has been
@@ -164,7 +211,7 @@ func (e *Engine) unstable(stamps map[string]stamp, settle time.Duration) time.Du
 	var wait time.Duration
 	for name, st := range stamps {
 		o, ok := e.seen[name]
-		if !ok || !o.stamp.same(st) {
+		if !ok || !o.stamp.Same(st) {
 			o = observed{stamp: st, since: now}
 			if e.seen == nil {
 				e.seen = map[string]observed{}
@@ -248,4 +295,18 @@ func (e *Engine) failed(cur *Revision, err error) {
 // Reload.
 func (e *Engine) Listen(onReload func(old, new *Revision)) (stop func()) {
 	return e.addListener(&listener{onReload: onReload})
+}
+
+// ReportFailure records a failure to get a new revision that happened
+// before any build, such as a bundle refused for its signature or not
+// downloaded (SPEC §14): like a failed reload it is kept as LastError and
+// in Status, counted, logged once and passed to the listeners' OnError,
+// until a reload succeeds. The current revision keeps serving.
+func (e *Engine) ReportFailure(err error) {
+	if err == nil {
+		return
+	}
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	e.failed(e.cur.Load(), err)
 }

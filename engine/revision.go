@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"path"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -24,6 +22,7 @@ import (
 type Revision struct {
 	number   uint64
 	hash     string
+	label    string // Source.Revision
 	loadedAt time.Time
 	reg      *registry.Registry
 	index    map[string]int // tool name → row index
@@ -36,6 +35,7 @@ type Revision struct {
 	// decisions memoises grant decisions per caller; nil when the policy
 	// is not cacheable or the cache is off.
 	decisions *decisionCache
+	canon     canonTable // shared copies of memoised values (canon.go)
 	nobody    *GrantDecision
 	evals     atomic.Uint64    // policy evaluations, for tests
 	files     []string         // registry first, then PolicyFiles
@@ -94,11 +94,21 @@ func (r *Revision) DecisionMode() (cacheable bool, why string) {
 	case r.mode.cacheable:
 		return false, "the decision cache is off (WithDecisionCache(false)); the policy would be cacheable: " + r.mode.why
 	}
-	return false, r.mode.why
+	return false, r.mode.why + r.splitMode()
 }
 
-// String names the revision for logs: number and short hash.
-func (r *Revision) String() string { return fmt.Sprintf("%d/%s", r.number, r.hash[:12]) }
+// Label is the revision the source names (Source.Revision, an OPA
+// bundle's manifest revision); "" when it names none.
+func (r *Revision) Label() string { return r.label }
+
+// String names the revision for logs and audit records: the source's
+// revision (Label) when it names one, else number and short hash.
+func (r *Revision) String() string {
+	if r.label != "" {
+		return r.label
+	}
+	return fmt.Sprintf("%d/%s", r.number, r.hash[:12])
+}
 
 // build reads and compiles a whole revision from src. Nothing is shared with
 // any other revision.
@@ -107,23 +117,19 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 	if err != nil {
 		return nil, err
 	}
-	format := registry.FormatYAML // YAML reads JSON too
-	if strings.EqualFold(path.Ext(regFile.rel), ".json") {
-		format = registry.FormatJSON
-	}
-	reg, err := registry.Parse(regFile.data, format)
+	reg, err := registry.Parse(regFile.Data, registry.FormatOf(regFile.Name))
 	if err != nil {
-		return nil, fmt.Errorf("registry %s: %w", regFile.name, err)
+		return nil, fmt.Errorf("registry %s: %w", regFile.Name, err)
 	}
 	var derived []byte // what the registry hook added, for the hash
 	if o.rows != nil {
 		r2, err := o.rows(ctx, reg)
 		if err != nil {
-			return nil, fmt.Errorf("registry %s: %w", regFile.name, err)
+			return nil, fmt.Errorf("registry %s: %w", regFile.Name, err)
 		}
 		if r2 != reg {
 			if derived, err = json.Marshal(r2.Tools); err != nil {
-				return nil, fmt.Errorf("registry %s: %w", regFile.name, err)
+				return nil, fmt.Errorf("registry %s: %w", regFile.Name, err)
 			}
 			reg = r2
 		}
@@ -137,29 +143,35 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 		logger := o.logger
 		hook = func(msg string) { logger.Info("policy print", slog.String("msg", msg)) }
 	}
-	ps, err := compilePolicies(ctx, files, hook, o.caps.OPA())
+	ps, err := compilePolicies(ctx, files, hook, o.caps.opa())
 	if err != nil {
 		return nil, err
 	}
 	h := sha256.New()
-	for _, f := range append([]sourceFile{{rel: "\x00registry"}, regFile, {rel: "\x00derived", data: derived}}, files...) {
-		fmt.Fprintf(h, "%s\x00%d\x00", f.rel, len(f.data))
-		h.Write(f.data)
+	parts := []sourceFile{{Rel: "\x00registry"}, regFile, {Rel: "\x00derived", Data: derived}}
+	if src.Revision != "" {
+		// Only then, so that the hashes of unlabelled sources stay as they were.
+		parts = append(parts, sourceFile{Rel: "\x00revision", Data: []byte(src.Revision)})
+	}
+	for _, f := range append(parts, files...) {
+		fmt.Fprintf(h, "%s\x00%d\x00", f.Rel, len(f.Data))
+		h.Write(f.Data)
 	}
 	rev := &Revision{
 		number:   number,
 		hash:     hex.EncodeToString(h.Sum(nil)),
+		label:    src.Revision,
 		loadedAt: time.Now(),
 		reg:      reg,
 		index:    make(map[string]int, len(reg.Tools)),
 		rowTerms: make([]rowTerms, len(reg.Tools)),
 		policies: ps,
 		opts:     o,
-		files:    append([]string{regFile.name}, ps.files...),
+		files:    append([]string{regFile.Name}, ps.files...),
 		stamps:   make(map[string]stamp, len(files)+1),
 	}
 	for _, f := range append(files, regFile) {
-		rev.stamps[f.name] = f.stamp
+		rev.stamps[f.Name] = f.Stamp
 	}
 	for i := range reg.Tools {
 		rev.index[reg.Tools[i].Name] = i

@@ -51,7 +51,7 @@ func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *conso
 }
 
 func consoleStatus(cfg Config, eng *engine.Engine) console.Status {
-	h := health(eng)
+	h := health(eng, nil) // the console shows the revision; /healthz the bundle
 	rev := eng.Current()
 	cached, why := rev.DecisionMode()
 	s := console.Status{Status: h.Status, Revision: h.Revision, Hash: h.Hash, LoadedAt: h.LoadedAt, LastError: h.LastError,

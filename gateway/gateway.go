@@ -35,6 +35,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/console"
 	"github.com/toolgate/toolgate/demo"
@@ -141,11 +142,13 @@ type Gateway struct {
 	engOpts []engine.Option
 	engRef  atomic.Pointer[engine.Engine]
 	eng     *engine.Engine
+	bundles *bundle.Client // nil without a bundle (gateway/bundle.go)
 
 	ledger   *ledger.Ledger
 	gate     *approvals.Gate
 	audit    *audit.Auditor
 	activity *console.Activity
+	obs      *observe // tracing and decision logs (gateway/observe.go)
 
 	servers []served
 	stdio   *mcp.Server
@@ -199,6 +202,7 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		}
 	}()
 	for _, step := range []func() error{
+		g.buildObserve,   // tracing and decision logs, first so that Close flushes them last
 		g.buildMethods,   // the Go methods, then the upstream MCP servers
 		g.buildEngine,    // registry and policies, with the upstreams' imports
 		g.buildHooks,     // ledger, approvals, audit trail, metrics
@@ -362,15 +366,21 @@ func (g *Gateway) buildUpstreams() error {
 	return nil
 }
 
-// buildEngine loads the first revision and reports the rows that will not
-// work with the methods at hand.
+// buildEngine loads the first revision (from the files, or from the OPA
+// bundle, which it then keeps current: gateway/bundle.go) and reports the
+// rows that will not work with the methods at hand.
 func (g *Gateway) buildEngine() error {
-	eng, err := engine.New(g.ctx, g.cfg.Source(), g.engOpts...)
+	src, bundles, err := g.openSource()
 	if err != nil {
 		return err
 	}
-	g.eng = eng
+	eng, err := engine.New(g.ctx, src, g.engOpts...)
+	if err != nil {
+		return err
+	}
+	g.eng, g.bundles = eng, bundles
 	g.engRef.Store(eng)
+	runBundle(g, bundles, eng)
 	rev := eng.Current()
 	g.log.Info("toolgate: loaded", slog.String("revision", rev.String()), slog.Int("tools", len(rev.Registry().Tools)))
 	warnMismatches(g.log, rev.Registry(), g.methods)
@@ -407,13 +417,14 @@ func (g *Gateway) buildHooks() error {
 // server: the caller comes from the flags over stdio and from each
 // request's credentials over HTTP.
 func (g *Gateway) newServer(caller mcpadapter.CallerFunc) *mcp.Server {
-	a := mcpadapter.New(mcpadapter.Options{Revisions: g.eng, Methods: g.methods, Caller: caller, Logger: g.log, HookTimeout: g.cfg.HookTimeout,
+	a := mcpadapter.New(mcpadapter.Options{Revisions: g.eng, Methods: g.obs.methods(g.methods), Caller: caller, Logger: g.log, HookTimeout: g.cfg.HookTimeout,
 		ListFallback: listFallback(g.cfg.ListFallback), Approvals: g.gate})
-	a.AddHook(g.ledger.Hook())
-	a.AddHook(g.audit.Hook())
-	a.AddHook(g.m.Hook())
-	a.AddHook(g.activity.Hook())
+	a.AddHook(g.obs.hook(g.ledger.Hook()))
+	a.AddHook(g.obs.hook(g.audit.Hook()))
+	a.AddHook(g.obs.hook(g.m.Hook()))
+	a.AddHook(g.obs.hook(g.activity.Hook()))
 	s := a.NewServer(&mcp.Implementation{Name: "toolgate", Version: Version}, &mcp.ServerOptions{Logger: g.log})
+	g.obs.install(a, s, caller, g.eng)
 	g.servers = append(g.servers, served{a, s})
 	return s
 }
@@ -477,7 +488,7 @@ func (g *Gateway) buildHTTP() error {
 		Tokens:         g.tokens,
 		JWT:            g.jwt,
 		AllowAnonymous: cfg.AllowAnonymous,
-		Health:         func() any { return health(g.eng) },
+		Health:         func() any { return health(g.eng, g.bundles) },
 		Metrics:        g.m.Handler(),
 		Logger:         g.log,
 		MetricsAddr:    cfg.MetricsAddr,
@@ -665,11 +676,23 @@ type Health struct {
 	LastErrorAt   time.Time `json:"last_error_at,omitzero"`
 	Reloads       uint64    `json:"reloads"`
 	ReloadFailure uint64    `json:"reload_failures"`
+	// BundleRevision is the manifest revision of the OPA bundle serving
+	// (SPEC §14), absent without a bundle.
+	BundleRevision string `json:"bundle_revision,omitempty"`
+	// Bundle is the bundle's own status (ETag, read from disk at start,
+	// last refusal), absent without a bundle.
+	Bundle *bundle.Status `json:"bundle,omitempty"`
 }
 
-func health(eng *engine.Engine) Health {
+// health is eng's Health, with the bundle's status when b is not nil.
+func health(eng *engine.Engine, b *bundle.Client) Health {
 	st := eng.Status()
-	h := Health{Status: "ok", Revision: st.Revision, Hash: st.Hash, LoadedAt: st.LoadedAt, LastError: st.LastError, LastErrorAt: st.LastErrorAt, Reloads: st.Reloads, ReloadFailure: st.ReloadFailures}
+	h := Health{Status: "ok", Revision: st.Revision, Hash: st.Hash, LoadedAt: st.LoadedAt, LastError: st.LastError, LastErrorAt: st.LastErrorAt, Reloads: st.Reloads, ReloadFailure: st.ReloadFailures,
+		BundleRevision: st.Label}
+	if b != nil {
+		st := b.Status()
+		h.Bundle = &st
+	}
 	if h.LastError != "" {
 		h.Status = "degraded"
 	}

@@ -6,13 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
-	"path/filepath"
 	"strings"
 	"testing/fstest"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/internal/fsx"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/schema"
@@ -110,28 +107,17 @@ func Check(ctx context.Context, opts CheckOptions) *CheckReport {
 	return r
 }
 
-func readSource(src engine.Source, name string) ([]byte, error) {
-	fsys := src.RegistryFS
-	if fsys == nil {
-		fsys = src.FS
-	}
-	if fsys == nil {
-		return fsx.ReadFile(name)
-	}
-	return fsx.ReadFileFS(fsys, name)
-}
-
 // checkRegistry parses the registry as the engine does; nil when it does
 // not load.
 func checkRegistry(src engine.Source, r *CheckReport) *registry.Registry {
 	at := Finding{File: src.Registry}
-	data, err := readSource(src, src.Registry)
+	data, err := src.ReadRegistry()
 	if err != nil {
 		at.Code = CodeRegistryUnreadable
 		r.errorf(at, "%v", err)
 		return nil
 	}
-	reg, err := registry.Parse(data, path.Ext(filepath.ToSlash(src.Registry)))
+	reg, err := registry.Parse(data, registry.FormatOf(src.Registry))
 	var (
 		pe *registry.ParseError
 		ve *registry.ValidationError

@@ -6,7 +6,9 @@ import (
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/loader"
+
+	"github.com/toolgate/toolgate/diag"
+	"github.com/toolgate/toolgate/internal/regoload"
 )
 
 // Stage names the step at which an [*Error] stopped the run.
@@ -18,7 +20,10 @@ const (
 	StageCompile Stage = "compile" // compiling the modules together
 )
 
-// Diagnostic is one problem found in the policy or test files.
+// Diagnostic is one problem found in the policy or test files, as [Error]
+// lists it; [Diagnostic.Diag] converts it to toolgate's one kind
+// of diagnostic, which errors.As gives from any load error. Location.Row is
+// a line.
 type Diagnostic struct {
 	// Location is where the problem is; its File is empty when unknown.
 	Location Location
@@ -52,16 +57,36 @@ type Error struct {
 	Err error
 }
 
-func (e *Error) Error() string {
-	lines := make([]string, 0, len(e.Diagnostics)+1)
-	lines = append(lines, fmt.Sprintf("policytest: %s failed with %d error(s):", e.Stage, len(e.Diagnostics)))
-	for _, d := range e.Diagnostics {
-		lines = append(lines, "  "+d.String())
-	}
-	return strings.Join(lines, "\n")
-}
+func (e *Error) Error() string { return e.List().Error() }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// List returns the diagnostics as a [diag.List] (Line and Column for Row
+// and Col) that renders as Error does. errors.As with a *diag.List target
+// finds it too.
+func (e *Error) List() *diag.List {
+	l := &diag.List{Diagnostics: make([]diag.Diagnostic, len(e.Diagnostics)), Err: e.Err, Style: &diag.Style{
+		Header: func(n int) string { return fmt.Sprintf("policytest: %s failed with %d error(s):", e.Stage, n) },
+		Indent: "  ",
+	}}
+	for i, d := range e.Diagnostics {
+		l.Diagnostics[i] = d.Diag()
+	}
+	return l
+}
+
+// As gives errors.As the diagnostics as a *diag.List; other targets are
+// looked for in Err.
+func (e *Error) As(target any) bool { return diag.SetAs(target, e.List()) }
+
+// Diag returns d as toolgate's one kind of diagnostic.
+func (d Diagnostic) Diag() diag.Diagnostic {
+	return diag.Diagnostic{Code: d.Code, File: d.Location.File, Line: d.Location.Row, Column: d.Location.Col, Message: d.Message}
+}
+
+func diagnosticOf(d diag.Diagnostic) Diagnostic {
+	return Diagnostic{Location: Location{File: d.File, Row: d.Line, Col: d.Column}, Code: d.Code, Message: d.Message}
+}
 
 // newError collects the diagnostics of a loader or compiler error.
 func newError(stage Stage, err error) *Error {
@@ -70,30 +95,27 @@ func newError(stage Stage, err error) *Error {
 
 func diagnostics(err error) []Diagnostic {
 	var (
-		lerrs loader.Errors
 		aerrs ast.Errors
 		aerr  *ast.Error
 	)
 	switch {
-	case errors.As(err, &lerrs):
-		var ds []Diagnostic
-		for _, e := range lerrs {
-			ds = append(ds, diagnostics(e)...)
-		}
-		return ds
 	case errors.As(err, &aerrs):
-		ds := make([]Diagnostic, 0, len(aerrs))
-		for _, e := range aerrs {
-			ds = append(ds, astDiagnostic(e))
-		}
-		return ds
 	case errors.As(err, &aerr):
-		return []Diagnostic{astDiagnostic(aerr)}
+		aerrs = ast.Errors{aerr}
 	default:
+		if ds := diag.From(err); ds != nil {
+			out := make([]Diagnostic, len(ds))
+			for i, d := range ds {
+				out[i] = diagnosticOf(d)
+			}
+			return out
+		}
 		return []Diagnostic{{Message: err.Error()}}
 	}
-}
-
-func astDiagnostic(e *ast.Error) Diagnostic {
-	return Diagnostic{Location: location(e.Location), Code: e.Code, Message: e.Message}
+	ds := regoload.Diagnostics(aerrs)
+	out := make([]Diagnostic, len(ds))
+	for i, d := range ds {
+		out[i] = diagnosticOf(d)
+	}
+	return out
 }

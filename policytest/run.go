@@ -6,7 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -14,14 +14,13 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/cover"
-	"github.com/open-policy-agent/opa/v1/loader"
-	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
 	"github.com/open-policy-agent/opa/v1/topdown"
 
+	"github.com/toolgate/toolgate/diag"
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/internal/fsx"
+	"github.com/toolgate/toolgate/internal/regoload"
 )
 
 // DefaultTimeout is the time one test may take when Options.Timeout is zero,
@@ -30,12 +29,15 @@ const DefaultTimeout = 5 * time.Second
 
 // Options says what Run loads and how it runs the tests.
 type Options struct {
-	// Paths are files or directories. Directories are walked for *.rego files
-	// and data documents named data.json, data.yaml or data.yml, which load
-	// under the data path of their directory, as with `opa test`. Below a
-	// named path, files and directories whose names begin with "." are
-	// skipped (a ConfigMap's ..2026_… folders); symlinks to files are read.
-	// A file named explicitly is loaded whatever its name.
+	// Paths are files or directories, read as the server reads its policy
+	// directory (one loader, internal/regoload): directories are walked
+	// for *.rego files (tests included) and data documents named
+	// data.json, data.yaml or data.yml, which load under the data path of
+	// their directory, as with `opa test`. Below a named path, files and
+	// directories whose names begin with "." are skipped (a ConfigMap's
+	// ..2026_… folders); symlinks, also into them, are followed. A file
+	// named explicitly is loaded whatever its name. Every file is read
+	// only if it is a regular file of at most 16 MiB.
 	Paths []string
 	// Coverage traces which policy lines the tests reach; see Report.Coverage.
 	Coverage bool
@@ -73,63 +75,25 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 
-	caps := opts.Capabilities.OPA()
-	// The loader reads every file it keeps whole: refuse what is not a
-	// regular file of at most 16 MiB before it does (SPEC §11).
-	var unreadable []Diagnostic
-	filter := func(path string, info fs.FileInfo, depth int) bool {
-		if skipFile(path, info, depth) {
-			return true
-		}
-		if info.IsDir() {
-			return false
-		}
-		if err := fsx.Check(path, info); err != nil {
-			unreadable = append(unreadable, Diagnostic{Location: Location{File: path}, Message: err.Error()})
-			return true
-		}
-		return false
+	caps := regoload.OPACapabilities(opts.Capabilities)
+	files, err := load(opts.Paths)
+	if err != nil {
+		return nil, err
 	}
-	loaded, err := loader.NewFileLoader().
-		WithRegoVersion(ast.RegoV1).
-		WithProcessAnnotation(true).
-		WithCapabilities(caps).
-		Filtered(opts.Paths, filter)
-	if len(unreadable) > 0 {
-		e := &Error{Stage: StageLoad, Diagnostics: unreadable, Err: errors.New("policytest: files that cannot be read")}
-		if err != nil {
-			e.Diagnostics = append(e.Diagnostics, diagnostics(err)...)
-			e.Err = err
-		}
-		return nil, e
-	}
+	parsed, err := regoload.Parse(files, caps)
 	if err != nil {
 		return nil, newError(StageLoad, err)
 	}
+	modules := parsed.Modules
 
-	// Key modules by the file name their locations carry: coverage matches
-	// the two, and the loader's own keys drop the leading "/" of absolute
-	// paths.
-	modules := make(map[string]*ast.Module, len(loaded.Modules))
-	for name, m := range loaded.Modules {
-		if loc := m.Parsed.Package.Location; loc != nil && loc.File != "" {
-			name = loc.File
-		}
-		modules[name] = m.Parsed
-	}
-
-	store := inmem.NewFromObject(loaded.Documents)
+	store := inmem.NewFromObject(parsed.Data)
 	txn, err := store.NewTransaction(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("policytest: %w", err)
 	}
 	defer store.Abort(ctx, txn)
 
-	compiler := ast.NewCompiler().
-		WithPathConflictsCheck(storage.NonEmpty(ctx, store, txn)).
-		WithEnablePrintStatements(true).
-		WithCapabilities(caps).
-		WithUseTypeCheckAnnotations(true)
+	compiler := regoload.NewCompiler(ctx, caps, store, txn, true)
 
 	runner := tester.NewRunner().
 		SetCompiler(compiler).
@@ -180,25 +144,51 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	return report, nil
 }
 
-// skipFile is the loader filter of Options.Paths: true drops the file.
-func skipFile(_ string, info fs.FileInfo, depth int) bool {
-	if depth == 0 {
-		return false // named explicitly
+// load reads the files of paths as regoload finds them, tests included:
+// below a directory, names beginning with "." are skipped; a file named
+// explicitly is read whatever its name. Every file that cannot be read is
+// reported, as an [*Error] of StageLoad.
+func load(paths []string) ([]regoload.File, error) {
+	var (
+		files []regoload.File
+		ds    []Diagnostic
+		errs  []error
+	)
+	fail := func(err error) {
+		errs = append(errs, err)
+		if l := diag.From(err); l != nil {
+			for _, d := range l {
+				ds = append(ds, diagnosticOf(d))
+			}
+			return
+		}
+		ds = append(ds, Diagnostic{Message: err.Error()})
 	}
-	name := info.Name()
-	if strings.HasPrefix(name, ".") {
-		return true
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		switch {
+		case err != nil:
+			fail(err)
+		case st.IsDir():
+			fs, err := regoload.Walk(nil, p, regoload.WalkOptions{Tests: true})
+			if err != nil {
+				fail(err)
+				continue
+			}
+			files = append(files, fs...)
+		default:
+			f, err := regoload.ReadNamed(p)
+			if err != nil {
+				fail(err)
+				continue
+			}
+			files = append(files, f)
+		}
 	}
-	if info.IsDir() {
-		return false
+	if len(ds) > 0 {
+		return nil, &Error{Stage: StageLoad, Diagnostics: ds, Err: errors.Join(errs...)}
 	}
-	switch {
-	case strings.HasSuffix(name, ".rego"):
-		return false
-	case name == "data.json", name == "data.yaml", name == "data.yml":
-		return false
-	}
-	return true
+	return files, nil
 }
 
 // IsTestFile reports whether the file named name holds tests rather than

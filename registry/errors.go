@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/toolgate/toolgate/diag"
 )
 
 // ErrInvalid is matched by errors.Is for every [*ValidationError]: the
@@ -56,23 +58,58 @@ type ValidationError struct {
 }
 
 // Error renders a count, then one problem per line.
-func (e *ValidationError) Error() string {
-	var b strings.Builder
-	b.WriteString("registry")
-	if e.File != "" {
-		b.WriteString(" " + e.File)
+func (e *ValidationError) Error() string { return e.List().Error() }
+
+// Codes of the diagnostics registry errors give as a [diag.List].
+const (
+	CodeInvalid = "registry_invalid" // one problem of a document that does not validate
+	CodeParse   = "registry_parse"   // a document that is not well-formed YAML or JSON
+)
+
+// Diag returns p as toolgate's one kind of diagnostic, about file, with
+// Code [CodeInvalid]; a Row of -1 is no row.
+func (p Problem) Diag(file string) diag.Diagnostic {
+	d := diag.Diagnostic{Code: CodeInvalid, File: file, Tool: p.Tool, Field: p.Field, Message: p.Message}
+	if p.Row >= 0 {
+		d.Row = diag.RowOf(p.Row)
 	}
-	n := len(e.Problems)
-	if n == 1 {
-		b.WriteString(": 1 problem")
-	} else {
-		fmt.Fprintf(&b, ": %d problems", n)
+	return d
+}
+
+// List returns the problems as a [diag.List] that renders as Error does.
+// errors.As with a *diag.List target finds it too.
+func (e *ValidationError) List() *diag.List {
+	l := &diag.List{Diagnostics: make([]diag.Diagnostic, len(e.Problems)), Style: &diag.Style{
+		Header: func(n int) string {
+			var b strings.Builder
+			b.WriteString("registry")
+			if e.File != "" {
+				b.WriteString(" " + e.File)
+			}
+			if n == 1 {
+				b.WriteString(": 1 problem")
+			} else {
+				fmt.Fprintf(&b, ": %d problems", n)
+			}
+			return b.String()
+		},
+		Item: func(d diag.Diagnostic) string { return problemOf(d).String() },
+	}}
+	for i, p := range e.Problems {
+		l.Diagnostics[i] = p.Diag(e.File)
 	}
-	for _, p := range e.Problems {
-		b.WriteString("\n")
-		b.WriteString(p.String())
+	return l
+}
+
+// As gives errors.As the problems as a *diag.List.
+func (e *ValidationError) As(target any) bool { return diag.SetAs(target, e.List()) }
+
+func problemOf(d diag.Diagnostic) Problem {
+	p := Problem{Row: -1, Tool: d.Tool, Field: d.Field, Message: d.Message}
+	if d.Row != nil {
+		p.Row = *d.Row
 	}
-	return b.String()
+	return p
 }
 
 // Is reports whether target is [ErrInvalid].
@@ -108,3 +145,18 @@ func (e *ParseError) Error() string {
 }
 
 func (e *ParseError) Unwrap() error { return e.Err }
+
+// List returns the error as a [diag.List] of one diagnostic, with Code
+// [CodeParse] and the list's default rendering. errors.As with a
+// *diag.List target finds it too.
+func (e *ParseError) List() *diag.List {
+	return &diag.List{
+		Diagnostics: []diag.Diagnostic{{Code: CodeParse, File: e.File, Line: e.Line,
+			Message: "not valid " + strings.ToUpper(e.Format) + ": " + e.Err.Error()}},
+		Err: e.Err,
+	}
+}
+
+// As gives errors.As the error as a *diag.List; other targets are looked
+// for in Err.
+func (e *ParseError) As(target any) bool { return diag.SetAs(target, e.List()) }

@@ -30,11 +30,7 @@ func Load(path string) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registry: %w", err)
 	}
-	format := FormatYAML
-	if strings.EqualFold(filepath.Ext(path), ".json") {
-		format = FormatJSON
-	}
-	r, err := Parse(data, format)
+	r, err := Parse(data, FormatOf(path))
 	var pe *ParseError
 	var ve *ValidationError
 	switch {
@@ -44,6 +40,17 @@ func Load(path string) (*Registry, error) {
 		ve.File = path
 	}
 	return r, err
+}
+
+// FormatOf returns the format of the registry file named name, for Parse:
+// FormatJSON when its extension is .json (in any case), FormatYAML
+// otherwise (YAML is a superset of JSON). Every reader of a registry file
+// detects its format here.
+func FormatOf(name string) string {
+	if strings.EqualFold(filepath.Ext(name), ".json") {
+		return FormatJSON
+	}
+	return FormatYAML
 }
 
 // Parse reads a registry document in format "yaml" (also "yml") or "json".

@@ -294,7 +294,7 @@ func (c *conn) call(ctx context.Context, tool string, args any) (*mcp.CallToolRe
 	if err != nil {
 		return nil, fmt.Errorf("upstream %s: %w", c.cfg.Name, err)
 	}
-	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: traceMeta(ctx)})
 	if err == nil && res == nil {
 		err = errors.New("no result")
 	}

@@ -15,6 +15,10 @@ type method struct {
 	tool string
 }
 
+// UpstreamTool is the upstream's name of the tool: the method span of a
+// call to it is a client span named after it (tracing.Upstream).
+func (m *method) UpstreamTool() string { return m.tool }
+
 // HasArgument reports whether the tool's inputSchema, as last listed,
 // declares the property name. When no listing is known (the upstream was
 // never reached) or the listing lacks the tool, it answers true: a down

@@ -12,7 +12,7 @@ func init() {
 	register(command{name: "check", summary: "validate registry and policies; report URL-driver reach", run: runCheckCommand})
 }
 
-const checkSynopsis = "check [--registry FILE] [--policy DIR] [--capabilities FILE] [--callers FILE] [--roles R1,R2 ...] [--format text|json]"
+const checkSynopsis = "check [--registry FILE] [--policy DIR] [--bundle FILE [--bundle-verification-key FILE]] [--capabilities FILE] [--callers FILE] [--roles R1,R2 ...] [--format text|json]"
 
 func runCheckCommand(ctx context.Context, e *env) int {
 	var (

@@ -59,11 +59,13 @@ func usageError(fs *flag.FlagSet, stderr io.Writer, format string, args ...any) 
 // a registry and its policies (check, explain).
 type sourceFlags struct {
 	registry, policy string
+	bundle           bundleFlags // cmd/toolgate/bundle.go
 }
 
 func (s *sourceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.registry, "registry", "", "the registry `FILE` (default: the bundled example)")
 	fs.StringVar(&s.policy, "policy", "", "the policy `DIR` (default: rego/ of the working directory, as for toolgate test, else the bundled example)")
+	s.bundle.register(fs)
 }
 
 // defaultPolicyDir is the policy directory test, check and explain read
@@ -76,6 +78,9 @@ const defaultPolicyDir = "rego"
 // given is the bundled example's, under paths that say so ("(bundled)
 // rego/grant.rego").
 func (s *sourceFlags) source() (engine.Source, error) {
+	if s.bundle.file != "" {
+		return s.bundle.source(s.registry, s.policy)
+	}
 	policy := s.policy
 	if policy == "" {
 		if st, err := os.Stat(defaultPolicyDir); err == nil && st.IsDir() {

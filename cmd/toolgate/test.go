@@ -62,7 +62,13 @@ func (p *testParams) run(ctx context.Context, e *env) int {
 		fmt.Fprintf(e.stderr, "toolgate test: %v\n", err)
 		return 1
 	}
-	rep, err := policytest.Run(ctx, policytest.Options{Paths: p.paths, Coverage: p.coverage, Filter: p.filter, Timeout: p.timeout, Capabilities: caps})
+	paths, cleanup, err := unpackBundles(p.paths) // a bundle file is tested too (cmd/toolgate/bundle.go)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "toolgate test: %v\n", err)
+		return 1
+	}
+	defer cleanup()
+	rep, err := policytest.Run(ctx, policytest.Options{Paths: paths, Coverage: p.coverage, Filter: p.filter, Timeout: p.timeout, Capabilities: caps})
 	if err != nil {
 		var pe *policytest.Error
 		if errors.As(err, &pe) {

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/internal/canon"
 	"github.com/toolgate/toolgate/mcpadapter"
@@ -75,6 +77,9 @@ type Record struct {
 	// Denials are the deny reasons one by one with who gave each: a hook
 	// by name, or rules by file:line; omitted when nothing refused.
 	Denials []Denial `json:"denials,omitempty"`
+	// TraceID is the W3C trace id of the call's span when tracing is on
+	// (SPEC §14); omitted otherwise.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // Denial is one deny reason of a Record.
@@ -199,8 +204,12 @@ func (a *Auditor) Hook() mcpadapter.Hook {
 // failed, or written after Close.
 func (a *Auditor) Dropped() uint64 { return a.dropped.Load() }
 
-func (a *Auditor) after(_ context.Context, call *mcpadapter.CallContext, end *mcpadapter.Record) error {
-	line, err := json.Marshal(NewRecord(call, end))
+func (a *Auditor) after(ctx context.Context, call *mcpadapter.CallContext, end *mcpadapter.Record) error {
+	r := NewRecord(call, end)
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		r.TraceID = sc.TraceID().String()
+	}
+	line, err := json.Marshal(r)
 	if err != nil {
 		a.drop(1, "encode", err)
 		return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/hooks/audit"
 	"github.com/toolgate/toolgate/metrics"
 )
@@ -51,6 +52,9 @@ func TestReadmeAuditFieldsAndMetrics(t *testing.T) {
 	// toolgate_upstream_drift_total{upstream} is served once it has a
 	// sample (the others start at zero).
 	m.UpstreamDrift("files")
+	// The decision log's counters are registered with it when
+	// --decision-log is set (gateway/observe.go).
+	m.Registry().MustRegister((*decisionlog.Logger)(nil).Collectors()...)
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	served := map[string]bool{}

@@ -131,11 +131,21 @@ func isProtocolKey(k string) bool {
 // Without one (the request did not pass the wire layer) it reconstructs
 // what it can from the decoded params; _meta order is then lost.
 func Take(meta mcp.Meta) (Info, bool) {
+	info, ok := Peek(meta)
+	if ok {
+		delete(meta, Key)
+	}
+	return info, ok
+}
+
+// Peek is Take without removing the entry, for a middleware that runs
+// before the one that takes it (tracing reads traceparent from the _meta as
+// sent).
+func Peek(meta mcp.Meta) (Info, bool) {
 	raw, ok := meta[Key]
 	if !ok {
 		return Info{}, false
 	}
-	delete(meta, Key)
 	var info Info
 	switch v := raw.(type) {
 	case map[string]any:

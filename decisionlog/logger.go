@@ -1,0 +1,310 @@
+package decisionlog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of Options.
+const (
+	DefaultBufferSize    = 10000
+	DefaultBatchSize     = 500
+	DefaultBatchBytes    = 1 << 20
+	DefaultFlushInterval = time.Second
+	DefaultBundleName    = "toolgate"
+	DefaultHTTPTimeout   = 10 * time.Second
+)
+
+// Options configure a Logger. The zero value takes every default.
+type Options struct {
+	// Labels are every event's labels (OPA sends id and version).
+	Labels map[string]string
+	// BundleName names the bundle in an event's bundles; "" is
+	// DefaultBundleName.
+	BundleName string
+	// BufferSize bounds the events waiting to be written, those of a batch
+	// being retried included; an event beyond it is dropped and counted.
+	BufferSize int
+	// BatchSize and BatchBytes bound one write: at most BatchSize events and,
+	// past the first event, at most BatchBytes bytes of JSON before gzip.
+	BatchSize  int
+	BatchBytes int
+	// FlushInterval is how long an event may wait for its batch to fill.
+	FlushInterval time.Duration
+	// Backoff is the wait before retry number attempt (1, 2, …) of a failed
+	// write; nil is exponential from 100 ms to 30 s with jitter.
+	Backoff func(attempt int) time.Duration
+	// Client posts to a URL sink; nil is a client with DefaultHTTPTimeout.
+	Client *http.Client
+	// OnDrop is told of each dropped event (for example a metrics counter).
+	OnDrop func()
+	// Logger receives write failures; nil discards them.
+	Logger *slog.Logger
+}
+
+// Sink writes one batch of encoded events. It is called from one goroutine
+// at a time; a batch it fails is offered again, whole, after a backoff.
+type Sink interface {
+	Write(ctx context.Context, events []json.RawMessage) error
+	Close() error
+}
+
+// Logger buffers decision-log events and writes them to its sink in batches
+// from one background goroutine, retrying failed writes with backoff. Log
+// never blocks on the sink. All methods are safe for concurrent use; a nil
+// *Logger logs nothing.
+type Logger struct {
+	sink Sink
+	opts Options
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	buf     []json.RawMessage // waiting, oldest first; a batch leaves it once written
+	closed  bool
+	dropped atomic.Uint64
+	written atomic.Uint64
+
+	wake   chan struct{}
+	stop   chan context.Context
+	done   chan struct{}
+	ctx    context.Context // canceled when Close's context ends
+	cancel context.CancelFunc
+}
+
+// Open returns a Logger writing to target: an http:// or https:// URL is
+// POSTed gzip-compressed JSON arrays (OPA's upload format), anything else is
+// a file path appended one JSON event per line (created 0600).
+func Open(target string, opts Options) (*Logger, error) {
+	if strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") {
+		c := opts.Client
+		if c == nil {
+			c = &http.Client{Timeout: DefaultHTTPTimeout}
+		}
+		return New(&HTTPSink{URL: target, Client: c}, opts), nil
+	}
+	s, err := OpenFile(target)
+	if err != nil {
+		return nil, err
+	}
+	return New(s, opts), nil
+}
+
+// New returns a Logger writing to sink, and starts its goroutine; Close
+// stops it.
+func New(sink Sink, opts Options) *Logger {
+	if opts.BufferSize <= 0 {
+		opts.BufferSize = DefaultBufferSize
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = DefaultBatchSize
+	}
+	if opts.BatchBytes <= 0 {
+		opts.BatchBytes = DefaultBatchBytes
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = DefaultFlushInterval
+	}
+	if opts.Backoff == nil {
+		opts.Backoff = DefaultBackoff
+	}
+	if opts.BundleName == "" {
+		opts.BundleName = DefaultBundleName
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &Logger{sink: sink, opts: opts, log: log,
+		wake: make(chan struct{}, 1), stop: make(chan context.Context, 1), done: make(chan struct{}),
+		ctx: ctx, cancel: cancel}
+	go l.run()
+	return l
+}
+
+// DefaultBackoff is exponential from 100 ms, doubling to at most 30 s, with
+// up to 20% jitter.
+func DefaultBackoff(attempt int) time.Duration {
+	d := 100 * time.Millisecond
+	for i := 1; i < attempt && d < 30*time.Second; i++ {
+		d *= 2
+	}
+	d = min(d, 30*time.Second)
+	return d + time.Duration(rand.Int64N(int64(d)/5+1))
+}
+
+// Log buffers the event of one decision. When the buffer is full, or the
+// Logger is closed, the event is dropped and counted.
+func (l *Logger) Log(d Decision) {
+	if l == nil {
+		return
+	}
+	line, err := json.Marshal(d.event(l.opts.Labels, l.opts.BundleName, time.Now()))
+	if err != nil {
+		l.log.Error("decision log: event not encoded", "decision_id", d.ID, "error", err)
+		l.drop(1)
+		return
+	}
+	l.mu.Lock()
+	if l.closed || len(l.buf) >= l.opts.BufferSize {
+		l.mu.Unlock()
+		l.drop(1)
+		return
+	}
+	l.buf = append(l.buf, line)
+	full := len(l.buf) >= l.opts.BatchSize
+	l.mu.Unlock()
+	if full {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Dropped is the number of events dropped so far: buffer full, not
+// encodable, logged after Close, or still unwritten when Close gave up.
+func (l *Logger) Dropped() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.dropped.Load()
+}
+
+// Written is the number of events the sink accepted so far.
+func (l *Logger) Written() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.written.Load()
+}
+
+// Close stops taking events, writes what is buffered (retrying until ctx
+// ends), counts what it could not write as dropped, and closes the sink.
+// Calls after the first return nil at once.
+func (l *Logger) Close(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	stopAfter := context.AfterFunc(ctx, l.cancel)
+	defer stopAfter()
+	l.stop <- ctx
+	<-l.done
+	l.cancel()
+	var err error
+	if n := l.pending(); n > 0 {
+		l.drop(n)
+		err = fmt.Errorf("decision log: %d events not written before close: %w", n, context.Cause(ctx))
+	}
+	return errors.Join(err, l.sink.Close())
+}
+
+func (l *Logger) drop(n int) {
+	l.dropped.Add(uint64(n))
+	if l.opts.OnDrop != nil {
+		for range n {
+			l.opts.OnDrop()
+		}
+	}
+}
+
+func (l *Logger) pending() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.buf)
+	l.buf = nil
+	return n
+}
+
+// run writes batches: when a batch is full, every FlushInterval, and once
+// more on Close.
+func (l *Logger) run() {
+	defer close(l.done)
+	tick := time.NewTicker(l.opts.FlushInterval)
+	defer tick.Stop()
+	for {
+		closing := false
+		select {
+		case <-l.wake:
+		case <-tick.C:
+		case <-l.stop:
+			closing = true
+		}
+		if l.flush(closing) || closing {
+			return
+		}
+	}
+}
+
+// flush writes batches until the buffer is empty. It reports whether Close
+// was asked meanwhile (so run returns once flush is done); while closing it
+// gives up when Close's context ends.
+func (l *Logger) flush(closing bool) bool {
+	attempt := 0
+	for {
+		batch := l.peek()
+		if len(batch) == 0 {
+			return closing
+		}
+		err := l.sink.Write(l.ctx, batch)
+		if err == nil {
+			attempt = 0
+			l.remove(len(batch))
+			l.written.Add(uint64(len(batch)))
+			continue
+		}
+		if l.ctx.Err() != nil {
+			return true
+		}
+		attempt++
+		d := l.opts.Backoff(attempt)
+		l.log.Warn("decision log: write failed, retrying", "events", len(batch), "attempt", attempt, "backoff", d, "error", err)
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-l.stop:
+			t.Stop()
+			closing = true
+		case <-l.ctx.Done():
+			t.Stop()
+			return true
+		}
+	}
+}
+
+// peek returns the next batch without taking it out of the buffer.
+func (l *Logger) peek() []json.RawMessage {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n, size := 0, 0
+	for n < len(l.buf) && n < l.opts.BatchSize {
+		size += len(l.buf[n]) + 1
+		if n > 0 && size > l.opts.BatchBytes {
+			break
+		}
+		n++
+	}
+	return append([]json.RawMessage(nil), l.buf[:n]...)
+}
+
+func (l *Logger) remove(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = l.buf[n:]
+}

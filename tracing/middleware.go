@@ -1,0 +1,85 @@
+package tracing
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MetaFunc returns the traceparent and tracestate entries of a request's
+// _meta, "" when absent.
+type MetaFunc func(req mcp.Request) (traceparent, tracestate string)
+
+// ParamsMeta is the MetaFunc that reads the decoded params' _meta.
+func ParamsMeta(req mcp.Request) (traceparent, tracestate string) {
+	var m mcp.Meta
+	switch r := req.(type) {
+	case *mcp.CallToolRequest:
+		if r.Params != nil {
+			m = r.Params.Meta
+		}
+	case *mcp.ListToolsRequest:
+		if r.Params != nil {
+			m = r.Params.Meta
+		}
+	}
+	traceparent, _ = m["traceparent"].(string)
+	tracestate, _ = m["tracestate"].(string)
+	return traceparent, tracestate
+}
+
+// Middleware returns the MCP receiving middleware that runs each tools/call
+// and tools/list inside its server span (StartRequest); other methods pass
+// through. Add it after the middleware that answers those methods (the
+// adapter's), so that it runs first. meta reads the _meta trace context;
+// nil is ParamsMeta. When t is off the middleware is the handler itself.
+func (t *Tracer) Middleware(meta MetaFunc) mcp.Middleware {
+	if meta == nil {
+		meta = ParamsMeta
+	}
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		if !t.Enabled() {
+			return next
+		}
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "tools/call" && method != "tools/list" {
+				return next(ctx, method, req)
+			}
+			r := Request{Method: method}
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+				r.SessionID = ss.ID()
+			}
+			if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+				r.Header = ex.Header
+				r.ProtocolVersion = ex.Header.Get("Mcp-Protocol-Version") // the negotiated revision, over HTTP
+			}
+			if c, ok := req.(*mcp.CallToolRequest); ok && c.Params != nil {
+				r.Tool = c.Params.Name
+			}
+			r.TraceParent, r.TraceState = meta(req)
+			ctx, span := t.StartRequest(ctx, r)
+			defer span.End()
+			res, err := next(ctx, method, req)
+			switch {
+			case err != nil:
+				span.Fail("jsonrpc_error")
+			case isToolError(res):
+				span.Fail("tool_error")
+			}
+			return res, err
+		}
+	}
+}
+
+// isToolError reports a CallToolResult with isError (as the conventions'
+// error.type tool_error); the adapter may wrap the result.
+func isToolError(res mcp.Result) bool {
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		return r != nil && r.IsError
+	case interface{ CallToolResult() *mcp.CallToolResult }:
+		c := r.CallToolResult()
+		return c != nil && c.IsError
+	}
+	return false
+}

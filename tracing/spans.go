@@ -1,0 +1,120 @@
+package tracing
+
+import (
+	"context"
+	"net/http"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Attribute keys of toolgate's own spans (the MCP and GenAI ones are the
+// semantic conventions'; the grant decision's and the call rules' spans are
+// the engine's: engine.SpanGrant, engine.SpanRules).
+const (
+	// AttrHook and AttrHookPhase name a hook span's hook and half.
+	AttrHook      = "toolgate.hook.name"
+	AttrHookPhase = "toolgate.hook.phase"
+	// AttrMethod is the registry row's method of a method span.
+	AttrMethod = "toolgate.method"
+	// AttrOutcome is how a tools/call ended (the audit trail's outcome).
+	AttrOutcome = "toolgate.outcome"
+)
+
+// Request is what StartRequest needs of one MCP request.
+type Request struct {
+	// Method is the MCP method: tools/call or tools/list.
+	Method string
+	// Tool is the tool name of a tools/call.
+	Tool string
+	// SessionID is the MCP session, "" when none.
+	SessionID string
+	// ProtocolVersion is the negotiated MCP revision, "" when unknown.
+	ProtocolVersion string
+	// Header is the HTTP request's header, nil over stdio.
+	Header http.Header
+	// TraceParent and TraceState are the _meta entries of those names, ""
+	// when absent. A valid _meta traceparent is preferred to the header's.
+	TraceParent, TraceState string
+}
+
+// StartRequest starts the server span of one MCP request, continuing the
+// client's trace (W3C traceparent from _meta, else from the HTTP header).
+// Its name and attributes follow the OpenTelemetry MCP conventions:
+// "tools/call {tool}" with mcp.method.name, gen_ai.tool.name,
+// gen_ai.operation.name execute_tool, mcp.session.id.
+func (t *Tracer) StartRequest(ctx context.Context, r Request) (context.Context, Span) {
+	if !t.Enabled() {
+		return ctx, Span{}
+	}
+	ctx = t.extract(ctx, r)
+	name := r.Method
+	attrs := make([]attribute.KeyValue, 0, 5)
+	attrs = append(attrs, semconv.McpMethodNameKey.String(r.Method))
+	if r.Method == "tools/call" {
+		if r.Tool != "" {
+			name += " " + r.Tool
+		}
+		attrs = append(attrs, semconv.GenAIToolName(r.Tool), semconv.GenAIOperationNameExecuteTool)
+	}
+	if r.SessionID != "" {
+		attrs = append(attrs, semconv.McpSessionID(r.SessionID))
+	}
+	if r.ProtocolVersion != "" {
+		attrs = append(attrs, semconv.McpProtocolVersion(r.ProtocolVersion))
+	}
+	ctx, s := t.tr.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	return ctx, Span{s}
+}
+
+// extract returns ctx with the remote span context of r, if it has one.
+func (t *Tracer) extract(ctx context.Context, r Request) context.Context {
+	if r.TraceParent != "" {
+		c := t.prop.Extract(ctx, propagation.MapCarrier{"traceparent": r.TraceParent, "tracestate": r.TraceState})
+		if trace.SpanContextFromContext(c).IsRemote() {
+			return c
+		}
+	}
+	if r.Header != nil {
+		return t.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	}
+	return ctx
+}
+
+// StartHook starts the span of one half ("before" or "after") of a hook,
+// named "toolgate.hook {name} {phase}".
+func (t *Tracer) StartHook(ctx context.Context, name, phase string) (context.Context, Span) {
+	if !t.Enabled() {
+		return ctx, Span{}
+	}
+	ctx, s := t.tr.Start(ctx, "toolgate.hook "+name+" "+phase,
+		trace.WithAttributes(attribute.String(AttrHook, name), attribute.String(AttrHookPhase, phase)))
+	return ctx, Span{s}
+}
+
+// StartMethod starts the span of a row's method running: a Go method or
+// the call to an upstream MCP server (a client span then, named as the
+// conventions name an MCP client's: "tools/call {tool}").
+func (t *Tracer) StartMethod(ctx context.Context, method string, upstreamTool string) (context.Context, Span) {
+	if !t.Enabled() {
+		return ctx, Span{}
+	}
+	if upstreamTool != "" {
+		ctx, s := t.tr.Start(ctx, "tools/call "+upstreamTool, trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(attribute.String(AttrMethod, method), semconv.McpMethodNameKey.String("tools/call"),
+				semconv.GenAIToolName(upstreamTool), semconv.GenAIOperationNameExecuteTool))
+		return ctx, Span{s}
+	}
+	ctx, s := t.tr.Start(ctx, "toolgate.method "+method, trace.WithAttributes(attribute.String(AttrMethod, method)))
+	return ctx, Span{s}
+}
+
+// Inject writes the span context of ctx as W3C headers (traceparent,
+// tracestate) into h, for a call to an upstream over HTTP.
+func (t *Tracer) Inject(ctx context.Context, h http.Header) {
+	if t.Enabled() {
+		t.prop.Inject(ctx, propagation.HeaderCarrier(h))
+	}
+}

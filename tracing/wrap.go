@@ -1,0 +1,103 @@
+package tracing
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+// WrapHook returns h with each half running in its span (StartHook). When t
+// is off it returns h itself.
+func (t *Tracer) WrapHook(h mcpadapter.Hook) mcpadapter.Hook {
+	if !t.Enabled() {
+		return h
+	}
+	name := h.Name
+	if before := h.Before; before != nil {
+		h.Before = func(ctx context.Context, call *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+			ctx, span := t.StartHook(ctx, name, "before")
+			defer span.End()
+			v, err := before(ctx, call)
+			switch {
+			case err != nil:
+				span.Fail("hook_failed")
+			case v.Denied:
+				span.SetString(AttrOutcome, "denied")
+			case v.Result != nil:
+				span.SetString(AttrOutcome, "answered")
+			}
+			return v, err
+		}
+	}
+	if after := h.After; after != nil {
+		h.After = func(ctx context.Context, call *mcpadapter.CallContext, end *mcpadapter.Record) error {
+			ctx, span := t.StartHook(ctx, name, "after")
+			defer span.End()
+			err := after(ctx, call, end)
+			if err != nil {
+				span.Fail("hook_failed")
+			}
+			return err
+		}
+	}
+	return h
+}
+
+// Upstream is implemented by a Method that calls a tool of an upstream MCP
+// server; its span is then a client span named after that tool.
+type Upstream interface {
+	UpstreamTool() string
+}
+
+// WrapMethods returns ms with each method's invocation running in its span
+// (StartMethod). When t is off it returns ms itself.
+func (t *Tracer) WrapMethods(ms mcpadapter.MethodSet) mcpadapter.MethodSet {
+	if !t.Enabled() {
+		return ms
+	}
+	return tracedMethods{t: t, ms: ms}
+}
+
+type tracedMethods struct {
+	t  *Tracer
+	ms mcpadapter.MethodSet
+}
+
+func (m tracedMethods) Method(name string) (mcpadapter.Method, bool) {
+	x, ok := m.ms.Method(name)
+	if !ok {
+		return x, ok
+	}
+	up := ""
+	if u, ok := x.(Upstream); ok {
+		up = u.UpstreamTool()
+	}
+	return tracedMethod{Method: x, t: m.t, name: name, upstream: up}, true
+}
+
+type tracedMethod struct {
+	mcpadapter.Method
+	t              *Tracer
+	name, upstream string
+}
+
+func (m tracedMethod) Bind(args []mcpadapter.Arg) (mcpadapter.Invocation, error) {
+	inv, err := m.Method.Bind(args)
+	if err != nil || inv == nil {
+		return inv, err
+	}
+	return func(ctx context.Context) (*mcp.CallToolResult, error) {
+		ctx, span := m.t.StartMethod(ctx, m.name, m.upstream)
+		defer span.End()
+		res, err := inv(ctx)
+		switch {
+		case err != nil:
+			span.Fail("method_failed")
+		case res != nil && res.IsError:
+			span.Fail("tool_error")
+		}
+		return res, err
+	}, nil
+}
