@@ -10,9 +10,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/audit"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/tracing"
 )
 
 // Options configure a governed MCP server (New). Only Methods is required.
@@ -49,6 +51,17 @@ type Options struct {
 	// EngineOptions are further engine options (engine.WithTimeout,
 	// engine.WithCapabilities, ...).
 	EngineOptions []engine.Option
+	// DecisionLog, when set, receives every grant and call decision as an
+	// OPA decision-log event (SPEC §14, decisionlog.Logger.Observer). The
+	// Server does not close it: close it after Close, once the sessions
+	// ended, so that it writes what they decided.
+	DecisionLog *decisionlog.Logger
+	// Tracer, when set and on, makes a span of every tools/list and
+	// tools/call (continuing a W3C traceparent from the HTTP request or
+	// _meta), with children for the grant decision, the call rules, each
+	// hook and the method (SPEC §14). The Server does not shut it down:
+	// shut it down after Close.
+	Tracer *tracing.Tracer
 }
 
 // Server is a governed MCP server: tools/list and tools/call of every
@@ -93,19 +106,27 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{eng: eng}
-	s.adapter = mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: opts.Methods, Caller: opts.Caller, Logger: log, Approvals: opts.Approvals})
+	tr := opts.Tracer // a nil or off Tracer wraps nothing
+	s.adapter = mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: tr.WrapMethods(opts.Methods), Caller: opts.Caller, Logger: log, Approvals: opts.Approvals})
 	for _, h := range opts.Hooks {
-		s.adapter.AddHook(h)
+		s.adapter.AddHook(tr.WrapHook(h))
 	}
 	if opts.Audit != nil {
 		s.audit = audit.New(opts.Audit, audit.Options{Logger: log})
-		s.adapter.AddHook(s.audit.Hook())
+		s.adapter.AddHook(tr.WrapHook(s.audit.Hook()))
+	}
+	if opts.DecisionLog != nil {
+		s.adapter.AddObserver(opts.DecisionLog.Observer())
 	}
 	impl := opts.Implementation
 	if impl == nil {
 		impl = &mcp.Implementation{Name: "toolgate"}
 	}
 	s.mcp = s.adapter.NewServer(impl, &mcp.ServerOptions{Logger: log})
+	if tr.Enabled() {
+		// Added last, it runs first: every hook and observer sees the span.
+		s.mcp.AddReceivingMiddleware(tr.Middleware(tracing.WireMeta))
+	}
 
 	bg, cancel := context.WithCancel(ctx)
 	s.cancel = cancel

@@ -141,7 +141,7 @@ func TestServerNeedsMethods(t *testing.T) {
 }
 
 // TestServerHandlerWraps: Handler serves streamable HTTP through the wire
-// layer: a tools/call whose name is an integer gets SPEC §5's answer for
+// layer: a tools/call whose name is an integer gets docs/contract.md §5's answer for
 // the name "7" (a tool call result), not the go-sdk's JSON-RPC error.
 func TestServerHandlerWraps(t *testing.T) {
 	t.Parallel()

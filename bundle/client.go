@@ -27,7 +27,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 )
 
-// maxFileBytes bounds each file of a bundle, as SPEC §9 bounds files on disk.
+// maxFileBytes bounds each file of a bundle, as docs/contract.md §9 bounds files on disk.
 const maxFileBytes = 16 << 20
 
 // Options configures a Client.

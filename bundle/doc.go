@@ -1,7 +1,7 @@
 // Package bundle serves toolgate's registry, policies and data from an OPA
-// bundle (SPEC §14): a .tar.gz from a bundle server, polled with ETags,
+// bundle (docs/contract.md §14): a .tar.gz from a bundle server, polled with ETags,
 // verified against a public key when signed, activated like a reload
-// (SPEC §9) and persisted so that a restart serves without the server.
+// (docs/contract.md §9) and persisted so that a restart serves without the server.
 //
 // The bundle holds Rego policies, data.json, and the registry as data under
 // toolgate/registry (the registry document as JSON). `opa build` makes one:

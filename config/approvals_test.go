@@ -11,7 +11,7 @@ import (
 )
 
 // TestApprovalWebhook: --approval-webhook / approvalWebhook is an http(s)
-// URL (SPEC §13); the flag wins over the file.
+// URL (docs/contract.md §13); the flag wins over the file.
 func TestApprovalWebhook(t *testing.T) {
 	t.Parallel()
 	cfg, _ := writeConfig(t, "approvalWebhook: https://chat.example/hook\n")

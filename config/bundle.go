@@ -7,7 +7,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// The keys of the bundle section (SPEC §14), named as in OPA's bundle
+// The keys of the bundle section (docs/contract.md §14), named as in OPA's bundle
 // configuration.
 var (
 	bundleKeys  = []string{"url", "polling", "signing"}
@@ -118,6 +118,6 @@ func (s *Serve) bundleProblems() []Problem {
 
 // bundleUsage and bundleKeyUsage are the usages of --bundle and --bundle-verification-key.
 var (
-	bundleUsage    = "serve the registry and policies of the OPA bundle at `URL`, polled with ETags (SPEC §14)"
+	bundleUsage    = "serve the registry and policies of the OPA bundle at `URL`, polled with ETags (docs/contract.md §14)"
 	bundleKeyUsage = "verify the bundle's signature with the PEM public key in `FILE`; unsigned or badly signed bundles are refused"
 )

@@ -275,7 +275,7 @@ func TestArgv(t *testing.T) {
 	assert.Equal(t, []string{"uvx", "a b"}, config.Upstream{Command: "uvx", Args: []string{"a b"}}.Argv())
 }
 
-// TestHTTPLimits: the HTTP limits of SPEC §11 come from flags and from the
+// TestHTTPLimits: the HTTP limits of docs/contract.md §11 come from flags and from the
 // file (flags win), and negative values are refused.
 func TestHTTPLimits(t *testing.T) {
 	t.Parallel()
@@ -305,7 +305,7 @@ func TestHTTPLimits(t *testing.T) {
 }
 
 // TestUpstreamSectionAndTrustKinds: an upstream's section is a non-empty
-// string and trust_annotations a boolean (SPEC §15).
+// string and trust_annotations a boolean (docs/contract.md §15).
 func TestUpstreamSectionAndTrustKinds(t *testing.T) {
 	t.Parallel()
 	cfg, _ := writeConfig(t, "upstreams:\n  - {name: a, command: x, import: true, section: \"\", trust_annotations: \"yes\"}\n")

@@ -1,4 +1,4 @@
-// Package config holds the settings of `toolgate serve` (SPEC §8): read
+// Package config holds the settings of `toolgate serve` (docs/contract.md §8): read
 // from a YAML file (--config) and from flags, flags winning over the file.
 //
 //	s, err := config.LoadServe(os.Args[2:], os.Stderr)
@@ -21,7 +21,7 @@
 //	watch: true
 //	hookTimeout: 10s
 //	evalTimeout: 250ms
-//	auth:                          # JWT callers (SPEC §12); see identity.Settings
+//	auth:                          # JWT callers (docs/contract.md §12); see identity.Settings
 //	  issuer: https://login.example.com/realms/acme
 //	  resource: https://tools.example.com/mcp
 //	  roles_claim: realm_access.roles

@@ -11,7 +11,7 @@ import (
 	"github.com/toolgate/toolgate/internal/fsx"
 )
 
-// serveKeys are the keys a config file may hold, in the order of SPEC §8.
+// serveKeys are the keys a config file may hold, in the order of docs/contract.md §8.
 var serveKeys = []string{
 	"registry", "policy", "stdio", "http", "as", "roles", "tokens",
 	"upstreams", "ledger", "ledgerRetention", "audit", "watch", "hookTimeout", "evalTimeout",
@@ -20,7 +20,7 @@ var serveKeys = []string{
 	"capabilities", "listFallback", "pins", "decisionLog", "otelEndpoint", "auth", "bundle",
 }
 
-// authKeys are the keys of the auth section (SPEC §12).
+// authKeys are the keys of the auth section (docs/contract.md §12).
 var authKeys = []string{"issuer", "jwks", "resource", "audiences", "subject_claim", "roles_claim", "scopes_supported", "allow_anonymous"}
 
 var upstreamKeys = []string{"name", "command", "args", "url", "import", "section", "trust_annotations", "pin"}

@@ -33,7 +33,7 @@ func (s *setting) IsBoolFlag() bool {
 	return ok && b.IsBoolFlag()
 }
 
-// ServeFlags registers the flags of `toolgate serve` (SPEC §8) on fs and
+// ServeFlags registers the flags of `toolgate serve` (docs/contract.md §8) on fs and
 // returns the Serve they parse into. It holds only what the flags set:
 // defaults come from SetDefaults, and a config file merges in with Apply
 // (or use LoadServe, which does it all).
@@ -75,7 +75,7 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	str("metrics-addr", "also serve /metrics, to anyone, at `ADDR`", func(s *Serve) *string { return &s.MetricsAddr })
 	str("capabilities", CapabilitiesUsage, func(s *Serve) *string { return &s.Capabilities })
 	str("pins", "the pins `FILE` of upstreams configured with pin: true (default: pins.yaml in the state directory)", func(s *Serve) *string { return &s.Pins })
-	str("issuer", "accept JWT access tokens from the OAuth 2.1 authorization server at `URL` (SPEC §12; discovery gives its keys)", func(s *Serve) *string { return &s.Auth.Issuer })
+	str("issuer", "accept JWT access tokens from the OAuth 2.1 authorization server at `URL` (docs/contract.md §12; discovery gives its keys)", func(s *Serve) *string { return &s.Auth.Issuer })
 	str("jwks", "the issuer's signing keys, a JWKS `FILE` (watched) or URL, instead of discovery", func(s *Serve) *string { return &s.Auth.JWKS })
 	str("resource", "this server's canonical `URI` (RFC 8707), the tokens' audience (default http://<--http address>/mcp)", func(s *Serve) *string { return &s.Auth.Resource })
 	def("audience", "an accepted token audience `AUD` (repeatable; replaces the file's; default: the resource URI)", (*listValue)(&f.Auth.Audiences), func(d *Serve) { d.Auth.Audiences = f.Auth.Audiences })

@@ -13,7 +13,7 @@ import (
 
 // TestObserveSettings: --decision-log / decisionLog is a URL or a file
 // (relative to the config file), --otel-endpoint / otelEndpoint an http(s)
-// URL (SPEC §14); flags win over the file.
+// URL (docs/contract.md §14); flags win over the file.
 func TestObserveSettings(t *testing.T) {
 	t.Parallel()
 	cfg, dir := writeConfig(t, "decisionLog: decisions.jsonl\notelEndpoint: http://collector:4318\n")

@@ -12,7 +12,7 @@ import (
 
 // TestPinsSettings: pin (per upstream, needs import) and pins (the file,
 // relative to the config file; --pins wins; default pins.yaml in the
-// state directory) (SPEC §15).
+// state directory) (docs/contract.md §15).
 func TestPinsSettings(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", "/var/lib/state")
 	cfg, dir := writeConfig(t, "pins: locks/pins.yaml\nupstreams:\n  - { name: fs, command: fs-server, import: true, pin: true }\n")

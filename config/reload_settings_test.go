@@ -10,7 +10,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 )
 
-// TestCapabilitiesAndListFallback: the settings of SPEC §6 and §11, from
+// TestCapabilitiesAndListFallback: the settings of docs/contract.md §6 and §11, from
 // flags and from a config file (a relative capabilities path is the
 // file's), flags winning; an unknown fallback is refused.
 func TestCapabilitiesAndListFallback(t *testing.T) {

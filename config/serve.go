@@ -18,7 +18,7 @@ import (
 // DefaultHTTP is where `toolgate serve` listens unless told otherwise.
 const DefaultHTTP = "127.0.0.1:8787"
 
-// Serve holds every setting of `toolgate serve` (SPEC §8). The zero value
+// Serve holds every setting of `toolgate serve` (docs/contract.md §8). The zero value
 // means "not set"; SetDefaults fills in the defaults.
 type Serve struct {
 	// Config is the file the settings were read from; "" without one.
@@ -30,7 +30,7 @@ type Serve struct {
 	// Policy is the policy directory; "" serves the bundled example.
 	Policy string `yaml:"policy"`
 	// Bundle, when its URL is set, serves registry and policies from an
-	// OPA bundle instead (SPEC §14).
+	// OPA bundle instead (docs/contract.md §14).
 	Bundle bundle.Config `yaml:"bundle"`
 	// Stdio serves on stdin/stdout.
 	Stdio bool `yaml:"stdio"`
@@ -56,15 +56,15 @@ type Serve struct {
 	// Audit is the audit trail file; "-" (the default) is stderr.
 	Audit string `yaml:"audit"`
 	// DecisionLog, when set, receives every grant and call decision as an
-	// OPA decision-log event (SPEC §14): an http(s) URL is POSTed batches
+	// OPA decision-log event (docs/contract.md §14): an http(s) URL is POSTed batches
 	// of them, anything else is a file appended one event per line.
 	DecisionLog string `yaml:"decisionLog"`
 	// OtelEndpoint, when set, is the OTLP/HTTP endpoint spans are exported
-	// to (SPEC §14); "" falls back to OTEL_EXPORTER_OTLP_ENDPOINT, and
+	// to (docs/contract.md §14); "" falls back to OTEL_EXPORTER_OTLP_ENDPOINT, and
 	// tracing is off without either.
 	OtelEndpoint string `yaml:"otelEndpoint"`
 	// ApprovalWebhook, when set, is an http(s) URL each new approval
-	// request is POSTed to as JSON (SPEC §13).
+	// request is POSTed to as JSON (docs/contract.md §13).
 	ApprovalWebhook string `yaml:"approvalWebhook"`
 	// Watch reloads registry and policies on change; nil is on.
 	Watch *bool `yaml:"watch"`
@@ -73,7 +73,7 @@ type Serve struct {
 	// EvalTimeout bounds one policy evaluation; zero is the engine's default.
 	EvalTimeout time.Duration `yaml:"evalTimeout"`
 
-	// HTTP limits (SPEC §11); zero is httpserve's default.
+	// HTTP limits (docs/contract.md §11); zero is httpserve's default.
 
 	// SessionTimeout ends a session idle that long (default 10m).
 	SessionTimeout time.Duration `yaml:"sessionTimeout"`
@@ -95,21 +95,21 @@ type Serve struct {
 	MetricsAddr string `yaml:"metricsAddr"`
 
 	// Capabilities is an OPA capabilities JSON file: the built-ins policies
-	// may call (SPEC §11); "" is every built-in but the network ones.
+	// may call (docs/contract.md §11); "" is every built-in but the network ones.
 	Capabilities string `yaml:"capabilities"`
 	// ListFallback is what tools/list shows when the grant policy fails
-	// (SPEC §6): ListFallbackBase ("", the default) or ListFallbackNone.
+	// (docs/contract.md §6): ListFallbackBase ("", the default) or ListFallbackNone.
 	ListFallback string `yaml:"listFallback"`
 
 	// Auth configures JWT callers from an OAuth 2.1 authorization server
-	// (SPEC §12; the config file's auth section, --issuer, --jwks,
+	// (docs/contract.md §12; the config file's auth section, --issuer, --jwks,
 	// --resource, --audience). Its defaults depend on the address
 	// listened at: the gateway fills them in with Auth.WithDefaults.
 	Auth identity.Settings `yaml:"auth"`
 	// AllowAnonymous serves a request without a token as nobody even with
 	// Auth enabled (--allow-anonymous, auth.allow_anonymous).
 	AllowAnonymous bool `yaml:"-"`
-	// Pins is the pins file of the upstreams configured with pin (SPEC
+	// Pins is the pins file of the upstreams configured with pin (docs/contract.md
 	// §15); "" is PinsFileName in StateDir (see PinsFile).
 	Pins string `yaml:"pins"`
 }
@@ -155,14 +155,14 @@ type Upstream struct {
 	Import bool `yaml:"import"`
 	// Section is the permission section of the imported rows; "" is
 	// upstream:NAME, which no role holds until the registry's sections
-	// list it (SPEC §15). Only settable in the config file.
+	// list it (docs/contract.md §15). Only settable in the config file.
 	Section string `yaml:"section"`
 	// TrustAnnotations lets the upstream's own tool annotations count as
 	// the imported rows' annotations; otherwise policies see them only as
 	// upstream_annotations. Only settable in the config file.
 	TrustAnnotations bool `yaml:"trust_annotations"`
 	// Pin serves an imported tool only while its definition matches the
-	// pin recorded in the pins file (SPEC §15); needs Import. Only
+	// pin recorded in the pins file (docs/contract.md §15); needs Import. Only
 	// settable in the config file.
 	Pin bool `yaml:"pin"`
 }

@@ -27,7 +27,7 @@ const (
 	HookName = "console"
 )
 
-// Event is one call of the live tail: the audit record (SPEC §10) without
+// Event is one call of the live tail: the audit record (docs/contract.md §10) without
 // anything a call carried in (no argument values, no _meta, no server-side
 // error text): only the hash of the arguments.
 type Event struct {

@@ -159,7 +159,7 @@ func serve(t *testing.T, registry, policy string, tokens map[string]identity.Tok
 	return serveWith(t, func(s *config.Serve) { s.Registry, s.Policy, s.Tokens = registry, policy, tokFile })
 }
 
-// writeTokens writes a tokens file (SPEC §8) of token → caller.
+// writeTokens writes a tokens file (docs/contract.md §8) of token → caller.
 func writeTokens(t *testing.T, tokens map[string]identity.TokenEntry) string {
 	t.Helper()
 	hashed := map[string]identity.TokenEntry{}

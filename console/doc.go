@@ -73,7 +73,7 @@
 // comment, then sends the latest events kept (at most 1000) and each new
 // one as `event: activity` with an Event as data and its seq as id, and
 // `event: approvals` when the approval queue changed. An Event is the
-// audit record (SPEC §10) without argument values, _meta or server-side
+// audit record (docs/contract.md §10) without argument values, _meta or server-side
 // error text: arguments_sha256 only. A stream that falls 256 events
 // behind is ended; reconnect and skip the seqs already seen.
 //

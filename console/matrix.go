@@ -201,7 +201,7 @@ func (c *Console) explain(w http.ResponseWriter, r *http.Request, _ *engine.Call
 }
 
 // callCell classifies the call decision of a granted call in the order of
-// SPEC §13: a failure, then refusing wins, then approval, then answers.
+// docs/contract.md §13: a failure, then refusing wins, then approval, then answers.
 func callCell(cd *engine.CallDecision) string {
 	switch {
 	case cd == nil || cd.Err != nil:

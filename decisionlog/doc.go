@@ -1,5 +1,5 @@
 // Package decisionlog writes toolgate's decisions as OPA decision-log events
-// (SPEC §14): one event per grant decision (path toolgate/grant/granted) and
+// (docs/contract.md §14): one event per grant decision (path toolgate/grant/granted) and
 // per call decision (toolgate/call), argument values replaced by their
 // SHA-256, to a file one JSON event per line or to a URL as OPA's
 // decision-log plugin uploads them — POSTed batches, each a gzip-compressed
@@ -10,8 +10,11 @@
 //		Labels: map[string]string{"id": instanceID, "version": version},
 //	})
 //	reg.MustRegister(l.Collectors()...)
-//	l.Log(decisionlog.Decision{ID: id, Path: decisionlog.PathCall, ...})
+//	adapter.AddObserver(l.Observer()) // every grant and call decision the adapter takes
 //	defer l.Close(ctx)
+//
+// Logger.Observer is the one place toolgate's decisions become events; Log
+// takes any other Decision.
 //
 // Why not OPA's own v1/plugins/logs: it runs only inside a plugins.Manager
 // (its service and credential configuration, storage and compiler, status

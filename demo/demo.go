@@ -1,4 +1,4 @@
-// Package demo holds the demo tool methods of SPEC §8, so that the bundled
+// Package demo holds the demo tool methods of docs/contract.md §8, so that the bundled
 // example, and anyone's registry, can be tried without writing Go.
 //
 //	methods := demo.Methods()

@@ -10,7 +10,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 )
 
-// TestApprovalRule reads data.toolgate.call.approval and .confirm (SPEC §13).
+// TestApprovalRule reads data.toolgate.call.approval and .confirm (docs/contract.md §13).
 func TestApprovalRule(t *testing.T) {
 	t.Parallel()
 	policy := `package toolgate.call

@@ -14,7 +14,7 @@ type Caller struct {
 	Claims  map[string]any `json:"claims"`
 }
 
-// Base reports the registry's own permission default for one row (SPEC §2):
+// Base reports the registry's own permission default for one row (docs/contract.md §2):
 // nobody gets nothing; a row without a section is granted to every signed-in
 // caller; a row with a section is granted iff one of the caller's roles is
 // listed for it, and a section the registry does not declare grants nobody.

@@ -12,7 +12,7 @@ import (
 )
 
 // NetworkBuiltins are the OPA built-ins that reach the network. The default
-// capabilities leave them out (SPEC §11): a policy is a decision, not a
+// capabilities leave them out (docs/contract.md §11): a policy is a decision, not a
 // client of other servers.
 var NetworkBuiltins = []string{"http.send", "net.lookup_ip_addr"}
 

@@ -199,7 +199,7 @@ type CallDecision struct {
 	// ResultRules are the rules that defined Result.
 	ResultRules []Location
 	// Approval, when not nil, says the call needs a person's approval
-	// before it runs (SPEC §13). Refusing wins over it; it wins over a
+	// before it runs (docs/contract.md §13). Refusing wins over it; it wins over a
 	// result.
 	Approval *Approval
 	// Confirm, when not "", is the question the calling user must confirm
@@ -241,7 +241,7 @@ const (
 // ErrPolicy is wrapped by every PolicyError, for errors.Is.
 var ErrPolicy = errors.New("policy evaluation failed")
 
-// PolicyError is a failing policy: not an answer, a failure (SPEC §4).
+// PolicyError is a failing policy: not an answer, a failure (docs/contract.md §4).
 type PolicyError struct {
 	// Rule is the ref that was being read, e.g. data.toolgate.grant.granted.
 	Rule string

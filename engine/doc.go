@@ -1,6 +1,6 @@
 // Package engine takes toolgate's decisions: registry rows, the caller and
 // the bounded _meta of a request are compiled into one OPA input document
-// (SPEC §3), and Rego rules answer with the granted tool set
+// (docs/contract.md §3), and Rego rules answer with the granted tool set
 // (data.toolgate.grant.granted) and the deny reasons and result of a call
 // (data.toolgate.call.deny, data.toolgate.call.result).
 //
@@ -13,7 +13,7 @@
 // Every decision is a value that says how it was reached:
 //
 //   - a [GrantDecision] is NoOverride (granted undefined: the base decision
-//     of SPEC §2 stands), Override (granted defined, even empty: exactly its
+//     of docs/contract.md §2 stands), Override (granted defined, even empty: exactly its
 //     names), Failed (the policy failed: a *[PolicyError] carrying OPA's
 //     error), or Nobody (no caller: nothing, no policy asked). tools/call
 //     reads it strictly ([GrantDecision.Allowed] refuses on failure),
@@ -26,7 +26,7 @@
 // rule undefined (which would drop an override and fail open), and each
 // evaluation has a deadline ([WithTimeout], default 250 ms).
 //
-// [Engine.Watch] follows the files (SPEC §9): it reloads on change,
+// [Engine.Watch] follows the files (docs/contract.md §9): it reloads on change,
 // debounced, never believes a disappearance before a settle window has
 // passed, so an editor's save never serves a revision without its policy,
 // and loads a changed file only once it has stopped changing for that

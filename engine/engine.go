@@ -13,7 +13,7 @@ import (
 // DefaultTimeout is the default deadline of one policy evaluation.
 const DefaultTimeout = 250 * time.Millisecond
 
-// DefaultSettle is the default settle window (SPEC §9): how long a file of
+// DefaultSettle is the default settle window (docs/contract.md §9): how long a file of
 // the serving revision may be missing before its disappearance is believed.
 const DefaultSettle = 200 * time.Millisecond
 
@@ -47,7 +47,7 @@ func WithRegistryHook(h RegistryHook) Option { return func(o *options) { o.rows 
 type Option func(*options)
 
 // WithTimeout sets the deadline of one policy evaluation; an evaluation past
-// it fails (SPEC §4). Zero or negative keeps DefaultTimeout.
+// it fails (docs/contract.md §4). Zero or negative keeps DefaultTimeout.
 func WithTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if d > 0 {
@@ -60,7 +60,7 @@ func WithTimeout(d time.Duration) Option {
 // reports. Nil discards them.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
-// WithSettle sets the settle window that Reload honours (SPEC §9); Watch
+// WithSettle sets the settle window that Reload honours (docs/contract.md §9); Watch
 // uses it unless WatchOptions.Settle is set. Zero or negative keeps
 // DefaultSettle: the window cannot be switched off.
 func WithSettle(d time.Duration) Option {
@@ -86,7 +86,7 @@ type Engine struct {
 	gone     map[string]time.Time // files of the current revision seen missing, and since when
 	// seen is every file's version as last observed, and since when it
 	// has been observed unchanged; the zero time for the versions the
-	// first revision read (SPEC §9: a file is loaded once it is stable).
+	// first revision read (docs/contract.md §9: a file is loaded once it is stable).
 	seen map[string]observed
 
 	mu        sync.Mutex // guards the fields below, and the swap of cur
@@ -136,7 +136,7 @@ func (e *Engine) Source() Source {
 // change).
 //
 // A file of the current revision that is missing is not believed gone at
-// once, and a file is loaded only once it has stopped changing (SPEC §9):
+// once, and a file is loaded only once it has stopped changing (docs/contract.md §9):
 // Reload then waits until the file is back, or has been missing, or has
 // kept its size and modification time, for the settle window (WithSettle),
 // so it may block that long.

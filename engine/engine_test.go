@@ -13,7 +13,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 )
 
-// testRegistry has one row per base-decision case of SPEC §2.
+// testRegistry has one row per base-decision case of docs/contract.md §2.
 const testRegistry = `
 sections:
   rewards: { roles: [manager, admin] }

@@ -46,7 +46,7 @@ func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDeci
 		return r.grant(ctx, c, &req)
 	}
 	// A memoised decision is answered without building an input, but the
-	// arguments of a call must still be representable exactly (SPEC §3):
+	// arguments of a call must still be representable exactly (docs/contract.md §3):
 	// otherwise a policy that reads them would have been asked about others.
 	if req.Method == MethodCall {
 		if err := CheckArguments(req.Arguments); err != nil {
@@ -240,7 +240,7 @@ func (r *Revision) Call(ctx context.Context, c *Caller, req Request) *CallDecisi
 	return d
 }
 
-// readApproval reads the value of data.toolgate.call.approval (SPEC §13):
+// readApproval reads the value of data.toolgate.call.approval (docs/contract.md §13):
 // an object with a non-empty string reason, a non-empty array of non-empty
 // role strings approvers, and an optional positive duration string ttl.
 // Anything else, also an unknown member, is a type error.
@@ -337,7 +337,7 @@ func (r *Revision) Explain(ctx context.Context, c *Caller, req Request) *GrantDe
 }
 
 // URLDriversDecided reports whether data.toolgate.grant.url_drivers_decided
-// is true for the caller (SPEC §7).
+// is true for the caller (docs/contract.md §7).
 func (r *Revision) URLDriversDecided(ctx context.Context, c *Caller) (bool, error) {
 	if c == nil {
 		return false, nil

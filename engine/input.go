@@ -35,7 +35,7 @@ type Request struct {
 	Meta Meta
 }
 
-// Keys of the input document (SPEC §3).
+// Keys of the input document (docs/contract.md §3).
 var (
 	keyCaller      = ast.StringTerm("caller")
 	keyTools       = ast.StringTerm("tools")
@@ -66,7 +66,7 @@ type rowTerms struct {
 	name, method, section, driver, arguments, annotations *ast.Term
 	// upstream is the SERVER of a method upstream:SERVER/TOOL, else null;
 	// upstreamAnnotations the annotations an imported row's upstream
-	// declared ({} when none), null for a registry file's row (SPEC §15).
+	// declared ({} when none), null for a registry file's row (docs/contract.md §15).
 	upstream, upstreamAnnotations *ast.Term
 }
 
@@ -201,7 +201,7 @@ func (r *Revision) view(c *Caller) *callerView {
 var ErrInput = errors.New("the input document cannot represent the request")
 
 // InputError says that part of a request or caller cannot be represented
-// exactly in the input document (SPEC §3): a number beyond OPA's range, a key
+// exactly in the input document (docs/contract.md §3): a number beyond OPA's range, a key
 // sent twice, a string that is not valid Unicode, a claim that is not plain
 // JSON. The decision then fails: no policy is asked about other values than
 // those a method, a hook or an upstream server would get.

@@ -101,7 +101,7 @@ func TestInputDocumentShape(t *testing.T) {
 }
 
 // withImportedRows adds rows as the binary's upstream import makes them
-// (upstream.ImportedRows, SPEC §15): one whose annotations are untrusted,
+// (upstream.ImportedRows, docs/contract.md §15): one whose annotations are untrusted,
 // one trusted, one routed upstream by a registry row.
 func withImportedRows(_ context.Context, reg *registry.Registry) (*registry.Registry, error) {
 	declared := map[string]any{"readOnlyHint": true}

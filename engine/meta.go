@@ -11,7 +11,7 @@ import (
 	"github.com/toolgate/toolgate/internal/metabound"
 )
 
-// Bounds on a client's _meta (SPEC §3, "Bounding _meta").
+// Bounds on a client's _meta (docs/contract.md §3, "Bounding _meta").
 const (
 	// MaxMetaEntries is the number of entries kept: the first ones, in wire
 	// order, that pass the other bounds.
@@ -43,7 +43,7 @@ type MetaEntry struct {
 	Value json.RawMessage
 }
 
-// BoundMeta applies SPEC §3 to a raw _meta. It never fails:
+// BoundMeta applies docs/contract.md §3 to a raw _meta. It never fails:
 //
 //   - anything that is not a JSON object becomes empty: null, arrays, scalars,
 //     empty input, invalid JSON anywhere (also trailing data after the object,

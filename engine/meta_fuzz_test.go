@@ -38,7 +38,7 @@ func FuzzBoundMeta(f *testing.F) {
 	})
 }
 
-// The bounds of SPEC §3, written here again rather than read from the code
+// The bounds of docs/contract.md §3, written here again rather than read from the code
 // the reference checks: a wrong constant there must not pass unnoticed.
 const (
 	refMaxEntries  = 32
@@ -46,7 +46,7 @@ const (
 	refMaxValueLen = 4096
 )
 
-// referenceBound is a slow, independent reading of SPEC §3: the top-level
+// referenceBound is a slow, independent reading of docs/contract.md §3: the top-level
 // entries in wire order from the decoder's tokens, each value re-read as a
 // whole, compacted with json.Compact and measured.
 func referenceBound(raw []byte) ([]MetaEntry, bool) {

@@ -17,7 +17,7 @@ import (
 	"github.com/toolgate/toolgate/internal/regoload"
 )
 
-// The rules toolgate reads (SPEC §4).
+// The rules toolgate reads (docs/contract.md §4).
 var (
 	refGranted  = ast.MustParseRef("data.toolgate.grant.granted")
 	refDeny     = ast.MustParseRef("data.toolgate.call.deny")

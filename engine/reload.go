@@ -155,8 +155,8 @@ func (e *Engine) install(cur, rev *Revision, src *Source) bool {
 
 // ReloadFrom builds a whole new revision from src and, when it loads,
 // makes src the engine's source and swaps the revision in: the reload of
-// SPEC §9 for a source that is replaced whole rather than edited in place,
-// such as an activated OPA bundle (SPEC §14). Like Reload, a failure keeps
+// docs/contract.md §9 for a source that is replaced whole rather than edited in place,
+// such as an activated OPA bundle (docs/contract.md §14). Like Reload, a failure keeps
 // the current revision and source serving, is kept as LastError and
 // counted, and reaches the listeners' OnError; a success reaches their
 // OnReload, and installs nothing when the content hash is unchanged (it
@@ -299,7 +299,7 @@ func (e *Engine) Listen(onReload func(old, new *Revision)) (stop func()) {
 
 // ReportFailure records a failure to get a new revision that happened
 // before any build, such as a bundle refused for its signature or not
-// downloaded (SPEC §14): like a failed reload it is kept as LastError and
+// downloaded (docs/contract.md §14): like a failed reload it is kept as LastError and
 // in Status, counted, logged once and passed to the listeners' OnError,
 // until a reload succeeds. The current revision keeps serving.
 func (e *Engine) ReportFailure(err error) {

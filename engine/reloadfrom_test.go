@@ -11,7 +11,7 @@ import (
 )
 
 // TestReloadFrom pins down the reload of a source replaced whole (an OPA
-// bundle, SPEC §14): a good source swaps in with its label, a bad one keeps
+// bundle, docs/contract.md §14): a good source swaps in with its label, a bad one keeps
 // the last good revision and source, and the label is in Status and String.
 func TestReloadFrom(t *testing.T) {
 	t.Parallel()

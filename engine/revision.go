@@ -12,6 +12,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/toolgate/toolgate/internal/grantmode"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -31,7 +32,7 @@ type Revision struct {
 	policies *policySet
 	opts     *options
 	views    viewCache
-	mode     grantMode
+	mode     grantmode.Mode
 	// decisions memoises grant decisions per caller; nil when the policy
 	// is not cacheable or the cache is off.
 	decisions *decisionCache
@@ -90,11 +91,11 @@ func (r *Revision) ToolIndex(name string) int {
 func (r *Revision) DecisionMode() (cacheable bool, why string) {
 	switch {
 	case r.decisions != nil:
-		return true, r.mode.why
-	case r.mode.cacheable:
-		return false, "the decision cache is off (WithDecisionCache(false)); the policy would be cacheable: " + r.mode.why
+		return true, r.mode.Why
+	case r.mode.Cacheable:
+		return false, "the decision cache is off (WithDecisionCache(false)); the policy would be cacheable: " + r.mode.Why
 	}
-	return false, r.mode.why + r.splitMode()
+	return false, r.mode.Why + r.splitMode()
 }
 
 // Label is the revision the source names (Source.Revision, an OPA
@@ -187,8 +188,8 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 	}
 	rev.rowNames = ast.NewSet(names...)
 	rev.nobody = &GrantDecision{Revision: rev, Outcome: Nobody}
-	rev.mode = analyseGrant(ps.compiler)
-	if rev.mode.cacheable && !o.noDecisionCache {
+	rev.mode = grantmode.Analyse(ps.compiler, refGranted)
+	if rev.mode.Cacheable && !o.noDecisionCache {
 		rev.decisions = newDecisionCache(DefaultDecisionCacheSize)
 	}
 	return rev, nil

@@ -14,7 +14,7 @@ import (
 )
 
 // unrepresentable are arguments objects the input document cannot hold
-// exactly (SPEC §3): each used to reach policies as {} (or as another
+// exactly (docs/contract.md §3): each used to reach policies as {} (or as another
 // object) while the binder passed the real url to the method.
 var unrepresentable = map[string]string{
 	"huge exponent, undeclared":   `{"url":"http://169.254.169.254/latest/meta-data/","x":1e100000}`,

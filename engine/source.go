@@ -24,7 +24,7 @@ type Source struct {
 	Registry   string
 	Policies   string
 	// Revision, when set, names the revision this source is (an OPA
-	// bundle's manifest revision, SPEC §14): it is Revision.Label and
+	// bundle's manifest revision, docs/contract.md §14): it is Revision.Label and
 	// Revision.String of every revision built from it, and part of its hash.
 	Revision string
 }

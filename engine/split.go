@@ -12,6 +12,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
 
+	"github.com/toolgate/toolgate/internal/grantmode"
 	"github.com/toolgate/toolgate/internal/lru"
 )
 
@@ -75,7 +76,7 @@ const splitPrefix = "toolgate__split_"
 // modules are the parsed modules c was compiled from; newCompiler returns a
 // compiler configured like c; opts are the options of the prepared queries.
 func newSplitGrant(ctx context.Context, modules map[string]*ast.Module, c *ast.Compiler, newCompiler func() *ast.Compiler, opts []func(*rego.Rego)) (*splitGrant, string) {
-	if analyseGrant(c).cacheable {
+	if grantmode.Analyse(c, refGranted).Cacheable {
 		return nil, ""
 	}
 	fc := c
@@ -278,12 +279,9 @@ func varCounts(x any) map[ast.Var]int {
 // the revision and the caller alone. An extracted comprehension is left out
 // when the rule it was in is precomputed whole.
 func precomputable(c *ast.Compiler, origins map[string]splitOrigin) []ast.Ref {
-	all := &grantAnalysis{c: c, seen: map[*ast.Rule]bool{}, found: map[string]bool{}}
-	all.enqueue(all.rulesFor(refGranted))
-	all.run()
 	var refs []ast.Ref
 	seen := map[string]bool{}
-	for _, r := range all.order {
+	for _, r := range grantmode.Walk(c, grantmode.RulesFor(c, refGranted), false).Rules {
 		if len(r.Head.Args) > 0 || r.Head.RuleKind() != ast.SingleValue {
 			continue
 		}
@@ -292,14 +290,11 @@ func precomputable(c *ast.Compiler, origins map[string]splitOrigin) []ast.Ref {
 			continue
 		}
 		seen[ref.String()] = true
-		a := &grantAnalysis{c: c, seen: map[*ast.Rule]bool{}, found: map[string]bool{}, pure: true}
-		rules := a.rulesFor(ref)
+		rules := grantmode.RulesFor(c, ref)
 		if len(rules) == 0 || slices.ContainsFunc(rules, func(x *ast.Rule) bool { return !x.Path().Equal(ref) }) {
 			continue // the ref also names rules below it, or nothing
 		}
-		a.enqueue(rules)
-		a.run()
-		if len(a.reasons) == 0 {
+		if len(grantmode.Walk(c, rules, true).Reasons) == 0 {
 			refs = append(refs, ref)
 		}
 	}

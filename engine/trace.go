@@ -8,7 +8,7 @@ import (
 )
 
 // The spans a decision makes when the context carries a recording span
-// (tracing on, SPEC §14): a child of that span per grant decision and per
+// (tracing on, docs/contract.md §14): a child of that span per grant decision and per
 // evaluation of the toolgate.call rules. With tracing off the cost is one
 // context lookup per decision.
 const (

@@ -23,7 +23,7 @@ type WatchOptions struct {
 	// a reload (default DefaultDebounce). A burst that does not end still
 	// reloads after four times Debounce.
 	Debounce time.Duration
-	// Settle is the settle window (SPEC §9): a file of the serving revision
+	// Settle is the settle window (docs/contract.md §9): a file of the serving revision
 	// that is missing is believed gone only after it has been missing this
 	// long, and a file that changed is loaded only once its size and
 	// modification time have stayed the same this long; until then no

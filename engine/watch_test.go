@@ -474,7 +474,7 @@ func TestReloadRace(t *testing.T) {
 		start(engine.WatchOptions{Debounce: 2 * time.Millisecond}, engine.WithTimeout(10*time.Second))
 	// An odd number of rewrites: the last content differs from the first, so
 	// at least one reload installs it (files that keep changing are loaded
-	// only once they have settled, SPEC §9).
+	// only once they have settled, docs/contract.md §9).
 	const readers, rewrites = 8, 201
 	stop := make(chan struct{})
 	var decisions, failures, mixes atomic.Int64

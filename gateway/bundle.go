@@ -10,7 +10,7 @@ import (
 )
 
 // openSource returns what the engine loads: the configured registry and
-// policy directory, or, with a bundle configured (SPEC §14), the persisted
+// policy directory, or, with a bundle configured (docs/contract.md §14), the persisted
 // or freshly downloaded bundle and the client that keeps it current (nil
 // without a bundle).
 func (g *Gateway) openSource() (engine.Source, *bundle.Client, error) {

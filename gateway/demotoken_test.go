@@ -42,7 +42,7 @@ func (s *syncBuffer) String() string {
 
 // TestSec04DemoTokenOnlyForBareBundledOnLoopback: the public demo token
 // (printed in the README) works only when the server serves nothing but the
-// bundled example on a loopback address (SPEC §11). Served on every
+// bundled example on a loopback address (docs/contract.md §11). Served on every
 // interface, or with an upstream or a host method added, it is an ordinary
 // Authorization header of a server without --tokens: the caller is nobody,
 // sees no tool and runs nothing; the start-up message says so.

@@ -60,7 +60,7 @@ var Version = "dev"
 const upstreamStartWait = time.Second
 
 // Config is everything Run needs: the settings of `toolgate serve`
-// (config.Serve, SPEC §8; call its SetDefaults first) and the process's
+// (config.Serve, docs/contract.md §8; call its SetDefaults first) and the process's
 // streams.
 type Config struct {
 	config.Serve
@@ -90,7 +90,7 @@ type Config struct {
 }
 
 // BuiltinMethods returns the Go tool methods compiled into the binary, the
-// demo methods of SPEC §8: what rows served by `toolgate serve` dispatch
+// demo methods of docs/contract.md §8: what rows served by `toolgate serve` dispatch
 // to, and what `toolgate check` checks rows against.
 func BuiltinMethods() mcpadapter.MethodSet { return demo.Methods() }
 
@@ -354,7 +354,7 @@ func (g *Gateway) buildUpstreams() error {
 			g.engOpts = append(g.engOpts, engine.WithRegistryHook(func(ctx context.Context, reg *registry.Registry) (*registry.Registry, error) {
 				ctx, cancel := context.WithTimeout(ctx, upstreamStartWait)
 				defer cancel()
-				rows, err := pool.Import(ctx) // fails for a pins file it cannot read (SPEC §15)
+				rows, err := pool.Import(ctx) // fails for a pins file it cannot read (docs/contract.md §15)
 				if err != nil {
 					return nil, err
 				}
@@ -424,7 +424,7 @@ func (g *Gateway) newServer(caller mcpadapter.CallerFunc) *mcp.Server {
 	a.AddHook(g.obs.hook(g.m.Hook()))
 	a.AddHook(g.obs.hook(g.activity.Hook()))
 	s := a.NewServer(&mcp.Implementation{Name: "toolgate", Version: Version}, &mcp.ServerOptions{Logger: g.log})
-	g.obs.install(a, s, caller, g.eng)
+	g.obs.install(a, s)
 	g.servers = append(g.servers, served{a, s})
 	return s
 }
@@ -440,7 +440,7 @@ func (g *Gateway) buildStdio() error {
 }
 
 // buildIdentity listens at the HTTP address (the default resource URI,
-// SPEC §12, is the address listened at, which --http 127.0.0.1:0 leaves to
+// docs/contract.md §12, is the address listened at, which --http 127.0.0.1:0 leaves to
 // the system) and sets up the HTTP callers: the tokens file, the JWT
 // issuer, or the bundled example's demo token.
 func (g *Gateway) buildIdentity() error {
@@ -508,7 +508,7 @@ func (g *Gateway) buildHTTP() error {
 
 // notifyListings makes every new revision, from a file reload or from an
 // upstream whose tools changed (with or without --watch), tell the
-// sessions whose listing changed (SPEC §9, §15).
+// sessions whose listing changed (docs/contract.md §9, §15).
 func (g *Gateway) notifyListings() error {
 	stopListen := g.eng.Listen(func(old, next *engine.Revision) {
 		for _, s := range g.servers {
@@ -677,7 +677,7 @@ type Health struct {
 	Reloads       uint64    `json:"reloads"`
 	ReloadFailure uint64    `json:"reload_failures"`
 	// BundleRevision is the manifest revision of the OPA bundle serving
-	// (SPEC §14), absent without a bundle.
+	// (docs/contract.md §14), absent without a bundle.
 	BundleRevision string `json:"bundle_revision,omitempty"`
 	// Bundle is the bundle's own status (ETag, read from disk at start,
 	// last refusal), absent without a bundle.
@@ -715,7 +715,7 @@ func openLedger(ctx context.Context, spec string) (ledger.Store, error) {
 	return ledger.OpenStore(ctx, spec)
 }
 
-// openApprovals builds the approval gate over the ledger's store (SPEC
+// openApprovals builds the approval gate over the ledger's store (docs/contract.md
 // §13), with its pruner and, when configured, its webhook.
 func (g *Gateway) openApprovals(store ledger.Store) (*approvals.Gate, error) {
 	as, ok := store.(ledger.ApprovalStore)
@@ -755,7 +755,7 @@ func warnMismatches(log *slog.Logger, reg *registry.Registry, methods mcpadapter
 
 // noteClosedImports says, for each importing upstream whose section the
 // registry's sections do not list, that its imported tools are granted to
-// nobody until the operator grants the section (SPEC §15).
+// nobody until the operator grants the section (docs/contract.md §15).
 func noteClosedImports(log *slog.Logger, reg *registry.Registry, ups []config.Upstream) {
 	for _, u := range ups {
 		if !u.Import {

@@ -18,13 +18,13 @@ import (
 	"github.com/toolgate/toolgate/identity"
 )
 
-// Protocol revisions the go-sdk serves (SPEC §6).
+// Protocol revisions the go-sdk serves (docs/contract.md §6).
 var protocols = []string{"2025-06-18", "2025-11-25", "2026-07-28"}
 
 // tokenFor is the bearer token the tests give a caller.
 func tokenFor(c *engine.Caller) string { return "token-of-" + c.Subject }
 
-// writeTokens writes a tokens file (SPEC §8) for callers.
+// writeTokens writes a tokens file (docs/contract.md §8) for callers.
 func writeTokens(t testing.TB, dir string, callers ...*engine.Caller) string {
 	t.Helper()
 	m := map[string]identity.TokenEntry{}

@@ -33,7 +33,7 @@ import (
 	"github.com/toolgate/toolgate/internal/oidctest"
 )
 
-// The end-to-end tests of SPEC §12: toolgate (gateway.Run, the bundled
+// The end-to-end tests of docs/contract.md §12: toolgate (gateway.Run, the bundled
 // example) over streamable HTTP with the go-sdk client, and a real OpenID
 // provider (internal/oidctest) issuing the access tokens.
 

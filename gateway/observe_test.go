@@ -111,6 +111,14 @@ func TestObserveDecisionLogsAndTraces(t *testing.T) {
 		Meta: mcp.Meta{"traceparent": "00-" + clientTrace + "-00f067aa0ba902b7-01"}})
 	require.NoError(t, err)
 	require.False(t, res.IsError)
+	// Refused at step 4: a name the caller may not see and one no row has
+	// are each one grant decision, logged, and no call decision.
+	for _, name := range []string{"execUrl", "absentToolName"} {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"url": "http://x"},
+			Meta: mcp.Meta{"traceparent": "00-" + clientTrace + "-00f067aa0ba902b7-01"}})
+		require.NoError(t, err)
+		require.Equal(t, "Error: Unknown tool '"+name+"'.", res.Content[0].(*mcp.TextContent).Text)
+	}
 	require.NoError(t, cs.Close())
 
 	// The decision log's counters are in /metrics.
@@ -144,7 +152,7 @@ func TestObserveDecisionLogsAndTraces(t *testing.T) {
 			require.Contains(t, e.Metrics, "timer_toolgate_grant_ns")
 		}
 	}
-	require.Equal(t, map[string]int{"toolgate/grant/granted": 2, "toolgate/call": 1}, paths)
+	require.Equal(t, map[string]int{"toolgate/grant/granted": 4, "toolgate/call": 1}, paths)
 	for _, name := range []string{"tools/list", "tools/call add", "toolgate.hook ledger before", "toolgate.hook audit after", "toolgate.method demo.add", "toolgate.grant", "toolgate.call_rules"} {
 		require.Equal(t, clientTrace, sinks.spans[name], "span %q (spans: %v)", name, sinks.spans)
 	}
@@ -154,7 +162,26 @@ func TestObserveDecisionLogsAndTraces(t *testing.T) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	require.True(t, sc.Scan())
-	require.True(t, strings.Contains(sc.Text(), `"trace_id":"`+clientTrace+`"`), sc.Text())
+	first := sc.Text()
+	require.True(t, strings.Contains(first, `"trace_id":"`+clientTrace+`"`), first)
+	require.False(t, sc.Scan(), "the step 4 refusals write no audit line")
+
+	// The call's event is the audit line's decision, at its revision.
+	var line struct {
+		DecisionID string `json:"decision_id"`
+		Revision   string `json:"revision"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(first), &line))
+	found := 0
+	for _, e := range sinks.events {
+		require.Equal(t, line.Revision, e.Bundles["toolgate"].Revision, "event %s", e.Path)
+		require.Equal(t, line.Revision, e.Revision, "event %s", e.Path)
+		if e.DecisionID == line.DecisionID {
+			require.Equal(t, "toolgate/call", e.Path)
+			found++
+		}
+	}
+	require.Equal(t, 1, found, "one call event has the audit line's decision_id %s", line.DecisionID)
 }
 
 // withHeader adds one header to every request.

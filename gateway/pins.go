@@ -29,7 +29,7 @@ func UpstreamConfigs(ups []config.Upstream) []upstream.Config {
 
 // pinsFile is the pins file when an upstream pins; "" when none does. A
 // pins file that exists and cannot be read or parsed stops serve with an
-// error naming it (SPEC §15), before anything connects.
+// error naming it (docs/contract.md §15), before anything connects.
 func pinsFile(s *config.Serve) (string, error) {
 	for _, u := range s.Upstreams {
 		if u.Pin {

@@ -78,7 +78,7 @@ func loadHTTPFixture(t *testing.T, name string) *httpFixture {
 
 var approvalIDRE = regexp.MustCompile(`\(approval [0-9a-f]{24}\)`)
 
-// maskApprovalIDs replaces the id of a held answer (SPEC §13) with ID.
+// maskApprovalIDs replaces the id of a held answer (docs/contract.md §13) with ID.
 func maskApprovalIDs(s string) string { return approvalIDRE.ReplaceAllString(s, "(approval ID)") }
 
 // resultOnly returns a response's (or a bare result's) result without the

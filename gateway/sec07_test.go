@@ -78,7 +78,7 @@ func bundledCopy(t *testing.T, dir, extraSections string) (reg, pol string) {
 	return reg, pol
 }
 
-// TestSec07ImportedToolsClosedAndUntrusted (issue 11, finding 7; SPEC §15):
+// TestSec07ImportedToolsClosedAndUntrusted (issue 11, finding 7; docs/contract.md §15):
 // an upstream imported with import: true whose tool deleteAll declares
 // readOnlyHint: true. By default no caller is granted the imported row (its
 // section upstream:NAME is one no role holds), so a contractor's call answers

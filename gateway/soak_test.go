@@ -152,7 +152,7 @@ func TestSoak(t *testing.T) {
 	}
 
 	// Flip the policy every 500 ms until the clients are done: longer than
-	// the debounce and the settle window together (SPEC §9), since a file
+	// the debounce and the settle window together (docs/contract.md §9), since a file
 	// that keeps changing is loaded only once it has stayed the same that
 	// long.
 	var flips atomic.Int64

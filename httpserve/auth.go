@@ -34,7 +34,7 @@ type principalKey struct{}
 // Authorization header is ignored.
 func (s *Server) authOn() bool { return s.opts.Tokens != nil || s.opts.JWT != nil }
 
-// identify authenticates r with the chain of SPEC §12: the tokens file,
+// identify authenticates r with the chain of docs/contract.md §12: the tokens file,
 // then JWT. It reads headers only. An error is answered with refuse.
 func (s *Server) identify(r *http.Request) (principal, error) {
 	chain := identity.Chain{AllowAnonymous: s.opts.AllowAnonymous}
@@ -51,7 +51,7 @@ func (s *Server) identify(r *http.Request) (principal, error) {
 	return principal{caller: c, owner: string(src) + ":" + c.Subject}, nil
 }
 
-// refuse answers an authentication error (SPEC §12): 401 with the
+// refuse answers an authentication error (docs/contract.md §12): 401 with the
 // challenge identity.Answer gives, 503 with Retry-After while the issuer's
 // keys are not available. The body says no more than the status; the
 // reason goes to the log, which never holds the token.
@@ -80,7 +80,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	http.Error(w, msg, status)
 }
 
-// authenticate applies SPEC §8's and §12's rules before the body is read.
+// authenticate applies docs/contract.md §8's and §12's rules before the body is read.
 // The go-sdk's RequireBearerToken is the only way to place a TokenInfo
 // where the streamable handler reads it, but it refuses a request without
 // a token (we may want nobody) and writes no WWW-Authenticate header

@@ -1,9 +1,9 @@
 // Package httpserve serves a toolgate-governed MCP server over streamable
-// HTTP (SPEC §8): the MCP endpoint at /mcp behind bearer tokens, GET
+// HTTP (docs/contract.md §8): the MCP endpoint at /mcp behind bearer tokens, GET
 // /healthz, an optional /metrics, and graceful shutdown.
 //
 // What an unauthenticated client can make it do is bounded by what it
-// sends (SPEC §11): a body is read once through a 4 MiB limit before
+// sends (docs/contract.md §11): a body is read once through a 4 MiB limit before
 // anything decodes it; sessions expire when idle and are capped; bodies
 // have a read deadline, idle connections close, connections are capped;
 // Host (on loopback) and Origin are checked on every path; /healthz tells
@@ -11,7 +11,7 @@
 // Options documents each limit and its default.
 //
 // The caller of each request comes from its bearer token, through the
-// identity package's caller sources (SPEC §8, §12): a tokens file
+// identity package's caller sources (docs/contract.md §8, §12): a tokens file
 // (Options.Tokens, identity.LoadTokens) and, with Options.JWT, an OAuth 2.1
 // authorization server whose JWT access tokens identity verifies; the
 // Protected Resource Metadata is then served too. This package keeps the

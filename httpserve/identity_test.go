@@ -76,7 +76,7 @@ func newJWT(t *testing.T, s identity.Settings) *identity.JWT {
 	return v
 }
 
-// TestJWTAnswers: the HTTP answers of SPEC §12 with JWT callers beside the
+// TestJWTAnswers: the HTTP answers of docs/contract.md §12 with JWT callers beside the
 // tokens file, and the tokens file's own answer unchanged without them.
 func TestJWTAnswers(t *testing.T) {
 	t.Parallel()

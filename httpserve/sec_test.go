@@ -24,7 +24,7 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
-// These tests pin SPEC §11 (issue 11's findings, by number).
+// These tests pin docs/contract.md §11 (issue 11's findings, by number).
 
 // listen serves srv on a loopback port until the test ends; it returns the
 // address and a channel with ListenAndServe's result.
@@ -571,7 +571,7 @@ func TestSec06ConnectionCap(t *testing.T) {
 }
 
 // TestSec04IsLoopback: which addresses count as loopback, for the Host
-// check and for the demo token (SPEC §11). Anything that binds, or may
+// check and for the demo token (docs/contract.md §11). Anything that binds, or may
 // resolve to, another interface does not.
 func TestSec04IsLoopback(t *testing.T) {
 	t.Parallel()

@@ -27,7 +27,7 @@ const callerKey = "toolgate.caller"
 // finish once its context is done.
 const DefaultShutdownGrace = 10 * time.Second
 
-// Defaults of the limits in Options (SPEC §11).
+// Defaults of the limits in Options (docs/contract.md §11).
 const (
 	DefaultSessionTimeout = 10 * time.Minute
 	DefaultMaxSessions    = 10000
@@ -50,7 +50,7 @@ type Options struct {
 	// Authorization header is ignored.
 	Tokens *identity.Tokens
 	// JWT verifies the access tokens of an OAuth 2.1 authorization server
-	// (SPEC §12), asked after Tokens; nil: none. With it, a request
+	// (docs/contract.md §12), asked after Tokens; nil: none. With it, a request
 	// without a token gets 401 (unless AllowAnonymous), a refusal's
 	// WWW-Authenticate names the Protected Resource Metadata, and that
 	// metadata is served, to anyone, at JWT.Settings().MetadataPaths().
@@ -106,7 +106,7 @@ type Options struct {
 	// Streamable configures the go-sdk streamable handler; nil uses its
 	// defaults (stateful sessions).
 	Streamable *mcp.StreamableHTTPOptions
-	// Approvals, when set, is mounted at /approvals and /approvals/ (SPEC
+	// Approvals, when set, is mounted at /approvals and /approvals/ (docs/contract.md
 	// §13), behind the same Host/Origin guard and bearer tokens as /mcp:
 	// an unknown token gets 401, and the handler reads the caller with
 	// RequestCaller (nil: nobody).
@@ -136,7 +136,7 @@ type Options struct {
 // Options.ReadTimeout and is read once, through a limit of
 // mcpadapter.MaxBodyBytes, before anything decodes it.
 //
-// Authentication (SPEC §8, §12) is an identity.Chain: the tokens file
+// Authentication (docs/contract.md §8, §12) is an identity.Chain: the tokens file
 // first, then JWT access tokens. A request without an Authorization header
 // is nobody, except that with JWT set (and not AllowAnonymous) it gets 401
 // with `WWW-Authenticate: Bearer resource_metadata="…"`. A request with one
@@ -238,7 +238,7 @@ func New(opts Options) *Server {
 		// The SDK's stateful handler does not serve the sessionless
 		// 2026-07-28 revision; its requests (which name their revision in
 		// a header) go to a stateless handler on the same server, so every
-		// revision the SDK supports is served (SPEC §6).
+		// revision the SDK supports is served (docs/contract.md §6).
 		sl := *so
 		sl.Stateless = true
 		h = byProtocol(h, mcp.NewStreamableHTTPHandler(getServer, &sl))

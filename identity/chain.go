@@ -37,7 +37,7 @@ type Verifier interface {
 	Verify(ctx context.Context, token string) (*engine.Caller, error)
 }
 
-// Chain is the HTTP caller source of SPEC §12: the tokens file first (by
+// Chain is the HTTP caller source of docs/contract.md §12: the tokens file first (by
 // hash), then JWT verification; either may be nil. The zero Chain serves
 // everyone as nobody.
 //

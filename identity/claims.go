@@ -19,7 +19,7 @@ import (
 const maxClaimsDepth = 32
 
 // CallerFromClaims builds the caller a verified token's claims set stands
-// for (SPEC §12), without checking any signature or time: `toolgate
+// for (docs/contract.md §12), without checking any signature or time: `toolgate
 // explain --claims` shows it, and JWT.Verify calls it after verifying.
 // payload is the claims set as the token carries it (JSON). s should have
 // its defaults (WithDefaults); empty claim paths mean sub and roles.
@@ -32,7 +32,7 @@ const maxClaimsDepth = 32
 // string. The roles claim, when present and not null, must be an array of
 // strings or a space-separated string.
 //
-// Claims are the payload bounded like `_meta` (SPEC §3, engine.BoundMeta):
+// Claims are the payload bounded like `_meta` (docs/contract.md §3, engine.BoundMeta):
 // the first 32 members in the token's order whose value nests at most 4
 // levels and encodes in at most 4096 bytes; numbers keep their exact text
 // (json.Number).

@@ -1,5 +1,5 @@
 // Package identity owns toolgate's caller sources: who a request is made on
-// behalf of (SPEC §2, §8, §12). Static is the one caller of a stdio server
+// behalf of (docs/contract.md §2, §8, §12). Static is the one caller of a stdio server
 // (--as, --role); Tokens is a tokens file, mapping the SHA-256 of each
 // bearer token to a caller; JWT verifies access tokens issued by the
 // organisation's OAuth 2.1 / OpenID Connect authorization server, toolgate
@@ -52,7 +52,7 @@
 //     (numbers keep their text), and a claims set that cannot be
 //     represented (a member named twice, a number beyond the policy
 //     engine's range) refuses the token instead of becoming another
-//     caller. Claims are bounded like `_meta` (SPEC §3).
+//     caller. Claims are bounded like `_meta` (docs/contract.md §3).
 //   - Verified tokens are cached by SHA-256 (DefaultCacheSize entries,
 //     least recently used out), never past their `exp`.
 //

@@ -53,7 +53,7 @@ func invalid(reason string, err error) error {
 }
 
 // NoTokenChallenge is the WWW-Authenticate value for a request without a
-// token (SPEC §12): `Bearer resource_metadata="<metadataURL>"`.
+// token (docs/contract.md §12): `Bearer resource_metadata="<metadataURL>"`.
 func NoTokenChallenge(metadataURL string) string {
 	return "Bearer resource_metadata=" + quote(metadataURL)
 }
@@ -80,7 +80,7 @@ func quote(s string) string {
 // RetryAfterSeconds is the Retry-After the transport sends with ErrUnavailable.
 const RetryAfterSeconds = 5
 
-// Answer maps an Authenticator's error to the HTTP answer of SPEC §12: the
+// Answer maps an Authenticator's error to the HTTP answer of docs/contract.md §12: the
 // status and the WWW-Authenticate value (empty when there is none). The
 // body says nothing more than the status: the reason is for the log.
 //

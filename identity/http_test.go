@@ -97,7 +97,7 @@ func TestAnswer(t *testing.T) {
 	}
 }
 
-// TestProtectedResourceMetadata: the document of SPEC §12 at both paths.
+// TestProtectedResourceMetadata: the document of docs/contract.md §12 at both paths.
 func TestProtectedResourceMetadata(t *testing.T) {
 	t.Parallel()
 	s := identity.Settings{Issuer: testIssuer, Resource: testResource, ScopesSupported: []string{"tools:read"}}.WithDefaults("")

@@ -19,11 +19,11 @@ import (
 	"github.com/toolgate/toolgate/engine"
 )
 
-// Leeway is the clock skew allowed on exp, nbf and iat (SPEC §12).
+// Leeway is the clock skew allowed on exp, nbf and iat (docs/contract.md §12).
 const Leeway = 60 * time.Second
 
 // JWT verifies JWT access tokens issued by one authorization server and
-// maps their claims to callers (SPEC §12). It is safe for concurrent use.
+// maps their claims to callers (docs/contract.md §12). It is safe for concurrent use.
 type JWT struct {
 	settings Settings
 	keys     *keyring

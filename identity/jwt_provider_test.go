@@ -144,7 +144,7 @@ func TestProviderChainHTTP(t *testing.T) {
 	}
 }
 
-// TestProviderRefusals: every token SPEC §12 refuses is an invalid token,
+// TestProviderRefusals: every token docs/contract.md §12 refuses is an invalid token,
 // each built from a real token of the provider.
 func TestProviderRefusals(t *testing.T) {
 	t.Parallel()

@@ -24,7 +24,7 @@ import (
 
 const (
 	// RefetchInterval is the least time between two fetches of a key set
-	// caused by tokens whose kid is unknown (SPEC §12).
+	// caused by tokens whose kid is unknown (docs/contract.md §12).
 	RefetchInterval = 30 * time.Second
 	// RetryInterval is the least time between two attempts while no key
 	// set has been fetched yet (discovery or the key set unreachable).
@@ -127,7 +127,7 @@ func parseKeySet(data []byte) (ks *keySet, skipped []string, err error) {
 	return ks, skipped, nil
 }
 
-// algorithmsFor returns the accepted algorithms (SPEC §12) a public key
+// algorithmsFor returns the accepted algorithms (docs/contract.md §12) a public key
 // can verify: none for symmetric keys and anything else.
 func algorithmsFor(pub any) []jwa.SignatureAlgorithm {
 	switch k := pub.(type) {

@@ -34,7 +34,7 @@ func MetadataURL(resource string) string {
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: MetadataPath(resource)}).String()
 }
 
-// Metadata is the Protected Resource Metadata (RFC 9728) of SPEC §12 for s
+// Metadata is the Protected Resource Metadata (RFC 9728) of docs/contract.md §12 for s
 // (after WithDefaults): resource, authorization_servers (the issuer),
 // bearer_methods_supported ["header"], scopes_supported when set, and
 // resource_name "toolgate".
@@ -52,7 +52,7 @@ func (s Settings) Metadata() *oauthex.ProtectedResourceMetadata {
 }
 
 // MetadataPaths are the paths the metadata is served at: MetadataPath and,
-// when that has a suffix, the bare well-known prefix too (SPEC §12).
+// when that has a suffix, the bare well-known prefix too (docs/contract.md §12).
 func (s Settings) MetadataPaths() []string {
 	p := MetadataPath(s.Resource)
 	if p == WellKnownPrefix {

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Settings configure JWT access-token verification (SPEC §12). Each field
+// Settings configure JWT access-token verification (docs/contract.md §12). Each field
 // is one setting of the table there; the yaml/json names are the config
 // keys under `auth`.
 type Settings struct {
@@ -45,7 +45,7 @@ func DefaultResource(addr string) string {
 	return (&url.URL{Scheme: "http", Host: addr, Path: "/mcp"}).String()
 }
 
-// WithDefaults returns s with the defaults of SPEC §12 filled in: Resource
+// WithDefaults returns s with the defaults of docs/contract.md §12 filled in: Resource
 // from the listen address, Audiences from Resource, the claim paths.
 func (s Settings) WithDefaults(listenAddr string) Settings {
 	if s.Resource == "" && listenAddr != "" {

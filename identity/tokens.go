@@ -18,7 +18,7 @@ import (
 	"github.com/toolgate/toolgate/internal/fsx"
 )
 
-// Tokens is the caller source of a tokens file (SPEC §8): it maps bearer
+// Tokens is the caller source of a tokens file (docs/contract.md §8): it maps bearer
 // tokens to callers. It holds only the SHA-256 digests
 // of the tokens, never the tokens themselves. A *Tokens is immutable and
 // safe for concurrent use; a nil *Tokens knows no token.
@@ -32,7 +32,7 @@ type tokenEntry struct {
 }
 
 // TokenEntry is one identity of a tokens file: the caller a token stands
-// for, {subject, roles, claims}, the caller's one shape (SPEC §2).
+// for, {subject, roles, claims}, the caller's one shape (docs/contract.md §2).
 type TokenEntry = engine.Caller
 
 // HashToken returns the lowercase hex SHA-256 digest of token: the key
@@ -99,7 +99,7 @@ func (t *Tokens) add(key string, e TokenEntry) (TokenProblem, bool) {
 
 // claimsProblem says why claims cannot be a caller's claims, "" when they
 // can. Every decision reads the claims in its input document, which holds
-// them exactly or not at all (SPEC §3): YAML's .inf and .nan, a number beyond
+// them exactly or not at all (docs/contract.md §3): YAML's .inf and .nan, a number beyond
 // OPA's range or a string that is not valid UTF-8 would make every decision
 // for that caller fail, so the file is refused at load instead.
 func claimsProblem(claims map[string]any) string {

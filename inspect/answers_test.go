@@ -14,7 +14,7 @@ import (
 
 // TestExplainAnswersAreTheServedAnswers: for each stage at which Explain
 // predicts the answer, the text it prints is, byte for byte, what the
-// served pipeline (mcpadapter) answers the same call, and what SPEC §5
+// served pipeline (mcpadapter) answers the same call, and what docs/contract.md §5
 // writes. inspect keeps its own copy of the answer strings; a typo in either
 // copy fails here.
 func TestExplainAnswersAreTheServedAnswers(t *testing.T) {
@@ -43,7 +43,7 @@ result := {"content": [{"type": "text", "text": "answered by a rule"}]} if input
 		admin   = &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
 		noRoles = &engine.Caller{Subject: "nora", Claims: map[string]any{"scope": "x"}}
 	)
-	// spec are SPEC §5's literals, written out here on purpose: neither
+	// spec are docs/contract.md §5's literals, written out here on purpose: neither
 	// copy under test is the reference.
 	cases := []struct {
 		name   string
@@ -69,7 +69,7 @@ result := {"content": [{"type": "text", "text": "answered by a rule"}]} if input
 			x := Explain(context.Background(), ExplainOptions{Revision: e.Current(), Caller: tc.caller, Tool: tc.tool, Meta: json.RawMessage(tc.meta)})
 			require.NotNil(t, x.Call)
 			require.Equal(t, tc.stage, x.Call.Stage)
-			require.Equal(t, tc.spec, x.Call.Answer, "explain's answer is SPEC §5's")
+			require.Equal(t, tc.spec, x.Call.Answer, "explain's answer is docs/contract.md §5's")
 
 			a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: methods(), Caller: mcpadapter.StaticCaller(tc.caller)})
 			var meta mcp.Meta
@@ -82,7 +82,7 @@ result := {"content": [{"type": "text", "text": "answered by a rule"}]} if input
 	}
 }
 
-// TestAnswerConstantsAreSPECs pins inspect's exported answers to SPEC §5's
+// TestAnswerConstantsAreSPECs pins inspect's exported answers to docs/contract.md §5's
 // text, for callers that print them without a call to explain.
 func TestAnswerConstantsAreSPECs(t *testing.T) {
 	t.Parallel()

@@ -12,7 +12,7 @@ import (
 )
 
 // TestExplainApproval: explain shows the approval rule and the
-// confirmation (SPEC §13).
+// confirmation (docs/contract.md §13).
 func TestExplainApproval(t *testing.T) {
 	t.Parallel()
 	src := source(baseRegistry, map[string]string{

@@ -31,7 +31,7 @@ tools:
 // TestExplainArgumentsAreTheServedAnswers: with --args, explain binds the
 // arguments as the served call does (issue 13): for each argument problem
 // its answer is, byte for byte, what the served pipeline answers the same
-// call, and what SPEC §5 writes.
+// call, and what docs/contract.md §5 writes.
 func TestExplainArgumentsAreTheServedAnswers(t *testing.T) {
 	t.Parallel()
 	e, err := engine.New(context.Background(), source(argsRegistry, nil))
@@ -59,7 +59,7 @@ func TestExplainArgumentsAreTheServedAnswers(t *testing.T) {
 					Arguments: json.RawMessage(tc.args), Methods: demo.Methods()})
 				require.NotNil(t, x.Call)
 				require.Equal(t, tc.stage, x.Call.Stage)
-				require.Equal(t, tc.spec, x.Call.Answer, "explain's answer is SPEC §5's")
+				require.Equal(t, tc.spec, x.Call.Answer, "explain's answer is docs/contract.md §5's")
 
 				a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: demo.Methods(), Caller: mcpadapter.StaticCaller(caller)})
 				res := a.Call(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: tc.tool, Arguments: json.RawMessage(tc.args)}})

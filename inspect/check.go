@@ -31,7 +31,7 @@ type CheckOptions struct {
 	Callers  []engine.Caller
 	RoleSets [][]string
 	// Capabilities are the built-ins policies may call, as the server has
-	// them (SPEC §11); nil is engine.DefaultCapabilities.
+	// them (docs/contract.md §11); nil is engine.DefaultCapabilities.
 	Capabilities *engine.Capabilities
 }
 
@@ -81,7 +81,7 @@ func (r *CheckReport) warnf(f Finding, format string, args ...any) {
 //     (also when the registry itself is invalid);
 //   - with Methods: rows whose method is not registered and rows declaring
 //     an argument their method lacks;
-//   - the reach of URL drivers (SPEC §7), for each caller: every tool hidden
+//   - the reach of URL drivers (docs/contract.md §7), for each caller: every tool hidden
 //     while a URL driver is granted (a warning), and an error when a URL
 //     driver is granted while data.toolgate.grant.url_drivers_decided is
 //     not true. A grant decision that fails for a caller is an error too.

@@ -1,7 +1,7 @@
 // Package inspect answers questions about a registry and its policies
 // without serving them: [Check] validates them as a whole and measures what
-// generic URL drivers reach (SPEC §7); [Explain] says how the grant
-// decision, and a tools/call, would come out for one caller (SPEC §5). The
+// generic URL drivers reach (docs/contract.md §7); [Explain] says how the grant
+// decision, and a tools/call, would come out for one caller (docs/contract.md §5). The
 // toolgate binary's `check` and `explain` commands are thin wrappers around
 // them.
 //

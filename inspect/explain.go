@@ -14,7 +14,7 @@ import (
 	"github.com/toolgate/toolgate/registry"
 )
 
-// The exact answers of SPEC §5 that Explain can predict: the served
+// The exact answers of docs/contract.md §5 that Explain can predict: the served
 // pipeline's own (mcpadapter), not a copy.
 const (
 	AnswerNotVerified = mcpadapter.AnswerNotVerified
@@ -32,7 +32,7 @@ const (
 	StageUnknown     = string(mcpadapter.StageUnknown)     // step 4: hidden, or no row has the name
 	StageRuleFailed  = string(mcpadapter.StageRuleFailed)  // step 5: the toolgate.call rules fail
 	StageDenied      = string(mcpadapter.StageDenied)      // step 5: refused with reasons
-	StageHeld        = string(mcpadapter.StageHeld)        // step 5: an approval rule holds the call until a person approves it (SPEC §13)
+	StageHeld        = string(mcpadapter.StageHeld)        // step 5: an approval rule holds the call until a person approves it (docs/contract.md §13)
 	StageAnswered    = string(mcpadapter.StageAnswered)    // step 5: a rule answers instead of the method
 	StageArguments   = string(mcpadapter.StageArguments)   // step 6: the arguments do not bind: an argument answer
 	StageRun         = string(mcpadapter.StageRun)         // steps 6-7: the arguments are bound and the method runs
@@ -46,7 +46,7 @@ type ExplainOptions struct {
 	Caller *engine.Caller
 	// Tool, when not empty, is the name of a tools/call to explain.
 	Tool string
-	// Meta is the raw _meta of the request; it is bounded (SPEC §3) first.
+	// Meta is the raw _meta of the request; it is bounded (docs/contract.md §3) first.
 	Meta json.RawMessage
 	// Arguments are the call's arguments as sent; anything but a JSON
 	// object is read as {}, as the server reads it (see CheckArguments).
@@ -109,7 +109,7 @@ type RowExplanation struct {
 	Name    string `json:"name"`
 	Section string `json:"section,omitempty"`
 	Driver  string `json:"driver,omitempty"`
-	// Base is the registry's own permission default (SPEC §2); BaseWhy
+	// Base is the registry's own permission default (docs/contract.md §2); BaseWhy
 	// says why, in words.
 	Base    bool   `json:"base"`
 	BaseWhy string `json:"base_why"`
@@ -153,7 +153,7 @@ type CallExplanation struct {
 
 // Explain evaluates the grant decision for a caller with the rules that
 // defined it and, for a tool, runs the served call pipeline dry
-// (mcpadapter.DryRun: SPEC §5 steps 1 to 6), so what it says is what the
+// (mcpadapter.DryRun: docs/contract.md §5 steps 1 to 6), so what it says is what the
 // call gets. Go hooks a server registers (the idempotency ledger, for one),
 // the approval store, the confirmation and the method are not run.
 //

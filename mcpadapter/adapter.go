@@ -50,9 +50,9 @@ type Options struct {
 	// HookTimeout bounds each hook; zero is DefaultHookTimeout.
 	HookTimeout time.Duration
 	// ListFallback is what tools/list shows when the grant policy fails
-	// (SPEC §6); the zero value is ListFallbackBase.
+	// (docs/contract.md §6); the zero value is ListFallbackBase.
 	ListFallback ListFallback
-	// Approvals holds the calls an approval rule names (SPEC §13); nil: a
+	// Approvals holds the calls an approval rule names (docs/contract.md §13); nil: a
 	// call an approval rule names fails closed (internal error).
 	Approvals Approvals
 }
@@ -71,13 +71,14 @@ const (
 )
 
 // Adapter governs an MCP server's tools/list and tools/call with a toolgate
-// engine (SPEC §5, §6). Configure it (AddHook) before serving; it is then
+// engine (docs/contract.md §5, §6). Configure it (AddHook) before serving; it is then
 // safe for concurrent use.
 type Adapter struct {
-	opts  Options
-	log   *slog.Logger
-	hooks []Hook
-	cache atomic.Pointer[revisionCache]
+	opts      Options
+	log       *slog.Logger
+	hooks     []Hook
+	observers []Observer
+	cache     atomic.Pointer[revisionCache]
 	// sessions remembers each session's listing caller, for telling
 	// exactly the sessions whose listing a reload changed.
 	sessions listingSessions
@@ -201,6 +202,7 @@ func (a *Adapter) List(ctx context.Context, req *mcp.ListToolsRequest) *mcp.List
 
 // list is List, also returning the listed tools as sent on the wire.
 func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.ListToolsResult, []json.RawMessage) {
+	start := time.Now()
 	res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
 	res.CacheScope = "private"
 	var rawMeta string
@@ -218,7 +220,8 @@ func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.Lis
 		return res, nil
 	}
 	rc := a.revision()
-	d := rc.rev.Grant(ctx, caller, engine.Request{Method: engine.MethodList, Meta: engine.BoundMeta(json.RawMessage(rawMeta))})
+	ereq := engine.Request{Method: engine.MethodList, Meta: engine.BoundMeta(json.RawMessage(rawMeta))}
+	d := rc.rev.Grant(ctx, caller, ereq)
 	if d.Outcome == engine.Failed {
 		fallback := "listing the base decision"
 		if a.opts.ListFallback == ListFallbackNone {
@@ -235,10 +238,13 @@ func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.Lis
 	for k, i := range rows {
 		res.Tools[k], wire[k] = rc.tools[i], rc.wire[i]
 	}
+	if len(a.observers) > 0 {
+		a.observeList(ctx, &ListRecord{Caller: caller, Revision: rc.rev, Meta: ereq.Meta, Decision: d, Start: start}, rc, rows)
+	}
 	return res, wire
 }
 
-// visibleRows is the lenient reading of d that tools/list shows (SPEC
+// visibleRows is the lenient reading of d that tools/list shows (docs/contract.md
 // §6): a failed decision lists the base decision, or nothing with
 // ListFallbackNone.
 func (a *Adapter) visibleRows(d *engine.GrantDecision) []int {

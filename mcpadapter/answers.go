@@ -3,10 +3,10 @@ package mcpadapter
 import "fmt"
 
 // Every exact answer a governed tools/call can get from toolgate itself
-// (SPEC §5, §13) is written here, once: the adapter answers with them,
+// (docs/contract.md §5, §13) is written here, once: the adapter answers with them,
 // `explain` predicts with them, and the tests pin them to SPEC's text.
 
-// The fixed answers of SPEC §5.
+// The fixed answers of docs/contract.md §5.
 const (
 	// AnswerNameRequired: step 1, the name is missing or neither a string
 	// nor an integer.
@@ -23,7 +23,7 @@ const (
 // for a name no row has (step 4): byte for byte the same.
 func AnswerUnknownTool(name string) string { return fmt.Sprintf("Error: Unknown tool '%s'.", name) }
 
-// The argument answers of SPEC §5, rendered by ArgumentError.Message.
+// The argument answers of docs/contract.md §5, rendered by ArgumentError.Message.
 func answerMissingArgument(name string) string {
 	return fmt.Sprintf("Error: Missing required argument '%s'.", name)
 }
@@ -40,7 +40,7 @@ func answerUnknownArgument(name string) string {
 	return fmt.Sprintf("Error: Unknown argument '%s'.", name)
 }
 
-// The exact answers of SPEC §13.
+// The exact answers of docs/contract.md §13.
 const (
 	// MsgNotConfirmed answers a call whose confirmation the user declined
 	// or cancelled.

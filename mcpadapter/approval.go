@@ -12,7 +12,7 @@ import (
 )
 
 // Approvals holds the calls that data.toolgate.call.approval names until a
-// person approves them (SPEC §13); hooks/approvals.Gate is one. The adapter
+// person approves them (docs/contract.md §13); hooks/approvals.Gate is one. The adapter
 // asks it only for a granted call that nothing refused.
 type Approvals interface {
 	// Check decides a call that needs approval under rule: an approval
@@ -113,7 +113,7 @@ const multiRoundTripRevision = "2026-07-28"
 // the answer in inputResponses; an older one gets an elicitation/create
 // request while the call waits. The answer is the client's either way: a
 // confirmation protects the user from their agent's mistakes, it is not an
-// approval (SPEC §13's approvals are the server's).
+// approval (docs/contract.md §13's approvals are the server's).
 func (a *Adapter) confirm(ctx context.Context, req *mcp.CallToolRequest, question string, rec *Record) bool {
 	by := Answerer{Kind: ByConfirmation, Rules: rec.CallDecision.ConfirmRules}
 	no := func(text string) bool {

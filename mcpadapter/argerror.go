@@ -15,7 +15,7 @@ const (
 )
 
 // ArgumentError is a failure to bind a call to its method. The caller's
-// text is rendered from its fields (SPEC §5), never from Err, which keeps
+// text is rendered from its fields (docs/contract.md §5), never from Err, which keeps
 // the validator's or decoder's detail for the log.
 type ArgumentError struct {
 	Problem ArgumentProblem

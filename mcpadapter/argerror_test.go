@@ -9,7 +9,7 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
-// TestArgumentErrorText: the caller's answer is SPEC §5's text from the
+// TestArgumentErrorText: the caller's answer is docs/contract.md §5's text from the
 // row's name and type alone; the log's Error() adds the cause when there
 // is one, and Unwrap reaches it. (A mutant found by scripts/mutate.)
 func TestArgumentErrorText(t *testing.T) {

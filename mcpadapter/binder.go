@@ -102,7 +102,7 @@ func (rc *revisionCache) argSchemas(i int) ([]*jsonschema.Schema, error) {
 func bind(t *registry.Tool, schemas []*jsonschema.Schema, m Method, raw json.RawMessage) ([]Arg, error) {
 	var sent map[string]json.RawMessage
 	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && trimmed[0] == '{' {
-		// The grant decision already read this object exactly (SPEC §3);
+		// The grant decision already read this object exactly (docs/contract.md §3);
 		// reading it as no arguments at all would be another input.
 		if err := json.Unmarshal(trimmed, &sent); err != nil {
 			return nil, fmt.Errorf("read the arguments object: %w", err)

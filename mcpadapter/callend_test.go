@@ -23,7 +23,7 @@ func (l *afterLog) lastEnd(t testing.TB) mcpadapter.CallEnd {
 }
 
 // TestAfterHooksSeeTheCallsDuration: the duration an after hook gets is the
-// call's own wall-clock time (SPEC §5 step 8), for every outcome. The call
+// call's own wall-clock time (docs/contract.md §5 step 8), for every outcome. The call
 // is made to take at least minimum (a method or before hook that sleeps: the
 // sleep is what is measured, not a synchronisation), and the duration can
 // be no longer than the round trip the client saw. Both bounds follow from
@@ -100,7 +100,7 @@ deny contains "Rule a refuses." if input.request.meta.deny == true
 
 // TestAfterHooksSeeEveryDenyReason: an after hook of a refused call gets
 // every reason, the hooks' in registration order then the rules' sorted
-// (SPEC §5 step 5), who refused first, and the answer the caller got; a
+// (docs/contract.md §5 step 5), who refused first, and the answer the caller got; a
 // call nothing refused carries no reasons.
 func TestAfterHooksSeeEveryDenyReason(t *testing.T) {
 	t.Parallel()

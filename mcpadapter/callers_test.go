@@ -16,7 +16,7 @@ import (
 )
 
 // callerKinds are the shapes of caller that hidden ≡ absent must hold for
-// (SPEC §2, §5): nobody, signed in without roles (nil, empty, with claims),
+// (docs/contract.md §2, §5): nobody, signed in without roles (nil, empty, with claims),
 // one role (granting by the base decision, by an override, or by nothing),
 // many roles, with and without claims. A bug that treats one shape apart
 // (a caller without roles answered differently at step 4, say) must fail
@@ -60,7 +60,7 @@ func hiddenRows(t testing.TB, g *governed) []string {
 // (apart from id and the echoed name), for fixed and random arguments and
 // _meta, under the oldest and the newest protocol revision, with the
 // decision cache on and off. And the answer for a name no row has is the
-// same bytes whoever asks: SPEC §5's text, nothing else.
+// same bytes whoever asks: docs/contract.md §5's text, nothing else.
 func TestHiddenIsAbsentForEveryCaller(t *testing.T) {
 	t.Parallel()
 	const absent = "noRowHasThisName"
@@ -108,7 +108,7 @@ func TestHiddenIsAbsentForEveryCaller(t *testing.T) {
 					want := "Error: Unknown tool '" + absent + "'."
 					if ck.caller != nil && engine.CheckArguments(json.RawMessage(tc.args)) != nil {
 						// Arguments no input can hold fail the decision at
-						// step 3, for every name alike (SPEC §3).
+						// step 3, for every name alike (docs/contract.md §3).
 						want = "Error: Tool access could not be verified."
 					}
 					require.Equal(t, want, resultText(t, res), "%s (%s) args=%s", ck.name, proto, tc.args)

@@ -1,5 +1,5 @@
 // Package mcpadapter governs a go-sdk MCP server with a toolgate engine: it
-// answers tools/list and tools/call itself, exactly as SPEC §5 and §6 say.
+// answers tools/list and tools/call itself, exactly as docs/contract.md §5 and §6 say.
 //
 // One grant decision serves both: tools/list reads it leniently (a failing
 // policy falls back to the registry's base decision, or to nothing with

@@ -149,7 +149,7 @@ func (w *faultWriter) String() string {
 	return w.buf.String()
 }
 
-// TestFaults injects one fault per call and checks the answer SPEC §5 names,
+// TestFaults injects one fault per call and checks the answer docs/contract.md §5 names,
 // that the after hooks saw the call exactly once with the outcome that
 // matches, whether the method ran, and that the next ordinary call is
 // served.

@@ -15,7 +15,7 @@ import (
 )
 
 // This file is the fuzzers' reference reading of the contract: what answer
-// SPEC §3, §5 and the SDK's own protocol rules allow for given params. It
+// docs/contract.md §3, §5 and the SDK's own protocol rules allow for given params. It
 // is written apart from the code it checks (no engine or adapter helper,
 // its own limits as literals), so that a bug there is not copied here.
 
@@ -34,7 +34,7 @@ type refArgs struct {
 	value any
 }
 
-// readArgs reads the "arguments" member of params as SPEC §3 says.
+// readArgs reads the "arguments" member of params as docs/contract.md §3 says.
 func readArgs(params []byte) refArgs {
 	var p map[string]json.RawMessage
 	if json.Unmarshal(params, &p) != nil {
@@ -295,7 +295,7 @@ func jsonEqual(a, b string) bool {
 	return bytes.Equal(xb, yb)
 }
 
-// argAnswer is the argument answer of SPEC §5 that binding args to row
+// argAnswer is the argument answer of docs/contract.md §5 that binding args to row
 // gives ("" when binding succeeds): the first declared argument, in order,
 // that is missing (required, no default) or holds a value its declared
 // type (and the row's keywords, and the demo method's Go type) cannot take.

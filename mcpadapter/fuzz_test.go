@@ -22,7 +22,7 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
-// The fuzzers drive the whole pipeline (wire layer, SDK decoding, SPEC §5)
+// The fuzzers drive the whole pipeline (wire layer, SDK decoding, docs/contract.md §5)
 // through one governed server per fuzz worker, built before f.Fuzz, over a
 // raw JSON-RPC client of each protocol revision. Seeds are in
 // testdata/fuzz/<Name>/; `go test` runs them, `scripts/fuzz` fuzzes.
@@ -121,7 +121,7 @@ func (fs *fuzzServer) client(t *testing.T, proto uint8, req string) (*rawClient,
 
 var integerName = regexp.MustCompile(`^-?[0-9]+$`)
 
-// callName is the name SPEC §5 step 1 reads from raw params: a string, or
+// callName is the name docs/contract.md §5 step 1 reads from raw params: a string, or
 // an integer as its decimal text. ok is false when there is none.
 func callName(params []byte) (string, bool) {
 	var obj map[string]json.RawMessage
@@ -178,7 +178,7 @@ func (fs *fuzzServer) checkCall(t *testing.T, params string, resp []byte, afters
 	name, named := callName([]byte(params))
 	ran := fs.afters.Load() - aftersBefore
 	args := readArgs([]byte(params))
-	isError := func() { require.True(t, res.IsError, "an answer of SPEC §5 without isError: %s", resp) }
+	isError := func() { require.True(t, res.IsError, "an answer of docs/contract.md §5 without isError: %s", resp) }
 
 	// Step 1.
 	if !named {

@@ -29,7 +29,7 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
-// Protocol revisions the SDK serves (SPEC §6).
+// Protocol revisions the SDK serves (docs/contract.md §6).
 const (
 	proto20250618 = "2025-06-18"
 	proto20251125 = "2025-11-25"

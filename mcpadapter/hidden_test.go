@@ -110,7 +110,7 @@ func testHiddenIsAbsent(t *testing.T, calls int, opts ...engine.Option) {
 			}
 			// No hook runs for a hidden or absent tool, except the after
 			// hooks of a step 3 refusal: random objects may send a key
-			// twice, which no input document can represent (SPEC §3).
+			// twice, which no input document can represent (docs/contract.md §3).
 			for _, o := range g.after.outcomes() {
 				require.Equal(t, string(mcpadapter.OutcomeRefusedGate), o, "a hook ran for a hidden or absent tool")
 			}

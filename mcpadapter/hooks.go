@@ -80,7 +80,7 @@ func Deny(reason string) Verdict { return Verdict{Denied: true, Reason: reason} 
 // Answer answers the call with a result instead of running its method.
 func Answer(res *mcp.CallToolResult) Verdict { return Verdict{Result: res} }
 
-// BeforeFunc is a before hook: it runs once a call is accepted (SPEC §5 step
+// BeforeFunc is a before hook: it runs once a call is accepted (docs/contract.md §5 step
 // 5), in registration order. An error or a panic fails the call closed.
 type BeforeFunc func(ctx context.Context, call *CallContext) (Verdict, error)
 

@@ -19,7 +19,7 @@ func toolNames(res *mcp.ListToolsResult) []string {
 	return out
 }
 
-// TestList drives tools/list (SPEC §6) through a go-sdk client under each
+// TestList drives tools/list (docs/contract.md §6) through a go-sdk client under each
 // protocol revision.
 func TestList(t *testing.T) {
 	t.Parallel()

@@ -17,7 +17,7 @@ import (
 	"github.com/toolgate/toolgate/registry"
 )
 
-// The call pipeline of SPEC §5 is written once, below. A served call
+// The call pipeline of docs/contract.md §5 is written once, below. A served call
 // (Adapter.Call) runs all of it; a dry run (DryRun, what `toolgate explain`
 // prints) runs the same steps without their side effects: no Go hook, no
 // approval store, no confirmation, no method. Both produce a Record.
@@ -55,14 +55,14 @@ type callInput struct {
 	start    time.Time
 }
 
-// Call answers tools/call, step by step as SPEC §5 says. It never returns a
+// Call answers tools/call, step by step as docs/contract.md §5 says. It never returns a
 // JSON-RPC error: every answer is a CallToolResult.
 func (a *Adapter) Call(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult {
 	return a.call(ctx, req).Result
 }
 
 // call serves one tools/call and returns its record, after the after hooks
-// have seen it.
+// and the observers have seen it.
 func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *Record {
 	start := time.Now()
 	p := req.Params
@@ -87,10 +87,16 @@ func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *Record {
 	}
 	pl := &pipeline{a: a, methods: a.opts.Methods}
 	call, rec := pl.run(ctx, in)
-	if call == nil || rec.Stage == StageUnknown {
-		return rec // steps 1, 2 and 4: no hook hears of it
+	if call == nil {
+		return rec // steps 1 and 2: no grant decision, nobody hears of it
 	}
 	rec.Duration = time.Since(start)
+	// Every grant decision is observed (SPEC §14), the step 4 refusals
+	// too: a hidden name and one no row has take the same path here.
+	defer a.observeCall(ctx, call, rec)
+	if rec.Stage == StageUnknown {
+		return rec // step 4: no hook hears of it
+	}
 	switch {
 	case rec.Stage == StageNotVerified:
 		a.log.Error("tools/call: grant decision failed; refusing",
@@ -120,7 +126,7 @@ type DryRunOptions struct {
 	// {}, as served). Empty: they are not known, and the run stops before
 	// binding them.
 	Arguments json.RawMessage
-	// Meta is the raw _meta of the request; it is bounded (SPEC §3) first.
+	// Meta is the raw _meta of the request; it is bounded (docs/contract.md §3) first.
 	Meta json.RawMessage
 	// Methods resolve rows' methods, for binding the arguments; nil: the
 	// run stops before binding.
@@ -128,7 +134,7 @@ type DryRunOptions struct {
 }
 
 // DryRun decides a tools/call by the very steps Adapter.Call takes
-// (SPEC §5), without a side effect: the grant decision (located: its Rules
+// (docs/contract.md §5), without a side effect: the grant decision (located: its Rules
 // say which rules defined an override), the toolgate.call rules and the
 // argument binding run; Go hooks, the approval store, the confirmation and
 // the method do not. A call an approval rule holds is StageHeld with the id
@@ -283,7 +289,7 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 		rec.Result, rec.Reasons = TextResult(strings.Join(reasons, "; "), true), reasons
 		return
 	}
-	// Then approval (SPEC §13): it holds the call before anything answers.
+	// Then approval (docs/contract.md §13): it holds the call before anything answers.
 	if cd.Approval != nil {
 		if p.a == nil {
 			rec.held(cd.Approval, "<id>") // the id is the approval store's
@@ -388,7 +394,7 @@ func (p *pipeline) guard(ctx context.Context, f func(context.Context) error) err
 	return safely(func() error { return f(ctx) })
 }
 
-// fail ends the call with the generic internal error (SPEC §5).
+// fail ends the call with the generic internal error (docs/contract.md §5).
 func (r *Record) fail(stage Stage, by Answerer, err error) {
 	r.Stage, r.Outcome, r.Answerer = stage, OutcomeFailed, by
 	r.Result, r.Err, r.Failed = TextResult(AnswerInternal, true), err, true

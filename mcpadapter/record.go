@@ -8,11 +8,11 @@ import (
 	"github.com/toolgate/toolgate/engine"
 )
 
-// Stage is the step of SPEC §5 at which a tools/call was decided. Its
+// Stage is the step of docs/contract.md §5 at which a tools/call was decided. Its
 // values are the words `toolgate explain` prints.
 type Stage string
 
-// The stages, in the order of SPEC §5.
+// The stages, in the order of docs/contract.md §5.
 const (
 	StageNameRequired Stage = "name_required" // step 1: no usable name
 	StageNobody       Stage = "nobody"        // step 2: nobody signed in: Unknown tool
@@ -21,7 +21,7 @@ const (
 	StageHookFailed   Stage = "hook_failed"   // step 5: a before hook, the approval store or the confirmation failed
 	StageRuleFailed   Stage = "rule_failed"   // step 5: the toolgate.call rules failed
 	StageDenied       Stage = "denied"        // step 5: refused with reasons (hooks, rules, a refused approval, an unconfirmed call)
-	StageHeld         Stage = "held"          // step 5: an approval rule holds the call until a person approves it (SPEC §13)
+	StageHeld         Stage = "held"          // step 5: an approval rule holds the call until a person approves it (docs/contract.md §13)
 	StageAnswered     Stage = "answered"      // step 5: a hook, a rule or the confirmation answered instead of the method
 	StageArguments    Stage = "arguments"     // step 6: the arguments could not be bound to the method
 	StageRun          Stage = "run"           // steps 6-7: the arguments were bound and the method ran (a dry run: would run)
@@ -45,7 +45,7 @@ const (
 	// OutcomeRefusedGate: the grant decision failed (step 3).
 	OutcomeRefusedGate CallOutcome = "refused_gate"
 	// OutcomeHeld: an approval rule holds the call until a person approves
-	// it (SPEC §13).
+	// it (docs/contract.md §13).
 	OutcomeHeld CallOutcome = "held"
 )
 
@@ -57,8 +57,8 @@ const (
 	ByGate         = "gate"         // steps 1 to 4: toolgate's own answer
 	ByHook         = "hook"         // a before hook (Answerer.Name); the ledger is one
 	ByRule         = "rule"         // a toolgate.call rule (Answerer.Rules)
-	ByApproval     = "approval"     // the approval step (SPEC §13)
-	ByConfirmation = "confirmation" // the user's confirmation (SPEC §13)
+	ByApproval     = "approval"     // the approval step (docs/contract.md §13)
+	ByConfirmation = "confirmation" // the user's confirmation (docs/contract.md §13)
 	ByBinding      = "binding"      // the argument binding (step 6)
 	ByMethod       = "method"       // the row's method (Answerer.Name)
 )
@@ -103,14 +103,15 @@ type Denial struct {
 	Rules []engine.Location
 }
 
-// Record is everything the call pipeline (SPEC §5) decided about one
+// Record is everything the call pipeline (docs/contract.md §5) decided about one
 // tools/call: the stage it reached, the grant decision, the call decision
 // with every reason and its rule, who answered and the answer, and how long
 // each part took. A served call and a dry run (DryRun, which `toolgate
 // explain` prints) produce it by the same code, so the two cannot disagree.
 //
 // After hooks get the Record of every call that reached step 5 or was
-// refused at step 3; they must not modify it.
+// refused at step 3; observers (Observer) that of every call that took a
+// grant decision (steps 3 to 8). Neither may modify it.
 type Record struct {
 	// Stage is where the call was decided.
 	Stage Stage
@@ -156,7 +157,7 @@ type Record struct {
 	// "" when the method ran. Answerer says the same in full.
 	AnsweredBy string
 	// ApprovalID is the approval request the call was held for, was told
-	// was refused, or consumed (SPEC §13); "" when none was asked.
+	// was refused, or consumed (docs/contract.md §13); "" when none was asked.
 	ApprovalID string
 	// ApprovedBy is the subject of the approver whose approval the call
 	// consumed; "" otherwise.

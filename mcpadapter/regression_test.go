@@ -13,7 +13,7 @@ import (
 // number, inputResponses an array, a case variant of name holding a number,
 // cursor a number) was answered with a JSON-RPC -32602 error quoting the
 // params, the wire layer's internal _meta entry and Go type names. Found by
-// FuzzToolsCallParams. A tools/call now gets its SPEC §5 answer, a
+// FuzzToolsCallParams. A tools/call now gets its docs/contract.md §5 answer, a
 // tools/list its listing, and hidden is still absent.
 func TestRegression_UndecodableParamsField(t *testing.T) {
 	t.Parallel()
@@ -57,7 +57,7 @@ func TestRegression_UndecodableParamsField(t *testing.T) {
 // panic inside the SDK's handler goroutine, which does not recover: one
 // tools/call ended the whole server. Found by FuzzToolsCall in CI. Such a
 // number cannot be represented in the input document either, so the call
-// is now refused at step 3 (SPEC §3, issue 11 finding 1), before binding.
+// is now refused at step 3 (docs/contract.md §3, issue 11 finding 1), before binding.
 func TestRegression_HugeExponentArgument(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ args, named string }{

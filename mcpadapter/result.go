@@ -17,7 +17,7 @@ var errResultShape = errors.New("toolgate.call result is not a CallToolResult")
 // it does not know: a misspelt "isErr" or "IsError" would answer a success,
 // a content item's "txt" an empty text. So the result is decoded, encoded
 // again and compared with what the rule said: anything the answer would not
-// carry as written is a failure of the call rules (SPEC §5: fail closed),
+// carry as written is a failure of the call rules (docs/contract.md §5: fail closed),
 // never another answer. "content" is required; "isError": false is the same
 // as no isError.
 func policyResult(raw []byte) (*mcp.CallToolResult, error) {

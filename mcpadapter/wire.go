@@ -28,7 +28,7 @@ func WrapTransport(t mcp.Transport) mcp.Transport { return wire.Transport(t) }
 // (408 when the read deadline passed) and h is not called.
 func WrapHTTP(h http.Handler) http.Handler { return wire.Handler(h) }
 
-// MaxBodyBytes bounds an HTTP request body (SPEC §11): WrapHTTP answers
+// MaxBodyBytes bounds an HTTP request body (docs/contract.md §11): WrapHTTP answers
 // HTTP 413 to a longer one, before reading it when Content-Length says so.
 const MaxBodyBytes = wire.MaxBodyBytes
 

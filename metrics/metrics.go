@@ -179,7 +179,7 @@ func (m *Metrics) AuditDropped() {
 }
 
 // UpstreamDrift counts one definition of the upstream's tool that does not
-// match its pin (SPEC §15).
+// match its pin (docs/contract.md §15).
 func (m *Metrics) UpstreamDrift(upstream string) {
 	if m == nil {
 		return

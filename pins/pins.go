@@ -1,5 +1,5 @@
 // Package pins keeps the upstream tool definitions an operator accepted
-// (SPEC §15): per upstream and tool, the SHA-256 of the tool's canonical
+// (docs/contract.md §15): per upstream and tool, the SHA-256 of the tool's canonical
 // definition, in a YAML file reviewed like a lockfile.
 //
 // A definition is the tool's name, title, description, inputSchema,
@@ -259,7 +259,7 @@ func Parse(data []byte) (*File, error) {
 	return f, nil
 }
 
-const header = `# toolgate pins: the upstream tool definitions the operator accepted (SPEC §15).
+const header = `# toolgate pins: the upstream tool definitions the operator accepted (docs/contract.md §15).
 # Review changes like a lockfile. The sha256 decides (RFC 8785 canonical JSON
 # of the definition); the definition beside it is for reading and diffs.
 # toolgate pins check: compare with the upstreams; toolgate pins accept: record.

@@ -1,4 +1,4 @@
-# Tests for rego/grant.rego. Each test builds the input document of SPEC §3
+# Tests for rego/grant.rego. Each test builds the input document of docs/contract.md §3
 # from the rows of example/registry.yaml and the caller it is about.
 package toolgate.grant_test
 
@@ -87,7 +87,7 @@ test_read_only_needs_the_boolean_true if {
 }
 
 test_an_upstream_saying_read_only_does_not_count if {
-	# An imported row whose upstream declares readOnlyHint (SPEC §15): the
+	# An imported row whose upstream declares readOnlyHint (docs/contract.md §15): the
 	# hint is in upstream_annotations; annotations holds it only when the
 	# operator trusts the upstream (trust_annotations: true).
 	inp := {

@@ -51,7 +51,7 @@ type Options struct {
 	// run down.
 	Trace bool
 	// Capabilities are the built-ins policies and tests may call, as the
-	// server compiles them (SPEC §11); nil is engine.DefaultCapabilities,
+	// server compiles them (docs/contract.md §11); nil is engine.DefaultCapabilities,
 	// without network built-ins. A call of another built-in fails to
 	// compile, naming it and its line.
 	Capabilities *engine.Capabilities

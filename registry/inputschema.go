@@ -8,7 +8,7 @@ import (
 )
 
 // InputSchema returns the JSON Schema of the row's arguments: the
-// inputSchema tools/list shows, and the schema calls are bound against (SPEC
+// inputSchema tools/list shows, and the schema calls are bound against (docs/contract.md
 // §1, STYLE practice 5: both come from here).
 //
 //	{"type": "object", "properties": {NAME: Argument.Schema(), ...},

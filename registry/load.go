@@ -60,7 +60,7 @@ func FormatOf(name string) string {
 // and default excluding each other, a known argument type, and a default (and
 // enum values) valid for the argument. Every problem is reported at once in a
 // [*ValidationError]; the registry is then nil. A row naming a section that
-// sections does not list is not an error (it grants nobody, SPEC §2): it is
+// sections does not list is not an error (it grants nobody, docs/contract.md §2): it is
 // reported by [Registry.Warnings].
 func Parse(data []byte, format string) (*Registry, error) {
 	var (

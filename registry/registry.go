@@ -58,7 +58,7 @@ type Tool struct {
 	Arguments   []Argument     `json:"arguments,omitempty"`
 	Annotations map[string]any `json:"annotations,omitempty"`
 	// Imported is set on a row imported from an upstream MCP server (the
-	// binary's upstream import, SPEC §15); nil on a row of a registry file,
+	// binary's upstream import, docs/contract.md §15); nil on a row of a registry file,
 	// which cannot set it (the registry schema has no such field).
 	Imported *Imported `json:"imported,omitempty"`
 }
@@ -130,7 +130,7 @@ const (
 	TypeObject = "object"
 )
 
-// DriverURL marks a generic URL driver row (SPEC §7).
+// DriverURL marks a generic URL driver row (docs/contract.md §7).
 const DriverURL = "url"
 
 // IsPrimitive reports whether t is one of the primitive argument types.

@@ -1,12 +1,12 @@
 # Call rules: evaluated once a call is accepted, before its method runs
-# (SPEC §4, §5 step 5). The input is the grant input plus `tool`, the resolved
+# (docs/contract.md §4, §5 step 5). The input is the grant input plus `tool`, the resolved
 # registry row.
 package toolgate.call
 
 # approval holds a destructive tool (`destructiveHint: true` in the row's
 # annotations) until a person with the role `admin`, other than the caller,
 # approves that exact call (same caller, tool and arguments); the approved
-# call then runs once (SPEC §13). Approvers decide with
+# call then runs once (docs/contract.md §13). Approvers decide with
 # `toolgate approvals approve ID` or `POST /approvals/ID/approve`.
 #
 # The approval is a fact the server records: nothing the client sends (no

@@ -1,4 +1,4 @@
-# The grant decision: which tools a caller may see and call (SPEC §4).
+# The grant decision: which tools a caller may see and call (docs/contract.md §4).
 #
 # Without a `granted` value the registry's base decision stands: rows without
 # a section for every signed-in caller, rows with a section for the roles the
@@ -18,7 +18,7 @@ package toolgate.grant
 # one that is not the boolean true, keeps the tool hidden. `annotations` are
 # the ones the operator vouches for: a tool imported from an upstream keeps
 # its own claims in `upstream_annotations`, which never count here, unless
-# its upstream is configured with `trust_annotations: true` (SPEC §15).
+# its upstream is configured with `trust_annotations: true` (docs/contract.md §15).
 granted := {t.name |
 	some t in input.tools
 	t.base
@@ -29,7 +29,7 @@ granted := {t.name |
 }
 
 # url_driver holds for a generic URL driver row: one that takes a URL and so
-# reaches every page it can name, including pages behind hidden tools (SPEC §7).
+# reaches every page it can name, including pages behind hidden tools (docs/contract.md §7).
 url_driver(t) if t.driver == "url"
 
 # url_drivers_decided records that the reach of URL drivers was considered:

@@ -1,6 +1,6 @@
 // Package schema holds toolgate's JSON Schemas, embedded in the binary:
-// registry.schema.json (the registry document, SPEC §1), input.schema.json
-// (the policy input document, SPEC §3) when present, and types/<Name>.json,
+// registry.schema.json (the registry document, docs/contract.md §1), input.schema.json
+// (the policy input document, docs/contract.md §3) when present, and types/<Name>.json,
 // one per internal argument type such as Money.
 //
 // Every embedded file is known to the compiler under BaseURL plus its file

@@ -1,4 +1,4 @@
-// Package tracing makes toolgate's OpenTelemetry spans (SPEC §14): a server
+// Package tracing makes toolgate's OpenTelemetry spans (docs/contract.md §14): a server
 // span per tools/call and tools/list, continuing the client's W3C trace
 // from _meta traceparent or the HTTP traceparent header, with children for
 // each hook's halves and the method or upstream call, exported over

@@ -2,8 +2,11 @@ package tracing
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/internal/wire"
 )
 
 // MetaFunc returns the traceparent and tracestate entries of a request's
@@ -82,4 +85,20 @@ func isToolError(res mcp.Result) bool {
 		return c != nil && c.IsError
 	}
 	return false
+}
+
+// WireMeta is the MetaFunc that reads the W3C trace context from a
+// request's _meta as the client sent it (kept by the wire layer,
+// mcpadapter.WrapTransport and WrapHTTP; else the decoded params').
+func WireMeta(req mcp.Request) (traceparent, tracestate string) {
+	raw := wire.RawMeta(req)
+	if raw == nil {
+		return "", ""
+	}
+	var m struct {
+		TraceParent string `json:"traceparent"`
+		TraceState  string `json:"tracestate"`
+	}
+	_ = json.Unmarshal(raw, &m) // a _meta that is not an object has no trace context
+	return m.TraceParent, m.TraceState
 }

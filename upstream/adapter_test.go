@@ -16,7 +16,7 @@ import (
 )
 
 // The governed call end to end: rows dispatching to upstream tools through
-// the adapter, as SPEC §5 answers them.
+// the adapter, as docs/contract.md §5 answers them.
 func TestThroughAdapter(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()

@@ -34,7 +34,7 @@ type Config struct {
 	Import bool
 	// Section is the permission section of the imported rows; "" is
 	// DefaultSection(Name), which no role holds until the registry's
-	// sections list it (SPEC §15: imported rows are closed by default).
+	// sections list it (docs/contract.md §15: imported rows are closed by default).
 	Section string
 	// TrustAnnotations puts the annotations the upstream declares into the
 	// imported rows' annotations (which policies read and tools/list
@@ -42,7 +42,7 @@ type Config struct {
 	// and tools/list shows none: an upstream cannot vouch for itself.
 	TrustAnnotations bool
 	// Pin serves an imported tool only while its definition matches the
-	// pin recorded for it in the pins file (Options.Pins, SPEC §15): the
+	// pin recorded for it in the pins file (Options.Pins, docs/contract.md §15): the
 	// first import records them; a tool that drifts from its pin, or a new
 	// tool, is not imported. Pin requires Import.
 	Pin bool

@@ -176,7 +176,7 @@ func (c *conn) open(ctx context.Context) (*session, []*mcp.Tool, error) {
 		}
 	case c.cfg.URL != "":
 		// An importing upstream's own notifications/tools/list_changed
-		// (SPEC §15) come on the standalone SSE stream; the others need
+		// (docs/contract.md §15) come on the standalone SSE stream; the others need
 		// request/response only.
 		t = &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, DisableStandaloneSSE: !c.cfg.Import}
 	default:

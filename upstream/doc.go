@@ -1,7 +1,7 @@
 // Package upstream connects toolgate to upstream MCP servers: a registry row
 // whose method is `upstream:SERVER/TOOL` runs tool TOOL of the upstream
 // SERVER, configured with `--upstream NAME=COMMAND` (stdio) or
-// `--upstream NAME=URL` (streamable HTTP) (SPEC §1, §8).
+// `--upstream NAME=URL` (streamable HTTP) (docs/contract.md §1, §8).
 //
 // A [Pool] holds one MCP client session per upstream and is the
 // [mcpadapter.MethodSet] for those methods; [Chain] puts it behind the Go
@@ -23,7 +23,7 @@
 // With Config.Import, [Pool.ImportedRows] turns the upstream's tools into
 // rows named NAME.TOOL, and [MergeRows] adds those that no row names to a
 // registry: they are then governed like any other row. They are closed by
-// default (SPEC §15): their section is Config.Section, upstream:NAME unless
+// default (docs/contract.md §15): their section is Config.Section, upstream:NAME unless
 // set, which grants nobody until the registry's sections list it; and the
 // annotations the upstream declares are kept apart (registry.Imported,
 // upstream_annotations in the input document) unless Config.TrustAnnotations
@@ -34,7 +34,7 @@
 // (debounced, ListChangedDebounce), and Options.ToolsChanged reports a
 // listing that differs, as it does for a reconnect, so the host rebuilds
 // its revision. With Config.Pin as well, tools are served only as the
-// operator accepted them (SPEC §15, package pins): the first import
+// operator accepted them (docs/contract.md §15, package pins): the first import
 // records each definition's hash in the pins file (Options.Pins), and a
 // tool whose definition drifts from its pin, or a new tool, is not
 // imported — absent for every caller — until `toolgate pins accept`

@@ -19,7 +19,7 @@ import (
 // TestUpstreamFaults is the upstream part of the fault table (the rest is
 // mcpadapter/faults_test.go): an upstream tool that hangs past the call
 // time-out, one whose process exits inside the call, and one whose process
-// is killed while a call is in flight. Each ends in SPEC §5's internal
+// is killed while a call is in flight. Each ends in docs/contract.md §5's internal
 // error, the after hooks see it once, and the next call is served (by a new
 // process where the old one died).
 func TestUpstreamFaults(t *testing.T) {

@@ -28,7 +28,7 @@ var (
 //
 //   - name NAME.TOOL, method upstream:NAME/TOOL, section Config.Section
 //     (default upstream:NAME: granted to nobody until the registry's
-//     sections list it, SPEC §15);
+//     sections list it, docs/contract.md §15);
 //   - title (or the annotations' title) and description as the upstream
 //     lists them;
 //   - Imported: the upstream's name and the annotations it declares. The
@@ -62,7 +62,7 @@ func (p *Pool) ImportedRows(ctx context.Context) []registry.Tool {
 
 // Import is ImportedRows for a revision build: it returns the rows and,
 // when upstreams are pinned and the pins file (Options.Pins) cannot be
-// read, parsed or written, an error naming it (SPEC §15), with the rows of
+// read, parsed or written, an error naming it (docs/contract.md §15), with the rows of
 // the unpinned upstreams only.
 //
 // A pinned upstream's tools are imported as follows. On its first import

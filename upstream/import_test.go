@@ -109,7 +109,7 @@ tools:
 
 // TestImportRowClosedAndUntrusted: an imported row carries the upstream's
 // section (default upstream:NAME) and keeps the upstream's annotations
-// apart unless the configuration trusts them (SPEC §15).
+// apart unless the configuration trusts them (docs/contract.md §15).
 func TestImportRowClosedAndUntrusted(t *testing.T) {
 	t.Parallel()
 	tool := mcpTool("wipe", `{"type":"object"}`)

@@ -62,7 +62,7 @@ type Options struct {
 	// to a listing that differs: the place to rebuild a revision with
 	// ImportedRows (or Import).
 	ToolsChanged func(server string)
-	// Pins is the pins file of the upstreams configured with Pin (SPEC
+	// Pins is the pins file of the upstreams configured with Pin (docs/contract.md
 	// §15); required when one is.
 	Pins string
 	// OnDrift, when set, is called once for each definition of a pinned

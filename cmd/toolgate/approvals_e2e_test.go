@@ -22,12 +22,12 @@ const secondAdminToken = "e2e-second-admin-token"
 
 var approvalIDRE = regexp.MustCompile(`\(approval [0-9a-f]{24}\)`)
 
-// maskApprovalIDs replaces the id of a held answer (SPEC §13) with ID:
+// maskApprovalIDs replaces the id of a held answer (docs/contract.md §13) with ID:
 // the fixtures' ids are predictable, the binary's random.
 func maskApprovalIDs(s string) string { return approvalIDRE.ReplaceAllString(s, "(approval ID)") }
 
 // TestE2EApprovals drives the bundled example's approvals through the
-// binary (SPEC §13): ann's destructive call is held, the webhook hears of
+// binary (docs/contract.md §13): ann's destructive call is held, the webhook hears of
 // it, bea approves it with `toolgate approvals` against the same SQLite
 // ledger, the identical call runs once; a second request is refused over
 // HTTP with bea's token and answered so once.

@@ -20,7 +20,7 @@ import (
 
 // TestE2EApprovalTwoReplicas: two `toolgate serve` processes share a
 // PostgreSQL ledger; after one approval, 20 identical calls racing across
-// both run the method once (SPEC §13: claimed atomically, also across
+// both run the method once (docs/contract.md §13: claimed atomically, also across
 // replicas).
 func TestE2EApprovalTwoReplicas(t *testing.T) {
 	skipShort(t)

@@ -15,7 +15,7 @@ import (
 
 // bundleFlags are --bundle FILE and --bundle-verification-key FILE of the
 // commands that load a source (check, explain): an OPA bundle file instead
-// of --registry and --policy (SPEC §14).
+// of --registry and --policy (docs/contract.md §14).
 type bundleFlags struct {
 	file, key string
 }
@@ -77,7 +77,7 @@ func unpackBundles(paths []string) (out []string, cleanup func(), err error) {
 }
 
 func init() {
-	register(command{name: "build", summary: "make an OPA bundle of a registry and its policies (SPEC §14)", run: runBuildCommand})
+	register(command{name: "build", summary: "make an OPA bundle of a registry and its policies (docs/contract.md §14)", run: runBuildCommand})
 }
 
 const buildSynopsis = "build [--registry FILE] [--policy DIR] [-o FILE] [--revision REV] [--signing-key FILE [--signing-alg ALG] [--signing-key-id ID]] [--capabilities FILE]"

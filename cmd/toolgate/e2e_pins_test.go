@@ -23,7 +23,7 @@ import (
 	"github.com/toolgate/toolgate/pins"
 )
 
-// TestE2EPins: SPEC §15 end to end, with the test upstream over stdio and
+// TestE2EPins: docs/contract.md §15 end to end, with the test upstream over stdio and
 // over streamable HTTP, imported with pin: true. The upstream changes
 // hello's description, then its inputSchema, then adds a tool, each time
 // sending notifications/tools/list_changed: the governed client sees the

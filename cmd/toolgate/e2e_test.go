@@ -26,7 +26,7 @@ import (
 // The end-to-end tests run the built binary as a subprocess on loopback and
 // drive it with the go-sdk client, as a user's client would.
 
-// The protocol revisions toolgate serves (SPEC §6).
+// The protocol revisions toolgate serves (docs/contract.md §6).
 var revisions = []string{"2025-06-18", "2025-11-25", "2026-07-28"}
 
 // exampleTools are the tools of the bundled example, in registry order.
@@ -182,7 +182,7 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 }
 
 // heldResetCounter is the bundled example's answer to a call of
-// resetCounter that waits for an approval (SPEC §13).
+// resetCounter that waits for an approval (docs/contract.md §13).
 var heldResetCounter = regexp.MustCompile(`^Approval required: Tool 'resetCounter' is destructive and needs an admin's approval \(approval ([0-9a-f]{24})\)\. Call again once it is approved\.$`)
 
 // answer is what a tools/call answered: its one text and whether isError.
@@ -195,7 +195,7 @@ func ok(text string) answer      { return answer{Text: text} }
 func refused(text string) answer { return answer{Text: text, IsError: true} }
 
 // call makes one tools/call and returns its answer; a JSON-RPC error fails
-// the test (SPEC §5: every answer is a CallToolResult).
+// the test (docs/contract.md §5: every answer is a CallToolResult).
 func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, meta mcp.Meta) answer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
@@ -229,7 +229,7 @@ func TestE2EHTTP(t *testing.T) {
 				"manager: the reports section is hidden")
 			require.Equal(t, []string{}, toolNames(t, nobody), "nobody sees no tool")
 			if version >= "2026-07-28" {
-				// Listings differ from caller to caller (SPEC §6).
+				// Listings differ from caller to caller (docs/contract.md §6).
 				ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 				defer cancel()
 				res, err := admin.ListTools(ctx, nil)
@@ -256,7 +256,7 @@ func TestE2EHTTP(t *testing.T) {
 			} {
 				require.Equal(t, tc.want, call(t, tc.cs, tc.name, tc.args, tc.meta), "%s: %s", tc.what, tc.name)
 			}
-			// A destructive tool is held for an admin's approval (SPEC §13);
+			// A destructive tool is held for an admin's approval (docs/contract.md §13);
 			// a client-written _meta festi/approvedBy approves nothing.
 			for _, meta := range []mcp.Meta{nil, {"festi/approvedBy": "bea"}} {
 				held := call(t, admin, "resetCounter", map[string]any{"key": "k" + version}, meta)
@@ -351,7 +351,7 @@ func TestE2ESigterm(t *testing.T) {
 		send(key)
 		send(key)
 		first := next("the first of two calls")
-		if first.Text == "This call is already running. Retry once it finished." { // SPEC §10
+		if first.Text == "This call is already running. Retry once it finished." { // docs/contract.md §10
 			break // the other call is in flight
 		}
 		// One ran to the end before the other arrived (which then got the

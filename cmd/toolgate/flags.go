@@ -92,7 +92,7 @@ func (s *sourceFlags) source() (engine.Source, error) {
 
 // capabilitiesFlag is --capabilities FILE, shared by the commands that
 // compile policies, so that serve, test, check and explain agree on the
-// built-ins a policy may call (SPEC §11).
+// built-ins a policy may call (docs/contract.md §11).
 type capabilitiesFlag string
 
 func (c *capabilitiesFlag) register(fs *flag.FlagSet) {

@@ -77,7 +77,7 @@ func quoteArgs(args []string) []string {
 	return out
 }
 
-// specMethods are Go methods with the arguments of SPEC §8's demo methods,
+// specMethods are Go methods with the arguments of docs/contract.md §8's demo methods,
 // so the golden output of check does not depend on the binary's own.
 func specMethods() mcpadapter.MethodSet {
 	type money struct {

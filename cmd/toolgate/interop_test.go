@@ -20,7 +20,7 @@ var interopDir = filepath.Join("..", "..", "testdata", "interop")
 // HTTP with the official TypeScript MCP SDK client
 // (testdata/interop/interop.mjs): list, a granted, a hidden and a denied
 // call, a named-argument error, with exact texts; and over HTTP with access
-// tokens of a real OpenID provider (SPEC §12). Without the npm packages
+// tokens of a real OpenID provider (docs/contract.md §12). Without the npm packages
 // installed it skips, except under CI (the CI environment variable set),
 // where it fails.
 func TestInteropTypeScript(t *testing.T) {
@@ -43,7 +43,7 @@ func TestInteropTypeScript(t *testing.T) {
 	bin := toolgateBinary(t)
 	args := []string{"interop.mjs", bin}
 	// With the OpenID provider (always under CI), the client also connects
-	// with its access tokens (SPEC §12).
+	// with its access tokens (docs/contract.md §12).
 	if _, err := os.Stat(filepath.Join(oidctest.Dir, "node_modules")); err == nil || os.Getenv("CI") != "" {
 		port := oidctest.FreePort(t)
 		p := oidctest.Start(t, 0, "http://127.0.0.1:"+strconv.Itoa(port)+"/mcp")

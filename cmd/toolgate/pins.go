@@ -24,7 +24,7 @@ type pinsParams struct {
 	tools []string
 }
 
-// runPins maps the flags (serve's, SPEC §15) to gateway.CheckPins or
+// runPins maps the flags (serve's, docs/contract.md §15) to gateway.CheckPins or
 // gateway.AcceptPins.
 func runPins(ctx context.Context, e *env) int {
 	if len(e.args) == 0 || (e.args[0] != "check" && e.args[0] != "accept") {

@@ -15,7 +15,7 @@ func init() {
 	register(command{name: "serve", summary: "serve a governed MCP server over stdio or streamable HTTP", run: runServe})
 }
 
-// runServe maps the serve flags (SPEC §8) to gateway.Run.
+// runServe maps the serve flags (docs/contract.md §8) to gateway.Run.
 func runServe(ctx context.Context, e *env) int {
 	s, err := config.LoadServe(e.args, e.stderr)
 	switch {

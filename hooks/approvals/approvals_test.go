@@ -74,7 +74,7 @@ func isolatedPostgres(t testing.TB) func() *ledger.PostgresStore {
 	}
 }
 
-// TestApprovalLifecycle runs SPEC §13's rows over a go-sdk client on HTTP,
+// TestApprovalLifecycle runs docs/contract.md §13's rows over a go-sdk client on HTTP,
 // for every store.
 func TestApprovalLifecycle(t *testing.T) {
 	for _, kind := range storeKinds {

@@ -12,7 +12,7 @@ import (
 )
 
 // TestConfirmation: data.toolgate.call.confirm asks the user through MCP
-// elicitation before the call runs (SPEC §13).
+// elicitation before the call runs (docs/contract.md §13).
 func TestConfirmation(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

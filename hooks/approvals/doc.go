@@ -1,5 +1,5 @@
 // Package approvals holds the calls that a policy's approval rule names
-// until a person allowed to approve them does (SPEC §13). A client cannot
+// until a person allowed to approve them does (docs/contract.md §13). A client cannot
 // approve its own call: an approval is a fact the server records, in the
 // ledger's store, from a caller with one of the rule's approver roles and a
 // subject other than the requester's, and it lets exactly one identical

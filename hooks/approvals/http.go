@@ -14,7 +14,7 @@ import (
 // maxBodyBytes bounds the body of a decision ({"note": "..."}).
 const maxBodyBytes = 8 << 10
 
-// Handler serves the approvers' HTTP endpoints (SPEC §13) for the caller
+// Handler serves the approvers' HTTP endpoints (docs/contract.md §13) for the caller
 // callerOf finds in each request (httpserve.RequestCaller):
 //
 //   - GET /approvals: the pending requests the caller may decide, as

@@ -11,7 +11,7 @@ import (
 	"github.com/toolgate/toolgate/hooks/ledger"
 )
 
-// TestStep5Order: refusing wins, then approval, then answers (SPEC §13);
+// TestStep5Order: refusing wins, then approval, then answers (docs/contract.md §13);
 // a malformed approval fails the call closed.
 func TestStep5Order(t *testing.T) {
 	t.Parallel()

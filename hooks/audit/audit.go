@@ -26,7 +26,7 @@ const (
 	HookName = "audit"
 )
 
-// Record is one line of the audit trail (SPEC §10). It never holds argument
+// Record is one line of the audit trail (docs/contract.md §10). It never holds argument
 // values (only their hash) nor credentials.
 type Record struct {
 	DecisionID string `json:"decision_id"`
@@ -53,15 +53,15 @@ type Record struct {
 	// (keys sorted, numbers as sent), as the ledger compares them.
 	ArgumentsSHA256 string `json:"arguments_sha256"`
 	// ApprovalID is the approval request the call was held for, told was
-	// refused, or consumed (SPEC §13); omitted when none was asked.
+	// refused, or consumed (docs/contract.md §13); omitted when none was asked.
 	ApprovalID string `json:"approval_id,omitempty"`
 	// ApprovedBy is the approver whose approval the call consumed.
 	ApprovedBy string `json:"approved_by,omitempty"`
 
-	// The fields below add to SPEC §10's: how the call was decided, read
+	// The fields below add to docs/contract.md §10's: how the call was decided, read
 	// from the adapter's Record.
 
-	// Stage is the step of SPEC §5 at which the call was decided
+	// Stage is the step of docs/contract.md §5 at which the call was decided
 	// (mcpadapter.Stage: run, denied, held, answered, arguments,
 	// rule_failed, hook_failed, not_verified).
 	Stage string `json:"stage"`
@@ -78,7 +78,7 @@ type Record struct {
 	// by name, or rules by file:line; omitted when nothing refused.
 	Denials []Denial `json:"denials,omitempty"`
 	// TraceID is the W3C trace id of the call's span when tracing is on
-	// (SPEC §14); omitted otherwise.
+	// (docs/contract.md §14); omitted otherwise.
 	TraceID string `json:"trace_id,omitempty"`
 }
 
@@ -154,7 +154,7 @@ type Options struct {
 }
 
 // Auditor writes the audit trail as JSON Lines: one record per call that
-// reached SPEC §5 step 5 or was refused at step 3. Records go through a
+// reached docs/contract.md §5 step 5 or was refused at step 3. Records go through a
 // bounded buffer to one writer goroutine, so a writer that fails or blocks
 // never delays or breaks a call: records that cannot be written are dropped,
 // counted and logged. An Auditor is safe for concurrent use; Close it to

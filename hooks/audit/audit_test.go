@@ -24,7 +24,7 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
-// specFields are the fields of an audit record, SPEC §10; addedFields
+// specFields are the fields of an audit record, docs/contract.md §10; addedFields
 // those the record adds (issue 12: how the call was decided), always
 // present.
 var (
@@ -135,7 +135,7 @@ var (
 	}}
 )
 
-// TestAuditRecords: each kind of call yields exactly the record SPEC §10
+// TestAuditRecords: each kind of call yields exactly the record docs/contract.md §10
 // says, or none for calls that never reached step 5 nor failed at step 3.
 func TestAuditRecords(t *testing.T) {
 	t.Parallel()

@@ -1,5 +1,5 @@
-// Package audit writes toolgate's audit trail (SPEC §10): an after hook
-// that writes one JSON line per call that reached SPEC §5 step 5 or was
+// Package audit writes toolgate's audit trail (docs/contract.md §10): an after hook
+// that writes one JSON line per call that reached docs/contract.md §5 step 5 or was
 // refused at step 3 (grant decision failed), with the fields of [Record]:
 //
 //	{"decision_id":"…","timestamp":"2026-11-30T09:00:00.123456789Z","subject":"alice",
@@ -10,7 +10,7 @@
 //	 "rules":["rego/call.rego:9"],
 //	 "denials":[{"reason":"Rewards are read-only today","rules":["rego/call.rego:9"]}]}
 //
-// Besides SPEC §10's fields, "stage" says at which step the call was
+// Besides docs/contract.md §10's fields, "stage" says at which step the call was
 // decided, "grant" whether the policy's override decided (override), the
 // base decision stood (no_override) or the decision failed, "rules" the
 // rules (file:line) behind the answer, and "denials" each deny reason with

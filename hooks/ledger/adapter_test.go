@@ -20,7 +20,7 @@ import (
 
 // TestLedgerThroughAdapters: two adapters (two replicas), each with its own
 // Ledger over a shared store, take 50 concurrent calls with one key through
-// the real SPEC §5 pipeline: the method runs once.
+// the real docs/contract.md §5 pipeline: the method runs once.
 func TestLedgerThroughAdapters(t *testing.T) {
 	t.Parallel()
 	fsys := fstest.MapFS{

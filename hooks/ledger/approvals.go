@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// ApprovalKey names the call an approval request is for (SPEC §13): the
+// ApprovalKey names the call an approval request is for (docs/contract.md §13): the
 // requester's subject, the tool and the SHA-256 of the canonical arguments
 // (the audit trail's arguments_sha256).
 type ApprovalKey struct {

@@ -1,4 +1,4 @@
-// Package ledger is toolgate's idempotency ledger (SPEC §10): a before and
+// Package ledger is toolgate's idempotency ledger (docs/contract.md §10): a before and
 // after hook pair that runs a call carrying an idempotency key at most once
 // and answers its retries with the stored result.
 //
@@ -35,7 +35,7 @@
 // restarts; the default of toolgate serve) and [OpenPostgres] (shared by
 // replicas). [OpenStore] reads the --ledger flag's forms.
 //
-// Each store also keeps the approval requests of SPEC §13 beside the keys
+// Each store also keeps the approval requests of docs/contract.md §13 beside the keys
 // ([ApprovalStore]: a table toolgate_approvals in SQLite and PostgreSQL),
 // built from the same single-statement compare-and-swap steps; the
 // hooks/approvals package gives them their meaning.

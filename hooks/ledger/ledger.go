@@ -15,7 +15,7 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
-// The exact refusals of SPEC §10.
+// The exact refusals of docs/contract.md §10.
 const (
 	MsgRunning  = "This call is already running. Retry once it finished."
 	MsgConflict = "This idempotency key was used with different arguments."
@@ -25,7 +25,7 @@ const (
 const (
 	DefaultMetaKey = "festi/idempotencyKey"
 	DefaultLease   = 10 * time.Minute
-	// DefaultRetention is how long a completed key is kept (SPEC §10).
+	// DefaultRetention is how long a completed key is kept (docs/contract.md §10).
 	DefaultRetention = 24 * time.Hour
 	// DefaultPruneBatch is how many keys one Prune run removes at most.
 	DefaultPruneBatch = 1000
@@ -60,7 +60,7 @@ type Options struct {
 	OnConflict func()
 }
 
-// Ledger is the idempotency ledger of SPEC §10 over a Store. It is safe for
+// Ledger is the idempotency ledger of docs/contract.md §10 over a Store. It is safe for
 // concurrent use; several Ledgers (replicas) may share one Store's database.
 type Ledger struct {
 	store Store

@@ -42,7 +42,7 @@ func newToolCall(subject, tool, meta, args string) *mcpadapter.CallContext {
 
 func keyMeta(id string) string { return fmt.Sprintf(`{"festi/idempotencyKey":%q}`, id) }
 
-// run plays SPEC §5 steps 5 to 8 for hooks the way the adapter does: before
+// run plays docs/contract.md §5 steps 5 to 8 for hooks the way the adapter does: before
 // halves in order (refusing wins over answering), then the method, then
 // every after half once.
 func run(t testing.TB, hooks []mcpadapter.Hook, call *mcpadapter.CallContext, method func() (*mcp.CallToolResult, error)) *mcpadapter.CallEnd {

@@ -19,7 +19,7 @@ import (
 
 const retention = time.Hour
 
-// TestSec12StoreRetention (issue 11, finding 12; SPEC §10): in every store a
+// TestSec12StoreRetention (issue 11, finding 12; docs/contract.md §10): in every store a
 // completed key answers its result for its retention, counted from its
 // completion, then is as if absent (other arguments claim it too), and
 // Prune removes expired keys in bounded runs, leaving the others.

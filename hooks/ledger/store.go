@@ -115,7 +115,7 @@ type Store interface {
 	Close() error
 }
 
-// OpenStore opens a store from a --ledger value (SPEC §8): "memory",
+// OpenStore opens a store from a --ledger value (docs/contract.md §8): "memory",
 // "sqlite:PATH" or a "postgres://" / "postgresql://" DSN.
 func OpenStore(ctx context.Context, spec string) (Store, error) {
 	switch {

@@ -2,7 +2,7 @@
 // into OPA values exactly, or not at all.
 //
 // A policy must see exactly what a method, a hook or an upstream server
-// gets (SPEC §3). OPA's own conversions are lenient where that matters: a
+// gets (docs/contract.md §3). OPA's own conversions are lenient where that matters: a
 // lone surrogate escape becomes U+FFFD, a key sent twice keeps its last
 // value, a float64 NaN becomes the string "NaN" as a number. Other readers of
 // the same bytes may decide otherwise, so this package refuses every value

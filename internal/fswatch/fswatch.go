@@ -1,5 +1,5 @@
 // Package fswatch keeps fsnotify's watches on the directories that hold a
-// registry file and a policy tree (SPEC §9): the registry's directory, the
+// registry file and a policy tree (docs/contract.md §9): the registry's directory, the
 // policy directory recursively (symlinked directories through their
 // targets, and the directories holding the targets of symlinked files),
 // and tells the events that may change what a load reads from the others.

@@ -1,6 +1,6 @@
 // Package fsx reads operator files (registry, policies, data, tokens,
 // config, capabilities) safely: only regular files, after following
-// symlinks, of at most MaxFileSize bytes (SPEC §11). Anything else is an
+// symlinks, of at most MaxFileSize bytes (docs/contract.md §11). Anything else is an
 // error naming the file, never an unbounded read: /dev/zero, a FIFO, a
 // directory or a file that grows while it is read are all refused.
 //

@@ -1,4 +1,4 @@
-// Package metabound bounds a client's _meta object (SPEC §3, "Bounding
+// Package metabound bounds a client's _meta object (docs/contract.md §3, "Bounding
 // _meta") in one pass over its JSON: engine.BoundMeta is its public face.
 package metabound
 
@@ -24,7 +24,7 @@ const (
 	MaxValueLen = 4096
 )
 
-// Bound returns the entries of raw that SPEC §3 keeps, in wire order, each
+// Bound returns the entries of raw that docs/contract.md §3 keeps, in wire order, each
 // made by entry from its decoded key and its compact value as sent (the
 // values share one array: they must not be modified). It returns nil for
 // anything that is not a valid JSON object of valid UTF-8, and when no

@@ -5,7 +5,7 @@
 //
 // Start skips under -short and when node or the npm packages are missing,
 // except under CI (the CI environment variable set), where that is a
-// failure: the end-to-end tests of SPEC §12 never skip in .ci/run.
+// failure: the end-to-end tests of docs/contract.md §12 never skip in .ci/run.
 package oidctest
 
 import (

@@ -1,5 +1,5 @@
 // Package wire is the layer between an MCP transport and the go-sdk that
-// keeps what the SDK's typed decoding would lose (SPEC §5 step 1, _meta in
+// keeps what the SDK's typed decoding would lose (docs/contract.md §5 step 1, _meta in
 // wire order). mcpadapter's WrapTransport and WrapHTTP are its public
 // entry points; nothing else needs it.
 package wire
@@ -189,7 +189,7 @@ func (c *wireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return rewriteMessage(msg), nil
 }
 
-// MaxBodyBytes bounds an HTTP request body (SPEC §11): Handler answers
+// MaxBodyBytes bounds an HTTP request body (docs/contract.md §11): Handler answers
 // HTTP 413 to a longer one, before reading it when Content-Length says so.
 const MaxBodyBytes = 4 << 20
 

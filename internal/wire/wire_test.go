@@ -145,7 +145,7 @@ func serveWire(h http.Handler, body []byte, length int64) int {
 var discard = http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) })
 
 // BenchmarkSec02Wire: the server time of the wire layer for the bodies of
-// finding 2 (SPEC §11: linear in the body, small constant).
+// finding 2 (docs/contract.md §11: linear in the body, small constant).
 //
 //	go test ./internal/wire -run '^$' -bench Sec02 -benchmem
 func BenchmarkSec02Wire(b *testing.B) {
