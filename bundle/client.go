@@ -72,14 +72,26 @@ type Client struct {
 	opts Options
 	log  *slog.Logger
 	bvc  *opabundle.VerificationConfig
-	d    *download.Downloader
+	d    downloader
 	dir  string // persistence directory; "" none
+	// oci is the OCI downloader's blob store, a temporary directory
+	// removed when Run ends; "" for a bundle server.
+	oci  string
 	name string // the bundle's name for OPA's reader
 
 	mu      sync.Mutex
 	eng     *engine.Engine // set by Run
 	pending *engine.Source // a bundle downloaded before Run
 	status  Status
+}
+
+// downloader is what the Client needs of OPA's download.Downloader
+// (a bundle server) and download.OCIDownloader (an OCI registry).
+type downloader interface {
+	Start(context.Context)
+	Stop(context.Context)
+	Trigger(context.Context) error
+	SetCache(string)
 }
 
 // New prepares a Client for cfg; it fails when cfg does not validate or
@@ -92,12 +104,31 @@ func New(cfg Config, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bundle url: %w", err)
 	}
-	base := (&url.URL{Scheme: u.Scheme, Host: u.Host, User: u.User}).String()
-	resource := strings.TrimPrefix(u.EscapedPath(), "/")
-	if u.RawQuery != "" {
-		resource += "?" + u.RawQuery
+	// OPA's service (the registry or bundle server) and the resource
+	// below it: a path on a bundle server, a reference in a registry.
+	svcConf := map[string]any{"name": "bundle"}
+	var resource string
+	if cfg.OCI() {
+		scheme := u.Scheme
+		if scheme == "oci" {
+			scheme = "https"
+		}
+		svcConf["url"] = (&url.URL{Scheme: scheme, Host: u.Host}).String()
+		svcConf["type"] = TypeOCI
+		if resource, err = ociReference(u); err != nil {
+			return nil, fmt.Errorf("bundle url: %w", err)
+		}
+	} else {
+		svcConf["url"] = (&url.URL{Scheme: u.Scheme, Host: u.Host, User: u.User}).String()
+		resource = strings.TrimPrefix(u.EscapedPath(), "/")
+		if u.RawQuery != "" {
+			resource += "?" + u.RawQuery
+		}
 	}
-	svc, err := json.Marshal(map[string]any{"name": "bundle", "url": base})
+	if b := cfg.Credentials.Bearer; b.TokenPath != "" {
+		svcConf["credentials"] = map[string]any{"bearer": map[string]any{"token_path": b.TokenPath, "scheme": b.Scheme}}
+	}
+	svc, err := json.Marshal(svcConf)
 	if err != nil {
 		return nil, err
 	}
@@ -119,17 +150,47 @@ func New(cfg Config, opts Options) (*Client, error) {
 		}
 	}
 	if opts.StateDir != "" {
-		sum := sha256.Sum256([]byte(cfg.URL))
+		key := cfg.URL
+		if cfg.OCI() && u.Scheme != "oci" {
+			key = "oci " + key // not the bundle server's at the same URL
+		}
+		sum := sha256.Sum256([]byte(key))
 		c.dir = filepath.Join(opts.StateDir, "bundles", hex.EncodeToString(sum[:8]))
 	}
-	c.d = download.New(dc, rc, resource).
+	parser := ast.ParserOptions{RegoVersion: ast.RegoV1}
+	if !cfg.OCI() {
+		c.d = download.New(dc, rc, resource).
+			WithCallback(c.update).
+			WithBundleVerificationConfig(c.bvc).
+			WithBundlePersistence(true). // hands the raw bytes to the callback, to persist them ourselves
+			WithSizeLimitBytes(maxFileBytes).
+			WithBundleName(c.name).
+			WithBundleParserOpts(parser)
+		return c, nil
+	}
+	// The OCI downloader pulls into a local OCI layout first; ours is
+	// temporary (the bundle itself is persisted as for a bundle server,
+	// and a layout kept would grow with every revision).
+	if c.oci, err = os.MkdirTemp("", "toolgate-oci-*"); err != nil {
+		return nil, fmt.Errorf("bundle: the OCI download directory: %w", err)
+	}
+	c.d = download.NewOCI(dc, rc, resource, c.oci).
 		WithCallback(c.update).
 		WithBundleVerificationConfig(c.bvc).
-		WithBundlePersistence(true). // hands the raw bytes to the callback, to persist them ourselves
+		WithBundlePersistence(true).
 		WithSizeLimitBytes(maxFileBytes).
-		WithBundleName(c.name).
-		WithBundleParserOpts(ast.ParserOptions{RegoVersion: ast.RegoV1})
+		WithBundleParserOpts(parser)
 	return c, nil
+}
+
+// removeOCI removes the OCI downloader's layout, when there is one.
+func (c *Client) removeOCI() {
+	if c.oci == "" {
+		return
+	}
+	if err := os.RemoveAll(c.oci); err != nil {
+		c.log.Warn("toolgate: cannot remove the OCI download directory", slog.String("dir", c.oci), slog.Any("error", err))
+	}
 }
 
 // VerificationOf is the verification configuration of s: the key file read,
@@ -167,11 +228,13 @@ func (c *Client) Initial(ctx context.Context) (engine.Source, error) {
 		c.log.Warn("toolgate: the persisted bundle is not usable; downloading", slog.Any("error", err))
 	}
 	if err := c.d.Trigger(ctx); err != nil {
+		c.removeOCI() // nothing to run: serve does not start
 		return engine.Source{}, fmt.Errorf("bundle: no persisted bundle and the download failed: %w", err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.pending == nil {
+		c.removeOCI()
 		return engine.Source{}, errors.New("bundle: no persisted bundle and the bundle server sent none")
 	}
 	src := *c.pending
@@ -190,6 +253,7 @@ func (c *Client) Run(ctx context.Context, eng *engine.Engine) error {
 	c.d.Start(ctx)
 	<-ctx.Done()
 	c.d.Stop(context.Background())
+	c.removeOCI()
 	return nil
 }
 

@@ -4,16 +4,53 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
+
+	"oras.land/oras-go/v2/registry"
 )
 
 // Config is the bundle setting of `toolgate serve` (config key bundle,
 // flags --bundle and --bundle-verification-key), named as in OPA's own
 // bundle configuration. The zero value (no URL) means no bundle.
 type Config struct {
-	// URL is the bundle's http(s) URL on a bundle server.
-	URL     string  `json:"url" yaml:"url"`
-	Polling Polling `json:"polling" yaml:"polling"`
-	Signing Signing `json:"signing" yaml:"signing"`
+	// URL is the bundle's http(s) URL on a bundle server, or its OCI
+	// reference as oci://REGISTRY/REPOSITORY:TAG (or @DIGEST), pulled
+	// over HTTPS. With Type "oci", an http(s) URL
+	// (http://REGISTRY/REPOSITORY:TAG) names the registry's scheme too,
+	// as OPA's services of type oci do.
+	URL string `json:"url" yaml:"url"`
+	// Type is "" or "http" for a bundle server, "oci" for an OCI
+	// registry (OPA's service type); an oci:// URL implies "oci".
+	Type        string      `json:"type,omitempty" yaml:"type"`
+	Credentials Credentials `json:"credentials,omitzero" yaml:"credentials"`
+	Polling     Polling     `json:"polling" yaml:"polling"`
+	Signing     Signing     `json:"signing" yaml:"signing"`
+}
+
+// Type values of Config.
+const (
+	TypeHTTP = "http"
+	TypeOCI  = "oci"
+)
+
+// Credentials authenticate the downloads, as OPA's service credentials
+// do; the zero value sends none.
+type Credentials struct {
+	Bearer Bearer `json:"bearer,omitzero" yaml:"bearer"`
+}
+
+// Bearer is OPA's bearer credential: the token is read from TokenPath
+// on every request (so a rotated file is picked up) and sent as
+// "Authorization: SCHEME TOKEN". The token never sits in the config.
+type Bearer struct {
+	TokenPath string `json:"token_path,omitempty" yaml:"token_path"`
+	// Scheme defaults to Bearer.
+	Scheme string `json:"scheme,omitempty" yaml:"scheme"`
+}
+
+// OCI reports whether the bundle is pulled from an OCI registry.
+func (c Config) OCI() bool {
+	return c.Type == TypeOCI || strings.HasPrefix(c.URL, "oci://")
 }
 
 // Polling is how often the bundle server is asked, in seconds: a jittered
@@ -50,12 +87,28 @@ const (
 // Enabled reports whether a bundle is configured.
 func (c Config) Enabled() bool { return c.URL != "" }
 
-// Validate reports every problem of c at once: a URL that is not http(s),
-// polling delays set alone or out of order. The key file is read by New.
+// Validate reports every problem of c at once: a URL that is not http(s)
+// (or oci:// with a repository), an unknown type, polling delays set alone
+// or out of order. The key file is read by New.
 func (c Config) Validate() error {
 	var errs []error
-	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("bundle url: want an http(s) URL of a bundle"))
+	switch c.Type {
+	case "", TypeHTTP, TypeOCI:
+	default:
+		errs = append(errs, fmt.Errorf("bundle type: want %q or %q", TypeHTTP, TypeOCI))
+	}
+	u, err := url.Parse(c.URL)
+	switch {
+	case err != nil || u.Host == "" || u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "oci":
+		errs = append(errs, fmt.Errorf("bundle url: want an http(s) URL of a bundle, or oci://REGISTRY/REPOSITORY:TAG"))
+	case u.Scheme == "oci" && c.Type == TypeHTTP:
+		errs = append(errs, fmt.Errorf("bundle url: an oci:// URL is of type %q", TypeOCI))
+	case c.OCI() && (strings.Trim(u.Path, "/") == "" || u.RawQuery != "" || u.User != nil):
+		errs = append(errs, fmt.Errorf("bundle url: want an OCI reference REGISTRY/REPOSITORY:TAG (or @DIGEST), without query or user"))
+	case c.OCI():
+		if _, err := ociReference(u); err != nil {
+			errs = append(errs, fmt.Errorf("bundle url: %w", err))
+		}
 	}
 	p := c.Polling
 	switch {
@@ -65,4 +118,19 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("bundle polling: want 1 <= min_delay_seconds <= max_delay_seconds"))
 	}
 	return errors.Join(errs...)
+}
+
+// ociReference is the OCI reference u names, REGISTRY/REPOSITORY:TAG (or
+// @DIGEST), as OPA's OCI downloader takes it; it fails when there is no
+// tag or digest, as the downloader would pull nothing.
+func ociReference(u *url.URL) (string, error) {
+	ref := u.Host + "/" + strings.TrimPrefix(u.Path, "/")
+	r, err := registry.ParseReference(ref)
+	if err != nil {
+		return "", err
+	}
+	if r.Reference == "" {
+		return "", fmt.Errorf("the OCI reference %q has no tag or digest", ref)
+	}
+	return ref, nil
 }

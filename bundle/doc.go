@@ -1,5 +1,6 @@
 // Package bundle serves toolgate's registry, policies and data from an OPA
-// bundle (docs/contract.md §14): a .tar.gz from a bundle server, polled with ETags,
+// bundle (docs/contract.md §14): a .tar.gz from a bundle server, or the
+// tar+gzip layer of an OCI artifact in a registry, polled with ETags,
 // verified against a public key when signed, activated like a reload
 // (docs/contract.md §9) and persisted so that a restart serves without the server.
 //
@@ -12,7 +13,8 @@
 //	opa build -b b -o bundle.tar.gz --revision "$(git rev-parse HEAD)"
 //
 // and `toolgate build` does the same from a registry file and a policy
-// directory. OPA's own packages do the work: v1/download polls, v1/bundle
+// directory. OPA's own packages do the work: v1/download polls (its OCI
+// downloader for an oci:// URL or type oci), v1/bundle
 // reads and verifies. The bundle becomes an engine.Source (see ToSource),
 // so it is parsed and compiled by the same loader and compiler
 // configuration as policies read from disk.

@@ -5,14 +5,18 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/toolgate/toolgate/bundle"
 )
 
 // The keys of the bundle section (docs/contract.md §14), named as in OPA's bundle
 // configuration.
 var (
-	bundleKeys  = []string{"url", "polling", "signing"}
-	pollingKeys = []string{"min_delay_seconds", "max_delay_seconds"}
-	signingKeys = []string{"key_file", "keyid", "algorithm", "scope", "exclude_files"}
+	bundleKeys      = []string{"url", "type", "credentials", "polling", "signing"}
+	credentialsKeys = []string{"bearer"}
+	bearerKeys      = []string{"token_path", "scheme"}
+	pollingKeys     = []string{"min_delay_seconds", "max_delay_seconds"}
+	signingKeys     = []string{"key_file", "keyid", "algorithm", "scope", "exclude_files"}
 )
 
 // bundleSection reads the bundle mapping into s.Bundle.
@@ -57,7 +61,22 @@ func bundleSection(n *yaml.Node, s *Serve) []Problem {
 	mapping(n, "bundle", bundleKeys, func(_, v *yaml.Node, key string) (bool, string) {
 		switch key {
 		case "bundle.url":
-			return str(v, &b.URL), "an http(s) URL of a bundle"
+			return str(v, &b.URL), "an http(s) URL of a bundle, or oci://REGISTRY/REPOSITORY:TAG"
+		case "bundle.type":
+			if v.Kind != yaml.ScalarNode || v.Value != bundle.TypeHTTP && v.Value != bundle.TypeOCI {
+				return false, fmt.Sprintf("%q (a bundle server) or %q (an OCI registry)", bundle.TypeHTTP, bundle.TypeOCI)
+			}
+			b.Type = v.Value
+		case "bundle.credentials":
+			mapping(v, key, credentialsKeys, func(_, v *yaml.Node, key string) (bool, string) {
+				mapping(v, key, bearerKeys, func(k, v *yaml.Node, _ string) (bool, string) {
+					if k.Value == "token_path" {
+						return str(v, &b.Credentials.Bearer.TokenPath), "a file path (the token)"
+					}
+					return str(v, &b.Credentials.Bearer.Scheme), "an authorization scheme such as Bearer"
+				})
+				return true, ""
+			})
 		case "bundle.polling":
 			mapping(v, key, pollingKeys, func(k, v *yaml.Node, _ string) (bool, string) {
 				if k.Value == "min_delay_seconds" {
@@ -102,6 +121,9 @@ func (s *Serve) bundleProblems() []Problem {
 		if b.Signing.KeyFile != "" {
 			return []Problem{{Key: "bundle.signing.key_file", Message: "needs bundle.url (--bundle)"}}
 		}
+		if b.Credentials.Bearer.TokenPath != "" {
+			return []Problem{{Key: "bundle.credentials.bearer.token_path", Message: "needs bundle.url (--bundle)"}}
+		}
 		return nil
 	}
 	var probs []Problem
@@ -118,6 +140,6 @@ func (s *Serve) bundleProblems() []Problem {
 
 // bundleUsage and bundleKeyUsage are the usages of --bundle and --bundle-verification-key.
 var (
-	bundleUsage    = "serve the registry and policies of the OPA bundle at `URL`, polled with ETags (docs/contract.md §14)"
+	bundleUsage    = "serve the registry and policies of the OPA bundle at `URL` (http(s)://, or oci://REGISTRY/REPOSITORY:TAG for an OCI registry), polled with ETags (docs/contract.md §14)"
 	bundleKeyUsage = "verify the bundle's signature with the PEM public key in `FILE`; unsigned or badly signed bundles are refused"
 )

@@ -40,6 +40,26 @@ bundle:
 	require.Equal(t, key, s.Bundle.Signing.KeyFile)
 }
 
+func TestBundleSettingsOCI(t *testing.T) {
+	t.Parallel()
+	path, dir := writeConfig(t, `
+bundle:
+  url: http://127.0.0.1:5000/org/policy:v1
+  type: oci
+  credentials: { bearer: { token_path: token, scheme: Bearer } }
+`)
+	s, err := config.LoadServe([]string{"--config", path}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, "oci", s.Bundle.Type)
+	require.True(t, s.Bundle.OCI())
+	require.Equal(t, filepath.Join(dir, "token"), s.Bundle.Credentials.Bearer.TokenPath) // relative to the file
+	require.Equal(t, "Bearer", s.Bundle.Credentials.Bearer.Scheme)
+
+	s, err = config.LoadServe([]string{"--bundle", "oci://ghcr.io/org/policy:v1"}, io.Discard)
+	require.NoError(t, err)
+	require.True(t, s.Bundle.OCI())
+}
+
 func TestBundleSettingsProblems(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {
@@ -51,6 +71,10 @@ func TestBundleSettingsProblems(t *testing.T) {
 		"polling alone":   {file: "bundle: { url: http://x/b, polling: { min_delay_seconds: 1 } }", want: []string{"set both min_delay_seconds and max_delay_seconds"}},
 		"polling not int": {file: "bundle: { url: http://x/b, polling: { min_delay_seconds: soon, max_delay_seconds: 2 } }", want: []string{"bundle.polling.min_delay_seconds", "a whole number of seconds"}},
 		"not http":        {args: []string{"--bundle", "file:///b.tar.gz"}, want: []string{"want an http(s) URL of a bundle"}},
+		"oci without tag": {args: []string{"--bundle", "oci://ghcr.io/org/policy"}, want: []string{"no tag or digest"}},
+		"unknown type":    {file: "bundle: { url: http://x/b, type: s3 }", want: []string{"bundle.type", `"http" (a bundle server) or "oci"`}},
+		"unknown bearer":  {file: "bundle: { url: http://x/b, credentials: { bearer: { token: t } } }", want: []string{`unknown key "token" in bundle.credentials.bearer`}},
+		"token alone":     {file: "bundle: { credentials: { bearer: { token_path: t } } }", want: []string{"bundle.credentials.bearer.token_path", "needs bundle.url"}},
 		"with a registry": {args: []string{"--bundle", "http://x/b", "--registry", "r.yaml"}, want: []string{"not both"}},
 		"key without url": {args: []string{"--bundle-verification-key", "k.pem"}, want: []string{"needs bundle.url (--bundle)"}},
 	} {

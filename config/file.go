@@ -327,6 +327,7 @@ func (s *Serve) resolve(dir string) {
 	abs(&s.Capabilities)
 	abs(&s.Pins)
 	abs(&s.Bundle.Signing.KeyFile)
+	abs(&s.Bundle.Credentials.Bearer.TokenPath)
 	if s.Auth.JWKS != "" && !isHTTPURL(s.Auth.JWKS) {
 		abs(&s.Auth.JWKS)
 	}
