@@ -119,7 +119,7 @@ func TestSec10HalfWrittenPolicyNeverServedByWatch(t *testing.T) {
 	// holds it back (logged) or, as before the fix, installs it.
 	require.Eventually(t, func() bool {
 		return f.logs.count("a file changed") > 0 || len(f.revisions()) > 0
-	}, 5*time.Second, time.Millisecond)
+	}, failureBound, time.Millisecond)
 	_, err = file.WriteString(hideReport2[len(grantPrefix):])
 	require.NoError(t, err)
 	require.NoError(t, file.Close())

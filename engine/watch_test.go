@@ -37,6 +37,10 @@ var (
 	carolBase     = []string{"echo", "getReward", "report", "execUrl"}
 )
 
+// failureBound bounds a wait only so that a hang fails the test instead of
+// the whole run: nothing waits on it to synchronise.
+const failureBound = time.Minute
+
 // syncBuffer is a bytes.Buffer safe for the logger's goroutines.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -68,6 +72,9 @@ type watchFixture struct {
 	mu        sync.Mutex
 	installed []*engine.Revision // every revision OnReload saw, in order
 	errs      []error
+	// reloaded receives (without blocking: one pending is enough) after
+	// every swap OnReload saw.
+	reloaded chan struct{}
 }
 
 // newWatchFixture writes testRegistry and the given policy files (paths
@@ -75,7 +82,8 @@ type watchFixture struct {
 func newWatchFixture(t *testing.T, policies map[string]string) *watchFixture {
 	t.Helper()
 	dir := t.TempDir()
-	f := &watchFixture{t: t, dir: dir, registry: filepath.Join(dir, "registry.yaml"), policies: filepath.Join(dir, "policies"), logs: &syncBuffer{}}
+	f := &watchFixture{t: t, dir: dir, registry: filepath.Join(dir, "registry.yaml"), policies: filepath.Join(dir, "policies"), logs: &syncBuffer{},
+		reloaded: make(chan struct{}, 1)}
 	require.NoError(t, os.Mkdir(f.policies, 0o755))
 	f.write(f.registry, testRegistry)
 	for name, src := range policies {
@@ -115,6 +123,10 @@ func (f *watchFixture) start(wo engine.WatchOptions, opts ...engine.Option) *wat
 			f.errs = append(f.errs, fmt.Errorf("OnReload(%v, %v) after %v", old, new, f.installed[n-1]))
 		}
 		f.installed = append(f.installed, new)
+		select {
+		case f.reloaded <- struct{}{}:
+		default:
+		}
 	}
 	wo.OnError = func(err error) {
 		f.mu.Lock()
@@ -139,7 +151,7 @@ func (f *watchFixture) granted() []string {
 
 func (f *watchFixture) waitGranted(want []string) {
 	f.t.Helper()
-	require.Eventually(f.t, func() bool { return slices.Equal(f.granted(), want) }, 5*time.Second, 2*time.Millisecond,
+	require.Eventually(f.t, func() bool { return slices.Equal(f.granted(), want) }, failureBound, 2*time.Millisecond,
 		"want %v, have %v (last error: %v)", want, f.granted(), f.e.LastError())
 }
 
@@ -148,7 +160,7 @@ func (f *watchFixture) waitGranted(want []string) {
 // window): the event to write the file back on, instead of a sleep.
 func (f *watchFixture) waitNoticedGap() {
 	f.t.Helper()
-	require.Eventually(f.t, func() bool { return f.logs.count("waiting for the settle window") > 0 }, 5*time.Second, time.Millisecond,
+	require.Eventually(f.t, func() bool { return f.logs.count("waiting for the settle window") > 0 }, failureBound, time.Millisecond,
 		"the missing file was never noticed")
 }
 
@@ -172,7 +184,7 @@ func (f *watchFixture) requireEveryRevisionHas(file string) {
 	require.Eventually(f.t, func() bool {
 		revs := f.revisions()
 		return len(revs) > 0 && revs[len(revs)-1] == f.e.Current()
-	}, 5*time.Second, time.Millisecond)
+	}, failureBound, time.Millisecond)
 	for _, r := range f.revisions() {
 		require.Contains(f.t, r.PolicyFiles(), file, "revision %v", r)
 	}
@@ -329,7 +341,7 @@ func TestWatchSyntaxErrorKeepsLastGood(t *testing.T) {
 	const broken = "package toolgate.grant\n\ngranted := {\"getReward\"\n"
 	// Atomic saves here: a torn in-place write could fail with another error.
 	f.renameOver(f.pol("grant.rego"), broken)
-	require.Eventually(t, func() bool { return f.e.LastError() != nil }, 5*time.Second, 2*time.Millisecond)
+	require.Eventually(t, func() bool { return f.e.LastError() != nil }, failureBound, 2*time.Millisecond)
 	var ce *engine.CompileError
 	require.ErrorAs(t, f.e.LastError(), &ce)
 	require.Equal(t, f.pol("grant.rego"), ce.Diagnostics[0].File)
@@ -342,7 +354,7 @@ func TestWatchSyntaxErrorKeepsLastGood(t *testing.T) {
 
 	// The same error again is reported, but logged once.
 	f.renameOver(f.pol("grant.rego"), broken)
-	require.Eventually(t, func() bool { return len(f.reloadErrors()) >= 2 }, 5*time.Second, 2*time.Millisecond)
+	require.Eventually(t, func() bool { return len(f.reloadErrors()) >= 2 }, failureBound, 2*time.Millisecond)
 	require.Equal(t, 1, f.logs.count("reload failed"))
 	require.Equal(t, uint64(len(f.reloadErrors())), f.e.Status().ReloadFailures)
 
@@ -359,7 +371,7 @@ func TestWatchRegistrySchemaError(t *testing.T) {
 	f := newWatchFixture(t, nil).start(engine.WatchOptions{})
 	good := f.e.Current()
 	f.renameOver(f.registry, "tools:\n  - { name: echo, method: demo.echo, arguments: [{ name: text, type: nosuchtype }] }\n")
-	require.Eventually(t, func() bool { return f.e.LastError() != nil }, 5*time.Second, 2*time.Millisecond)
+	require.Eventually(t, func() bool { return f.e.LastError() != nil }, failureBound, 2*time.Millisecond)
 	require.Contains(t, f.e.Status().LastError, "tools[0] (echo)")
 	require.Same(t, good, f.e.Current())
 
@@ -373,31 +385,37 @@ func TestWatchRegistryMissing(t *testing.T) {
 	f := newWatchFixture(t, nil).start(engine.WatchOptions{Debounce: 5 * time.Millisecond, Settle: 50 * time.Millisecond})
 	good := f.e.Current()
 	require.NoError(t, os.Remove(f.registry))
-	require.Eventually(t, func() bool { return f.e.LastError() != nil }, 5*time.Second, 2*time.Millisecond)
+	require.Eventually(t, func() bool { return f.e.LastError() != nil }, failureBound, 2*time.Millisecond)
 	require.ErrorIs(t, f.e.LastError(), os.ErrNotExist)
 	require.Same(t, good, f.e.Current(), "a missing registry keeps the last good revision")
 	f.write(f.registry, testRegistry)
-	require.Eventually(t, func() bool { return f.e.LastError() == nil }, 5*time.Second, 2*time.Millisecond)
+	require.Eventually(t, func() bool { return f.e.LastError() == nil }, failureBound, 2*time.Millisecond)
 	require.Same(t, good, f.e.Current(), "the same content: no new revision")
 }
 
 func TestReloadWaitsForTheSettleWindow(t *testing.T) {
 	t.Parallel()
+	// Two engines on the same files: one whose window (an hour) the
+	// context cancels, whatever the machine's speed, and one whose window
+	// (80 ms) a reload waits out.
 	const settle = 80 * time.Millisecond
 	f := newWatchFixture(t, map[string]string{"grant.rego": grantEcho})
-	e, err := engine.New(context.Background(), engine.Source{Registry: f.registry, Policies: f.policies}, engine.WithSettle(settle))
+	src := engine.Source{Registry: f.registry, Policies: f.policies}
+	long, err := engine.New(context.Background(), src, engine.WithSettle(time.Hour))
+	require.NoError(t, err)
+	e, err := engine.New(context.Background(), src, engine.WithSettle(settle))
 	require.NoError(t, err)
 	require.NoError(t, os.Remove(f.pol("grant.rego")))
 
-	noticed := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), settle/4)
 	defer cancel()
-	changed, err := e.Reload(ctx)
+	changed, err := long.Reload(ctx)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.False(t, changed)
-	require.Equal(t, uint64(1), e.Current().Number(), "nothing built in the window")
-	require.NoError(t, e.LastError(), "a cancelled wait is no reload failure")
+	require.Equal(t, uint64(1), long.Current().Number(), "nothing built in the window")
+	require.NoError(t, long.LastError(), "a cancelled wait is no reload failure")
 
+	noticed := time.Now()
 	changed, err = e.Reload(context.Background())
 	require.NoError(t, err)
 	require.True(t, changed)
@@ -429,9 +447,14 @@ func TestWatchLatency(t *testing.T) {
 		} else {
 			f.renameOver(f.pol("grant.rego"), content)
 		}
+		// Each swap is an event; the latency is the first one that serves
+		// the edit.
 		for !slices.Equal(f.granted(), want) {
-			require.Less(t, time.Since(start), 5*time.Second, "edit %d never took effect", i)
-			time.Sleep(time.Millisecond)
+			select {
+			case <-f.reloaded:
+			case <-time.After(failureBound):
+				t.Fatalf("edit %d never took effect", i)
+			}
 		}
 		lat = append(lat, time.Since(start))
 	}
@@ -487,10 +510,14 @@ func TestReloadRace(t *testing.T) {
 			content, last = grantGetReward, onlyGetReward
 		}
 		f.write(f.pol("grant.rego"), content)
-		time.Sleep(time.Millisecond)
+		// The next rewrite waits until a reader has decided since this
+		// one: reads and writes interleave, whatever the machine's speed.
+		for n := decisions.Load(); decisions.Load() == n; {
+			runtime.Gosched()
+		}
 	}
 	f.waitGranted(last)
-	require.Eventually(t, func() bool { return f.e.LastError() == nil }, 5*time.Second, 2*time.Millisecond)
+	require.Eventually(t, func() bool { return f.e.LastError() == nil }, failureBound, 2*time.Millisecond)
 	close(stop)
 	wg.Wait()
 

@@ -258,7 +258,7 @@ func TestSec03IdleSessionExpires(t *testing.T) {
 	cs := connectProto(t, ts.URL+"/mcp", newBearer(""), "2025-06-18")
 	id := cs.ID()
 	require.NotEmpty(t, id)
-	require.Eventually(t, func() bool { return srv.SessionCount() == 0 }, 10*time.Second, 10*time.Millisecond, "the idle session was not closed")
+	require.Eventually(t, func() bool { return srv.SessionCount() == 0 }, time.Minute, 10*time.Millisecond, "the idle session was not closed")
 	for range f.server.Sessions() {
 		t.Error("the SDK still has the session")
 	}
@@ -285,7 +285,7 @@ func TestSec16SessionBoundToOpener(t *testing.T) {
 					if method == http.MethodPost {
 						body = strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 					}
-					ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+					ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a failure bound only
 					defer cancel()
 					req, err := http.NewRequestWithContext(ctx, method, url, body)
 					require.NoError(t, err)
@@ -457,7 +457,9 @@ func TestSec06SlowBodyTimesOut(t *testing.T) {
 
 // TestSec06SlowConnections: 2 000 connections sending a body slowly leave
 // /healthz answering; SIGTERM (the context ending) with slow bodies
-// pending returns nil at once, not after the grace period.
+// pending returns nil at once, not after the grace period (a shutdown that
+// waited for the bodies is cut off at the end of the grace and returns an
+// error, so no time is measured).
 func TestSec06SlowConnections(t *testing.T) {
 	t.Parallel()
 	const slow = 2000
@@ -478,7 +480,7 @@ func TestSec06SlowConnections(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return srv.Receiving() == slow }, 30*time.Second, 10*time.Millisecond, "the server did not receive every slow body")
 
-	client := &http.Client{Timeout: 10 * time.Second}
+	client := &http.Client{Timeout: time.Minute} // a failure bound only
 	resp, err := client.Get("http://" + addr + "/healthz")
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -491,8 +493,8 @@ func TestSec06SlowConnections(t *testing.T) {
 		took := time.Since(start)
 		t.Logf("shutdown with %d slow bodies pending took %s", slow, took)
 		require.NoError(t, err)
-	case <-time.After(httpserve.DefaultShutdownGrace - 2*time.Second):
-		t.Fatal("shutdown waited for the slow bodies")
+	case <-time.After(2 * time.Minute): // a failure bound only
+		t.Fatal("shutdown did not end")
 	}
 }
 

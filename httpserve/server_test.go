@@ -375,7 +375,7 @@ func TestGracefulShutdown(t *testing.T) {
 	select {
 	case err := <-served:
 		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute): // a failure bound only
 		t.Fatal("ListenAndServe did not return after shutdown")
 	}
 	assert.EqualValues(t, 1, f.afters.Load(), "the in-flight call's after hooks ran")
@@ -400,11 +400,11 @@ func TestShutdownGraceExpires(t *testing.T) {
 	select {
 	case err := <-served:
 		require.ErrorContains(t, err, "grace period")
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute): // a failure bound only
 		t.Fatal("ListenAndServe did not return after the grace period")
 	}
 	// The method saw its context cancelled; the call's after hooks ran.
-	assert.Eventually(t, func() bool { return f.afters.Load() == 1 }, 5*time.Second, 10*time.Millisecond)
+	assert.Eventually(t, func() bool { return f.afters.Load() == 1 }, time.Minute, 10*time.Millisecond)
 	close(f.release)
 }
 

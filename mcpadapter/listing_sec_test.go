@@ -163,7 +163,7 @@ func TestSec09ListChangedOnlyToSessionsWhoseListingChanged(t *testing.T) {
 		t.Helper()
 		select {
 		case <-clients[name].got:
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute): // a failure bound only
 			t.Fatalf("%s got no notifications/tools/list_changed", name)
 		}
 	}
@@ -218,7 +218,7 @@ func TestSec09ListenStreamNotified(t *testing.T) {
 	require.Equal(t, 1, a.NotifyListingChanged(ctx, s, old, eng.Current()))
 	select {
 	case <-got:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute): // a failure bound only
 		t.Fatal("the listen stream got no notifications/tools/list_changed")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
@@ -114,4 +115,16 @@ func TestRecordNamesWhoDecided(t *testing.T) {
 		require.NotEmpty(t, rec.Grant.Rules, "a dry run locates the override")
 		require.Equal(t, "Error: Unknown tool 'getReward'.", rec.Answer())
 	})
+}
+
+// TestResultText: the text items of a result joined by newlines, other
+// items skipped; "" for nil or no text.
+func TestResultText(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "", mcpadapter.ResultText(nil))
+	require.Equal(t, "", mcpadapter.ResultText(&mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png"}}}))
+	require.Equal(t, "a", mcpadapter.ResultText(mcpadapter.TextResult("a", false)))
+	require.Equal(t, "a\nb\nc", mcpadapter.ResultText(&mcp.CallToolResult{Content: []mcp.Content{
+		&mcp.TextContent{Text: "a"}, &mcp.ImageContent{MIMEType: "image/png"}, &mcp.TextContent{Text: "b"}, &mcp.TextContent{Text: "c"},
+	}}))
 }

@@ -24,7 +24,7 @@ const (
 )
 
 // watched is a governed server over files in a temp dir, with Watch on.
-func watched(t *testing.T, caller *engine.Caller) (*engine.Engine, *mcpadapter.Adapter, *mcp.Server, string) {
+func watched(t *testing.T, caller *engine.Caller) (*engine.Engine, *mcpadapter.Adapter, *mcp.Server, string, <-chan reloaded) {
 	t.Helper()
 	src := writeExample(t, t.TempDir(), setup{policies: map[string]string{"grant.rego": policyA}})
 	eng, err := engine.New(context.Background(), src, engine.WithTimeout(10*time.Second))
@@ -34,20 +34,55 @@ func watched(t *testing.T, caller *engine.Caller) (*engine.Engine, *mcpadapter.A
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
+	handled := make(chan reloaded, 4096)
 	go func() {
 		defer close(done)
 		_ = eng.Watch(ctx, engine.WatchOptions{
 			Debounce: 5 * time.Millisecond,
+			// The settle window has its own tests in engine; here it
+			// only slows the reloads down.
+			Settle: time.Millisecond,
 			OnReload: func(old, next *engine.Revision) {
 				go func() {
-					if a.ListingChanged(ctx, old, next) {
+					ev := reloaded{number: next.Number(), notified: a.ListingChanged(ctx, old, next)}
+					if ev.notified {
 						a.NotifyToolsChanged(s)
+					}
+					select {
+					case handled <- ev:
+					default:
+						t.Error("too many reloads for the test to follow")
 					}
 				}()
 			},
 		})
 	}()
-	return eng, a, s, filepath.Join(src.Policies, "grant.rego")
+	return eng, a, s, filepath.Join(src.Policies, "grant.rego"), handled
+}
+
+// reloaded is what the server of watched did after a swap: the new
+// revision's number, and whether it sent notifications/tools/list_changed.
+type reloaded struct {
+	number   uint64
+	notified bool
+}
+
+// awaitReload waits until the server of watched has handled the swap to a
+// revision after rev, and returns what it did for each swap on the way.
+func awaitReload(t *testing.T, handled <-chan reloaded, rev uint64) []reloaded {
+	t.Helper()
+	var seen []reloaded
+	for {
+		select {
+		case ev := <-handled:
+			seen = append(seen, ev)
+			if ev.number > rev {
+				return seen
+			}
+		case <-time.After(time.Minute): // a failure bound only
+			t.Fatalf("no reload after revision %d", rev)
+		}
+	}
 }
 
 // writeAtomically replaces path by rename, as editors and ConfigMaps do, so
@@ -60,13 +95,14 @@ func writeAtomically(t *testing.T, path, content string) {
 }
 
 // TestReloadRace: 8 goroutines call tools/call in a loop while the policy
-// is rewritten 200 times between two versions. No call fails, and every
-// answer is one of the two revisions' answers: under A echo runs and add is
-// unknown; under B the reverse. A call never mixes them.
+// is rewritten 50 times between two versions, each rewrite served before
+// the next. No call fails, and every answer is one of the two revisions'
+// answers: under A echo runs and add is unknown; under B the reverse. A
+// call never mixes them.
 func TestReloadRace(t *testing.T) {
 	t.Parallel()
 	caller := &engine.Caller{Subject: "max", Roles: []string{"manager"}}
-	eng, _, s, grantPath := watched(t, caller)
+	eng, _, s, grantPath, handled := watched(t, caller)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -103,19 +139,18 @@ func TestReloadRace(t *testing.T) {
 			}
 		}()
 	}
-	for i := range 200 {
+	// Each rewrite waits for its reload: 50 swaps under the calls.
+	for i := range 50 {
 		p := policyA
 		if i%2 == 0 {
 			p = policyB
 		}
+		rev := eng.Current().Number()
 		writeAtomically(t, grantPath, p)
-		time.Sleep(2 * time.Millisecond)
+		awaitReload(t, handled, rev)
 	}
-	writeAtomically(t, grantPath, policyB)
-	require.Eventually(t, func() bool {
-		d := eng.Current().Grant(context.Background(), caller, engine.Request{Method: engine.MethodList})
-		return len(d.Granted()) == 1 && d.Granted()[0] == "add"
-	}, 5*time.Second, 10*time.Millisecond)
+	d := eng.Current().Grant(context.Background(), caller, engine.Request{Method: engine.MethodList})
+	require.Equal(t, []string{"echo"}, d.Granted(), "the last rewrite (policy A) is served")
 	cancel()
 	wg.Wait()
 	close(errs)
@@ -133,7 +168,7 @@ func TestReloadRace(t *testing.T) {
 func TestListChangedAfterReload(t *testing.T) {
 	t.Parallel()
 	caller := &engine.Caller{Subject: "max", Roles: []string{"manager"}}
-	eng, _, s, grantPath := watched(t, caller)
+	eng, _, s, grantPath, handled := watched(t, caller)
 	changed := make(chan struct{}, 16)
 	g := &governed{server: s}
 	cs := g.connectSDK(t, proto20251125, &mcp.ClientOptions{
@@ -144,21 +179,25 @@ func TestListChangedAfterReload(t *testing.T) {
 	require.Equal(t, []string{"echo"}, toolNames(res))
 
 	// A reload that changes nothing this caller sees: no notification.
+	// The server's decision is the event waited on; the SDK sends a
+	// notification only when told to (after its own 10 ms delay).
 	rev := eng.Current().Number()
 	writeAtomically(t, grantPath, policyA+"\n# a comment changes the hash, not the listing\n")
-	require.Eventually(t, func() bool { return eng.Current().Number() > rev }, 5*time.Second, 5*time.Millisecond)
-	select {
-	case <-changed:
-		t.Fatal("list_changed after a reload that changed no listing")
-	case <-time.After(200 * time.Millisecond):
+	for _, ev := range awaitReload(t, handled, rev) {
+		require.False(t, ev.notified, "list_changed after a reload that changed no listing")
 	}
+	require.Empty(t, changed)
 
+	rev = eng.Current().Number()
 	writeAtomically(t, grantPath, policyB)
+	evs := awaitReload(t, handled, rev)
+	require.True(t, evs[len(evs)-1].notified)
 	select {
 	case <-changed:
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute): // a failure bound only
 		t.Fatal("no notifications/tools/list_changed after a reload that changed the listing")
 	}
+	require.Empty(t, changed, "one notification for one reload")
 	res, err = cs.ListTools(context.Background(), nil)
 	require.NoError(t, err)
 	require.Equal(t, []string{"add"}, toolNames(res))

@@ -281,7 +281,7 @@ func TestToolsChanged(t *testing.T) {
 	select {
 	case s := <-changed:
 		assert.Equal(t, "up", s, "the first listing is a change")
-	case <-time.After(5 * time.Second):
+	case <-time.After(failureBound):
 		t.Fatal("no ToolsChanged")
 	}
 }

@@ -15,7 +15,9 @@ import (
 
 // TestSec06SigtermWithSlowBody: SIGTERM while a client is still sending a
 // request body: the body is cut, the process exits 0 at once instead of
-// waiting out the shutdown grace (10 s) and failing.
+// waiting out the shutdown grace (10 s) and failing. The exit status is
+// the oracle: a shutdown that waited for the body is cut off at the end of
+// the grace and exits non-zero, so no time is measured.
 func TestSec06SigtermWithSlowBody(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
@@ -39,7 +41,7 @@ func TestSec06SigtermWithSlowBody(t *testing.T) {
 		t.Logf("exited %s after SIGTERM with a slow body pending", time.Since(start))
 		require.NoError(t, s.err, "exit status; stderr:\n%s", s.stderr.String())
 		require.Equal(t, 0, s.cmd.ProcessState.ExitCode())
-	case <-time.After(8 * time.Second): // under the 10 s grace
-		t.Fatalf("toolgate serve did not exit promptly after SIGTERM\nstderr:\n%s", s.stderr.String())
+	case <-time.After(startTimeout): // a failure bound only
+		t.Fatalf("toolgate serve did not exit after SIGTERM\nstderr:\n%s", s.stderr.String())
 	}
 }

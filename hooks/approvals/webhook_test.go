@@ -40,7 +40,7 @@ func TestWebhookRetries(t *testing.T) {
 	case ev := <-got:
 		assert.Equal(t, map[string]any{"id": "id1", "subject": "alice", "tool": "wipe", "reason": "r",
 			"approvers": []any{"admin"}, "expires": "2026-12-01T10:00:00Z"}, ev)
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute): // a failure bound only
 		t.Fatal("the webhook never succeeded")
 	}
 	assert.EqualValues(t, 3, attempts.Load())

@@ -173,7 +173,8 @@ type Auditor struct {
 	closeErr  error
 
 	dropped atomic.Uint64
-	lastLog atomic.Int64 // unix nanos of the last drop log line
+	lastLog atomic.Int64     // unix nanos of the last drop log line
+	now     func() time.Time // the clock of the drop log's limit (tests set it)
 }
 
 // New starts an Auditor writing to w. Each record is one Write of one line.
@@ -189,7 +190,7 @@ func New(w io.Writer, opts Options) *Auditor {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &Auditor{w: w, opts: opts, log: log, ch: make(chan []byte, opts.Buffer), done: make(chan struct{})}
+	a := &Auditor{w: w, opts: opts, log: log, ch: make(chan []byte, opts.Buffer), done: make(chan struct{}), now: time.Now}
 	go a.write()
 	return a
 }
@@ -245,7 +246,7 @@ func (a *Auditor) drop(n int, why string, err error) {
 			a.opts.OnDrop()
 		}
 	}
-	now := time.Now().UnixNano()
+	now := a.now().UnixNano()
 	last := a.lastLog.Load()
 	if now-last < int64(time.Second) || !a.lastLog.CompareAndSwap(last, now) {
 		return

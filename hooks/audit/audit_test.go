@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -327,6 +328,28 @@ func TestAuditDropsAreLogged(t *testing.T) {
 	require.Contains(t, out, `why="write failed"`)
 	require.Contains(t, out, "dropped_total=1")
 	require.Contains(t, out, "error=\"disk full\"")
+}
+
+// TestAuditDropLogIsOncePerSecond: drops are logged at most once a second,
+// counted on the auditor's clock: a drop a second or more after the last
+// logged one is logged again, with the total so far.
+func TestAuditDropLogIsOncePerSecond(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	aud := New(io.Discard, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	defer aud.Close()
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	for _, at := range []time.Duration{0, 999 * time.Millisecond, time.Second, time.Second + time.Millisecond, 3 * time.Second} {
+		aud.now = func() time.Time { return t0.Add(at) }
+		aud.drop(1, "buffer full", nil)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	require.Len(t, lines, 3, "at 0, 1 s and 3 s:\n%s", logs.String())
+	for i, total := range []string{"dropped_total=1", "dropped_total=3", "dropped_total=5"} {
+		require.Contains(t, lines[i], "audit: records dropped")
+		require.Contains(t, lines[i], total)
+	}
+	require.EqualValues(t, 5, aud.Dropped())
 }
 
 type writerCase struct {

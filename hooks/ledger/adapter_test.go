@@ -30,11 +30,16 @@ func TestLedgerThroughAdapters(t *testing.T) {
 	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(10*time.Second))
 	require.NoError(t, err)
 	var runs atomic.Int32
+	// hold, set by each subtest before its concurrent calls, keeps the
+	// method running until the others have been answered.
+	var hold func()
 	methods := mcpadapter.Methods{}
 	methods.Register("demo.count", func(_ context.Context, a struct {
 		Key string `json:"key"`
 	}) (string, error) {
-		time.Sleep(20 * time.Millisecond)
+		if hold != nil {
+			hold()
+		}
 		return fmt.Sprintf("%s=%d", a.Key, runs.Add(1)), nil
 	})
 	for _, kind := range storeKinds {
@@ -58,19 +63,43 @@ func TestLedgerThroughAdapters(t *testing.T) {
 			// A call the policy refuses releases its claim.
 			require.Equal(t, "Rule says no.", call(replicas[0], mcp.Meta{"festi/idempotencyKey": "order-1", "test/deny": true}))
 			before := runs.Load()
-			var wg sync.WaitGroup
+			var (
+				wg             sync.WaitGroup
+				entered, ended atomic.Int32
+				othersEnded    = make(chan struct{})
+			)
+			// The first method run lasts until the 49 other calls are
+			// answered; a second run (a broken claim) does not wait.
+			hold = func() {
+				if entered.Add(1) == 1 {
+					select {
+					case <-othersEnded:
+					case <-time.After(failureBound):
+						t.Error("the other calls were not answered while the method ran")
+					}
+				}
+			}
 			answers := make([]string, 50)
 			for i := range answers {
-				wg.Go(func() { answers[i] = call(replicas[i%2], key) })
+				wg.Go(func() {
+					answers[i] = call(replicas[i%2], key)
+					if ended.Add(1) == 49 {
+						close(othersEnded)
+					}
+				})
 			}
 			wg.Wait()
+			hold = nil
 			require.Equal(t, before+1, runs.Load(), "the method ran exactly once")
 			first := fmt.Sprintf("k=%d", before+1)
+			running := 0
 			for _, a := range answers {
 				if a != first {
 					assert.Equal(t, MsgRunning, a)
+					running++
 				}
 			}
+			require.Equal(t, 49, running, "every other call found it running")
 			for _, r := range replicas {
 				require.Equal(t, first, call(r, key))
 			}

@@ -3,9 +3,12 @@ package ledger
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,6 +231,20 @@ func TestSec12SQLiteFileMode(t *testing.T) {
 	require.Equal(t, os.FileMode(0o640), fi.Mode().Perm(), "an existing file keeps its mode")
 }
 
+// failingPruneStore fails every Prune run, and says so on pruned.
+type failingPruneStore struct {
+	Store
+	pruned chan struct{}
+}
+
+func (s failingPruneStore) Prune(context.Context, time.Time, Lifetimes, int) (int, error) {
+	select {
+	case s.pruned <- struct{}{}:
+	default:
+	}
+	return 0, errors.New("disk on fire")
+}
+
 // notifyingStore says on pruned each time a Prune run returns.
 type notifyingStore struct {
 	Store
@@ -270,6 +287,22 @@ func TestSec12LedgerRetention(t *testing.T) {
 		l := New(NewMemoryStore(), Options{})
 		require.Equal(t, 24*time.Hour, l.opts.Retention)
 		require.Equal(t, DefaultPruneBatch, l.opts.PruneBatch)
+		require.Equal(t, DefaultLease, l.opts.Lease)
+		require.Equal(t, DefaultMetaKey, l.opts.MetaKey)
+	})
+
+	t.Run("RunPruner logs a failed run, and an interval of 0 is the default", func(t *testing.T) {
+		store := failingPruneStore{Store: NewMemoryStore(), pruned: make(chan struct{}, 1)}
+		var log bytes.Buffer
+		l := New(store, Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); l.RunPruner(ctx, 0) }()
+		<-store.pruned // the first run is at once; the next one is a tick away
+		cancel()
+		<-done
+		require.Equal(t, 1, strings.Count(log.String(), "ledger: pruning expired keys failed"), "log:\n%s", log.String())
+		require.Contains(t, log.String(), `error="disk on fire"`, "the store's error is kept for the operator")
 	})
 
 	t.Run("Prune and RunPruner", func(t *testing.T) {

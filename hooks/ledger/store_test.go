@@ -97,6 +97,16 @@ func TestStoreConformance(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, Running, r.State, "a claim exactly as old as its lease still holds")
 		}},
+		{"zero lifetimes are the defaults", func(t *testing.T, s Store, k Key) {
+			_, err := s.Claim(ctx, k, "h1", t0, Lifetimes{})
+			require.NoError(t, err)
+			r, err := s.Claim(ctx, k, "h1", t0.Add(DefaultLease), Lifetimes{})
+			require.NoError(t, err)
+			require.Equal(t, Running, r.State, "a zero lease is DefaultLease")
+			r, err = s.Claim(ctx, k, "h1", t0.Add(DefaultLease+time.Second), Lifetimes{})
+			require.NoError(t, err)
+			require.Equal(t, Claimed, r.State, "and it ends")
+		}},
 		{"release after a failure frees the key", func(t *testing.T, s Store, k Key) {
 			r, err := s.Claim(ctx, k, "h1", t0, lts)
 			require.NoError(t, err)

@@ -27,3 +27,22 @@ func TestBound(t *testing.T) {
 	got := metabound.Bound([]byte(`{ "a" : [1, 2.50] , "b":{"c":"\u00e9"}, "a": 3, "deep": [[[[1]]]] }`), mk)
 	require.Equal(t, []entry{{"a", `[1,2.50]`}, {"b", `{"c":"\u00e9"}`}}, got)
 }
+
+// TestBoundLengthCountsNumbers: a value of numbers is measured by its
+// compact length like any other, the delimiters between the numbers
+// included: MaxValueLen bytes are kept, one more is dropped.
+func TestBoundLengthCountsNumbers(t *testing.T) {
+	t.Parallel()
+	numbers := func(n int) string { // [1,1,...,1] of length n (n odd)
+		b := []byte{'['}
+		for len(b) < n-2 {
+			b = append(b, '1', ',')
+		}
+		return string(append(b, '1', ']'))
+	}
+	at, over := numbers(metabound.MaxValueLen-1), numbers(metabound.MaxValueLen+1)
+	require.Len(t, at, metabound.MaxValueLen-1)
+	require.Len(t, over, metabound.MaxValueLen+1)
+	got := metabound.Bound([]byte(`{"at":`+at+`,"over":`+over+`,"b":1.5e3}`), mk)
+	require.Equal(t, []entry{{"at", at}, {"b", "1.5e3"}}, got)
+}
