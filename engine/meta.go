@@ -8,6 +8,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/util"
 
+	"github.com/toolgate/toolgate/internal/exactjson"
 	"github.com/toolgate/toolgate/internal/metabound"
 )
 
@@ -160,13 +161,24 @@ func appendString(b []byte, s string) []byte {
 func (m Meta) astValue() (ast.Value, error) {
 	obj := ast.NewObjectWithCapacity(len(m.entries))
 	for _, e := range m.entries {
-		v, err := ast.ValueFromReader(bytes.NewReader(e.Value))
+		v, err := metaValue(e.Value)
 		if err != nil {
 			return nil, fmt.Errorf("entry %q: %w", e.Key, err)
 		}
 		obj.Insert(ast.StringTerm(e.Key), ast.NewTerm(v))
 	}
 	return obj, nil
+}
+
+// metaValue converts one kept value. exactjson reads the bytes in one pass
+// and gives what OPA's decoder gives wherever it accepts them; it refuses
+// a key sent twice and a lone surrogate, which OPA's reading (the last
+// value, U+FFFD) decides instead.
+func metaValue(raw json.RawMessage) (ast.Value, error) {
+	if v, err := exactjson.Value(raw); err == nil {
+		return v, nil
+	}
+	return ast.ValueFromReader(bytes.NewReader(raw))
 }
 
 // Map returns m decoded for Go hooks: numbers are json.Number, objects

@@ -293,11 +293,23 @@ func (a *Adapter) runAfter(ctx context.Context, call *CallContext, rec *Record) 
 		if h.After == nil {
 			continue
 		}
-		if err := a.guard(ctx, true, func(ctx context.Context) error { return h.After(ctx, call, rec) }); err != nil {
+		if err := a.guardHook(ctx, h.prompt(call), true, func(ctx context.Context) error { return h.After(ctx, call, rec) }); err != nil {
 			a.log.Error("after hook failed; ignored",
 				slog.String("hook", h.Name), slog.String("decision_id", call.DecisionID), slog.Any("error", err))
 		}
 	}
+}
+
+// guardHook runs f, a half of a hook, as guard does; a prompt one's on the
+// caller's goroutine, with only the panic turned into an error.
+func (a *Adapter) guardHook(ctx context.Context, prompt, detach bool, f func(context.Context) error) error {
+	if !prompt {
+		return a.guard(ctx, detach, f)
+	}
+	if detach {
+		ctx = context.WithoutCancel(ctx)
+	}
+	return safely(func() error { return f(ctx) })
 }
 
 // guard runs f with the hook deadline, turning a panic into an error. A

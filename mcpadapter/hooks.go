@@ -95,4 +95,19 @@ type Hook struct {
 	Name   string
 	Before BeforeFunc
 	After  AfterFunc
+	// Prompt says both halves return promptly on their own (no I/O, no
+	// waiting on others): the adapter runs them on the call's goroutine,
+	// still turning a panic into a failure, without the goroutine and timer
+	// that bound other hooks by Options.HookTimeout.
+	Prompt bool
+	// PromptFor, when set, says the same of one call: a hook that waits
+	// only for some calls (the ledger, for a call with an idempotency key)
+	// runs the others as a Prompt hook. It must be cheap, never block, and
+	// give the same answer for a call each time it is asked.
+	PromptFor func(call *CallContext) bool
+}
+
+// prompt reports whether h's halves run on the call's goroutine for call.
+func (h *Hook) prompt(call *CallContext) bool {
+	return h.Prompt || h.PromptFor != nil && h.PromptFor(call)
 }

@@ -239,7 +239,7 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 				continue
 			}
 			var v Verdict
-			err := p.a.guard(ctx, false, func(ctx context.Context) error {
+			err := p.a.guardHook(ctx, h.prompt(call), false, func(ctx context.Context) error {
 				var err error
 				v, err = h.Before(ctx, call)
 				return err

@@ -109,9 +109,9 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // Hook returns the after hook counting calls by outcome and observing
-// their duration, named HookName.
+// their duration, named HookName. It is Prompt: it only updates counters.
 func (m *Metrics) Hook() mcpadapter.Hook {
-	return mcpadapter.Hook{Name: HookName, After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.Record) error {
+	return mcpadapter.Hook{Name: HookName, Prompt: true, After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.Record) error {
 		m.ObserveCall(end.Outcome, end.Duration.Seconds())
 		if m != nil {
 			m.decision.Observe(end.Decision.Seconds())

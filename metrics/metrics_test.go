@@ -156,3 +156,10 @@ func TestHandlerServesTextFormat(t *testing.T) {
 	require.Equal(t, http.StatusOK, rec.Code)
 	require.True(t, bytes.Contains(rec.Body.Bytes(), []byte("# TYPE toolgate_calls_total counter")))
 }
+
+// TestHookIsPrompt: counting a call never waits, so the metrics hook asks
+// to run without the hook deadline's goroutine and timer.
+func TestHookIsPrompt(t *testing.T) {
+	t.Parallel()
+	require.True(t, metrics.New().Hook().Prompt)
+}

@@ -195,9 +195,10 @@ func New(w io.Writer, opts Options) *Auditor {
 	return a
 }
 
-// Hook returns the audit trail's after hook, named HookName.
+// Hook returns the audit trail's after hook, named HookName. It is Prompt:
+// it encodes the record and hands it to the writer without waiting.
 func (a *Auditor) Hook() mcpadapter.Hook {
-	return mcpadapter.Hook{Name: HookName, After: a.after}
+	return mcpadapter.Hook{Name: HookName, After: a.after, Prompt: true}
 }
 
 // Dropped is the number of records dropped so far: buffer full, write

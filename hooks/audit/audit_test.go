@@ -428,3 +428,13 @@ func TestAuditSaysAnOverrideDecided(t *testing.T) {
 		require.Equal(t, "result", r.Outcome)
 	}
 }
+
+// TestHookIsPrompt: the audit hook never waits (the record goes to a
+// bounded buffer), so it asks to run without the hook deadline's
+// goroutine and timer.
+func TestHookIsPrompt(t *testing.T) {
+	t.Parallel()
+	a := New(&bytes.Buffer{}, Options{})
+	defer a.Close()
+	require.True(t, a.Hook().Prompt)
+}

@@ -132,9 +132,18 @@ func (l *Ledger) RunPruner(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Hook returns the ledger's before and after halves, named HookName.
+// Hook returns the ledger's before and after halves, named HookName. For a
+// call without an idempotency key (or without a caller) both are prompt:
+// they return without touching the store.
 func (l *Ledger) Hook() mcpadapter.Hook {
-	return mcpadapter.Hook{Name: HookName, Before: l.before, After: l.after}
+	return mcpadapter.Hook{Name: HookName, Before: l.before, After: l.after, PromptFor: l.unkeyed}
+}
+
+// unkeyed reports whether call has nothing for the ledger: no caller, or
+// no idempotency key in its _meta.
+func (l *Ledger) unkeyed(call *mcpadapter.CallContext) bool {
+	id, ok := call.Meta.String(l.opts.MetaKey)
+	return !ok || id == "" || call.Caller == nil
 }
 
 // valueKey is where a Ledger keeps its claim in a CallContext; keyed by the
@@ -152,10 +161,10 @@ type claim struct {
 }
 
 func (l *Ledger) before(ctx context.Context, call *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
-	id, ok := call.Meta.String(l.opts.MetaKey)
-	if !ok || id == "" || call.Caller == nil {
+	if l.unkeyed(call) {
 		return mcpadapter.Allow(), nil
 	}
+	id, _ := call.Meta.String(l.opts.MetaKey)
 	c := &claim{key: Key{Subject: call.Caller.Subject, Tool: call.Name, ID: id}}
 	call.SetValue(valueKey{l}, c)
 	res, err := l.store.Claim(ctx, c.key, canon.SHA256(call.Arguments), l.opts.Now(), l.lifetimes())

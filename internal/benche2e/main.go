@@ -5,7 +5,7 @@
 // a registry of 10 000 rows with 4 096 cached callers. scripts/bench-e2e
 // builds the binaries and runs it.
 //
-//	benche2e -toolgate ./toolgate [-rows 1000] [-inflight 8] [-calls 4000]
+//	benche2e -toolgate ./toolgate [-baseline ./toolgate.old] [-rows 1000] [-inflight 8] [-calls 4000]
 //	benche2e bare-stdio         # the bare server, on stdin/stdout
 //	benche2e bare-http ADDR     # the bare server, streamable HTTP at ADDR/mcp
 package main
@@ -88,6 +88,7 @@ func main() {
 		}
 	}
 	toolgate := flag.String("toolgate", "./toolgate", "the toolgate `binary`")
+	baseline := flag.String("baseline", "", "another toolgate `binary` (an earlier build) measured on the same lines, next to -toolgate")
 	rows := flag.Int("rows", 1000, "registry rows")
 	inflight := flag.Int("inflight", 8, "calls in flight")
 	calls := flag.Int("calls", 4000, "calls per measurement")
@@ -104,7 +105,7 @@ func main() {
 		fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	b := &bench{toolgate: *toolgate, self: self, dir: dir, inflight: *inflight, calls: *calls}
+	b := &bench{toolgate: *toolgate, baseline: *baseline, self: self, dir: dir, inflight: *inflight, calls: *calls}
 	b.setup(*rows)
 	if *memoryOnly {
 		b.memory(*rssRows, *rssCallers)
@@ -122,11 +123,15 @@ func main() {
 	}
 	var base float64
 	for i, s := range stdio {
-		rate := b.stdio(s.args)
+		rate := b.stdio(b.toolgate, s.args)
 		if i == 0 {
 			base = rate
 		}
 		fmt.Printf("%-44s %10.0f %8.2f\n", s.name, rate, rate/base)
+		if s.args != nil && b.baseline != "" {
+			rate := b.stdio(b.baseline, s.args)
+			fmt.Printf("%-44s %10.0f %8.2f\n", "  baseline", rate, rate/base)
+		}
 	}
 	httpRuns := []struct {
 		name string
@@ -137,11 +142,15 @@ func main() {
 		{"http   toolgate reading _meta, defaults", b.serveArgs("meta", "--tokens", b.tokens)},
 	}
 	for i, s := range httpRuns {
-		rate := b.http(s.args)
+		rate := b.http(b.toolgate, s.args)
 		if i == 0 {
 			base = rate
 		}
 		fmt.Printf("%-44s %10.0f %8.2f\n", s.name, rate, rate/base)
+		if s.args != nil && b.baseline != "" {
+			rate := b.http(b.baseline, s.args)
+			fmt.Printf("%-44s %10.0f %8.2f\n", "  baseline", rate, rate/base)
+		}
 	}
 	fmt.Println()
 	b.memory(*rssRows, *rssCallers)
@@ -149,6 +158,7 @@ func main() {
 
 type bench struct {
 	toolgate, self, dir string
+	baseline            string // -baseline, or ""
 	inflight, calls     int
 	tokens              string // the tokens file
 }
@@ -185,11 +195,12 @@ func (b *bench) env() []string {
 	return append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(b.dir, "state"))
 }
 
-// stdio measures one server over stdio: the bare one when args is nil.
-func (b *bench) stdio(args []string) float64 {
+// stdio measures one server over stdio: the bare one when args is nil,
+// else the toolgate binary bin.
+func (b *bench) stdio(bin string, args []string) float64 {
 	cmd := exec.Command(b.self, "bare-stdio")
 	if args != nil {
-		cmd = exec.Command(b.toolgate, args...)
+		cmd = exec.Command(bin, args...)
 	}
 	cmd.Env = b.env()
 	cmd.Stderr = io.Discard // the audit trail, by default on stderr
@@ -202,12 +213,12 @@ func (b *bench) stdio(args []string) float64 {
 	return b.drive(ctx, cs)
 }
 
-// http measures one server over streamable HTTP.
-func (b *bench) http(args []string) float64 {
+// http measures one server over streamable HTTP, as stdio does.
+func (b *bench) http(bin string, args []string) float64 {
 	addr := freeAddr()
 	cmd := exec.Command(b.self, "bare-http", addr)
 	if args != nil {
-		cmd = exec.Command(b.toolgate, append(args, "--http", addr)...)
+		cmd = exec.Command(bin, append(args, "--http", addr)...)
 	}
 	cmd.Env = b.env()
 	cmd.Stderr = io.Discard

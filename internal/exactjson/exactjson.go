@@ -234,7 +234,25 @@ func (p *parser) array(i int) (ast.Value, error) {
 // str decodes the string at i, refusing lone surrogate escapes, which
 // encoding/json (and so OPA) would silently turn into U+FFFD.
 func (p *parser) str(i int) (string, error) {
-	j, escaped := i+1, false
+	escaped, err := p.scanStr(i)
+	if err != nil {
+		return "", err
+	}
+	j := p.end - 1
+	if !escaped {
+		return string(p.b[i+1 : j]), nil
+	}
+	var s string
+	if err := json.Unmarshal(p.b[i:j+1], &s); err != nil {
+		return "", &Error{Reason: ReasonSyntax, Offset: i, Err: err} // not reached: valid JSON
+	}
+	return s, nil
+}
+
+// scanStr walks the string at i as str reads it, without decoding it: p.end
+// is set past it, and escaped says whether it holds an escape.
+func (p *parser) scanStr(i int) (escaped bool, err error) {
+	j := i + 1
 	for ; p.b[j] != '"'; j++ {
 		if p.b[j] != '\\' {
 			continue
@@ -250,27 +268,20 @@ func (p *parser) str(i int) (string, error) {
 			// A high surrogate must be followed by an escaped low one.
 			k := j + 5
 			if k+6 > len(p.b) || p.b[k] != '\\' || p.b[k+1] != 'u' {
-				return "", &Error{Reason: ReasonSurrogate, Offset: j - 1}
+				return false, &Error{Reason: ReasonSurrogate, Offset: j - 1}
 			}
 			if lo := hex4(p.b[k+2 : k+6]); lo < 0xdc00 || lo > 0xdfff {
-				return "", &Error{Reason: ReasonSurrogate, Offset: j - 1}
+				return false, &Error{Reason: ReasonSurrogate, Offset: j - 1}
 			}
 			j = k + 5
 		case utf16.IsSurrogate(r):
-			return "", &Error{Reason: ReasonSurrogate, Offset: j - 1}
+			return false, &Error{Reason: ReasonSurrogate, Offset: j - 1}
 		default:
 			j += 4
 		}
 	}
 	p.end = j + 1
-	if !escaped {
-		return string(p.b[i+1 : j]), nil
-	}
-	var s string
-	if err := json.Unmarshal(p.b[i:j+1], &s); err != nil {
-		return "", &Error{Reason: ReasonSyntax, Offset: i, Err: err} // not reached: valid JSON
-	}
-	return s, nil
+	return escaped, nil
 }
 
 func hex4(b []byte) rune {

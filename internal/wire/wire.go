@@ -46,6 +46,15 @@ var integerName = regexp.MustCompile(`^-?[0-9]+$`)
 // rewriteParams returns the params of a tools/call or tools/list request as
 // the SDK can decode them, carrying the wire facts in _meta.
 func rewriteParams(method string, params json.RawMessage) json.RawMessage {
+	if out, ok := rewriteParamsFast(method, params); ok {
+		return out
+	}
+	return rewriteParamsFull(method, params)
+}
+
+// rewriteParamsFull is rewriteParams for any params: it decodes them into a
+// map and encodes them again.
+func rewriteParamsFull(method string, params json.RawMessage) json.RawMessage {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(params, &obj); err != nil || obj == nil {
 		obj = map[string]json.RawMessage{}
@@ -456,6 +465,15 @@ func skipValue(b []byte, i int) (int, bool) {
 }
 
 func rewriteRaw(raw []byte) []byte {
+	if out, ok := rewriteRawFast(raw); ok {
+		return out
+	}
+	return rewriteRawFull(raw)
+}
+
+// rewriteRawFull is rewriteRaw for any message: it decodes the message and
+// encodes it again.
+func rewriteRawFull(raw []byte) []byte {
 	msg, err := jsonrpc.DecodeMessage(raw)
 	if err != nil {
 		return raw

@@ -1,0 +1,176 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fastSeeds are params of both shapes: the common ones the fast path takes
+// and the ones it must leave to the full path.
+var fastSeeds = []string{
+	`{"name":"echo","arguments":{"text":"hello"},"_meta":{"festi/runId":"r-1"}}`,
+	`{"name":"echo","arguments":{"text":"hello"}}`,
+	` { "_meta" : { "io.modelcontextprotocol/protocolVersion" : "2026-07-28", "a":[1, 2] } , "name" : "echo" } `,
+	`{"name":"echo","_meta":"not an object"}`,
+	`{"name":"echo","_meta":null,"arguments":null}`,
+	`{"name":"echo","_meta":{"io.modelcontextprotocol/x":1,"io.modelcontextprotocol/x":2}}`,
+	`{"name":"e\u0063ho"}`,
+	`{"name":42}`,
+	`{"name":true}`,
+	`{}`,
+	`{"Name":"echo"}`,
+	`{"name":"echo","name":"other"}`,
+	`{"name":"echo","requestState":7}`,
+	`{"name":"echo","arguments":{"a":"<&>"}}`,
+	`{"name":"echo",}`,
+	`null`,
+	`[]`,
+	`{"_meta":{"k":"v"}}`,
+	`{"_meta":{"k":"v"},"cursor":"c"}`,
+	`{"name":"echo","_meta":{"\u0069o.modelcontextprotocol/x":1}}`,
+}
+
+// decoded is params as the SDK's decoding sees them: a value without
+// whitespace or key order.
+func decoded(t testing.TB, raw json.RawMessage) any {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	require.NoError(t, d.Decode(&v), "%s", raw)
+	if m, ok := v.(map[string]any); ok {
+		if meta, ok := m["_meta"].(map[string]any); ok {
+			if s, ok := meta[Key].(string); ok {
+				var info any
+				require.NoError(t, json.Unmarshal([]byte(s), &info))
+				meta[Key] = info
+			}
+		}
+	}
+	return v
+}
+
+// checkFastAgrees: where the fast path answers, its params decode to what
+// the full path's do.
+func checkFastAgrees(t testing.TB, method, params string) bool {
+	fast, ok := rewriteParamsFast(method, json.RawMessage(params))
+	if !ok {
+		return false
+	}
+	full := rewriteParamsFull(method, json.RawMessage(params))
+	assert.Equal(t, decoded(t, full), decoded(t, fast), "%s %s", method, params)
+	return true
+}
+
+func TestRewriteParamsFastAgreesWithFull(t *testing.T) {
+	t.Parallel()
+	took := 0
+	for _, method := range []string{"tools/call", "tools/list"} {
+		for _, p := range fastSeeds {
+			if checkFastAgrees(t, method, p) {
+				took++
+			}
+		}
+	}
+	// The common call shape must take the fast path (else this test
+	// checks nothing).
+	_, ok := rewriteParamsFast("tools/call", json.RawMessage(fastSeeds[0]))
+	assert.True(t, ok)
+	assert.Greater(t, took, 5)
+	for _, p := range []string{`{"name":42}`, `{"name":"echo","name":"other"}`, `{"Name":"echo"}`, `{"name":"e\u0063ho"}`, `{"name":"echo",}`, `null`} {
+		_, ok := rewriteParamsFast("tools/call", json.RawMessage(p))
+		assert.False(t, ok, p)
+	}
+}
+
+func FuzzRewriteParamsFast(f *testing.F) {
+	for _, p := range fastSeeds {
+		f.Add(p, true)
+		f.Add(p, false)
+	}
+	f.Fuzz(func(t *testing.T, params string, call bool) {
+		method := "tools/list"
+		if call {
+			method = "tools/call"
+		}
+		checkFastAgrees(t, method, params)
+	})
+}
+
+// TestRewriteParamsFastAllocations: the common call is rewritten in a
+// handful of allocations, not the dozens of a decode and encode. (Not
+// parallel: AllocsPerRun.)
+func TestRewriteParamsFastAllocations(t *testing.T) {
+	params := json.RawMessage(fastSeeds[0])
+	fast := testing.AllocsPerRun(20, func() { rewriteParams("tools/call", params) })
+	full := testing.AllocsPerRun(20, func() { rewriteParamsFull("tools/call", params) })
+	// 4 in a plain build; encoding/json's pools give back less under the
+	// race detector, hence the margin.
+	assert.LessOrEqual(t, fast, 8.0)
+	assert.Less(t, 3*fast, full, "fast %v, full %v", fast, full)
+}
+
+var rawSeeds = []string{
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},"_meta":{"festi/runId":"r-1"}}}`,
+	` { "jsonrpc" : "2.0" , "id" : "a-1" , "method" : "tools/list" , "params" : { } } `,
+	`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":42}}`,
+	`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"echo"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`,
+	`{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"echo"}}`,
+	`{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{"name":"echo"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"ping","params":{"name":"echo"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"tools/c\u0061ll","params":{"name":"echo"}}`,
+	`{"jsonrpc":"2.0","id":[1],"method":"tools/call","params":{"name":"echo"}}`,
+}
+
+// checkRawAgrees: where the fast path answers, the SDK decodes its message
+// as it does the full path's.
+func checkRawAgrees(t testing.TB, raw string) bool {
+	fast, ok := rewriteRawFast([]byte(raw))
+	if !ok {
+		return false
+	}
+	full := rewriteRawFull([]byte(raw))
+	fm, ferr := jsonrpc.DecodeMessage(fast)
+	wm, werr := jsonrpc.DecodeMessage(full)
+	require.Equal(t, werr == nil, ferr == nil, "%s: %v / %v", raw, werr, ferr)
+	if werr != nil {
+		return true
+	}
+	freq, _ := fm.(*jsonrpc.Request)
+	wreq, _ := wm.(*jsonrpc.Request)
+	require.NotNil(t, freq)
+	require.NotNil(t, wreq)
+	assert.Equal(t, wreq.Method, freq.Method)
+	assert.Equal(t, wreq.ID, freq.ID)
+	assert.Equal(t, decoded(t, wreq.Params), decoded(t, freq.Params), raw)
+	return true
+}
+
+func TestRewriteRawFastAgreesWithFull(t *testing.T) {
+	t.Parallel()
+	for _, raw := range rawSeeds {
+		checkRawAgrees(t, raw)
+	}
+	for _, raw := range rawSeeds[:4] {
+		_, ok := rewriteRawFast([]byte(raw))
+		assert.True(t, ok, raw)
+	}
+	for _, raw := range rawSeeds[4:] {
+		_, ok := rewriteRawFast([]byte(raw))
+		assert.False(t, ok, raw)
+	}
+}
+
+func FuzzRewriteRawFast(f *testing.F) {
+	for _, raw := range rawSeeds {
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, raw string) { checkRawAgrees(t, raw) })
+}

@@ -1,0 +1,98 @@
+package mcpadapter_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+// TestPromptHookRunsWithoutTheDeadline: a hook marked Prompt runs without
+// the hook deadline's context (it is not run under the guard's goroutine
+// and timer), a hook not so marked gets the deadline; a Prompt hook's
+// panic still fails the call closed.
+func TestPromptHookRunsWithoutTheDeadline(t *testing.T) {
+	t.Parallel()
+	var promptDeadline, guardedDeadline, afterDeadline atomic.Bool
+	var ran atomic.Int32
+	hooks := []mcpadapter.Hook{
+		{Name: "prompt", Prompt: true,
+			Before: func(ctx context.Context, _ *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+				_, ok := ctx.Deadline()
+				promptDeadline.Store(ok)
+				ran.Add(1)
+				return mcpadapter.Allow(), nil
+			},
+			After: func(ctx context.Context, _ *mcpadapter.CallContext, _ *mcpadapter.Record) error {
+				_, ok := ctx.Deadline()
+				afterDeadline.Store(ok)
+				ran.Add(1)
+				return nil
+			}},
+		{Name: "guarded", Before: func(ctx context.Context, _ *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+			_, ok := ctx.Deadline()
+			guardedDeadline.Store(ok)
+			return mcpadapter.Allow(), nil
+		}},
+	}
+	s := setup{caller: &engine.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute, extraHooks: hooks}
+	g := newGoverned(t, s)
+	c := g.connectRaw(t, proto20250618)
+	c.call(`{"name":"echo","arguments":{"text":"x"}}`)
+	end := g.after.lastEnd(t)
+	require.Equal(t, mcpadapter.OutcomeResult, end.Outcome)
+	assert.EqualValues(t, 2, ran.Load(), "both halves ran")
+	assert.False(t, promptDeadline.Load(), "the prompt before half ran without the guard")
+	assert.False(t, afterDeadline.Load(), "the prompt after half ran without the guard")
+	assert.True(t, guardedDeadline.Load(), "the other hook ran with its deadline")
+
+	panics := mcpadapter.Hook{Name: "panics", Prompt: true, Before: func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+		panic("boom")
+	}}
+	g = newGoverned(t, setup{caller: s.caller, extraHooks: []mcpadapter.Hook{panics}})
+	c = g.connectRaw(t, proto20250618)
+	c.call(`{"name":"echo","arguments":{"text":"x"}}`)
+	assert.Equal(t, mcpadapter.OutcomeFailed, g.after.lastEnd(t).Outcome, "a prompt hook's panic fails the call")
+}
+
+// TestPromptForIsPerCall: a hook whose PromptFor says so for a call runs
+// both halves without the deadline for it, and with the deadline for a
+// call it does not.
+func TestPromptForIsPerCall(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var deadlines []bool
+	seen := func(ctx context.Context) {
+		_, ok := ctx.Deadline()
+		mu.Lock()
+		deadlines = append(deadlines, ok)
+		mu.Unlock()
+	}
+	h := mcpadapter.Hook{Name: "keyed",
+		PromptFor: func(call *mcpadapter.CallContext) bool {
+			_, ok := call.Meta.String("k")
+			return !ok
+		},
+		Before: func(ctx context.Context, _ *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+			seen(ctx)
+			return mcpadapter.Allow(), nil
+		},
+		After: func(ctx context.Context, _ *mcpadapter.CallContext, _ *mcpadapter.Record) error {
+			seen(ctx)
+			return nil
+		}}
+	g := newGoverned(t, setup{caller: &engine.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute, extraHooks: []mcpadapter.Hook{h}})
+	c := g.connectRaw(t, proto20250618)
+	c.call(`{"name":"echo","arguments":{"text":"x"}}`)
+	c.call(`{"name":"echo","arguments":{"text":"x"},"_meta":{"k":"v"}}`)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []bool{false, false, true, true}, deadlines, "prompt for the first call, guarded for the second")
+}
