@@ -30,7 +30,9 @@ type canonValue struct {
 }
 
 // get returns the canonical copy of t, t itself when it is the first.
-// derive, when not nil, fills the derived fields of a new entry.
+// derive, when not nil, fills the derived fields of a new entry. A new
+// entry is frozen first: canonical copies are read by concurrent
+// evaluations and decisions without synchronisation.
 func (ct *canonTable) get(t *ast.Term, derive func(*canonValue)) *canonValue {
 	h := t.Value.Hash()
 	ct.mu.Lock()
@@ -40,6 +42,7 @@ func (ct *canonTable) get(t *ast.Term, derive func(*canonValue)) *canonValue {
 			return c
 		}
 	}
+	freeze(t.Value)
 	c := &canonValue{term: t}
 	if derive != nil {
 		derive(c)
@@ -72,4 +75,27 @@ func (ct *canonTable) len() int {
 		n += len(ws)
 	}
 	return n
+}
+
+// freeze fills what OPA computes lazily, in place, in v and every value in
+// it, so that readers sharing v find nothing left to write: a set or an
+// object sorts its keys on its first ordered use (under a sync.Once, but
+// set.Intersect and others read the keys unguarded), and a lazy object
+// (data read from the store) converts itself on first use without any
+// guard. Without it, an evaluation reading a kept value races with the
+// first one that compares it (issue: split evaluation race).
+func freeze(v ast.Value) {
+	switch v := v.(type) {
+	case ast.Set:
+		for _, t := range v.Slice() {
+			freeze(t.Value)
+		}
+	case ast.Object:
+		v.Foreach(func(k, x *ast.Term) {
+			freeze(k.Value)
+			freeze(x.Value)
+		})
+	case *ast.Array:
+		v.Foreach(func(t *ast.Term) { freeze(t.Value) })
+	}
 }

@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/open-policy-agent/opa/v1/ast"
+
 // SharesGranted reports whether two override decisions hold one copy of
 // their set.
 func SharesGranted(a, b *GrantDecision) bool {
@@ -20,4 +22,22 @@ func (r *Revision) Preloaded(c *Caller) int {
 		return 0
 	}
 	return len(res.base.Load().vals)
+}
+
+// PreloadedSets are the sets among the values the split residual of c
+// holds: shared with every evaluation of c that starts from now on.
+func (r *Revision) PreloadedSets(c *Caller) []ast.Set {
+	res := r.split().res.Get(appendFingerprint(nil, c))
+	if res == nil {
+		return nil
+	}
+	var sets []ast.Set
+	for _, p := range res.base.Load().vals {
+		if p.val != nil {
+			if s, ok := p.val.Value.(ast.Set); ok {
+				sets = append(sets, s)
+			}
+		}
+	}
+	return sets
 }
