@@ -186,6 +186,9 @@ func (r *Revision) view(c *Caller) *callerView {
 		v.rows[i] = r.rowTerms[i].object(v.base[i])
 	}
 	v.tools = ast.ArrayTerm(v.rows...)
+	// Concurrent evaluations share the view: fill what OPA computes lazily
+	// (sorted keys) before publishing it, as canon.go does for kept values.
+	freeze(v.tools.Value)
 	r.views.mu.Lock()
 	if r.views.views == nil {
 		r.views.views = map[string]*callerView{}
