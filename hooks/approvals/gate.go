@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/hooks/internal/canon"
 	"github.com/toolgate/toolgate/hooks/ledger"
+	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
