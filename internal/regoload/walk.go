@@ -159,6 +159,12 @@ func Walk(fsys fs.FS, root string, o WalkOptions) ([]File, error) {
 		return nil
 	}
 	if err := walk(dirRoot, "", 0); err != nil {
+		// os.DirFS names its paths relative to the root ("."): say which
+		// directory on disk that is.
+		var pe *fs.PathError
+		if onDisk && errors.As(err, &pe) && !filepath.IsAbs(pe.Path) {
+			pe.Path = filepath.Join(root, filepath.FromSlash(pe.Path))
+		}
 		return nil, err
 	}
 	if len(bad) > 0 {
