@@ -43,6 +43,42 @@ func TestPerCallerMemoryIndependentOfRows(t *testing.T) {
 	}
 }
 
+// TestPerRoleSetMemoryIsWordsPerRow: a caller view (one per role set,
+// maxCallerViews of them) holds a base flag and a pointer per row; the row
+// objects of input.tools are the revision's, shared by every view. A view
+// holding its own row objects costs ~1 KiB per row.
+//
+// Not parallel: it reads the live heap.
+func TestPerRoleSetMemoryIsWordsPerRow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("evaluates a policy over 4 000 rows once per role set")
+	}
+	const rows, roleSets = 4000, 32
+	fsys := fstest.MapFS{"registry.yaml": {Data: []byte(benchRegistry(rows))}, "policies/grant.rego": {Data: []byte(benchGrant)}}
+	ctx := context.Background()
+	e, err := engine.New(ctx, engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(time.Minute))
+	require.NoError(t, err)
+	rev := e.Current()
+	ask := func(role string) {
+		// Every role set sees the same rows: only the view differs.
+		c := &engine.Caller{Subject: "s", Roles: []string{"contractor", role}}
+		ok, err := rev.Grant(ctx, c, benchReq).Allowed("echo")
+		require.NoError(t, err)
+		require.True(t, ok, "echo is not granted")
+	}
+	ask("warm")
+	before := liveHeap()
+	for i := range roleSets {
+		ask(fmt.Sprintf("role-%d", i))
+	}
+	after := liveHeap()
+	runtime.KeepAlive(rev)
+	runtime.KeepAlive(e)
+	perRow := (float64(after) - float64(before)) / roleSets / rows
+	t.Logf("live heap per role set: %.1f B per row", perRow)
+	require.Less(t, perRow, 64.0, "a caller view copies the rows")
+}
+
 // perCallerHeap returns the live heap each of callers distinct callers with
 // one role set adds to a revision of rows rows, after one caller with the
 // same roles has been asked (so that what they share exists already).
