@@ -198,7 +198,13 @@ func refused(text string) answer { return answer{Text: text, IsError: true} }
 // the test (docs/contract.md §5: every answer is a CallToolResult).
 func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, meta mcp.Meta) answer {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	return callWithin(t, callTimeout, cs, name, args, meta)
+}
+
+// callWithin is call bounded by bound instead of callTimeout.
+func callWithin(t *testing.T, bound time.Duration, cs *mcp.ClientSession, name string, args map[string]any, meta mcp.Meta) answer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), bound)
 	defer cancel()
 	if args == nil {
 		args = map[string]any{}

@@ -43,6 +43,11 @@ func upstreamBinary(t *testing.T) string {
 	return upPath
 }
 
+// upstreamBound bounds a call of a tool whose upstream is down or hangs:
+// the upstream's own time-outs (connect 10 s, call 30 s) answer it well
+// before; the bound fails a hung call only, never a slow machine.
+const upstreamBound = time.Minute
+
 // upstreamRows are rows added to the bundled example: two dispatch to the
 // upstream "up", one to the upstream "down" that never starts.
 const upstreamRows = `
@@ -110,10 +115,8 @@ upstreams:
 			// A down upstream: the generic internal answer, never a hang.
 			start := time.Now()
 			require.Equal(t, refused("Error: An internal error occurred while executing the tool."),
-				call(t, admin, "downHello", map[string]any{"name": "ann"}, nil))
-			took := time.Since(start)
-			t.Logf("a down upstream answered in %s", took)
-			require.Less(t, took, 10*time.Second, "a down upstream answers quickly")
+				callWithin(t, upstreamBound, admin, "downHello", map[string]any{"name": "ann"}, nil))
+			t.Logf("a down upstream answered in %s", time.Since(start))
 			// ... and the rest keeps working.
 			require.Equal(t, ok("5"), call(t, admin, "add", map[string]any{"a": 2, "b": 3}, nil))
 			require.Equal(t, ok("hello, bo"), call(t, admin, "upHello", map[string]any{"name": "bo"}, nil))
@@ -152,11 +155,8 @@ func TestE2EUpstreamHangs(t *testing.T) {
 
 	start := time.Now()
 	require.Equal(t, refused("Error: An internal error occurred while executing the tool."),
-		call(t, admin, "hangHello", map[string]any{"name": "ann"}, nil))
-	took := time.Since(start)
-	t.Logf("a hanging upstream answered in %s", took)
-	// Bounded by the upstream's connect time-out (10s) and call time-out (30s).
-	require.Less(t, took, 25*time.Second, "a hanging upstream answers within its time-outs")
+		callWithin(t, upstreamBound, admin, "hangHello", map[string]any{"name": "ann"}, nil))
+	t.Logf("a hanging upstream answered in %s", time.Since(start))
 	require.Equal(t, ok("5"), call(t, admin, "add", map[string]any{"a": 2, "b": 3}, nil))
 	// The witness above is real: the failed attempt is logged by now.
 	require.Contains(t, s.stderr.String(), connectFailed)
