@@ -27,7 +27,6 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/open-policy-agent/opa/v1/plugins/logs"
 	"github.com/stretchr/testify/require"
@@ -47,37 +46,6 @@ const (
 	// each client stays on its replica).
 	version = "2025-11-25"
 )
-
-// postgres returns a DSN for a fresh schema of the test PostgreSQL
-// (TOOLGATE_TEST_POSTGRES, scripts/pg-start): skipped without one, but a
-// failure in CI.
-func postgres(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("TOOLGATE_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("TOOLGATE_TEST_POSTGRES is not set: run eval \"$(scripts/pg-start)\" before go test")
-		}
-		t.Skip("set TOOLGATE_TEST_POSTGRES (scripts/pg-start) to run the replica test")
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	require.NoError(t, err)
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	schema := "replicas_" + hex.EncodeToString(b[:])
-	_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_, _ = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-		_ = conn.Close(ctx)
-	})
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return dsn + sep + "search_path=" + schema
-}
 
 // buildBinary builds cmd/toolgate once per test run. go test caches a
 // result by what the test binary is built from and the files it opens:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/pgtest"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -37,7 +38,7 @@ func TestReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two toolgate processes and PostgreSQL; skipped with -short")
 	}
-	ledger := postgres(t)
+	ledger := pgtest.Schema(t, "replicas")
 	bin := buildBinary(t)
 	key, otherKey := newSigner(t), newSigner(t)
 
