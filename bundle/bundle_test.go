@@ -3,18 +3,9 @@ package bundle_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/hex"
-	"encoding/pem"
 	"io/fs"
-	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
@@ -29,39 +20,6 @@ import (
 	"github.com/toolgate/toolgate/internal/bundletest"
 )
 
-// keyPair writes a fresh RSA key pair as PEM files and returns their paths.
-func keyPair(t *testing.T) (private, public string) {
-	t.Helper()
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	private, public = filepath.Join(dir, "key.pem"), filepath.Join(dir, "pub.pem")
-	require.NoError(t, os.WriteFile(private, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}), 0o600))
-	pub, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(public, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600))
-	return private, public
-}
-
-// example is the bundled example with grant.rego replaced by grant, when
-// grant is not "".
-func example(t *testing.T, grant string) engine.Source {
-	t.Helper()
-	fsys := fstest.MapFS{"registry.yaml": {Data: toolgate.ExampleRegistry()}}
-	require.NoError(t, fs.WalkDir(toolgate.ExamplePolicies(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := fs.ReadFile(toolgate.ExamplePolicies(), p)
-		fsys["policies/"+p] = &fstest.MapFile{Data: data}
-		return err
-	}))
-	if grant != "" {
-		fsys["policies/grant.rego"] = &fstest.MapFile{Data: []byte(grant)}
-	}
-	return engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}
-}
-
 func build(t *testing.T, src engine.Source, o bundle.BuildOptions) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -71,7 +29,7 @@ func build(t *testing.T, src engine.Source, o bundle.BuildOptions) []byte {
 
 func TestBuildLoadsBack(t *testing.T) {
 	t.Parallel()
-	raw := build(t, example(t, ""), bundle.BuildOptions{Revision: "rev-1"})
+	raw := build(t, bundletest.Example(t, ""), bundle.BuildOptions{Revision: "rev-1"})
 	b, err := bundle.Read(bytes.NewReader(raw), nil)
 	require.NoError(t, err)
 	require.Equal(t, "rev-1", b.Manifest.Revision)
@@ -89,14 +47,14 @@ func TestBuildLoadsBack(t *testing.T) {
 func TestBuildRefusesWhatDoesNotLoad(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	err := bundle.Build(context.Background(), &buf, example(t, "package toolgate.grant\n\ngranted contains x\n"), bundle.BuildOptions{})
+	err := bundle.Build(context.Background(), &buf, bundletest.Example(t, "package toolgate.grant\n\ngranted contains x\n"), bundle.BuildOptions{})
 	require.Error(t, err)
 	require.Zero(t, buf.Len())
 }
 
 func TestToSourceWithoutRegistry(t *testing.T) {
 	t.Parallel()
-	raw := build(t, example(t, ""), bundle.BuildOptions{})
+	raw := build(t, bundletest.Example(t, ""), bundle.BuildOptions{})
 	b, err := bundle.Read(bytes.NewReader(raw), nil)
 	require.NoError(t, err)
 	delete(b.Data, "toolgate")
@@ -107,29 +65,6 @@ func TestToSourceWithoutRegistry(t *testing.T) {
 	b.Patch = opabundle.Patch{Data: []opabundle.PatchOperation{{Op: "upsert", Path: "/x", Value: 1}}}
 	_, err = bundle.ToSource(&b)
 	require.ErrorIs(t, err, bundle.ErrDelta)
-}
-
-// server is a bundle server: it serves its current bundle with an ETag.
-type server struct {
-	mu  sync.Mutex
-	raw []byte
-}
-
-func (s *server) set(raw []byte) { s.mu.Lock(); s.raw = raw; s.mu.Unlock() }
-
-func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	raw := s.raw
-	s.mu.Unlock()
-	sum := sha256.Sum256(raw)
-	etag := `"` + hex.EncodeToString(sum[:8]) + `"`
-	if r.Header.Get("If-None-Match") == etag {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	w.Header().Set("ETag", etag)
-	w.Header().Set("Content-Type", "application/gzip")
-	_, _ = w.Write(raw)
 }
 
 // eventually polls cond until it holds; the deadline only bounds a failure.
@@ -154,12 +89,12 @@ func TestClient(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	priv, pub := keyPair(t)
-	otherPriv, _ := keyPair(t)
+	priv, pub := bundletest.KeyPair(t)
+	otherPriv, _ := bundletest.KeyPair(t)
 	signed := func(rev, grant, key string) []byte {
-		return build(t, example(t, grant), bundle.BuildOptions{Revision: rev, SigningKeyFile: key})
+		return build(t, bundletest.Example(t, grant), bundle.BuildOptions{Revision: rev, SigningKeyFile: key})
 	}
-	srv := &server{raw: signed("r1", "", priv)}
+	srv := bundletest.NewServer(signed("r1", "", priv))
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	one := int64(1)
@@ -178,7 +113,7 @@ func TestClient(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(ctx, eng) }()
 
-	srv.set(signed("r2", grantEcho, priv))
+	srv.Set(signed("r2", grantEcho, priv))
 	eventually(t, "r2 activated", func() bool { return activated.Load() == 1 }) // after the swap and the persisting
 	require.Equal(t, "r2", eng.Current().Label())
 	require.Empty(t, c.Status().LastError)
@@ -186,7 +121,7 @@ func TestClient(t *testing.T) {
 	require.Equal(t, int32(1), activated.Load())
 	require.Zero(t, refused.Load())
 
-	srv.set(signed("r3", "", otherPriv)) // signed with a key we do not trust
+	srv.Set(signed("r3", "", otherPriv)) // signed with a key we do not trust
 	eventually(t, "r3 refused", func() bool { return refused.Load() > 0 })
 	require.Contains(t, c.Status().LastError, "signature")
 	require.Contains(t, eng.Status().LastError, "signature") // /healthz says so
@@ -194,11 +129,11 @@ func TestClient(t *testing.T) {
 	require.Equal(t, "r2", c.Status().Revision)
 
 	// Signed right, but does not compile: built by hand, as Build refuses it.
-	bad := example(t, "")
+	bad := bundletest.Example(t, "")
 	bad.FS.(fstest.MapFS)["policies/broken.rego"] = &fstest.MapFile{Data: []byte("package toolgate.grant\n\nx := y\n")}
 	raw, err := bundletest.SignedUnchecked(bad, "r4", priv)
 	require.NoError(t, err)
-	srv.set(raw)
+	srv.Set(raw)
 	eventually(t, "r4 refused", func() bool {
 		return c.Status().LastError != "" && bytes.Contains([]byte(c.Status().LastError), []byte("r4"))
 	})

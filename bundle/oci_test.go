@@ -33,10 +33,10 @@ func TestOCIClient(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	priv, pub := keyPair(t)
-	otherPriv, _ := keyPair(t)
+	priv, pub := bundletest.KeyPair(t)
+	otherPriv, _ := bundletest.KeyPair(t)
 	signed := func(rev, grant, key string) []byte {
-		return build(t, example(t, grant), bundle.BuildOptions{Revision: rev, SigningKeyFile: key})
+		return build(t, bundletest.Example(t, grant), bundle.BuildOptions{Revision: rev, SigningKeyFile: key})
 	}
 	const token = "registry-token"
 	reg := bundletest.NewOCIRegistry(token)
@@ -79,7 +79,7 @@ func TestOCIClient(t *testing.T) {
 	require.Equal(t, "r2", eng.Current().Label())
 	require.Equal(t, "r2", c.Status().Revision)
 
-	bad := example(t, "")
+	bad := bundletest.Example(t, "")
 	bad.FS.(fstest.MapFS)["policies/broken.rego"] = &fstest.MapFile{Data: []byte("package toolgate.grant\n\nx := y\n")}
 	raw, err := bundletest.SignedUnchecked(bad, "r4", priv)
 	require.NoError(t, err)
@@ -131,7 +131,7 @@ func TestOCIWithoutToken(t *testing.T) {
 	reg := bundletest.NewOCIRegistry("registry-token")
 	defer reg.Close()
 	ref := reg.Ref("org/policy:live")
-	ociPush(t, reg, ref, build(t, example(t, ""), bundle.BuildOptions{Revision: "r1"}))
+	ociPush(t, reg, ref, build(t, bundletest.Example(t, ""), bundle.BuildOptions{Revision: "r1"}))
 	c, err := bundle.New(bundle.Config{URL: "http://" + ref, Type: bundle.TypeOCI}, bundle.Options{})
 	require.NoError(t, err)
 	_, err = c.Initial(context.Background())

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/mcptest"
 	"io"
 	"net"
 	"net/http"
@@ -206,24 +207,13 @@ func serveWith(t *testing.T, set func(*config.Serve)) string {
 	return ""
 }
 
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
 // mcpSession connects an MCP client (the go-sdk) with a bearer token.
 func mcpSession(t *testing.T, base, token string) *mcp.ClientSession {
 	t.Helper()
 	tr := &http.Transport{}
 	client := mcp.NewClient(&mcp.Implementation{Name: "console-test", Version: "1"}, nil)
 	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{token: token, next: tr}}, DisableStandaloneSSE: true}, nil)
+		HTTPClient: &http.Client{Transport: mcptest.Bearer{Token: token, Next: tr}}, DisableStandaloneSSE: true}, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close(); tr.CloseIdleConnections() })
 	return cs

@@ -124,7 +124,7 @@ func TestSec10HalfWrittenPolicyNeverServedByWatch(t *testing.T) {
 	// Wait until the watch has looked at the half-written file: it either
 	// holds it back (logged) or, as before the fix, installs it.
 	require.Eventually(t, func() bool {
-		return f.logs.count("a file changed") > 0 || len(f.revisions()) > 0
+		return f.logs.Count("a file changed") > 0 || len(f.revisions()) > 0
 	}, failureBound, time.Millisecond)
 	_, err = file.WriteString(hideReport2[len(grantPrefix):])
 	require.NoError(t, err)

@@ -1,13 +1,13 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
+	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/proctest"
 	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,25 +20,10 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
-// syncBuffer is a bytes.Buffer safe for the gateway's writer and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// syncBuffer is a Buffer the gateway may close.
+type syncBuffer struct{ proctest.Buffer }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Close() error { return nil }
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+func (*syncBuffer) Close() error { return nil }
 
 // TestSec04DemoTokenOnlyForBareBundledOnLoopback: the public demo token
 // (printed in the README) works only when the server serves nothing but the
@@ -97,7 +82,7 @@ func TestSec04DemoTokenOnlyForBareBundledOnLoopback(t *testing.T) {
 			defer tr.CloseIdleConnections()
 			client := mcp.NewClient(&mcp.Implementation{Name: "sec04", Version: "1"}, nil)
 			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url,
-				HTTPClient:           &http.Client{Transport: bearer{token: identity.DemoTokenValue, next: tr}},
+				HTTPClient:           &http.Client{Transport: mcptest.Bearer{Token: identity.DemoTokenValue, Next: tr}},
 				DisableStandaloneSSE: true}, nil)
 			require.NoError(t, err)
 			defer cs.Close()

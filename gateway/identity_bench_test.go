@@ -5,6 +5,7 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/mcptest"
 	"io"
 	"log/slog"
 	"net/http"
@@ -84,7 +85,7 @@ func BenchmarkGovernedCallAuth(b *testing.B) {
 			defer tr.CloseIdleConnections()
 			client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 			cs, err := client.Connect(b.Context(), &mcp.StreamableClientTransport{Endpoint: c.g.url,
-				HTTPClient: &http.Client{Transport: bearer{token: c.token, next: tr}}, DisableStandaloneSSE: true}, nil)
+				HTTPClient: &http.Client{Transport: mcptest.Bearer{Token: c.token, Next: tr}}, DisableStandaloneSSE: true}, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

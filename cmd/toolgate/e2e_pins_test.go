@@ -82,7 +82,7 @@ func testPins(t *testing.T, transport string) {
 			case <-changed:
 				got++
 			case <-deadline:
-				t.Fatalf("%s: no such listing within %s; listing %v\nstderr:\n%s", what, callTimeout, toolNames(t, admin), s.stderr.String())
+				t.Fatalf("%s: no such listing within %s; listing %v\nstderr:\n%s", what, callTimeout, toolNames(t, admin), s.Stderr.String())
 			}
 		}
 	}
@@ -222,7 +222,7 @@ func startHTTPUpstream(t *testing.T, bin, stage string) string {
 // waitStderr waits until the server's log holds text.
 func waitStderr(t *testing.T, s *served, text string) {
 	t.Helper()
-	require.Eventually(t, func() bool { return strings.Contains(s.stderr.String(), text) }, callTimeout, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return strings.Contains(s.Stderr.String(), text) }, callTimeout, 10*time.Millisecond,
 		"the log never said %q", text)
 }
 
@@ -270,7 +270,7 @@ func TestE2EPinsNoWatch(t *testing.T) {
 			select {
 			case <-changed:
 			case <-deadline:
-				t.Fatalf("no such listing within %s\nstderr:\n%s", callTimeout, s.stderr.String())
+				t.Fatalf("no such listing within %s\nstderr:\n%s", callTimeout, s.Stderr.String())
 			}
 		}
 	}
