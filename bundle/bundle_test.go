@@ -81,12 +81,25 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 const grantEcho = "package toolgate.grant\n\ngranted := {\"echo\"}\n"
 
-// TestClient walks a bundle's life: downloaded and served, replaced by a
-// new revision, a bad signature and a bundle that does not compile refused
-// with the last good one serving, and after a restart without the server
-// the persisted one served.
-func TestClient(t *testing.T) {
-	t.Parallel()
+// transport is where a client's bundles come from, for clientLifecycle.
+type transport struct {
+	// publish makes raw the bundle the transport serves.
+	publish func(raw []byte)
+	// stop ends the transport once the client's Run has ended.
+	stop func()
+	// done, when set, checks a client that has done: the first once Run
+	// has ended, the one without persisted state once Initial failed.
+	done func(c *bundle.Client)
+}
+
+// clientLifecycle walks a bundle's life with a client of cfg (its
+// Signing.KeyFile is set to a fresh public key) over tr: r1 downloaded and
+// served, replaced by r2, a bad signature (r3) and a bundle that does not
+// compile (r4) refused with r2 serving, the state persisted with private
+// modes, and after a restart without the transport r2 served. It returns
+// the first client.
+func clientLifecycle(t *testing.T, cfg bundle.Config, tr transport) *bundle.Client {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	priv, pub := bundletest.KeyPair(t)
@@ -94,12 +107,8 @@ func TestClient(t *testing.T) {
 	signed := func(rev, grant, key string) []byte {
 		return build(t, bundletest.Example(t, grant), bundle.BuildOptions{Revision: rev, SigningKeyFile: key})
 	}
-	srv := bundletest.NewServer(signed("r1", "", priv))
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	one := int64(1)
-	cfg := bundle.Config{URL: hs.URL + "/bundles/toolgate.tar.gz", Polling: bundle.Polling{MinDelaySeconds: &one, MaxDelaySeconds: &one},
-		Signing: bundle.Signing{KeyFile: pub}}
+	cfg.Signing.KeyFile = pub
+	tr.publish(signed("r1", "", priv))
 	state := t.TempDir()
 	var activated, refused atomic.Int32
 	c, err := bundle.New(cfg, bundle.Options{StateDir: state,
@@ -108,12 +117,13 @@ func TestClient(t *testing.T) {
 	src, err := c.Initial(ctx)
 	require.NoError(t, err)
 	require.Equal(t, "r1", src.Revision)
+	require.NotEmpty(t, c.Status().ETag)
 	eng, err := engine.New(ctx, src)
 	require.NoError(t, err)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(ctx, eng) }()
 
-	srv.Set(signed("r2", grantEcho, priv))
+	tr.publish(signed("r2", grantEcho, priv))
 	eventually(t, "r2 activated", func() bool { return activated.Load() == 1 }) // after the swap and the persisting
 	require.Equal(t, "r2", eng.Current().Label())
 	require.Empty(t, c.Status().LastError)
@@ -121,7 +131,7 @@ func TestClient(t *testing.T) {
 	require.Equal(t, int32(1), activated.Load())
 	require.Zero(t, refused.Load())
 
-	srv.Set(signed("r3", "", otherPriv)) // signed with a key we do not trust
+	tr.publish(signed("r3", "", otherPriv)) // signed with a key we do not trust
 	eventually(t, "r3 refused", func() bool { return refused.Load() > 0 })
 	require.Contains(t, c.Status().LastError, "signature")
 	require.Contains(t, eng.Status().LastError, "signature") // /healthz says so
@@ -133,16 +143,20 @@ func TestClient(t *testing.T) {
 	bad.FS.(fstest.MapFS)["policies/broken.rego"] = &fstest.MapFile{Data: []byte("package toolgate.grant\n\nx := y\n")}
 	raw, err := bundletest.SignedUnchecked(bad, "r4", priv)
 	require.NoError(t, err)
-	srv.Set(raw)
+	tr.publish(raw)
 	eventually(t, "r4 refused", func() bool {
-		return c.Status().LastError != "" && bytes.Contains([]byte(c.Status().LastError), []byte("r4"))
+		return bytes.Contains([]byte(c.Status().LastError), []byte("r4"))
 	})
 	require.Equal(t, "r2", eng.Current().Label())
 	require.NotEmpty(t, eng.Status().LastError)
+	require.Equal(t, int32(1), activated.Load())
 
 	cancel()
 	<-done
-	hs.Close()
+	tr.stop()
+	if tr.done != nil {
+		tr.done(c)
+	}
 
 	// Persisted with private modes.
 	var files []string
@@ -167,7 +181,7 @@ func TestClient(t *testing.T) {
 	}))
 	require.ElementsMatch(t, []string{"bundle.tar.gz", "etag"}, files)
 
-	// A restart while the bundle server is down serves the last good bundle.
+	// A restart while the transport is down serves the last good bundle.
 	c2, err := bundle.New(cfg, bundle.Options{StateDir: state})
 	require.NoError(t, err)
 	src, err = c2.Initial(context.Background())
@@ -175,9 +189,25 @@ func TestClient(t *testing.T) {
 	require.Equal(t, "r2", src.Revision)
 	require.True(t, c2.Status().Persisted)
 
-	// Without a persisted bundle and without the server there is nothing to serve.
+	// Without a persisted bundle and without the transport there is nothing to serve.
 	c3, err := bundle.New(cfg, bundle.Options{StateDir: t.TempDir()})
 	require.NoError(t, err)
 	_, err = c3.Initial(context.Background())
 	require.Error(t, err)
+	if tr.done != nil {
+		tr.done(c3)
+	}
+	return c
+}
+
+// TestClient walks a bundle's life (clientLifecycle) with the bundle
+// served over HTTP with an ETag.
+func TestClient(t *testing.T) {
+	t.Parallel()
+	srv := bundletest.NewServer(nil)
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	one := int64(1)
+	clientLifecycle(t, bundle.Config{URL: hs.URL + "/bundles/toolgate.tar.gz", Polling: bundle.Polling{MinDelaySeconds: &one, MaxDelaySeconds: &one}},
+		transport{publish: srv.Set, stop: hs.Close})
 }
