@@ -3,7 +3,6 @@ package bundle_test
 import (
 	"bytes"
 	"context"
-	"github.com/toolgate/toolgate/internal/bundletest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/bundletest"
 )
 
 // opaVersion is the OPA release whose stock `opa build` must make bundles

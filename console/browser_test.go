@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/toolgate/toolgate/internal/mcptest"
 	"io"
 	"net"
 	"net/http"
@@ -26,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/mcptest"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "also write the browser tests' screenshots to docs/console/ (the README's)")

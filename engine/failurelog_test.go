@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"github.com/toolgate/toolgate/internal/proctest"
 	"log/slog"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/proctest"
 )
 
 // TestReloadFailureIsLogged: a failed reload is logged (once per distinct

@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"github.com/toolgate/toolgate/internal/proctest"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/proctest"
 )
 
 // Grant policies for carol (admin), whose base decision is

@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/toolgate/toolgate/internal/mcptest"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/mcptest"
 )
 
 // Protocol revisions the go-sdk serves (docs/contract.md §6).

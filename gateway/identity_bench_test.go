@@ -5,7 +5,6 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
-	"github.com/toolgate/toolgate/internal/mcptest"
 	"io"
 	"log/slog"
 	"net/http"
@@ -23,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/mcptest"
 )
 
 // BenchmarkGovernedCallAuth measures one governed tools/call (add, the

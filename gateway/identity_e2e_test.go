@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"github.com/toolgate/toolgate/internal/mcptest"
 	"io"
 	"net"
 	"net/http"
@@ -31,6 +30,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/internal/oidctest"
 )
 

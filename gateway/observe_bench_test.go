@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"github.com/toolgate/toolgate/internal/mcptest"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/mcptest"
 )
 
 // BenchmarkGovernedCallObserve measures one governed tools/call (add, the

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"github.com/toolgate/toolgate/internal/mcptest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/mcptest"
 )
 
 // observeSinks are a loopback decision-log service (decoding with OPA's own

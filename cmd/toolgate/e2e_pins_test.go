@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/toolgate/toolgate/internal/proctest"
 	"io"
 	"net/http"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/internal/conformance"
+	"github.com/toolgate/toolgate/internal/proctest"
 	"github.com/toolgate/toolgate/pins"
 )
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/toolgate/toolgate/internal/mcptest"
-	"github.com/toolgate/toolgate/internal/proctest"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +19,8 @@ import (
 
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/conformance"
+	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/proctest"
 )
 
 // The end-to-end tests run the built binary as a subprocess on loopback and

@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/toolgate/toolgate/internal/mcptest"
-	"github.com/toolgate/toolgate/internal/proctest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +12,8 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/conformance"
+	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/proctest"
 )
 
 // upstreamBinary builds the test upstream MCP server

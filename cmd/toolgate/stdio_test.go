@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"github.com/toolgate/toolgate/internal/proctest"
 	"io"
 	"io/fs"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/conformance"
+	"github.com/toolgate/toolgate/internal/proctest"
 )
 
 // toolgateBinary builds the toolgate binary once per test run.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"github.com/toolgate/toolgate/internal/proctest"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/internal/proctest"
 )
 
 // TestEmbedRuns builds the example and talks MCP to it over stdio, as a

@@ -3,8 +3,6 @@ package approvals_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/toolgate/toolgate/internal/mcptest"
-	"github.com/toolgate/toolgate/internal/proctest"
 	"io"
 	"log/slog"
 	"net/http"
@@ -27,6 +25,8 @@ import (
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/httpserve"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/proctest"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/toolgate/toolgate/internal/proctest"
 	"io"
 	"log/slog"
 	"slices"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/canon"
+	"github.com/toolgate/toolgate/internal/proctest"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 

@@ -11,7 +11,6 @@ package oidctest
 import (
 	"bufio"
 	"encoding/json"
-	"github.com/toolgate/toolgate/internal/proctest"
 	"net"
 	"net/http"
 	"net/url"
@@ -24,6 +23,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/proctest"
 )
 
 // Dir is testdata/oidc of the module.

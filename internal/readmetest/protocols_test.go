@@ -2,8 +2,6 @@ package readmetest
 
 import (
 	"context"
-	"github.com/toolgate/toolgate/internal/mcptest"
-	"github.com/toolgate/toolgate/internal/proctest"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +12,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/proctest"
 )
 
 // TestReadmeProtocolRevisions: every protocol revision the README lists as

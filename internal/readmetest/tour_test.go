@@ -3,8 +3,6 @@ package readmetest
 import (
 	"context"
 	"fmt"
-	"github.com/toolgate/toolgate/internal/mcptest"
-	"github.com/toolgate/toolgate/internal/proctest"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +17,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/proctest"
 )
 
 // The tour is run as the README writes it. Its ```sh blocks are read with

@@ -9,9 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/toolgate/toolgate/internal/bundletest"
-	"github.com/toolgate/toolgate/internal/mcptest"
-	"github.com/toolgate/toolgate/internal/proctest"
 	"io"
 	"net/http"
 	"os"
@@ -30,6 +27,9 @@ import (
 	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/engine"
 	_ "github.com/toolgate/toolgate/gateway" // see buildBinary
+	"github.com/toolgate/toolgate/internal/bundletest"
+	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/proctest"
 )
 
 const (

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/toolgate/toolgate/internal/pgtest"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/bundletest"
+	"github.com/toolgate/toolgate/internal/pgtest"
 )
 
 const (
