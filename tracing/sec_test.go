@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolgate/toolgate/tracing"
 )
 
@@ -42,5 +44,33 @@ func TestToolNameBoundedInSpans(t *testing.T) {
 	}
 	if got := attrs(spans[4])["gen_ai.tool.name"]; got != "demo.get-Reward_2" {
 		t.Errorf("gen_ai.tool.name %q", got)
+	}
+}
+
+// TestUnknownToolNameNotInSpans: a name that fits the registry's rule but
+// names no row (anyone may send one, nobody included) does not name the
+// span either, so a client cannot mint span names without end (a tracing
+// backend indexes them: cardinality).
+func TestUnknownToolNameNotInSpans(t *testing.T) {
+	t.Parallel()
+	tr, exp := newInMemory(t)
+	isRow := func(name string) bool { return name == "getReward" }
+	h := tr.MiddlewareOf(nil, isRow)(func(context.Context, string, mcp.Request) (mcp.Result, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	for _, name := range []string{"x7f3a9c1", "getReward"} {
+		if _, err := h(context.Background(), "tools/call", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans, want 2", len(spans))
+	}
+	if spans[0].Name != "tools/call" || attrs(spans[0])["gen_ai.tool.name"] != "" {
+		t.Errorf("a name no row has: span %q, gen_ai.tool.name %q", spans[0].Name, attrs(spans[0])["gen_ai.tool.name"])
+	}
+	if spans[1].Name != "tools/call getReward" || attrs(spans[1])["gen_ai.tool.name"] != "getReward" {
+		t.Errorf("a row's name: span %q, gen_ai.tool.name %q", spans[1].Name, attrs(spans[1])["gen_ai.tool.name"])
 	}
 }
