@@ -45,7 +45,8 @@ type Request struct {
 // client's trace (W3C traceparent from _meta, else from the HTTP header).
 // Its name and attributes follow the OpenTelemetry MCP conventions:
 // "tools/call {tool}" with mcp.method.name, gen_ai.tool.name,
-// gen_ai.operation.name execute_tool, mcp.session.id.
+// gen_ai.operation.name execute_tool, mcp.session.id; a tool name no row
+// could have (rowName) is left out: "tools/call", no gen_ai.tool.name.
 func (t *Tracer) StartRequest(ctx context.Context, r Request) (context.Context, Span) {
 	if !t.Enabled() {
 		return ctx, Span{}
