@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/bundle"
+	"github.com/toolgate/toolgate/internal/bundletest"
 )
 
 // TestPersistedBundleVerifiedAgain: the last good bundle persisted on
@@ -20,9 +21,9 @@ import (
 // signed) bundle and have it served while the bundle server is down.
 func TestPersistedBundleVerifiedAgain(t *testing.T) {
 	t.Parallel()
-	priv, pub := keyPair(t)
-	otherPriv, _ := keyPair(t)
-	good := build(t, example(t, ""), bundle.BuildOptions{Revision: "r1", SigningKeyFile: priv})
+	priv, pub := bundletest.KeyPair(t)
+	otherPriv, _ := bundletest.KeyPair(t)
+	good := build(t, bundletest.Example(t, ""), bundle.BuildOptions{Revision: "r1", SigningKeyFile: priv})
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(good) }))
 	cfg := bundle.Config{URL: hs.URL + "/b.tar.gz", Signing: bundle.Signing{KeyFile: pub}}
 	state := t.TempDir()
@@ -41,8 +42,8 @@ func TestPersistedBundleVerifiedAgain(t *testing.T) {
 	}))
 	require.NotEmpty(t, persisted)
 	for name, swap := range map[string][]byte{
-		"unsigned":              build(t, example(t, grantEcho), bundle.BuildOptions{Revision: "evil"}),
-		"signed with other key": build(t, example(t, grantEcho), bundle.BuildOptions{Revision: "evil", SigningKeyFile: otherPriv}),
+		"unsigned":              build(t, bundletest.Example(t, grantEcho), bundle.BuildOptions{Revision: "evil"}),
+		"signed with other key": build(t, bundletest.Example(t, grantEcho), bundle.BuildOptions{Revision: "evil", SigningKeyFile: otherPriv}),
 	} {
 		require.NoError(t, os.WriteFile(persisted, swap, 0o600))
 		c, err := bundle.New(cfg, bundle.Options{StateDir: state})

@@ -57,7 +57,7 @@ func bomb(t *testing.T, raw []byte, n, size int) []byte {
 // before anything unpacks it: at most MaxBundleBytes, unpacked.
 func TestDownloadBoundedWhole(t *testing.T) {
 	t.Parallel()
-	ok := build(t, example(t, ""), bundle.BuildOptions{Revision: "r1"})
+	ok := build(t, bundletest.Example(t, ""), bundle.BuildOptions{Revision: "r1"})
 	raw := bomb(t, ok, bundle.MaxBundleBytes/(15<<20)+1, 15<<20)
 	require.Less(t, len(raw), 1<<20, "the bomb is small on the wire")
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -76,7 +76,7 @@ func TestDownloadBoundedWhole(t *testing.T) {
 // OCI registry (the layer is the bundle).
 func TestOCIDownloadBoundedWhole(t *testing.T) {
 	t.Parallel()
-	ok := build(t, example(t, ""), bundle.BuildOptions{Revision: "r1"})
+	ok := build(t, bundletest.Example(t, ""), bundle.BuildOptions{Revision: "r1"})
 	raw := bomb(t, ok, bundle.MaxBundleBytes/(15<<20)+1, 15<<20)
 	reg := bundletest.NewOCIRegistry("")
 	defer reg.Close()
