@@ -288,28 +288,27 @@ func (l *wireList) MarshalJSON() ([]byte, error) {
 }
 
 // runAfter runs every after hook once; failures are logged and ignored.
+// The prompt ones share one context without the request's cancellation.
 func (a *Adapter) runAfter(ctx context.Context, call *CallContext, rec *Record) {
+	var detached context.Context
 	for _, h := range a.hooks {
 		if h.After == nil {
 			continue
 		}
-		if err := a.guardHook(ctx, h.prompt(call), true, func(ctx context.Context) error { return h.After(ctx, call, rec) }); err != nil {
+		var err error
+		if h.prompt(call) {
+			if detached == nil {
+				detached = context.WithoutCancel(ctx)
+			}
+			err = safely(func() error { return h.After(detached, call, rec) })
+		} else {
+			err = a.guard(ctx, true, func(ctx context.Context) error { return h.After(ctx, call, rec) })
+		}
+		if err != nil {
 			a.log.Error("after hook failed; ignored",
 				slog.String("hook", h.Name), slog.String("decision_id", call.DecisionID), slog.Any("error", err))
 		}
 	}
-}
-
-// guardHook runs f, a half of a hook, as guard does; a prompt one's on the
-// caller's goroutine, with only the panic turned into an error.
-func (a *Adapter) guardHook(ctx context.Context, prompt, detach bool, f func(context.Context) error) error {
-	if !prompt {
-		return a.guard(ctx, detach, f)
-	}
-	if detach {
-		ctx = context.WithoutCancel(ctx)
-	}
-	return safely(func() error { return f(ctx) })
 }
 
 // guard runs f with the hook deadline, turning a panic into an error. A
@@ -349,8 +348,11 @@ func safely(f func() error) (err error) {
 	return f()
 }
 
+// newDecisionID is 16 random bytes in hex: one allocation, the string.
 func newDecisionID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	var h [32]byte
+	hex.Encode(h[:], b[:])
+	return string(h[:])
 }

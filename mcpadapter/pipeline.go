@@ -239,11 +239,20 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 				continue
 			}
 			var v Verdict
-			err := p.a.guardHook(ctx, h.prompt(call), false, func(ctx context.Context) error {
-				var err error
-				v, err = h.Before(ctx, call)
-				return err
-			})
+			var err error
+			if h.prompt(call) {
+				err = safely(func() error {
+					var err error
+					v, err = h.Before(ctx, call)
+					return err
+				})
+			} else {
+				err = p.a.guard(ctx, false, func(ctx context.Context) error {
+					var err error
+					v, err = h.Before(ctx, call)
+					return err
+				})
+			}
 			if err == nil && v.Denied && v.Reason == "" {
 				err = errors.New("denied with an empty reason")
 			}
@@ -338,11 +347,21 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 	args, err := bind(row, schemas, m, call.Arguments)
 	var inv Invocation
 	if err == nil {
-		err = p.guard(ctx, func(context.Context) error {
-			var err error
-			inv, err = m.Bind(args)
-			return err
-		})
+		if bindsPromptly(m) {
+			// A Go method's binding only decodes into its parameter: on
+			// the call's goroutine, a panic still an error.
+			err = safely(func() error {
+				var err error
+				inv, err = m.Bind(args)
+				return err
+			})
+		} else {
+			err = p.guard(ctx, func(context.Context) error {
+				var err error
+				inv, err = m.Bind(args)
+				return err
+			})
+		}
 		// The method names the argument; the answer is the row's.
 		var ae *ArgumentError
 		if errors.As(err, &ae) {
