@@ -81,19 +81,34 @@ func benchStdio(b *testing.B, serve func(ctx context.Context, in io.ReadCloser, 
 	require.NoError(b, err)
 	defer cs.Close()
 	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}, Meta: mcp.Meta{"festi/runId": "r-1"}}
-	call := func() {
+	call := func() error {
 		res, err := cs.CallTool(ctx, params)
 		if err != nil {
-			b.Fatal(err)
+			return err
 		}
 		if res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "hello" {
-			b.Fatalf("echo answered %+v", res.Content[0])
+			return fmt.Errorf("echo answered %+v", res.Content[0])
+		}
+		return nil
+	}
+	// Warm: the decision is memoised. The first one is evaluated whole,
+	// within the default deadline (250 ms), which a loaded machine may
+	// miss; a failed decision is not memoised, so the next call tries
+	// again.
+	for i := 0; ; i++ {
+		err := call()
+		if err == nil {
+			break
+		}
+		if i == 4 {
+			b.Fatal(err)
 		}
 	}
-	call() // warm: the decision is memoised
 	b.ReportAllocs()
 	for b.Loop() {
-		call()
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

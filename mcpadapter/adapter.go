@@ -291,7 +291,8 @@ func (l *wireList) MarshalJSON() ([]byte, error) {
 // The prompt ones share one context without the request's cancellation.
 func (a *Adapter) runAfter(ctx context.Context, call *CallContext, rec *Record) {
 	var detached context.Context
-	for _, h := range a.hooks {
+	for i := range a.hooks {
+		h := &a.hooks[i]
 		if h.After == nil {
 			continue
 		}
@@ -302,13 +303,46 @@ func (a *Adapter) runAfter(ctx context.Context, call *CallContext, rec *Record) 
 			}
 			err = safely(func() error { return h.After(detached, call, rec) })
 		} else {
-			err = a.guard(ctx, true, func(ctx context.Context) error { return h.After(ctx, call, rec) })
+			err = a.guardAfter(ctx, h, call, rec)
 		}
 		if err != nil {
 			a.log.Error("after hook failed; ignored",
 				slog.String("hook", h.Name), slog.String("decision_id", call.DecisionID), slog.Any("error", err))
 		}
 	}
+}
+
+// The halves of a hook that is not prompt run under guard; their own
+// functions, so that what guard's closure captures is allocated only for
+// them.
+
+func (a *Adapter) guardAfter(ctx context.Context, h *Hook, call *CallContext, rec *Record) error {
+	return a.guard(ctx, true, func(ctx context.Context) error { return h.After(ctx, call, rec) })
+}
+
+// runBefore runs h's before half: a prompt one on the call's goroutine,
+// with only the panic turned into an error.
+func (a *Adapter) runBefore(ctx context.Context, h *Hook, call *CallContext) (Verdict, error) {
+	if !h.prompt(call) {
+		return a.guardBefore(ctx, h, call)
+	}
+	var v Verdict
+	err := safely(func() error {
+		var err error
+		v, err = h.Before(ctx, call)
+		return err
+	})
+	return v, err
+}
+
+func (a *Adapter) guardBefore(ctx context.Context, h *Hook, call *CallContext) (Verdict, error) {
+	var v Verdict
+	err := a.guard(ctx, false, func(ctx context.Context) error {
+		var err error
+		v, err = h.Before(ctx, call)
+		return err
+	})
+	return v, err
 }
 
 // guard runs f with the hook deadline, turning a panic into an error. A
