@@ -117,7 +117,7 @@ func NewRecord(call *mcpadapter.CallContext, end *mcpadapter.Record) Record {
 		r.Error = end.Err.Error()
 	}
 	if call.Revision != nil {
-		r.Revision = call.Revision.String()
+		r.Revision = revisionName(call.Revision)
 	}
 	if m, err := call.Meta.MarshalJSON(); err == nil {
 		r.Meta = m
@@ -126,6 +126,26 @@ func NewRecord(call *mcpadapter.CallContext, end *mcpadapter.Record) Record {
 		r.Denials = append(r.Denials, Denial{Reason: d.Reason, Hook: d.Hook, Rules: locations(d.Rules)})
 	}
 	return r
+}
+
+// lastRevision is the revision the last record named, with its name:
+// every call between two reloads reads the same one, and its name is
+// formatted once. It keeps at most that one revision alive.
+var lastRevision atomic.Pointer[namedRevision]
+
+type namedRevision struct {
+	rev  *engine.Revision
+	name string
+}
+
+// revisionName is rev.String(), formatted once per revision.
+func revisionName(rev *engine.Revision) string {
+	if n := lastRevision.Load(); n != nil && n.rev == rev {
+		return n.name
+	}
+	n := &namedRevision{rev: rev, name: rev.String()}
+	lastRevision.Store(n)
+	return n.name
 }
 
 // locations renders rule locations as file:line; nil for none.
