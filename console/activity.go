@@ -91,9 +91,11 @@ func NewActivity(backlog int) *Activity {
 	return &Activity{ring: make([]Event, backlog), subs: map[*subscriber]struct{}{}, seenK: map[string]bool{}}
 }
 
-// Hook returns the after hook that publishes each finished call.
+// Hook returns the after hook that publishes each finished call. It is
+// prompt (mcpadapter.Hook.Prompt): publishing takes a mutex and never
+// waits on a subscriber, so it runs on the call's goroutine.
 func (a *Activity) Hook() mcpadapter.Hook {
-	return mcpadapter.Hook{Name: HookName, After: func(_ context.Context, call *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+	return mcpadapter.Hook{Name: HookName, Prompt: true, After: func(_ context.Context, call *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
 		a.see(call.Caller)
 		a.Publish(EventOf(audit.NewRecord(call, end)))
 		return nil

@@ -421,3 +421,24 @@ func TestHookIsPrompt(t *testing.T) {
 	defer a.Close()
 	require.True(t, a.Hook().Prompt)
 }
+
+// TestRecordNamesEachRevision: a record names the revision its call read,
+// also when calls of two revisions alternate (the name is formatted once
+// per revision, not once for all).
+func TestRecordNamesEachRevision(t *testing.T) {
+	t.Parallel()
+	revision := func(grant string) *engine.Revision {
+		fsys := fstest.MapFS{"registry.yaml": {Data: []byte(testRegistry)}, "policies/grant.rego": {Data: []byte(grant)}}
+		e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"})
+		require.NoError(t, err)
+		return e.Current()
+	}
+	a := revision("package toolgate.grant\n")
+	b := revision("package toolgate.grant\n\ngranted := {\"echo\"}\n")
+	require.NotEqual(t, a.String(), b.String())
+	end := &mcpadapter.Record{}
+	for _, rev := range []*engine.Revision{a, b, a, a, b} {
+		r := NewRecord(&mcpadapter.CallContext{Revision: rev, Arguments: json.RawMessage(`{}`)}, end)
+		require.Equal(t, rev.String(), r.Revision)
+	}
+}
