@@ -79,6 +79,7 @@ type Adapter struct {
 	hooks     []Hook
 	observers []Observer
 	cache     atomic.Pointer[revisionCache]
+	cacheMu   sync.Mutex // held while building a revision's cache (cacheOf)
 	// sessions remembers each session's listing caller, for telling
 	// exactly the sessions whose listing a reload changed.
 	sessions listingSessions
@@ -177,31 +178,25 @@ func (a *Adapter) listSafely(ctx context.Context, req *mcp.ListToolsRequest) (re
 			res = empty
 		}
 	}()
-	list, wire := a.list(ctx, req)
+	list, wire := a.list(ctx, req, false)
 	return &wireList{ListToolsResult: list, tools: wire}
 }
 
 // revision returns the current revision with its derived cache.
-func (a *Adapter) revision() *revisionCache {
-	rev := a.opts.Revisions.Current()
-	if rc := a.cache.Load(); rc != nil && rc.rev == rev {
-		return rc
-	}
-	rc := newRevisionCache(rev)
-	a.cache.Store(rc)
-	return rc
-}
+func (a *Adapter) revision() *revisionCache { return a.cacheOf(a.opts.Revisions.Current()) }
 
 // List answers tools/list: the rows the caller's grant decision allows,
 // read leniently (a failing policy falls back to the base decision, or to
 // nothing with ListFallbackNone).
 func (a *Adapter) List(ctx context.Context, req *mcp.ListToolsRequest) *mcp.ListToolsResult {
-	res, _ := a.list(ctx, req)
+	res, _ := a.list(ctx, req, true)
 	return res
 }
 
-// list is List, also returning the listed tools as sent on the wire.
-func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.ListToolsResult, []json.RawMessage) {
+// list is List, also returning the listed tools as sent on the wire; the
+// result's Tools are filled only with descriptors (the served path sends
+// the wire ones and does not build the SDK's).
+func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest, descriptors bool) (*mcp.ListToolsResult, []json.RawMessage) {
 	start := time.Now()
 	res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
 	res.CacheScope = "private"
@@ -233,10 +228,17 @@ func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.Lis
 	// The rows are computed once per decision, and a cached decision is
 	// shared by every listing of its caller: only the descriptors are copied.
 	rows := a.visibleRows(d)
-	res.Tools = make([]*mcp.Tool, len(rows))
+	all := rc.wires()
 	wire := make([]json.RawMessage, len(rows))
 	for k, i := range rows {
-		res.Tools[k], wire[k] = rc.tools[i], rc.wire[i]
+		wire[k] = all[i]
+	}
+	if descriptors {
+		tools := rc.descriptors()
+		res.Tools = make([]*mcp.Tool, len(rows))
+		for k, i := range rows {
+			res.Tools[k] = tools[i]
+		}
 	}
 	if len(a.observers) > 0 {
 		a.observeList(ctx, &ListRecord{Caller: caller, Revision: rc.rev, Meta: ereq.Meta, Decision: d, Start: start}, rc, rows)

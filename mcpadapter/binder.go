@@ -6,95 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/schema"
 )
-
-// revisionCache is what the adapter derives from one revision: the listing's
-// tool descriptors and the compiled argument schemas, built once and shared
-// by every call that reads that revision.
-type revisionCache struct {
-	rev   *engine.Revision
-	tools []*mcp.Tool // descriptor per row, registry order
-	wire  []json.RawMessage
-	rows  []rowSchemas
-}
-
-type rowSchemas struct {
-	once sync.Once
-	args []*jsonschema.Schema
-	err  error
-}
-
-func newRevisionCache(rev *engine.Revision) *revisionCache {
-	reg := rev.Registry()
-	rc := &revisionCache{rev: rev, tools: make([]*mcp.Tool, len(reg.Tools)), wire: make([]json.RawMessage, len(reg.Tools)), rows: make([]rowSchemas, len(reg.Tools))}
-	for i := range reg.Tools {
-		rc.tools[i] = descriptor(&reg.Tools[i])
-		rc.wire[i] = wireDescriptor(&reg.Tools[i])
-	}
-	return rc
-}
-
-// wireDescriptor renders a row as tools/list sends it: like descriptor,
-// but with the row's annotations passed through exactly (the SDK's typed
-// ToolAnnotations would drop unknown keys and add false hints).
-func wireDescriptor(t *registry.Tool) json.RawMessage {
-	b, err := json.Marshal(struct {
-		Name        string         `json:"name"`
-		Title       string         `json:"title,omitempty"`
-		Description string         `json:"description,omitempty"`
-		InputSchema map[string]any `json:"inputSchema"`
-		Annotations map[string]any `json:"annotations,omitempty"`
-	}{t.Name, t.Title, t.Description, t.InputSchema(), t.Annotations})
-	if err != nil {
-		b, _ = json.Marshal(descriptor(t)) // not reached: the registry holds JSON values
-	}
-	return b
-}
-
-// descriptor renders a row as tools/list shows it. Its inputSchema comes
-// from registry.Tool.InputSchema, the function the binder's schemas come
-// from too.
-func descriptor(t *registry.Tool) *mcp.Tool {
-	d := &mcp.Tool{
-		Name:        t.Name,
-		Title:       t.Title,
-		Description: t.Description,
-		InputSchema: t.InputSchema(),
-	}
-	if len(t.Annotations) > 0 {
-		var ann mcp.ToolAnnotations
-		if b, err := json.Marshal(t.Annotations); err == nil && json.Unmarshal(b, &ann) == nil {
-			d.Annotations = &ann
-		}
-	}
-	return d
-}
-
-// argSchemas compiles, once per row and revision, each argument's schema.
-func (rc *revisionCache) argSchemas(i int) ([]*jsonschema.Schema, error) {
-	rs := &rc.rows[i]
-	rs.once.Do(func() {
-		t := &rc.rev.Registry().Tools[i]
-		for j, s := range t.ArgumentSchemas() {
-			cs, err := schema.CompileValue(s)
-			if err != nil {
-				rs.err = fmt.Errorf("tool %s argument %s: compile schema: %w", t.Name, t.Arguments[j].Name, err)
-				return
-			}
-			rs.args = append(rs.args, cs)
-		}
-	})
-	return rs.args, rs.err
-}
 
 // bind validates the arguments as sent against the row, argument by
 // argument in declared order, and returns them ready for the method: sent

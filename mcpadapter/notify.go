@@ -143,10 +143,10 @@ func (a *Adapter) changedSessions(ctx context.Context, prev, next *engine.Revisi
 	}
 	var pc, nc *revisionCache
 	if prev != nil {
-		pc = newRevisionCache(prev)
+		pc = a.cacheOf(prev)
 	}
 	if next != nil {
-		nc = newRevisionCache(next)
+		nc = a.cacheOf(next)
 	}
 	changed := map[string]bool{} // by caller fingerprint
 	var out []*mcp.ServerSession
@@ -195,8 +195,9 @@ func (a *Adapter) listing(ctx context.Context, rc *revisionCache, c *engine.Call
 	}
 	d := rc.rev.Grant(ctx, c, engine.Request{Method: engine.MethodList})
 	var out []json.RawMessage
+	wire := rc.wires()
 	for _, i := range a.visibleRows(d) {
-		out = append(out, rc.wire[i])
+		out = append(out, wire[i])
 	}
 	return out
 }
