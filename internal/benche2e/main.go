@@ -38,6 +38,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -105,21 +106,27 @@ func main() {
 	for round := range *rounds {
 		fmt.Fprintf(os.Stderr, "benche2e: round %d of %d\n", round+1, *rounds)
 		for _, l := range lines {
-			l.rates = append(l.rates, b.measure(l))
+			l.results = append(l.results, b.measure(l))
 		}
 	}
-	fmt.Printf("%-46s %-10s %10s %17s %7s\n", "server", "revision", "calls/s", "min–max", "ratio")
-	bare := map[string]float64{} // group → the bare line's median
+	fmt.Printf("%-40s %-10s %8s %15s %6s %12s %6s\n", "server", "revision", "calls/s", "min–max", "ratio", "CPU µs/call", "ratio")
+	type base struct{ rate, cpu float64 }
+	bare := map[string]base{} // group → the bare line's medians
 	for _, l := range lines {
-		med := median(l.rates)
+		rates := make([]float64, len(l.results))
+		cpus := make([]float64, len(l.results))
+		for i, m := range l.results {
+			rates[i], cpus[i] = m.rate, float64(m.cpu)/float64(time.Microsecond)
+		}
+		med := base{median(rates), median(cpus)}
 		if l.bin == "" {
 			bare[l.group] = med
 		}
-		ratio := "-"
-		if base, ok := bare[l.group]; ok {
-			ratio = fmt.Sprintf("%.2f", med/base)
+		rateRatio, cpuRatio := "-", "-"
+		if b, ok := bare[l.group]; ok {
+			rateRatio, cpuRatio = fmt.Sprintf("%.2f", med.rate/b.rate), fmt.Sprintf("%.2f", med.cpu/b.cpu)
 		}
-		fmt.Printf("%-46s %-10s %10.0f %8.0f–%-8.0f %6s\n", l.name, l.negotiated, med, slices.Min(l.rates), slices.Max(l.rates), ratio)
+		fmt.Printf("%-40s %-10s %8.0f %7.0f–%-7.0f %6s %12.0f %6s\n", l.name, l.negotiated, med.rate, slices.Min(rates), slices.Max(rates), rateRatio, med.cpu, cpuRatio)
 	}
 	if filter == nil {
 		fmt.Println()
@@ -139,7 +146,7 @@ type line struct {
 	args      []string
 
 	negotiated string // the revision the first session negotiated
-	rates      []float64
+	results    []measurement
 }
 
 // Protocol revisions of the HTTP lines: the last with sessions, the first
@@ -184,13 +191,14 @@ func (b *bench) lines(filter *regexp.Regexp) []*line {
 
 // measure starts l's server, connects to it, checks the negotiated revision
 // and returns calls per second.
-func (b *bench) measure(l *line) float64 {
+func (b *bench) measure(l *line) measurement {
 	var cs *mcp.ClientSession
+	var pid int
 	var stop func()
 	if l.transport == "stdio" {
-		cs, stop = b.stdio(l.bin, l.args)
+		cs, pid, stop = b.stdio(l.bin, l.args)
 	} else {
-		cs, stop = b.http(l.bin, l.args, l.revision)
+		cs, pid, stop = b.http(l.bin, l.args, l.revision)
 	}
 	defer stop()
 	got := cs.InitializeResult().ProtocolVersion
@@ -201,7 +209,7 @@ func (b *bench) measure(l *line) float64 {
 		fatal(fmt.Errorf("%s: the session negotiated protocol revision %s, earlier %s", l.name, got, l.negotiated))
 	}
 	l.negotiated = got
-	return b.drive(context.Background(), cs)
+	return b.drive(context.Background(), cs, pid)
 }
 
 func median(xs []float64) float64 {
@@ -271,7 +279,7 @@ func (b *bench) env() []string {
 // stdio connects to one server over stdio: the bare one when bin is "",
 // else the toolgate binary bin with args. stop ends the session and the
 // server.
-func (b *bench) stdio(bin string, args []string) (cs *mcp.ClientSession, stop func()) {
+func (b *bench) stdio(bin string, args []string) (cs *mcp.ClientSession, pid int, stop func()) {
 	cmd := exec.Command(b.self, "bare-stdio")
 	if bin != "" {
 		cmd = exec.Command(bin, args...)
@@ -282,12 +290,12 @@ func (b *bench) stdio(bin string, args []string) (cs *mcp.ClientSession, stop fu
 	if err != nil {
 		fatal(fmt.Errorf("%v: %w", cmd.Args, err))
 	}
-	return cs, func() { _ = cs.Close() }
+	return cs, cmd.Process.Pid, func() { _ = cs.Close() }
 }
 
 // http connects to one server over streamable HTTP, as stdio does, with
 // the client pinned to protocol revision rev.
-func (b *bench) http(bin string, args []string, rev string) (cs *mcp.ClientSession, stop func()) {
+func (b *bench) http(bin string, args []string, rev string) (cs *mcp.ClientSession, pid int, stop func()) {
 	addr := freeAddr()
 	cmd := exec.Command(b.self, "bare-http", addr)
 	if bin != "" {
@@ -310,7 +318,7 @@ func (b *bench) http(bin string, args []string, rev string) (cs *mcp.ClientSessi
 		kill()
 		fatal(fmt.Errorf("%v: %w", cmd.Args, err))
 	}
-	return cs, func() {
+	return cs, cmd.Process.Pid, func() {
 		_ = cs.Close()
 		kill()
 	}
@@ -325,8 +333,9 @@ func (t bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // drive calls echo b.calls times, b.inflight at a time, after a warm-up,
-// and returns calls per second. Every answer is checked.
-func (b *bench) drive(ctx context.Context, cs *mcp.ClientSession) float64 {
+// and returns calls per second and the CPU time the server process (pid)
+// spent per call. Every answer is checked.
+func (b *bench) drive(ctx context.Context, cs *mcp.ClientSession, pid int) measurement {
 	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}, Meta: mcp.Meta{"festi/runId": "r-1"}}
 	call := func() error {
 		res, err := cs.CallTool(ctx, params)
@@ -364,7 +373,47 @@ func (b *bench) drive(ctx context.Context, cs *mcp.ClientSession) float64 {
 		return time.Since(start)
 	}
 	run(max(b.calls/10, 50))
-	return float64(b.calls) / run(b.calls).Seconds()
+	cpu := cpuTime(pid)
+	wall := run(b.calls)
+	cpu = cpuTime(pid) - cpu
+	return measurement{rate: float64(b.calls) / wall.Seconds(), cpu: cpu / time.Duration(b.calls)}
+}
+
+// measurement is one line's result in one round.
+type measurement struct {
+	rate float64       // calls per second
+	cpu  time.Duration // the server's CPU time (user and system) per call
+}
+
+// clockTicks is the unit of /proc/PID/stat's CPU times (USER_HZ, 100 on
+// Linux for every architecture Go supports there).
+const clockTicks = 100
+
+// cpuTime is the CPU time (user and system, every thread) process pid has
+// used so far, in 1/clockTicks s steps. It is less disturbed by other load
+// on the machine than calls per second.
+func cpuTime(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		fatal(err)
+	}
+	// The fields after the command (which may hold spaces) in parentheses:
+	// utime and stime are the 14th and 15th of the line, the 12th and 13th
+	// after it.
+	_, rest, ok := strings.Cut(string(data), ") ")
+	fields := strings.Fields(rest)
+	if !ok || len(fields) < 13 {
+		fatal(fmt.Errorf("/proc/%d/stat: unexpected %q", pid, data))
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			fatal(fmt.Errorf("/proc/%d/stat: %w", pid, err))
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks
 }
 
 // memory reports the resident memory of the toolgate process serving rows
@@ -387,7 +436,7 @@ func (b *bench) memory(rows, callers int) {
 		}
 		calls := b.calls
 		b.calls = 200
-		b.drive(ctx, cs)
+		b.drive(ctx, cs, cmd.Process.Pid)
 		b.calls = calls
 		fmt.Printf("toolgate process, %d rows, %s policy, one caller: RSS %s (peak %s)\n", rows, p,
 			procStatus(cmd.Process.Pid, "VmRSS"), procStatus(cmd.Process.Pid, "VmHWM"))
