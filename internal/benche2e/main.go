@@ -29,7 +29,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -75,6 +74,8 @@ func main() {
 	rssRows := flag.Int("rss-rows", 10000, "registry rows for the memory report")
 	rssCallers := flag.Int("rss-callers", engine.DefaultDecisionCacheSize, "callers for the memory report")
 	memoryOnly := flag.Bool("memory-only", false, "only the memory report")
+	var toolgateEnv envFlag
+	flag.Var(&toolgateEnv, "toolgate-env", "a `KEY=VALUE` added to the environment of the toolgate processes only (repeatable; e.g. GOGC=200)")
 	flag.Parse()
 	var filter *regexp.Regexp
 	if *only != "" {
@@ -95,7 +96,10 @@ func main() {
 		fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	b := &bench{toolgate: *toolgate, baseline: *baseline, self: self, dir: dir, inflight: *inflight, calls: *calls}
+	b := &bench{toolgate: *toolgate, baseline: *baseline, self: self, dir: dir, inflight: *inflight, calls: *calls, toolgateEnv: toolgateEnv}
+	if b.devNull, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0); err != nil {
+		fatal(err)
+	}
 	b.setup(*rows)
 	if *memoryOnly {
 		b.memory(*rssRows, *rssCallers)
@@ -241,7 +245,26 @@ type bench struct {
 	toolgate, self, dir string
 	baseline            string // -baseline, or ""
 	inflight, calls     int
-	tokens              string // the tokens file
+	tokens              string   // the tokens file
+	toolgateEnv         []string // -toolgate-env
+	// devNull is every server's stderr (the audit trail by default): a
+	// file, so that the server writes to it directly. An io.Writer would
+	// put a pipe in between, and this process would spend CPU copying the
+	// trail on the cores the servers use.
+	devNull *os.File
+}
+
+// envFlag is a repeatable KEY=VALUE flag.
+type envFlag []string
+
+func (e *envFlag) String() string { return strings.Join(*e, " ") }
+
+func (e *envFlag) Set(v string) error {
+	if !strings.Contains(v, "=") {
+		return fmt.Errorf("%q is not KEY=VALUE", v)
+	}
+	*e = append(*e, v)
+	return nil
 }
 
 const token = "bench-token"
@@ -281,11 +304,12 @@ func (b *bench) env() []string {
 // server.
 func (b *bench) stdio(bin string, args []string) (cs *mcp.ClientSession, pid int, stop func()) {
 	cmd := exec.Command(b.self, "bare-stdio")
+	cmd.Env = b.env()
 	if bin != "" {
 		cmd = exec.Command(bin, args...)
+		cmd.Env = append(b.env(), b.toolgateEnv...)
 	}
-	cmd.Env = b.env()
-	cmd.Stderr = io.Discard // the audit trail, by default on stderr
+	cmd.Stderr = b.devNull // the audit trail, by default on stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "benche2e", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		fatal(fmt.Errorf("%v: %w", cmd.Args, err))
@@ -298,11 +322,12 @@ func (b *bench) stdio(bin string, args []string) (cs *mcp.ClientSession, pid int
 func (b *bench) http(bin string, args []string, rev string) (cs *mcp.ClientSession, pid int, stop func()) {
 	addr := freeAddr()
 	cmd := exec.Command(b.self, "bare-http", addr)
+	cmd.Env = b.env()
 	if bin != "" {
 		cmd = exec.Command(bin, append(args, "--http", addr)...)
+		cmd.Env = append(b.env(), b.toolgateEnv...)
 	}
-	cmd.Env = b.env()
-	cmd.Stderr = io.Discard
+	cmd.Stderr = b.devNull
 	if err := cmd.Start(); err != nil {
 		fatal(err)
 	}
@@ -428,7 +453,7 @@ func (b *bench) memory(rows, callers int) {
 		// first evaluation over 10 000 rows.
 		cmd := exec.Command(b.toolgate, b.serveArgs(p, "--stdio", "--eval-timeout", "10s", "--as", "cid", "--role", "manager", "--role", "contractor")...)
 		cmd.Env = b.env()
-		cmd.Stderr = io.Discard
+		cmd.Stderr = b.devNull
 		ctx := context.Background()
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "benche2e", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 		if err != nil {
