@@ -118,7 +118,10 @@ func plainString(v []byte) bool {
 // valid JSON object obj, each followed by a comma; ok is false for a key
 // with an escape or a duplicated protocol key (the full path decides).
 func appendProtocolEntries(buf, obj []byte) ([]byte, bool) {
-	start := len(buf)
+	// The protocol keys kept so far (quoted), to refuse a duplicate; the
+	// array holds the usual few without allocating.
+	var seenArr [8][]byte
+	seen := seenArr[:0]
 	i := skipSpace(obj, 1)
 	for i < len(obj) && obj[i] == '"' {
 		kend, ok := skipString(obj, i)
@@ -138,10 +141,15 @@ func appendProtocolEntries(buf, obj []byte) ([]byte, bool) {
 		if !ok {
 			return buf, false
 		}
-		if isProtocolKey(string(key[1 : len(key)-1])) {
-			if bytes.Contains(buf[start:], append(key, ':')) {
-				return buf, false
+		if isProtocolKeyBytes(key[1 : len(key)-1]) {
+			// Never append to key: it shares obj's array, and the byte
+			// after it (a space before the colon) would be overwritten.
+			for _, k := range seen {
+				if bytes.Equal(k, key) {
+					return buf, false
+				}
 			}
+			seen = append(seen, key)
 			buf = append(buf, key...)
 			buf = append(buf, ':')
 			buf = append(buf, obj[i:vend]...)
@@ -153,6 +161,14 @@ func appendProtocolEntries(buf, obj []byte) ([]byte, bool) {
 		}
 	}
 	return buf, true
+}
+
+// isProtocolKeyBytes is isProtocolKey for a key's bytes, without making a
+// string of them (the protocol's keys are longer than the 32 bytes a
+// conversion may keep off the heap).
+func isProtocolKeyBytes(k []byte) bool {
+	const prefix = "io.modelcontextprotocol/"
+	return len(k) > len(prefix) && string(k[:len(prefix)]) == prefix
 }
 
 // rewriteRawFast is rewriteRaw for a request of the common shape (the
