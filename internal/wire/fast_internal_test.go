@@ -208,3 +208,18 @@ func TestRewriteLeavesInputAlone(t *testing.T) {
 }
 
 func slicesClone(s []string) []string { return append([]string(nil), s...) }
+
+// TestAppendInfo: the fast path's wire entry is json.Marshal's, byte for
+// byte, for every ASCII byte, invalid UTF-8 and the characters encoding/json
+// escapes.
+func TestAppendInfo(t *testing.T) {
+	var ascii []byte
+	for c := range 0x80 {
+		ascii = append(ascii, byte(c))
+	}
+	for _, meta := range []string{"", `{"festi/runId":"r-1"}`, string(ascii), "\xff\xfe a \xc3", "é\u2028\u2029€😀", "<&>", `{"a":"\"\\"}`} {
+		want, err := json.Marshal(Info{Meta: meta})
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(appendInfo(nil, []byte(meta))), "%q", meta)
+	}
+}
