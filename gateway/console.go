@@ -54,13 +54,15 @@ func consoleStatus(cfg Config, eng *engine.Engine) console.Status {
 	h := health(eng, nil) // the console shows the revision; /healthz the bundle
 	rev := eng.Current()
 	cached, why := rev.DecisionMode()
-	s := console.Status{Status: h.Status, Revision: h.Revision, Hash: h.Hash, LoadedAt: h.LoadedAt, LastError: h.LastError,
+	s := console.Status{Status: h.Status, Revision: h.Revision.Number, Hash: h.Hash, LoadedAt: h.LoadedAt, LastError: h.LastError,
 		LastErrorAt: h.LastErrorAt, Reloads: h.Reloads, ReloadFailures: h.ReloadFailure, Tools: len(rev.Registry().Tools),
 		Evaluation: "per_call", EvaluationWhy: why, Source: "files", Registry: cfg.Registry, Policy: cfg.Policy}
 	if cached {
 		s.Evaluation = "per_caller"
 	}
 	switch {
+	case cfg.Bundle.Enabled():
+		s.Source, s.Registry, s.Policy = "bundle", "", ""
 	case cfg.Bundled():
 		s.Source = "bundled example"
 	case cfg.Registry == "":

@@ -3,10 +3,13 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/identity"
@@ -119,4 +123,47 @@ func TestSec04DemoTokenOnlyForBareBundledOnLoopback(t *testing.T) {
 			require.Contains(t, welcome, "every HTTP caller is nobody")
 		})
 	}
+}
+
+// TestSec04DemoTokenNotWithABundle: a bundle is not the bundled example,
+// even though it names no registry or policy directory: served on
+// loopback without --tokens, the public demo token is nobody, and the
+// console does not call the bundle "the bundled example". Not parallel:
+// the state directory is set through the environment.
+func TestSec04DemoTokenNotWithABundle(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	raw := exampleBundle(t, "prod-7", "")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(raw) }))
+	defer srv.Close()
+	cfg := gateway.Config{Serve: config.Serve{HTTP: "127.0.0.1:0", Ledger: "memory", Audit: filepath.Join(t.TempDir(), "audit.jsonl"),
+		Bundle: bundle.Config{URL: srv.URL + "/bundle.tar.gz"}}}
+	require.False(t, cfg.Bundled(), "a bundle is not the bundled example")
+	out := &syncBuffer{}
+	cfg.Stdout = out
+	g := startGateway(t, cfg)
+	defer func() { require.NoError(t, g.stop()) }()
+
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	ctx := t.Context()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "sec04", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.url,
+		HTTPClient: &http.Client{Transport: bearer{token: identity.DemoTokenValue, next: tr}}, DisableStandaloneSSE: true}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	list, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, list.Tools, "the demo token must be nobody when serving a bundle")
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	require.Equal(t, "Error: Unknown tool 'echo'.", res.Content[0].(*mcp.TextContent).Text)
+	require.NotContains(t, out.String(), identity.DemoTokenValue, "the welcome must not offer the demo token")
+
+	// Anyone's /healthz names the bundle's manifest revision.
+	resp, err := (&http.Client{Transport: tr}).Get(strings.TrimSuffix(g.url, "/mcp") + "/healthz")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"status":"ok","revision":"prod-7"}`, string(body))
 }

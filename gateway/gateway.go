@@ -19,6 +19,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -94,8 +95,10 @@ type Config struct {
 // to, and what `toolgate check` checks rows against.
 func BuiltinMethods() mcpadapter.MethodSet { return demo.Methods() }
 
-// Bundled reports whether the configuration serves the bundled example.
-func (c *Config) Bundled() bool { return c.Registry == "" && c.Policy == "" }
+// Bundled reports whether the configuration serves the bundled example:
+// no registry, no policy directory and no bundle (a bundle names neither,
+// and is the operator's policy, not the example).
+func (c *Config) Bundled() bool { return c.Registry == "" && c.Policy == "" && !c.Bundle.Enabled() }
 
 // demoTokenAllowed reports whether the bundled example's public demo
 // token may be offered: only when the server serves nothing but the bundled
@@ -668,8 +671,11 @@ func newJWT(ctx context.Context, cfg Config, addr string, log *slog.Logger) (*id
 // Health is what GET /healthz?verbose=1 answers to the operator role;
 // anyone else gets Status and Revision only (httpserve.Options.Health).
 type Health struct {
-	Status        string    `json:"status"`
-	Revision      uint64    `json:"revision"`
+	Status string `json:"status"`
+	// Revision is what serves: the engine's revision number, or the
+	// bundle's manifest revision when serving a bundle (docs/contract.md
+	// §14).
+	Revision      Revision  `json:"revision"`
 	Hash          string    `json:"hash"`
 	LoadedAt      time.Time `json:"loaded_at"`
 	LastError     string    `json:"last_error,omitempty"`
@@ -684,10 +690,37 @@ type Health struct {
 	Bundle *bundle.Status `json:"bundle,omitempty"`
 }
 
+// Revision is /healthz's revision: a JSON string, the bundle's manifest
+// revision, when Bundle is set; else a JSON number, the engine's revision
+// number (each reload adds one).
+type Revision struct {
+	Number uint64
+	Bundle string
+}
+
+// MarshalJSON implements json.Marshaler.
+func (r Revision) MarshalJSON() ([]byte, error) {
+	if r.Bundle != "" {
+		return json.Marshal(r.Bundle)
+	}
+	return json.Marshal(r.Number)
+}
+
+// UnmarshalJSON implements json.Unmarshaler: a string is a bundle's
+// revision, a number the engine's.
+func (r *Revision) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		*r = Revision{}
+		return json.Unmarshal(b, &r.Bundle)
+	}
+	*r = Revision{}
+	return json.Unmarshal(b, &r.Number)
+}
+
 // health is eng's Health, with the bundle's status when b is not nil.
 func health(eng *engine.Engine, b *bundle.Client) Health {
 	st := eng.Status()
-	h := Health{Status: "ok", Revision: st.Revision, Hash: st.Hash, LoadedAt: st.LoadedAt, LastError: st.LastError, LastErrorAt: st.LastErrorAt, Reloads: st.Reloads, ReloadFailure: st.ReloadFailures,
+	h := Health{Status: "ok", Revision: Revision{Number: st.Revision, Bundle: st.Label}, Hash: st.Hash, LoadedAt: st.LoadedAt, LastError: st.LastError, LastErrorAt: st.LastErrorAt, Reloads: st.Reloads, ReloadFailure: st.ReloadFailures,
 		BundleRevision: st.Label}
 	if b != nil {
 		st := b.Status()
