@@ -35,18 +35,8 @@ func BenchmarkHTTPCall(b *testing.B) {
 	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
 		b.Run("bare/"+rev, func(b *testing.B) {
 			benchHTTPCall(b, rev, func(ln net.Listener) {
-				s := benchdata.BareServer()
-				get := func(*http.Request) *mcp.Server { return s }
-				stateful := mcp.NewStreamableHTTPHandler(get, nil)
-				sessionless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true})
 				mux := http.NewServeMux()
-				mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					if r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28" && r.Header.Get("Mcp-Session-Id") == "" {
-						sessionless.ServeHTTP(w, r)
-						return
-					}
-					stateful.ServeHTTP(w, r)
-				}))
+				mux.Handle("/mcp", benchdata.BareHTTP(benchdata.BareServer()))
 				hs := &http.Server{Handler: mux}
 				go func() { _ = hs.Serve(ln) }()
 				b.Cleanup(func() { _ = hs.Close() })

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -110,4 +111,22 @@ func BareServer() *mcp.Server {
 		return res, nil, err
 	})
 	return s
+}
+
+// BareHTTP serves s over streamable HTTP as httpserve dispatches: the SDK's
+// stateful handler with its defaults, and its stateless one for the
+// requests of a sessionless revision (2026-07-28 on, named in their
+// Mcp-Protocol-Version header, without a session id), so that bare and
+// governed serve each revision the same way.
+func BareHTTP(s *mcp.Server) http.Handler {
+	get := func(*http.Request) *mcp.Server { return s }
+	stateful := mcp.NewStreamableHTTPHandler(get, nil)
+	sessionless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28" && r.Header.Get("Mcp-Session-Id") == "" {
+			sessionless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
 }

@@ -60,7 +60,7 @@ func main() {
 			return
 		case "bare-http":
 			mux := http.NewServeMux()
-			mux.Handle("/mcp", bareHTTP(benchdata.BareServer()))
+			mux.Handle("/mcp", benchdata.BareHTTP(benchdata.BareServer()))
 			fatal(http.ListenAndServe(os.Args[2], mux))
 		}
 	}
@@ -222,23 +222,6 @@ func median(xs []float64) float64 {
 		return (s[n/2-1] + s[n/2]) / 2
 	}
 	return s[len(s)/2]
-}
-
-// bareHTTP serves s over streamable HTTP as toolgate's httpserve does: the
-// SDK's stateful handler, and its stateless one for the requests of a
-// sessionless revision (by their Mcp-Protocol-Version header), so that
-// both sides of a line serve the same revision the same way.
-func bareHTTP(s *mcp.Server) http.Handler {
-	get := func(*http.Request) *mcp.Server { return s }
-	stateful := mcp.NewStreamableHTTPHandler(get, nil)
-	sessionless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Mcp-Protocol-Version") >= revisionSessionless && r.Header.Get("Mcp-Session-Id") == "" {
-			sessionless.ServeHTTP(w, r)
-			return
-		}
-		stateful.ServeHTTP(w, r)
-	})
 }
 
 type bench struct {
