@@ -12,10 +12,20 @@ func (p Problem) Diag(file string) diag.Diagnostic {
 }
 
 // List returns the error as a [diag.List]: a failure of the whole file
-// first, then every problem. errors.As with a *diag.List target finds it
-// too; Error keeps its own rendering.
+// first, then every problem; it renders as Error does. errors.As with a
+// *diag.List target finds it too.
 func (e *Error) List() *diag.List {
-	l := &diag.List{Err: e.Err}
+	l := &diag.List{Err: e.Err, Style: &diag.Style{
+		Header: func(int) string {
+			if e.Path == "" {
+				return "config"
+			}
+			return "config " + e.Path
+		},
+		Indent:     "  ",
+		Item:       diag.Diagnostic.LineString,
+		LeadInline: e.Err != nil || len(e.Problems) == 1,
+	}}
 	if e.Err != nil {
 		l.Add(diag.Diagnostic{Code: CodeInvalid, File: e.Path, Message: e.Err.Error()})
 	}

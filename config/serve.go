@@ -379,17 +379,9 @@ type Problem struct {
 	Message string
 }
 
-func (p Problem) String() string {
-	var b strings.Builder
-	if p.Line > 0 {
-		fmt.Fprintf(&b, "line %d: ", p.Line)
-	}
-	if p.Key != "" {
-		fmt.Fprintf(&b, "%s: ", p.Key)
-	}
-	b.WriteString(p.Message)
-	return b.String()
-}
+// String renders p as `line 3: watch: want true or false`, leaving out
+// what is unknown.
+func (p Problem) String() string { return p.Diag("").LineString() }
 
 // Error reports every problem of a configuration.
 type Error struct {
@@ -400,23 +392,9 @@ type Error struct {
 	Err error
 }
 
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("config")
-	if e.Path != "" {
-		fmt.Fprintf(&b, " %s", e.Path)
-	}
-	if e.Err != nil {
-		fmt.Fprintf(&b, ": %v", e.Err)
-	}
-	if len(e.Problems) == 1 && e.Err == nil {
-		fmt.Fprintf(&b, ": %s", e.Problems[0])
-		return b.String()
-	}
-	for _, p := range e.Problems {
-		fmt.Fprintf(&b, "\n  %s", p)
-	}
-	return b.String()
-}
+// Error renders `config <path>: <failure>` (or the lone problem) on the
+// first line and every other problem on a line of its own below it, through
+// [Error.List].
+func (e *Error) Error() string { return e.List().Error() }
 
 func (e *Error) Unwrap() error { return e.Err }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/backoff"
 )
 
 // Defaults of Options.
@@ -134,11 +136,7 @@ func New(sink Sink, opts Options) *Logger {
 // DefaultBackoff is exponential from 100 ms, doubling to at most 30 s, with
 // up to 20% jitter.
 func DefaultBackoff(attempt int) time.Duration {
-	d := 100 * time.Millisecond
-	for i := 1; i < attempt && d < 30*time.Second; i++ {
-		d *= 2
-	}
-	d = min(d, 30*time.Second)
+	d := backoff.Exponential(100*time.Millisecond, 30*time.Second, attempt)
 	return d + time.Duration(rand.Int64N(int64(d)/5+1))
 }
 

@@ -92,6 +92,21 @@ func (d Diagnostic) String() string {
 	return join(d.Where(), d.Code, d.Message)
 }
 
+// LineString renders the diagnostic as `line 3: field: message`, leaving
+// out what is unknown, for a list whose header already names the one file
+// it is about (a config file, a tokens file): File, Column and Code are not
+// shown.
+func (d Diagnostic) LineString() string {
+	line := ""
+	if d.Line > 0 {
+		line = "line " + strconv.Itoa(d.Line)
+	}
+	if where := join(line, d.Field); where != "" {
+		return where + ": " + d.Message
+	}
+	return d.Message
+}
+
 func join(parts ...string) string {
 	var b strings.Builder
 	for _, p := range parts {
@@ -121,6 +136,12 @@ type Style struct {
 	// `header: a; b` (just `a; b` when Header is nil), for errors that
 	// read as one sentence.
 	Inline bool
+	// LeadInline puts only the first diagnostic on the header's line, as
+	// `header: first`, and the rest on lines of their own below it: for an
+	// error whose first diagnostic is the one the others follow (a file
+	// that could not be read as a whole) or whose lone one reads as a
+	// sentence. It has no effect with Inline.
+	LeadInline bool
 }
 
 // List is an error reporting every problem found in one load: nothing of
@@ -167,7 +188,12 @@ func (l *List) Error() string {
 			b.WriteString("s")
 		}
 	}
-	for _, d := range l.Diagnostics {
+	below := l.Diagnostics
+	if st.LeadInline && len(below) > 0 {
+		b.WriteString(": " + item(below[0]))
+		below = below[1:]
+	}
+	for _, d := range below {
 		b.WriteString("\n")
 		b.WriteString(st.Indent)
 		b.WriteString(item(d))

@@ -30,6 +30,23 @@ func TestDiagnosticString(t *testing.T) {
 	}
 }
 
+func TestDiagnosticLineString(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		d    diag.Diagnostic
+		want string
+	}{
+		{diag.Diagnostic{Message: "boom"}, "boom"},
+		{diag.Diagnostic{File: "c.yaml", Code: "config_invalid", Column: 4, Message: "boom"}, "boom"},
+		{diag.Diagnostic{Line: 3, Message: "boom"}, "line 3: boom"},
+		{diag.Diagnostic{Field: "upstreams[1]", Message: "boom"}, "upstreams[1]: boom"},
+		{diag.Diagnostic{File: "c.yaml", Line: 3, Field: "watch", Message: "boom"}, "line 3: watch: boom"},
+		{diag.Diagnostic{Line: 3, Field: "watch"}, "line 3: watch: "},
+	} {
+		require.Equal(t, tc.want, tc.d.LineString())
+	}
+}
+
 func TestListError(t *testing.T) {
 	t.Parallel()
 	one := &diag.List{Diagnostics: []diag.Diagnostic{{Message: "a"}}}
@@ -43,6 +60,20 @@ func TestListError(t *testing.T) {
 	require.Equal(t, "things: 2: <a>; <b>", two.Error())
 	two.Style.Header = nil
 	require.Equal(t, "<a>; <b>", two.Error())
+}
+
+// TestListLeadInline: only the first diagnostic joins the header's line.
+func TestListLeadInline(t *testing.T) {
+	t.Parallel()
+	st := &diag.Style{Header: func(int) string { return "file f" }, Indent: "  ", LeadInline: true}
+	l := &diag.List{Style: st}
+	require.Equal(t, "file f", l.Error())
+	l.Add(diag.Diagnostic{Message: "a"})
+	require.Equal(t, "file f: a", l.Error())
+	l.Add(diag.Diagnostic{Message: "b"}, diag.Diagnostic{Message: "c"})
+	require.Equal(t, "file f: a\n  b\n  c", l.Error())
+	st.Inline = true
+	require.Equal(t, "file f: a; b; c", l.Error())
 }
 
 // TestListUnwrapsAndViews: errors.Is sees the underlying error, and an

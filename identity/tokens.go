@@ -179,17 +179,9 @@ type TokenProblem struct {
 	Message string
 }
 
-func (p TokenProblem) String() string {
-	var b strings.Builder
-	if p.Line > 0 {
-		fmt.Fprintf(&b, "line %d: ", p.Line)
-	}
-	if p.Key != "" {
-		fmt.Fprintf(&b, "entry %s…: ", p.Key)
-	}
-	b.WriteString(p.Message)
-	return b.String()
-}
+// String renders p as `line 3: entry 0123456789ab…: empty subject`,
+// leaving out what is unknown.
+func (p TokenProblem) String() string { return tokenItem(p.Diag("")) }
 
 // TokenFileError reports every invalid entry of a tokens file.
 type TokenFileError struct {
@@ -199,20 +191,9 @@ type TokenFileError struct {
 	Err error
 }
 
-func (e *TokenFileError) Error() string {
-	var b strings.Builder
-	b.WriteString("tokens")
-	if e.Path != "" {
-		fmt.Fprintf(&b, " %s", e.Path)
-	}
-	if e.Err != nil {
-		fmt.Fprintf(&b, ": %v", e.Err)
-	}
-	for _, p := range e.Problems {
-		fmt.Fprintf(&b, "\n  %s", p)
-	}
-	return b.String()
-}
+// Error renders `tokens <path>: <failure>` on the first line and every
+// invalid entry on a line of its own below it, through [TokenFileError.List].
+func (e *TokenFileError) Error() string { return e.List().Error() }
 
 func (e *TokenFileError) Unwrap() error { return e.Err }
 

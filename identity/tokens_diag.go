@@ -12,10 +12,20 @@ func (p TokenProblem) Diag(file string) diag.Diagnostic {
 }
 
 // List returns the error as a [diag.List]: a failure of the whole file
-// first, then every invalid entry. errors.As with a *diag.List target
-// finds it too; Error keeps its own rendering.
+// first, then every invalid entry; it renders as Error does. errors.As
+// with a *diag.List target finds it too.
 func (e *TokenFileError) List() *diag.List {
-	l := &diag.List{Err: e.Err}
+	l := &diag.List{Err: e.Err, Style: &diag.Style{
+		Header: func(int) string {
+			if e.Path == "" {
+				return "tokens"
+			}
+			return "tokens " + e.Path
+		},
+		Indent:     "  ",
+		Item:       tokenItem,
+		LeadInline: e.Err != nil,
+	}}
 	if e.Err != nil {
 		l.Add(diag.Diagnostic{Code: CodeTokensInvalid, File: e.Path, Message: e.Err.Error()})
 	}
@@ -23,6 +33,15 @@ func (e *TokenFileError) List() *diag.List {
 		l.Add(p.Diag(e.Path))
 	}
 	return l
+}
+
+// tokenItem renders an entry's diagnostic with its digest prefix (Field)
+// as `entry 0123456789ab…`.
+func tokenItem(d diag.Diagnostic) string {
+	if d.Field != "" {
+		d.Field = "entry " + d.Field + "…"
+	}
+	return d.LineString()
 }
 
 // As gives errors.As the error as a *diag.List; other targets are looked

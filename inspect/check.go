@@ -10,6 +10,7 @@ import (
 	"testing/fstest"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/lines"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/schema"
@@ -333,15 +334,15 @@ func policyFinding(code string, err error, c *engine.Caller) Finding {
 // WriteText writes the report for people: what was checked, then one line
 // per error and warning (`error code: where: message`), then the counts.
 func (r *CheckReport) WriteText(w io.Writer) error {
-	p := &printer{w: w}
+	p := lines.New(w)
 	drivers := "none"
 	if len(r.URLDrivers) > 0 {
 		drivers = strings.Join(r.URLDrivers, ", ")
 	}
 	if r.RegistryLoaded {
-		p.line("registry  %s (%s; URL drivers: %s)", r.Registry, plural(r.Tools, "tool"), drivers)
+		p.Line("registry  %s (%s; URL drivers: %s)", r.Registry, plural(r.Tools, "tool"), drivers)
 	} else {
-		p.line("registry  %s (not loaded)", r.Registry)
+		p.Line("registry  %s (not loaded)", r.Registry)
 	}
 	files := "not loaded"
 	switch {
@@ -350,30 +351,30 @@ func (r *CheckReport) WriteText(w io.Writer) error {
 	case r.PoliciesLoaded:
 		files = strings.Join(r.PolicyFiles, ", ")
 	}
-	p.line("policies  %s (%s)", r.Policies, files)
+	p.Line("policies  %s (%s)", r.Policies, files)
 	if len(r.Callers) > 0 {
 		labels := make([]string, len(r.Callers))
 		for i := range r.Callers {
 			labels[i] = CallerLabel(&r.Callers[i])
 		}
-		p.line("callers   %s", strings.Join(labels, "; "))
+		p.Line("callers   %s", strings.Join(labels, "; "))
 	}
 	if len(r.Errors)+len(r.Warnings) > 0 {
-		p.line("")
+		p.Line("")
 	}
 	for _, f := range r.Errors {
-		p.line("error   %s", f)
+		p.Line("error   %s", f)
 	}
 	for _, f := range r.Warnings {
-		p.line("warning %s", f)
+		p.Line("warning %s", f)
 	}
-	p.line("")
+	p.Line("")
 	if r.OK() && len(r.Warnings) == 0 {
-		p.line("ok: no errors, no warnings")
+		p.Line("ok: no errors, no warnings")
 	} else {
-		p.line("%s, %s", plural(len(r.Errors), "error"), plural(len(r.Warnings), "warning"))
+		p.Line("%s, %s", plural(len(r.Errors), "error"), plural(len(r.Warnings), "warning"))
 	}
-	return p.err
+	return p.Err()
 }
 
 // WriteJSON writes the report as one indented JSON object.
@@ -388,17 +389,4 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
-}
-
-// printer writes lines and keeps the first error.
-type printer struct {
-	w   io.Writer
-	err error
-}
-
-func (p *printer) line(format string, args ...any) {
-	if p.err != nil {
-		return
-	}
-	_, p.err = fmt.Fprintf(p.w, format+"\n", args...)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/lines"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
 )
@@ -320,78 +321,78 @@ func resultText(raw []byte) string {
 
 // WriteText writes the explanation for people.
 func (x *Explanation) WriteText(w io.Writer) error {
-	p := &printer{w: w}
-	p.line("revision  %s", x.Revision)
-	p.line("caller    %s", CallerLabel(x.Caller))
+	p := lines.New(w)
+	p.Line("revision  %s", x.Revision)
+	p.Line("caller    %s", CallerLabel(x.Caller))
 	switch x.Mode {
 	case engine.Override.String():
-		p.line("decision  override: exactly the policy's granted set (%s)", locations(x.OverrideRules))
+		p.Line("decision  override: exactly the policy's granted set (%s)", locations(x.OverrideRules))
 	case engine.NoOverride.String():
-		p.line("decision  no override: granted is undefined, the base decision stands")
+		p.Line("decision  no override: granted is undefined, the base decision stands")
 	case engine.Failed.String():
-		p.line("decision  failed: calls are refused, tools/list falls back to the base decision")
-		p.line("          %s", x.Failure)
+		p.Line("decision  failed: calls are refused, tools/list falls back to the base decision")
+		p.Line("          %s", x.Failure)
 	case engine.Nobody.String():
-		p.line("decision  nobody: no tool, no policy asked")
+		p.Line("decision  nobody: no tool, no policy asked")
 	}
 	if unknown := x.unknownGranted(); len(unknown) > 0 {
-		p.line("          granted also names tools no row has: %s", strings.Join(unknown, ", "))
+		p.Line("          granted also names tools no row has: %s", strings.Join(unknown, ", "))
 	}
 	switch x.Evaluation {
 	case "per_caller":
-		p.line("evaluated once per caller, then memoised: %s", x.EvaluationWhy)
+		p.Line("evaluated once per caller, then memoised: %s", x.EvaluationWhy)
 	case "per_call":
-		p.line("evaluated per call: %s", x.EvaluationWhy)
+		p.Line("evaluated per call: %s", x.EvaluationWhy)
 	}
-	p.line("")
+	p.Line("")
 	width := len("tool")
 	for _, t := range x.Tools {
 		width = max(width, len(t.Name))
 	}
-	p.line("  %-*s  %-7s  %-7s  %s", width, "tool", "base", "granted", "why (base)")
+	p.Line("  %-*s  %-7s  %-7s  %s", width, "tool", "base", "granted", "why (base)")
 	for _, t := range x.Tools {
 		why := t.BaseWhy
 		if t.Driver != "" {
 			why += "; driver: " + t.Driver
 		}
-		p.line("  %-*s  %-7s  %-7s  %s", width, t.Name, yesNo(t.Base), yesNo(t.Granted), why)
+		p.Line("  %-*s  %-7s  %-7s  %s", width, t.Name, yesNo(t.Base), yesNo(t.Granted), why)
 	}
-	p.line("")
-	p.line("granted   %s", list(x.Granted))
+	p.Line("")
+	p.Line("granted   %s", list(x.Granted))
 	if !slices.Equal(x.Granted, x.Listed) {
-		p.line("listed    %s", list(x.Listed))
+		p.Line("listed    %s", list(x.Listed))
 	}
 	if c := x.Call; c != nil {
-		p.line("")
-		p.line("call      %s", c.Tool)
+		p.Line("")
+		p.Line("call      %s", c.Tool)
 		if c.Method != "" {
-			p.line("method    %s", c.Method)
+			p.Line("method    %s", c.Method)
 		}
-		p.line("stage     %s", c.Stage)
+		p.Line("stage     %s", c.Stage)
 		switch c.Stage {
 		case StageRun:
-			p.line("answer    the arguments are bound and %s runs: its result, or an argument answer", c.Method)
+			p.Line("answer    the arguments are bound and %s runs: its result, or an argument answer", c.Method)
 		default:
-			p.line("answer    %s", c.Answer)
+			p.Line("answer    %s", c.Answer)
 		}
 		for _, r := range c.Reasons {
-			p.line("reason    %s (%s)", r.Message, locations(r.Rules))
+			p.Line("reason    %s (%s)", r.Message, locations(r.Rules))
 		}
 		if c.Approval != nil {
-			p.line("approval  approvers %s, ttl %s", strings.Join(c.Approval.Approvers, ", "), c.Approval.TTL)
+			p.Line("approval  approvers %s, ttl %s", strings.Join(c.Approval.Approvers, ", "), c.Approval.TTL)
 		}
 		if c.Confirm != "" {
-			p.line("confirm   %q, asked of the user before the method runs", c.Confirm)
+			p.Line("confirm   %q, asked of the user before the method runs", c.Confirm)
 		}
-		p.line("decided   %s", c.DecidedBy)
+		p.Line("decided   %s", c.DecidedBy)
 		if len(c.Rules) > 0 {
-			p.line("rules     %s", locations(c.Rules))
+			p.Line("rules     %s", locations(c.Rules))
 		}
 		if c.Failure != "" {
-			p.line("failure   %s", c.Failure)
+			p.Line("failure   %s", c.Failure)
 		}
 	}
-	return p.err
+	return p.Err()
 }
 
 // WriteJSON writes the explanation as one indented JSON object.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/lines"
 )
 
 // PrettyOptions tunes [Report.WritePrettyOpts].
@@ -28,7 +30,7 @@ func (r *Report) WritePretty(w io.Writer, verbose bool) error {
 // WritePrettyOpts is WritePretty with every option.
 func (r *Report) WritePrettyOpts(w io.Writer, opts PrettyOptions) error {
 	bw := bufio.NewWriter(w)
-	p := printer{w: bw}
+	p := lines.New(bw)
 
 	dirty := false
 	lastFile := ""
@@ -39,35 +41,35 @@ func (r *Report) WritePrettyOpts(w io.Writer, opts PrettyOptions) error {
 		dirty = true
 		if res.Location.File != "" {
 			if lastFile != "" && lastFile != res.Location.File {
-				p.line("")
+				p.Line("")
 			}
-			p.line("%s:%d:", res.Location.File, res.Location.Row)
+			p.Line("%s:%d:", res.Location.File, res.Location.Row)
 			lastFile = res.Location.File
 		}
-		p.line("%s", headline(res, opts.HideDurations))
+		p.Line("%s", headline(res, opts.HideDurations))
 		for _, c := range res.Cases {
 			if c.Fail || opts.Verbose {
-				p.line("  %s: %s", strings.Join(c.Path, " / "), caseOutcome(c))
+				p.Line("  %s: %s", strings.Join(c.Path, " / "), caseOutcome(c))
 			}
 		}
 		if out := strings.TrimSpace(res.Output); out != "" {
-			p.line("")
-			p.indented(out, "  ")
-			p.line("")
+			p.Line("")
+			p.Indented(out, "  ")
+			p.Line("")
 		}
 		if res.Error != "" {
-			p.indented(res.Error, "  ")
+			p.Indented(res.Error, "  ")
 		}
 		if res.FailedAt != nil {
-			p.line("  failed at %s", res.FailedAt)
+			p.Line("  failed at %s", res.FailedAt)
 		}
 		if opts.Verbose && res.Trace != "" {
-			p.line("")
-			p.indented(strings.TrimRight(res.Trace, "\n"), "  ")
+			p.Line("")
+			p.Indented(strings.TrimRight(res.Trace, "\n"), "  ")
 		}
 	}
 	if dirty {
-		p.line("%s", strings.Repeat("-", 80))
+		p.Line("%s", strings.Repeat("-", 80))
 	}
 
 	pass, fail, errored, skip := r.Counts()
@@ -77,19 +79,19 @@ func (r *Report) WritePrettyOpts(w io.Writer, opts PrettyOptions) error {
 		n     int
 	}{{"PASS", pass}, {"FAIL", fail}, {"SKIPPED", skip}, {"ERROR", errored}} {
 		if c.n != 0 {
-			p.line("%s: %d/%d", c.label, c.n, total)
+			p.Line("%s: %d/%d", c.label, c.n, total)
 		}
 	}
 	if total == 0 {
-		p.line("no tests were run")
+		p.Line("no tests were run")
 	}
 
 	if r.Coverage != nil {
-		writeCoverage(&p, r.Coverage)
+		writeCoverage(p, r.Coverage)
 	}
 
-	if p.err != nil {
-		return p.err
+	if err := p.Err(); err != nil {
+		return err
 	}
 	return bw.Flush()
 }
@@ -122,8 +124,8 @@ func caseOutcome(c Case) string {
 	return "PASS"
 }
 
-func writeCoverage(p *printer, c *Coverage) {
-	p.line("Coverage:")
+func writeCoverage(p *lines.Writer, c *Coverage) {
+	p.Line("Coverage:")
 	width := len("total")
 	for _, f := range c.Files {
 		width = max(width, len(f.File))
@@ -137,29 +139,10 @@ func writeCoverage(p *printer, c *Coverage) {
 			}
 			s += "  not covered: " + strings.Join(ranges, ", ")
 		}
-		p.line("%s", s)
+		p.Line("%s", s)
 	}
 	for _, f := range c.Files {
 		row(f.File, f.Percent, f.CoveredLines, f.NotCoveredLines, f.NotCovered)
 	}
 	row("total", c.Percent, c.CoveredLines, c.NotCoveredLines, nil)
-}
-
-// printer writes lines and keeps the first error.
-type printer struct {
-	w   io.Writer
-	err error
-}
-
-func (p *printer) line(format string, args ...any) {
-	if p.err != nil {
-		return
-	}
-	_, p.err = fmt.Fprintf(p.w, format+"\n", args...)
-}
-
-func (p *printer) indented(text, indent string) {
-	for l := range strings.SplitSeq(text, "\n") {
-		p.line("%s%s", indent, l)
-	}
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/internal/backoff"
 )
 
 // ErrTimeout is the cause of a call that outlived its upstream's Timeout.
@@ -55,14 +57,6 @@ func (s *session) alive() bool {
 	default:
 		return true
 	}
-}
-
-func backoff(failures int) time.Duration {
-	d := backoffMin
-	for i := 1; i < failures && d < backoffMax; i++ {
-		d *= 2
-	}
-	return min(d, backoffMax)
 }
 
 // session returns a live session, opening one if there is none. It never
@@ -142,7 +136,7 @@ func (c *conn) dial(ch chan struct{}) {
 	if err != nil {
 		c.failures++
 		c.lastErr = err
-		c.retryAt = time.Now().Add(backoff(c.failures))
+		c.retryAt = time.Now().Add(backoff.Exponential(backoffMin, backoffMax, c.failures))
 	} else {
 		c.sess, c.failures, c.lastErr, c.retryAt = s, 0, nil, time.Time{}
 		if tools != nil {
