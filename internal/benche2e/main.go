@@ -344,8 +344,10 @@ func (t bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // and returns calls per second and the CPU time the server process (pid)
 // spent per call. Every answer is checked.
 func (b *bench) drive(ctx context.Context, cs *mcp.ClientSession, pid int) measurement {
-	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}, Meta: mcp.Meta{"festi/runId": "r-1"}}
 	call := func() error {
+		// Params of its own for every call: on a 2026-07-28 session the
+		// client writes its protocol entries into the params' _meta.
+		params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}, Meta: mcp.Meta{"festi/runId": "r-1"}}
 		res, err := cs.CallTool(ctx, params)
 		switch {
 		case err != nil:
