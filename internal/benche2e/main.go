@@ -213,6 +213,7 @@ func (b *bench) measure(l *line) measurement {
 		fatal(fmt.Errorf("%s: the session negotiated protocol revision %s, earlier %s", l.name, got, l.negotiated))
 	}
 	l.negotiated = got
+	b.current = l.name
 	return b.drive(context.Background(), cs, pid)
 }
 
@@ -235,6 +236,7 @@ type bench struct {
 	// put a pipe in between, and this process would spend CPU copying the
 	// trail on the cores the servers use.
 	devNull *os.File
+	current string // the line being measured, for errors
 }
 
 // envFlag is a repeatable KEY=VALUE flag.
@@ -378,7 +380,7 @@ func (b *bench) drive(ctx context.Context, cs *mcp.ClientSession, pid int) measu
 		}
 		wg.Wait()
 		if failed != nil {
-			fatal(failed)
+			fatal(fmt.Errorf("%s: %w", b.current, failed))
 		}
 		return time.Since(start)
 	}
