@@ -3,18 +3,9 @@ package bundle_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/hex"
-	"encoding/pem"
 	"io/fs"
-	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
@@ -29,39 +20,6 @@ import (
 	"github.com/toolgate/toolgate/internal/bundletest"
 )
 
-// keyPair writes a fresh RSA key pair as PEM files and returns their paths.
-func keyPair(t *testing.T) (private, public string) {
-	t.Helper()
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	private, public = filepath.Join(dir, "key.pem"), filepath.Join(dir, "pub.pem")
-	require.NoError(t, os.WriteFile(private, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}), 0o600))
-	pub, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(public, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600))
-	return private, public
-}
-
-// example is the bundled example with grant.rego replaced by grant, when
-// grant is not "".
-func example(t *testing.T, grant string) engine.Source {
-	t.Helper()
-	fsys := fstest.MapFS{"registry.yaml": {Data: toolgate.ExampleRegistry()}}
-	require.NoError(t, fs.WalkDir(toolgate.ExamplePolicies(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := fs.ReadFile(toolgate.ExamplePolicies(), p)
-		fsys["policies/"+p] = &fstest.MapFile{Data: data}
-		return err
-	}))
-	if grant != "" {
-		fsys["policies/grant.rego"] = &fstest.MapFile{Data: []byte(grant)}
-	}
-	return engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}
-}
-
 func build(t *testing.T, src engine.Source, o bundle.BuildOptions) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -71,7 +29,7 @@ func build(t *testing.T, src engine.Source, o bundle.BuildOptions) []byte {
 
 func TestBuildLoadsBack(t *testing.T) {
 	t.Parallel()
-	raw := build(t, example(t, ""), bundle.BuildOptions{Revision: "rev-1"})
+	raw := build(t, bundletest.Example(t, ""), bundle.BuildOptions{Revision: "rev-1"})
 	b, err := bundle.Read(bytes.NewReader(raw), nil)
 	require.NoError(t, err)
 	require.Equal(t, "rev-1", b.Manifest.Revision)
@@ -89,14 +47,14 @@ func TestBuildLoadsBack(t *testing.T) {
 func TestBuildRefusesWhatDoesNotLoad(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	err := bundle.Build(context.Background(), &buf, example(t, "package toolgate.grant\n\ngranted contains x\n"), bundle.BuildOptions{})
+	err := bundle.Build(context.Background(), &buf, bundletest.Example(t, "package toolgate.grant\n\ngranted contains x\n"), bundle.BuildOptions{})
 	require.Error(t, err)
 	require.Zero(t, buf.Len())
 }
 
 func TestToSourceWithoutRegistry(t *testing.T) {
 	t.Parallel()
-	raw := build(t, example(t, ""), bundle.BuildOptions{})
+	raw := build(t, bundletest.Example(t, ""), bundle.BuildOptions{})
 	b, err := bundle.Read(bytes.NewReader(raw), nil)
 	require.NoError(t, err)
 	delete(b.Data, "toolgate")
@@ -107,29 +65,6 @@ func TestToSourceWithoutRegistry(t *testing.T) {
 	b.Patch = opabundle.Patch{Data: []opabundle.PatchOperation{{Op: "upsert", Path: "/x", Value: 1}}}
 	_, err = bundle.ToSource(&b)
 	require.ErrorIs(t, err, bundle.ErrDelta)
-}
-
-// server is a bundle server: it serves its current bundle with an ETag.
-type server struct {
-	mu  sync.Mutex
-	raw []byte
-}
-
-func (s *server) set(raw []byte) { s.mu.Lock(); s.raw = raw; s.mu.Unlock() }
-
-func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	raw := s.raw
-	s.mu.Unlock()
-	sum := sha256.Sum256(raw)
-	etag := `"` + hex.EncodeToString(sum[:8]) + `"`
-	if r.Header.Get("If-None-Match") == etag {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	w.Header().Set("ETag", etag)
-	w.Header().Set("Content-Type", "application/gzip")
-	_, _ = w.Write(raw)
 }
 
 // eventually polls cond until it holds; the deadline only bounds a failure.
@@ -146,25 +81,34 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 const grantEcho = "package toolgate.grant\n\ngranted := {\"echo\"}\n"
 
-// TestClient walks a bundle's life: downloaded and served, replaced by a
-// new revision, a bad signature and a bundle that does not compile refused
-// with the last good one serving, and after a restart without the server
-// the persisted one served.
-func TestClient(t *testing.T) {
-	t.Parallel()
+// transport is where a client's bundles come from, for clientLifecycle.
+type transport struct {
+	// publish makes raw the bundle the transport serves.
+	publish func(raw []byte)
+	// stop ends the transport once the client's Run has ended.
+	stop func()
+	// done, when set, checks a client that has done: the first once Run
+	// has ended, the one without persisted state once Initial failed.
+	done func(c *bundle.Client)
+}
+
+// clientLifecycle walks a bundle's life with a client of cfg (its
+// Signing.KeyFile is set to a fresh public key) over tr: r1 downloaded and
+// served, replaced by r2, a bad signature (r3) and a bundle that does not
+// compile (r4) refused with r2 serving, the state persisted with private
+// modes, and after a restart without the transport r2 served. It returns
+// the first client.
+func clientLifecycle(t *testing.T, cfg bundle.Config, tr transport) *bundle.Client {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	priv, pub := keyPair(t)
-	otherPriv, _ := keyPair(t)
+	priv, pub := bundletest.KeyPair(t)
+	otherPriv, _ := bundletest.KeyPair(t)
 	signed := func(rev, grant, key string) []byte {
-		return build(t, example(t, grant), bundle.BuildOptions{Revision: rev, SigningKeyFile: key})
+		return build(t, bundletest.Example(t, grant), bundle.BuildOptions{Revision: rev, SigningKeyFile: key})
 	}
-	srv := &server{raw: signed("r1", "", priv)}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	one := int64(1)
-	cfg := bundle.Config{URL: hs.URL + "/bundles/toolgate.tar.gz", Polling: bundle.Polling{MinDelaySeconds: &one, MaxDelaySeconds: &one},
-		Signing: bundle.Signing{KeyFile: pub}}
+	cfg.Signing.KeyFile = pub
+	tr.publish(signed("r1", "", priv))
 	state := t.TempDir()
 	var activated, refused atomic.Int32
 	c, err := bundle.New(cfg, bundle.Options{StateDir: state,
@@ -173,12 +117,13 @@ func TestClient(t *testing.T) {
 	src, err := c.Initial(ctx)
 	require.NoError(t, err)
 	require.Equal(t, "r1", src.Revision)
+	require.NotEmpty(t, c.Status().ETag)
 	eng, err := engine.New(ctx, src)
 	require.NoError(t, err)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(ctx, eng) }()
 
-	srv.set(signed("r2", grantEcho, priv))
+	tr.publish(signed("r2", grantEcho, priv))
 	eventually(t, "r2 activated", func() bool { return activated.Load() == 1 }) // after the swap and the persisting
 	require.Equal(t, "r2", eng.Current().Label())
 	require.Empty(t, c.Status().LastError)
@@ -186,7 +131,7 @@ func TestClient(t *testing.T) {
 	require.Equal(t, int32(1), activated.Load())
 	require.Zero(t, refused.Load())
 
-	srv.set(signed("r3", "", otherPriv)) // signed with a key we do not trust
+	tr.publish(signed("r3", "", otherPriv)) // signed with a key we do not trust
 	eventually(t, "r3 refused", func() bool { return refused.Load() > 0 })
 	require.Contains(t, c.Status().LastError, "signature")
 	require.Contains(t, eng.Status().LastError, "signature") // /healthz says so
@@ -194,20 +139,24 @@ func TestClient(t *testing.T) {
 	require.Equal(t, "r2", c.Status().Revision)
 
 	// Signed right, but does not compile: built by hand, as Build refuses it.
-	bad := example(t, "")
+	bad := bundletest.Example(t, "")
 	bad.FS.(fstest.MapFS)["policies/broken.rego"] = &fstest.MapFile{Data: []byte("package toolgate.grant\n\nx := y\n")}
 	raw, err := bundletest.SignedUnchecked(bad, "r4", priv)
 	require.NoError(t, err)
-	srv.set(raw)
+	tr.publish(raw)
 	eventually(t, "r4 refused", func() bool {
-		return c.Status().LastError != "" && bytes.Contains([]byte(c.Status().LastError), []byte("r4"))
+		return bytes.Contains([]byte(c.Status().LastError), []byte("r4"))
 	})
 	require.Equal(t, "r2", eng.Current().Label())
 	require.NotEmpty(t, eng.Status().LastError)
+	require.Equal(t, int32(1), activated.Load())
 
 	cancel()
 	<-done
-	hs.Close()
+	tr.stop()
+	if tr.done != nil {
+		tr.done(c)
+	}
 
 	// Persisted with private modes.
 	var files []string
@@ -232,7 +181,7 @@ func TestClient(t *testing.T) {
 	}))
 	require.ElementsMatch(t, []string{"bundle.tar.gz", "etag"}, files)
 
-	// A restart while the bundle server is down serves the last good bundle.
+	// A restart while the transport is down serves the last good bundle.
 	c2, err := bundle.New(cfg, bundle.Options{StateDir: state})
 	require.NoError(t, err)
 	src, err = c2.Initial(context.Background())
@@ -240,9 +189,25 @@ func TestClient(t *testing.T) {
 	require.Equal(t, "r2", src.Revision)
 	require.True(t, c2.Status().Persisted)
 
-	// Without a persisted bundle and without the server there is nothing to serve.
+	// Without a persisted bundle and without the transport there is nothing to serve.
 	c3, err := bundle.New(cfg, bundle.Options{StateDir: t.TempDir()})
 	require.NoError(t, err)
 	_, err = c3.Initial(context.Background())
 	require.Error(t, err)
+	if tr.done != nil {
+		tr.done(c3)
+	}
+	return c
+}
+
+// TestClient walks a bundle's life (clientLifecycle) with the bundle
+// served over HTTP with an ETag.
+func TestClient(t *testing.T) {
+	t.Parallel()
+	srv := bundletest.NewServer(nil)
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	one := int64(1)
+	clientLifecycle(t, bundle.Config{URL: hs.URL + "/bundles/toolgate.tar.gz", Polling: bundle.Polling{MinDelaySeconds: &one, MaxDelaySeconds: &one}},
+		transport{publish: srv.Set, stop: hs.Close})
 }

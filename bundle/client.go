@@ -125,14 +125,24 @@ func New(cfg Config, opts Options) (*Client, error) {
 			resource += "?" + u.RawQuery
 		}
 	}
+	// Every download goes through boundedAuth (MaxBundleBytes), which
+	// applies the service's own credentials.
+	creds := map[string]any{"plugin": limitPlugin}
 	if b := cfg.Credentials.Bearer; b.TokenPath != "" {
-		svcConf["credentials"] = map[string]any{"bearer": map[string]any{"token_path": b.TokenPath, "scheme": b.Scheme}}
+		creds["bearer"] = map[string]any{"token_path": b.TokenPath, "scheme": b.Scheme}
 	}
+	svcConf["credentials"] = creds
 	svc, err := json.Marshal(svcConf)
 	if err != nil {
 		return nil, err
 	}
-	rc, err := rest.New(svc, nil, rest.Logger(logging.NewNoOpLogger()))
+	rc, err := rest.New(svc, nil, rest.Logger(logging.NewNoOpLogger()),
+		rest.AuthPluginLookup(func(name string) rest.HTTPAuthPlugin {
+			if name == limitPlugin {
+				return &boundedAuth{}
+			}
+			return nil
+		}))
 	if err != nil {
 		return nil, fmt.Errorf("bundle url: %w", err)
 	}

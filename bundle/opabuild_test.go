@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/bundletest"
 )
 
 // opaVersion is the OPA release whose stock `opa build` must make bundles
@@ -52,7 +53,7 @@ func TestStockOPABuildLoads(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(root, "policies", name), data, 0o644))
 	}
-	priv, pub := keyPair(t)
+	priv, pub := bundletest.KeyPair(t)
 	opa(t, root, "build", "-b", ".", "-o", "../bundle.tar.gz", "--revision", "opa-1", "--signing-key", priv)
 
 	raw, err := os.ReadFile(filepath.Join(dir, "bundle.tar.gz"))

@@ -99,12 +99,7 @@ func TestAuthProblems(t *testing.T) {
 				args = append([]string{"--config", cfg}, args...)
 			}
 			_, err := config.LoadServe(append(args, "--ledger", "memory"), io.Discard)
-			var ce *config.Error
-			require.ErrorAs(t, err, &ce)
-			var got []string
-			for _, p := range ce.Problems {
-				got = append(got, p.String())
-			}
+			got := problems(t, err)
 			assert.Equal(t, tc.want, got)
 		})
 	}

@@ -16,6 +16,18 @@ import (
 	"github.com/toolgate/toolgate/config"
 )
 
+// problems are the texts of a *config.Error's problems; err must be one.
+func problems(t *testing.T, err error) []string {
+	t.Helper()
+	var ce *config.Error
+	require.ErrorAs(t, err, &ce)
+	var got []string
+	for _, p := range ce.Problems {
+		got = append(got, p.String())
+	}
+	return got
+}
+
 func ptr[T any](v T) *T { return &v }
 
 func writeConfig(t *testing.T, content string) (path, dir string) {
@@ -170,12 +182,7 @@ func TestFileValueKinds(t *testing.T) {
 	t.Parallel()
 	cfg, _ := writeConfig(t, "roles: admin\nhookTimeout: 10\nstdio: yes please\nas: [x]\nupstreams: {a: b}\nhttp: :1\nhttp: :2\n")
 	_, err := config.LoadFile(cfg)
-	var ce *config.Error
-	require.ErrorAs(t, err, &ce)
-	var got []string
-	for _, p := range ce.Problems {
-		got = append(got, p.String())
-	}
+	got := problems(t, err)
 	assert.Equal(t, []string{
 		"line 1: roles: want a list of role names",
 		"line 2: hookTimeout: want a positive duration such as 10s",
@@ -222,12 +229,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		},
 	}
 	err := s.Validate()
-	var ce *config.Error
-	require.ErrorAs(t, err, &ce)
-	var got []string
-	for _, p := range ce.Problems {
-		got = append(got, p.String())
-	}
+	got := problems(t, err)
 	assert.Equal(t, []string{
 		"roles: roles are given without a subject (as)",
 		`ledger: want memory, sqlite:PATH or postgres://..., got "redis://x"`,
@@ -310,12 +312,7 @@ func TestUpstreamSectionAndTrustKinds(t *testing.T) {
 	t.Parallel()
 	cfg, _ := writeConfig(t, "upstreams:\n  - {name: a, command: x, import: true, section: \"\", trust_annotations: \"yes\"}\n")
 	_, err := config.LoadFile(cfg)
-	var ce *config.Error
-	require.ErrorAs(t, err, &ce)
-	var got []string
-	for _, p := range ce.Problems {
-		got = append(got, p.String())
-	}
+	got := problems(t, err)
 	assert.Equal(t, []string{
 		"line 2: upstreams[0]: section: wrong kind of value",
 		"line 2: upstreams[0]: trust_annotations: wrong kind of value",
@@ -338,12 +335,7 @@ func TestZeroIsNotTheDefault(t *testing.T) {
 	}
 	cfg, _ := writeConfig(t, "evalTimeout: 0s\nmaxSessions: 0\n")
 	_, err := config.LoadServe([]string{"--config", cfg}, io.Discard)
-	var ce *config.Error
-	require.ErrorAs(t, err, &ce)
-	var got []string
-	for _, p := range ce.Problems {
-		got = append(got, p.String())
-	}
+	got := problems(t, err)
 	assert.Equal(t, []string{
 		"line 1: evalTimeout: want a positive duration such as 250ms",
 		"line 2: maxSessions: want a whole number, 1 or more",

@@ -21,6 +21,9 @@ const (
 	// a subscriber further behind is dropped (its stream ends, the page
 	// reconnects and gets the backlog).
 	subscriberBuffer = 256
+	// DefaultStreamLifetime is how long a live stream lasts before it
+	// ends and the page reconnects (Options.StreamLifetime).
+	DefaultStreamLifetime = 5 * time.Minute
 	// maxSeen bounds the callers remembered for the matrix.
 	maxSeen = 1000
 	// HookName is the name of the Activity's after hook.
@@ -88,9 +91,11 @@ func NewActivity(backlog int) *Activity {
 	return &Activity{ring: make([]Event, backlog), subs: map[*subscriber]struct{}{}, seenK: map[string]bool{}}
 }
 
-// Hook returns the after hook that publishes each finished call.
+// Hook returns the after hook that publishes each finished call. It is
+// prompt (mcpadapter.Hook.Prompt): publishing takes a mutex and never
+// waits on a subscriber, so it runs on the call's goroutine.
 func (a *Activity) Hook() mcpadapter.Hook {
-	return mcpadapter.Hook{Name: HookName, After: func(_ context.Context, call *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+	return mcpadapter.Hook{Name: HookName, Prompt: true, After: func(_ context.Context, call *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
 		a.see(call.Caller)
 		a.Publish(EventOf(audit.NewRecord(call, end)))
 		return nil
@@ -245,10 +250,14 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, f *filter) {
 	fl.Flush()
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	life := time.NewTimer(c.opts.StreamLifetime)
+	defer life.Stop()
 	for {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-life.C:
+			return // the page reconnects, with its credential checked again
 		case <-c.opts.Done:
 			return
 		case <-tick.C:

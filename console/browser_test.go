@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/mcptest"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "also write the browser tests' screenshots to docs/console/ (the README's)")
@@ -206,24 +207,13 @@ func serveWith(t *testing.T, set func(*config.Serve)) string {
 	return ""
 }
 
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
 // mcpSession connects an MCP client (the go-sdk) with a bearer token.
 func mcpSession(t *testing.T, base, token string) *mcp.ClientSession {
 	t.Helper()
 	tr := &http.Transport{}
 	client := mcp.NewClient(&mcp.Implementation{Name: "console-test", Version: "1"}, nil)
 	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{token: token, next: tr}}, DisableStandaloneSSE: true}, nil)
+		HTTPClient: &http.Client{Transport: mcptest.Bearer{Token: token, Next: tr}}, DisableStandaloneSSE: true}, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close(); tr.CloseIdleConnections() })
 	return cs

@@ -100,8 +100,13 @@ type Options struct {
 	// OAuth, when set, makes the sign-in page offer the issuer.
 	OAuth *OAuth
 	// Done ends every live stream when closed (the server shutting down).
-	Done   <-chan struct{}
-	Logger *slog.Logger
+	Done <-chan struct{}
+	// StreamLifetime ends each live stream after this long (0:
+	// DefaultStreamLifetime): its caller is known only when it opens, and
+	// the page's reconnect presents the credential again, so an expired or
+	// revoked token, or a role taken away, stops the stream.
+	StreamLifetime time.Duration
+	Logger         *slog.Logger
 }
 
 // Console serves the operator console under Prefix: the embedded page at
@@ -120,6 +125,9 @@ func New(opts Options) *Console {
 	}
 	if opts.Activity == nil {
 		opts.Activity = NewActivity(0)
+	}
+	if opts.StreamLifetime <= 0 {
+		opts.StreamLifetime = DefaultStreamLifetime
 	}
 	log := opts.Logger
 	if log == nil {

@@ -75,7 +75,8 @@
 // `event: approvals` when the approval queue changed. An Event is the
 // audit record (docs/contract.md §10) without argument values, _meta or server-side
 // error text: arguments_sha256 only. A stream that falls 256 events
-// behind is ended; reconnect and skip the seqs already seen.
+// behind is ended, and every stream ends after five minutes (so the
+// credential is checked again); reconnect and skip the seqs already seen.
 //
 // Concurrency: a Console and an Activity are safe for concurrent use.
 package console

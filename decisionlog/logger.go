@@ -19,6 +19,7 @@ import (
 // Defaults of Options.
 const (
 	DefaultBufferSize    = 10000
+	DefaultBufferBytes   = 64 << 20
 	DefaultBatchSize     = 500
 	DefaultBatchBytes    = 1 << 20
 	DefaultFlushInterval = time.Second
@@ -36,6 +37,11 @@ type Options struct {
 	// BufferSize bounds the events waiting to be written, those of a batch
 	// being retried included; an event beyond it is dropped and counted.
 	BufferSize int
+	// BufferBytes bounds the same events in bytes of JSON: an event is as
+	// large as its caller makes it (argument names are kept), so a count
+	// alone does not bound the memory while the sink is down. An event
+	// beyond it is dropped and counted.
+	BufferBytes int
 	// BatchSize and BatchBytes bound one write: at most BatchSize events and,
 	// past the first event, at most BatchBytes bytes of JSON before gzip.
 	BatchSize  int
@@ -71,6 +77,7 @@ type Logger struct {
 
 	mu      sync.Mutex
 	buf     []json.RawMessage // waiting, oldest first; a batch leaves it once written
+	bufSize int               // bytes in buf
 	closed  bool
 	dropped atomic.Uint64
 	written atomic.Uint64
@@ -105,6 +112,9 @@ func Open(target string, opts Options) (*Logger, error) {
 func New(sink Sink, opts Options) *Logger {
 	if opts.BufferSize <= 0 {
 		opts.BufferSize = DefaultBufferSize
+	}
+	if opts.BufferBytes <= 0 {
+		opts.BufferBytes = DefaultBufferBytes
 	}
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = DefaultBatchSize
@@ -153,12 +163,13 @@ func (l *Logger) Log(d Decision) {
 		return
 	}
 	l.mu.Lock()
-	if l.closed || len(l.buf) >= l.opts.BufferSize {
+	if l.closed || len(l.buf) >= l.opts.BufferSize || l.bufSize+len(line) > l.opts.BufferBytes {
 		l.mu.Unlock()
 		l.drop(1)
 		return
 	}
 	l.buf = append(l.buf, line)
+	l.bufSize += len(line)
 	full := len(l.buf) >= l.opts.BatchSize
 	l.mu.Unlock()
 	if full {
@@ -226,7 +237,7 @@ func (l *Logger) pending() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := len(l.buf)
-	l.buf = nil
+	l.buf, l.bufSize = nil, 0
 	return n
 }
 
@@ -304,5 +315,8 @@ func (l *Logger) peek() []json.RawMessage {
 func (l *Logger) remove(n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	for _, e := range l.buf[:n] {
+		l.bufSize -= len(e)
+	}
 	l.buf = l.buf[n:]
 }

@@ -25,15 +25,26 @@ type canonTable struct {
 type canonValue struct {
 	term *ast.Term
 	// For an override set: one flag per row, and the rows it grants.
+	// allowed is filled by the first get that asks for it (a value first
+	// kept as a split's precomputed one is a granted set later).
+	derived sync.Once
 	allowed []bool
 	visible atomic.Pointer[[]int]
 }
 
 // get returns the canonical copy of t, t itself when it is the first.
-// derive, when not nil, fills the derived fields of a new entry. A new
-// entry is frozen first: canonical copies are read by concurrent
-// evaluations and decisions without synchronisation.
+// derive, when not nil, fills the derived fields once per entry, before
+// get returns. A new entry is frozen first: canonical copies are read by
+// concurrent evaluations and decisions without synchronisation.
 func (ct *canonTable) get(t *ast.Term, derive func(*canonValue)) *canonValue {
+	c := ct.lookup(t)
+	if derive != nil {
+		c.derived.Do(func() { derive(c) })
+	}
+	return c
+}
+
+func (ct *canonTable) lookup(t *ast.Term) *canonValue {
 	h := t.Value.Hash()
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
@@ -44,9 +55,6 @@ func (ct *canonTable) get(t *ast.Term, derive func(*canonValue)) *canonValue {
 	}
 	freeze(t.Value)
 	c := &canonValue{term: t}
-	if derive != nil {
-		derive(c)
-	}
 	if ct.m == nil {
 		ct.m = map[int][]weak.Pointer[canonValue]{}
 	}

@@ -41,3 +41,14 @@ func (r *Revision) PreloadedSets(c *Caller) []ast.Set {
 	}
 	return sets
 }
+
+// HasRowFlags reports whether an override decision answers Allowed from
+// flags per row (precompute) rather than from its set.
+func HasRowFlags(d *GrantDecision) bool { return d.allowed != nil }
+
+// ReusedLast reports whether the split residual of c holds, as the last
+// override set checked, the set d holds.
+func (r *Revision) ReusedLast(c *Caller, d *GrantDecision) bool {
+	res := r.split().res.Get(appendFingerprint(nil, c))
+	return res != nil && res.last.Load() != nil && res.last.Load() == d.canon
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/proctest"
 )
 
 // TestReloadFailureIsLogged: a failed reload is logged (once per distinct
@@ -17,7 +18,7 @@ func TestReloadFailureIsLogged(t *testing.T) {
 	t.Parallel()
 	const failed = "toolgate: reload failed; the last good revision keeps serving"
 	f := newWatchFixture(t, map[string]string{"grant.rego": grantEcho})
-	var logs syncBuffer
+	var logs proctest.Buffer
 	e, err := engine.New(context.Background(), engine.Source{Registry: f.registry, Policies: f.policies},
 		engine.WithSettle(time.Millisecond), engine.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	require.NoError(t, err)
@@ -25,7 +26,7 @@ func TestReloadFailureIsLogged(t *testing.T) {
 		f.write(f.pol("grant.rego"), broken)
 		_, err := e.Reload(context.Background())
 		require.Error(t, err)
-		require.Equal(t, i+1, logs.count(failed), "failure %d is logged", i)
+		require.Equal(t, i+1, logs.Count(failed), "failure %d is logged", i)
 		require.Equal(t, uint64(1), e.Current().Number(), "the first revision keeps serving")
 	}
 }

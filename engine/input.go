@@ -147,11 +147,33 @@ func (rt *rowTerms) object(base bool) *ast.Term {
 
 // callerView is what a revision knows about one caller: the base decision
 // per row and the input document's caller and tools, built once and shared
-// by every decision for callers with the same roles.
+// by every decision for callers with the same roles. Its row objects are
+// the revision's (rowObject), shared by every view: a view costs a few
+// words per row.
 type callerView struct {
 	base  []bool
 	tools *ast.Term // the tools array
 	rows  []*ast.Term
+}
+
+// rowObject returns row i's object in input.tools with the given base
+// flag. A row has one object per flag value for the whole revision, built
+// on first use and frozen before it is shared.
+func (r *Revision) rowObject(i int, base bool) *ast.Term {
+	b := 0
+	if base {
+		b = 1
+	}
+	p := &r.rowObjects[b][i]
+	if t := p.Load(); t != nil {
+		return t
+	}
+	t := r.rowTerms[i].object(base)
+	freeze(t.Value)
+	if !p.CompareAndSwap(nil, t) {
+		t = p.Load()
+	}
+	return t
 }
 
 // maxCallerViews bounds the per-revision cache of caller views; past it
@@ -183,12 +205,10 @@ func (r *Revision) view(c *Caller) *callerView {
 	v = &callerView{base: make([]bool, len(r.reg.Tools)), rows: make([]*ast.Term, len(r.reg.Tools))}
 	for i := range r.reg.Tools {
 		v.base[i] = Base(r.reg, &r.reg.Tools[i], c)
-		v.rows[i] = r.rowTerms[i].object(v.base[i])
+		v.rows[i] = r.rowObject(i, v.base[i])
 	}
+	// An array holds nothing lazy; its row objects are frozen.
 	v.tools = ast.ArrayTerm(v.rows...)
-	// Concurrent evaluations share the view: fill what OPA computes lazily
-	// (sorted keys) before publishing it, as canon.go does for kept values.
-	freeze(v.tools.Value)
 	r.views.mu.Lock()
 	if r.views.views == nil {
 		r.views.views = map[string]*callerView{}

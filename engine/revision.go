@@ -28,11 +28,14 @@ type Revision struct {
 	reg      *registry.Registry
 	index    map[string]int // tool name → row index
 	rowTerms []rowTerms
-	rowNames ast.Set // every row's name term
-	policies *policySet
-	opts     *options
-	views    viewCache
-	mode     grantmode.Mode
+	// rowObjects are each row's object in input.tools, by base flag (0:
+	// false, 1: true), built on first use (rowObject).
+	rowObjects [2][]atomic.Pointer[ast.Term]
+	rowNames   ast.Set // every row's name term
+	policies   *policySet
+	opts       *options
+	views      viewCache
+	mode       grantmode.Mode
 	// decisions memoises grant decisions per caller; nil when the policy
 	// is not cacheable or the cache is off.
 	decisions *decisionCache
@@ -166,6 +169,10 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 		reg:      reg,
 		index:    make(map[string]int, len(reg.Tools)),
 		rowTerms: make([]rowTerms, len(reg.Tools)),
+		rowObjects: [2][]atomic.Pointer[ast.Term]{
+			make([]atomic.Pointer[ast.Term], len(reg.Tools)),
+			make([]atomic.Pointer[ast.Term], len(reg.Tools)),
+		},
 		policies: ps,
 		opts:     o,
 		files:    append([]string{regFile.Name}, ps.files...),

@@ -51,10 +51,10 @@ type residual struct {
 	// base holds the values computed so far, a snapshot replaced whole
 	// when a call computes more.
 	base atomic.Pointer[preloads]
-	// last remembers the validation of the last override set the
-	// evaluation returned: a set read from a preloaded value is the same
-	// value on every call, and need not be checked again.
-	last atomicGranted
+	// last is the canonical copy of the last override set the evaluation
+	// returned: a set read from a preloaded value is that same value on
+	// every call, and need not be checked again.
+	last atomic.Pointer[canonValue]
 }
 
 // preloads is a snapshot of a residual's values; canon keeps their shared
@@ -308,22 +308,6 @@ func precomputable(c *ast.Compiler, origins map[string]splitOrigin) []ast.Ref {
 	})
 }
 
-// checkedSet is an override set that passed readGranted, with its flags
-// per row.
-type checkedSet struct {
-	set     ast.Set
-	allowed []bool
-	canon   *canonValue
-}
-
-// set0 is the set in a wrapped value of granted.
-func set0(arr *ast.Array) ast.Set {
-	set, _ := arr.Elem(0).Value.(ast.Set)
-	return set
-}
-
-type atomicGranted = atomic.Pointer[checkedSet]
-
 // grantSplit is Grant for a split revision: the request-dependent rest is
 // evaluated with the caller's values preloaded, and what the call computed
 // of the precomputable values is kept for the next.
@@ -353,8 +337,8 @@ func (r *Revision) grantSplit(ctx context.Context, sg *splitGrant, c *Caller, re
 	arr := rs[0].Bindings["g"].(*ast.Array)
 	if arr.Len() > 0 {
 		if set, ok := arr.Elem(0).Value.(ast.Set); ok {
-			if last := res.last.Load(); last != nil && last.set == set {
-				d.Outcome, d.granted, d.allowed, d.canon = Override, set, last.allowed, last.canon
+			if last := res.last.Load(); last != nil && last.term.Value == set {
+				d.Outcome, d.granted, d.allowed, d.canon = Override, set, last.allowed, last
 				return d
 			}
 		}
@@ -362,9 +346,12 @@ func (r *Revision) grantSplit(ctx context.Context, sg *splitGrant, c *Caller, re
 	r.readGranted(d, arr)
 	if d.Outcome == Override {
 		d.precompute()
-		// The set as evaluated, not its canonical copy: the next call
-		// compares what OPA returns.
-		res.last.Store(&checkedSet{set: set0(arr), allowed: d.allowed, canon: d.canon})
+		// The canonical copy, not the set as evaluated: the residual lives
+		// as long as the caller is cached, and a set evaluated afresh (a
+		// caller's first call computes its values) is as large as the
+		// registry, once per caller. A later call whose granted is a
+		// preloaded value returns that value, which is canonical too.
+		res.last.Store(d.canon)
 	}
 	return d
 }

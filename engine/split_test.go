@@ -154,3 +154,29 @@ func TestEqualValuesAreShared(t *testing.T) {
 	x, y := split.Grant(ctx, dave, listReq), split.Grant(ctx, &engine.Caller{Subject: "erin", Roles: dave.Roles}, listReq)
 	require.True(t, engine.SharesGranted(x, y))
 }
+
+// TestSplitKeepsTheSetOnce: a split residual keeps the canonical copy of
+// the override set it checked last, not the set its first call evaluated
+// afresh (as large as the registry, once per caller); a later call whose
+// granted is the preloaded value is answered from that copy, with the
+// flags per row that precompute derives, also when the value was first
+// kept as a precomputed one.
+func TestSplitKeepsTheSetOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rev := newEngine(t, map[string]string{"grant.rego": "package toolgate.grant\n\n" + splitShapes[2] + "\n"}).Current()
+	erin := &engine.Caller{Subject: "erin", Roles: dave.Roles}
+	for _, c := range []*engine.Caller{dave, erin} {
+		first := rev.Grant(ctx, c, listReq)
+		require.Equal(t, []string{"echo", "getReward", "execUrl"}, first.Granted())
+		require.True(t, rev.ReusedLast(c, first), "the residual holds the canonical copy")
+		require.True(t, engine.HasRowFlags(first))
+		for range 2 {
+			d := rev.Grant(ctx, c, listReq)
+			require.Equal(t, []string{"echo", "getReward", "execUrl"}, d.Granted())
+			require.True(t, engine.SharesGranted(first, d))
+			require.True(t, engine.HasRowFlags(d))
+		}
+	}
+	require.Equal(t, 1, rev.CanonValues())
+}

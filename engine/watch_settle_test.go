@@ -101,13 +101,19 @@ func TestSec10HalfWrittenPolicyNeverServed(t *testing.T) {
 // TestSec10HalfWrittenPolicyNeverServedByWatch is the finding as reported,
 // through a running Watch: the policy is written in place, the watch sees
 // the prefix (a reload attempt past the debounce), then the rest is
-// written. No revision without the override is ever installed. The second
-// chunk is written once the watch has looked at the first (an event: its
-// log line), well inside the settle window.
+// written. No revision without the override is ever installed.
+//
+// The settle window runs on a fake clock that stands still until the whole
+// file is on disk, so however long the machine takes between the two
+// chunks, the window cannot end on the prefix; then the clock moves on
+// until the watch has loaded the whole file. The watch's own timers are
+// real and short (Settle), so that it keeps looking.
 func TestSec10HalfWrittenPolicyNeverServedByWatch(t *testing.T) {
 	t.Parallel()
+	const settle = 10 * time.Millisecond
+	clock := &fakeClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
 	f := newWatchFixture(t, map[string]string{"grant.rego": hideReport})
-	f.start(engine.WatchOptions{Debounce: 5 * time.Millisecond, Settle: time.Second})
+	f.start(engine.WatchOptions{Debounce: 5 * time.Millisecond, Settle: settle}, engine.WithClock(clock.Now))
 	require.Equal(t, allButReport, f.granted())
 
 	file, err := os.OpenFile(f.pol("grant.rego"), os.O_WRONLY|os.O_TRUNC, 0)
@@ -118,13 +124,18 @@ func TestSec10HalfWrittenPolicyNeverServedByWatch(t *testing.T) {
 	// Wait until the watch has looked at the half-written file: it either
 	// holds it back (logged) or, as before the fix, installs it.
 	require.Eventually(t, func() bool {
-		return f.logs.count("a file changed") > 0 || len(f.revisions()) > 0
+		return f.logs.Count("a file changed") > 0 || len(f.revisions()) > 0
 	}, failureBound, time.Millisecond)
 	_, err = file.WriteString(hideReport2[len(grantPrefix):])
 	require.NoError(t, err)
 	require.NoError(t, file.Close())
 
-	f.waitGranted(allButReport2)
+	// The whole file is on disk: whatever the watch has seen of it, a
+	// window past every stamp it observed lets it load what is there now.
+	require.Eventually(t, func() bool {
+		clock.Advance(settle)
+		return slices.Equal(f.granted(), allButReport2)
+	}, failureBound, time.Millisecond, "the whole file was never loaded (last error: %v)", f.e.LastError())
 	f.requireEveryRevisionHas(f.pol("grant.rego"))
 	for _, r := range f.revisions() {
 		g := r.Grant(context.Background(), carol, listReq).Granted()

@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/proctest"
 )
 
 // Grant policies for carol (admin), whose base decision is
@@ -41,24 +40,6 @@ var (
 // the whole run: nothing waits on it to synchronise.
 const failureBound = time.Minute
 
-// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) count(sub string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Count(s.b.String(), sub)
-}
-
 // watchFixture is a registry and a policy directory on disk, an engine on
 // them and a running Watch.
 type watchFixture struct {
@@ -67,7 +48,7 @@ type watchFixture struct {
 	registry string
 	policies string
 	e        *engine.Engine
-	logs     *syncBuffer
+	logs     *proctest.Buffer
 
 	mu        sync.Mutex
 	installed []*engine.Revision // every revision OnReload saw, in order
@@ -82,7 +63,7 @@ type watchFixture struct {
 func newWatchFixture(t *testing.T, policies map[string]string) *watchFixture {
 	t.Helper()
 	dir := t.TempDir()
-	f := &watchFixture{t: t, dir: dir, registry: filepath.Join(dir, "registry.yaml"), policies: filepath.Join(dir, "policies"), logs: &syncBuffer{},
+	f := &watchFixture{t: t, dir: dir, registry: filepath.Join(dir, "registry.yaml"), policies: filepath.Join(dir, "policies"), logs: &proctest.Buffer{},
 		reloaded: make(chan struct{}, 1)}
 	require.NoError(t, os.Mkdir(f.policies, 0o755))
 	f.write(f.registry, testRegistry)
@@ -160,7 +141,7 @@ func (f *watchFixture) waitGranted(want []string) {
 // window): the event to write the file back on, instead of a sleep.
 func (f *watchFixture) waitNoticedGap() {
 	f.t.Helper()
-	require.Eventually(f.t, func() bool { return f.logs.count("waiting for the settle window") > 0 }, failureBound, time.Millisecond,
+	require.Eventually(f.t, func() bool { return f.logs.Count("waiting for the settle window") > 0 }, failureBound, time.Millisecond,
 		"the missing file was never noticed")
 }
 
@@ -257,7 +238,7 @@ func TestWatchVimSaveNeverServesTheGap(t *testing.T) {
 	require.Zero(t, leaks.Load(), "a decision saw the hidden tool (of %d)", decisions.Load())
 	require.Positive(t, decisions.Load())
 	f.requireEveryRevisionHas(p)
-	require.Equal(t, 1, f.logs.count("waiting for the settle window"), "the gap was noticed, and settled")
+	require.Equal(t, 1, f.logs.Count("waiting for the settle window"), "the gap was noticed, and settled")
 	require.Empty(t, f.reloadErrors())
 }
 
@@ -355,7 +336,7 @@ func TestWatchSyntaxErrorKeepsLastGood(t *testing.T) {
 	// The same error again is reported, but logged once.
 	f.renameOver(f.pol("grant.rego"), broken)
 	require.Eventually(t, func() bool { return len(f.reloadErrors()) >= 2 }, failureBound, 2*time.Millisecond)
-	require.Equal(t, 1, f.logs.count("reload failed"))
+	require.Equal(t, 1, f.logs.Count("reload failed"))
 	require.Equal(t, uint64(len(f.reloadErrors())), f.e.Status().ReloadFailures)
 
 	f.renameOver(f.pol("grant.rego"), grantGetReward)

@@ -3,18 +3,15 @@ package gateway_test
 import (
 	"bytes"
 	"context"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
@@ -26,20 +23,8 @@ import (
 // grant.rego replaced by grant when grant is not "".
 func exampleBundle(t *testing.T, rev, grant string) []byte {
 	t.Helper()
-	fsys := fstest.MapFS{"registry.yaml": {Data: toolgate.ExampleRegistry()}}
-	require.NoError(t, fs.WalkDir(toolgate.ExamplePolicies(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := fs.ReadFile(toolgate.ExamplePolicies(), p)
-		fsys["policies/"+p] = &fstest.MapFile{Data: data}
-		return err
-	}))
-	if grant != "" {
-		fsys["policies/grant.rego"] = &fstest.MapFile{Data: []byte(grant)}
-	}
 	var buf bytes.Buffer
-	require.NoError(t, bundle.Build(context.Background(), &buf, engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, bundle.BuildOptions{Revision: rev}))
+	require.NoError(t, bundle.Build(context.Background(), &buf, bundletest.Example(t, grant), bundle.BuildOptions{Revision: rev}))
 	return buf.Bytes()
 }
 

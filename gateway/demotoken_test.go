@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,28 +19,15 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/proctest"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
-// syncBuffer is a bytes.Buffer safe for the gateway's writer and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// syncBuffer is a Buffer the gateway may close.
+type syncBuffer struct{ proctest.Buffer }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Close() error { return nil }
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+func (*syncBuffer) Close() error { return nil }
 
 // TestSec04DemoTokenOnlyForBareBundledOnLoopback: the public demo token
 // (printed in the README) works only when the server serves nothing but the
@@ -101,7 +86,7 @@ func TestSec04DemoTokenOnlyForBareBundledOnLoopback(t *testing.T) {
 			defer tr.CloseIdleConnections()
 			client := mcp.NewClient(&mcp.Implementation{Name: "sec04", Version: "1"}, nil)
 			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url,
-				HTTPClient:           &http.Client{Transport: bearer{token: identity.DemoTokenValue, next: tr}},
+				HTTPClient:           &http.Client{Transport: mcptest.Bearer{Token: identity.DemoTokenValue, Next: tr}},
 				DisableStandaloneSSE: true}, nil)
 			require.NoError(t, err)
 			defer cs.Close()
@@ -147,7 +132,7 @@ func TestSec04DemoTokenNotWithABundle(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	ctx := t.Context()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "sec04", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.url,
-		HTTPClient: &http.Client{Transport: bearer{token: identity.DemoTokenValue, next: tr}}, DisableStandaloneSSE: true}, nil)
+		HTTPClient: &http.Client{Transport: mcptest.Bearer{Token: identity.DemoTokenValue, Next: tr}}, DisableStandaloneSSE: true}, nil)
 	require.NoError(t, err)
 	defer cs.Close()
 	list, err := cs.ListTools(ctx, nil)

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/mcptest"
 )
 
 // Protocol revisions the go-sdk serves (docs/contract.md §6).
@@ -84,18 +85,6 @@ func startGateway(t testing.TB, cfg gateway.Config) *running {
 	return r
 }
 
-// bearer adds an Authorization header to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
 // connect opens a go-sdk streamable HTTP session under proto as caller (nil:
 // nobody, no Authorization header). The transport's idle connections are
 // closed with the session.
@@ -104,7 +93,7 @@ func connect(t testing.TB, ctx context.Context, url, proto string, caller *engin
 	tr := &http.Transport{}
 	var rt http.RoundTripper = tr
 	if caller != nil {
-		rt = bearer{token: tokenFor(caller), next: tr}
+		rt = mcptest.Bearer{Token: tokenFor(caller), Next: tr}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rt}, DisableStandaloneSSE: true},

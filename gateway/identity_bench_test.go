@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/mcptest"
 )
 
 // BenchmarkGovernedCallAuth measures one governed tools/call (add, the
@@ -84,7 +85,7 @@ func BenchmarkGovernedCallAuth(b *testing.B) {
 			defer tr.CloseIdleConnections()
 			client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 			cs, err := client.Connect(b.Context(), &mcp.StreamableClientTransport{Endpoint: c.g.url,
-				HTTPClient: &http.Client{Transport: bearer{token: c.token, next: tr}}, DisableStandaloneSSE: true}, nil)
+				HTTPClient: &http.Client{Transport: mcptest.Bearer{Token: c.token, Next: tr}}, DisableStandaloneSSE: true}, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -30,6 +30,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/mcptest"
 	"github.com/toolgate/toolgate/internal/oidctest"
 )
 
@@ -84,7 +85,7 @@ func connectToken(t *testing.T, url, proto, token string) (*mcp.ClientSession, e
 	client := mcp.NewClient(&mcp.Implementation{Name: "identity-e2e", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token: token, next: tr}}, DisableStandaloneSSE: true},
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: mcptest.Bearer{Token: token, Next: tr}}, DisableStandaloneSSE: true},
 		&mcp.ClientSessionOptions{ProtocolVersion: proto})
 	if err == nil {
 		t.Cleanup(func() { _ = cs.Close() })

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/decisionlog"
+	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/metrics"
 	"github.com/toolgate/toolgate/tracing"
@@ -86,11 +87,14 @@ func (o *observe) hook(h mcpadapter.Hook) mcpadapter.Hook { return o.tr.WrapHook
 // decision, SPEC §14) and the tracing middleware to s (added last: it runs
 // first, so every hook and observer sees the request's span). Call it
 // after a.NewServer and the other hooks.
-func (o *observe) install(a *mcpadapter.Adapter, s *mcp.Server) {
+func (o *observe) install(a *mcpadapter.Adapter, s *mcp.Server, eng *engine.Engine) {
 	if o.dl != nil {
 		a.AddObserver(o.dl.Observer())
 	}
-	s.AddReceivingMiddleware(o.tr.Middleware(tracing.WireMeta))
+	// A span names a tool only when a row of the revision serving has its
+	// name: anyone may send any name.
+	isRow := func(name string) bool { return eng.Current().ToolIndex(name) >= 0 }
+	s.AddReceivingMiddleware(o.tr.MiddlewareOf(tracing.WireMeta, isRow))
 }
 
 func newID() string {

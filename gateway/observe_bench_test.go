@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/mcptest"
 )
 
 // BenchmarkGovernedCallObserve measures one governed tools/call (add, the
@@ -48,7 +49,7 @@ func BenchmarkGovernedCallObserve(b *testing.B) {
 			defer tr.CloseIdleConnections()
 			client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 			cs, err := client.Connect(b.Context(), &mcp.StreamableClientTransport{Endpoint: g.url,
-				HTTPClient: &http.Client{Transport: bearer{token: tokenFor(ops), next: tr}}, DisableStandaloneSSE: true}, nil)
+				HTTPClient: &http.Client{Transport: mcptest.Bearer{Token: tokenFor(ops), Next: tr}}, DisableStandaloneSSE: true}, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

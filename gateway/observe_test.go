@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/mcptest"
 )
 
 // observeSinks are a loopback decision-log service (decoding with OPA's own
@@ -209,7 +210,7 @@ func TestObserveTraceFromHTTPHeader(t *testing.T) {
 	}})
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	rt := withHeader{"traceparent", "00-" + headerTrace + "-b7ad6b7169203331-01", bearer{token: tokenFor(ops), next: tr}}
+	rt := withHeader{"traceparent", "00-" + headerTrace + "-b7ad6b7169203331-01", mcptest.Bearer{Token: tokenFor(ops), Next: tr}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "1"}, nil)
 	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.url, HTTPClient: &http.Client{Transport: rt}, DisableStandaloneSSE: true}, nil)
 	require.NoError(t, err)

@@ -204,17 +204,7 @@ const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pro
 
 func rawPost(t *testing.T, url string, header map[string]string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(initialize))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = resp.Body.Close() })
-	return resp
+	return postBody(t, url, []byte(initialize), header)
 }
 
 func TestUnknownTokenIs401(t *testing.T) {
@@ -254,32 +244,31 @@ func TestSessionOwnership(t *testing.T) {
 	ts := startServer(t, httpserve.Options{Server: f.server, Tokens: testTokens(t)})
 	endpoint := ts.URL + "/mcp"
 
-	t.Run("a nobody session refuses a token", func(t *testing.T) {
-		b := newBearer("")
-		cs := connectProto(t, endpoint, b, "2025-11-25")
-		assert.Empty(t, toolNames(t, cs))
-		tok := carolToken
-		b.token.Store(&tok)
-		_, err := cs.ListTools(t.Context(), nil)
-		require.Error(t, err, "carol on nobody's session")
-	})
-	t.Run("a token's session refuses other subjects and nobody", func(t *testing.T) {
-		b := newBearer(aliceToken)
-		cs := connectProto(t, endpoint, b, "2025-11-25")
-		assert.Equal(t, []string{"echo", "slow"}, toolNames(t, cs))
-		tok := carolToken
-		b.token.Store(&tok)
-		_, err := cs.ListTools(t.Context(), nil)
-		require.Error(t, err, "carol on alice's session")
-	})
-	t.Run("a token's session refuses nobody", func(t *testing.T) {
-		b := newBearer(aliceToken)
-		cs := connectProto(t, endpoint, b, "2025-11-25")
-		assert.Equal(t, []string{"echo", "slow"}, toolNames(t, cs))
-		b.token.Store(nil)
-		_, err := cs.ListTools(t.Context(), nil)
-		require.Error(t, err, "nobody on alice's session")
-	})
+	carol := carolToken
+	for _, tc := range []struct {
+		name  string
+		from  string   // the session's token ("": nobody)
+		sees  []string // its listing
+		to    *string  // the token of the next request (nil: none)
+		which string
+	}{
+		{"a nobody session refuses a token", "", nil, &carol, "carol on nobody's session"},
+		{"a token's session refuses other subjects and nobody", aliceToken, []string{"echo", "slow"}, &carol, "carol on alice's session"},
+		{"a token's session refuses nobody", aliceToken, []string{"echo", "slow"}, nil, "nobody on alice's session"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBearer(tc.from)
+			cs := connectProto(t, endpoint, b, "2025-11-25")
+			if tc.sees == nil {
+				assert.Empty(t, toolNames(t, cs))
+			} else {
+				assert.Equal(t, tc.sees, toolNames(t, cs))
+			}
+			b.token.Store(tc.to)
+			_, err := cs.ListTools(t.Context(), nil)
+			require.Error(t, err, tc.which)
+		})
+	}
 }
 
 func TestHealthzAndMetrics(t *testing.T) {

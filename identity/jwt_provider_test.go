@@ -33,7 +33,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 
 // newVerifier returns a verifier trusting p's issuer for p.Resource (and
 // p.ResourceES), with the test clock c.
-func newVerifier(t *testing.T, p *provider, c *clock, mod func(*identity.Settings)) *identity.JWT {
+func newVerifier(t *testing.T, p *oidctest.Provider, c *clock, mod func(*identity.Settings)) *identity.JWT {
 	t.Helper()
 	s := identity.Settings{Issuer: p.Issuer, Resource: p.Resource, Audiences: []string{p.Resource, p.ResourceES}}
 	if mod != nil {
@@ -69,7 +69,7 @@ func TestProviderTokenIsCaller(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			v := newVerifier(t, p, c, func(s *identity.Settings) { s.RolesClaim = tt.rolesClaim })
-			tok := token(t, p.Issuer, tt.client, tt.resource)
+			tok := oidctest.TokenFrom(t, p.Issuer, tt.client, tt.resource)
 			caller, err := v.Verify(t.Context(), tok)
 			if err != nil {
 				t.Fatalf("Verify: %v", err)
@@ -125,7 +125,7 @@ func TestProviderChainHTTP(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, resp.Header.Get("WWW-Authenticate"), string(b)
 	}
-	tok := token(t, p.Issuer, "alice", p.Resource)
+	tok := oidctest.TokenFrom(t, p.Issuer, "alice", p.Resource)
 	for _, tt := range []struct {
 		name, authz string
 		status      int
@@ -151,7 +151,7 @@ func TestProviderRefusals(t *testing.T) {
 	p := startProvider(t, 0)
 	c := newClock()
 	v := newVerifier(t, p, c, nil)
-	good := token(t, p.Issuer, "alice", p.Resource)
+	good := oidctest.TokenFrom(t, p.Issuer, "alice", p.Resource)
 	if _, err := v.Verify(t.Context(), good); err != nil {
 		t.Fatalf("a good token: %v", err)
 	}
@@ -168,8 +168,8 @@ func TestProviderRefusals(t *testing.T) {
 		token  func() string
 		reason string
 	}{
-		{"another audience", func() string { return token(t, p.Issuer, "alice", p.OtherResource) }, "aud holds no accepted audience"},
-		{"another issuer, same keys", func() string { return token(t, p.Other, "alice", p.Resource) }, "iss is not the issuer"},
+		{"another audience", func() string { return oidctest.TokenFrom(t, p.Issuer, "alice", p.OtherResource) }, "aud holds no accepted audience"},
+		{"another issuer, same keys", func() string { return oidctest.TokenFrom(t, p.Other, "alice", p.Resource) }, "iss is not the issuer"},
 		{"a key not in the set, known kid", func() string { return sign(t, payload, jwa.RS256(), foreignRSA, "rsa-1") }, "signature does not verify"},
 		{"a key not in the set, unknown kid", func() string { return sign(t, payload, jwa.RS256(), foreignRSA, "mallory") }, `no key of the issuer has kid "mallory" for RS256`},
 		{"an EC key not in the set", func() string { return sign(t, payload, jwa.ES256(), foreignEC, "ec-1") }, "signature does not verify"},
@@ -230,12 +230,12 @@ func TestProviderKeyRotation(t *testing.T) {
 	p := startProvider(t, 0)
 	c := newClock()
 	v := newVerifier(t, p, c, nil)
-	old := token(t, p.Issuer, "alice", p.Resource)
+	old := oidctest.TokenFrom(t, p.Issuer, "alice", p.Resource)
 	if _, err := v.Verify(t.Context(), old); err != nil {
 		t.Fatal(err)
 	}
-	p.rotate(t)
-	fresh := token(t, p.Issuer, "bob", p.Resource)
+	p.Rotate(t)
+	fresh := oidctest.TokenFrom(t, p.Issuer, "bob", p.Resource)
 	if kid := headerKid(t, fresh); kid != "rsa-2" {
 		t.Fatalf("after rotation the provider signs with %q", kid)
 	}
@@ -264,7 +264,7 @@ func TestProviderKeyRotation(t *testing.T) {
 func TestProviderDiscoveryDown(t *testing.T) {
 	t.Parallel()
 	oidctest.Require(t)
-	port := freePort(t)
+	port := oidctest.FreePort(t)
 	issuer := "http://127.0.0.1:" + itoa(port)
 	c := newClock()
 	var logs bytes.Buffer
@@ -280,7 +280,7 @@ func TestProviderDiscoveryDown(t *testing.T) {
 		t.Errorf("log does not say the issuer is unreachable:\n%s", logs.String())
 	}
 	p := startProvider(t, port)
-	tok := token(t, p.Issuer, "alice", p.Resource)
+	tok := oidctest.TokenFrom(t, p.Issuer, "alice", p.Resource)
 	if _, err := v.Verify(t.Context(), tok); !errors.Is(err, identity.ErrUnavailable) {
 		t.Fatalf("before the retry interval: %v, want ErrUnavailable", err)
 	}

@@ -38,6 +38,9 @@ const (
 	fileCheckInterval = time.Second
 	// maxDocument bounds a metadata document or key set read over HTTP.
 	maxDocument = 1 << 20
+	// fetchTimeout bounds a fetch a token causes (discovery and key set),
+	// whatever the HTTP client's own timeout.
+	fetchTimeout = 10 * time.Second
 )
 
 // minRSABits is the smallest RSA key accepted (NIST SP 800-131A).
@@ -205,7 +208,12 @@ func (r *keyring) keys(ctx context.Context, kid string, alg jwa.SignatureAlgorit
 	if s2 := r.current.Load(); s2 != s && s2 != nil {
 		s = s2 // another request fetched meanwhile
 	} else {
-		s = r.refresh(ctx, s, now)
+		// Not on the request's context: a fetch spends the rate limit, and
+		// a client that hangs up must not make it fail (it would keep the
+		// issuer's new keys out, 30 s at a time, for everyone).
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fetchTimeout)
+		s = r.refresh(fctx, s, now)
+		cancel()
 	}
 	if s == nil {
 		return nil, fmt.Errorf("%w (%s)", ErrUnavailable, r.source())

@@ -288,28 +288,61 @@ func (l *wireList) MarshalJSON() ([]byte, error) {
 }
 
 // runAfter runs every after hook once; failures are logged and ignored.
+// The prompt ones share one context without the request's cancellation.
 func (a *Adapter) runAfter(ctx context.Context, call *CallContext, rec *Record) {
-	for _, h := range a.hooks {
+	var detached context.Context
+	for i := range a.hooks {
+		h := &a.hooks[i]
 		if h.After == nil {
 			continue
 		}
-		if err := a.guardHook(ctx, h.prompt(call), true, func(ctx context.Context) error { return h.After(ctx, call, rec) }); err != nil {
+		var err error
+		if h.prompt(call) {
+			if detached == nil {
+				detached = context.WithoutCancel(ctx)
+			}
+			err = safely(func() error { return h.After(detached, call, rec) })
+		} else {
+			err = a.guardAfter(ctx, h, call, rec)
+		}
+		if err != nil {
 			a.log.Error("after hook failed; ignored",
 				slog.String("hook", h.Name), slog.String("decision_id", call.DecisionID), slog.Any("error", err))
 		}
 	}
 }
 
-// guardHook runs f, a half of a hook, as guard does; a prompt one's on the
-// caller's goroutine, with only the panic turned into an error.
-func (a *Adapter) guardHook(ctx context.Context, prompt, detach bool, f func(context.Context) error) error {
-	if !prompt {
-		return a.guard(ctx, detach, f)
+// The halves of a hook that is not prompt run under guard; their own
+// functions, so that what guard's closure captures is allocated only for
+// them.
+
+func (a *Adapter) guardAfter(ctx context.Context, h *Hook, call *CallContext, rec *Record) error {
+	return a.guard(ctx, true, func(ctx context.Context) error { return h.After(ctx, call, rec) })
+}
+
+// runBefore runs h's before half: a prompt one on the call's goroutine,
+// with only the panic turned into an error.
+func (a *Adapter) runBefore(ctx context.Context, h *Hook, call *CallContext) (Verdict, error) {
+	if !h.prompt(call) {
+		return a.guardBefore(ctx, h, call)
 	}
-	if detach {
-		ctx = context.WithoutCancel(ctx)
-	}
-	return safely(func() error { return f(ctx) })
+	var v Verdict
+	err := safely(func() error {
+		var err error
+		v, err = h.Before(ctx, call)
+		return err
+	})
+	return v, err
+}
+
+func (a *Adapter) guardBefore(ctx context.Context, h *Hook, call *CallContext) (Verdict, error) {
+	var v Verdict
+	err := a.guard(ctx, false, func(ctx context.Context) error {
+		var err error
+		v, err = h.Before(ctx, call)
+		return err
+	})
+	return v, err
 }
 
 // guard runs f with the hook deadline, turning a panic into an error. A
@@ -349,8 +382,11 @@ func safely(f func() error) (err error) {
 	return f()
 }
 
+// newDecisionID is 16 random bytes in hex: one allocation, the string.
 func newDecisionID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	var h [32]byte
+	hex.Encode(h[:], b[:])
+	return string(h[:])
 }

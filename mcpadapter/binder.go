@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -126,10 +127,8 @@ func bind(t *registry.Tool, schemas []*jsonschema.Schema, m Method, raw json.Raw
 				continue
 			}
 		}
-		dec := json.NewDecoder(bytes.NewReader(v))
-		dec.UseNumber()
-		var val any
-		if err := dec.Decode(&val); err != nil {
+		val, err := decodeValue(v)
+		if err != nil {
 			return nil, argErr(ArgInvalid, err)
 		}
 		// The validator panics on numbers it cannot represent (a huge
@@ -144,6 +143,39 @@ func bind(t *registry.Tool, schemas []*jsonschema.Schema, m Method, raw json.Raw
 		args = append(args, Arg{Name: a.Name, Value: v})
 	}
 	return args, nil
+}
+
+// decodeValue decodes an argument's JSON value for the validator, numbers
+// as json.Number. A string without escapes, control characters or invalid
+// UTF-8 (what string arguments mostly are) is its bytes between the quotes:
+// that is what the decoder makes of it, without a decoder.
+// FuzzDecodeValue checks the two against each other.
+func decodeValue(v json.RawMessage) (any, error) {
+	if plainString(v) {
+		return string(v[1 : len(v)-1]), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	var val any
+	if err := dec.Decode(&val); err != nil {
+		return nil, err
+	}
+	return val, nil
+}
+
+// plainString reports whether v is exactly one JSON string whose bytes
+// decode to themselves.
+func plainString(v []byte) bool {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return false
+	}
+	inner := v[1 : len(v)-1]
+	for _, c := range inner {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return utf8.Valid(inner)
 }
 
 // SchemaViolation says which keywords of an argument's schema a value

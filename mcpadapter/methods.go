@@ -2,6 +2,7 @@ package mcpadapter
 
 import (
 	"context"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,6 +73,48 @@ type goMethod struct {
 	fn     reflect.Value
 	args   reflect.Type
 	fields map[string]int // argument name → field index
+	// prompt: no type in the parameter decodes itself (a json.Unmarshaler
+	// or encoding.TextUnmarshaler could wait), so Bind never waits.
+	prompt bool
+}
+
+// bindsPromptly reports whether m's Bind never waits: a Go method whose
+// parameter holds only types encoding/json decodes by itself.
+func bindsPromptly(m Method) bool {
+	g, ok := m.(*goMethod)
+	return ok && g.prompt
+}
+
+var (
+	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// plainDecoded reports whether decoding into t runs no code of t's: no
+// type in it implements json.Unmarshaler or encoding.TextUnmarshaler.
+func plainDecoded(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if seen[t] {
+		return true
+	}
+	seen[t] = true
+	for _, u := range []reflect.Type{jsonUnmarshalerType, textUnmarshalerType} {
+		if t.Implements(u) || reflect.PointerTo(t).Implements(u) {
+			return false
+		}
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return plainDecoded(t.Elem(), seen)
+	case reflect.Map:
+		return plainDecoded(t.Key(), seen) && plainDecoded(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !plainDecoded(t.Field(i).Type, seen) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 var (
@@ -101,6 +144,7 @@ func newGoMethod(fn any) (*goMethod, error) {
 		}
 		gm.fields[name] = i
 	}
+	gm.prompt = plainDecoded(gm.args, map[reflect.Type]bool{})
 	return gm, nil
 }
 

@@ -234,16 +234,12 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 		deniedBy   string
 	)
 	if p.a != nil {
-		for _, h := range p.a.hooks {
+		for i := range p.a.hooks {
+			h := &p.a.hooks[i]
 			if h.Before == nil {
 				continue
 			}
-			var v Verdict
-			err := p.a.guardHook(ctx, h.prompt(call), false, func(ctx context.Context) error {
-				var err error
-				v, err = h.Before(ctx, call)
-				return err
-			})
+			v, err := p.a.runBefore(ctx, h, call)
 			if err == nil && v.Denied && v.Reason == "" {
 				err = errors.New("denied with an empty reason")
 			}
@@ -338,22 +334,16 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 	args, err := bind(row, schemas, m, call.Arguments)
 	var inv Invocation
 	if err == nil {
-		err = p.guard(ctx, func(context.Context) error {
-			var err error
-			inv, err = m.Bind(args)
-			return err
-		})
+		inv, err = p.bindMethod(ctx, m, args)
 		// The method names the argument; the answer is the row's.
-		var ae *ArgumentError
-		if errors.As(err, &ae) {
+		if ae := asArgumentError(err); ae != nil {
 			if decl := declared(row, ae.Name); decl != nil {
 				err = argumentError(decl, ae.Problem, ae.Err)
 			}
 		}
 	}
 	if err != nil {
-		var ae *ArgumentError
-		if errors.As(err, &ae) {
+		if ae := asArgumentError(err); ae != nil {
 			rec.fail(StageArguments, binding, ae)
 			rec.Argument, rec.Result = ae, TextResult(ae.Message(), true)
 			return
@@ -382,6 +372,46 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 		return
 	}
 	rec.Outcome, rec.Result = OutcomeResult, res
+}
+
+// bindMethod binds args for m: a Go method whose binding only decodes
+// into its parameter on the call's goroutine (a panic still an error),
+// another as guard runs it.
+func (p *pipeline) bindMethod(ctx context.Context, m Method, args []Arg) (Invocation, error) {
+	var inv Invocation
+	if bindsPromptly(m) {
+		err := safely(func() error {
+			var err error
+			inv, err = m.Bind(args)
+			return err
+		})
+		return inv, err
+	}
+	return p.bindGuarded(ctx, m, args)
+}
+
+func (p *pipeline) bindGuarded(ctx context.Context, m Method, args []Arg) (Invocation, error) {
+	var inv Invocation
+	err := p.guard(ctx, func(context.Context) error {
+		var err error
+		inv, err = m.Bind(args)
+		return err
+	})
+	return inv, err
+}
+
+// asArgumentError is the *ArgumentError in err's chain, or nil. (A
+// function of its own: the target errors.As writes escapes, and is then
+// allocated only for a call that failed.)
+func asArgumentError(err error) *ArgumentError {
+	if err == nil {
+		return nil
+	}
+	var ae *ArgumentError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return nil
 }
 
 // guard runs f as a served call runs a hook or a method's binding (with

@@ -36,7 +36,14 @@ func ParamsMeta(req mcp.Request) (traceparent, tracestate string) {
 // through. Add it after the middleware that answers those methods (the
 // adapter's), so that it runs first. meta reads the _meta trace context;
 // nil is ParamsMeta. When t is off the middleware is the handler itself.
-func (t *Tracer) Middleware(meta MetaFunc) mcp.Middleware {
+func (t *Tracer) Middleware(meta MetaFunc) mcp.Middleware { return t.MiddlewareOf(meta, nil) }
+
+// MiddlewareOf is Middleware whose tools/call spans name the tool only
+// when isRow says a registry row has that name (the revision serving's):
+// the name is the client's, and a span name is what tracing backends
+// index, so names no row has would let anyone mint them without end. Nil
+// isRow names every tool whose name a row could have.
+func (t *Tracer) MiddlewareOf(meta MetaFunc, isRow func(name string) bool) mcp.Middleware {
 	if meta == nil {
 		meta = ParamsMeta
 	}
@@ -56,7 +63,7 @@ func (t *Tracer) Middleware(meta MetaFunc) mcp.Middleware {
 				r.Header = ex.Header
 				r.ProtocolVersion = ex.Header.Get("Mcp-Protocol-Version") // the negotiated revision, over HTTP
 			}
-			if c, ok := req.(*mcp.CallToolRequest); ok && c.Params != nil {
+			if c, ok := req.(*mcp.CallToolRequest); ok && c.Params != nil && (isRow == nil || isRow(c.Params.Name)) {
 				r.Tool = c.Params.Name
 			}
 			r.TraceParent, r.TraceState = meta(req)

@@ -27,7 +27,8 @@ const (
 type Request struct {
 	// Method is the MCP method: tools/call or tools/list.
 	Method string
-	// Tool is the tool name of a tools/call.
+	// Tool is the tool name of a tools/call; one no registry row can
+	// have (schema: ^[A-Za-z0-9_.-]{1,128}$) is left out of the span.
 	Tool string
 	// SessionID is the MCP session, "" when none.
 	SessionID string
@@ -44,7 +45,8 @@ type Request struct {
 // client's trace (W3C traceparent from _meta, else from the HTTP header).
 // Its name and attributes follow the OpenTelemetry MCP conventions:
 // "tools/call {tool}" with mcp.method.name, gen_ai.tool.name,
-// gen_ai.operation.name execute_tool, mcp.session.id.
+// gen_ai.operation.name execute_tool, mcp.session.id; a tool name no row
+// could have (rowName) is left out: "tools/call", no gen_ai.tool.name.
 func (t *Tracer) StartRequest(ctx context.Context, r Request) (context.Context, Span) {
 	if !t.Enabled() {
 		return ctx, Span{}
@@ -54,10 +56,13 @@ func (t *Tracer) StartRequest(ctx context.Context, r Request) (context.Context, 
 	attrs := make([]attribute.KeyValue, 0, 5)
 	attrs = append(attrs, semconv.McpMethodNameKey.String(r.Method))
 	if r.Method == "tools/call" {
-		if r.Tool != "" {
+		// The name is the client's, sent before anyone is known: only one
+		// a row can have goes in, so a span's size stays bounded.
+		if rowName(r.Tool) {
 			name += " " + r.Tool
+			attrs = append(attrs, semconv.GenAIToolName(r.Tool))
 		}
-		attrs = append(attrs, semconv.GenAIToolName(r.Tool), semconv.GenAIOperationNameExecuteTool)
+		attrs = append(attrs, semconv.GenAIOperationNameExecuteTool)
 	}
 	if r.SessionID != "" {
 		attrs = append(attrs, semconv.McpSessionID(r.SessionID))
@@ -117,4 +122,23 @@ func (t *Tracer) Inject(ctx context.Context, h http.Header) {
 	if t.Enabled() {
 		t.prop.Inject(ctx, propagation.HeaderCarrier(h))
 	}
+}
+
+// maxToolName is the longest tool name a registry row may have.
+const maxToolName = 128
+
+// rowName reports whether name could be a registry row's: 1 to 128
+// letters, digits, "_", "." or "-".
+func rowName(name string) bool {
+	if name == "" || len(name) > maxToolName {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '.', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }

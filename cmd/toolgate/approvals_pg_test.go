@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,11 +9,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/pgtest"
 )
 
 // TestE2EApprovalTwoReplicas: two `toolgate serve` processes share a
@@ -25,30 +23,7 @@ import (
 func TestE2EApprovalTwoReplicas(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
-	dsn := os.Getenv("TOOLGATE_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("TOOLGATE_TEST_POSTGRES is not set: run eval \"$(scripts/pg-start)\" before go test")
-		}
-		t.Skip("set TOOLGATE_TEST_POSTGRES (scripts/pg-start) to run PostgreSQL tests")
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	require.NoError(t, err)
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	schema := "approvals_e2e_" + hex.EncodeToString(b[:])
-	_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_, _ = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-		conn.Close(ctx)
-	})
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	ledgerSpec := dsn + sep + "search_path=" + schema
+	ledgerSpec := pgtest.Schema(t, "approvals_e2e")
 
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
 	data, err := json.Marshal(map[string]identity.TokenEntry{

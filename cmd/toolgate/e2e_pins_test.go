@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/internal/conformance"
+	"github.com/toolgate/toolgate/internal/proctest"
 	"github.com/toolgate/toolgate/pins"
 )
 
@@ -82,7 +83,7 @@ func testPins(t *testing.T, transport string) {
 			case <-changed:
 				got++
 			case <-deadline:
-				t.Fatalf("%s: no such listing within %s; listing %v\nstderr:\n%s", what, callTimeout, toolNames(t, admin), s.stderr.String())
+				t.Fatalf("%s: no such listing within %s; listing %v\nstderr:\n%s", what, callTimeout, toolNames(t, admin), s.Stderr.String())
 			}
 		}
 	}
@@ -206,24 +207,17 @@ const (
 // loopback and returns its URL.
 func startHTTPUpstream(t *testing.T, bin, stage string) string {
 	t.Helper()
-	cmd := exec.Command(bin, "-http", "127.0.0.1:0", "-stage-file", stage)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	require.NoError(t, err)
-	url, found := strings.CutPrefix(strings.TrimSpace(line), "serving ")
-	require.True(t, found, "upstreamtest said %q", line)
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	return url
+	p := proctest.Start(t, "upstreamtest -http", exec.Command(bin, "-http", "127.0.0.1:0", "-stage-file", stage))
+	return p.Await(t, p.Stdout, servingLine)[1]
 }
+
+// servingLine is the first line upstreamtest -http prints.
+var servingLine = regexp.MustCompile(`^serving (\S+)\s*\n`)
 
 // waitStderr waits until the server's log holds text.
 func waitStderr(t *testing.T, s *served, text string) {
 	t.Helper()
-	require.Eventually(t, func() bool { return strings.Contains(s.stderr.String(), text) }, callTimeout, 10*time.Millisecond,
-		"the log never said %q", text)
+	s.Await(t, s.Stderr, regexp.MustCompile(regexp.QuoteMeta(text)))
 }
 
 // metricsText is GET /metrics as the admin.
@@ -270,7 +264,7 @@ func TestE2EPinsNoWatch(t *testing.T) {
 			select {
 			case <-changed:
 			case <-deadline:
-				t.Fatalf("no such listing within %s\nstderr:\n%s", callTimeout, s.stderr.String())
+				t.Fatalf("no such listing within %s\nstderr:\n%s", callTimeout, s.Stderr.String())
 			}
 		}
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +19,8 @@ import (
 
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/conformance"
+	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/proctest"
 )
 
 // The end-to-end tests run the built binary as a subprocess on loopback and
@@ -64,35 +64,12 @@ func writeTokens(t *testing.T) string {
 
 // served is a `toolgate serve --http` subprocess.
 type served struct {
-	url    string // the MCP endpoint, http://ADDR/mcp
-	base   string // http://ADDR
-	cmd    *exec.Cmd
-	stderr *syncBuffer
-	exited chan struct{} // closed once the process has exited
-	err    error         // cmd.Wait's error, once exited is closed
+	*proctest.Proc
+	url  string // the MCP endpoint, http://ADDR/mcp
+	base string // http://ADDR
 }
 
 var urlLine = regexp.MustCompile(`toolgate: serving MCP \(streamable HTTP\) at (http://\S+)/mcp\n`)
-
-// stdoutWatch collects the binary's stdout and hands over the MCP URL it
-// prints.
-type stdoutWatch struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	sent bool
-	url  chan string
-}
-
-func (w *stdoutWatch) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf.Write(p)
-	if m := urlLine.FindSubmatch(w.buf.Bytes()); m != nil && !w.sent {
-		w.sent = true
-		w.url <- string(m[1])
-	}
-	return len(p), nil
-}
 
 // serveHTTP starts `toolgate serve --http 127.0.0.1:0` with an in-memory
 // ledger, no file watching (args may turn it on) and args, and waits for
@@ -102,46 +79,12 @@ func serveHTTP(t *testing.T, args ...string) *served {
 	full := append([]string{"serve", "--http", "127.0.0.1:0", "--ledger", "memory", "--no-watch",
 		"--audit", filepath.Join(t.TempDir(), "audit.jsonl")}, args...)
 	cmd := exec.Command(toolgateBinary(t), full...)
-	out := &stdoutWatch{url: make(chan string, 1)}
-	s := &served{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = out, s.stderr
 	// An upstream subprocess inherits stderr: do not wait on it forever.
 	cmd.WaitDelay = 5 * time.Second
-	require.NoError(t, cmd.Start())
-	go func() { s.err = cmd.Wait(); close(s.exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-s.exited:
-			return
-		default:
-		}
-		_ = cmd.Process.Kill()
-		<-s.exited
-		if t.Failed() {
-			t.Logf("stderr of toolgate %s:\n%s", strings.Join(full, " "), s.stderr.String())
-		}
-	})
-	select {
-	case s.base = <-out.url:
-		s.url = s.base + "/mcp"
-	case <-s.exited:
-		t.Fatalf("toolgate serve exited before serving: %v\nstderr:\n%s", s.err, s.stderr.String())
-	case <-time.After(startTimeout):
-		t.Fatalf("toolgate serve printed no URL within %s\nstderr:\n%s", startTimeout, s.stderr.String())
-	}
+	p := proctest.Start(t, "toolgate "+strings.Join(full, " "), cmd)
+	s := &served{Proc: p, base: p.Await(t, p.Stdout, urlLine)[1]}
+	s.url = s.base + "/mcp"
 	return s
-}
-
-// bearer adds an Authorization header to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
 }
 
 // connect opens a go-sdk client session to s under protocol revision
@@ -158,7 +101,7 @@ func (s *served) connect(t *testing.T, token, version string, opts *mcp.ClientOp
 func (s *served) dial(t *testing.T, token, version string, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 	hc := &http.Client{Transport: http.DefaultTransport}
 	if token != "" {
-		hc.Transport = bearer{token, http.DefaultTransport}
+		hc.Transport = mcptest.Bearer{Token: token}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v0"}, opts)
 	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
@@ -186,10 +129,7 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 var heldResetCounter = regexp.MustCompile(`^Approval required: Tool 'resetCounter' is destructive and needs an admin's approval \(approval ([0-9a-f]{24})\)\. Call again once it is approved\.$`)
 
 // answer is what a tools/call answered: its one text and whether isError.
-type answer struct {
-	Text    string
-	IsError bool
-}
+type answer = mcptest.Answer
 
 func ok(text string) answer      { return answer{Text: text} }
 func refused(text string) answer { return answer{Text: text, IsError: true} }
@@ -198,17 +138,7 @@ func refused(text string) answer { return answer{Text: text, IsError: true} }
 // the test (docs/contract.md §5: every answer is a CallToolResult).
 func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, meta mcp.Meta) answer {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
-	defer cancel()
-	if args == nil {
-		args = map[string]any{}
-	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
-	require.NoError(t, err, "tools/call %s", name)
-	require.Len(t, res.Content, 1, "tools/call %s: %+v", name, res)
-	text, isText := res.Content[0].(*mcp.TextContent)
-	require.True(t, isText, "tools/call %s: content %T", name, res.Content[0])
-	return answer{Text: text.Text, IsError: res.IsError}
+	return mcptest.Call(t, callTimeout, cs, name, args, meta)
 }
 
 // TestE2EHTTP drives `toolgate serve --http` (the bundled example, a tokens
@@ -341,7 +271,7 @@ func TestE2ESigterm(t *testing.T) {
 		case a := <-answers:
 			return a
 		case <-time.After(callTimeout): // a failure bound only
-			t.Fatalf("no answer: %s\nstderr:\n%s", what, s.stderr.String())
+			t.Fatalf("no answer: %s\nstderr:\n%s", what, s.Stderr.String())
 			return answer{}
 		}
 	}
@@ -359,14 +289,14 @@ func TestE2ESigterm(t *testing.T) {
 		require.Equal(t, ok(fmt.Sprint(ms)), first)
 		require.Equal(t, ok(fmt.Sprint(ms)), next("the replayed call"))
 	}
-	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, s.Cmd.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, ok(fmt.Sprint(ms)), next("the call in flight"), "the call in flight finishes")
 	select {
-	case <-s.exited:
-		require.NoError(t, s.err, "exit status; stderr:\n%s", s.stderr.String())
-		require.Equal(t, 0, s.cmd.ProcessState.ExitCode())
+	case <-s.Exited():
+		require.NoError(t, s.Err(), "exit status; stderr:\n%s", s.Stderr.String())
+		require.Equal(t, 0, s.Cmd.ProcessState.ExitCode())
 	case <-time.After(callTimeout):
-		t.Fatalf("toolgate serve did not exit after SIGTERM\nstderr:\n%s", s.stderr.String())
+		t.Fatalf("toolgate serve did not exit after SIGTERM\nstderr:\n%s", s.Stderr.String())
 	}
 }
 
@@ -398,7 +328,7 @@ url_drivers_decided := true
 	select {
 	case <-changed:
 	case <-time.After(callTimeout):
-		t.Fatalf("no notifications/tools/list_changed after a policy edit\nstderr:\n%s", s.stderr.String())
+		t.Fatalf("no notifications/tools/list_changed after a policy edit\nstderr:\n%s", s.Stderr.String())
 	}
 	want := []string{"echo", "add", "getReward", "price", "fail", "inner", "count", "execUrl", "resetCounter"}
 	require.Equal(t, want, toolNames(t, cs), "the listing after the reload")
@@ -415,7 +345,7 @@ func TestE2EStdio(t *testing.T) {
 		args := append([]string{"serve", "--stdio", "--ledger", "memory", "--no-watch",
 			"--audit", filepath.Join(t.TempDir(), "audit.jsonl")}, caller...)
 		cmd := exec.Command(toolgateBinary(t), args...)
-		stderr := &syncBuffer{}
+		stderr := &proctest.Buffer{}
 		cmd.Stderr = stderr
 		client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v0"}, nil)
 		ctx, cancel := context.WithTimeout(t.Context(), startTimeout)

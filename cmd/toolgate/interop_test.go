@@ -26,20 +26,7 @@ var interopDir = filepath.Join("..", "..", "testdata", "interop")
 func TestInteropTypeScript(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
-	if _, err := os.Stat(filepath.Join(interopDir, "node_modules")); err != nil {
-		const msg = "TypeScript MCP SDK not installed: run npm ci in testdata/interop (scripts/interop-setup)"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg + "; CI is set, so this is a failure")
-		}
-		t.Skip(msg)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("node is not on PATH; CI is set, so this is a failure")
-		}
-		t.Skip("node is not on PATH")
-	}
+	node := oidctest.RequireNode(t, interopDir, "TypeScript MCP SDK not installed: run npm ci in testdata/interop (scripts/interop-setup)")
 	bin := toolgateBinary(t)
 	args := []string{"interop.mjs", bin}
 	// With the OpenID provider (always under CI), the client also connects

@@ -35,13 +35,13 @@ func TestSec06SigtermWithSlowBody(t *testing.T) {
 	resp.Body.Close()
 
 	start := time.Now()
-	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, s.Cmd.Process.Signal(syscall.SIGTERM))
 	select {
-	case <-s.exited:
+	case <-s.Exited():
 		t.Logf("exited %s after SIGTERM with a slow body pending", time.Since(start))
-		require.NoError(t, s.err, "exit status; stderr:\n%s", s.stderr.String())
-		require.Equal(t, 0, s.cmd.ProcessState.ExitCode())
+		require.NoError(t, s.Err(), "exit status; stderr:\n%s", s.Stderr.String())
+		require.Equal(t, 0, s.Cmd.ProcessState.ExitCode())
 	case <-time.After(startTimeout): // a failure bound only
-		t.Fatalf("toolgate serve did not exit after SIGTERM\nstderr:\n%s", s.stderr.String())
+		t.Fatalf("toolgate serve did not exit after SIGTERM\nstderr:\n%s", s.Stderr.String())
 	}
 }

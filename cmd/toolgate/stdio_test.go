@@ -4,13 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,31 +16,13 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/conformance"
-)
-
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
+	"github.com/toolgate/toolgate/internal/proctest"
 )
 
 // toolgateBinary builds the toolgate binary once per test run.
 func toolgateBinary(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "toolgate-bin")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "toolgate")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, binErr)
-	return binPath
+	return proctest.Build(t, "./cmd/toolgate")
 }
 
 // writeExample copies the bundled example into dir with a fixture's
@@ -106,7 +86,7 @@ func TestConformanceOverStdio(t *testing.T) {
 			require.NoError(t, err)
 			stdout, err := cmd.StdoutPipe()
 			require.NoError(t, err)
-			stderr := &syncBuffer{}
+			stderr := &proctest.Buffer{}
 			cmd.Stderr = stderr
 			require.NoError(t, cmd.Start())
 			lines := bufio.NewReader(stdout)
@@ -164,22 +144,4 @@ func TestConformanceOverStdio(t *testing.T) {
 			require.NotContains(t, stderr.String(), "panic")
 		})
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe to read while a process writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,35 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/internal/proctest"
 )
-
-// syncBuffer collects the program's stderr (the audit trail).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestEmbedRuns builds the example and talks MCP to it over stdio, as a
 // contractor: it lists both tools, reads a reward, is refused the
@@ -47,7 +29,7 @@ func TestEmbedRuns(t *testing.T) {
 	require.NoError(t, err, "go build: %s", out)
 
 	cmd := exec.Command(bin, "--as", "cid", "--role", "contractor")
-	stderr := &syncBuffer{}
+	stderr := &proctest.Buffer{}
 	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "embed-test"}, nil)
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)

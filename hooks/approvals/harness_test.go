@@ -25,6 +25,8 @@ import (
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/httpserve"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/proctest"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
@@ -99,22 +101,12 @@ func (e *env) ran(target string) int {
 	return e.runs[target]
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
+// syncBuffer is the audit trail the env writes.
+type syncBuffer struct{ proctest.Buffer }
 
 func (s *syncBuffer) records(t testing.TB) []audit.Record {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []audit.Record
-	for _, line := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(s.String()), "\n") {
 		if line == "" {
 			continue
 		}
@@ -182,17 +174,6 @@ func newEnvOptions(t testing.TB, store ledger.ApprovalStore, policy string, opts
 	return e
 }
 
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
 // connect opens a go-sdk session as caller; opts may set an elicitation
 // handler.
 func (e *env) connect(t testing.TB, caller *engine.Caller, opts *mcp.ClientOptions) *mcp.ClientSession {
@@ -207,7 +188,7 @@ func (e *env) connectProto(t testing.TB, caller *engine.Caller, opts *mcp.Client
 	tr := &http.Transport{}
 	client := mcp.NewClient(&mcp.Implementation{Name: "approvals-test", Version: "1"}, opts)
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: e.url + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{token: tokenFor(caller), next: tr}}}, &mcp.ClientSessionOptions{ProtocolVersion: proto})
+		HTTPClient: &http.Client{Transport: mcptest.Bearer{Token: tokenFor(caller), Next: tr}}}, &mcp.ClientSessionOptions{ProtocolVersion: proto})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close(); tr.CloseIdleConnections() })
 	return cs

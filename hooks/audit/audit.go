@@ -117,7 +117,7 @@ func NewRecord(call *mcpadapter.CallContext, end *mcpadapter.Record) Record {
 		r.Error = end.Err.Error()
 	}
 	if call.Revision != nil {
-		r.Revision = call.Revision.String()
+		r.Revision = revisionName(call.Revision)
 	}
 	if m, err := call.Meta.MarshalJSON(); err == nil {
 		r.Meta = m
@@ -126,6 +126,26 @@ func NewRecord(call *mcpadapter.CallContext, end *mcpadapter.Record) Record {
 		r.Denials = append(r.Denials, Denial{Reason: d.Reason, Hook: d.Hook, Rules: locations(d.Rules)})
 	}
 	return r
+}
+
+// lastRevision is the revision the last record named, with its name:
+// every call between two reloads reads the same one, and its name is
+// formatted once. It keeps at most that one revision alive.
+var lastRevision atomic.Pointer[namedRevision]
+
+type namedRevision struct {
+	rev  *engine.Revision
+	name string
+}
+
+// revisionName is rev.String(), formatted once per revision.
+func revisionName(rev *engine.Revision) string {
+	if n := lastRevision.Load(); n != nil && n.rev == rev {
+		return n.name
+	}
+	n := &namedRevision{rev: rev, name: rev.String()}
+	lastRevision.Store(n)
+	return n.name
 }
 
 // locations renders rule locations as file:line; nil for none.
@@ -166,7 +186,7 @@ type Auditor struct {
 
 	mu     sync.RWMutex // guards closed against sends on a closed ch
 	closed bool
-	ch     chan []byte
+	ch     chan *line
 	done   chan struct{}
 
 	closeOnce sync.Once
@@ -190,13 +210,14 @@ func New(w io.Writer, opts Options) *Auditor {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &Auditor{w: w, opts: opts, log: log, ch: make(chan []byte, opts.Buffer), done: make(chan struct{}), now: time.Now}
+	a := &Auditor{w: w, opts: opts, log: log, ch: make(chan *line, opts.Buffer), done: make(chan struct{}), now: time.Now}
 	go a.write()
 	return a
 }
 
 // Hook returns the audit trail's after hook, named HookName. It is Prompt:
-// it encodes the record and hands it to the writer without waiting.
+// it encodes the record (as json.Marshal would, without its reflection)
+// and hands it to the writer without waiting.
 func (a *Auditor) Hook() mcpadapter.Hook {
 	return mcpadapter.Hook{Name: HookName, After: a.after, Prompt: true}
 }
@@ -210,21 +231,25 @@ func (a *Auditor) after(ctx context.Context, call *mcpadapter.CallContext, end *
 	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
 		r.TraceID = sc.TraceID().String()
 	}
-	line, err := json.Marshal(r)
+	l := getLine()
+	b, err := appendRecord(l.b[:0], &r)
 	if err != nil {
+		putLine(l)
 		a.drop(1, "encode", err)
 		return nil
 	}
-	line = append(line, '\n')
+	l.b = append(b, '\n')
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	if a.closed {
+		putLine(l)
 		a.drop(1, "auditor closed", nil)
 		return nil
 	}
 	select {
-	case a.ch <- line:
+	case a.ch <- l:
 	default:
+		putLine(l)
 		a.drop(1, "buffer full", nil)
 	}
 	return nil
@@ -232,10 +257,12 @@ func (a *Auditor) after(ctx context.Context, call *mcpadapter.CallContext, end *
 
 func (a *Auditor) write() {
 	defer close(a.done)
-	for line := range a.ch {
-		if _, err := a.w.Write(line); err != nil {
+	for l := range a.ch {
+		// io.Writer: Write must not retain the line, so it is reused.
+		if _, err := a.w.Write(l.b); err != nil {
 			a.drop(1, "write failed", err)
 		}
+		putLine(l)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/canon"
+	"github.com/toolgate/toolgate/internal/proctest"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
@@ -175,7 +176,7 @@ func TestAuditRecords(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			var buf syncBuffer
+			var buf proctest.Buffer
 			aud := New(&buf, Options{})
 			var seen atomic.Pointer[mcpadapter.CallEnd]
 			capture := mcpadapter.Hook{Name: "capture", After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
@@ -226,24 +227,6 @@ func TestAuditRecords(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the writer goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 type failingWriter struct{}
@@ -317,7 +300,7 @@ func TestAuditWriterTrouble(t *testing.T) {
 // with why and the writer's error (later drops are rate-limited).
 func TestAuditDropsAreLogged(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs proctest.Buffer
 	aud := New(failingWriter{}, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	a := newAdapter(t, aud.Hook())
 	callAs(a, "alice", "echo", nil)
@@ -335,7 +318,7 @@ func TestAuditDropsAreLogged(t *testing.T) {
 // logged one is logged again, with the total so far.
 func TestAuditDropLogIsOncePerSecond(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs proctest.Buffer
 	aud := New(io.Discard, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	defer aud.Close()
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
@@ -375,7 +358,7 @@ func (c *counter) get() int {
 // line.
 func TestAuditConcurrentCalls(t *testing.T) {
 	t.Parallel()
-	var buf syncBuffer
+	var buf proctest.Buffer
 	aud := New(&buf, Options{Buffer: 256})
 	a := newAdapter(t, aud.Hook())
 	var wg sync.WaitGroup
@@ -415,7 +398,7 @@ func TestAuditSaysAnOverrideDecided(t *testing.T) {
 		return "echo", nil
 	})
 	for subject, want := range map[string]string{"carol": "override", "alice": "no_override"} {
-		var buf syncBuffer
+		var buf proctest.Buffer
 		aud := New(&buf, Options{})
 		a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: methods, Caller: mcpadapter.StaticCaller(&engine.Caller{Subject: subject})})
 		a.AddHook(aud.Hook())
@@ -437,4 +420,25 @@ func TestHookIsPrompt(t *testing.T) {
 	a := New(&bytes.Buffer{}, Options{})
 	defer a.Close()
 	require.True(t, a.Hook().Prompt)
+}
+
+// TestRecordNamesEachRevision: a record names the revision its call read,
+// also when calls of two revisions alternate (the name is formatted once
+// per revision, not once for all).
+func TestRecordNamesEachRevision(t *testing.T) {
+	t.Parallel()
+	revision := func(grant string) *engine.Revision {
+		fsys := fstest.MapFS{"registry.yaml": {Data: []byte(testRegistry)}, "policies/grant.rego": {Data: []byte(grant)}}
+		e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"})
+		require.NoError(t, err)
+		return e.Current()
+	}
+	a := revision("package toolgate.grant\n")
+	b := revision("package toolgate.grant\n\ngranted := {\"echo\"}\n")
+	require.NotEqual(t, a.String(), b.String())
+	end := &mcpadapter.Record{}
+	for _, rev := range []*engine.Revision{a, b, a, a, b} {
+		r := NewRecord(&mcpadapter.CallContext{Revision: rev, Arguments: json.RawMessage(`{}`)}, end)
+		require.Equal(t, rev.String(), r.Revision)
+	}
 }

@@ -15,8 +15,17 @@ import (
 // and without HTML escaping. Two values equal up to key order and
 // insignificant whitespace have the same canonical form; numbers are compared
 // by their text (1 and 1.0 differ). Input that is not valid JSON is returned
-// as is.
+// as is, and so is input already in canonical form (without a copy: what
+// arguments usually are).
 func JSON(raw []byte) []byte {
+	if canonical(raw) {
+		return raw
+	}
+	return reencode(raw)
+}
+
+// reencode is JSON the long way: decode, encode.
+func reencode(raw []byte) []byte {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
@@ -35,5 +44,153 @@ func JSON(raw []byte) []byte {
 // SHA256 is the hex SHA-256 of JSON(raw).
 func SHA256(raw []byte) string {
 	sum := sha256.Sum256(JSON(raw))
-	return hex.EncodeToString(sum[:])
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
+}
+
+// maxCanonicalDepth bounds the nesting canonical reads; deeper values take
+// the long way.
+const maxCanonicalDepth = 64
+
+// canonical reports whether raw is one JSON value that reencode would give
+// back byte for byte: no whitespace, object keys in strictly increasing
+// byte order (no duplicates), strings of printable ASCII without escapes
+// (the encoder would rewrite an escape, and decides itself what to
+// escape), numbers as JSON spells them (kept as their text), nothing
+// after the value. FuzzCanonical checks it against reencode.
+func canonical(raw []byte) bool {
+	end, ok := canonicalValue(raw, 0, 0)
+	return ok && end == len(raw)
+}
+
+// canonicalValue reads the canonical value at raw[i:] and returns where it
+// ends.
+func canonicalValue(raw []byte, i, depth int) (int, bool) {
+	if i >= len(raw) || depth > maxCanonicalDepth {
+		return 0, false
+	}
+	switch c := raw[i]; {
+	case c == '{':
+		i++
+		if i < len(raw) && raw[i] == '}' {
+			return i + 1, true
+		}
+		var prev []byte
+		for first := true; ; first = false {
+			start := i
+			end, ok := canonicalString(raw, i)
+			if !ok || !first && bytes.Compare(raw[start+1:end-1], prev) <= 0 {
+				return 0, false
+			}
+			prev = raw[start+1 : end-1]
+			if end >= len(raw) || raw[end] != ':' {
+				return 0, false
+			}
+			if i, ok = canonicalValue(raw, end+1, depth+1); !ok || i >= len(raw) {
+				return 0, false
+			}
+			switch raw[i] {
+			case ',':
+				i++
+			case '}':
+				return i + 1, true
+			default:
+				return 0, false
+			}
+		}
+	case c == '[':
+		i++
+		if i < len(raw) && raw[i] == ']' {
+			return i + 1, true
+		}
+		for {
+			var ok bool
+			if i, ok = canonicalValue(raw, i, depth+1); !ok || i >= len(raw) {
+				return 0, false
+			}
+			switch raw[i] {
+			case ',':
+				i++
+			case ']':
+				return i + 1, true
+			default:
+				return 0, false
+			}
+		}
+	case c == '"':
+		return canonicalString(raw, i)
+	case c == 't':
+		return literal(raw, i, "true")
+	case c == 'f':
+		return literal(raw, i, "false")
+	case c == 'n':
+		return literal(raw, i, "null")
+	case c == '-' || '0' <= c && c <= '9':
+		return number(raw, i)
+	}
+	return 0, false
+}
+
+// canonicalString reads a string of printable ASCII without escapes.
+func canonicalString(raw []byte, i int) (int, bool) {
+	if i >= len(raw) || raw[i] != '"' {
+		return 0, false
+	}
+	for i++; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"':
+			return i + 1, true
+		case c < 0x20 || c > 0x7e || c == '\\':
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+func literal(raw []byte, i int, lit string) (int, bool) {
+	if len(raw)-i < len(lit) || string(raw[i:i+len(lit)]) != lit {
+		return 0, false
+	}
+	return i + len(lit), true
+}
+
+// number reads a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func number(raw []byte, i int) (int, bool) {
+	digits := func(i int) int {
+		for i < len(raw) && '0' <= raw[i] && raw[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	if raw[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(raw) && raw[i] == '0':
+		i++
+	case i < len(raw) && '1' <= raw[i] && raw[i] <= '9':
+		i = digits(i)
+	default:
+		return 0, false
+	}
+	if i < len(raw) && raw[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return 0, false
+		}
+		i = j
+	}
+	if i < len(raw) && (raw[i] == 'e' || raw[i] == 'E') {
+		i++
+		if i < len(raw) && (raw[i] == '+' || raw[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return 0, false
+		}
+		i = j
+	}
+	return i, true
 }

@@ -23,6 +23,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/proctest"
 )
 
 // Dir is testdata/oidc of the module.
@@ -51,12 +53,19 @@ func Require(t testing.TB) string {
 	if testing.Short() {
 		t.Skip("runs a real OpenID provider (node testdata/oidc/provider.mjs); skipped with -short")
 	}
-	if _, err := os.Stat(filepath.Join(Dir, "node_modules")); err != nil {
-		const msg = "oidc-provider not installed: run npm ci in testdata/oidc (scripts/oidc-setup)"
+	return RequireNode(t, Dir, "oidc-provider not installed: run npm ci in testdata/oidc (scripts/oidc-setup)")
+}
+
+// RequireNode skips (or, under CI, fails) unless dir holds node_modules
+// (missing says how to install them) and node is on PATH, and returns
+// node's path.
+func RequireNode(t testing.TB, dir, missing string) string {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatal(msg + "; CI is set, so this is a failure")
+			t.Fatal(missing + "; CI is set, so this is a failure")
 		}
-		t.Skip(msg)
+		t.Skip(missing)
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -109,7 +118,7 @@ func startOnce(t testing.TB, node string, args []string) (*Provider, string, boo
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &lockedBuilder{}
+	stderr := &proctest.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -164,7 +173,7 @@ func (p *Provider) Token(t testing.TB, client, resource string) string {
 func TokenFrom(t testing.TB, issuer, client, resource string) string {
 	t.Helper()
 	form := url.Values{"grant_type": {"client_credentials"}, "resource": {resource}, "scope": {"tools:read tools:call"}}
-	req, err := http.NewRequest(http.MethodPost, issuer+"/token", strings.NewReader(form.Encode()))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, issuer+"/token", strings.NewReader(form.Encode()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +202,7 @@ func TokenFrom(t testing.TB, issuer, client, resource string) string {
 // one stays published.
 func (p *Provider) Rotate(t testing.TB) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, p.Issuer+"/__rotate", nil)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, p.Issuer+"/__rotate", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -238,21 +247,4 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.offset += d
-}
-
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuilder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -12,6 +12,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/proctest"
 )
 
 // TestReadmeProtocolRevisions: every protocol revision the README lists as
@@ -38,7 +41,7 @@ func TestReadmeProtocolRevisions(t *testing.T) {
 	state := t.TempDir()
 	cmd := exec.Command(bin, "serve", "--http", "127.0.0.1:0", "--ledger", "memory", "--no-watch")
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state, "HOME="+state)
-	srv := &server{cmd: cmd, stderr: newNotifyBuffer(), exited: make(chan struct{})}
+	srv := &server{cmd: cmd, stderr: &proctest.Buffer{}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = srv.stderr, srv.stderr
 	require.NoError(t, cmd.Start())
 	go func() { srv.err = cmd.Wait(); close(srv.exited) }()
@@ -55,7 +58,7 @@ func TestReadmeProtocolRevisions(t *testing.T) {
 		t.Run(v, func(t *testing.T) {
 			client := mcp.NewClient(&mcp.Implementation{Name: "readme-protocols", Version: "v0"}, nil)
 			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url,
-				HTTPClient: &http.Client{Transport: bearer{token: token[1], next: http.DefaultTransport}}},
+				HTTPClient: &http.Client{Transport: mcptest.Bearer{Token: token[1], Next: http.DefaultTransport}}},
 				&mcp.ClientSessionOptions{ProtocolVersion: v})
 			require.NoError(t, err, "connect under %s; server output:\n%s", v, srv.stderr.String())
 			defer cs.Close()

@@ -1,7 +1,6 @@
 package readmetest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -18,6 +17,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/proctest"
 )
 
 // The tour is run as the README writes it. Its ```sh blocks are read with
@@ -144,7 +146,7 @@ type tour struct {
 
 type server struct {
 	cmd    *exec.Cmd
-	stderr *notifyBuffer
+	stderr *proctest.Buffer
 	exited chan struct{}
 	err    error
 }
@@ -275,7 +277,7 @@ func (tr *tour) serve(ctx context.Context, s step) error {
 	line = strings.Replace(line, "./toolgate serve", "exec ./toolgate serve --http 127.0.0.1:0", 1)
 	cmd := exec.Command("bash", "-c", line)
 	cmd.Dir, cmd.Env = tr.work, tr.env
-	srv := &server{cmd: cmd, stderr: newNotifyBuffer(), exited: make(chan struct{})}
+	srv := &server{cmd: cmd, stderr: &proctest.Buffer{}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = srv.stderr, srv.stderr
 	if err := cmd.Start(); err != nil {
 		return err
@@ -300,7 +302,7 @@ func (tr *tour) serve(ctx context.Context, s step) error {
 // server exits first or ctx ends.
 func (srv *server) wait(ctx context.Context, ok func(string) bool) error {
 	for {
-		changed := srv.stderr.changed()
+		changed := srv.stderr.Changed()
 		if ok(srv.stderr.String()) {
 			return nil
 		}
@@ -355,7 +357,7 @@ func (tr *tour) edit(ctx context.Context, s step) error {
 	})
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:   "http://" + tr.addr + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{token: token[1], next: http.DefaultTransport}},
+		HTTPClient: &http.Client{Transport: mcptest.Bearer{Token: token[1], Next: http.DefaultTransport}},
 	}, nil)
 	if err != nil {
 		return fmt.Errorf("connect with the token the README names: %w", err)
@@ -410,48 +412,6 @@ func listNames(ctx context.Context, cs *mcp.ClientSession) ([]string, error) {
 		names = append(names, tool.Name)
 	}
 	return names, nil
-}
-
-// bearer adds an Authorization header to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
-// notifyBuffer is a concurrency-safe buffer that tells waiters when it grows.
-type notifyBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	ch  chan struct{}
-}
-
-func newNotifyBuffer() *notifyBuffer { return &notifyBuffer{ch: make(chan struct{})} }
-
-func (b *notifyBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	close(b.ch)
-	b.ch = make(chan struct{})
-	return b.buf.Write(p)
-}
-
-func (b *notifyBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// changed is closed at the next Write.
-func (b *notifyBuffer) changed() <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.ch
 }
 
 // tourTimeout bounds the whole tour: a failure bound, not a measurement.

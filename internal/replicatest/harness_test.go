@@ -7,27 +7,18 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/open-policy-agent/opa/v1/plugins/logs"
 	"github.com/stretchr/testify/require"
@@ -36,6 +27,9 @@ import (
 	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/engine"
 	_ "github.com/toolgate/toolgate/gateway" // see buildBinary
+	"github.com/toolgate/toolgate/internal/bundletest"
+	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/proctest"
 )
 
 const (
@@ -48,57 +42,13 @@ const (
 	version = "2025-11-25"
 )
 
-// postgres returns a DSN for a fresh schema of the test PostgreSQL
-// (TOOLGATE_TEST_POSTGRES, scripts/pg-start): skipped without one, but a
-// failure in CI.
-func postgres(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("TOOLGATE_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("TOOLGATE_TEST_POSTGRES is not set: run eval \"$(scripts/pg-start)\" before go test")
-		}
-		t.Skip("set TOOLGATE_TEST_POSTGRES (scripts/pg-start) to run the replica test")
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	require.NoError(t, err)
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	schema := "replicas_" + hex.EncodeToString(b[:])
-	_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_, _ = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-		_ = conn.Close(ctx)
-	})
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return dsn + sep + "search_path=" + schema
-}
-
 // buildBinary builds cmd/toolgate once per test run. go test caches a
 // result by what the test binary is built from and the files it opens:
-// the blank import of gateway and the stat of cmd/toolgate's files make a
-// change to what the built binary runs re-run the test.
+// the blank import of gateway and proctest.Build's stat of cmd/toolgate's
+// files make a change to what the built binary runs re-run the test.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join("..", "..", "cmd", "toolgate"))
-	require.NoError(t, err)
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".go") {
-			_, err := os.Stat(filepath.Join("..", "..", "cmd", "toolgate", e.Name()))
-			require.NoError(t, err)
-		}
-	}
-	bin := filepath.Join(t.TempDir(), "toolgate")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/toolgate")
-	cmd.Dir = filepath.Join("..", "..")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return bin
+	return proctest.Build(t, "./cmd/toolgate")
 }
 
 // signer is a bundle signing key pair.
@@ -106,15 +56,8 @@ type signer struct{ private, public string }
 
 func newSigner(t *testing.T) signer {
 	t.Helper()
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	s := signer{filepath.Join(dir, "key.pem"), filepath.Join(dir, "pub.pem")}
-	require.NoError(t, os.WriteFile(s.private, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}), 0o600))
-	pub, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(s.public, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600))
-	return s
+	private, public := bundletest.KeyPair(t)
+	return signer{private, public}
 }
 
 // probeRego answers the probe tool from the policy's data and the tool's
@@ -160,47 +103,6 @@ func signedBundle(t *testing.T, rev string, key string) []byte {
 	return buf.Bytes()
 }
 
-// bundleServer serves one bundle at a time with an ETag, as nginx or S3 do.
-type bundleServer struct {
-	mu  sync.Mutex
-	raw []byte
-}
-
-func (s *bundleServer) set(raw []byte) { s.mu.Lock(); s.raw = raw; s.mu.Unlock() }
-
-func (s *bundleServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	raw := s.raw
-	s.mu.Unlock()
-	sum := sha256.Sum256(raw)
-	etag := `"` + hex.EncodeToString(sum[:8]) + `"`
-	if strings.Contains(r.Header.Get("If-None-Match"), etag) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	w.Header().Set("ETag", etag)
-	w.Header().Set("Content-Type", "application/gzip")
-	_, _ = w.Write(raw)
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's output.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 var urlLine = regexp.MustCompile(`toolgate: serving MCP \(streamable HTTP\) at (http://\S+)/mcp\n`)
 
 // replica is one `toolgate serve` process; its state directory outlives
@@ -212,67 +114,23 @@ type replica struct {
 	state string // XDG_STATE_HOME
 	audit string
 
-	base   string // http://ADDR
-	cmd    *exec.Cmd
-	out    *syncBuffer
-	exited chan struct{}
+	base string // http://ADDR
+	proc *proctest.Proc
 }
 
 // start runs the replica and waits for the URL it prints.
 func (r *replica) start(t *testing.T) {
 	t.Helper()
-	r.cmd = exec.Command(r.bin, append([]string{"serve", "--http", "127.0.0.1:0", "--audit", r.audit}, r.args...)...)
-	r.cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+r.state)
-	r.out = &syncBuffer{}
-	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
-	r.exited = make(chan struct{})
-	require.NoError(t, r.cmd.Start())
-	cmd, exited := r.cmd, r.exited
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		r.stopProcess(cmd, exited)
-		if t.Failed() {
-			t.Logf("output of replica %s:\n%s", r.name, r.out.String())
-		}
-	})
-	until(t, "replica "+r.name+" serving", func() bool {
-		select {
-		case <-exited:
-			t.Fatalf("replica %s exited before serving:\n%s", r.name, r.out.String())
-		default:
-		}
-		m := urlLine.FindStringSubmatch(r.out.String())
-		if m != nil {
-			r.base = m[1]
-		}
-		return m != nil
-	})
-}
-
-func (r *replica) stopProcess(cmd *exec.Cmd, exited chan struct{}) {
-	select {
-	case <-exited:
-		return
-	default:
-	}
-	_ = cmd.Process.Kill()
-	<-exited
+	cmd := exec.Command(r.bin, append([]string{"serve", "--http", "127.0.0.1:0", "--audit", r.audit}, r.args...)...)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+r.state)
+	out := &proctest.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	r.proc = proctest.Start(t, "replica "+r.name, cmd)
+	r.base = r.proc.Await(t, out, urlLine)[1]
 }
 
 // stop kills the replica and waits for it to exit.
-func (r *replica) stop() { r.stopProcess(r.cmd, r.exited) }
-
-// bearer adds an Authorization header to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
+func (r *replica) stop() { r.proc.Stop() }
 
 // connect opens a client session to the replica as the token's caller.
 func (r *replica) connect(t *testing.T, token string) *mcp.ClientSession {
@@ -283,7 +141,7 @@ func (r *replica) connect(t *testing.T, token string) *mcp.ClientSession {
 // connectWith is connect with client options (notification handlers).
 func (r *replica) connectWith(t *testing.T, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	hc := &http.Client{Transport: bearer{token, http.DefaultTransport}}
+	hc := &http.Client{Transport: mcptest.Bearer{Token: token}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "replicatest", Version: "v0"}, opts)
 	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
@@ -345,24 +203,11 @@ func (r *replica) auditRevisions(t *testing.T, tool string) []string {
 }
 
 // answer is a tools/call's one text and whether it is an error.
-type answer struct {
-	Text    string
-	IsError bool
-}
+type answer = mcptest.Answer
 
 func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, meta mcp.Meta) answer {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
-	defer cancel()
-	if args == nil {
-		args = map[string]any{}
-	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
-	require.NoError(t, err, "tools/call %s", name)
-	require.Len(t, res.Content, 1, "tools/call %s: %+v", name, res)
-	text, ok := res.Content[0].(*mcp.TextContent)
-	require.True(t, ok, "tools/call %s: content %T", name, res.Content[0])
-	return answer{Text: text.Text, IsError: res.IsError}
+	return mcptest.Call(t, callTimeout, cs, name, args, meta)
 }
 
 // until polls cond until it holds; deadline bounds a failure only.

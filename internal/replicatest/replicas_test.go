@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/bundletest"
+	"github.com/toolgate/toolgate/internal/pgtest"
 )
 
 const (
@@ -37,11 +38,11 @@ func TestReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two toolgate processes and PostgreSQL; skipped with -short")
 	}
-	ledger := postgres(t)
+	ledger := pgtest.Schema(t, "replicas")
 	bin := buildBinary(t)
 	key, otherKey := newSigner(t), newSigner(t)
 
-	srv := &bundleServer{raw: signedBundle(t, "r1", key.private)}
+	srv := bundletest.NewServer(signedBundle(t, "r1", key.private))
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	sink := &logSink{}
@@ -126,7 +127,7 @@ decisionLog: %s/logs
 				}
 			}()
 		}
-		srv.set(signedBundle(t, "r2", key.private))
+		srv.Set(signedBundle(t, "r2", key.private))
 		took := until(t, "both replicas serve r2", func() bool {
 			return probe(t, sessions[a]) == "r2 r2" && probe(t, sessions[b]) == "r2 r2"
 		})
@@ -158,7 +159,7 @@ decisionLog: %s/logs
 	})
 
 	t.Run("a badly signed bundle is refused by both", func(t *testing.T) {
-		srv.set(signedBundle(t, "r3", otherKey.private))
+		srv.Set(signedBundle(t, "r3", otherKey.private))
 		for _, r := range replicas {
 			until(t, "replica "+r.name+" reports the signature", func() bool {
 				h := r.health(t, annToken)
@@ -173,7 +174,7 @@ decisionLog: %s/logs
 		bad := revisionSource(t, "r4", map[string]string{"broken.rego": "package toolgate.grant\n\nx := y\n"})
 		raw, err := bundletest.SignedUnchecked(bad, "r4", key.private)
 		require.NoError(t, err)
-		srv.set(raw)
+		srv.Set(raw)
 		for _, r := range replicas {
 			until(t, "replica "+r.name+" reports r4", func() bool {
 				h := r.health(t, annToken)

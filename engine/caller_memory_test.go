@@ -1,0 +1,117 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/engine"
+)
+
+// TestPerCallerMemoryIndependentOfRows: what a revision keeps per caller
+// (a memoised decision, a split residual) costs the same at 100 rows as at
+// 4 000 when the callers' values are equal: the values themselves are kept
+// once (canon.go), each caller holds O(1) besides. A copy of anything as
+// large as the registry per caller (issue 18, "Memory": a split residual
+// once held its first call's override set, 100 KiB at 10 000 rows) makes
+// the per-caller growth follow the rows.
+//
+// Not parallel: it reads the live heap, which other tests running at the
+// same time would change.
+func TestPerCallerMemoryIndependentOfRows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("evaluates a policy over 4 000 rows once per caller")
+	}
+	const callers = 128
+	for _, p := range []struct{ name, policy string }{
+		{"memoised", benchGrant},
+		{"split", benchGrantMeta},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			small := perCallerHeap(t, 100, callers, p.policy)
+			large := perCallerHeap(t, 4000, callers, p.policy)
+			t.Logf("live heap per caller: %.0f B at 100 rows, %.0f B at 4000 rows", small, large)
+			// Generous: a per-caller copy of the rows' names at 4 000 rows
+			// is ~40 KiB, far beyond either bound.
+			require.Less(t, large, 2*small+4096, "per-caller memory grows with the registry")
+		})
+	}
+}
+
+// TestPerRoleSetMemoryIsWordsPerRow: a caller view (one per role set,
+// maxCallerViews of them) holds a base flag and a pointer per row; the row
+// objects of input.tools are the revision's, shared by every view. A view
+// holding its own row objects costs ~1 KiB per row.
+//
+// Not parallel: it reads the live heap.
+func TestPerRoleSetMemoryIsWordsPerRow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("evaluates a policy over 4 000 rows once per role set")
+	}
+	const rows, roleSets = 4000, 32
+	fsys := fstest.MapFS{"registry.yaml": {Data: []byte(benchRegistry(rows))}, "policies/grant.rego": {Data: []byte(benchGrant)}}
+	ctx := context.Background()
+	e, err := engine.New(ctx, engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(time.Minute))
+	require.NoError(t, err)
+	rev := e.Current()
+	ask := func(role string) {
+		// Every role set sees the same rows: only the view differs.
+		c := &engine.Caller{Subject: "s", Roles: []string{"contractor", role}}
+		ok, err := rev.Grant(ctx, c, benchReq).Allowed("echo")
+		require.NoError(t, err)
+		require.True(t, ok, "echo is not granted")
+	}
+	ask("warm")
+	before := liveHeap()
+	for i := range roleSets {
+		ask(fmt.Sprintf("role-%d", i))
+	}
+	after := liveHeap()
+	runtime.KeepAlive(rev)
+	runtime.KeepAlive(e)
+	perRow := (float64(after) - float64(before)) / roleSets / rows
+	t.Logf("live heap per role set: %.1f B per row", perRow)
+	require.Less(t, perRow, 64.0, "a caller view copies the rows")
+}
+
+// perCallerHeap returns the live heap each of callers distinct callers with
+// one role set adds to a revision of rows rows, after one caller with the
+// same roles has been asked (so that what they share exists already).
+func perCallerHeap(t *testing.T, rows, callers int, policy string) float64 {
+	t.Helper()
+	fsys := fstest.MapFS{"registry.yaml": {Data: []byte(benchRegistry(rows))}, "policies/grant.rego": {Data: []byte(policy)}}
+	ctx := context.Background()
+	e, err := engine.New(ctx, engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(time.Minute))
+	require.NoError(t, err)
+	rev := e.Current()
+	ask := func(subject string) {
+		c := &engine.Caller{Subject: subject, Roles: []string{"manager", "contractor"}}
+		ok, err := rev.Grant(ctx, c, benchReq).Allowed("echo")
+		require.NoError(t, err)
+		require.True(t, ok, "echo is not granted")
+	}
+	ask("warm")
+	before := liveHeap()
+	for i := range callers {
+		ask(fmt.Sprintf("caller-%d", i))
+	}
+	after := liveHeap()
+	runtime.KeepAlive(rev)
+	runtime.KeepAlive(e)
+	return (float64(after) - float64(before)) / float64(callers)
+}
+
+func liveHeap() uint64 {
+	// Twice: the cleanups of the first collection (canon.go's weak
+	// entries) free more in the second.
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}

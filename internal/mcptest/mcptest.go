@@ -1,0 +1,61 @@
+// Package mcptest is what the tests' MCP clients share: a bearer token on
+// every request, and a tools/call reduced to its one text. Tests only.
+package mcptest
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Bearer adds "Authorization: Bearer Token" to every request it sends
+// through Next (nil: http.DefaultTransport).
+type Bearer struct {
+	Token string
+	Next  http.RoundTripper
+}
+
+// RoundTrip sends a copy of r with the header set.
+func (b Bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.Token)
+	next := b.Next
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return next.RoundTrip(r)
+}
+
+// Answer is what a tools/call answered: its one text and whether isError.
+type Answer struct {
+	Text    string
+	IsError bool
+}
+
+// Call makes one tools/call (nil args: none), bounded by bound (a failure
+// bound only), and returns its answer. A JSON-RPC error, or a result that
+// is not one text, fails the test: every answer is a CallToolResult
+// (docs/contract.md §5).
+func Call(t testing.TB, bound time.Duration, cs *mcp.ClientSession, name string, args map[string]any, meta mcp.Meta) Answer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), bound)
+	defer cancel()
+	if args == nil {
+		args = map[string]any{}
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", name, err)
+	}
+	if len(res.Content) != 1 {
+		t.Fatalf("tools/call %s: %d contents, want 1: %+v", name, len(res.Content), res)
+	}
+	text, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("tools/call %s: content %T", name, res.Content[0])
+	}
+	return Answer{Text: text.Text, IsError: res.IsError}
+}
