@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
-	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -16,79 +15,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/benchdata"
 	"github.com/toolgate/toolgate/registry"
 )
 
-// benchGrant is the bundled example's grant policy: cacheable, it reads the
-// caller's roles and every row.
-const benchGrant = `package toolgate.grant
+// The policies and the registry the benchmarks measure (internal/benchdata):
+// benchGrant is the bundled example's grant policy, cacheable: it reads the
+// caller's roles and every row; benchGrantMeta adds an opt-out in _meta
+// (it reads input.request, so it is evaluated per call); benchGrantRow's
+// per-row body reads the request.
+const (
+	benchGrant     = benchdata.Memoised
+	benchGrantMeta = benchdata.ReadsMeta
+	benchGrantRow  = benchdata.ReadsMetaPerRow
+)
 
-granted := {t.name |
-	some t in input.tools
-	t.base
-	t.annotations.readOnlyHint == true
-	not url_driver(t)
-} if {
-	"contractor" in input.caller.roles
-}
-
-url_driver(t) if t.driver == "url"
-`
-
-// benchGrantMeta is benchGrant with an opt-out in _meta: it reads
-// input.request, so it is evaluated per call.
-const benchGrantMeta = `package toolgate.grant
-
-granted := {t.name |
-	some t in input.tools
-	t.base
-	t.annotations.readOnlyHint == true
-	not url_driver(t)
-} if {
-	"contractor" in input.caller.roles
-	not input.request.meta["festi/all"] == true
-}
-
-url_driver(t) if t.driver == "url"
-`
-
-// benchGrantRow is benchGrant whose per-row body reads the request: a
-// caller may hide a tool by naming it in _meta.
-const benchGrantRow = `package toolgate.grant
-
-granted := {t.name |
-	some t in input.tools
-	t.base
-	t.annotations.readOnlyHint == true
-	not url_driver(t)
-	not input.request.meta["festi/hide"] == t.name
-} if {
-	"contractor" in input.caller.roles
-}
-
-url_driver(t) if t.driver == "url"
-`
-
-// benchRegistry generates a registry of n rows: "echo" first, then rows
-// without a section, in a section for managers and in one for admins, half
-// of them read-only, one in fifty a URL driver.
-func benchRegistry(n int) string {
-	var b strings.Builder
-	b.WriteString("sections:\n  rewards: { roles: [manager, admin] }\n  reports: { roles: [admin] }\ntools:\n")
-	b.WriteString("  - { name: echo, method: demo.echo, arguments: [{ name: text, type: string, required: true }], annotations: { readOnlyHint: true } }\n")
-	for i := 1; i < n; i++ {
-		section := []string{"", "rewards", "reports"}[i%3]
-		fmt.Fprintf(&b, "  - name: tool%d\n    method: demo.echo\n", i)
-		if section != "" {
-			fmt.Fprintf(&b, "    section: %s\n", section)
-		}
-		if i%50 == 0 {
-			b.WriteString("    driver: url\n")
-		}
-		fmt.Fprintf(&b, "    arguments: [{ name: text, type: string, required: true }]\n    annotations: { readOnlyHint: %t }\n", i%2 == 0)
-	}
-	return b.String()
-}
+func benchRegistry(n int) string { return benchdata.Registry(n, false) }
 
 func benchRevision(b *testing.B, n int, policy string) (*engine.Revision, string) {
 	b.Helper()

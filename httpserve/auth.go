@@ -25,9 +25,11 @@ type principal struct {
 	owner string
 }
 
-// principalKey carries the principal found by authenticate to verify and
-// to the session gate.
-type principalKey struct{}
+// tokenInfoKey carries the TokenInfo authenticate made of the principal
+// it found to verify, which hands it to the SDK (the session gate then
+// reads the owner from it, auth.TokenInfoFromContext). A pointer, so that
+// the context holds it without another allocation.
+type tokenInfoKey struct{}
 
 // authOn reports whether requests are authenticated at all: without a
 // tokens file and JWT verification, everyone is nobody and an
@@ -104,16 +106,17 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		bearer.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+		info := &auth.TokenInfo{UserID: p.owner, Extra: map[string]any{callerKey: p.caller}}
+		bearer.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenInfoKey{}, info)))
 	})
 }
 
 func (s *Server) verify(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
-	p, _ := r.Context().Value(principalKey{}).(principal)
-	if p.caller == nil {
+	info, _ := r.Context().Value(tokenInfoKey{}).(*auth.TokenInfo)
+	if info == nil {
 		return nil, auth.ErrInvalidToken // not reached: authenticate found it
 	}
-	return &auth.TokenInfo{UserID: p.owner, Extra: map[string]any{callerKey: p.caller}}, nil
+	return info, nil
 }
 
 // operator serves next only to a caller with the operator role: 401

@@ -15,14 +15,14 @@ import (
 // Origin is neither the listener's own nor allowed. It reports whether the
 // request may go on. It applies to every path.
 func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
-	local := localAddr(r)
-	if local != "" && IsLoopback(local) && !IsLoopback(r.Host) {
+	local := localNetAddr(r)
+	if local != nil && loopbackAddr(local) && !IsLoopback(r.Host) {
 		s.log.Info("http: refused a non-loopback Host on a loopback listener", slog.String("remote", r.RemoteAddr))
 		http.Error(w, "Forbidden: invalid Host header", http.StatusForbidden)
 		return false
 	}
 	if origins := r.Header.Values("Origin"); len(origins) > 0 {
-		if len(origins) > 1 || !s.originAllowed(origins[0], local) {
+		if len(origins) > 1 || !s.originAllowed(origins[0], addrString(local)) {
 			s.log.Info("http: refused a request from another origin", slog.String("remote", r.RemoteAddr))
 			http.Error(w, "Forbidden: origin not allowed", http.StatusForbidden)
 			return false
@@ -56,13 +56,31 @@ func (s *Server) originAllowed(origin, local string) bool {
 	return err1 == nil && err2 == nil && lport == oport && IsLoopback(local) && IsLoopback(u.Host)
 }
 
-// localAddr is the address the request's connection arrived at, "" when
-// unknown.
-func localAddr(r *http.Request) string {
+// localNetAddr is the address the request's connection arrived at, nil
+// when unknown.
+func localNetAddr(r *http.Request) net.Addr {
 	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && a != nil {
-		return a.String()
+		return a
 	}
-	return ""
+	return nil
+}
+
+// addrString is a's host:port, "" for nil.
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
+
+// loopbackAddr is IsLoopback(a.String()) without making the string (a
+// request's every time) for a TCP address.
+func loopbackAddr(a net.Addr) bool {
+	if t, ok := a.(*net.TCPAddr); ok {
+		ip, ok := netip.AddrFromSlice(t.IP)
+		return ok && ip.Unmap().IsLoopback()
+	}
+	return IsLoopback(a.String())
 }
 
 // IsLoopback reports whether addr (host or host:port) names a loopback

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
@@ -37,13 +38,16 @@ func (ss *sessions) gate(stateful bool, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		p, _ := r.Context().Value(principalKey{}).(principal)
+		owner := "" // nobody
+		if info := auth.TokenInfoFromContext(r.Context()); info != nil {
+			owner = info.UserID
+		}
 		if id := r.Header.Get("Mcp-Session-Id"); id != "" {
 			ss.mu.Lock()
 			o, known := ss.owners[id]
 			ss.mu.Unlock()
 			// An unknown id goes on: the SDK answers 404.
-			if known && o != p.owner {
+			if known && o != owner {
 				http.Error(w, "Forbidden: the session belongs to another caller", http.StatusForbidden)
 				return
 			}

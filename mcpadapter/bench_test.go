@@ -2,10 +2,8 @@ package mcpadapter_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
-	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -15,29 +13,13 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/demo"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/benchdata"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
-// benchRegistry generates a registry of n rows: "echo" first, then rows
-// without a section, in a section for managers and in one for admins, half
-// of them read-only, one in fifty a URL driver.
-func benchRegistry(n int) string {
-	var b strings.Builder
-	b.WriteString("sections:\n  rewards: { roles: [manager, admin] }\n  reports: { roles: [admin] }\ntools:\n")
-	b.WriteString("  - { name: echo, method: demo.echo, arguments: [{ name: text, type: string, required: true }], annotations: { readOnlyHint: true } }\n")
-	for i := 1; i < n; i++ {
-		section := []string{"", "rewards", "reports"}[i%3]
-		fmt.Fprintf(&b, "  - name: tool%d\n    method: demo.echo\n    description: Generated row %d.\n", i, i)
-		if section != "" {
-			fmt.Fprintf(&b, "    section: %s\n", section)
-		}
-		if i%50 == 0 {
-			b.WriteString("    driver: url\n")
-		}
-		fmt.Fprintf(&b, "    arguments: [{ name: text, type: string, required: true }]\n    annotations: { readOnlyHint: %t }\n", i%2 == 0)
-	}
-	return b.String()
-}
+// benchRegistry generates a registry of n rows, each described
+// (internal/benchdata).
+func benchRegistry(n int) string { return benchdata.Registry(n, true) }
 
 // benchEngine loads a generated registry of n rows with the bundled grant
 // policy (cacheable: it reads the caller's roles and the rows) and, with
@@ -115,20 +97,7 @@ func governedServer(b *testing.B, callRules bool) func(context.Context, mcp.Tran
 }
 
 func ungovernedServer() func(context.Context, mcp.Transport) (*mcp.ServerSession, error) {
-	echo, _ := demo.Methods().Method("demo.echo")
-	s := mcp.NewServer(&mcp.Implementation{Name: "plain", Version: "bench"}, nil)
-	type args struct {
-		Text string `json:"text"`
-	}
-	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(ctx context.Context, _ *mcp.CallToolRequest, in args) (*mcp.CallToolResult, any, error) {
-		text, _ := json.Marshal(in.Text)
-		inv, err := echo.Bind([]mcpadapter.Arg{{Name: "text", Value: text}})
-		if err != nil {
-			return nil, nil, err
-		}
-		res, err := inv(ctx)
-		return res, nil, err
-	})
+	s := benchdata.BareServer()
 	return func(ctx context.Context, t mcp.Transport) (*mcp.ServerSession, error) { return s.Connect(ctx, t, nil) }
 }
 

@@ -5,7 +5,17 @@
 // a registry of 10 000 rows with 4 096 cached callers. scripts/bench-e2e
 // builds the binaries and runs it.
 //
-//	benche2e -toolgate ./toolgate [-baseline ./toolgate.old] [-rows 1000] [-inflight 8] [-calls 4000]
+// Every line is measured -rounds times; a round measures each line once,
+// in the same order, so that drift (other load on the machine) falls on
+// all lines alike. It prints each line's median calls/s and range, and the
+// ratio of medians to the bare server of its group. Over HTTP there is a
+// group per protocol revision, the client pinned to it, and each line
+// checks the revision its session negotiated: 2025-11-25 (sessions; the
+// bare server's stateful handler) and 2026-07-28 (sessionless; the bare
+// server sends it, by its header, to a stateless handler, as toolgate
+// does).
+//
+//	benche2e -toolgate ./toolgate [-baseline ./toolgate.old] [-rows 1000] [-inflight 8] [-calls 4000] [-rounds 5] [-only REGEXP]
 //	benche2e bare-stdio         # the bare server, on stdin/stdout
 //	benche2e bare-http ADDR     # the bare server, streamable HTTP at ADDR/mcp
 package main
@@ -19,13 +29,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,56 +46,21 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/demo"
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/internal/benchdata"
 )
-
-// memoised is the bundled example's grant policy: it reads the caller and
-// the rows only, so its decisions are memoised per caller.
-const memoised = `package toolgate.grant
-
-granted := {t.name |
-	some t in input.tools
-	t.base
-	t.annotations.readOnlyHint == true
-	not url_driver(t)
-} if {
-	"contractor" in input.caller.roles
-}
-
-url_driver(t) if t.driver == "url"
-`
-
-// readsMeta is the same with an opt-out read from _meta: evaluated per call.
-const readsMeta = `package toolgate.grant
-
-granted := {t.name |
-	some t in input.tools
-	t.base
-	t.annotations.readOnlyHint == true
-	not url_driver(t)
-} if {
-	"contractor" in input.caller.roles
-	not input.request.meta["festi/all"] == true
-}
-
-url_driver(t) if t.driver == "url"
-`
 
 func main() {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "bare-stdio":
-			if err := bareServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			if err := benchdata.BareServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 				fatal(err)
 			}
 			return
 		case "bare-http":
-			s := bareServer()
-			h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 			mux := http.NewServeMux()
-			mux.Handle("/mcp", h)
+			mux.Handle("/mcp", benchdata.BareHTTP(benchdata.BareServer()))
 			fatal(http.ListenAndServe(os.Args[2], mux))
 		}
 	}
@@ -92,10 +69,24 @@ func main() {
 	rows := flag.Int("rows", 1000, "registry rows")
 	inflight := flag.Int("inflight", 8, "calls in flight")
 	calls := flag.Int("calls", 4000, "calls per measurement")
+	rounds := flag.Int("rounds", 5, "measurements of each line (the median is printed)")
+	only := flag.String("only", "", "measure only the lines whose name matches this `regexp` (and skip the memory report)")
 	rssRows := flag.Int("rss-rows", 10000, "registry rows for the memory report")
 	rssCallers := flag.Int("rss-callers", engine.DefaultDecisionCacheSize, "callers for the memory report")
 	memoryOnly := flag.Bool("memory-only", false, "only the memory report")
+	var toolgateEnv envFlag
+	flag.Var(&toolgateEnv, "toolgate-env", "a `KEY=VALUE` added to the environment of the toolgate processes only (repeatable; e.g. GOGC=200)")
 	flag.Parse()
+	var filter *regexp.Regexp
+	if *only != "" {
+		var err error
+		if filter, err = regexp.Compile(*only); err != nil {
+			fatal(fmt.Errorf("-only: %w", err))
+		}
+	}
+	if *rounds < 1 {
+		fatal(errors.New("-rounds must be at least 1"))
+	}
 	self, err := os.Executable()
 	if err != nil {
 		fatal(err)
@@ -105,62 +96,160 @@ func main() {
 		fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	b := &bench{toolgate: *toolgate, baseline: *baseline, self: self, dir: dir, inflight: *inflight, calls: *calls}
+	b := &bench{toolgate: *toolgate, baseline: *baseline, self: self, dir: dir, inflight: *inflight, calls: *calls, toolgateEnv: toolgateEnv}
+	if b.devNull, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0); err != nil {
+		fatal(err)
+	}
 	b.setup(*rows)
 	if *memoryOnly {
 		b.memory(*rssRows, *rssCallers)
 		return
 	}
-	fmt.Printf("rows=%d, %d calls in flight, %d calls per line, GOMAXPROCS=%d\n\n", *rows, *inflight, *calls, runtime.GOMAXPROCS(0))
-	fmt.Printf("%-44s %10s %8s\n", "server", "calls/s", "ratio")
-	stdio := []struct {
-		name string
-		args []string
-	}{
-		{"stdio  bare go-sdk", nil},
-		{"stdio  toolgate memoised, defaults", b.serveArgs("memoised", "--stdio", "--as", "cid", "--role", "manager", "--role", "contractor")},
-		{"stdio  toolgate reading _meta, defaults", b.serveArgs("meta", "--stdio", "--as", "cid", "--role", "manager", "--role", "contractor")},
-	}
-	var base float64
-	for i, s := range stdio {
-		rate := b.stdio(b.toolgate, s.args)
-		if i == 0 {
-			base = rate
-		}
-		fmt.Printf("%-44s %10.0f %8.2f\n", s.name, rate, rate/base)
-		if s.args != nil && b.baseline != "" {
-			rate := b.stdio(b.baseline, s.args)
-			fmt.Printf("%-44s %10.0f %8.2f\n", "  baseline", rate, rate/base)
+	lines := b.lines(filter)
+	fmt.Printf("rows=%d, %d calls in flight, %d calls per measurement, %d rounds, GOMAXPROCS=%d\n\n", *rows, *inflight, *calls, *rounds, runtime.GOMAXPROCS(0))
+	for round := range *rounds {
+		fmt.Fprintf(os.Stderr, "benche2e: round %d of %d\n", round+1, *rounds)
+		for _, l := range lines {
+			l.results = append(l.results, b.measure(l))
 		}
 	}
-	httpRuns := []struct {
-		name string
-		args []string
-	}{
-		{"http   bare go-sdk", nil},
-		{"http   toolgate memoised, defaults", b.serveArgs("memoised", "--tokens", b.tokens)},
-		{"http   toolgate reading _meta, defaults", b.serveArgs("meta", "--tokens", b.tokens)},
-	}
-	for i, s := range httpRuns {
-		rate := b.http(b.toolgate, s.args)
-		if i == 0 {
-			base = rate
+	fmt.Printf("%-40s %-10s %8s %15s %6s %12s %6s\n", "server", "revision", "calls/s", "min–max", "ratio", "CPU µs/call", "ratio")
+	type base struct{ rate, cpu float64 }
+	bare := map[string]base{} // group → the bare line's medians
+	for _, l := range lines {
+		rates := make([]float64, len(l.results))
+		cpus := make([]float64, len(l.results))
+		for i, m := range l.results {
+			rates[i], cpus[i] = m.rate, float64(m.cpu)/float64(time.Microsecond)
 		}
-		fmt.Printf("%-44s %10.0f %8.2f\n", s.name, rate, rate/base)
-		if s.args != nil && b.baseline != "" {
-			rate := b.http(b.baseline, s.args)
-			fmt.Printf("%-44s %10.0f %8.2f\n", "  baseline", rate, rate/base)
+		med := base{median(rates), median(cpus)}
+		if l.bin == "" {
+			bare[l.group] = med
+		}
+		rateRatio, cpuRatio := "-", "-"
+		if b, ok := bare[l.group]; ok {
+			rateRatio, cpuRatio = fmt.Sprintf("%.2f", med.rate/b.rate), fmt.Sprintf("%.2f", med.cpu/b.cpu)
+		}
+		fmt.Printf("%-40s %-10s %8.0f %7.0f–%-7.0f %6s %12.0f %6s\n", l.name, l.negotiated, med.rate, slices.Min(rates), slices.Max(rates), rateRatio, med.cpu, cpuRatio)
+	}
+	if filter == nil {
+		fmt.Println()
+		b.memory(*rssRows, *rssCallers)
+	}
+}
+
+// line is one server measured: the bare one (bin "") or a toolgate binary
+// with args, over stdio or HTTP (transport), with a protocol revision the
+// client pins ("": the client's default).
+type line struct {
+	name      string
+	group     string // the lines compared with one bare line
+	transport string // "stdio" or "http"
+	revision  string
+	bin       string
+	args      []string
+
+	negotiated string // the revision the first session negotiated
+	results    []measurement
+}
+
+// Protocol revisions of the HTTP lines: the last with sessions, the first
+// without.
+const (
+	revisionSessions    = "2025-11-25"
+	revisionSessionless = "2026-07-28"
+)
+
+// lines are the lines to measure, in order, each group's bare line first.
+func (b *bench) lines(filter *regexp.Regexp) []*line {
+	var out []*line
+	add := func(l *line) {
+		if filter == nil || filter.MatchString(l.name) {
+			out = append(out, l)
 		}
 	}
-	fmt.Println()
-	b.memory(*rssRows, *rssCallers)
+	group := func(transport, revision string, args func(policy string) []string) {
+		prefix := transport
+		if revision != "" {
+			prefix += " " + revision
+		}
+		add(&line{name: prefix + " bare go-sdk", group: prefix, transport: transport, revision: revision})
+		for _, p := range []struct{ dir, what string }{{"memoised", "memoised"}, {"meta", "reading _meta"}} {
+			add(&line{name: prefix + " toolgate " + p.what, group: prefix, transport: transport, revision: revision, bin: b.toolgate, args: args(p.dir)})
+			if b.baseline != "" {
+				add(&line{name: prefix + " baseline " + p.what, group: prefix, transport: transport, revision: revision, bin: b.baseline, args: args(p.dir)})
+			}
+		}
+	}
+	group("stdio", "", func(policy string) []string {
+		return b.serveArgs(policy, "--stdio", "--as", "cid", "--role", "manager", "--role", "contractor")
+	})
+	for _, rev := range []string{revisionSessions, revisionSessionless} {
+		group("http", rev, func(policy string) []string { return b.serveArgs(policy, "--tokens", b.tokens) })
+	}
+	if len(out) == 0 {
+		fatal(errors.New("-only matches no line"))
+	}
+	return out
+}
+
+// measure starts l's server, connects to it, checks the negotiated revision
+// and returns calls per second.
+func (b *bench) measure(l *line) measurement {
+	var cs *mcp.ClientSession
+	var pid int
+	var stop func()
+	if l.transport == "stdio" {
+		cs, pid, stop = b.stdio(l.bin, l.args)
+	} else {
+		cs, pid, stop = b.http(l.bin, l.args, l.revision)
+	}
+	defer stop()
+	got := cs.InitializeResult().ProtocolVersion
+	switch {
+	case l.revision != "" && got != l.revision:
+		fatal(fmt.Errorf("%s: the session negotiated protocol revision %s, not %s", l.name, got, l.revision))
+	case l.negotiated != "" && got != l.negotiated:
+		fatal(fmt.Errorf("%s: the session negotiated protocol revision %s, earlier %s", l.name, got, l.negotiated))
+	}
+	l.negotiated = got
+	b.current = l.name
+	return b.drive(context.Background(), cs, pid)
+}
+
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
 }
 
 type bench struct {
 	toolgate, self, dir string
 	baseline            string // -baseline, or ""
 	inflight, calls     int
-	tokens              string // the tokens file
+	tokens              string   // the tokens file
+	toolgateEnv         []string // -toolgate-env
+	// devNull is every server's stderr (the audit trail by default): a
+	// file, so that the server writes to it directly. An io.Writer would
+	// put a pipe in between, and this process would spend CPU copying the
+	// trail on the cores the servers use.
+	devNull *os.File
+	current string // the line being measured, for errors
+}
+
+// envFlag is a repeatable KEY=VALUE flag.
+type envFlag []string
+
+func (e *envFlag) String() string { return strings.Join(*e, " ") }
+
+func (e *envFlag) Set(v string) error {
+	if !strings.Contains(v, "=") {
+		return fmt.Errorf("%q is not KEY=VALUE", v)
+	}
+	*e = append(*e, v)
+	return nil
 }
 
 const token = "bench-token"
@@ -176,9 +265,9 @@ func (b *bench) setup(rows int) {
 			fatal(err)
 		}
 	}
-	write("registry.yaml", registry(rows))
-	write("memoised/grant.rego", memoised)
-	write("meta/grant.rego", readsMeta)
+	write("registry.yaml", benchdata.Registry(rows, false))
+	write("memoised/grant.rego", benchdata.Memoised)
+	write("meta/grant.rego", benchdata.ReadsMeta)
 	sum := sha256.Sum256([]byte(token))
 	tokens, _ := json.Marshal(map[string]any{hex.EncodeToString(sum[:]): map[string]any{"subject": "cid", "roles": []string{"manager", "contractor"}}})
 	write("tokens.json", string(tokens))
@@ -195,50 +284,54 @@ func (b *bench) env() []string {
 	return append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(b.dir, "state"))
 }
 
-// stdio measures one server over stdio: the bare one when args is nil,
-// else the toolgate binary bin.
-func (b *bench) stdio(bin string, args []string) float64 {
+// stdio connects to one server over stdio: the bare one when bin is "",
+// else the toolgate binary bin with args. stop ends the session and the
+// server.
+func (b *bench) stdio(bin string, args []string) (cs *mcp.ClientSession, pid int, stop func()) {
 	cmd := exec.Command(b.self, "bare-stdio")
-	if args != nil {
-		cmd = exec.Command(bin, args...)
-	}
 	cmd.Env = b.env()
-	cmd.Stderr = io.Discard // the audit trail, by default on stderr
-	ctx := context.Background()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "benche2e", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if bin != "" {
+		cmd = exec.Command(bin, args...)
+		cmd.Env = append(b.env(), b.toolgateEnv...)
+	}
+	cmd.Stderr = b.devNull // the audit trail, by default on stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "benche2e", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		fatal(fmt.Errorf("%v: %w", cmd.Args, err))
 	}
-	defer cs.Close()
-	return b.drive(ctx, cs)
+	return cs, cmd.Process.Pid, func() { _ = cs.Close() }
 }
 
-// http measures one server over streamable HTTP, as stdio does.
-func (b *bench) http(bin string, args []string) float64 {
+// http connects to one server over streamable HTTP, as stdio does, with
+// the client pinned to protocol revision rev.
+func (b *bench) http(bin string, args []string, rev string) (cs *mcp.ClientSession, pid int, stop func()) {
 	addr := freeAddr()
 	cmd := exec.Command(b.self, "bare-http", addr)
-	if args != nil {
-		cmd = exec.Command(bin, append(args, "--http", addr)...)
-	}
 	cmd.Env = b.env()
-	cmd.Stderr = io.Discard
+	if bin != "" {
+		cmd = exec.Command(bin, append(args, "--http", addr)...)
+		cmd.Env = append(b.env(), b.toolgateEnv...)
+	}
+	cmd.Stderr = b.devNull
 	if err := cmd.Start(); err != nil {
 		fatal(err)
 	}
-	defer func() {
+	kill := func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-	}()
+	}
 	waitListening(addr)
 	client := &http.Client{Transport: bearer{http.DefaultTransport}}
-	ctx := context.Background()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "benche2e", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: client}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "benche2e", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: client}, &mcp.ClientSessionOptions{ProtocolVersion: rev})
 	if err != nil {
+		kill()
 		fatal(fmt.Errorf("%v: %w", cmd.Args, err))
 	}
-	defer cs.Close()
-	return b.drive(ctx, cs)
+	return cs, cmd.Process.Pid, func() {
+		_ = cs.Close()
+		kill()
+	}
 }
 
 type bearer struct{ next http.RoundTripper }
@@ -250,10 +343,13 @@ func (t bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // drive calls echo b.calls times, b.inflight at a time, after a warm-up,
-// and returns calls per second. Every answer is checked.
-func (b *bench) drive(ctx context.Context, cs *mcp.ClientSession) float64 {
-	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}, Meta: mcp.Meta{"festi/runId": "r-1"}}
+// and returns calls per second and the CPU time the server process (pid)
+// spent per call. Every answer is checked.
+func (b *bench) drive(ctx context.Context, cs *mcp.ClientSession, pid int) measurement {
 	call := func() error {
+		// Params of its own for every call: on a 2026-07-28 session the
+		// client writes its protocol entries into the params' _meta.
+		params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}, Meta: mcp.Meta{"festi/runId": "r-1"}}
 		res, err := cs.CallTool(ctx, params)
 		switch {
 		case err != nil:
@@ -284,19 +380,59 @@ func (b *bench) drive(ctx context.Context, cs *mcp.ClientSession) float64 {
 		}
 		wg.Wait()
 		if failed != nil {
-			fatal(failed)
+			fatal(fmt.Errorf("%s: %w", b.current, failed))
 		}
 		return time.Since(start)
 	}
 	run(max(b.calls/10, 50))
-	return float64(b.calls) / run(b.calls).Seconds()
+	cpu := cpuTime(pid)
+	wall := run(b.calls)
+	cpu = cpuTime(pid) - cpu
+	return measurement{rate: float64(b.calls) / wall.Seconds(), cpu: cpu / time.Duration(b.calls)}
+}
+
+// measurement is one line's result in one round.
+type measurement struct {
+	rate float64       // calls per second
+	cpu  time.Duration // the server's CPU time (user and system) per call
+}
+
+// clockTicks is the unit of /proc/PID/stat's CPU times (USER_HZ, 100 on
+// Linux for every architecture Go supports there).
+const clockTicks = 100
+
+// cpuTime is the CPU time (user and system, every thread) process pid has
+// used so far, in 1/clockTicks s steps. It is less disturbed by other load
+// on the machine than calls per second.
+func cpuTime(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		fatal(err)
+	}
+	// The fields after the command (which may hold spaces) in parentheses:
+	// utime and stime are the 14th and 15th of the line, the 12th and 13th
+	// after it.
+	_, rest, ok := strings.Cut(string(data), ") ")
+	fields := strings.Fields(rest)
+	if !ok || len(fields) < 13 {
+		fatal(fmt.Errorf("/proc/%d/stat: unexpected %q", pid, data))
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			fatal(fmt.Errorf("/proc/%d/stat: %w", pid, err))
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks
 }
 
 // memory reports the resident memory of the toolgate process serving rows
 // rows, and of an engine of rows rows holding callers cached decisions and
 // residuals (both caches are bounded by engine.DefaultDecisionCacheSize).
 func (b *bench) memory(rows, callers int) {
-	if err := os.WriteFile(filepath.Join(b.dir, "registry.yaml"), []byte(registry(rows)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(b.dir, "registry.yaml"), []byte(benchdata.Registry(rows, false)), 0o644); err != nil {
 		fatal(err)
 	}
 	for _, p := range []string{"memoised", "meta"} {
@@ -304,7 +440,7 @@ func (b *bench) memory(rows, callers int) {
 		// first evaluation over 10 000 rows.
 		cmd := exec.Command(b.toolgate, b.serveArgs(p, "--stdio", "--eval-timeout", "10s", "--as", "cid", "--role", "manager", "--role", "contractor")...)
 		cmd.Env = b.env()
-		cmd.Stderr = io.Discard
+		cmd.Stderr = b.devNull
 		ctx := context.Background()
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "benche2e", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 		if err != nil {
@@ -312,13 +448,13 @@ func (b *bench) memory(rows, callers int) {
 		}
 		calls := b.calls
 		b.calls = 200
-		b.drive(ctx, cs)
+		b.drive(ctx, cs, cmd.Process.Pid)
 		b.calls = calls
 		fmt.Printf("toolgate process, %d rows, %s policy, one caller: RSS %s (peak %s)\n", rows, p,
 			procStatus(cmd.Process.Pid, "VmRSS"), procStatus(cmd.Process.Pid, "VmHWM"))
 		cs.Close()
 	}
-	for _, p := range []struct{ name, text string }{{"memoised", memoised}, {"meta", readsMeta}} {
+	for _, p := range []struct{ name, text string }{{"memoised", benchdata.Memoised}, {"meta", benchdata.ReadsMeta}} {
 		b.engineMemory(rows, callers, p.name, p.text)
 	}
 }
@@ -327,7 +463,7 @@ func (b *bench) memory(rows, callers int) {
 // for callers distinct callers (all with the same roles), then reports the
 // live heap the callers added (after a collection) and the process's RSS.
 func (b *bench) engineMemory(rows, callers int, name, policy string) {
-	fsys := fstest.MapFS{"registry.yaml": {Data: []byte(registry(rows))}, "policies/grant.rego": {Data: []byte(policy)}}
+	fsys := fstest.MapFS{"registry.yaml": {Data: []byte(benchdata.Registry(rows, false))}, "policies/grant.rego": {Data: []byte(policy)}}
 	ctx := context.Background()
 	e, err := engine.New(ctx, engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(time.Minute))
 	if err != nil {
@@ -376,45 +512,6 @@ func procStatus(pid int, field string) string {
 		}
 	}
 	return "?"
-}
-
-// registry is the engine benchmarks' registry of n rows: echo first.
-func registry(n int) string {
-	var b strings.Builder
-	b.WriteString("sections:\n  rewards: { roles: [manager, admin] }\n  reports: { roles: [admin] }\ntools:\n")
-	b.WriteString("  - { name: echo, method: demo.echo, arguments: [{ name: text, type: string, required: true }], annotations: { readOnlyHint: true } }\n")
-	for i := 1; i < n; i++ {
-		section := []string{"", "rewards", "reports"}[i%3]
-		fmt.Fprintf(&b, "  - name: tool%d\n    method: demo.echo\n", i)
-		if section != "" {
-			fmt.Fprintf(&b, "    section: %s\n", section)
-		}
-		if i%50 == 0 {
-			b.WriteString("    driver: url\n")
-		}
-		fmt.Fprintf(&b, "    arguments: [{ name: text, type: string, required: true }]\n    annotations: { readOnlyHint: %t }\n", i%2 == 0)
-	}
-	return b.String()
-}
-
-// bareServer is a plain go-sdk server whose echo tool runs toolgate's
-// demo.echo method: the same tool, ungoverned.
-func bareServer() *mcp.Server {
-	echo, _ := demo.Methods().Method("demo.echo")
-	s := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "bench"}, nil)
-	type args struct {
-		Text string `json:"text"`
-	}
-	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(ctx context.Context, _ *mcp.CallToolRequest, in args) (*mcp.CallToolResult, any, error) {
-		text, _ := json.Marshal(in.Text)
-		inv, err := echo.Bind([]mcpadapter.Arg{{Name: "text", Value: text}})
-		if err != nil {
-			return nil, nil, err
-		}
-		res, err := inv(ctx)
-		return res, nil, err
-	})
-	return s
 }
 
 func freeAddr() string {

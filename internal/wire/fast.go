@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"unicode/utf8"
 )
 
 // The fast path below produces, for the params every client sends (an
@@ -25,9 +26,18 @@ var fastKeys = map[string][]string{
 // rewriteParamsFast is rewriteParamsFull for the common shape; ok is false
 // when params are not of it.
 func rewriteParamsFast(method string, params json.RawMessage) (out json.RawMessage, ok bool) {
+	if !json.Valid(params) {
+		return nil, false
+	}
+	return rewriteValidParamsFast(method, params)
+}
+
+// rewriteValidParamsFast is rewriteParamsFast for params known to be valid
+// JSON (a member of a message that is).
+func rewriteValidParamsFast(method string, params json.RawMessage) (out json.RawMessage, ok bool) {
 	allowed := fastKeys[method]
 	i := skipSpace(params, 0)
-	if i >= len(params) || params[i] != '{' || !json.Valid(params) {
+	if i >= len(params) || params[i] != '{' {
 		return nil, false
 	}
 	var name, args, meta []byte
@@ -71,12 +81,9 @@ func rewriteParamsFast(method string, params json.RawMessage) (out json.RawMessa
 	if method == "tools/call" && !plainString(name) {
 		return nil, false
 	}
-	info := Info{Meta: string(meta)}
-	infoJSON, err := json.Marshal(info)
-	if err != nil {
-		return nil, false
-	}
-	buf := make([]byte, 0, len(params)+len(meta)+len(infoJSON)+64)
+	// The wire entry is Info{Meta: meta} encoded (appendInfo); the meta
+	// grows by its escapes, a few per key.
+	buf := make([]byte, 0, len(params)+2*len(meta)+len(Key)+64)
 	buf = append(buf, '{')
 	if name != nil {
 		buf = append(buf, `"name":`...)
@@ -96,8 +103,51 @@ func rewriteParamsFast(method string, params json.RawMessage) (out json.RawMessa
 		}
 	}
 	buf = append(buf, `"`+Key+`":`...)
-	buf = append(buf, infoJSON...)
+	buf = appendInfo(buf, meta)
 	return append(buf, '}', '}'), true
+}
+
+// appendInfo appends Info{Meta: string(meta)} as json.Marshal encodes it,
+// byte for byte, without reflection or a string copy of meta.
+func appendInfo(buf, meta []byte) []byte {
+	buf = append(buf, `{"meta":"`...)
+	const hex = "0123456789abcdef"
+	for i := 0; i < len(meta); {
+		c := meta[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				buf = append(buf, '\\', c)
+			case c == '\n':
+				buf = append(buf, '\\', 'n')
+			case c == '\r':
+				buf = append(buf, '\\', 'r')
+			case c == '\t':
+				buf = append(buf, '\\', 't')
+			case c == '\b':
+				buf = append(buf, '\\', 'b')
+			case c == '\f':
+				buf = append(buf, '\\', 'f')
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				buf = append(buf, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				buf = append(buf, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(meta[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			buf = append(buf, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			buf = append(buf, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			buf = append(buf, meta[i:i+size]...)
+		}
+		i += size
+	}
+	return append(buf, `"}`...)
 }
 
 // plainString reports whether v is a JSON string without escapes or
@@ -118,7 +168,10 @@ func plainString(v []byte) bool {
 // valid JSON object obj, each followed by a comma; ok is false for a key
 // with an escape or a duplicated protocol key (the full path decides).
 func appendProtocolEntries(buf, obj []byte) ([]byte, bool) {
-	start := len(buf)
+	// The protocol keys kept so far (quoted), to refuse a duplicate; the
+	// array holds the usual few without allocating.
+	var seenArr [8][]byte
+	seen := seenArr[:0]
 	i := skipSpace(obj, 1)
 	for i < len(obj) && obj[i] == '"' {
 		kend, ok := skipString(obj, i)
@@ -138,10 +191,15 @@ func appendProtocolEntries(buf, obj []byte) ([]byte, bool) {
 		if !ok {
 			return buf, false
 		}
-		if isProtocolKey(string(key[1 : len(key)-1])) {
-			if bytes.Contains(buf[start:], append(key, ':')) {
-				return buf, false
+		if isProtocolKeyBytes(key[1 : len(key)-1]) {
+			// Never append to key: it shares obj's array, and the byte
+			// after it (a space before the colon) would be overwritten.
+			for _, k := range seen {
+				if bytes.Equal(k, key) {
+					return buf, false
+				}
 			}
+			seen = append(seen, key)
 			buf = append(buf, key...)
 			buf = append(buf, ':')
 			buf = append(buf, obj[i:vend]...)
@@ -153,6 +211,14 @@ func appendProtocolEntries(buf, obj []byte) ([]byte, bool) {
 		}
 	}
 	return buf, true
+}
+
+// isProtocolKeyBytes is isProtocolKey for a key's bytes, without making a
+// string of them (the protocol's keys are longer than the 32 bytes a
+// conversion may keep off the heap).
+func isProtocolKeyBytes(k []byte) bool {
+	const prefix = "io.modelcontextprotocol/"
+	return len(k) > len(prefix) && string(k[:len(prefix)]) == prefix
 }
 
 // rewriteRawFast is rewriteRaw for a request of the common shape (the
@@ -215,7 +281,10 @@ func rewriteRawFast(raw []byte) (out []byte, ok bool) {
 	if !seen[0] || pstart < 0 || (method != "tools/call" && method != "tools/list") {
 		return nil, false
 	}
-	params := rewriteParams(method, raw[pstart:pend])
+	params, ok := rewriteValidParamsFast(method, raw[pstart:pend])
+	if !ok {
+		params = rewriteParamsFull(method, raw[pstart:pend])
+	}
 	out = make([]byte, 0, len(raw)-(pend-pstart)+len(params))
 	out = append(out, raw[:pstart]...)
 	out = append(out, params...)

@@ -174,3 +174,52 @@ func FuzzRewriteRawFast(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw string) { checkRawAgrees(t, raw) })
 }
+
+// TestRewriteLeavesInputAlone: the rewrite reads the body it is given and
+// never writes to it, whatever the spacing (a key followed by a space
+// before its colon once had that space overwritten), so that a fallback
+// to the full path reads what the client sent.
+func TestRewriteLeavesInputAlone(t *testing.T) {
+	seeds := append(slicesClone(fastSeeds),
+		`{"name":"echo","_meta":{"io.modelcontextprotocol/x" :1,"io.modelcontextprotocol/x":2}}`,
+		`{"name":"echo","_meta":{"io.modelcontextprotocol/x"`+"\t"+`:1,"io.modelcontextprotocol/y" : 2}}`,
+	)
+	for _, params := range seeds {
+		for _, method := range []string{"tools/call", "tools/list"} {
+			in := []byte(params)
+			want := rewriteParams(method, []byte(params))
+			got := rewriteParams(method, in)
+			assert.Equal(t, params, string(in), "the params were written to")
+			assert.Equal(t, string(want), string(got))
+			body := []byte(`{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`)
+			orig := string(body)
+			_, err := RewriteBody(body)
+			require.NoError(t, err)
+			assert.Equal(t, orig, string(body), "the body was written to")
+		}
+	}
+	// The duplicate falls back to the full path, which must see the name.
+	out := rewriteParams("tools/call", []byte(`{"name":"echo","_meta":{"io.modelcontextprotocol/x" :1,"io.modelcontextprotocol/x":2}}`))
+	var p struct {
+		Name string `json:"name"`
+	}
+	require.NoError(t, json.Unmarshal(out, &p))
+	assert.Equal(t, "echo", p.Name)
+}
+
+func slicesClone(s []string) []string { return append([]string(nil), s...) }
+
+// TestAppendInfo: the fast path's wire entry is json.Marshal's, byte for
+// byte, for every ASCII byte, invalid UTF-8 and the characters encoding/json
+// escapes.
+func TestAppendInfo(t *testing.T) {
+	var ascii []byte
+	for c := range 0x80 {
+		ascii = append(ascii, byte(c))
+	}
+	for _, meta := range []string{"", `{"festi/runId":"r-1"}`, string(ascii), "\xff\xfe a \xc3", "é\u2028\u2029€😀", "<&>", `{"a":"\"\\"}`} {
+		want, err := json.Marshal(Info{Meta: meta})
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(appendInfo(nil, []byte(meta))), "%q", meta)
+	}
+}

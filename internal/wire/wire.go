@@ -251,11 +251,19 @@ func Handler(h http.Handler) http.Handler {
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":%s}}`+"\n", msg)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		rb := &bodyReader{}
+		rb.Reset(body)
+		r.Body = rb
 		r.ContentLength = int64(len(body))
 		h.ServeHTTP(w, r)
 	})
 }
+
+// bodyReader is the rewritten body: io.NopCloser(bytes.NewReader(b)) in
+// one allocation.
+type bodyReader struct{ bytes.Reader }
+
+func (*bodyReader) Close() error { return nil }
 
 // readBody reads r through the MaxBodyBytes limit into one buffer, sized
 // once when the length is known.
@@ -302,6 +310,9 @@ func RewriteBody(body []byte) ([]byte, error) {
 	spans, err := scanBody(body)
 	if err != nil || len(spans) == 0 {
 		return body, err
+	}
+	if len(spans) == 1 && spans[0].start == 0 && spans[0].end == len(body) {
+		return rewriteRaw(body), nil // one message, nothing around it
 	}
 	out := make([]byte, 0, len(body)+len(spans)*64)
 	last := 0
