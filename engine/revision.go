@@ -39,6 +39,7 @@ type Revision struct {
 	// decisions memoises grant decisions per caller; nil when the policy
 	// is not cacheable or the cache is off.
 	decisions *decisionCache
+	flights   flights    // cold evaluations of decisions in progress (flight.go)
 	canon     canonTable // shared copies of memoised values (canon.go)
 	nobody    *GrantDecision
 	evals     atomic.Uint64    // policy evaluations, for tests
