@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -233,5 +234,33 @@ func BenchmarkBarePrepared(b *testing.B) {
 		for b.Loop() {
 			decide()
 		}
+	})
+}
+
+// BenchmarkColdCallsConcurrent is 8 calls of one caller arriving together
+// before its decision is memoised (a new caller per round): they share one
+// evaluation. evals/op is the policy evaluations a round ran.
+func BenchmarkColdCallsConcurrent(b *testing.B) {
+	b.Run("rows=10000", func(b *testing.B) {
+		const inFlight = 8
+		rev, _ := benchRevision(b, 10000, benchGrant)
+		ctx := context.Background()
+		start := rev.Evaluations()
+		rounds := 0
+		settle(b)
+		for b.Loop() {
+			rounds++
+			c := &engine.Caller{Subject: fmt.Sprintf("cold-%d", rounds), Roles: benchCaller.Roles, Claims: map[string]any{}}
+			var wg sync.WaitGroup
+			for range inFlight {
+				wg.Go(func() {
+					if ok, _ := rev.Grant(ctx, c, benchReq).Allowed("echo"); !ok {
+						b.Error("echo is not granted")
+					}
+				})
+			}
+			wg.Wait()
+		}
+		b.ReportMetric(float64(rev.Evaluations()-start)/float64(rounds), "evals/op")
 	})
 }
