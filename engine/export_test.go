@@ -26,3 +26,11 @@ func NewDecisionCacheForTest(max int) (get func(key string) *GrantDecision, put 
 // hook(true) before it evaluates, and every call that joins a round call
 // hook(false) once it waits. Set it before the revision is used.
 func (r *Revision) SetFlightHook(hook func(lead bool)) { r.flights.hook = hook }
+
+// ReloadCounts returns how many reloads (Reload and Watch, not ReloadFrom)
+// have been attempted and ended, and how many of them built a revision.
+func (e *Engine) ReloadCounts() (attempts, builds uint64) {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	return e.attempts, e.builds
+}
