@@ -151,3 +151,43 @@ func await(t *testing.T, ch <-chan struct{}) {
 		t.Fatal("no round of cold evaluations began")
 	}
 }
+
+// A split policy's first calls of one caller wait for the one computing
+// the caller's values, then evaluate their own requests with them.
+func TestConcurrentFirstSplitCallsWaitForTheFirst(t *testing.T) {
+	t.Parallel()
+	const n = 8
+	policy := map[string]string{"grant.rego": "package toolgate.grant\n\n" + splitShapes[2] + "\n"}
+	rev := newEngine(t, policy).Current()
+	_, why := rev.DecisionMode()
+	require.Contains(t, why, "split:")
+	want := newEngine(t, policy, engine.WithDecisionCache(false)).Current().Grant(context.Background(), dave, listReq)
+	for _, d := range grantAll(t, rev, n) {
+		require.Equal(t, want.Outcome, d.Outcome)
+		require.Equal(t, want.Granted(), d.Granted())
+	}
+	require.Equal(t, 1, rev.CanonValues())
+}
+
+func TestASplitWaiterWhoseContextEndsFailsWithItsOwnError(t *testing.T) {
+	t.Parallel()
+	rev := newEngine(t, map[string]string{"grant.rego": "package toolgate.grant\n\n" + splitShapes[2] + "\n"}).Current()
+	release := make(chan struct{})
+	leading, _ := lockstep(rev, func() { <-release })
+	var leader *engine.GrantDecision
+	done := make(chan struct{})
+	go func() { defer close(done); leader = rev.Grant(context.Background(), dave, listReq) }()
+	await(t, leading)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	waiter := rev.Grant(ctx, dave, listReq)
+	close(release)
+	<-done
+
+	require.Equal(t, engine.Failed, waiter.Outcome)
+	var pe *engine.PolicyError
+	require.ErrorAs(t, waiter.Err, &pe)
+	require.Equal(t, engine.KindCanceled, pe.Kind)
+	require.Equal(t, engine.Override, leader.Outcome)
+	require.Equal(t, []string{"echo", "getReward", "execUrl"}, leader.Granted())
+}
