@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -17,9 +16,8 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/config"
-	"github.com/toolgate/toolgate/demo"
 	"github.com/toolgate/toolgate/gateway"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/internal/benchdata"
 )
 
 // BenchmarkStdioCallDefaults measures one tools/call of echo from a go-sdk
@@ -55,7 +53,7 @@ func BenchmarkStdioCallDefaults(b *testing.B) {
 	})
 	b.Run("bare", func(b *testing.B) {
 		benchStdio(b, func(ctx context.Context, in io.ReadCloser, out io.WriteCloser) func() error {
-			s := bareEcho()
+			s := benchdata.BareServer()
 			done := make(chan error, 1)
 			go func() { done <- s.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out}) }()
 			return func() error { return <-done }
@@ -112,46 +110,12 @@ func benchStdio(b *testing.B, serve func(ctx context.Context, in io.ReadCloser, 
 	}
 }
 
-// bareEcho is a plain go-sdk server whose echo tool runs toolgate's
-// demo.echo method, added with mcp.AddTool.
-func bareEcho() *mcp.Server {
-	echo, _ := demo.Methods().Method("demo.echo")
-	s := mcp.NewServer(&mcp.Implementation{Name: "plain", Version: "bench"}, nil)
-	type args struct {
-		Text string `json:"text"`
-	}
-	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(ctx context.Context, _ *mcp.CallToolRequest, in args) (*mcp.CallToolResult, any, error) {
-		text, _ := json.Marshal(in.Text)
-		inv, err := echo.Bind([]mcpadapter.Arg{{Name: "text", Value: text}})
-		if err != nil {
-			return nil, nil, err
-		}
-		res, err := inv(ctx)
-		return res, nil, err
-	})
-	return s
-}
-
 // writeBenchSource writes a registry of n rows (echo first, then rows in
 // and out of sections, one in fifty a URL driver) and the bundled grant
 // policy under dir.
 func writeBenchSource(b *testing.B, dir string, n int) {
 	b.Helper()
-	var r strings.Builder
-	r.WriteString("sections:\n  rewards: { roles: [manager, admin] }\n  reports: { roles: [admin] }\ntools:\n")
-	r.WriteString("  - { name: echo, method: demo.echo, arguments: [{ name: text, type: string, required: true }], annotations: { readOnlyHint: true } }\n")
-	for i := 1; i < n; i++ {
-		section := []string{"", "rewards", "reports"}[i%3]
-		fmt.Fprintf(&r, "  - name: tool%d\n    method: demo.echo\n", i)
-		if section != "" {
-			fmt.Fprintf(&r, "    section: %s\n", section)
-		}
-		if i%50 == 0 {
-			r.WriteString("    driver: url\n")
-		}
-		fmt.Fprintf(&r, "    arguments: [{ name: text, type: string, required: true }]\n    annotations: { readOnlyHint: %t }\n", i%2 == 0)
-	}
-	require.NoError(b, os.WriteFile(filepath.Join(dir, "registry.yaml"), []byte(r.String()), 0o644))
+	require.NoError(b, os.WriteFile(filepath.Join(dir, "registry.yaml"), []byte(benchdata.Registry(n, false)), 0o644))
 	grant, err := fs.ReadFile(toolgate.ExamplePolicies(), "grant.rego")
 	require.NoError(b, err)
 	require.NoError(b, os.MkdirAll(filepath.Join(dir, "policies"), 0o755))
