@@ -88,6 +88,9 @@ type Engine struct {
 	// has been observed unchanged; the zero time for the versions the
 	// first revision read (docs/contract.md §9: a file is loaded once it is stable).
 	seen map[string]observed
+	// builds and attempts count the revisions reload built and the
+	// reloads it attempted, for tests (export_test.go).
+	builds, attempts uint64
 
 	mu        sync.Mutex // guards the fields below, and the swap of cur
 	lastErr   error

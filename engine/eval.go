@@ -21,7 +21,11 @@ import (
 // memoised per caller: a later Grant for a caller with the same subject,
 // roles and claims returns the same *GrantDecision, whatever the request,
 // without building an input or evaluating anything. A failed decision is
-// never memoised. The returned value is shared and must not be modified.
+// never memoised. Calls for one caller that arrive while its decision is
+// being evaluated wait for that evaluation rather than run their own, each
+// under its own context; a failure of the evaluating call's own (its
+// context ended, or its deadline passed) is not theirs: they evaluate
+// again. The returned value is shared and must not be modified.
 //
 // Otherwise, when the policy can be split (DecisionMode says "split"), the
 // part of the closure of granted that depends on the revision and the
@@ -58,12 +62,7 @@ func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDeci
 	if d := dc.Get(key); d != nil {
 		return d
 	}
-	d := r.grant(ctx, c, &req)
-	if d.Outcome == Failed {
-		return d
-	}
-	d.precompute()
-	return dc.Put(key, d)
+	return r.grantOnce(ctx, c, &req, key)
 }
 
 // grant evaluates the grant decision for a signed-in caller.

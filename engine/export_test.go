@@ -21,3 +21,16 @@ func NewDecisionCacheForTest(max int) (get func(key string) *GrantDecision, put 
 	return func(k string) *GrantDecision { return dc.Get([]byte(k)) },
 		func(k string, d *GrantDecision) { dc.Put([]byte(k), d) }
 }
+
+// SetFlightHook makes the leader of every round of cold evaluations call
+// hook(true) before it evaluates, and every call that joins a round call
+// hook(false) once it waits. Set it before the revision is used.
+func (r *Revision) SetFlightHook(hook func(lead bool)) { r.flights.hook = hook }
+
+// ReloadCounts returns how many reloads (Reload and Watch, not ReloadFrom)
+// have been attempted and ended, and how many of them built a revision.
+func (e *Engine) ReloadCounts() (attempts, builds uint64) {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	return e.attempts, e.builds
+}

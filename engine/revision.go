@@ -39,6 +39,7 @@ type Revision struct {
 	// decisions memoises grant decisions per caller; nil when the policy
 	// is not cacheable or the cache is off.
 	decisions *decisionCache
+	flights   flights    // cold evaluations of decisions in progress (flight.go)
 	canon     canonTable // shared copies of memoised values (canon.go)
 	nobody    *GrantDecision
 	evals     atomic.Uint64    // policy evaluations, for tests
@@ -116,6 +117,23 @@ func (r *Revision) String() string {
 
 // build reads and compiles a whole revision from src. Nothing is shared with
 // any other revision.
+// contentHash is a revision's hash (Revision.Hash) from what it is built
+// of: the registry file, the rows a RegistryHook derived from it (nil when
+// none), the source's label and the policy and data files.
+func contentHash(regFile sourceFile, derived []byte, label string, files []sourceFile) string {
+	h := sha256.New()
+	parts := []sourceFile{{Rel: "\x00registry"}, regFile, {Rel: "\x00derived", Data: derived}}
+	if label != "" {
+		// Only then, so that the hashes of unlabelled sources stay as they were.
+		parts = append(parts, sourceFile{Rel: "\x00revision", Data: []byte(label)})
+	}
+	for _, f := range append(parts, files...) {
+		fmt.Fprintf(h, "%s\x00%d\x00", f.Rel, len(f.Data))
+		h.Write(f.Data)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 func build(ctx context.Context, src Source, number uint64, o *options) (*Revision, error) {
 	regFile, err := src.readRegistry()
 	if err != nil {
@@ -151,19 +169,9 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 	if err != nil {
 		return nil, err
 	}
-	h := sha256.New()
-	parts := []sourceFile{{Rel: "\x00registry"}, regFile, {Rel: "\x00derived", Data: derived}}
-	if src.Revision != "" {
-		// Only then, so that the hashes of unlabelled sources stay as they were.
-		parts = append(parts, sourceFile{Rel: "\x00revision", Data: []byte(src.Revision)})
-	}
-	for _, f := range append(parts, files...) {
-		fmt.Fprintf(h, "%s\x00%d\x00", f.Rel, len(f.Data))
-		h.Write(f.Data)
-	}
 	rev := &Revision{
 		number:   number,
-		hash:     hex.EncodeToString(h.Sum(nil)),
+		hash:     contentHash(regFile, derived, src.Revision, files),
 		label:    src.Revision,
 		loadedAt: time.Now(),
 		reg:      reg,

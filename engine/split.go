@@ -55,6 +55,12 @@ type residual struct {
 	// returned: a set read from a preloaded value is that same value on
 	// every call, and need not be checked again.
 	last atomic.Pointer[canonValue]
+	// first is closed when the caller's first evaluation has ended, led
+	// by the call that set leader: the calls arriving meanwhile wait for
+	// it, so that the values it computes are computed once (see
+	// grantSplit).
+	leader atomic.Bool
+	first  chan struct{}
 }
 
 // preloads is a snapshot of a residual's values; canon keeps their shared
@@ -314,9 +320,32 @@ func precomputable(c *ast.Compiler, origins map[string]splitOrigin) []ast.Ref {
 func (r *Revision) grantSplit(ctx context.Context, sg *splitGrant, c *Caller, req *Request, key []byte) *GrantDecision {
 	res := sg.res.Get(key)
 	if res == nil {
-		res = &residual{view: r.view(c)}
+		res = &residual{view: r.view(c), first: make(chan struct{})}
 		res.base.Store(&preloads{})
 		res = sg.res.Put(key, res)
+	}
+	// The caller's first call computes its values whole; the calls that
+	// arrive meanwhile wait for them, each under its own context, rather
+	// than compute them too. A first call that fails leaves them to
+	// compute what it could not.
+	if !res.leader.Load() && res.leader.CompareAndSwap(false, true) {
+		defer close(res.first)
+		if h := r.flights.hook; h != nil {
+			h(true)
+		}
+	} else {
+		select {
+		case <-res.first:
+		default:
+			if h := r.flights.hook; h != nil {
+				h(false)
+			}
+			select {
+			case <-res.first:
+			case <-ctx.Done():
+				return r.ended(ctx, c)
+			}
+		}
 	}
 	d := &GrantDecision{Revision: r, view: res.view}
 	in, err := r.input(c, d.view, req, -1)

@@ -66,7 +66,8 @@ func (o WatchOptions) debounce() time.Duration {
 // file rewritten more often than that takes effect once the writes stop.
 //
 // Changes made before Watch has set up its watches are not missed: it tries
-// a reload once after setting them up. A host may call Reload itself at any
+// a reload once after setting them up, which compiles nothing when the
+// files are byte for byte those the serving revision was built from. A host may call Reload itself at any
 // time, with or without Watch.
 func (e *Engine) Watch(ctx context.Context, opts WatchOptions) error {
 	src := e.Source()
