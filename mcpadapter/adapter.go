@@ -193,9 +193,9 @@ func (a *Adapter) List(ctx context.Context, req *mcp.ListToolsRequest) *mcp.List
 	return res
 }
 
-// list is List, also returning the listed tools as sent on the wire; the
-// result's Tools are filled only with descriptors (the served path sends
-// the wire ones and does not build the SDK's).
+// list is List, or (descriptors false) the listed tools as sent on the
+// wire: the served path sends those and does not build the SDK's
+// descriptors; List does not render the wire ones.
 func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest, descriptors bool) (*mcp.ListToolsResult, []json.RawMessage) {
 	start := time.Now()
 	res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
@@ -228,16 +228,18 @@ func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest, descripto
 	// The rows are computed once per decision, and a cached decision is
 	// shared by every listing of its caller: only the descriptors are copied.
 	rows := a.visibleRows(d)
-	all := rc.wires()
-	wire := make([]json.RawMessage, len(rows))
-	for k, i := range rows {
-		wire[k] = all[i]
-	}
+	var wire []json.RawMessage
 	if descriptors {
 		tools := rc.descriptors()
 		res.Tools = make([]*mcp.Tool, len(rows))
 		for k, i := range rows {
 			res.Tools[k] = tools[i]
+		}
+	} else {
+		all := rc.wires()
+		wire = make([]json.RawMessage, len(rows))
+		for k, i := range rows {
+			wire[k] = all[i]
 		}
 	}
 	if len(a.observers) > 0 {
