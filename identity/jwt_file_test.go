@@ -286,3 +286,38 @@ func TestCacheNeverPastExp(t *testing.T) {
 		t.Fatalf("past exp: %v", err)
 	}
 }
+
+// TestJWKSFileKeyReplacedUnderItsKid: a key replaced in the JWKS file under
+// the same kid is not seen before the file is looked at again — a token of
+// the new key is refused while the old one is in use, which no request can
+// hurry — and is seen from the moment the check interval has passed.
+func TestJWKSFileKeyReplacedUnderItsKid(t *testing.T) {
+	t.Parallel()
+	old, renewed := newRSAKey(t, "a"), newRSAKey(t, "a")
+	path := filepath.Join(t.TempDir(), "jwks.json")
+	writeJWKS(t, path, old)
+	c := newClock()
+	v := fileVerifier(t, path, c, nil)
+	if _, err := v.Verify(t.Context(), old.sign(t, claimsJSON(c.now(), ""))); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeJWKS(t, path, renewed)
+	// A later write: the file's stamp is its modification time and size,
+	// and two writes within one tick of the file system's clock, of equal
+	// size, look alike.
+	if err := os.Chtimes(path, st.ModTime().Add(time.Second), st.ModTime().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	tok := renewed.sign(t, claimsJSON(c.now(), ""))
+	if _, err := v.Verify(t.Context(), tok); !errors.Is(err, identity.ErrInvalidToken) {
+		t.Fatalf("the renewed key within the check interval: %v, want the old key still in use", err)
+	}
+	c.advance(identity.FileCheckInterval)
+	if _, err := v.Verify(t.Context(), renewed.sign(t, claimsJSON(c.now(), `,"n":1`))); err != nil {
+		t.Fatalf("the renewed key once the check interval has passed: %v", err)
+	}
+}

@@ -126,3 +126,35 @@ func TestDemoToken(t *testing.T) {
 	assert.Equal(t, "demo", c.Subject)
 	assert.Equal(t, []string{"admin"}, c.Roles)
 }
+
+// TestTokenRolesNullIsNoRoles: `roles: null` (YAML's ~, JSON's null) is an
+// entry without roles, like one that leaves roles out; a scalar or a map
+// there is refused.
+func TestTokenRolesNullIsNoRoles(t *testing.T) {
+	t.Parallel()
+	for name, content := range map[string]string{
+		"null.yaml":  bobHash + ": {subject: bob, roles: null}\n",
+		"tilde.yaml": bobHash + ": {subject: bob, roles: ~}\n",
+		"null.json":  `{"` + bobHash + `": {"subject": "bob", "roles": null}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tok, err := identity.LoadTokens(writeFile(t, name, content))
+			require.NoError(t, err)
+			c, ok := tok.Lookup("bob-token")
+			require.True(t, ok)
+			assert.Equal(t, "bob", c.Subject)
+			assert.Empty(t, c.Roles)
+		})
+	}
+	for name, content := range map[string]string{
+		"scalar.yaml": bobHash + ": {subject: bob, roles: manager}\n",
+		"map.yaml":    bobHash + ": {subject: bob, roles: {a: b}}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := identity.LoadTokens(writeFile(t, name, content))
+			require.ErrorContains(t, err, "roles: want a list of strings")
+		})
+	}
+}
