@@ -409,26 +409,34 @@ func (c *Client) loadPersisted() (engine.Source, string, error) {
 	if c.dir == "" {
 		return engine.Source{}, "", os.ErrNotExist
 	}
-	raw, err := os.ReadFile(filepath.Join(c.dir, persistedBundle))
+	path := filepath.Join(c.dir, persistedBundle)
+	f, err := os.Open(path)
 	if err != nil {
 		return engine.Source{}, "", err
 	}
+	defer f.Close()
 	etag, err := os.ReadFile(filepath.Join(c.dir, persistedETag))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return engine.Source{}, "", err
 	}
-	b, err := Read(bytes.NewReader(raw), c.bvc)
+	b, err := Read(f, c.bvc)
 	if err != nil {
-		return engine.Source{}, "", err
+		return engine.Source{}, "", fmt.Errorf("bundle %s: %w", path, err)
 	}
 	src, err := ToSource(&b)
 	return src, string(etag), err
 }
 
 // Read reads a bundle (.tar.gz) as the Client does, verifying its
-// signature when bvc is not nil.
+// signature when bvc is not nil. It is bounded as a download is: each file
+// and the bundle as a whole, packed and unpacked (MaxBundleBytes; the
+// refusal wraps ErrTooLarge), before OPA's reader holds any of it.
 func Read(r io.Reader, bvc *opabundle.VerificationConfig) (opabundle.Bundle, error) {
-	rd := opabundle.NewCustomReader(opabundle.NewTarballLoader(r).WithSizeLimitBytes(maxFileBytes)).
+	raw, err := readBounded(r, "the file")
+	if err != nil {
+		return opabundle.Bundle{}, err
+	}
+	rd := opabundle.NewCustomReader(opabundle.NewTarballLoader(bytes.NewReader(raw)).WithSizeLimitBytes(maxFileBytes)).
 		WithRegoVersion(ast.RegoV1).
 		WithSizeLimitBytes(maxFileBytes).
 		WithBundleVerificationConfig(bvc)

@@ -11,7 +11,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/plugins/rest"
 )
 
-// MaxBundleBytes bounds a downloaded bundle as a whole, on the wire and
+// MaxBundleBytes bounds a bundle as a whole, downloaded or read from a
+// file (the persisted last good one, `--bundle FILE`), packed and
 // unpacked (each file is bounded to 16 MiB besides). OPA's reader holds
 // every file in memory before it checks a signature, so a bound on each
 // file alone lets a bundle of many files (a gzip bomb) take any amount of
@@ -73,23 +74,39 @@ func (t boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil || resp.StatusCode != http.StatusOK || r.Method != http.MethodGet {
 		return resp, err
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxBundleBytes+1))
+	data, err := readBounded(resp.Body, "bundle: the download")
 	resp.Body.Close()
 	if err != nil {
 		return nil, err
 	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	resp.ContentLength = int64(len(data))
+	return resp, nil
+}
+
+// ErrTooLarge is wrapped by the refusal of a bundle over MaxBundleBytes,
+// downloaded or read from a file.
+var ErrTooLarge = fmt.Errorf("larger than %d MiB", MaxBundleBytes>>20)
+
+// readBounded reads a bundle from r whole, refusing it when it is larger
+// than MaxBundleBytes or, when it is gzip, unpacks to more (it is unpacked
+// once to count, into nothing, before OPA's reader holds it); what names
+// it in the refusal. What is not gzip is left for OPA's reader to refuse.
+func readBounded(r io.Reader, what string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxBundleBytes+1))
+	if err != nil {
+		return nil, err
+	}
 	if len(data) > MaxBundleBytes {
-		return nil, fmt.Errorf("bundle: the download is larger than %d MiB", MaxBundleBytes>>20)
+		return nil, fmt.Errorf("%s is %w", what, ErrTooLarge)
 	}
 	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
 		if zr, err := gzip.NewReader(bytes.NewReader(data)); err == nil {
 			n, _ := io.Copy(io.Discard, io.LimitReader(zr, MaxBundleBytes+1))
 			if n > MaxBundleBytes {
-				return nil, fmt.Errorf("bundle: the download is larger than %d MiB unpacked", MaxBundleBytes>>20)
+				return nil, fmt.Errorf("%s is %w unpacked", what, ErrTooLarge)
 			}
 		}
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(data))
-	resp.ContentLength = int64(len(data))
-	return resp, nil
+	return data, nil
 }

@@ -1,12 +1,7 @@
 package bundle_test
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
-	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -16,37 +11,6 @@ import (
 	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/internal/bundletest"
 )
-
-// bomb is the bundle raw with n more files of size zero bytes each: a
-// few hundred KiB on the wire, n×size once unpacked.
-func bomb(t *testing.T, raw []byte, n, size int) []byte {
-	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	require.NoError(t, err)
-	tr := tar.NewReader(zr)
-	var out bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&out, gzip.BestCompression)
-	tw := tar.NewWriter(zw)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		require.NoError(t, err)
-		require.NoError(t, tw.WriteHeader(h))
-		_, err = io.Copy(tw, tr)
-		require.NoError(t, err)
-	}
-	zeros := make([]byte, size)
-	for i := range n {
-		require.NoError(t, tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("/padding/%d.txt", i), Mode: 0o644, Size: int64(size), Typeflag: tar.TypeReg}))
-		_, err := tw.Write(zeros)
-		require.NoError(t, err)
-	}
-	require.NoError(t, tw.Close())
-	require.NoError(t, zw.Close())
-	return out.Bytes()
-}
 
 // TestDownloadBoundedWhole: each file of a bundle is bounded (16 MiB), and
 // so is the bundle as a whole. OPA's reader holds every file in memory
@@ -58,7 +22,7 @@ func bomb(t *testing.T, raw []byte, n, size int) []byte {
 func TestDownloadBoundedWhole(t *testing.T) {
 	t.Parallel()
 	ok := build(t, bundletest.Example(t, ""), bundle.BuildOptions{Revision: "r1"})
-	raw := bomb(t, ok, bundle.MaxBundleBytes/(15<<20)+1, 15<<20)
+	raw := bundletest.Bomb(t, ok, bundle.MaxBundleBytes/(15<<20)+1, 15<<20)
 	require.Less(t, len(raw), 1<<20, "the bomb is small on the wire")
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/gzip")
@@ -77,7 +41,7 @@ func TestDownloadBoundedWhole(t *testing.T) {
 func TestOCIDownloadBoundedWhole(t *testing.T) {
 	t.Parallel()
 	ok := build(t, bundletest.Example(t, ""), bundle.BuildOptions{Revision: "r1"})
-	raw := bomb(t, ok, bundle.MaxBundleBytes/(15<<20)+1, 15<<20)
+	raw := bundletest.Bomb(t, ok, bundle.MaxBundleBytes/(15<<20)+1, 15<<20)
 	reg := bundletest.NewOCIRegistry("")
 	defer reg.Close()
 	ref := reg.Ref("org/policy:bomb")
