@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
@@ -23,6 +24,9 @@ type principal struct {
 	// subject of one source never owns a session of the other's. It is
 	// also the TokenInfo's UserID, which the go-sdk binds sessions to.
 	owner string
+	// expires is when the credential expires: a JWT's exp; zero for a
+	// tokens-file token and for nobody.
+	expires time.Time
 }
 
 // tokenInfoKey carries the TokenInfo authenticate made of the principal
@@ -46,11 +50,11 @@ func (s *Server) identify(r *http.Request) (principal, error) {
 	if s.opts.JWT != nil {
 		chain.JWT = s.opts.JWT
 	}
-	c, src, err := chain.Identify(r.Context(), r)
+	c, src, exp, err := chain.IdentifyUntil(r.Context(), r)
 	if err != nil || c == nil {
 		return principal{}, err
 	}
-	return principal{caller: c, owner: string(src) + ":" + c.Subject}, nil
+	return principal{caller: c, owner: string(src) + ":" + c.Subject, expires: exp}, nil
 }
 
 // refuse answers an authentication error (docs/contract.md §12): 401 with the
@@ -90,8 +94,17 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
 // checked here first, the refusal written here, and only a known caller
 // goes on through RequireBearerToken, whose verifier reads back the
 // principal found here.
+//
+// A stream opened with an expiring credential (a JWT) ends when it
+// expires (docs/contract.md §12): a GET, the standalone stream of a
+// session, gets a deadline at the expiry here; a subscriptions/listen
+// request gets one from endListenAtExpiry, which reads the TokenInfo's
+// Expiration. Other requests run to their end.
 func (s *Server) authenticate(next http.Handler) http.Handler {
-	bearer := auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
+	// The TokenInfo's Expiration is the token's exp, already checked by
+	// the verifier with identity.Leeway: the SDK's own check of it gets
+	// the same leeway, so that it refuses nothing the verifier accepted.
+	bearer := auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true, ClockSkew: identity.Leeway})(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.authOn() {
 			next.ServeHTTP(w, r)
@@ -106,8 +119,14 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		info := &auth.TokenInfo{UserID: p.owner, Extra: map[string]any{callerKey: p.caller}}
-		bearer.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenInfoKey{}, info)))
+		info := &auth.TokenInfo{UserID: p.owner, Expiration: p.expires, Extra: map[string]any{callerKey: p.caller}}
+		ctx := context.WithValue(r.Context(), tokenInfoKey{}, info)
+		if r.Method == http.MethodGet && !p.expires.IsZero() {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, p.expires)
+			defer cancel()
+		}
+		bearer.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

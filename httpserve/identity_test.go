@@ -59,9 +59,15 @@ func newIssuer(t *testing.T) *issuer {
 // token signs an access token for subject with roles, for aud.
 func (i *issuer) token(t *testing.T, subject, aud string, roles ...string) string {
 	t.Helper()
+	return i.tokenUntil(t, time.Now().Add(time.Hour), subject, aud, roles...)
+}
+
+// tokenUntil is token with its exp at exp.
+func (i *issuer) tokenUntil(t *testing.T, exp time.Time, subject, aud string, roles ...string) string {
+	t.Helper()
 	r, _ := json.Marshal(roles)
 	now := time.Now().Unix()
-	payload := fmt.Sprintf(`{"iss":%q,"sub":%q,"aud":%q,"exp":%d,"iat":%d,"roles":%s}`, testIssuer, subject, aud, now+3600, now, r)
+	payload := fmt.Sprintf(`{"iss":%q,"sub":%q,"aud":%q,"exp":%d,"iat":%d,"roles":%s}`, testIssuer, subject, aud, exp.Unix(), now, r)
 	h := jws.NewHeaders()
 	require.NoError(t, h.Set(jws.KeyIDKey, "k1"))
 	b, err := jws.Sign([]byte(payload), jws.WithKey(jwa.ES256(), i.key, jws.WithProtectedHeaders(h)))

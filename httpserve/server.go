@@ -215,7 +215,7 @@ func New(opts Options) *Server {
 		s.metadataURL = identity.MetadataURL(opts.JWT.Settings().Resource)
 	}
 	s.stopping, s.abort = context.WithCancel(context.Background())
-	opts.Server.AddReceivingMiddleware(s.sessions.track, s.cancelOnAbort)
+	opts.Server.AddReceivingMiddleware(s.sessions.track, s.cancelOnAbort, endListenAtExpiry)
 	so := &mcp.StreamableHTTPOptions{}
 	if opts.Streamable != nil {
 		*so = *opts.Streamable
@@ -312,6 +312,28 @@ func (s *Server) cancelOnAbort(next mcp.MethodHandler) mcp.MethodHandler {
 		defer cancel()
 		stop := context.AfterFunc(s.stopping, cancel)
 		defer stop()
+		return next(ctx, method, req)
+	}
+}
+
+// methodSubscriptionsListen opens the notification stream of the
+// 2026-07-28 revision: its handler lasts as long as its context.
+const methodSubscriptionsListen = "subscriptions/listen"
+
+// endListenAtExpiry ends a subscriptions/listen stream when the credential
+// that opened it expires (the TokenInfo's Expiration, a JWT's exp): its
+// notifications tell the holder that its listing changed, which is not
+// for a caller whose token has expired. Other methods are untouched: a
+// call accepted with a valid token runs to its end.
+func endListenAtExpiry(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == methodSubscriptionsListen {
+			if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil && !extra.TokenInfo.Expiration.IsZero() {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(ctx, extra.TokenInfo.Expiration)
+				defer cancel()
+			}
+		}
 		return next(ctx, method, req)
 	}
 }

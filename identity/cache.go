@@ -33,23 +33,29 @@ func newTokenCache(max int) *tokenCache {
 
 // get returns the caller cached for key if its token has not expired at now.
 func (c *tokenCache) get(key [sha256.Size]byte, now time.Time) (*engine.Caller, bool) {
+	caller, _, ok := c.lookup(key, now)
+	return caller, ok
+}
+
+// lookup is get, also returning the token's exp.
+func (c *tokenCache) lookup(key [sha256.Size]byte, now time.Time) (*engine.Caller, time.Time, bool) {
 	if c.max <= 0 {
-		return nil, false
+		return nil, time.Time{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.items[key]
 	if !ok {
-		return nil, false
+		return nil, time.Time{}, false
 	}
 	e := el.Value.(*cacheEntry)
 	if !now.Before(e.exp) {
 		c.ll.Remove(el)
 		delete(c.items, key)
-		return nil, false
+		return nil, time.Time{}, false
 	}
 	c.ll.MoveToFront(el)
-	return e.caller, true
+	return e.caller, e.exp, true
 }
 
 func (c *tokenCache) put(key [sha256.Size]byte, caller *engine.Caller, exp time.Time) {

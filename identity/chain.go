@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"net/http"
+	"time"
 
 	"github.com/toolgate/toolgate/engine"
 )
@@ -76,15 +77,24 @@ func (c Chain) Authenticate(ctx context.Context, r *http.Request) (*engine.Calle
 // Identify is Authenticate, also saying which source the caller came from
 // (SourceNone for nobody and on error).
 func (c Chain) Identify(ctx context.Context, r *http.Request) (*engine.Caller, Source, error) {
+	caller, src, _, err := c.IdentifyUntil(ctx, r)
+	return caller, src, err
+}
+
+// IdentifyUntil is Identify, also giving the time the caller's credential
+// expires: a JWT's exp when JWT is a *JWT, else the zero time (a
+// tokens-file token, or nobody, does not expire). A transport ends what
+// outlives a request, such as a notification stream, at that time.
+func (c Chain) IdentifyUntil(ctx context.Context, r *http.Request) (*engine.Caller, Source, time.Time, error) {
 	token, err := BearerToken(r)
 	if err != nil {
-		return nil, SourceNone, err
+		return nil, SourceNone, time.Time{}, err
 	}
 	if token == "" {
 		if c.JWT != nil && !c.AllowAnonymous {
-			return nil, SourceNone, ErrNoToken
+			return nil, SourceNone, time.Time{}, ErrNoToken
 		}
-		return nil, SourceNone, nil
+		return nil, SourceNone, time.Time{}, nil
 	}
 	// Hash once: a JWT is a kilobyte or two, and both the tokens file and
 	// the verified-token cache are keyed by its SHA-256.
@@ -93,26 +103,32 @@ func (c Chain) Identify(ctx context.Context, r *http.Request) (*engine.Caller, S
 	if hl, ok := c.Tokens.(HashLookup); ok {
 		sum, hashed = hashToken(token), true
 		if caller, ok := hl.LookupHash(sum); ok {
-			return caller, SourceTokens, nil
+			return caller, SourceTokens, time.Time{}, nil
 		}
 	} else if c.Tokens != nil {
 		if caller, ok := c.Tokens.Lookup(token); ok {
-			return caller, SourceTokens, nil
+			return caller, SourceTokens, time.Time{}, nil
 		}
 	}
-	var caller *engine.Caller
+	var (
+		caller *engine.Caller
+		exp    time.Time
+	)
 	switch v, ok := c.JWT.(*JWT); {
-	case ok && hashed:
-		caller, err = v.verifyHashed(ctx, token, sum)
+	case ok:
+		if !hashed { // BearerToken bounded its length
+			sum = hashToken(token)
+		}
+		caller, exp, err = v.verifyHashed(ctx, token, sum)
 	case c.JWT != nil:
 		caller, err = c.JWT.Verify(ctx, token)
 	default:
-		return nil, SourceNone, invalid("the tokens file does not list this token", nil)
+		return nil, SourceNone, time.Time{}, invalid("the tokens file does not list this token", nil)
 	}
 	if err != nil || caller == nil {
-		return nil, SourceNone, err
+		return nil, SourceNone, time.Time{}, err
 	}
-	return caller, SourceJWT, nil
+	return caller, SourceJWT, exp, nil
 }
 
 var _ Authenticator = Chain{}

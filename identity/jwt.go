@@ -121,21 +121,23 @@ func (v *JWT) Verify(ctx context.Context, token string) (*engine.Caller, error) 
 	if len(token) > MaxTokenLen {
 		return nil, invalid("bearer token longer than 16 KiB", nil)
 	}
-	return v.verifyHashed(ctx, token, hashToken(token))
+	c, _, err := v.verifyHashed(ctx, token, hashToken(token))
+	return c, err
 }
 
-// verifyHashed is Verify for a token whose SHA-256 is key.
-func (v *JWT) verifyHashed(ctx context.Context, token string, key [sha256.Size]byte) (*engine.Caller, error) {
+// verifyHashed is Verify for a token whose SHA-256 is key, also returning
+// the token's exp.
+func (v *JWT) verifyHashed(ctx context.Context, token string, key [sha256.Size]byte) (*engine.Caller, time.Time, error) {
 	now := v.now()
-	if c, ok := v.cache.get(key, now); ok {
-		return c, nil
+	if c, exp, ok := v.cache.lookup(key, now); ok {
+		return c, exp, nil
 	}
 	c, exp, err := v.verify(ctx, token, now)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	v.cache.put(key, c, exp)
-	return c, nil
+	return c, exp, nil
 }
 
 // hashToken returns the SHA-256 of token, the cache's key. It hashes the
