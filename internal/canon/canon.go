@@ -8,6 +8,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+
+	"github.com/toolgate/toolgate/internal/exactjson"
 )
 
 // JSON returns the canonical form of a JSON value: decoded with numbers kept
@@ -121,13 +123,13 @@ func canonicalValue(raw []byte, i, depth int) (int, bool) {
 	case c == '"':
 		return canonicalString(raw, i)
 	case c == 't':
-		return literal(raw, i, "true")
+		return exactjson.ScanLiteral(raw, i, "true")
 	case c == 'f':
-		return literal(raw, i, "false")
+		return exactjson.ScanLiteral(raw, i, "false")
 	case c == 'n':
-		return literal(raw, i, "null")
+		return exactjson.ScanLiteral(raw, i, "null")
 	case c == '-' || '0' <= c && c <= '9':
-		return number(raw, i)
+		return exactjson.ScanNumber(raw, i)
 	}
 	return 0, false
 }
@@ -146,51 +148,4 @@ func canonicalString(raw []byte, i int) (int, bool) {
 		}
 	}
 	return 0, false
-}
-
-func literal(raw []byte, i int, lit string) (int, bool) {
-	if len(raw)-i < len(lit) || string(raw[i:i+len(lit)]) != lit {
-		return 0, false
-	}
-	return i + len(lit), true
-}
-
-// number reads a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func number(raw []byte, i int) (int, bool) {
-	digits := func(i int) int {
-		for i < len(raw) && '0' <= raw[i] && raw[i] <= '9' {
-			i++
-		}
-		return i
-	}
-	if raw[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(raw) && raw[i] == '0':
-		i++
-	case i < len(raw) && '1' <= raw[i] && raw[i] <= '9':
-		i = digits(i)
-	default:
-		return 0, false
-	}
-	if i < len(raw) && raw[i] == '.' {
-		j := digits(i + 1)
-		if j == i+1 {
-			return 0, false
-		}
-		i = j
-	}
-	if i < len(raw) && (raw[i] == 'e' || raw[i] == 'E') {
-		i++
-		if i < len(raw) && (raw[i] == '+' || raw[i] == '-') {
-			i++
-		}
-		j := digits(i)
-		if j == i {
-			return 0, false
-		}
-		i = j
-	}
-	return i, true
 }

@@ -88,17 +88,19 @@ func validValue(b []byte, i, depth int) (int, bool) {
 	case c == '"':
 		return validString(b, i)
 	case c == 't':
-		return literal(b, i, "true")
+		return ScanLiteral(b, i, "true")
 	case c == 'f':
-		return literal(b, i, "false")
+		return ScanLiteral(b, i, "false")
 	case c == 'n':
-		return literal(b, i, "null")
+		return ScanLiteral(b, i, "null")
 	default:
-		return validNumber(b, i)
+		return ScanNumber(b, i)
 	}
 }
 
-func literal(b []byte, i int, lit string) (int, bool) {
+// ScanLiteral reads the literal lit (true, false, null) at b[i:] and
+// returns where it ends.
+func ScanLiteral(b []byte, i int, lit string) (int, bool) {
 	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
 		return 0, false
 	}
@@ -141,7 +143,9 @@ func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
-func validNumber(b []byte, i int) (int, bool) {
+// ScanNumber reads a JSON number at b[i:],
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, and returns where it ends.
+func ScanNumber(b []byte, i int) (int, bool) {
 	if i < len(b) && b[i] == '-' {
 		i++
 	}
