@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/benchdata"
 )
 
 // TestPerCallerMemoryIndependentOfRows: what a revision keeps per caller
@@ -67,11 +68,11 @@ func TestPerRoleSetMemoryIsWordsPerRow(t *testing.T) {
 		require.True(t, ok, "echo is not granted")
 	}
 	ask("warm")
-	before := liveHeap()
+	before := benchdata.LiveHeap()
 	for i := range roleSets {
 		ask(fmt.Sprintf("role-%d", i))
 	}
-	after := liveHeap()
+	after := benchdata.LiveHeap()
 	runtime.KeepAlive(rev)
 	runtime.KeepAlive(e)
 	perRow := (float64(after) - float64(before)) / roleSets / rows
@@ -96,22 +97,12 @@ func perCallerHeap(t *testing.T, rows, callers int, policy string) float64 {
 		require.True(t, ok, "echo is not granted")
 	}
 	ask("warm")
-	before := liveHeap()
+	before := benchdata.LiveHeap()
 	for i := range callers {
 		ask(fmt.Sprintf("caller-%d", i))
 	}
-	after := liveHeap()
+	after := benchdata.LiveHeap()
 	runtime.KeepAlive(rev)
 	runtime.KeepAlive(e)
 	return (float64(after) - float64(before)) / float64(callers)
-}
-
-func liveHeap() uint64 {
-	// Twice: the cleanups of the first collection (canon.go's weak
-	// entries) free more in the second.
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }

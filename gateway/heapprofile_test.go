@@ -3,13 +3,11 @@ package gateway_test
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/benchdata"
 )
 
 var heapProfiles = flag.String("heapprofiles", "", "`dir`: TestHeapProfileAtTenThousandRows writes heap profiles of the served gateway there (it is skipped without)")
@@ -41,7 +40,7 @@ func TestHeapProfileAtTenThousandRows(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	reg := filepath.Join(dir, "registry.yaml")
-	require.NoError(t, os.WriteFile(reg, []byte(tenThousandRows(10000)), 0o644))
+	require.NoError(t, os.WriteFile(reg, []byte(benchdata.Registry(10000, false)), 0o644))
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "policy"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy", "grant.rego"), []byte(`package toolgate.grant
 
@@ -127,18 +126,4 @@ func profile(t *testing.T, name string) {
 	require.NoError(t, pprof.Lookup("heap").WriteTo(f, 0))
 	t.Logf("%s: live heap %.1f MiB, %.1f MiB allocated so far, heap from the OS %.1f MiB", name,
 		float64(ms.HeapAlloc)/(1<<20), float64(ms.TotalAlloc)/(1<<20), float64(ms.HeapSys-ms.HeapReleased)/(1<<20))
-}
-
-// tenThousandRows is a registry of n rows, half of them read-only.
-func tenThousandRows(n int) string {
-	var b strings.Builder
-	b.WriteString("sections:\n  rewards: { roles: [manager, admin] }\ntools:\n")
-	for i := range n {
-		fmt.Fprintf(&b, "  - name: tool%d\n    method: demo.echo\n", i)
-		if i%3 == 1 {
-			b.WriteString("    section: rewards\n")
-		}
-		fmt.Fprintf(&b, "    arguments: [{ name: text, type: string, required: true }]\n    annotations: { readOnlyHint: %t }\n", i%2 == 0)
-	}
-	return b.String()
 }

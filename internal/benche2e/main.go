@@ -474,29 +474,20 @@ func (b *bench) engineMemory(rows, callers int, name, policy string) {
 	if _, err := rev.Grant(ctx, &engine.Caller{Subject: "warm", Roles: []string{"manager", "contractor"}}, req).Allowed("echo"); err != nil {
 		fatal(err)
 	}
-	before := liveHeap()
+	before := benchdata.LiveHeap()
 	for i := range callers {
 		c := &engine.Caller{Subject: fmt.Sprintf("caller-%d", i), Roles: []string{"manager", "contractor"}}
 		if ok, err := rev.Grant(ctx, c, req).Allowed("echo"); !ok || err != nil {
 			fatal(fmt.Errorf("echo is not granted to %s: %v", c.Subject, err))
 		}
 	}
-	after := liveHeap()
+	after := benchdata.LiveHeap()
 	_, why := rev.DecisionMode()
 	fmt.Printf("engine in-process, %d rows, %s policy: live heap %.1f MiB with one caller, +%.1f MiB for %d more (%.1f KiB each); RSS %s\n  (%s)\n",
 		rows, name, float64(before)/(1<<20), float64(after-before)/(1<<20), callers, float64(after-before)/float64(callers)/1024,
 		procStatus(os.Getpid(), "VmRSS"), why)
 	runtime.KeepAlive(rev)
 	runtime.KeepAlive(e)
-}
-
-func liveHeap() uint64 {
-	// Twice: the cleanups of one collection may free more in the next.
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }
 
 func procStatus(pid int, field string) string {
