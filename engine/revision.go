@@ -115,8 +115,6 @@ func (r *Revision) String() string {
 	return fmt.Sprintf("%d/%s", r.number, r.hash[:12])
 }
 
-// build reads and compiles a whole revision from src. Nothing is shared with
-// any other revision.
 // contentHash is a revision's hash (Revision.Hash) from what it is built
 // of: the registry file, the rows a RegistryHook derived from it (nil when
 // none), the source's label and the policy and data files.
@@ -134,6 +132,8 @@ func contentHash(regFile sourceFile, derived []byte, label string, files []sourc
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// build reads and compiles a whole revision from src. Nothing is shared with
+// any other revision.
 func build(ctx context.Context, src Source, number uint64, o *options) (*Revision, error) {
 	regFile, err := src.readRegistry()
 	if err != nil {
