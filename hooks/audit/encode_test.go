@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -123,4 +124,38 @@ func FuzzAppendRecord(f *testing.F) {
 		}
 		checkEncoding(t, &r)
 	})
+}
+
+// TestAppendRecordKnowsEveryField: a Record with every field set (by
+// reflection, so a field added to Record is set too) is appended as
+// json.Marshal writes it: a field the appender does not know fails here.
+func TestAppendRecordKnowsEveryField(t *testing.T) {
+	t.Parallel()
+	var r Record
+	fill(t, reflect.ValueOf(&r).Elem())
+	checkEncoding(t, &r)
+}
+
+// fill sets every field of the struct v to a non-zero value.
+func fill(t *testing.T, v reflect.Value) {
+	t.Helper()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch {
+		case f.Type() == reflect.TypeFor[json.RawMessage]():
+			f.SetBytes([]byte(`{"k":1}`))
+		case f.Kind() == reflect.String:
+			f.SetString(v.Type().Field(i).Name)
+		case f.Kind() == reflect.Float64:
+			f.SetFloat(1.5)
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String:
+			f.Set(reflect.ValueOf([]string{"a.rego:1"}).Convert(f.Type()))
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Struct:
+			s := reflect.MakeSlice(f.Type(), 1, 1)
+			fill(t, s.Index(0))
+			f.Set(s)
+		default:
+			t.Fatalf("fill: field %s of kind %s: teach fill to set it", v.Type().Field(i).Name, f.Kind())
+		}
+	}
 }
