@@ -534,8 +534,9 @@ const tourTimeout = 5 * time.Minute
 const tourPage = "docs/getting-started.md"
 
 // tourSections are the numbered sections the tour must have: one each for
-// serving, connecting, editing, testing, explain, approvals and identity.
-var tourSections = []string{"1. ", "2. ", "3. ", "4. ", "5. ", "6. A person approves", "7. Sign in with an identity provider"}
+// serving, connecting, editing, testing, explain, a signed bundle,
+// approvals and identity.
+var tourSections = []string{"1. ", "2. ", "3. ", "4. ", "5. ", "6. Ship the policy as a signed bundle", "7. A person approves", "8. Sign in with an identity provider"}
 
 // TestReadmeTour runs the getting-started tour, end to end, against the
 // binary it builds. Its identity section runs the test OpenID provider:
@@ -574,7 +575,7 @@ func TestReadmeTour(t *testing.T) {
 // missing.
 func requireTools(t *testing.T) {
 	t.Helper()
-	for _, tool := range []string{"bash", "curl", "awk", "sha256sum", "jq"} {
+	for _, tool := range []string{"bash", "curl", "awk", "sed", "sha256sum", "openssl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") != "" {
 				t.Fatalf("the getting-started tour needs %s", tool)
