@@ -158,6 +158,7 @@ const mark = "@@readme-output-ends@@"
 // tour runs steps in a scratch working directory.
 type tour struct {
 	root, work, tmp string
+	page            string // the page the steps are from, for messages
 	env             []string
 	addr            string // the address every server of the tour listens at
 	server          *server
@@ -182,7 +183,7 @@ type server struct {
 // paths name.
 func newTour(t *testing.T, root string) *tour {
 	t.Helper()
-	tr := &tour{root: root, work: t.TempDir(), tmp: t.TempDir(), logf: t.Logf, addr: freeAddr(t), ports: map[string]string{}}
+	tr := &tour{root: root, page: tourPage, work: t.TempDir(), tmp: t.TempDir(), logf: t.Logf, addr: freeAddr(t), ports: map[string]string{}}
 	for _, d := range []string{"example", "rego", "policy-tests"} {
 		require.NoError(t, os.CopyFS(filepath.Join(tr.work, d), os.DirFS(filepath.Join(root, d))))
 	}
@@ -231,7 +232,7 @@ func (tr *tour) expectations(raw []string) []*regexp.Regexp {
 func (tr *tour) run(ctx context.Context, steps []step) error {
 	for _, s := range steps {
 		first, _, _ := strings.Cut(s.text, "\n")
-		tr.logf("%s:%d: %s: %s", tourPage, s.line, s.kind, first)
+		tr.logf("%s:%d: %s: %s", tr.page, s.line, s.kind, first)
 		var err error
 		switch s.kind {
 		case "build":
@@ -251,7 +252,7 @@ func (tr *tour) run(ctx context.Context, steps []step) error {
 			err = tr.shell(ctx, s)
 		}
 		if err != nil {
-			return fmt.Errorf("%s:%d: %w", tourPage, s.line, err)
+			return fmt.Errorf("%s:%d: %w", tr.page, s.line, err)
 		}
 	}
 	return nil
@@ -568,6 +569,40 @@ func TestReadmeTour(t *testing.T) {
 		oidctest.Require(t) // skips (fails under CI) when it is not installed
 		return nil
 	}
+	require.NoError(t, tr.run(ctx, steps))
+}
+
+// quickstartSection is the README's two-minute start.
+const quickstartSection = "Two minutes to a governed call"
+
+// TestReadmeQuickstart runs the README's two-minute start as the tour runs
+// its page: the installed `toolgate` of the README is the binary built from
+// the checkout.
+func TestReadmeQuickstart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	requireTools(t)
+	root := checkout(t)
+	blocks := []block{{lang: "sh", body: "go build -o toolgate ./cmd/toolgate\n", file: "README.md"}}
+	for _, b := range pageBlocks(t, root, "README.md") {
+		if b.section == quickstartSection && b.lang == "sh" {
+			b.body = regexp.MustCompile(`(?m)^toolgate `).ReplaceAllString(b.body, "./toolgate ")
+			blocks = append(blocks, b)
+		}
+	}
+	require.Greater(t, len(blocks), 2, "README.md has no %q section with a server and a call", quickstartSection)
+	steps, err := tourSteps(blocks)
+	require.NoError(t, err)
+	kinds := map[string]bool{}
+	for _, s := range steps {
+		kinds[s.kind] = true
+	}
+	require.True(t, kinds["serve"] && kinds["shell"], "the quickstart serves and calls")
+	ctx, cancel := context.WithTimeout(t.Context(), tourTimeout)
+	defer cancel()
+	tr := newTour(t, root)
+	tr.page = "README.md"
 	require.NoError(t, tr.run(ctx, steps))
 }
 
