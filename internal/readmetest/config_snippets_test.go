@@ -34,7 +34,7 @@ func checkConfigBlock(b block, scratch string) (checked bool, err error) {
 			return true, err
 		}
 		if _, err := config.LoadServe([]string{"--config", path}, io.Discard); err != nil {
-			return true, fmt.Errorf("%s: the settings file: %w", b.where(), err)
+			return true, fmt.Errorf("%s: the settings file: %w\n(a ```yaml block that is not a toolgate settings file says what it is in a comment right before its fence: <!-- readme:registry --> for a registry, <!-- readme:skip --> for anything else)", b.where(), err)
 		}
 	case b.lang == "rego":
 		if _, err := ast.ParseModuleWithOpts(b.where(), b.body, ast.ParserOptions{RegoVersion: ast.RegoV1}); err != nil {
