@@ -2,7 +2,8 @@
 // README.md and the pages under docs/. Every docs/ page is reachable from
 // the README and every relative link leads to a file and heading of the
 // tree; Go snippets compile and vet, YAML blocks load as settings files (or
-// registries, where a page says so), Rego blocks parse; the protocol
+// registries, where a page says so), Rego blocks parse, and the policy
+// guide's recipes load as the server loads them; the protocol
 // revisions the README lists are served; the getting-started tour runs, end
 // to end, against the binary built from the checkout, with the output it
 // shows; each client configuration of docs/clients.md is started or
