@@ -16,7 +16,8 @@ import (
 // TestPolicyRecipes compiles.
 const policiesPage = "docs/policies.md"
 
-// TestPolicyRecipes: each policy of docs/policies.md loads as a policy
+// TestPolicyRecipes: each policy of docs/policies.md (and of every other
+// guide page) loads as a policy
 // directory of its own, with the bundled registry, as `toolgate serve`
 // would load it (compiled, type-checked, with the server's capabilities);
 // a data document the page names (data.limits) is given as
@@ -43,6 +44,17 @@ func TestPolicyRecipes(t *testing.T) {
 	require.NotEmpty(t, policies, "%s has no policy", policiesPage)
 	require.NotNil(t, first, "%s has no ## Recipes with a policy", policiesPage)
 	require.NotEmpty(t, tests, "%s has no test", policiesPage)
+	// The policies other pages show load too.
+	for _, page := range guidePages(t, root) {
+		if page == policiesPage {
+			continue
+		}
+		for _, b := range pageBlocks(t, root, page) {
+			if b.lang == "rego" && b.directive != "skip" && !strings.Contains(b.body, "_test\n") {
+				policies = append(policies, b)
+			}
+		}
+	}
 
 	dir := func(b block) string {
 		d := t.TempDir()
