@@ -18,6 +18,7 @@ var serveKeys = []string{
 	"sessionTimeout", "maxSessions", "readTimeout", "idleTimeout", "maxConnections",
 	"allowedOrigins", "adminRole", "metricsAddr",
 	"capabilities", "listFallback", "pins", "decisionLog", "otelEndpoint", "auth", "bundle",
+	"idempotencyKey",
 }
 
 // authKeys are the keys of the auth section (docs/contract.md §12).
@@ -115,6 +116,8 @@ func parseFile(data []byte) (*Serve, error) {
 			ok = duration(v, &s.EvalTimeout)
 		case "ledgerRetention":
 			ok = duration(v, &s.LedgerRetention)
+		case "idempotencyKey":
+			ok = str(v, &s.IdempotencyKey) && s.IdempotencyKey != ""
 		case "sessionTimeout":
 			ok = duration(v, &s.SessionTimeout)
 		case "readTimeout":
@@ -169,8 +172,8 @@ var want = map[string]string{
 	"as": "a subject (string)", "tokens": "a file path", "ledger": "memory, sqlite:PATH or postgres://...",
 	"audit": "a file path or -", "decisionLog": "a URL or a file path", "otelEndpoint": "an http(s) URL", "stdio": "true or false", "watch": "true or false",
 	"roles": "a list of role names", "hookTimeout": "a positive duration such as 10s", "evalTimeout": "a positive duration such as 250ms",
-	"ledgerRetention": "a positive duration such as 24h",
-	"sessionTimeout":  "a positive duration such as 10m", "readTimeout": "a positive duration such as 30s", "idleTimeout": "a positive duration such as 2m",
+	"ledgerRetention": "a positive duration such as 24h", "idempotencyKey": "a _meta key (a non-empty string)",
+	"sessionTimeout": "a positive duration such as 10m", "readTimeout": "a positive duration such as 30s", "idleTimeout": "a positive duration such as 2m",
 	"maxSessions": "a whole number, 1 or more", "maxConnections": "a whole number, 1 or more", "allowedOrigins": "a list of origins",
 	"adminRole": "a role name", "metricsAddr": "an address such as 127.0.0.1:9090",
 	"capabilities": "a file path", "listFallback": "base or none", "pins": "a file path",

@@ -56,6 +56,7 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	def("upstream", "an upstream MCP server `NAME=COMMAND` or NAME=URL (repeatable; replaces the file's upstream of that name)",
 		(*upstreamsValue)(&f.Upstreams), func(d *Serve) { d.Upstreams = mergeUpstreams(d.Upstreams, f.Upstreams) })
 	str("ledger", "idempotency ledger `STORE`: memory, sqlite:PATH or postgres://... (default: sqlite: ledger.db in the state directory)", func(s *Serve) *string { return &s.Ledger })
+	str("idempotency-key", "the _meta `KEY` whose string value is a call's idempotency key (default festi/idempotencyKey)", func(s *Serve) *string { return &s.IdempotencyKey })
 	def("ledger-retention", "keep completed idempotency keys for `DURATION` (default 24h)", (*durationValue)(&f.LedgerRetention), func(d *Serve) { d.LedgerRetention = f.LedgerRetention })
 	str("approval-webhook", "POST each new approval request as JSON to `URL`", func(s *Serve) *string { return &s.ApprovalWebhook })
 	str("audit", "audit trail `FILE`, JSON Lines; - is stderr (default -)", func(s *Serve) *string { return &s.Audit })

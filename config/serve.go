@@ -53,6 +53,9 @@ type Serve struct {
 	// LedgerRetention is how long the ledger keeps a completed key; zero is
 	// the ledger's default (24h).
 	LedgerRetention time.Duration `yaml:"ledgerRetention"`
+	// IdempotencyKey is the _meta key the idempotency ledger reads; empty
+	// is ledger.DefaultMetaKey, festi/idempotencyKey.
+	IdempotencyKey string `yaml:"idempotencyKey"`
 	// Audit is the audit trail file; "-" (the default) is stderr.
 	Audit string `yaml:"audit"`
 	// DecisionLog, when set, receives every grant and call decision as an

@@ -28,7 +28,7 @@ import (
 	"github.com/toolgate/toolgate/internal/mcptest"
 )
 
-var updateDocs = flag.Bool("update-docs", false, "also write the browser tests' screenshots to docs/console/ (the README's)")
+var updateDocs = flag.Bool("update-docs", false, "also write the browser tests' screenshots to docs/console/ (docs/console.md's)")
 
 const howToRun = "the console's browser tests need Debian's chromium and playwright-core: run ./scripts/console-setup, then go test ./console"
 

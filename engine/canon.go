@@ -91,7 +91,7 @@ func (ct *canonTable) len() int {
 // set.Intersect and others read the keys unguarded), and a lazy object
 // (data read from the store) converts itself on first use without any
 // guard. Without it, an evaluation reading a kept value races with the
-// first one that compares it (issue: split evaluation race).
+// first one that compares it.
 func freeze(v ast.Value) {
 	switch v := v.(type) {
 	case ast.Set:

@@ -43,17 +43,19 @@
 // across callers is kept once:
 //
 //   - per caller, at most [DefaultDecisionCacheSize] memoised decisions and
-//     as many split residuals, least recently used dropped, each O(1)
-//     (about 0.3 KiB, the same at 100 rows as at 10 000);
+//     as many split residuals, least recently used dropped, each O(1): it
+//     does not grow with the registry;
 //   - per distinct value, one shared copy of each override set and
-//     precomputed value callers hold (at 10 000 rows a set of a few
-//     thousand names is on the order of 100 KiB, plus a flag per row),
-//     dropped with its last holder;
+//     precomputed value callers hold, dropped with its last holder;
 //   - per role set, one caller view (at most 4 096, past it views are built
-//     per decision): a base flag and a pointer per row, about 17 bytes per
-//     row (170 KiB at 10 000 rows);
+//     per decision): a base flag and a pointer per row;
 //   - per revision, the registry's row objects of input.tools, one per row
-//     and base flag, built on first use (about 0.8 KiB per row and flag).
+//     and base flag, built on first use.
+//
+// The sizes these come to are measured, not written down: the memory
+// tests of this package (TestPerCallerMemoryIndependentOfRows,
+// TestPerRoleSetMemoryIsWordsPerRow) and scripts/bench-e2e's memory report
+// print them for the build at hand (docs/performance.md).
 //
 // All methods of Engine and Revision are safe for concurrent use.
 package engine

@@ -17,7 +17,7 @@ import (
 )
 
 // splitGrant is the split evaluation of a grant policy that reads the
-// request (issue 18): the parts of the closure of granted that depend on
+// request: the parts of the closure of granted that depend on
 // the revision and the caller alone are computed once per caller, the rest
 // per call.
 //

@@ -400,7 +400,7 @@ func (g *Gateway) buildHooks() error {
 		return err
 	}
 	g.onClose(store.Close)
-	g.ledger = ledger.New(store, ledger.Options{Logger: log, OnReplay: m.LedgerReplay, OnConflict: m.LedgerConflict, Retention: cfg.LedgerRetention})
+	g.ledger = ledger.New(store, ledger.Options{Logger: log, OnReplay: m.LedgerReplay, OnConflict: m.LedgerConflict, Retention: cfg.LedgerRetention, MetaKey: cfg.IdempotencyKey})
 	g.goUntilClose(func(ctx context.Context) { g.ledger.RunPruner(ctx, 0) })
 	if g.gate, err = g.openApprovals(store); err != nil {
 		return err

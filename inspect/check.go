@@ -28,7 +28,7 @@ type CheckOptions struct {
 	// Callers and RoleSets are whom the URL-driver reach is measured for:
 	// every caller, then a caller with each role combination (no subject,
 	// no claims). With neither, every combination of the roles the
-	// registry's sections name is tried (see RoleSets).
+	// registry's sections and the policies name is tried (see RoleSetsFor).
 	Callers  []engine.Caller
 	RoleSets [][]string
 	// Capabilities are the built-ins policies may call, as the server has
@@ -260,10 +260,10 @@ func checkReach(ctx context.Context, rev *engine.Revision, opts CheckOptions, r 
 	sets := opts.RoleSets
 	if len(opts.Callers) == 0 && len(opts.RoleSets) == 0 {
 		var capped bool
-		sets, capped = RoleSets(reg)
+		sets, capped = RoleSetsFor(rev)
 		if capped {
 			r.warnf(Finding{Code: CodeRolesCapped, File: r.Registry},
-				"the sections name more than %d roles: only no role, each role alone and all roles together were tried; give --callers or --roles for the combinations that matter",
+				"the sections and policies name more than %d roles: only no role, each role alone and all roles together were tried; give --callers or --roles for the combinations that matter",
 				MaxRoleSetRoles)
 		}
 	}

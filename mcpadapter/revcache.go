@@ -21,8 +21,8 @@ import (
 // first use: a call needs only its row's schemas, a listing only the wire
 // descriptors, and only List (the API, not the served path) the SDK's
 // descriptors. Rows that declare the same arguments share one rendered
-// inputSchema and one set of compiled schemas: at 10 000 rows most rows
-// do (issue 18).
+// inputSchema and one set of compiled schemas: in a large registry most
+// rows do.
 type revisionCache struct {
 	rev *engine.Revision
 
@@ -54,9 +54,9 @@ func newRevisionCache(rev *engine.Revision) *revisionCache {
 
 // cacheOf returns the derived cache of rev: the adapter's when it is of rev,
 // else one built now, which the adapter keeps when rev is the current
-// revision. Concurrent first requests of a revision build one cache (a
-// listing of 10 000 rows renders ~30 MB on the way: one per request in
-// flight was most of the server's peak memory, issue 18).
+// revision. Concurrent first requests of a revision build one cache: a
+// large listing renders many megabytes on the way, and one per request in
+// flight would be most of the server's peak memory.
 func (a *Adapter) cacheOf(rev *engine.Revision) *revisionCache {
 	if rc := a.cache.Load(); rc != nil && rc.rev == rev {
 		return rc

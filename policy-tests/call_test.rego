@@ -3,17 +3,17 @@ package toolgate.call_test
 
 import data.toolgate.call
 
-reset_counter := {
-	"name": "resetCounter", "method": "demo.count", "section": "reports", "driver": null, "base": true,
-	"arguments": [{"name": "key", "type": "string", "required": true}],
-	"annotations": {"readOnlyHint": false, "destructiveHint": true},
+# row is the bundled registry's row name exactly as the input document
+# shows it (fixtures/bundled/data.json, generated from `toolgate explain
+# --input`).
+row(name) := r if {
+	some r in data.fixtures.bundled.tools
+	r.name == name
 }
 
-echo := {
-	"name": "echo", "method": "demo.echo", "section": null, "driver": null, "base": true,
-	"arguments": [{"name": "text", "type": "string", "required": true}],
-	"annotations": {"readOnlyHint": true},
-}
+reset_counter := row("resetCounter")
+
+echo := row("echo")
 
 # call_input is the tools/call input document for row, with the bounded _meta.
 call_input(row, meta) := {

@@ -1,23 +1,15 @@
 # Tests for rego/grant.rego. Each test builds the input document of docs/contract.md §3
-# from the rows of example/registry.yaml and the caller it is about.
+# from the rows of example/registry.yaml (as the server builds them) and the
+# caller it is about.
 package toolgate.grant_test
 
 import data.toolgate.grant
 
-# rows are the rows of the bundled registry as the input document shows them,
-# without `base` (the base decision depends on the caller, see input_for).
-rows := [
-	{"name": "echo", "method": "demo.echo", "section": null, "driver": null, "arguments": [{"name": "text", "type": "string", "required": true}], "annotations": {"readOnlyHint": true}},
-	{"name": "add", "method": "demo.add", "section": null, "driver": null, "arguments": [{"name": "a", "type": "int", "required": true}, {"name": "b", "type": "int", "required": true}], "annotations": {"readOnlyHint": true}},
-	{"name": "getReward", "method": "demo.getReward", "section": "rewards", "driver": null, "arguments": [{"name": "idReward", "type": "int", "required": true}, {"name": "note", "type": "string", "default": ""}], "annotations": {"readOnlyHint": true}},
-	{"name": "price", "method": "demo.price", "section": "rewards", "driver": null, "arguments": [{"name": "price", "type": "Money", "required": true}], "annotations": {"readOnlyHint": true}},
-	{"name": "fail", "method": "demo.fail", "section": null, "driver": null, "arguments": [], "annotations": {"readOnlyHint": true}},
-	{"name": "inner", "method": "demo.inner", "section": null, "driver": null, "arguments": [{"name": "idReward", "type": "int", "required": true}], "annotations": {"readOnlyHint": true}},
-	{"name": "count", "method": "demo.count", "section": null, "driver": null, "arguments": [{"name": "key", "type": "string", "required": true}], "annotations": {"readOnlyHint": false, "idempotentHint": false}},
-	{"name": "sleep", "method": "demo.sleep", "section": null, "driver": null, "arguments": [{"name": "ms", "type": "int", "required": true}], "annotations": {"readOnlyHint": true}},
-	{"name": "execUrl", "method": "demo.execUrl", "section": "reports", "driver": "url", "arguments": [{"name": "url", "type": "string", "required": true}], "annotations": {"readOnlyHint": true, "openWorldHint": true}},
-	{"name": "resetCounter", "method": "demo.count", "section": "reports", "driver": null, "arguments": [{"name": "key", "type": "string", "required": true}], "annotations": {"readOnlyHint": false, "destructiveHint": true}},
-]
+# rows are the rows of the bundled registry exactly as the input document
+# shows them: fixtures/bundled/data.json, generated from `toolgate explain
+# --input` (go generate ./cmd/toolgate rewrites it after a registry change).
+# Their `base` is an admin's; input_for sets it for the caller at hand.
+rows := data.fixtures.bundled.tools
 
 # The base decision of the bundled registry: the rows without a section
 # (every signed-in caller), those in rewards (managers, admins), all (admins).

@@ -60,7 +60,11 @@ func (r *Report) WritePrettyOpts(w io.Writer, opts PrettyOptions) error {
 		if res.Error != "" {
 			p.Indented(res.Error, "  ")
 		}
-		if res.FailedAt != nil {
+		if res.VarValues != "" {
+			p.Line("")
+			p.Indented(strings.TrimRight(res.VarValues, "\n"), "  ")
+			p.Line("")
+		} else if res.FailedAt != nil {
 			p.Line("  failed at %s", res.FailedAt)
 		}
 		if opts.Verbose && res.Trace != "" {

@@ -64,6 +64,10 @@ type Result struct {
 	// FailedAt is the expression at which a failing test stopped, when a
 	// trace was recorded (Options.Trace); nil otherwise.
 	FailedAt *Location
+	// VarValues is the expression a failing test stopped at, with the
+	// values of its variables, rendered as `opa test --var-values` does;
+	// only with Options.VarValues.
+	VarValues string
 	// Trace is the evaluation trace of a failing or erroring test, rendered
 	// like `opa test -v`; only with Options.Trace.
 	Trace string

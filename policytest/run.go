@@ -50,6 +50,10 @@ type Options struct {
 	// tests that fail or error (Result.Trace, Result.FailedAt). It slows the
 	// run down.
 	Trace bool
+	// VarValues shows, for each failing test, the expression it failed at
+	// with the values of its variables, as `opa test --var-values`
+	// (Result.VarValues). It traces the tests, so it slows the run down.
+	VarValues bool
 	// Capabilities are the built-ins policies and tests may call, as the
 	// server compiles them (docs/contract.md §11); nil is engine.DefaultCapabilities,
 	// without network built-ins. A call of another built-in fails to
@@ -93,14 +97,17 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	defer store.Abort(ctx, txn)
 
-	compiler := regoload.NewCompiler(ctx, caps, store, txn, true)
+	compiler := regoload.NewCompiler(ctx, caps, store, txn, true).
+		// As opa test --var-values: a test's expressions are rewritten so
+		// that the values of its variables can be shown.
+		WithRewriteTestRules(opts.VarValues)
 
 	runner := tester.NewRunner().
 		SetCompiler(compiler).
 		SetStore(store).
 		SetModules(modules).
 		CapturePrintOutput(true).
-		EnableTracing(opts.Trace).
+		EnableTracing(opts.Trace || opts.VarValues).
 		StackTraces(true).
 		SetTimeout(cmp.Or(opts.Timeout, DefaultTimeout)).
 		Filter(opts.Filter)
@@ -124,7 +131,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 
 	report := &Report{}
 	for tr := range ch {
-		report.Results = append(report.Results, convert(tr, opts.Trace))
+		report.Results = append(report.Results, convert(tr, opts.Trace, opts.VarValues))
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("policytest: tests did not finish: %w", err)
@@ -197,7 +204,7 @@ func IsTestFile(name string) bool {
 	return strings.HasSuffix(name, "_test.rego")
 }
 
-func convert(tr *tester.Result, withTrace bool) Result {
+func convert(tr *tester.Result, withTrace, varValues bool) Result {
 	r := Result{
 		Package:  tr.Package,
 		Name:     tr.Name,
@@ -227,12 +234,46 @@ func convert(tr *tester.Result, withTrace bool) Result {
 		r.Trace = buf.String()
 		r.FailedAt = failedAt(tr.Trace)
 	}
+	if varValues && r.Status == StatusFail && len(tr.Trace) > 0 {
+		r.VarValues = failedExpr(tr.Trace)
+	}
 	return r
+}
+
+// failedExpr renders the expression a failing test stopped at with the
+// values of its variables, as `opa test --var-values` prints it: the
+// expression's location, the expression, and one line per variable under
+// it. Empty when the trace has no such expression.
+func failedExpr(trace []*topdown.Event) string {
+	e := failedEvent(trace)
+	if e == nil {
+		return ""
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "%s:%d:\n", e.Location.File, e.Location.Row)
+	var expr bytes.Buffer
+	if err := topdown.PrettyEvent(&expr, e, topdown.PrettyEventOpts{PrettyVars: true}); err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(strings.TrimRight(expr.String(), "\n"), "\n") {
+		buf.WriteString("  " + l + "\n")
+	}
+	return buf.String()
 }
 
 // failedAt finds the last expression of the test's own evaluation that
 // failed, as `opa test --var-values` does.
 func failedAt(trace []*topdown.Event) *Location {
+	if e := failedEvent(trace); e != nil {
+		loc := location(e.Location)
+		return &loc
+	}
+	return nil
+}
+
+// failedEvent is the event of the last expression of the test's own
+// evaluation that failed, or nil.
+func failedEvent(trace []*topdown.Event) *topdown.Event {
 	for _, e := range slices.Backward(trace) {
 		if e.Op != topdown.FailOp || e.Location == nil || e.QueryID == 0 {
 			continue
@@ -242,8 +283,7 @@ func failedAt(trace []*topdown.Event) *Location {
 				continue // the failing expression is inside the every body
 			}
 		}
-		loc := location(e.Location)
-		return &loc
+		return e
 	}
 	return nil
 }

@@ -27,13 +27,8 @@ func TestBuildCheckTestBundle(t *testing.T) {
 	pol := filepath.Join(dir, "policies")
 	require.NoError(t, os.MkdirAll(pol, 0o755))
 	for _, src := range []string{"../../rego", "../../policy-tests"} {
-		entries, err := os.ReadDir(src)
-		require.NoError(t, err)
-		for _, e := range entries {
-			data, err := os.ReadFile(filepath.Join(src, e.Name()))
-			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(filepath.Join(pol, e.Name()), data, 0o644))
-		}
+		// policy-tests holds the tests' fixture too (fixtures/bundled/data.json).
+		require.NoError(t, os.CopyFS(pol, os.DirFS(src)))
 	}
 	out := filepath.Join(dir, "b.tar.gz")
 	code, stdout, stderr := runArgs(t, "build", "--registry", "../../example/registry.yaml", "--policy", pol, "-o", out, "--revision", "rev-7")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,7 +21,7 @@ func init() {
 	register(command{name: "explain", summary: "explain the grant decision, and a call, for one caller", run: runExplainCommand})
 }
 
-const explainSynopsis = "explain [--as SUBJECT [--role ROLE ...] [--claims JSON] | --token FILE --issuer URL [--jwks FILE|URL] [--resource URI] [--audience AUD ...] | --claims JSON] [--subject-claim PATH] [--roles-claim PATH] [--tool NAME [--args JSON]] [--meta JSON] [--registry FILE] [--policy DIR] [--bundle FILE [--bundle-verification-key FILE]] [--capabilities FILE] [--format text|json]"
+const explainSynopsis = "explain [--as SUBJECT [--role ROLE ...] [--claims JSON] | --token FILE --issuer URL [--jwks FILE|URL] [--resource URI] [--audience AUD ...] | --claims JSON] [--subject-claim PATH] [--roles-claim PATH] [--http ADDR] [--tool NAME [--args JSON]] [--meta JSON] [--input] [--registry FILE] [--policy DIR] [--bundle FILE [--bundle-verification-key FILE]] [--capabilities FILE] [--format text|json]"
 
 func runExplainCommand(ctx context.Context, e *env) int {
 	var (
@@ -33,6 +34,8 @@ func runExplainCommand(ctx context.Context, e *env) int {
 		tokenFile          string
 		auth               identity.Settings
 		audiences          repeated
+		httpAddr           string
+		input              bool
 	)
 	fs := newFlags("explain", explainSynopsis, e.stderr)
 	src.register(fs)
@@ -43,13 +46,15 @@ func runExplainCommand(ctx context.Context, e *env) int {
 	fs.StringVar(&tokenFile, "token", "", "explain for the caller of the access token in `FILE` (- is stdin), verified as serve --issuer would")
 	fs.StringVar(&auth.Issuer, "issuer", "", "with --token: the authorization server `URL` (as serve --issuer)")
 	fs.StringVar(&auth.JWKS, "jwks", "", "with --token: the issuer's signing keys, a JWKS `FILE` or URL (as serve --jwks)")
-	fs.StringVar(&auth.Resource, "resource", "", "with --token: this server's `URI` (as serve --resource; default http://"+config.DefaultHTTP+"/mcp)")
+	fs.StringVar(&auth.Resource, "resource", "", "with --token: this server's `URI` (as serve --resource; default http://ADDR/mcp of --http)")
+	fs.StringVar(&httpAddr, "http", config.DefaultHTTP, "with --token: the `ADDR` the server listens at (as serve --http), which the default --resource follows")
 	fs.Var(&audiences, "audience", "with --token: an accepted audience `AUD` (repeatable; as serve --audience)")
 	fs.StringVar(&auth.SubjectClaim, "subject-claim", "", "the claim `PATH` of the subject, as auth.subject_claim (default sub)")
 	fs.StringVar(&auth.RolesClaim, "roles-claim", "", "the claim `PATH` of the roles, as auth.roles_claim (default roles)")
 	fs.StringVar(&tool, "tool", "", "explain a tools/call of the tool `NAME`")
 	fs.StringVar(&args, "args", "", "the call's arguments, `JSON` (with --tool)")
 	fs.StringVar(&meta, "meta", "", "the request's _meta, `JSON`; bounded as the server bounds it")
+	fs.BoolVar(&input, "input", false, "print the input document the policies get for this caller and request (a tools/call with --tool, else a tools/list), as JSON, instead of the explanation")
 	fs.Var(&format, "format", "output `format`: text or json")
 	if done, code := parseFlags(fs, e.args); done {
 		return code
@@ -68,7 +73,7 @@ func runExplainCommand(ctx context.Context, e *env) int {
 			return usageError(fs, e.stderr, "--token needs --issuer (and --jwks unless the issuer publishes its keys)")
 		}
 		var code int
-		if caller, header, code = tokenCaller(ctx, e, tokenFile, auth); code != 0 {
+		if caller, header, code = tokenCaller(ctx, e, tokenFile, auth, httpAddr); code != 0 {
 			return code
 		}
 	case subject != "":
@@ -117,7 +122,7 @@ func runExplainCommand(ctx context.Context, e *env) int {
 		fmt.Fprintf(e.stderr, "toolgate explain: %v\n", err)
 		return 2
 	}
-	p := explainParams{source: source, caps: capabilities, format: format, header: header, opts: inspect.ExplainOptions{
+	p := explainParams{source: source, caps: capabilities, format: format, header: header, input: input, opts: inspect.ExplainOptions{
 		Caller:    caller,
 		Tool:      tool,
 		Meta:      json.RawMessage(meta),
@@ -135,6 +140,8 @@ type explainParams struct {
 	format formatFlag
 	// header are lines the text output opens with (what a token said).
 	header []string
+	// input prints the input document instead of the explanation.
+	input bool
 }
 
 // run loads the source and writes the explanation: exit 0, or 1 when the
@@ -147,6 +154,9 @@ func (p *explainParams) run(ctx context.Context, e *env) int {
 	}
 	opts := p.opts
 	opts.Revision = eng.Current()
+	if p.input {
+		return writeInput(e, opts)
+	}
 	x := inspect.Explain(ctx, opts)
 	if p.format == "json" {
 		err = x.WriteJSON(e.stdout)
@@ -167,7 +177,7 @@ func (p *explainParams) run(ctx context.Context, e *env) int {
 // settings serve would use and returns its caller and the lines saying so.
 // A token that does not verify is exit 1, with the reason the server only
 // logs: the operator is asking why.
-func tokenCaller(ctx context.Context, e *env, file string, auth identity.Settings) (*engine.Caller, []string, int) {
+func tokenCaller(ctx context.Context, e *env, file string, auth identity.Settings, httpAddr string) (*engine.Caller, []string, int) {
 	var raw []byte
 	var err error
 	if file == "-" {
@@ -180,7 +190,7 @@ func tokenCaller(ctx context.Context, e *env, file string, auth identity.Setting
 		return nil, nil, 2
 	}
 	token := strings.TrimSpace(string(raw))
-	s := auth.WithDefaults(config.DefaultHTTP)
+	s := auth.WithDefaults(httpAddr)
 	// Key fetch failures are logged; the time of day is not worth a line.
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn,
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
@@ -231,4 +241,38 @@ func claimsHeader(state string, s identity.Settings, c *engine.Caller) []string 
 		"claims    " + string(claims),
 		"",
 	}
+}
+
+// writeInput prints the input document opts' revision builds for its caller
+// and request: for --tool, the tools/call's, with the resolved row as
+// "tool" when one has that name (what the call rules get; the grant
+// decision gets the same document without "tool"); else the tools/list's.
+// An input that cannot be built (arguments the policy could not see
+// exactly) is exit 1 with the reason: the server fails that decision.
+func writeInput(e *env, opts inspect.ExplainOptions) int {
+	req := engine.Request{Method: engine.MethodList, Meta: engine.BoundMeta(opts.Meta)}
+	withTool := false
+	if opts.Tool != "" {
+		req.Method, req.Tool, req.Arguments = engine.MethodCall, opts.Tool, opts.Arguments
+		if len(req.Arguments) == 0 {
+			req.Arguments = json.RawMessage("{}")
+		}
+		withTool = opts.Revision.Tool(opts.Tool) != nil
+	}
+	doc, err := opts.Revision.InputDocument(opts.Caller, req, withTool)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "toolgate explain: no input document: %v (the server fails this decision: Tool access could not be verified.)\n", err)
+		return 1
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, doc, "", "  "); err != nil {
+		fmt.Fprintf(e.stderr, "toolgate explain: %v\n", err)
+		return 1
+	}
+	out.WriteByte('\n')
+	if _, err := e.stdout.Write(out.Bytes()); err != nil {
+		fmt.Fprintf(e.stderr, "toolgate explain: %v\n", err)
+		return 1
+	}
+	return 0
 }

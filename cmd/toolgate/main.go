@@ -1,9 +1,15 @@
 // Command toolgate serves a governed MCP server and tests, checks and
-// explains its registry and policies. See the README for every flag.
+// explains its registry and policies. docs/cli.md says what each command does;
+// docs/cli-reference.md lists every flag.
 //
 // Each command lives in a file of its own and registers itself in init: a
 // params struct with the writers it uses and a function returning an exit
 // code. The work lives in library packages.
+//
+// The documentation's generated pages (the flag reference, the policy
+// tests' fixture) are written by the tests that check them:
+//
+//go:generate go test -run ^(TestCLIReference|TestPolicyTestFixture)$ -update .
 package main
 
 import (

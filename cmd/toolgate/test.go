@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/policytest"
@@ -24,6 +25,7 @@ type testParams struct {
 	paths    []string
 	coverage bool
 	verbose  bool
+	vars     bool
 	filter   string
 	timeout  time.Duration
 	caps     capabilitiesFlag
@@ -31,9 +33,10 @@ type testParams struct {
 
 func runTestCommand(ctx context.Context, e *env) int {
 	var p testParams
-	fs := newFlags("test", "test [--coverage] [-v] [--run REGEX] [--timeout D] [--capabilities FILE] [DIR ...]", e.stderr)
+	fs := newFlags("test", "test [--coverage] [-v] [--var-values] [--run REGEX] [--timeout D] [--capabilities FILE] [DIR|BUNDLE ...]", e.stderr)
 	fs.BoolVar(&p.coverage, "coverage", false, "print the coverage of the policy files")
 	fs.BoolVar(&p.verbose, "v", false, "list every test, not only those that did not pass")
+	fs.BoolVar(&p.vars, "var-values", false, "for each failing test, show the expression it failed at with the values of its variables (as opa test --var-values)")
 	fs.StringVar(&p.filter, "run", "", "run only the tests whose reference matches `REGEX`")
 	p.caps.register(fs)
 	fs.DurationVar(&p.timeout, "timeout", 0, "the time one test may take (default 5s)")
@@ -68,7 +71,7 @@ func (p *testParams) run(ctx context.Context, e *env) int {
 		return 1
 	}
 	defer cleanup()
-	rep, err := policytest.Run(ctx, policytest.Options{Paths: paths, Coverage: p.coverage, Filter: p.filter, Timeout: p.timeout, Capabilities: caps})
+	rep, err := policytest.Run(ctx, policytest.Options{Paths: paths, Coverage: p.coverage, VarValues: p.vars, Filter: p.filter, Timeout: p.timeout, Capabilities: caps})
 	if err != nil {
 		var pe *policytest.Error
 		if errors.As(err, &pe) {
@@ -86,6 +89,12 @@ func (p *testParams) run(ctx context.Context, e *env) int {
 		return 1
 	}
 	if !rep.Passed() {
+		return 1
+	}
+	if len(rep.Results) == 0 {
+		// As opa test --fail-on-empty: a path without tests is a mistake
+		// (a wrong directory, a filter that matches nothing), not a pass.
+		fmt.Fprintf(e.stderr, "toolgate test: no tests were run in %s\n", strings.Join(p.paths, ", "))
 		return 1
 	}
 	return 0

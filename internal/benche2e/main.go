@@ -1,4 +1,4 @@
-// Command benche2e measures toolgate from outside (issue 18): it drives the
+// Command benche2e measures toolgate from outside: it drives the
 // toolgate binary and a bare go-sdk server with the same echo tool over
 // stdio and over streamable HTTP with pipelined tools/call requests, and
 // prints calls per second for each; then it reports the resident memory of

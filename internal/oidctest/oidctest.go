@@ -85,7 +85,8 @@ func RequireNode(t testing.TB, dir, missing string) string {
 func Start(t testing.TB, port int, resource string) *Provider {
 	t.Helper()
 	node := Require(t)
-	args := []string{"provider.mjs", "--port", strconv.Itoa(port)}
+	// It ends when its stdin closes, so with the test process.
+	args := []string{"provider.mjs", "--port", strconv.Itoa(port), "--exit-with-stdin"}
 	if resource != "" {
 		args = append(args, "--resource", resource)
 	}

@@ -18,14 +18,19 @@ import (
 )
 
 // TestReadmeAuditFieldsAndMetrics: the audit fields and metric names the
-// README and docs/contract.md §10 name are the ones the code writes.
+// documentation (docs/operating.md's audit bullet, every page for the
+// metrics) and docs/contract.md §10 name are the ones the code writes.
 func TestReadmeAuditFieldsAndMetrics(t *testing.T) {
 	root := checkout(t)
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	require.NoError(t, err)
 	contract, err := os.ReadFile(filepath.Join(root, "docs", "contract.md"))
 	require.NoError(t, err)
-	md, cp := string(readme), string(contract)
+	// md is every guide page (the contract aside, which has its own checks).
+	var guides strings.Builder
+	for _, p := range guidePages(t, root) {
+		guides.WriteString(readPage(t, root, p) + "\n")
+	}
+	md, cp := guides.String(), string(contract)
+	operating := readPage(t, root, "docs/operating.md")
 	section10 := between(cp, "## 10. ", "## 11. ")
 
 	// Audit: the JSON names of audit.Record.
@@ -36,13 +41,13 @@ func TestReadmeAuditFieldsAndMetrics(t *testing.T) {
 		fields = append(fields, name)
 	}
 	require.NotEmpty(t, fields)
-	bullet := between(md, "- **Audit trail**", "- **Metrics**")
-	require.NotEmpty(t, bullet, "README.md: no - **Audit trail** bullet")
+	bullet := between(operating, "- **Audit trail**", "- **Metrics**")
+	require.NotEmpty(t, bullet, "docs/operating.md: no - **Audit trail** bullet")
 	for _, f := range fields {
 		if f == "approval_id" || f == "approved_by" {
-			require.Contains(t, md, "`"+f+"`", "README.md never names the audit field %q", f)
+			require.Contains(t, md, "`"+f+"`", "the documentation never names the audit field %q", f)
 		} else {
-			require.Contains(t, bullet, "`"+f+"`", "README.md's audit bullet does not name the field %q", f)
+			require.Contains(t, bullet, "`"+f+"`", "docs/operating.md's audit bullet does not name the field %q", f)
 		}
 		require.Regexp(t, "(?m)^\\|[^|]*`"+f+"`", section10, "docs/contract.md §10's audit table has no row for %q", f)
 	}
@@ -72,10 +77,10 @@ func TestReadmeAuditFieldsAndMetrics(t *testing.T) {
 	require.NotEmpty(t, served, "/metrics served no toolgate_ metric:\n%s", rec.Body.String())
 	require.Equal(t, keys(served), keys(inContract), "docs/contract.md §10's metrics and the ones /metrics serves")
 	for n := range served {
-		require.True(t, documented[n], "README.md never names the metric %s", n)
+		require.True(t, documented[n], "the documentation never names the metric %s", n)
 	}
 	for n := range documented {
-		require.True(t, served[n], "README.md names %s, which /metrics does not serve", n)
+		require.True(t, served[n], "the documentation names %s, which /metrics does not serve", n)
 	}
 }
 

@@ -65,15 +65,15 @@ func between(md, from string, until ...string) string {
 	return rest[:end]
 }
 
-// TestReadmeFlagsAreTheBinarys: the flags the README and docs/contract.md
+// TestReadmeFlagsAreTheBinarys: the flags docs/cli.md and docs/contract.md
 // document for each command are exactly the flags the binary has, and the
-// settings-file keys the README lists are the ones `--config` reads.
+// settings-file keys docs/cli.md lists are the ones `--config` reads.
 func TestReadmeFlagsAreTheBinarys(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
 	root := checkout(t)
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(root, "docs", "cli.md"))
 	require.NoError(t, err)
 	contract, err := os.ReadFile(filepath.Join(root, "docs", "contract.md"))
 	require.NoError(t, err)
@@ -83,8 +83,8 @@ func TestReadmeFlagsAreTheBinarys(t *testing.T) {
 	_, _ = config.LoadServe([]string{"-h"}, &usage)
 	serve := usageFlags(usage.String())
 	require.NotEmpty(t, serve)
-	require.Equal(t, serve, flagsIn(between(md, "### `toolgate serve`", "### ", "## ")),
-		"README.md, the `toolgate serve` table: its flags and `toolgate serve -h`'s")
+	require.Equal(t, serve, flagsIn(between(md, "## `toolgate serve`", "### ", "## ")),
+		"docs/cli.md, the `toolgate serve` table: its flags and `toolgate serve -h`'s")
 	require.Equal(t, serve, flagsIn(between(cp, "## 8. ", "The state directory")+between(cp, "## 12. ", "- **Accepted**")),
 		"docs/contract.md, the flag tables of §8 and §12: their flags and `toolgate serve -h`'s")
 
@@ -94,19 +94,19 @@ func TestReadmeFlagsAreTheBinarys(t *testing.T) {
 	require.NoError(t, err)
 	for _, cmd := range []string{"test", "check", "explain", "approvals"} {
 		has := commandFlags(ctx, t, bin, cmd)
-		heading := regexp.MustCompile("(?m)^### `toolgate " + cmd + " ([^`]*)`").FindStringSubmatch(md)
-		require.NotNil(t, heading, "README.md has no ### `toolgate %s ...` heading", cmd)
-		require.Equal(t, has, synopsisFlags(heading[1]), "README.md, the `toolgate %s` heading: its flags and `toolgate %s -h`'s", cmd, cmd)
+		heading := regexp.MustCompile("(?m)^## `toolgate " + cmd + " ([^`]*)`").FindStringSubmatch(md)
+		require.NotNil(t, heading, "docs/cli.md has no ## `toolgate %s ...` heading", cmd)
+		require.Equal(t, has, synopsisFlags(heading[1]), "docs/cli.md, the `toolgate %s` heading: its flags and `toolgate %s -h`'s", cmd, cmd)
 		if line := regexp.MustCompile("(?m)^- `toolgate " + cmd + " (\\[[^`]*)`").FindStringSubmatch(cp); line != nil || cmd != "approvals" {
 			require.NotNil(t, line, "docs/contract.md §8 has no - `toolgate %s [...]` line", cmd)
 			require.Equal(t, has, synopsisFlags(line[1]), "docs/contract.md, the `toolgate %s` line: its flags and `toolgate %s -h`'s", cmd, cmd)
 		}
 	}
 
-	// Settings-file keys: the README's list, against what the file reader
+	// Settings-file keys: docs/cli.md's list, against what the file reader
 	// accepts (each key read alone) and what it says it knows.
 	row := regexp.MustCompile("(?m)^\\| `--config FILE` \\| a YAML file with any of the settings below \\(([^)]*)\\)").FindStringSubmatch(md)
-	require.NotNil(t, row, "README.md: the --config row lists no keys")
+	require.NotNil(t, row, "docs/cli.md: the --config row lists no keys")
 	var keys []string
 	for _, m := range regexp.MustCompile("`([A-Za-z]+)`").FindAllStringSubmatch(row[1], -1) {
 		keys = append(keys, m[1])
@@ -116,7 +116,7 @@ func TestReadmeFlagsAreTheBinarys(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, []byte(k+": null\n"), 0o644))
 		_, err := config.LoadServe([]string{"--config", path}, io.Discard)
 		if err != nil {
-			require.NotContains(t, err.Error(), "unknown key", "README.md lists the settings key %q", k)
+			require.NotContains(t, err.Error(), "unknown key", "docs/cli.md lists the settings key %q", k)
 		}
 	}
 	path := filepath.Join(t.TempDir(), "toolgate.yaml")
@@ -126,7 +126,7 @@ func TestReadmeFlagsAreTheBinarys(t *testing.T) {
 	known := regexp.MustCompile(`\(known: ([^)]*)\)`).FindStringSubmatch(err.Error())
 	require.NotNil(t, known, "the unknown-key error lists no known keys: %v", err)
 	for _, k := range strings.Split(known[1], ", ") {
-		require.Contains(t, keys, k, "the settings key %q is not in README.md's --config row", k)
+		require.Contains(t, keys, k, "the settings key %q is not in docs/cli.md's --config row", k)
 		require.Contains(t, between(cp, "## 8. ", "The state directory"), "`"+k+"`", "the settings key %q is not in docs/contract.md §8", k)
 	}
 }

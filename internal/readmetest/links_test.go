@@ -81,13 +81,85 @@ func checkLinks(root, rel string) error {
 	return errors.Join(errs...)
 }
 
-// TestReadmeLinks: the README's and the contract page's relative links
-// lead somewhere in the checkout.
+// TestReadmeLinks: the relative links of the README and of every page
+// under docs/ (the contract included) lead somewhere in the checkout.
 func TestReadmeLinks(t *testing.T) {
 	root := checkout(t)
-	for _, f := range []string{"README.md", "docs/contract.md"} {
+	for _, f := range docPages(t, root) {
 		require.NoError(t, checkLinks(root, f))
 	}
+}
+
+// mdLinks are the Markdown files a page links to, relative to root, once
+// each: relative links only, anchors dropped.
+func mdLinks(root, rel string) ([]string, error) {
+	md, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range regexp.MustCompile(`\]\(([^)\s#]+)(?:#[^)\s]*)?\)`).FindAllStringSubmatch(string(md), -1) {
+		target := m[1]
+		if strings.Contains(target, "://") || !strings.HasSuffix(target, ".md") {
+			continue
+		}
+		out = append(out, filepath.ToSlash(filepath.Join(filepath.Dir(rel), target)))
+	}
+	return out, nil
+}
+
+// unreachable are the pages no chain of links from start reaches.
+func unreachable(root, start string, pages []string) ([]string, error) {
+	seen := map[string]bool{start: true}
+	queue := []string{start}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		links, err := mdLinks(root, p)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range links {
+			if !seen[l] {
+				seen[l] = true
+				queue = append(queue, l)
+			}
+		}
+	}
+	var out []string
+	for _, p := range pages {
+		if !seen[p] {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// TestDocsReachableFromReadme: every page under docs/ is reached from the
+// README by following links, so a reader who starts there finds it.
+func TestDocsReachableFromReadme(t *testing.T) {
+	root := checkout(t)
+	missing, err := unreachable(root, "README.md", docPages(t, root))
+	require.NoError(t, err)
+	require.Empty(t, missing, "pages under docs/ that no chain of links from README.md reaches")
+}
+
+// TestUnreachableFails: a page nothing links to is reported; one linked
+// through another page is not.
+func TestUnreachableFails(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "docs"), 0o755))
+	for name, text := range map[string]string{
+		"README.md":    "[a](docs/a.md#x) [web](https://example.com/c.md)\n",
+		"docs/a.md":    "[b](b.md)\n",
+		"docs/b.md":    "[back](../README.md)\n",
+		"docs/lost.md": "[a](a.md)\n",
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(root, name), []byte(text), 0o644))
+	}
+	missing, err := unreachable(root, "README.md", []string{"README.md", "docs/a.md", "docs/b.md", "docs/lost.md"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"docs/lost.md"}, missing)
 }
 
 // TestCheckLinksFails: a link out of the tree, to a missing file and to a

@@ -8,6 +8,7 @@ import (
 
 // block is one fenced code block of a Markdown file.
 type block struct {
+	file    string // the page, relative to the checkout ("" is README.md)
 	lang    string // the info string's first word: "go", "sh", ...
 	line    int    // 1-based line of the opening fence
 	section string // the last "## " heading above it
@@ -122,4 +123,17 @@ func expectation(text string) *regexp.Regexp {
 	}
 	re.WriteString(regexp.QuoteMeta(text[last:]))
 	return regexp.MustCompile(re.String())
+}
+
+// where names a block's page and line, as file:line.
+func (b block) where() string {
+	return fmt.Sprintf("%s:%d", b.pageName(), b.line)
+}
+
+// pageName is the block's page, README.md when it came from no file.
+func (b block) pageName() string {
+	if b.file == "" {
+		return "README.md"
+	}
+	return b.file
 }

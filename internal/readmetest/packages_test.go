@@ -13,14 +13,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// tablePackages are the package paths the README's package table names: the
+// tablePackages are the package paths a package table names: the
 // backquoted names in the first column of the table headed "| package |
 // what |"; "`toolgate` (the root)" is ".".
 func tablePackages(readme string) ([]string, error) {
 	lines := strings.Split(readme, "\n")
 	start := slices.Index(lines, "| package | what |")
 	if start < 0 {
-		return nil, fmt.Errorf("README has no table headed %q", "| package | what |")
+		return nil, fmt.Errorf("no table headed %q", "| package | what |")
 	}
 	name := regexp.MustCompile("`([^`]+)`")
 	var out []string
@@ -72,13 +72,14 @@ func treePackages(root string) ([]string, error) {
 	return out, err
 }
 
-// TestReadmePackageTable: the README's package table names every package of
-// the tree that a reader may meet, and nothing that is not there. Packages
+// TestReadmePackageTable: the package table of docs/embedding.md names
+// every package of the tree that a reader may meet, and nothing that is not
+// there. Packages
 // under another package's internal/ directory and the binary's and
 // examples' main packages are the only ones it may leave out.
 func TestReadmePackageTable(t *testing.T) {
 	root := checkout(t)
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	b, err := os.ReadFile(filepath.Join(root, "docs", "embedding.md"))
 	require.NoError(t, err)
 	table, err := tablePackages(string(b))
 	require.NoError(t, err)
@@ -86,15 +87,15 @@ func TestReadmePackageTable(t *testing.T) {
 	require.NoError(t, err)
 	seen := map[string]bool{}
 	for _, p := range table {
-		require.False(t, seen[p], "the README's package table names %s twice", p)
+		require.False(t, seen[p], "docs/embedding.md's package table names %s twice", p)
 		seen[p] = true
-		require.Contains(t, tree, p, "the README's package table names %s, which is not a package of the tree", p)
+		require.Contains(t, tree, p, "docs/embedding.md's package table names %s, which is not a package of the tree", p)
 	}
 	for _, p := range tree {
 		exempt := strings.HasPrefix(p, "cmd/") || strings.HasPrefix(p, "examples/") ||
 			(strings.Contains(p, "/internal/") && !strings.HasPrefix(p, "internal/"))
 		if !exempt {
-			require.Contains(t, table, p, "package %s is missing from the README's package table", p)
+			require.Contains(t, table, p, "package %s is missing from docs/embedding.md's package table", p)
 		}
 	}
 }

@@ -34,10 +34,10 @@ func goFile(b block) (string, error) {
 		return b.body, nil
 	}
 	if b.directive != "go-wrap" {
-		return "", fmt.Errorf("README.md:%d: this ```go block is not a whole file (no package clause): put a <!-- readme:go-wrap ... --> comment with the file around it, with a %s line, right before the fence", b.line, placeholder)
+		return "", fmt.Errorf("%s: this ```go block is not a whole file (no package clause): put a <!-- readme:go-wrap ... --> comment with the file around it, with a %s line, right before the fence", b.where(), placeholder)
 	}
 	if !strings.Contains(b.directiveText, placeholder) {
-		return "", fmt.Errorf("README.md:%d: the go-wrap comment has no %s line", b.line, placeholder)
+		return "", fmt.Errorf("%s: the go-wrap comment has no %s line", b.where(), placeholder)
 	}
 	return strings.Replace(b.directiveText, placeholder, b.body, 1), nil
 }
@@ -45,7 +45,7 @@ func goFile(b block) (string, error) {
 // buildSnippets writes each Go block into its own package of a scratch
 // module that requires toolgate from root (replace), and runs go build and
 // go vet over them. The error names the README line of the block that
-// failed.
+// failed (README.md, or the docs page the block is on).
 func buildSnippets(ctx context.Context, root string, blocks []block, scratch string) error {
 	dir := scratch
 	// With more than one package, go build compiles and discards: a second
@@ -75,21 +75,24 @@ func buildSnippets(ctx context.Context, root string, blocks []block, scratch str
 	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644); err != nil {
 		return err
 	}
-	// first[pkg] is the line of snippet.go that holds the block's first
-	// line, to point errors at README lines.
-	type origin struct{ fence, first, lines int }
+	// where[pkg] is the block's page and fence, and the line of snippet.go
+	// that holds the block's first line, to point errors at page lines.
+	type origin struct {
+		page                string
+		fence, first, lines int
+	}
 	where := map[string]origin{}
-	for _, b := range blocks {
+	for i, b := range blocks {
 		src, err := goFile(b)
 		if err != nil {
 			return err
 		}
-		pkg := fmt.Sprintf("line%d", b.line)
+		pkg := fmt.Sprintf("block%d", i)
 		first := 1
 		if i := strings.Index(src, b.body); i >= 0 {
 			first = strings.Count(src[:i], "\n") + 1
 		}
-		where[pkg] = origin{b.line, first, strings.Count(b.body, "\n")}
+		where[pkg] = origin{b.pageName(), b.line, first, strings.Count(b.body, "\n")}
 		if err := os.MkdirAll(filepath.Join(dir, pkg), 0o755); err != nil {
 			return err
 		}
@@ -106,34 +109,35 @@ func buildSnippets(ctx context.Context, root string, blocks []block, scratch str
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
-			// Point at the README: line<N>/snippet.go:L is a line of the
-			// block whose fence is README line N, or of its wrap.
-			text := regexp.MustCompile(`line(\d+)/snippet\.go:(\d+)`).ReplaceAllStringFunc(out.String(), func(s string) string {
-				var fence, l int
-				fmt.Sscanf(s, "line%d/snippet.go:%d", &fence, &l)
-				o := where[fmt.Sprintf("line%d", fence)]
+			// Point at the page: block<I>/snippet.go:L is a line of the
+			// I-th block, or of its wrap.
+			text := regexp.MustCompile(`block(\d+)/snippet\.go:(\d+)`).ReplaceAllStringFunc(out.String(), func(s string) string {
+				var i, l int
+				fmt.Sscanf(s, "block%d/snippet.go:%d", &i, &l)
+				o := where[fmt.Sprintf("block%d", i)]
 				if l < o.first || l >= o.first+o.lines {
-					return fmt.Sprintf("%s (the go-wrap comment of the block at README.md:%d)", s, fence)
+					return fmt.Sprintf("%s (the go-wrap comment of the block at %s:%d)", s, o.page, o.fence)
 				}
-				return fmt.Sprintf("README.md:%d", fence+1+l-o.first)
+				return fmt.Sprintf("%s:%d", o.page, o.fence+1+l-o.first)
 			})
-			return fmt.Errorf("go %s of the README's Go snippets: %v\n%s", strings.Join(args, " "), err, text)
+			return fmt.Errorf("go %s of the documentation's Go snippets: %v\n%s", strings.Join(args, " "), err, text)
 		}
 	}
 	return nil
 }
 
-// TestReadmeGoSnippets compiles and vets every ```go block of the README.
+// TestReadmeGoSnippets compiles and vets every ```go block of the README
+// and of the pages under docs/.
 func TestReadmeGoSnippets(t *testing.T) {
 	root := checkout(t)
-	blocks := readmeBlocks(t, root)
+	blocks := guideBlocks(t, root)
 	var goBlocks []block
 	for _, b := range blocks {
 		if b.lang == "go" && b.directive != "skip" {
 			goBlocks = append(goBlocks, b)
 		}
 	}
-	require.NotEmpty(t, goBlocks, "the README has no Go snippet: is this the right file?")
+	require.NotEmpty(t, goBlocks, "the documentation has no Go snippet: are these the right files?")
 	require.NoError(t, buildSnippets(t.Context(), root, goBlocks, t.TempDir()))
 }
 
@@ -160,8 +164,15 @@ func TestBuildSnippetsFails(t *testing.T) {
 			require.Contains(t, err.Error(), c.want)
 		})
 	}
+	// An error points at the page and line of a docs page's block.
+	blocks, err := parseBlocks("text\n\n```go\npackage main\n\nfunc main() { undefinedThing() }\n```\n")
+	require.NoError(t, err)
+	blocks[0].file = "docs/embedding.md"
+	err = buildSnippets(t.Context(), root, blocks, t.TempDir())
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "docs/embedding.md:6")
 	// And the same machinery accepts a good wrapped fragment.
-	blocks, err := parseBlocks("<!-- readme:go-wrap\n" + wrap + "-->\n\n```go\n_ = engine.Caller{Subject: \"a\"}\n```\n")
+	blocks, err = parseBlocks("<!-- readme:go-wrap\n" + wrap + "-->\n\n```go\n_ = engine.Caller{Subject: \"a\"}\n```\n")
 	require.NoError(t, err)
 	require.NoError(t, buildSnippets(t.Context(), root, blocks, t.TempDir()))
 }
@@ -174,14 +185,4 @@ func checkout(t *testing.T) string {
 	_, err = os.Stat(filepath.Join(root, "go.mod"))
 	require.NoError(t, err)
 	return root
-}
-
-// readmeBlocks parses the checkout's README.md.
-func readmeBlocks(t *testing.T, root string) []block {
-	t.Helper()
-	md, err := os.ReadFile(filepath.Join(root, "README.md"))
-	require.NoError(t, err)
-	blocks, err := parseBlocks(string(md))
-	require.NoError(t, err)
-	return blocks
 }

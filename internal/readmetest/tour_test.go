@@ -3,6 +3,7 @@ package readmetest
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,18 +20,28 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/oidctest"
 	"github.com/toolgate/toolgate/internal/proctest"
 )
 
-// The tour is run as the README writes it. Its ```sh blocks are read with
-// these conventions, which a README edit must keep:
+// The tour is run as docs/getting-started.md writes it. Its ```sh blocks
+// are read with these conventions, which an edit of the page must keep:
 //
 //   - `go build -o NAME ./cmd/toolgate` builds the binary (into the tour's
 //     working directory, which holds copies of example/, rego/ and
-//     policy-tests/, so that relative paths work as in a checkout).
+//     policy-tests/, and testdata/ of the checkout, so that relative paths
+//     work as in a checkout).
 //   - `./toolgate serve ...` without --stdio starts a server in the
-//     background, on a free loopback port instead of 127.0.0.1:8787; every
-//     later "127.0.0.1:8787" means that server. Starting another stops it.
+//     background, on a loopback port the test chose for the whole tour
+//     instead of 127.0.0.1:8787: every "127.0.0.1:8787" means that
+//     address. Starting another server stops the one running.
+//   - A command ending in " &" runs in the background until the tour ends,
+//     with its output comments (below) waited for. Each `--port N` of it
+//     is a free port the test chose instead, and every later
+//     "127.0.0.1:N" means it.
+//   - `./scripts/NAME` is a set-up step: the test checks that what it
+//     installs is there (skipping, or failing under CI, as the tests that
+//     need it do) rather than running it.
 //   - `./toolgate serve --stdio ...` is fed the lines that follow it that
 //     start with "{" as its standard input.
 //   - `$EDITOR FILE` is an edit while a client is connected: the prose before
@@ -43,16 +54,16 @@ import (
 //   - Everything else runs in bash (set -e, pipefail): a command that fails
 //     fails the tour. "/tmp/" is a temporary directory of the test.
 
-// addrPlaceholder is the address the README's commands use.
+// addrPlaceholder is the address the tour's commands use.
 const addrPlaceholder = "127.0.0.1:8787"
 
 // step is one thing the tour does.
 type step struct {
-	kind  string // "shell", "build", "serve", "edit"
+	kind  string // "shell", "build", "serve", "edit", "background", "setup"
 	text  string // the script, the command line, or the edited file
-	line  int    // README line
+	line  int    // line of the page
 	prose string // for "edit": the text before the block
-	// output is what the README shows under the commands: one entry per
+	// output is what the page shows under the commands: one entry per
 	// command of a shell step that has output comments, in order (each
 	// followed by a mark in the script); the server's output for "serve".
 	output []string
@@ -102,6 +113,15 @@ func tourSteps(blocks []block) ([]step, error) {
 				s := step{kind: "serve", text: l, line: b.line + 1 + i}
 				s.output = output()
 				steps = append(steps, s)
+			case strings.HasPrefix(l, "./scripts/"):
+				flush()
+				steps = append(steps, step{kind: "setup", text: strings.TrimSpace(l), line: b.line + 1 + i})
+				output()
+			case strings.HasSuffix(strings.TrimSpace(l), " &"):
+				flush()
+				s := step{kind: "background", text: strings.TrimSuffix(strings.TrimSpace(l), " &"), line: b.line + 1 + i}
+				s.output = output()
+				steps = append(steps, s)
 			case strings.HasPrefix(l, "$EDITOR "):
 				flush()
 				steps = append(steps, step{kind: "edit", text: strings.TrimSpace(strings.TrimPrefix(l, "$EDITOR ")), line: b.line + 1 + i, prose: b.prose})
@@ -138,10 +158,18 @@ const mark = "@@readme-output-ends@@"
 // tour runs steps in a scratch working directory.
 type tour struct {
 	root, work, tmp string
+	page            string // the page the steps are from, for messages
 	env             []string
-	addr            string // the running server's address
+	addr            string // the address every server of the tour listens at
 	server          *server
-	logf            func(string, ...any)
+	background      []*server
+	// ports maps the addresses the page names ("127.0.0.1:9000") to the
+	// ones the test chose.
+	ports map[string]string
+	// setup checks a set-up step's work is there (nil: every set-up step
+	// fails).
+	setup func(script string) error
+	logf  func(string, ...any)
 }
 
 type server struct {
@@ -155,24 +183,39 @@ type server struct {
 // paths name.
 func newTour(t *testing.T, root string) *tour {
 	t.Helper()
-	tr := &tour{root: root, work: t.TempDir(), tmp: t.TempDir(), logf: t.Logf}
+	tr := &tour{root: root, page: tourPage, work: t.TempDir(), tmp: t.TempDir(), logf: t.Logf, addr: freeAddr(t), ports: map[string]string{}}
 	for _, d := range []string{"example", "rego", "policy-tests"} {
 		require.NoError(t, os.CopyFS(filepath.Join(tr.work, d), os.DirFS(filepath.Join(root, d))))
 	}
+	// testdata/ as in the checkout (the test OpenID provider and its
+	// node_modules), not copied.
+	require.NoError(t, os.Symlink(filepath.Join(root, "testdata"), filepath.Join(tr.work, "testdata")))
 	// Nothing outside the test's directories: the default SQLite ledger
 	// lives in the state directory.
 	tr.env = append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(tr.tmp, "state"), "HOME="+tr.tmp, "EDITOR=false")
-	t.Cleanup(tr.stop)
+	t.Cleanup(tr.stopAll)
 	return tr
 }
 
-// subst rewrites what the README says for what the test uses.
+// subst rewrites what the page says for what the test uses.
 func (tr *tour) subst(s string) string {
 	s = strings.ReplaceAll(s, "/tmp/", tr.tmp+"/")
-	if tr.addr != "" {
-		s = strings.ReplaceAll(s, addrPlaceholder, tr.addr)
+	s = strings.ReplaceAll(s, addrPlaceholder, tr.addr)
+	for from, to := range tr.ports {
+		s = strings.ReplaceAll(s, from, to)
 	}
 	return s
+}
+
+// freeAddr is a loopback address no one listens at now, for a server the
+// test starts later.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
 }
 
 // expectations compiles the output comments, after substitution.
@@ -185,11 +228,11 @@ func (tr *tour) expectations(raw []string) []*regexp.Regexp {
 }
 
 // run runs the steps in order and returns the first failure, naming its
-// README line.
+// line of the page.
 func (tr *tour) run(ctx context.Context, steps []step) error {
 	for _, s := range steps {
 		first, _, _ := strings.Cut(s.text, "\n")
-		tr.logf("README.md:%d: %s: %s", s.line, s.kind, first)
+		tr.logf("%s:%d: %s: %s", tr.page, s.line, s.kind, first)
 		var err error
 		switch s.kind {
 		case "build":
@@ -198,11 +241,18 @@ func (tr *tour) run(ctx context.Context, steps []step) error {
 			err = tr.serve(ctx, s)
 		case "edit":
 			err = tr.edit(ctx, s)
+		case "background":
+			err = tr.startBackground(ctx, s)
+		case "setup":
+			err = fmt.Errorf("no set-up step is known to this test: %s", s.text)
+			if tr.setup != nil {
+				err = tr.setup(s.text)
+			}
 		default:
 			err = tr.shell(ctx, s)
 		}
 		if err != nil {
-			return fmt.Errorf("README.md:%d: %w", s.line, err)
+			return fmt.Errorf("%s:%d: %w", tr.page, s.line, err)
 		}
 	}
 	return nil
@@ -213,7 +263,7 @@ var (
 	buildCache = map[string]string{} // name and arguments → binary built
 )
 
-// build runs the README's `go build -o NAME PKG` in the checkout, with the
+// build runs the page's `go build -o NAME PKG` in the checkout, with the
 // output in the working directory. The same command is linked once per
 // test process.
 func (tr *tour) build(ctx context.Context, s step) error {
@@ -263,18 +313,18 @@ func (tr *tour) shell(ctx context.Context, s step) error {
 	parts := strings.Split(string(out), mark)
 	for i, re := range tr.expectations(s.output) {
 		if !re.MatchString(parts[i]) {
-			return fmt.Errorf("output %d of\n%s\ndoes not match the README:\n%s\n(as %s)\ngot:\n%s", i+1, s.text, s.output[i], re, parts[i])
+			return fmt.Errorf("output %d of\n%s\ndoes not match the page:\n%s\n(as %s)\ngot:\n%s", i+1, s.text, s.output[i], re, parts[i])
 		}
 	}
 	return nil
 }
 
-// serve starts `toolgate serve` in the background on a free port, waits
-// until it says where it serves, and matches its output comments.
+// serve starts `toolgate serve` in the background at the tour's address,
+// waits until it says where it serves, and matches its output comments.
 func (tr *tour) serve(ctx context.Context, s step) error {
 	tr.stop()
 	line := tr.subst(s.text)
-	line = strings.Replace(line, "./toolgate serve", "exec ./toolgate serve --http 127.0.0.1:0", 1)
+	line = strings.Replace(line, "./toolgate serve", "exec ./toolgate serve --http "+tr.addr, 1)
 	cmd := exec.Command("bash", "-c", line)
 	cmd.Dir, cmd.Env = tr.work, tr.env
 	srv := &server{cmd: cmd, stderr: &proctest.Buffer{}, exited: make(chan struct{})}
@@ -288,11 +338,13 @@ func (tr *tour) serve(ctx context.Context, s step) error {
 	if err := srv.wait(ctx, func(out string) bool { return at.MatchString(out) }); err != nil {
 		return fmt.Errorf("%s: %w", s.text, err)
 	}
-	tr.addr = at.FindStringSubmatch(srv.stderr.String())[1]
+	if got := at.FindStringSubmatch(srv.stderr.String())[1]; got != tr.addr {
+		return fmt.Errorf("%s: serves at %s, not at the address it was given, %s", s.text, got, tr.addr)
+	}
 	if len(s.output) > 0 {
 		re := expectation(tr.subst(strings.Join(s.output, "\n")))
 		if err := srv.wait(ctx, re.MatchString); err != nil {
-			return fmt.Errorf("%s: its output does not match the README (%s): %w", s.text, re, err)
+			return fmt.Errorf("%s: its output does not match the page (%s): %w", s.text, re, err)
 		}
 	}
 	return nil
@@ -319,19 +371,81 @@ func (srv *server) wait(ctx context.Context, ok func(string) bool) error {
 	}
 }
 
-// stop ends the background server, if any.
+// stop ends the running server, if any.
 func (tr *tour) stop() {
 	if tr.server == nil {
 		return
 	}
-	_ = tr.server.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-tr.server.exited:
-	case <-time.After(time.Minute): // a failure bound only
-		_ = tr.server.cmd.Process.Kill()
-		<-tr.server.exited
+	tr.server.end()
+	tr.server = nil
+}
+
+// stopAll ends the server and every background command.
+func (tr *tour) stopAll() {
+	tr.stop()
+	for _, b := range tr.background {
+		b.end()
 	}
-	tr.server, tr.addr = nil, ""
+	tr.background = nil
+}
+
+// end stops a process the tour started and waits for it.
+func (srv *server) end() {
+	_ = srv.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-srv.exited:
+	case <-time.After(time.Minute): // a failure bound only
+		_ = srv.cmd.Process.Kill()
+		<-srv.exited
+	}
+}
+
+// startBackground runs a command ending in " &": each --port N of it on a
+// free port instead, until the tour ends. It waits for its output
+// comments, if any.
+func (tr *tour) startBackground(ctx context.Context, s step) error {
+	for _, m := range regexp.MustCompile(`--port (\d+)`).FindAllStringSubmatch(s.text, -1) {
+		if _, ok := tr.ports["127.0.0.1:"+m[1]]; !ok {
+			addr := freeAddrNoT()
+			if addr == "" {
+				return fmt.Errorf("no free loopback port")
+			}
+			_, port, _ := net.SplitHostPort(addr)
+			tr.ports["127.0.0.1:"+m[1]] = addr
+			tr.ports["--port "+m[1]] = "--port " + port
+		}
+	}
+	cmd := exec.Command("bash", "-c", "exec "+tr.subst(s.text))
+	cmd.Dir, cmd.Env = tr.work, tr.env
+	// Its standard input stays open until it is stopped, as a terminal's.
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	srv := &server{cmd: cmd, stderr: &proctest.Buffer{}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = srv.stderr, srv.stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	go func() { srv.err = cmd.Wait(); _ = stdin.Close(); close(srv.exited) }()
+	tr.background = append(tr.background, srv)
+	if len(s.output) > 0 {
+		re := expectation(tr.subst(strings.Join(s.output, "\n")))
+		if err := srv.wait(ctx, re.MatchString); err != nil {
+			return fmt.Errorf("%s: its output does not match the page (%s): %w", s.text, re, err)
+		}
+	}
+	return nil
+}
+
+// freeAddrNoT is freeAddr for code without a *testing.T; "" when none.
+func freeAddrNoT() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return ""
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
 
 // edit is `$EDITOR FILE` while a client is connected: the client the prose
@@ -360,7 +474,7 @@ func (tr *tour) edit(ctx context.Context, s step) error {
 		HTTPClient: &http.Client{Transport: mcptest.Bearer{Token: token[1], Next: http.DefaultTransport}},
 	}, nil)
 	if err != nil {
-		return fmt.Errorf("connect with the token the README names: %w", err)
+		return fmt.Errorf("connect with the token the page names: %w", err)
 	}
 	defer cs.Close()
 	before, err := listNames(ctx, cs)
@@ -417,31 +531,78 @@ func listNames(ctx context.Context, cs *mcp.ClientSession) ([]string, error) {
 // tourTimeout bounds the whole tour: a failure bound, not a measurement.
 const tourTimeout = 5 * time.Minute
 
-// tourBlocks are the blocks of the README's tour section.
-func tourBlocks(t *testing.T, blocks []block) []block {
-	t.Helper()
-	var out []block
-	for _, b := range blocks {
-		if strings.HasPrefix(b.section, "A ten-minute tour") {
-			out = append(out, b)
-		}
-	}
-	require.NotEmpty(t, out, `no "## A ten-minute tour" section with code blocks in the README`)
-	return out
-}
+// tourPage is the page whose tour TestReadmeTour runs.
+const tourPage = "docs/getting-started.md"
 
-// TestReadmeTour runs the README's tour against the binary it builds.
+// tourSections are the numbered sections the tour must have: one each for
+// serving, connecting, editing, testing, explain, a signed bundle,
+// approvals and identity.
+var tourSections = []string{"1. ", "2. ", "3. ", "4. ", "5. ", "6. Ship the policy as a signed bundle", "7. A person approves", "8. Sign in with an identity provider"}
+
+// TestReadmeTour runs the getting-started tour, end to end, against the
+// binary it builds. Its identity section runs the test OpenID provider:
+// without it installed the test skips there (fails under CI), after every
+// earlier section has passed.
 func TestReadmeTour(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
 	requireTools(t)
 	root := checkout(t)
-	steps, err := tourSteps(tourBlocks(t, readmeBlocks(t, root)))
+	blocks := pageBlocks(t, root, tourPage)
+	for _, want := range tourSections {
+		found := false
+		for _, b := range blocks {
+			found = found || (strings.HasPrefix(b.section, want) && b.lang == "sh")
+		}
+		require.True(t, found, "%s has no section %q with commands", tourPage, want)
+	}
+	steps, err := tourSteps(blocks)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), tourTimeout)
 	defer cancel()
 	tr := newTour(t, root)
+	tr.setup = func(script string) error {
+		if script != "./scripts/oidc-setup" {
+			return fmt.Errorf("no set-up step %s is known to this test", script)
+		}
+		oidctest.Require(t) // skips (fails under CI) when it is not installed
+		return nil
+	}
+	require.NoError(t, tr.run(ctx, steps))
+}
+
+// quickstartSection is the README's two-minute start.
+const quickstartSection = "Two minutes to a governed call"
+
+// TestReadmeQuickstart runs the README's two-minute start as the tour runs
+// its page: the installed `toolgate` of the README is the binary built from
+// the checkout.
+func TestReadmeQuickstart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	requireTools(t)
+	root := checkout(t)
+	blocks := []block{{lang: "sh", body: "go build -o toolgate ./cmd/toolgate\n", file: "README.md"}}
+	for _, b := range pageBlocks(t, root, "README.md") {
+		if b.section == quickstartSection && b.lang == "sh" {
+			b.body = regexp.MustCompile(`(?m)^toolgate `).ReplaceAllString(b.body, "./toolgate ")
+			blocks = append(blocks, b)
+		}
+	}
+	require.Greater(t, len(blocks), 2, "README.md has no %q section with a server and a call", quickstartSection)
+	steps, err := tourSteps(blocks)
+	require.NoError(t, err)
+	kinds := map[string]bool{}
+	for _, s := range steps {
+		kinds[s.kind] = true
+	}
+	require.True(t, kinds["serve"] && kinds["shell"], "the quickstart serves and calls")
+	ctx, cancel := context.WithTimeout(t.Context(), tourTimeout)
+	defer cancel()
+	tr := newTour(t, root)
+	tr.page = "README.md"
 	require.NoError(t, tr.run(ctx, steps))
 }
 
@@ -449,20 +610,21 @@ func TestReadmeTour(t *testing.T) {
 // missing.
 func requireTools(t *testing.T) {
 	t.Helper()
-	for _, tool := range []string{"bash", "curl", "awk", "sha256sum"} {
+	for _, tool := range []string{"bash", "curl", "awk", "sed", "sha256sum", "openssl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") != "" {
-				t.Fatalf("the README's tour needs %s", tool)
+				t.Fatalf("the getting-started tour needs %s", tool)
 			}
-			t.Skipf("the README's tour needs %s", tool)
+			t.Skipf("the getting-started tour needs %s", tool)
 		}
 	}
 }
 
 // TestTourFails: the tour check bites. A command the binary refuses, an
-// output that is not what the README shows, a served answer that differs,
-// and an edit the policy does not allow each fail the run, naming the
-// README line.
+// output that is not what the page shows, a served answer that differs,
+// an edit the policy does not allow, a background command's output that
+// differs and an unknown set-up step each fail the run, naming the page's
+// line.
 func TestTourFails(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -478,13 +640,17 @@ func TestTourFails(t *testing.T) {
 		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'`
 	for name, c := range map[string]struct{ md, want string }{
 		"unknown flag": {build + "```sh\n./toolgate explain --as max --frobnicate\n```\n",
-			"README.md:6: the commands failed"},
+			tourPage + ":6: the commands failed"},
 		"wrong output": {build + "```sh\n./toolgate explain --as max --role manager --tool count\n# answer    Error: Unknown tool 'count'.\n```\n",
-			"does not match the README"},
+			"does not match the page"},
 		"served answer differs": {build + serve + "```sh\n" + curl + "\n# ... \"text\":\"hello\" ...\n```\n",
-			"does not match the README"},
+			"does not match the page"},
 		"edit without its line": {build + serve + "Connect as `Authorization: Bearer toolgate-demo-admin`, delete the line `no such line`:\n\n```sh\n$EDITOR rego/grant.rego\n```\n",
 			"has no line `no such line` to delete"},
+		"background output differs": {"```sh\nprintf 'hello\\n' &\n# goodbye\n```\n",
+			"does not match the page"},
+		"unknown set-up step": {"```sh\n./scripts/nosuch-setup\n```\n",
+			"no set-up step is known"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			blocks, err := parseBlocks(c.md)
@@ -498,10 +664,21 @@ func TestTourFails(t *testing.T) {
 			require.Contains(t, err.Error(), c.want)
 		})
 	}
-	// The same pieces, told the truth, pass.
-	blocks, err := parseBlocks(build + serve + "```sh\n" + curl + "\n# ... \"text\":\"hi\" ...\n```\n")
+	// A background command's --port is a free port, and the address the
+	// page names with it is that port.
+	blocks, err := parseBlocks("```sh\nprintf 'listening on 127.0.0.1:9000\\n' --port 9000 &\n# listening on 127.0.0.1:9000\n```\n")
 	require.NoError(t, err)
 	steps, err := tourSteps(blocks)
+	require.NoError(t, err)
+	require.Equal(t, "background", steps[0].kind)
+	tr := newTour(t, root)
+	require.NoError(t, tr.run(t.Context(), steps))
+	require.NotEqual(t, "127.0.0.1:9000", tr.ports["127.0.0.1:9000"])
+	require.Contains(t, tr.background[0].stderr.String(), "listening on "+tr.ports["127.0.0.1:9000"])
+	// The same pieces, told the truth, pass.
+	blocks, err = parseBlocks(build + serve + "```sh\n" + curl + "\n# ... \"text\":\"hi\" ...\n```\n")
+	require.NoError(t, err)
+	steps, err = tourSteps(blocks)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), tourTimeout)
 	defer cancel()

@@ -1,7 +1,7 @@
 // A real OpenID provider (oidc-provider, pinned in package-lock.json) on
 // loopback for the identity package's tests. scripts/oidc-setup installs it.
 //
-//   node provider.mjs [--port N] [--resource URI]
+//   node provider.mjs [--port N] [--resource URI] [--exit-with-stdin]
 //
 // It starts two providers that share one set of signing keys:
 //   - "issuer", on --port (0: any free port), the one the tests trust;
@@ -23,7 +23,10 @@
 // When both listen it prints one JSON line on stdout:
 //   {"issuer":"http://127.0.0.1:P","other":"http://127.0.0.1:Q",
 //    "resource":"http://127.0.0.1:P/…"}
-// and then serves until stdin closes or it gets SIGTERM.
+// and then serves until it gets SIGTERM (or SIGINT), or, with
+// --exit-with-stdin, until its stdin closes: the tests' harness holds it by
+// stdin, so that it ends with the test process; started by hand in the
+// background (`node provider.mjs &`), it keeps serving.
 import { generateKeyPairSync } from 'node:crypto';
 import http from 'node:http';
 
@@ -130,6 +133,9 @@ function stop() {
   other.closeAllConnections();
   process.exit(0);
 }
-process.stdin.on('end', stop);
-process.stdin.resume();
+if (args.includes('--exit-with-stdin')) {
+  process.stdin.on('end', stop);
+  process.stdin.resume();
+}
 process.on('SIGTERM', stop);
+process.on('SIGINT', stop);

@@ -1,0 +1,3 @@
+package toolgate.grant
+
+granted := {"echo"} if "contractor" in input.caller.roles
