@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -350,6 +351,10 @@ func (s *Serve) authProblems() []Problem {
 	if s.Auth.Enabled() && s.HTTP == "" {
 		probs = append(probs, Problem{Key: "auth", Message: "JWT callers are for HTTP: give an address (http, --http)"})
 	}
+	if s.Auth.Enabled() && s.Auth.Resource == "" && isWildcard(s.HTTP) {
+		probs = append(probs, Problem{Key: "auth.resource", Message: "required when listening on every address (http " + s.HTTP +
+			"): the default would advertise " + identity.DefaultResource(s.HTTP) + " as this server's URI; set it (--resource) to the URI clients use"})
+	}
 	a := s.Auth
 	if a.Enabled() {
 		addr := s.HTTP
@@ -368,6 +373,20 @@ func (s *Serve) authProblems() []Problem {
 		}
 	}
 	return probs
+}
+
+// isWildcard reports whether addr listens on every address: no host, or
+// an unspecified IP (0.0.0.0, ::).
+func isWildcard(addr string) bool {
+	if addr == "" {
+		return false
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "" || ip != nil && ip.IsUnspecified()
 }
 
 // Problem is one setting that is wrong.

@@ -121,6 +121,7 @@ func TestSec24DenyRulesSeeWholeClaims(t *testing.T) {
 		Registry: reg, Policy: pol, Tokens: tokens,
 		Auth: identity.Settings{Issuer: issuer, JWKS: iss.path},
 	}}, port)
+	g.keysLoaded(t)
 
 	for _, tc := range []struct {
 		name, token string
