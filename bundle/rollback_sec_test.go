@@ -89,3 +89,27 @@ func TestCompareRevisions(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCompareRevisions: the order is total and consistent: antisymmetric,
+// reflexive, and a revision with a run appended is newer.
+func FuzzCompareRevisions(f *testing.F) {
+	f.Add("v9", "v10")
+	f.Add("2026-12-01T10:00:00Z", "2026-12-02T09:00:00Z")
+	f.Add("007", "7")
+	f.Add("", "a")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ab, ba := bundle.CompareRevisions(a, b), bundle.CompareRevisions(b, a)
+		if ab != -ba || ab < -1 || ab > 1 {
+			t.Fatalf("CompareRevisions(%q, %q) = %d, reversed %d", a, b, ab, ba)
+		}
+		if bundle.CompareRevisions(a, a) != 0 {
+			t.Fatalf("%q is not its own equal", a)
+		}
+		if a == b && ab != 0 {
+			t.Fatalf("equal strings compare %d", ab)
+		}
+		if c := bundle.CompareRevisions(a, a+"x"); c != -1 {
+			t.Fatalf("CompareRevisions(%q, %q+x) = %d", a, a, c)
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -100,4 +101,29 @@ func TestRedactURL(t *testing.T) {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// FuzzRedactURL: whatever the sink URL, what RedactURL returns holds no
+// query, fragment or user information of it, only REDACTED in their place.
+func FuzzRedactURL(f *testing.F) {
+	f.Add("https://u:p@logs.example.com/v1?token=abc#frag")
+	f.Add("http://127.0.0.1:9/x?")
+	f.Add("https://logs.example.com/%zz?token=abc")
+	f.Add("https://[::1]:8/a;b?c=d")
+	f.Fuzz(func(t *testing.T, u string) {
+		got := decisionlog.RedactURL(u)
+		p, err := url.Parse(got)
+		if err != nil {
+			t.Fatalf("RedactURL(%q) = %q, which does not parse: %v", u, got, err)
+		}
+		if p.User != nil && p.User.String() != "REDACTED" {
+			t.Errorf("RedactURL(%q) = %q: user information kept", u, got)
+		}
+		if p.RawQuery != "" && p.RawQuery != "REDACTED" {
+			t.Errorf("RedactURL(%q) = %q: query kept", u, got)
+		}
+		if p.Fragment != "" && p.Fragment != "REDACTED" {
+			t.Errorf("RedactURL(%q) = %q: fragment kept", u, got)
+		}
+	})
 }
