@@ -116,3 +116,27 @@ func TestSec24IssuerOnEveryAddressNeedsAResource(t *testing.T) {
 		})
 	}
 }
+
+// TestSec24GatewayEvery401NamesTheMetadata (issue 24, finding 12): served
+// with an issuer, every 401 of the gateway to a request without a token
+// names the Protected Resource Metadata: /mcp, /approvals and the console's
+// API alike.
+func TestSec24GatewayEvery401NamesTheMetadata(t *testing.T) {
+	t.Parallel()
+	iss := newJWKSIssuer(t)
+	g := startIdentity(t, gateway.Config{Stdout: &syncBuffer{},
+		Serve: config.Serve{Auth: identity.Settings{Issuer: "https://login.example.com", JWKS: iss.path}}}, oidctest.FreePort(t))
+	want := `Bearer resource_metadata="` + g.base + `/.well-known/oauth-protected-resource/mcp"`
+	resp, body := post(t, g.url, "", countCall("x"), "Mcp-Protocol-Version", "2026-07-28")
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, body)
+	require.Equal(t, want, resp.Header.Get("WWW-Authenticate"), "/mcp")
+	for _, path := range []string{"/approvals", "/console/api/me", "/console/api/approvals", "/console/api/status"} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, g.base+path, nil)
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, path)
+		require.Equal(t, want, resp.Header.Get("WWW-Authenticate"), path)
+	}
+}
