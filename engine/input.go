@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -194,9 +193,7 @@ func roleKey(c *Caller) string {
 	roles = slices.Compact(roles)
 	var b []byte
 	for _, r := range roles {
-		b = strconv.AppendInt(b, int64(len(r)), 10)
-		b = append(b, ':')
-		b = append(b, r...)
+		b = appendLenString(b, r) // as the fingerprint's strings
 	}
 	return string(b)
 }
