@@ -151,3 +151,25 @@ func TestSec24SlowKeySetAnswersAtOnce(t *testing.T) {
 		t.Fatalf("once the key set answered: %v", err)
 	}
 }
+
+// TestTokenWithoutKidTriesEveryKey: a token without kid is tried against
+// every key of the set for its algorithm, in turn: one signed by the
+// second key verifies, one signed by neither does not.
+func TestTokenWithoutKidTriesEveryKey(t *testing.T) {
+	t.Parallel()
+	k1, k2, other := newRSAKey(t, "k1"), newRSAKey(t, "k2"), newRSAKey(t, "k3")
+	file := filepath.Join(t.TempDir(), "jwks.json")
+	writeJWKS(t, file, k1, k2)
+	c := newClock()
+	v := fileVerifier(t, file, c, nil)
+	payload := claimsJSON(c.now(), "")
+	for _, k := range []testKey{k1, k2} {
+		if _, err := v.Verify(t.Context(), sign(t, payload, k.alg, k.priv, "")); err != nil {
+			t.Fatalf("signed by %s, no kid: %v", k.kid, err)
+		}
+	}
+	var ite *identity.InvalidTokenError
+	if _, err := v.Verify(t.Context(), sign(t, payload, other.alg, other.priv, "")); !errors.As(err, &ite) || ite.Reason != "signature does not verify" {
+		t.Fatalf("signed by another key, no kid: %v", err)
+	}
+}
