@@ -1,11 +1,14 @@
 package identity_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -171,5 +174,39 @@ func TestTokenWithoutKidTriesEveryKey(t *testing.T) {
 	var ite *identity.InvalidTokenError
 	if _, err := v.Verify(t.Context(), sign(t, payload, other.alg, other.priv, "")); !errors.As(err, &ite) || ite.Reason != "signature does not verify" {
 		t.Fatalf("signed by another key, no kid: %v", err)
+	}
+}
+
+// TestScheduledCheckLogsOnlyChanges: the background check every
+// KeyCheckInterval logs "signing keys loaded" (Info) when the set changed
+// (first load, a key added, a key gone), not when it is the same.
+func TestScheduledCheckLogsOnlyChanges(t *testing.T) {
+	t.Parallel()
+	k1, k2 := newECKey(t, "k1"), newECKey(t, "k2")
+	file := filepath.Join(t.TempDir(), "jwks.json")
+	writeJWKS(t, file, k1)
+	buf := &lockedBuffer{b: &bytes.Buffer{}}
+	c := newClock()
+	_, check := backgroundVerifier(t, file, c, identity.WithLogger(slog.New(slog.NewTextHandler(buf, nil))))
+	loaded := func() int {
+		buf.mu.Lock()
+		defer buf.mu.Unlock()
+		return strings.Count(buf.b.String(), "signing keys loaded")
+	}
+	for _, step := range []struct {
+		name string
+		keys []testKey
+		want int
+	}{
+		{"unchanged", []testKey{k1}, 1},
+		{"a key added", []testKey{k1, k2}, 2},
+		{"unchanged again", []testKey{k1, k2}, 2},
+		{"a key gone", []testKey{k2}, 3},
+	} {
+		writeJWKS(t, file, step.keys...)
+		check()
+		if got := loaded(); got != step.want {
+			t.Fatalf("%s: %d lines, want %d:\n%s", step.name, got, step.want, buf.b.String())
+		}
 	}
 }

@@ -337,15 +337,23 @@ func (r *keyring) install(ctx context.Context, old *keySet, now time.Time) *keyS
 	// Store before onLoss: a token verified with the old set after the
 	// cache is cleared is not cached (JWT.verifyHashed compares sets).
 	r.current.Store(s)
-	if old != nil && r.onLoss != nil {
+	changed := old == nil || len(old.keys) != len(s.keys)
+	if old != nil {
 		for _, k := range old.keys {
 			if !s.holds(k) {
+				changed = true
 				r.log.Info("identity: a signing key left the key set; cached tokens are verified again",
 					slog.String("source", r.source()), slog.String("kid", k.kid))
-				r.onLoss()
+				if r.onLoss != nil {
+					r.onLoss()
+				}
 				break
 			}
 		}
+	}
+	if !changed { // the background's check every KeyCheckInterval: no news
+		r.log.Debug("identity: signing keys unchanged", slog.String("source", r.source()), slog.Int("keys", len(s.keys)))
+		return s
 	}
 	r.log.Info("identity: signing keys loaded", slog.String("source", r.source()), slog.Int("keys", len(s.keys)))
 	return s
