@@ -63,6 +63,10 @@ type Status struct {
 	// and the downloads or activations that failed.
 	Activations uint64 `json:"activations"`
 	Failures    uint64 `json:"failures"`
+	// Rollbacks counts the bundles whose manifest revision was older than
+	// the one serving (CompareRevisions): activated, or refused with
+	// Config.RefuseOlderRevisions.
+	Rollbacks uint64 `json:"rollbacks"`
 }
 
 // Client downloads, verifies, activates and persists one bundle. Its
@@ -306,7 +310,20 @@ func (c *Client) update(ctx context.Context, u download.Update) error {
 		c.persist(raw, u.ETag)
 		return nil
 	}
+	serving := c.status.Revision
+	older := CompareRevisions(src.Revision, serving) < 0 || src.Revision == "" && serving != ""
+	if older {
+		c.status.Rollbacks++
+	}
 	c.mu.Unlock()
+	if older {
+		if c.cfg.RefuseOlderRevisions {
+			c.fail(&RollbackError{Revision: src.Revision, Serving: serving}, false)
+			return nil
+		}
+		c.log.Warn("toolgate: a bundle older than the one serving is activated (a rollback); bundle.refuse_older_revisions refuses such bundles",
+			slog.String("revision", src.Revision), slog.String("serving", serving))
+	}
 	changed, err := eng.ReloadFrom(ctx, src)
 	if err != nil {
 		c.fail(fmt.Errorf("bundle: %w", err), true) // err names the revision
@@ -324,6 +341,18 @@ func (c *Client) update(ctx context.Context, u download.Update) error {
 		c.opts.OnActivated(src.Revision)
 	}
 	return nil
+}
+
+// RollbackError refuses a bundle older than the one serving
+// (Config.RefuseOlderRevisions).
+type RollbackError struct {
+	// Revision is the refused bundle's manifest revision, Serving the
+	// serving one's.
+	Revision, Serving string
+}
+
+func (e *RollbackError) Error() string {
+	return fmt.Sprintf("bundle revision %q is older than %q, the one serving (bundle.refuse_older_revisions)", e.Revision, e.Serving)
 }
 
 // activated records the bundle serving; c.mu is held.

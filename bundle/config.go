@@ -25,6 +25,13 @@ type Config struct {
 	Credentials Credentials `json:"credentials,omitzero" yaml:"credentials"`
 	Polling     Polling     `json:"polling" yaml:"polling"`
 	Signing     Signing     `json:"signing" yaml:"signing"`
+	// RefuseOlderRevisions refuses, like a badly signed one, a bundle
+	// whose manifest revision is older (CompareRevisions) than the one
+	// serving, or empty: a validly signed old bundle replayed by whoever
+	// controls the bundle server or the network cannot roll policies back.
+	// Off, such a bundle activates and is logged and counted (Status.Rollbacks).
+	// toolgate's own key; OPA has none.
+	RefuseOlderRevisions bool `json:"refuse_older_revisions,omitempty" yaml:"refuse_older_revisions"`
 }
 
 // Type values of Config.

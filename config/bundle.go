@@ -12,7 +12,7 @@ import (
 // The keys of the bundle section (docs/contract.md §14), named as in OPA's bundle
 // configuration.
 var (
-	bundleKeys      = []string{"url", "type", "credentials", "polling", "signing"}
+	bundleKeys      = []string{"url", "type", "credentials", "polling", "signing", "refuse_older_revisions"}
 	credentialsKeys = []string{"bearer"}
 	bearerKeys      = []string{"token_path", "scheme"}
 	pollingKeys     = []string{"min_delay_seconds", "max_delay_seconds"}
@@ -67,6 +67,8 @@ func bundleSection(n *yaml.Node, s *Serve) []Problem {
 				return false, fmt.Sprintf("%q (a bundle server) or %q (an OCI registry)", bundle.TypeHTTP, bundle.TypeOCI)
 			}
 			b.Type = v.Value
+		case "bundle.refuse_older_revisions":
+			return v.Tag == "!!bool" && v.Decode(&b.RefuseOlderRevisions) == nil, "true or false"
 		case "bundle.credentials":
 			mapping(v, key, credentialsKeys, func(_, v *yaml.Node, key string) (bool, string) {
 				mapping(v, key, bearerKeys, func(k, v *yaml.Node, _ string) (bool, string) {

@@ -58,6 +58,20 @@ bundle:
 	s, err = config.LoadServe([]string{"--bundle", "oci://ghcr.io/org/policy:v1"}, io.Discard)
 	require.NoError(t, err)
 	require.True(t, s.Bundle.OCI())
+	require.False(t, s.Bundle.RefuseOlderRevisions, "off by default")
+}
+
+// TestBundleRefuseOlderRevisionsSetting: bundle.refuse_older_revisions is
+// a boolean (issue 24, finding 9).
+func TestBundleRefuseOlderRevisionsSetting(t *testing.T) {
+	t.Parallel()
+	path, _ := writeConfig(t, "bundle: { url: http://x/b, refuse_older_revisions: true }\n")
+	s, err := config.LoadServe([]string{"--config", path}, io.Discard)
+	require.NoError(t, err)
+	require.True(t, s.Bundle.RefuseOlderRevisions)
+	path, _ = writeConfig(t, "bundle: { url: http://x/b, refuse_older_revisions: yes please }\n")
+	_, err = config.LoadServe([]string{"--config", path}, io.Discard)
+	require.ErrorContains(t, err, "bundle.refuse_older_revisions: want true or false")
 }
 
 func TestBundleSettingsProblems(t *testing.T) {

@@ -18,7 +18,7 @@ var serveKeys = []string{
 	"sessionTimeout", "maxSessions", "readTimeout", "idleTimeout", "maxConnections",
 	"allowedOrigins", "adminRole", "metricsAddr",
 	"capabilities", "listFallback", "pins", "decisionLog", "otelEndpoint", "auth", "bundle",
-	"idempotencyKey",
+	"idempotencyKey", "decisionLogHashKey", "trustTraceparent",
 }
 
 // authKeys are the keys of the auth section (docs/contract.md §12).
@@ -95,6 +95,10 @@ func parseFile(data []byte) (*Serve, error) {
 			ok = str(v, &s.DecisionLog)
 		case "otelEndpoint":
 			ok = str(v, &s.OtelEndpoint)
+		case "decisionLogHashKey":
+			ok = str(v, &s.DecisionLogHashKey)
+		case "trustTraceparent":
+			ok = v.Tag == "!!bool" && v.Decode(&s.TrustTraceparent) == nil
 		case "approvalWebhook":
 			ok = str(v, &s.ApprovalWebhook)
 		case "stdio":
@@ -170,7 +174,7 @@ func parseFile(data []byte) (*Serve, error) {
 var want = map[string]string{
 	"registry": "a file path", "policy": "a directory path", "http": "an address such as 127.0.0.1:8787",
 	"as": "a subject (string)", "tokens": "a file path", "ledger": "memory, sqlite:PATH or postgres://...",
-	"audit": "a file path or -", "decisionLog": "a URL or a file path", "otelEndpoint": "an http(s) URL", "stdio": "true or false", "watch": "true or false",
+	"audit": "a file path or -", "decisionLog": "a URL or a file path", "otelEndpoint": "an http(s) URL", "decisionLogHashKey": "${ENV_VAR} or a file path", "trustTraceparent": "true or false", "stdio": "true or false", "watch": "true or false",
 	"roles": "a list of role names", "hookTimeout": "a positive duration such as 10s", "evalTimeout": "a positive duration such as 250ms",
 	"ledgerRetention": "a positive duration such as 24h", "idempotencyKey": "a _meta key (a non-empty string)",
 	"sessionTimeout": "a positive duration such as 10m", "readTimeout": "a positive duration such as 30s", "idleTimeout": "a positive duration such as 2m",
@@ -339,6 +343,9 @@ func (s *Serve) resolve(dir string) {
 	}
 	if s.DecisionLog != "" && !isHTTPURL(s.DecisionLog) {
 		abs(&s.DecisionLog)
+	}
+	if k := s.DecisionLogHashKey; k != "" && !strings.HasPrefix(k, "${") {
+		abs(&s.DecisionLogHashKey)
 	}
 	if p, ok := strings.CutPrefix(s.Ledger, "sqlite:"); ok && p != "" && p != ":memory:" && !strings.HasPrefix(p, "file:") {
 		abs(&p)

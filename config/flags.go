@@ -61,6 +61,8 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	str("approval-webhook", "POST each new approval request as JSON to `URL`", func(s *Serve) *string { return &s.ApprovalWebhook })
 	str("audit", "audit trail `FILE`, JSON Lines; - is stderr (default -)", func(s *Serve) *string { return &s.Audit })
 	str("decision-log", "log every grant and call decision as OPA decision-log events to `URL|FILE`: an http(s) URL is POSTed gzip batches, a file gets JSON Lines", func(s *Serve) *string { return &s.DecisionLog })
+	str("decision-log-hash-key", "key the decision log's hashes of argument and _meta values (HMAC-SHA256) with the key in `${VAR}|FILE`, at least 32 bytes", func(s *Serve) *string { return &s.DecisionLogHashKey })
+	def("trust-traceparent", "continue the client's W3C traceparent in spans (default: a trace of toolgate's own, linked to the client's)", (*boolValue)(&f.TrustTraceparent), func(d *Serve) { d.TrustTraceparent = f.TrustTraceparent })
 	str("otel-endpoint", "export OpenTelemetry traces over OTLP/HTTP to `URL` (default: $OTEL_EXPORTER_OTLP_ENDPOINT; off without either)", func(s *Serve) *string { return &s.OtelEndpoint })
 	def("watch", "reload registry and policies on change (default true)", &watchValue{p: &f.Watch}, func(d *Serve) { d.Watch = f.Watch })
 	def("no-watch", "do not reload registry and policies on change", &watchValue{p: &f.Watch, negate: true}, func(d *Serve) { d.Watch = f.Watch })

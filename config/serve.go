@@ -1,8 +1,10 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -62,6 +64,16 @@ type Serve struct {
 	// OPA decision-log event (docs/contract.md §14): an http(s) URL is POSTed batches
 	// of them, anything else is a file appended one event per line.
 	DecisionLog string `yaml:"decisionLog"`
+	// DecisionLogHashKey, when set, keys the hashes of argument and _meta
+	// values in decision-log events (HMAC-SHA256): "${NAME}" reads the key
+	// from the environment variable NAME, anything else is a file holding
+	// it (relative to the config file; one trailing newline ignored). The
+	// key itself is never in the settings, and at least 32 bytes.
+	DecisionLogHashKey string `yaml:"decisionLogHashKey"`
+	// TrustTraceparent makes spans continue the client's W3C traceparent
+	// (from _meta or the HTTP header); off, each request starts a trace of
+	// its own, linked to the client's (docs/contract.md §14).
+	TrustTraceparent bool `yaml:"trustTraceparent"`
 	// OtelEndpoint, when set, is the OTLP/HTTP endpoint spans are exported
 	// to (docs/contract.md §14); "" falls back to OTEL_EXPORTER_OTLP_ENDPOINT, and
 	// tracing is off without either.
@@ -270,6 +282,13 @@ func (s *Serve) Validate() error {
 			add("decisionLog", "want an http:// or https:// URL with a host, or a file path")
 		}
 	}
+	if s.DecisionLogHashKey != "" {
+		if s.DecisionLog == "" {
+			add("decisionLogHashKey", "needs decisionLog (--decision-log)")
+		} else if _, err := s.HashKey(); err != nil {
+			add("decisionLogHashKey", "%v", err)
+		}
+	}
 	if e := s.OtelEndpoint; e != "" {
 		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			add("otelEndpoint", "want an http:// or https:// URL")
@@ -353,6 +372,10 @@ func (s *Serve) authProblems() []Problem {
 	if s.Auth.Enabled() && s.HTTP == "" {
 		probs = append(probs, Problem{Key: "auth", Message: "JWT callers are for HTTP: give an address (http, --http)"})
 	}
+	if s.Auth.Enabled() && s.Auth.Resource == "" && isWildcard(s.HTTP) {
+		probs = append(probs, Problem{Key: "auth.resource", Message: "required when listening on every address (http " + s.HTTP +
+			"): the default would advertise " + identity.DefaultResource(s.HTTP) + " as this server's URI; set it (--resource) to the URI clients use"})
+	}
 	a := s.Auth
 	if a.Enabled() {
 		addr := s.HTTP
@@ -371,6 +394,52 @@ func (s *Serve) authProblems() []Problem {
 		}
 	}
 	return probs
+}
+
+// MinHashKeyLen is the shortest decisionLogHashKey accepted, in bytes.
+const MinHashKeyLen = 32
+
+// HashKey reads the decision log's hash key (DecisionLogHashKey): nil
+// when none is set. Its errors name where the key was looked for, never
+// the key.
+func (s *Serve) HashKey() ([]byte, error) {
+	ref := s.DecisionLogHashKey
+	if ref == "" {
+		return nil, nil
+	}
+	var key []byte
+	if name, ok := strings.CutPrefix(ref, "${"); ok && strings.HasSuffix(name, "}") {
+		name = strings.TrimSuffix(name, "}")
+		v, set := os.LookupEnv(name)
+		if !set {
+			return nil, fmt.Errorf("the environment variable %s is not set", name)
+		}
+		key = []byte(v)
+	} else {
+		b, err := os.ReadFile(ref)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the key file: %w", err)
+		}
+		key = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
+	}
+	if len(key) < MinHashKeyLen {
+		return nil, fmt.Errorf("the key is %d bytes; want at least %d (for example: openssl rand -hex 32)", len(key), MinHashKeyLen)
+	}
+	return key, nil
+}
+
+// isWildcard reports whether addr listens on every address: no host, or
+// an unspecified IP (0.0.0.0, ::).
+func isWildcard(addr string) bool {
+	if addr == "" {
+		return false
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "" || ip != nil && ip.IsUnspecified()
 }
 
 // Problem is one setting that is wrong.

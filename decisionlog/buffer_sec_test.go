@@ -34,8 +34,8 @@ func TestBufferBoundedInBytes(t *testing.T) {
 	sink := &stalledSink{release: make(chan struct{})}
 	l := decisionlog.New(sink, decisionlog.Options{})
 	// A large event, made cheaply: a _meta of 1 MiB (the observer's is
-	// bounded to some 130 KiB; hashed arguments are as large as their names).
-	meta := json.RawMessage(`{"k":"` + strings.Repeat("x", 1<<20) + `"}`)
+	// bounded to some 130 KiB; hashed values are as large as their names).
+	meta := json.RawMessage(`{"` + strings.Repeat("x", 1<<20) + `":1}`)
 	d := decisionlog.Decision{ID: "x", Path: decisionlog.PathCall, Method: "tools/call", Tool: "t", Subject: "alice", Meta: meta}
 	one := meta
 	const n = 100

@@ -1,6 +1,9 @@
 package decisionlog
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"time"
 
@@ -61,7 +64,8 @@ type Decision struct {
 	// Arguments is the arguments object as sent; each value is replaced by
 	// the hex SHA-256 of its canonical JSON.
 	Arguments json.RawMessage
-	// Meta is the bounded _meta as JSON; nil logs {}.
+	// Meta is the bounded _meta as JSON; nil logs {}. Its entries are
+	// logged by name, each value hashed like an argument's.
 	Meta json.RawMessage
 	// Result is the decision's result, as JSON-encodable plain values.
 	Result any
@@ -73,8 +77,9 @@ type Decision struct {
 	Custom map[string]any
 }
 
-// event builds the Event of d with the logger's labels and bundle name.
-func (d *Decision) event(labels map[string]string, bundle string, now time.Time) Event {
+// event builds the Event of d with the logger's labels and bundle name,
+// each value of the arguments and of _meta hashed by h.
+func (d *Decision) event(labels map[string]string, bundle string, now time.Time, h hasher) Event {
 	ts := d.Time
 	if ts.IsZero() {
 		ts = now
@@ -87,15 +92,16 @@ func (d *Decision) event(labels map[string]string, bundle string, now time.Time)
 		}
 		caller = map[string]any{"subject": d.Subject, "roles": roles}
 	}
-	meta := d.Meta
-	if len(meta) == 0 {
-		meta = json.RawMessage(`{}`)
-	}
-	req := map[string]any{"method": d.Method, "meta": meta}
+	// _meta is the client's, as free as the arguments (a client may put a
+	// token there): its entries keep their names, their values are hashed.
+	req := map[string]any{"method": d.Method, "meta": h.object(d.Meta)}
 	if d.Method == "tools/call" || d.Tool != "" {
 		req["tool"] = d.Tool
-		req["arguments"] = HashArguments(d.Arguments)
-		req["arguments_sha256"] = SHA256(d.Arguments)
+		req["arguments"] = h.object(d.Arguments)
+		req["arguments_sha256"] = h.value(d.Arguments)
+	}
+	if len(h.key) != 0 {
+		req["hash"] = "hmac-sha256"
 	}
 	e := Event{
 		Labels:     labels,
@@ -119,14 +125,31 @@ func (d *Decision) event(labels map[string]string, bundle string, now time.Time)
 // HashArguments returns the arguments object with each value replaced by the
 // hex SHA-256 of its canonical JSON (SHA256). Anything but a JSON object is
 // {}.
-func HashArguments(raw json.RawMessage) map[string]string {
+func HashArguments(raw json.RawMessage) map[string]string { return hasher{}.object(raw) }
+
+// hasher hashes logged values: SHA-256 of their canonical JSON, or with a
+// key HMAC-SHA256 (Options.HashKey), which nobody without the key can
+// reverse by hashing guesses.
+type hasher struct{ key []byte }
+
+func (h hasher) value(raw []byte) string {
+	if len(h.key) == 0 {
+		return SHA256(raw)
+	}
+	m := hmac.New(sha256.New, h.key)
+	m.Write(canon.JSON(raw))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// object is HashArguments with h.
+func (h hasher) object(raw json.RawMessage) map[string]string {
 	var obj map[string]json.RawMessage
 	out := map[string]string{}
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return out
 	}
 	for k, v := range obj {
-		out[k] = SHA256(v)
+		out[k] = h.value(v)
 	}
 	return out
 }

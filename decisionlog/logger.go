@@ -57,6 +57,11 @@ type Options struct {
 	OnDrop func()
 	// Logger receives write failures; nil discards them.
 	Logger *slog.Logger
+	// HashKey, when not empty, keys the hashes of argument and _meta
+	// values: HMAC-SHA256 instead of SHA-256, so a reader of the log
+	// without the key cannot test guesses (an amount, a yes/no) against
+	// them. Events then say "hash": "hmac-sha256" in input.request.
+	HashKey []byte
 }
 
 // Sink writes one batch of encoded events. It is called from one goroutine
@@ -156,7 +161,7 @@ func (l *Logger) Log(d Decision) {
 	if l == nil {
 		return
 	}
-	line, err := json.Marshal(d.event(l.opts.Labels, l.opts.BundleName, time.Now()))
+	line, err := json.Marshal(d.event(l.opts.Labels, l.opts.BundleName, time.Now(), hasher{key: l.opts.HashKey}))
 	if err != nil {
 		l.log.Error("decision log: event not encoded", "decision_id", d.ID, "error", err)
 		l.drop(1)

@@ -5,10 +5,13 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
+	"strings"
 )
 
 // HTTPSink POSTs each batch to URL as one gzip-compressed JSON array of
@@ -34,13 +37,13 @@ func (s *HTTPSink) Write(ctx context.Context, events []json.RawMessage) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("decision log upload: %w", err)
+		return fmt.Errorf("decision log upload: %w", redactURLError(err, s.URL))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Content-Encoding", "gzip")
 	resp, err := s.Client.Do(req)
 	if err != nil {
-		return fmt.Errorf("decision log upload: %w", err)
+		return fmt.Errorf("decision log upload: %w", redactURLError(err, s.URL))
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
@@ -52,6 +55,40 @@ func (s *HTTPSink) Write(ctx context.Context, events []json.RawMessage) error {
 
 // Close implements Sink.
 func (s *HTTPSink) Close() error { return nil }
+
+// RedactURL returns u without what sinks put secrets in: the user
+// information, the query and the fragment are replaced by "REDACTED"
+// (scheme, host and path stay, to say which sink). A URL that does not
+// parse is "REDACTED" whole.
+func RedactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "REDACTED"
+	}
+	if p.User != nil {
+		p.User = url.User("REDACTED")
+	}
+	if p.RawQuery != "" || p.ForceQuery {
+		p.RawQuery, p.ForceQuery = "REDACTED", false
+	}
+	if p.Fragment != "" {
+		p.Fragment, p.RawFragment = "REDACTED", ""
+	}
+	return p.String()
+}
+
+// redactURLError returns err with the URL it names redacted (RedactURL):
+// a *url.Error's URL, and any other error that quotes raw whole.
+func redactURLError(err error, raw string) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return &url.Error{Op: ue.Op, URL: RedactURL(ue.URL), Err: redactURLError(ue.Err, raw)}
+	}
+	if raw != "" && strings.Contains(err.Error(), raw) {
+		return errors.New(strings.ReplaceAll(err.Error(), raw, RedactURL(raw)))
+	}
+	return err
+}
 
 func gzipArray(events []json.RawMessage) ([]byte, error) {
 	var buf bytes.Buffer

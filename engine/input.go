@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -186,12 +185,17 @@ type viewCache struct {
 }
 
 // roleKey is the canonical key of a caller's role set: the base decision
-// depends on nothing else.
+// depends on nothing else. Each role is length-prefixed, so no role's bytes
+// (a NUL, a separator) can make two different sets share a key.
 func roleKey(c *Caller) string {
 	roles := slices.Clone(c.Roles)
 	slices.Sort(roles)
 	roles = slices.Compact(roles)
-	return strings.Join(roles, "\x00")
+	var b []byte
+	for _, r := range roles {
+		b = appendLenString(b, r) // as the fingerprint's strings
+	}
+	return string(b)
 }
 
 func (r *Revision) view(c *Caller) *callerView {

@@ -637,31 +637,34 @@ func printWelcome(w io.Writer, a net.Addr, demoToken string, tokens *identity.To
 }
 
 // newJWT makes the JWT verifier of cfg.Auth for the address listened at;
-// nil when no issuer is configured. An issuer that cannot be reached is no
-// error: toolgate serves the tokens file meanwhile and answers JWT callers
-// 503 with Retry-After until the issuer's keys have been fetched (retried
-// at most every identity.RetryInterval), so a restart of the
+// nil when no issuer is configured. An issuer that cannot be reached, or
+// is slow, is no error and does not hold the start: toolgate serves the
+// tokens file meanwhile and answers JWT callers 503 with Retry-After at
+// once until the issuer's keys have been fetched (in the background,
+// retried every identity.RetryInterval), so a restart of the
 // authorization server never takes toolgate down with it. Only invalid
-// settings are an error.
+// settings are an error, and an issuer on every address without
+// auth.resource (the default resource would name no host clients use).
 func newJWT(ctx context.Context, cfg Config, addr string, log *slog.Logger) (*identity.JWT, error) {
 	if !cfg.Auth.Enabled() {
 		return nil, nil
 	}
 	s := cfg.Auth.WithDefaults(addr)
+	if host, _, err := net.SplitHostPort(addr); cfg.Auth.Resource == "" && err == nil && (host == "" || net.ParseIP(host).IsUnspecified()) {
+		// config.Serve.Validate says so first; an embedder may not call it.
+		return nil, fmt.Errorf("auth.resource (--resource) is required when listening on every address (%s): the default would advertise %s as this server's URI", addr, s.Resource)
+	}
 	if cfg.Auth.Resource == "" && !httpserve.IsLoopback(addr) {
 		log.Warn("toolgate: no --resource: tokens must be issued for the address listened at; set --resource to the URI clients use",
 			slog.String("resource", s.Resource))
 	}
-	opts := append([]identity.Option{identity.WithLogger(log)}, cfg.IdentityOptions...)
-	fetchCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	v, err := identity.NewJWT(fetchCtx, s, opts...)
+	// In the background: a slow issuer never holds the start, and JWT
+	// callers get 503 at once until its keys are known; the key set is
+	// checked again every identity.KeyCheckInterval.
+	opts := append([]identity.Option{identity.WithLogger(log), identity.WithBackground()}, cfg.IdentityOptions...)
+	v, err := identity.NewJWT(ctx, s, opts...)
 	if err != nil {
 		return nil, err
-	}
-	if err := v.Ready(); err != nil {
-		log.Warn("toolgate: the issuer's signing keys are not available yet; JWT callers get 503 with Retry-After until they are (a request retries the fetch, at most every 5s)",
-			slog.String("issuer", s.Issuer), slog.String("jwks", s.JWKS))
 	}
 	log.Info("toolgate: accepting JWT access tokens", slog.String("issuer", s.Issuer), slog.String("resource", s.Resource),
 		slog.Any("audiences", s.Audiences), slog.String("subject_claim", s.SubjectClaim), slog.String("roles_claim", s.RolesClaim))

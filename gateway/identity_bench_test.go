@@ -5,7 +5,6 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -63,12 +62,14 @@ func BenchmarkGovernedCallAuth(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	tokens := writeTokens(b, dir, &engine.Caller{Subject: "ops", Roles: []string{"manager", "reader"}})
 	auth := identity.Settings{Issuer: issuer, JWKS: jwksPath, Resource: resource}
 	serve := func(cache int) *running {
-		return startGateway(b, gateway.Config{Logger: quiet, IdentityOptions: []identity.Option{identity.WithCacheSize(cache)},
+		log := &syncBuffer{}
+		g := startGateway(b, gateway.Config{Logger: slog.New(slog.NewTextHandler(log, nil)), IdentityOptions: []identity.Option{identity.WithCacheSize(cache)},
 			Serve: config.Serve{Tokens: tokens, Auth: auth, Ledger: "memory", Audit: filepath.Join(b.TempDir(), "audit.jsonl")}})
+		waitFor(b, log, "signing keys loaded") // fetched in the background
+		return g
 	}
 	cached, uncached := serve(identity.DefaultCacheSize), serve(0)
 	for _, c := range []struct {

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -46,6 +47,14 @@ type idServer struct {
 	base     string // http://127.0.0.1:PORT
 	resource string // base + "/mcp"
 	clock    *oidctest.Clock
+	log      *syncBuffer // the gateway's log, unless the test gave a Logger
+}
+
+// keysLoaded returns once the gateway has the issuer's signing keys: they
+// are fetched in the background, JWT callers getting 503 until then.
+func (g *idServer) keysLoaded(t *testing.T) {
+	t.Helper()
+	waitFor(t, g.log, "signing keys loaded")
 }
 
 // startIdentity starts a gateway listening at a free port with cfg (the
@@ -56,6 +65,10 @@ func startIdentity(t *testing.T, cfg gateway.Config, port int) *idServer {
 	cfg.HTTP = addr
 	cfg.Ledger = "memory"
 	cfg.Audit = filepath.Join(t.TempDir(), "audit.jsonl")
+	log := &syncBuffer{}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(log, nil))
+	}
 	c := oidctest.NewClock()
 	cfg.IdentityOptions = append(cfg.IdentityOptions, identity.WithClock(c.Now))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -74,7 +87,7 @@ func startIdentity(t *testing.T, cfg gateway.Config, port int) *idServer {
 	}
 	r := &running{url: "http://" + addr + "/mcp", stop: func() error { cancel(); return <-done }}
 	t.Cleanup(func() { _ = r.stop() })
-	return &idServer{running: r, base: "http://" + addr, resource: "http://" + addr + "/mcp", clock: c}
+	return &idServer{running: r, base: "http://" + addr, resource: "http://" + addr + "/mcp", clock: c, log: log}
 }
 
 // connectToken opens a go-sdk session under proto with a bearer token.
@@ -161,6 +174,7 @@ func TestIdentityE2E(t *testing.T) {
 	// The tokens file has an admin, and a subject named like a JWT one.
 	tokens := writeTokens(t, dir, &engine.Caller{Subject: "ops", Roles: []string{"admin"}}, &engine.Caller{Subject: "alice-app", Roles: []string{"admin"}})
 	g := startIdentity(t, gateway.Config{Serve: config.Serve{Tokens: tokens, Auth: identity.Settings{Issuer: p.Issuer, RolesClaim: "realm_access.roles"}}}, port)
+	g.keysLoaded(t)
 	require.Equal(t, resource, g.resource)
 	metaURL := g.base + "/.well-known/oauth-protected-resource/mcp"
 
@@ -294,6 +308,7 @@ func TestIdentityE2EExpired(t *testing.T) {
 	resource := "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
 	p := oidctest.Start(t, 0, resource)
 	g := startIdentity(t, gateway.Config{Serve: config.Serve{Auth: identity.Settings{Issuer: p.Issuer}}}, port)
+	g.keysLoaded(t)
 	tok := p.Token(t, "alice", resource)
 	_, err := connectToken(t, g.url, "2025-11-25", tok)
 	require.NoError(t, err)
@@ -312,6 +327,7 @@ func TestIdentityE2EKeyRotation(t *testing.T) {
 	resource := "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
 	p := oidctest.Start(t, 0, resource)
 	g := startIdentity(t, gateway.Config{Serve: config.Serve{Auth: identity.Settings{Issuer: p.Issuer}}}, port)
+	g.keysLoaded(t)
 	old := p.Token(t, "alice", resource)
 	_, err := connectToken(t, g.url, "2025-11-25", old)
 	require.NoError(t, err)
@@ -348,8 +364,8 @@ func TestIdentityE2EIssuerDownAtStart(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "no token is still 401: %s", body)
 
 	// Any well-formed token of an accepted algorithm: it cannot be judged
-	// while the keys are unknown (each request retries the fetch, at most
-	// every identity.RetryInterval, and the issuer is still down).
+	// while the keys are unknown (the background retries the fetch every
+	// identity.RetryInterval, and the issuer is still down).
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	require.NoError(t, err)
 	early := sign(t, []byte(`{"iss":"`+issuer+`","sub":"x","aud":"`+resource+`"}`), jwa.RS256(), key, "rsa-1")
@@ -360,7 +376,7 @@ func TestIdentityE2EIssuerDownAtStart(t *testing.T) {
 	p := oidctest.Start(t, idpPort, resource)
 	require.Equal(t, issuer, p.Issuer)
 	tok := p.Token(t, "alice", resource)
-	g.clock.Advance(identity.RetryInterval)
+	g.keysLoaded(t) // retried in the background every identity.RetryInterval
 	cs, err := connectToken(t, g.url, "2025-11-25", tok)
 	require.NoError(t, err, "served once the issuer answers")
 	require.Equal(t, managerTools, listNames(t, cs))

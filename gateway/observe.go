@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -47,15 +48,20 @@ func (g *Gateway) buildObserve() error {
 // openObserve starts the tracer and the decision logger the settings ask
 // for; the decision log's drops are counted in m's registry.
 func openObserve(ctx context.Context, s *config.Serve, log *slog.Logger, m *metrics.Metrics) (*observe, error) {
-	tr, err := tracing.New(ctx, tracing.Options{Endpoint: s.OtelEndpoint, ServiceVersion: Version})
+	key, err := s.HashKey()
+	if err != nil {
+		return nil, fmt.Errorf("decisionLogHashKey: %w", err)
+	}
+	tr, err := tracing.New(ctx, tracing.Options{Endpoint: s.OtelEndpoint, ServiceVersion: Version, TrustIncoming: s.TrustTraceparent})
 	if err != nil {
 		return nil, err
 	}
 	o := &observe{tr: tr}
 	if s.DecisionLog != "" {
 		o.dl, err = decisionlog.Open(s.DecisionLog, decisionlog.Options{
-			Labels: map[string]string{"id": newID(), "version": Version},
-			Logger: log,
+			Labels:  map[string]string{"id": newID(), "version": Version},
+			Logger:  log,
+			HashKey: key,
 		})
 		if err != nil {
 			_ = tr.Shutdown(ctx)

@@ -103,7 +103,7 @@ func TestObserveDecisionLogsAndTraces(t *testing.T) {
 	auditPath := filepath.Join(dir, "audit.jsonl")
 	g := startGateway(t, gateway.Config{Serve: config.Serve{
 		Tokens: writeTokens(t, dir, ops, admin), Ledger: "memory", Audit: auditPath,
-		DecisionLog: sinks.logs.URL + "/logs", OtelEndpoint: sinks.otlp.URL,
+		DecisionLog: sinks.logs.URL + "/logs", OtelEndpoint: sinks.otlp.URL, TrustTraceparent: true,
 	}})
 	cs := connect(t, t.Context(), g.url, protocols[len(protocols)-1], ops)
 	_, err := cs.ListTools(t.Context(), &mcp.ListToolsParams{Meta: mcp.Meta{"traceparent": "00-" + clientTrace + "-00f067aa0ba902b7-01"}})
@@ -206,7 +206,7 @@ func TestObserveTraceFromHTTPHeader(t *testing.T) {
 	sinks := newObserveSinks(t)
 	ops := &engine.Caller{Subject: "ops", Roles: []string{"manager", "reader"}}
 	g := startGateway(t, gateway.Config{Serve: config.Serve{
-		Tokens: writeTokens(t, dir, ops), Ledger: "memory", Audit: filepath.Join(dir, "audit.jsonl"), OtelEndpoint: sinks.otlp.URL,
+		Tokens: writeTokens(t, dir, ops), Ledger: "memory", Audit: filepath.Join(dir, "audit.jsonl"), OtelEndpoint: sinks.otlp.URL, TrustTraceparent: true,
 	}})
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()

@@ -104,7 +104,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	// The TokenInfo's Expiration is the token's exp, already checked by
 	// the verifier with identity.Leeway: the SDK's own check of it gets
 	// the same leeway, so that it refuses nothing the verifier accepted.
-	bearer := auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true, ClockSkew: identity.Leeway})(next)
+	// Its own refusals (a token that expired since it was verified) name
+	// the metadata too, as every 401 of docs/contract.md §12 does.
+	bearer := auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true, ClockSkew: identity.Leeway,
+		ResourceMetadataURL: s.metadataURL})(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.authOn() {
 			next.ServeHTTP(w, r)
@@ -163,3 +166,41 @@ func (s *Server) operator(next http.Handler) http.Handler {
 		}
 	})
 }
+
+// challenging returns w for a handler serving nobody (Approvals, Console,
+// Routes) whose own 401 carries a bare "Bearer" challenge (or none): with
+// JWT callers, that challenge names the Protected Resource Metadata, as
+// every 401 of docs/contract.md §12 does, so a client learns where to get
+// a token. Without JWT, w itself.
+func (s *Server) challenging(w http.ResponseWriter) http.ResponseWriter {
+	if s.metadataURL == "" {
+		return w
+	}
+	_, challenge := identity.Answer(identity.ErrNoToken, s.metadataURL)
+	return &challengeWriter{ResponseWriter: w, challenge: challenge}
+}
+
+type challengeWriter struct {
+	http.ResponseWriter
+	challenge string
+}
+
+func (c *challengeWriter) WriteHeader(code int) {
+	if code == http.StatusUnauthorized {
+		if v := c.Header().Get("WWW-Authenticate"); v == "" || v == "Bearer" {
+			c.Header().Set("WWW-Authenticate", c.challenge)
+		}
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+// Write without WriteHeader is a 200: nothing to rewrite.
+
+func (c *challengeWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (c *challengeWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }

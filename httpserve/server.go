@@ -288,6 +288,8 @@ func (s *Server) withCaller(next http.Handler) http.Handler {
 			}
 			if p.caller != nil {
 				r = r.WithContext(context.WithValue(r.Context(), requestCallerKey{}, identity.CloneCaller(p.caller)))
+			} else {
+				w = s.challenging(w)
 			}
 		}
 		next.ServeHTTP(w, r)

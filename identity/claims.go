@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/exactjson"
 )
 
 // maxClaimsDepth bounds the nesting the claims decoder follows. Tokens are
@@ -32,10 +34,15 @@ const maxClaimsDepth = 32
 // string. The roles claim, when present and not null, must be an array of
 // strings or a space-separated string.
 //
-// Claims are the payload bounded like `_meta` (docs/contract.md §3, engine.BoundMeta):
-// the first 32 members in the token's order whose value nests at most 4
-// levels and encodes in at most 4096 bytes; numbers keep their exact text
-// (json.Number).
+// The subject and every role must hold no control or format character
+// (Unicode Cc and Cf: NUL, newline, bidi overrides, zero-width marks): they
+// name the caller in logs, audit and approvals, and key caches.
+//
+// Claims are the whole payload, exactly as decoded: unlike `_meta`, nothing
+// is dropped (a deny rule over a 200-entry groups claim, or the 33rd claim,
+// sees it), since a verified token is already bounded by MaxTokenLen.
+// Numbers keep their exact text (json.Number). A payload the policy could
+// not see exactly (a lone surrogate escape, say) is refused.
 func CallerFromClaims(payload []byte, s Settings) (*engine.Caller, error) {
 	all, err := decodeClaims(payload)
 	if err != nil {
@@ -53,15 +60,41 @@ func CallerFromClaims(payload []byte, s Settings) (*engine.Caller, error) {
 	if !ok || strings.TrimSpace(subject) == "" {
 		return nil, invalid(fmt.Sprintf("subject claim %q is missing or not a non-empty string", subjectPath), nil)
 	}
+	if r, bad := nameProblem(subject); bad {
+		return nil, invalid(fmt.Sprintf("subject claim %q holds %s", subjectPath, r), nil)
+	}
 	roles, err := rolesOf(all, rolesPath)
 	if err != nil {
 		return nil, err
 	}
+	for _, role := range roles {
+		if r, bad := nameProblem(role); bad {
+			return nil, invalid(fmt.Sprintf("roles claim %q holds a role with %s", rolesPath, r), nil)
+		}
+	}
+	if _, err := exactjson.Value(payload); err != nil {
+		return nil, invalid("claims cannot be represented exactly", err)
+	}
 	return &engine.Caller{
 		Subject: subject,
 		Roles:   roles,
-		Claims:  engine.BoundMeta(payload).Map(),
+		Claims:  all,
 	}, nil
+}
+
+// nameProblem reports whether s, a subject or a role, holds a control or
+// format character (Unicode Cc or Cf), and then names the first one as
+// "control character U+XXXX" (never s itself: it may be a secret pasted in
+// the wrong place). Such names are refused wherever callers come from
+// (tokens, the tokens file): a NUL or a newline in a name could make two
+// callers look alike to a cache or a reader of the logs.
+func nameProblem(s string) (string, bool) {
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return fmt.Sprintf("control character %U", r), true
+		}
+	}
+	return "", false
 }
 
 // decodeClaims decodes payload exactly, or refuses it.

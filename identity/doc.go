@@ -52,7 +52,9 @@
 //     (numbers keep their text), and a claims set that cannot be
 //     represented (a member named twice, a number beyond the policy
 //     engine's range) refuses the token instead of becoming another
-//     caller. Claims are bounded like `_meta` (docs/contract.md §3).
+//     caller. Claims reach the policy whole, never trimmed like `_meta`
+//     (docs/contract.md §12); a subject or role holding a control
+//     character refuses the token.
 //   - Verified tokens are cached by SHA-256 (DefaultCacheSize entries,
 //     least recently used out), never past their `exp`.
 //

@@ -39,6 +39,10 @@ type options struct {
 	log       *slog.Logger
 	now       func() time.Time
 	cacheSize int
+	// background: WithBackground.
+	background bool
+	// ticks, when set, replaces the background's timers (tests).
+	ticks <-chan time.Time
 }
 
 // WithHTTPClient sets the client used for discovery and key sets (default:
@@ -57,12 +61,23 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 // 0 or less: no cache).
 func WithCacheSize(n int) Option { return func(o *options) { o.cacheSize = n } }
 
+// WithBackground makes NewJWT return at once and fetch the key set in a
+// goroutine that lives as long as NewJWT's ctx: at once, then every
+// RetryInterval until a fetch works, then every KeyCheckInterval (a token
+// cached while its key was published is dropped once its key is gone).
+// While no key set is known, a token gets ErrUnavailable at once, without
+// waiting for a fetch. A server uses it; a command verifying one token
+// does not.
+func WithBackground() Option { return func(o *options) { o.background = true } }
+
 // NewJWT returns a verifier for s (after WithDefaults; it must Validate).
 // It fetches the key set once (discovery first, from s.Issuer, unless
 // s.JWKS is set) and returns the verifier whether or not that worked: when
 // the issuer cannot be reached, the failure is logged and returned by
 // Ready, tokens get ErrUnavailable, and the fetch is retried at most every
-// RetryInterval until it works. ctx bounds that first fetch only.
+// RetryInterval until it works. ctx bounds that first fetch only; with
+// WithBackground, ctx is the background's lifetime and nothing is fetched
+// before NewJWT returns.
 func NewJWT(ctx context.Context, s Settings, opts ...Option) (*JWT, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -85,7 +100,11 @@ func NewJWT(ctx context.Context, s Settings, opts ...Option) (*JWT, error) {
 		o.now = time.Now
 	}
 	v := &JWT{settings: s, cache: newTokenCache(o.cacheSize), now: o.now}
-	v.keys = &keyring{issuer: s.Issuer, jwks: s.JWKS, client: o.client, log: o.log, now: o.now, onLoss: v.cache.clear}
+	v.keys = &keyring{issuer: s.Issuer, jwks: s.JWKS, client: o.client, log: o.log, now: o.now, onLoss: v.cache.clear, background: o.background}
+	if o.background {
+		go v.keys.run(ctx, o.ticks)
+		return v, nil
+	}
 	v.keys.mu.Lock()
 	v.keys.refresh(ctx, nil, o.now())
 	v.keys.mu.Unlock()
@@ -132,11 +151,17 @@ func (v *JWT) verifyHashed(ctx context.Context, token string, key [sha256.Size]b
 	if c, exp, ok := v.cache.lookup(key, now); ok {
 		return c, exp, nil
 	}
+	before := v.keys.current.Load()
 	c, exp, err := v.verify(ctx, token, now)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	v.cache.put(key, c, exp)
+	// A key set installed meanwhile may have dropped the key that
+	// verified, after the cache was cleared: cache only under the set the
+	// token was verified with (or the first one).
+	if after := v.keys.current.Load(); after == before || before == nil {
+		v.cache.put(key, c, exp)
+	}
 	return c, exp, nil
 }
 

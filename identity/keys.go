@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -33,6 +34,11 @@ const (
 	// fetched again on the next token, so a key the issuer withdrew stops
 	// verifying even when no unknown kid comes along.
 	MaxKeySetAge = time.Hour
+	// KeyCheckInterval is how often a verifier made WithBackground fetches
+	// the key set again on its own, whether or not tokens come: a token
+	// cached while its key was published is dropped once a check finds
+	// the key gone (docs/contract.md §12).
+	KeyCheckInterval = 5 * time.Minute
 	// fileCheckInterval is how often a JWKS file's modification time is
 	// looked at.
 	fileCheckInterval = time.Second
@@ -86,6 +92,19 @@ func (s *keySet) hasKid(kid string) bool {
 	for _, k := range s.keys {
 		if k.kid == kid {
 			return true
+		}
+	}
+	return false
+}
+
+// holds reports whether s has k: the same kid and the same public key.
+func (s *keySet) holds(k verifyKey) bool {
+	type equaler interface{ Equal(crypto.PublicKey) bool }
+	for _, x := range s.keys {
+		if x.kid == k.kid {
+			if e, ok := x.key.(equaler); ok && e.Equal(k.key) {
+				return true
+			}
 		}
 	}
 	return false
@@ -183,6 +202,11 @@ type keyring struct {
 	onLoss  func() // a key the previous set had is gone
 	current atomic.Pointer[keySet]
 
+	// background: a goroutine fetches the key set (JWT.background); while
+	// none is known, a token gets ErrUnavailable at once instead of
+	// waiting for a fetch of its own.
+	background bool
+
 	mu          sync.Mutex // serialises fetches; guards the fields below
 	jwksURL     string     // resolved by discovery
 	lastAttempt time.Time
@@ -201,6 +225,9 @@ func (r *keyring) keys(ctx context.Context, kid string, alg jwa.SignatureAlgorit
 		if c := s.candidates(kid, alg); len(c) > 0 || kid == "" || s.hasKid(kid) {
 			return c, nil
 		}
+	}
+	if s == nil && r.background {
+		return nil, fmt.Errorf("%w (%s)", ErrUnavailable, r.source())
 	}
 	// Unknown kid, stale, or nothing fetched yet.
 	r.mu.Lock()
@@ -253,6 +280,48 @@ func (r *keyring) refresh(ctx context.Context, old *keySet, now time.Time) *keyS
 		return old
 	}
 	r.lastAttempt = now
+	return r.install(ctx, old, now)
+}
+
+// check fetches the key set now, whatever the rate limits, and installs
+// it: the background's schedule (KeyCheckInterval, RetryInterval).
+func (r *keyring) check(ctx context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	r.lastAttempt = now
+	fctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	r.install(fctx, r.current.Load(), now)
+}
+
+// run is the background of a verifier made WithBackground: it fetches the
+// key set at once, then every RetryInterval while none is known, then every
+// KeyCheckInterval, until ctx ends. ticks, when set, replaces the timers.
+func (r *keyring) run(ctx context.Context, ticks <-chan time.Time) {
+	for {
+		r.check(ctx)
+		next, stop := ticks, func() bool { return false }
+		if next == nil {
+			d := KeyCheckInterval
+			if r.current.Load() == nil {
+				d = RetryInterval
+			}
+			t := time.NewTimer(d)
+			next, stop = t.C, t.Stop
+		}
+		select {
+		case <-ctx.Done():
+			stop()
+			return
+		case <-next:
+		}
+	}
+}
+
+// install fetches the key set and makes it current; on failure the old
+// one stays. It returns the current set. r.mu is held.
+func (r *keyring) install(ctx context.Context, old *keySet, now time.Time) *keySet {
 	s, err := r.fetch(ctx)
 	if err != nil {
 		if old == nil {
@@ -265,15 +334,27 @@ func (r *keyring) refresh(ctx context.Context, old *keySet, now time.Time) *keyS
 		return old
 	}
 	s.fetched = now
+	// Store before onLoss: a token verified with the old set after the
+	// cache is cleared is not cached (JWT.verifyHashed compares sets).
+	r.current.Store(s)
+	changed := old == nil || len(old.keys) != len(s.keys)
 	if old != nil {
 		for _, k := range old.keys {
-			if !s.hasKid(k.kid) && r.onLoss != nil {
-				r.onLoss()
+			if !s.holds(k) {
+				changed = true
+				r.log.Info("identity: a signing key left the key set; cached tokens are verified again",
+					slog.String("source", r.source()), slog.String("kid", k.kid))
+				if r.onLoss != nil {
+					r.onLoss()
+				}
 				break
 			}
 		}
 	}
-	r.current.Store(s)
+	if !changed { // the background's check every KeyCheckInterval: no news
+		r.log.Debug("identity: signing keys unchanged", slog.String("source", r.source()), slog.Int("keys", len(s.keys)))
+		return s
+	}
 	r.log.Info("identity: signing keys loaded", slog.String("source", r.source()), slog.Int("keys", len(s.keys)))
 	return s
 }

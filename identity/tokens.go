@@ -79,6 +79,14 @@ func (t *Tokens) add(key string, e TokenEntry) (TokenProblem, bool) {
 	if strings.TrimSpace(e.Subject) == "" {
 		return TokenProblem{Key: key[:12], Message: "subject is empty"}, false
 	}
+	if r, bad := nameProblem(e.Subject); bad {
+		return TokenProblem{Key: key[:12], Message: "subject holds a " + r}, false
+	}
+	for i, role := range e.Roles {
+		if r, bad := nameProblem(role); bad {
+			return TokenProblem{Key: key[:12], Message: fmt.Sprintf("roles[%d] holds a %s", i, r)}, false
+		}
+	}
 	if msg := claimsProblem(e.Claims); msg != "" {
 		return TokenProblem{Key: key[:12], Message: msg}, false
 	}

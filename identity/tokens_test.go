@@ -158,3 +158,37 @@ func TestTokenRolesNullIsNoRoles(t *testing.T) {
 		})
 	}
 }
+
+// TestSec24TokensFileRefusesControlCharactersInNames (issue 24, finding 5):
+// a subject or role of the tokens file holding a control or format
+// character (a NUL that could alias a role set, a newline that could forge
+// a log line, a bidi override) is a load error naming the entry and the
+// character; the file is refused whole.
+func TestSec24TokensFileRefusesControlCharactersInNames(t *testing.T) {
+	t.Parallel()
+	content := strings.Join([]string{
+		aliceHash + ": {subject: alice, roles: [admin, ww]}",                    // 1: good
+		identity.HashToken("a") + ": {subject: \"ann\\0x\"}",                    // 2: NUL in the subject
+		identity.HashToken("b") + ": {subject: \"bob\\nroot\"}",                 // 3: newline in the subject
+		identity.HashToken("c") + ": {subject: c, roles: [ok, \"admin\\0ww\"]}", // 4: NUL in a role
+		identity.HashToken("d") + ": {subject: d, roles: [\"x\\u202Ey\"]}",      // 5: bidi override in a role
+		identity.HashToken("e") + ": {subject: \"zoë\", roles: [gérant]}",       // 6: good
+		"",
+	}, "\n")
+	_, err := identity.LoadTokens(writeFile(t, "tokens.yaml", content))
+	var tfe *identity.TokenFileError
+	require.ErrorAs(t, err, &tfe)
+	var lines []int
+	for _, p := range tfe.Problems {
+		lines = append(lines, p.Line)
+	}
+	assert.Equal(t, []int{2, 3, 4, 5}, lines)
+	for _, want := range []string{
+		"line 2: entry " + identity.HashToken("a")[:12] + "…: subject holds a control character U+0000",
+		"line 3: entry " + identity.HashToken("b")[:12] + "…: subject holds a control character U+000A",
+		"line 4: entry " + identity.HashToken("c")[:12] + "…: roles[1] holds a control character U+0000",
+		"line 5: entry " + identity.HashToken("d")[:12] + "…: roles[0] holds a control character U+202E",
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+}

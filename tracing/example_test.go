@@ -11,7 +11,8 @@ import (
 
 func ExampleTracer_StartRequest() {
 	exp := tracetest.NewInMemoryExporter()
-	tr, _ := tracing.New(context.Background(), tracing.Options{Exporter: exp})
+	// Clients are trusted here (behind a gateway that sets traceparent).
+	tr, _ := tracing.New(context.Background(), tracing.Options{Exporter: exp, TrustIncoming: true})
 	ctx, call := tr.StartRequest(context.Background(), tracing.Request{
 		Method: "tools/call", Tool: "getReward",
 		TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",

@@ -2,6 +2,7 @@ package tracing_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -72,5 +73,38 @@ func TestUnknownToolNameNotInSpans(t *testing.T) {
 	}
 	if spans[1].Name != "tools/call getReward" || attrs(spans[1])["gen_ai.tool.name"] != "getReward" {
 		t.Errorf("a row's name: span %q, gen_ai.tool.name %q", spans[1].Name, attrs(spans[1])["gen_ai.tool.name"])
+	}
+}
+
+// TestSec24ClientTraceContextLinkedNotContinuedByDefault (issue 24,
+// finding 12): unless the Tracer trusts incoming trace context, a client's
+// traceparent (in _meta or the HTTP header) does not choose the trace id
+// that spans, audit and decision logs record, nor its sampling: the span
+// is the root of a trace of toolgate's own, linked to the client's.
+func TestSec24ClientTraceContextLinkedNotContinuedByDefault(t *testing.T) {
+	t.Parallel()
+	tr, exp := newInMemoryWith(t, tracing.Options{})
+	for _, r := range []tracing.Request{
+		{Method: "tools/call", Tool: "getReward", TraceParent: traceparent},
+		{Method: "tools/list", Header: http.Header{"Traceparent": {headerTP}}},
+	} {
+		ctx, s := tr.StartRequest(context.Background(), r)
+		if got := tracing.TraceID(ctx); got == clientTrace || got == headerTrace || got == "" {
+			t.Errorf("%s: trace id %q, want one of toolgate's own", r.Method, got)
+		}
+		s.End()
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	for i, want := range []string{clientTrace, headerTrace} {
+		s := spans[i]
+		if s.Parent.IsValid() {
+			t.Errorf("%s: parent %v, want a root", s.Name, s.Parent.SpanID())
+		}
+		if len(s.Links) != 1 || s.Links[0].SpanContext.TraceID().String() != want {
+			t.Errorf("%s: links %v, want the client's trace %s", s.Name, s.Links, want)
+		}
 	}
 }

@@ -42,7 +42,9 @@ type Request struct {
 }
 
 // StartRequest starts the server span of one MCP request, continuing the
-// client's trace (W3C traceparent from _meta, else from the HTTP header).
+// client's trace (W3C traceparent from _meta, else from the HTTP header)
+// when the Tracer trusts it (Options.TrustIncoming), else starting a new
+// trace linked to the client's.
 // Its name and attributes follow the OpenTelemetry MCP conventions:
 // "tools/call {tool}" with mcp.method.name, gen_ai.tool.name,
 // gen_ai.operation.name execute_tool, mcp.session.id; a tool name no row
@@ -51,7 +53,13 @@ func (t *Tracer) StartRequest(ctx context.Context, r Request) (context.Context, 
 	if !t.Enabled() {
 		return ctx, Span{}
 	}
-	ctx = t.extract(ctx, r)
+	opts := make([]trace.SpanStartOption, 0, 4)
+	if c := t.extract(ctx, r); t.trust {
+		ctx = c
+	} else if sc := trace.SpanContextFromContext(c); sc.IsValid() {
+		// Not trusted: a root of toolgate's own, linked to the client's.
+		opts = append(opts, trace.WithNewRoot(), trace.WithLinks(trace.Link{SpanContext: sc}))
+	}
 	name := r.Method
 	attrs := make([]attribute.KeyValue, 0, 5)
 	attrs = append(attrs, semconv.McpMethodNameKey.String(r.Method))
@@ -70,7 +78,8 @@ func (t *Tracer) StartRequest(ctx context.Context, r Request) (context.Context, 
 	if r.ProtocolVersion != "" {
 		attrs = append(attrs, semconv.McpProtocolVersion(r.ProtocolVersion))
 	}
-	ctx, s := t.tr.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	opts = append(opts, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	ctx, s := t.tr.Start(ctx, name, opts...)
 	return ctx, Span{s}
 }
 

@@ -42,15 +42,23 @@ type Options struct {
 	ServiceName, ServiceVersion string
 	// Getenv reads the environment; nil is os.Getenv.
 	Getenv func(string) string
+	// TrustIncoming makes a request's span continue the client's trace (W3C
+	// traceparent from _meta or the HTTP header) as its parent. Off, the
+	// client's context is only linked: each request starts a trace of
+	// toolgate's own, so a client can neither choose the trace id that
+	// audit and decision logs record nor force sampling. Set it when the
+	// clients are trusted (behind a gateway that sets traceparent).
+	TrustIncoming bool
 }
 
 // Tracer makes toolgate's spans. A Tracer that is off (and a nil *Tracer)
 // makes none at zero cost: every Start returns the context unchanged and a
 // zero Span, without allocating. Safe for concurrent use.
 type Tracer struct {
-	tp   *sdktrace.TracerProvider
-	tr   trace.Tracer
-	prop propagation.TextMapPropagator
+	tp    *sdktrace.TracerProvider
+	tr    trace.Tracer
+	prop  propagation.TextMapPropagator
+	trust bool // Options.TrustIncoming
 }
 
 // New returns a Tracer exporting over OTLP/HTTP, or one that is off when
@@ -93,7 +101,7 @@ func New(ctx context.Context, opts Options) (*Tracer, error) {
 		sdktrace.WithSpanProcessor(sp),
 		sdktrace.WithResource(resource.NewWithAttributes(semconv.SchemaURL, attrs...)),
 	)
-	return &Tracer{tp: tp, tr: tp.Tracer(ScopeName), prop: propagation.TraceContext{}}, nil
+	return &Tracer{tp: tp, tr: tp.Tracer(ScopeName), prop: propagation.TraceContext{}, trust: opts.TrustIncoming}, nil
 }
 
 // TracesURL is where spans go for an OTLP/HTTP base URL: its path joined

@@ -32,10 +32,18 @@ const (
 
 func noEnv(string) string { return "" }
 
+// newInMemory is a Tracer exporting to memory that trusts the client's
+// trace context (Options.TrustIncoming).
 func newInMemory(t *testing.T) (*tracing.Tracer, *tracetest.InMemoryExporter) {
 	t.Helper()
+	return newInMemoryWith(t, tracing.Options{TrustIncoming: true})
+}
+
+func newInMemoryWith(t *testing.T, opts tracing.Options) (*tracing.Tracer, *tracetest.InMemoryExporter) {
+	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
-	tr, err := tracing.New(context.Background(), tracing.Options{Exporter: exp, Getenv: noEnv})
+	opts.Exporter, opts.Getenv = exp, noEnv
+	tr, err := tracing.New(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

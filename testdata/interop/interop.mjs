@@ -227,6 +227,14 @@ async function startHTTP(addr = '127.0.0.1:0', ...extra) {
     child.kill('SIGTERM');
   }));
   collect(child.stderr, `toolgate serve --http ${addr} ${extra.join(' ')}`);
+  // With --issuer, the signing keys are fetched in the background (JWT
+  // callers get 503 until then): wait for the line that says they are in.
+  const keys = !extra.includes('--issuer') ? Promise.resolve() : new Promise((resolve, reject) => {
+    createInterface({ input: child.stderr }).on('line', (line) => {
+      if (line.includes('signing keys loaded')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`toolgate serve --http exited with ${code} before loading the signing keys`)));
+  });
   const url = new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout });
     lines.on('line', (line) => {
@@ -236,7 +244,9 @@ async function startHTTP(addr = '127.0.0.1:0', ...extra) {
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`toolgate serve --http exited with ${code} before serving`)));
   });
-  return bounded(url, 'toolgate serve --http: the MCP URL');
+  const served = await bounded(url, 'toolgate serve --http: the MCP URL');
+  await bounded(keys, 'toolgate serve --http: the signing keys');
+  return served;
 }
 
 function httpTransport(url, token) {
