@@ -45,7 +45,7 @@ async function refresh() {
       el('h3', { id: 'h-' + r.id }, `${r.tool} — requested by ${r.subject}`),
       el('dl', {},
         el('dt', {}, 'Reason'), el('dd', {}, r.reason),
-        el('dt', {}, 'Arguments'), el('dd', {}, el('pre', {}, JSON.stringify(r.arguments ?? {}, null, 2))),
+        el('dt', {}, 'Arguments'), el('dd', {}, el('pre', { class: 'arguments' }, r.arguments_text)),
         el('dt', {}, 'Approvers'), el('dd', {}, r.approvers.join(', ')),
         el('dt', {}, 'Requested'), el('dd', {}, r.created),
         el('dt', {}, 'Expires'), el('dd', {}, r.expires),

@@ -100,18 +100,23 @@ type Request struct {
 	// decide on them. They are never written to the audit trail, nor sent
 	// to the webhook.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Reason    string          `json:"reason"`
-	Approvers []string        `json:"approvers"`
-	Status    string          `json:"status"`
-	Created   time.Time       `json:"created"`
-	Expires   time.Time       `json:"expires"`
-	DecidedBy string          `json:"decided_by,omitempty"`
-	DecidedAt time.Time       `json:"decided_at,omitzero"`
-	Note      string          `json:"note,omitempty"`
+	// ArgumentsText is Arguments as a person is shown them
+	// (ArgumentsText): exact numbers, invisible characters escaped,
+	// nothing cut. Pages render it as text; they never re-encode
+	// Arguments.
+	ArgumentsText string    `json:"arguments_text"`
+	Reason        string    `json:"reason"`
+	Approvers     []string  `json:"approvers"`
+	Status        string    `json:"status"`
+	Created       time.Time `json:"created"`
+	Expires       time.Time `json:"expires"`
+	DecidedBy     string    `json:"decided_by,omitempty"`
+	DecidedAt     time.Time `json:"decided_at,omitzero"`
+	Note          string    `json:"note,omitempty"`
 }
 
 func requestOf(r *ledger.ApprovalRecord) Request {
-	return Request{ID: r.ID, Subject: r.Key.Subject, Tool: r.Key.Tool, Arguments: r.Arguments, Reason: r.Reason,
+	return Request{ID: r.ID, Subject: r.Key.Subject, Tool: r.Key.Tool, Arguments: r.Arguments, ArgumentsText: ArgumentsText(r.Arguments), Reason: r.Reason,
 		Approvers: r.Approvers, Status: string(r.Status), Created: r.Created.UTC(), Expires: r.Expires.UTC(),
 		DecidedBy: r.DecidedBy, DecidedAt: utcOrZero(r.DecidedAt), Note: r.Note}
 }

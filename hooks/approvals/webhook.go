@@ -49,6 +49,23 @@ type WebhookEvent struct {
 	Reason    string    `json:"reason"`
 	Approvers []string  `json:"approvers"`
 	Expires   time.Time `json:"expires"`
+	// Text says the same for a chat message, with every character a
+	// reader could not see escaped (Visible).
+	Text string `json:"text"`
+}
+
+// eventOf is what the webhook is sent for r.
+func eventOf(r Request) WebhookEvent {
+	return WebhookEvent{ID: r.ID, Subject: r.Subject, Tool: r.Tool, Reason: r.Reason, Approvers: r.Approvers, Expires: r.Expires,
+		Text: fmt.Sprintf("Approval %s requested: %s by %s: %s", Visible(r.ID), Visible(r.Tool), Visible(r.Subject), Visible(r.Reason))}
+}
+
+// webhookBody is ev as JSON, with invisible characters escaped inside its
+// strings (VisibleJSON): the same value, which a person reading the
+// payload sees whole.
+func webhookBody(ev WebhookEvent) []byte {
+	body, _ := json.Marshal(ev)
+	return VisibleJSON(body)
 }
 
 // Webhook POSTs each new approval request as JSON to a URL, from a
@@ -95,7 +112,7 @@ func NewWebhook(url string, opts WebhookOptions) *Webhook {
 
 // Notify queues r to be sent; it never blocks. It is an Options.OnRequest.
 func (w *Webhook) Notify(r Request) {
-	ev := WebhookEvent{ID: r.ID, Subject: r.Subject, Tool: r.Tool, Reason: r.Reason, Approvers: r.Approvers, Expires: r.Expires}
+	ev := eventOf(r)
 	select {
 	case w.queue <- ev:
 	default:
@@ -124,7 +141,7 @@ func (w *Webhook) run() {
 
 // send tries ev up to Attempts times; a 2xx answer ends it.
 func (w *Webhook) send(ev WebhookEvent) {
-	body, _ := json.Marshal(ev)
+	body := webhookBody(ev)
 	wait := w.opts.Backoff
 	var err error
 	for attempt := 1; attempt <= w.opts.Attempts; attempt++ {

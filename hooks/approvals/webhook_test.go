@@ -39,7 +39,7 @@ func TestWebhookRetries(t *testing.T) {
 	select {
 	case ev := <-got:
 		assert.Equal(t, map[string]any{"id": "id1", "subject": "alice", "tool": "wipe", "reason": "r",
-			"approvers": []any{"admin"}, "expires": "2026-12-01T10:00:00Z"}, ev)
+			"approvers": []any{"admin"}, "expires": "2026-12-01T10:00:00Z", "text": "Approval id1 requested: wipe by alice: r"}, ev)
 	case <-time.After(time.Minute): // a failure bound only
 		t.Fatal("the webhook never succeeded")
 	}
