@@ -106,6 +106,17 @@ type Options struct {
 	// the page's reconnect presents the credential again, so an expired or
 	// revoked token, or a role taken away, stops the stream.
 	StreamLifetime time.Duration
+	// OpenStream, when set, accounts for each live stream on the server
+	// (httpserve.Server.OpenStream: per caller and per address caps); its
+	// error refuses the stream with 429 and the error's text.
+	OpenStream func(r *http.Request) (release func(), err error)
+	// Approver reports whether a caller without the operator role may
+	// follow the approval queue's changes (GET
+	// /console/api/approvals/events); nil: operators only.
+	Approver func(ctx context.Context, caller *engine.Caller) bool
+	// MaxSubscribers caps the live streams at once; one more gets 503.
+	// Zero is DefaultMaxSubscribers, negative no cap.
+	MaxSubscribers int
 	Logger         *slog.Logger
 }
 
@@ -128,6 +139,9 @@ func New(opts Options) *Console {
 	}
 	if opts.StreamLifetime <= 0 {
 		opts.StreamLifetime = DefaultStreamLifetime
+	}
+	if opts.MaxSubscribers == 0 {
+		opts.MaxSubscribers = DefaultMaxSubscribers
 	}
 	log := opts.Logger
 	if log == nil {

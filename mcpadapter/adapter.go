@@ -28,6 +28,10 @@ type Revisions interface {
 // CallerFunc says on whose behalf a request is made; nil is nobody.
 type CallerFunc func(ctx context.Context, req mcp.Request) *engine.Caller
 
+// SourceLocal is the CallContext.Source of a caller the operator names
+// (stdio's --as, StaticCaller), not one authenticated per request.
+const SourceLocal = "local"
+
 // StaticCaller is a CallerFunc that always answers c (for stdio).
 func StaticCaller(c *engine.Caller) CallerFunc {
 	return func(context.Context, mcp.Request) *engine.Caller { return c }
@@ -45,6 +49,9 @@ type Options struct {
 	Methods MethodSet
 	// Caller identifies the caller of each request; nil: everyone is nobody.
 	Caller CallerFunc
+	// Source names the identity source of each request's caller
+	// (CallContext.Source); nil: SourceLocal for every caller.
+	Source func(ctx context.Context, req mcp.Request) string
 	// Logger receives failures in full detail; nil discards them.
 	Logger *slog.Logger
 	// HookTimeout bounds each hook; zero is DefaultHookTimeout.

@@ -33,6 +33,10 @@ const (
 	// ApprovalRefusedOnce: the request ID was refused; this call is told
 	// so, the next one opens a new request.
 	ApprovalRefusedOnce
+	// ApprovalNotRecorded: no request could be recorded for the call (too
+	// many pending, arguments too large to keep); it is answered
+	// ApprovalCheck.Message, and has no ID.
+	ApprovalNotRecorded
 )
 
 // ApprovalCheck is the answer of Approvals.Check.
@@ -42,6 +46,8 @@ type ApprovalCheck struct {
 	ID string
 	// ApprovedBy is the approver's subject (ApprovalConsumed).
 	ApprovedBy string
+	// Message is the answer of ApprovalNotRecorded.
+	Message string
 }
 
 // ErrNoApprovals fails a call that an approval rule holds on a server
@@ -63,7 +69,11 @@ func (a *Adapter) checkApproval(ctx context.Context, call *CallContext, rule *en
 		ck, err = a.opts.Approvals.Check(ctx, call, rule)
 		return err
 	})
-	if err == nil && ck.ID == "" {
+	if err == nil && ck.State == ApprovalNotRecorded {
+		if ck.Message == "" {
+			err = errors.New("approval check refused without a message")
+		}
+	} else if err == nil && ck.ID == "" {
 		err = errors.New("approval check returned no id")
 	}
 	if err != nil {
@@ -76,6 +86,10 @@ func (a *Adapter) checkApproval(ctx context.Context, call *CallContext, rule *en
 		return false
 	case ApprovalHeld:
 		rec.held(rule, ck.ID)
+		return true
+	case ApprovalNotRecorded:
+		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = StageDenied, OutcomeDenied, by, "approval"
+		rec.Result, rec.Reasons = TextResult(ck.Message, true), []string{ck.Message}
 		return true
 	case ApprovalRefusedOnce:
 		text := ApprovalRefused(ck.ID)
