@@ -225,4 +225,3 @@ func TestNobodyLeavesSessionsForSignedInCallers(t *testing.T) {
 	initSession(t, url, "2025-11-25", aliceToken)
 	assert.Equal(t, 3, srv.SessionCount())
 }
-
