@@ -58,6 +58,7 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	str("ledger", "idempotency ledger `STORE`: memory, sqlite:PATH or postgres://... (default: sqlite: ledger.db in the state directory)", func(s *Serve) *string { return &s.Ledger })
 	def("ledger-retention", "keep completed idempotency keys for `DURATION` (default 24h)", (*durationValue)(&f.LedgerRetention), func(d *Serve) { d.LedgerRetention = f.LedgerRetention })
 	str("approval-webhook", "POST each new approval request as JSON to `URL`", func(s *Serve) *string { return &s.ApprovalWebhook })
+	def("max-pending-approvals", "at most `N` approval requests pending per requester; a call needing one more is refused (default 20)", (*intValue)(&f.MaxPendingApprovals), func(d *Serve) { d.MaxPendingApprovals = f.MaxPendingApprovals })
 	str("audit", "audit trail `FILE`, JSON Lines; - is stderr (default -)", func(s *Serve) *string { return &s.Audit })
 	str("decision-log", "log every grant and call decision as OPA decision-log events to `URL|FILE`: an http(s) URL is POSTed gzip batches, a file gets JSON Lines", func(s *Serve) *string { return &s.DecisionLog })
 	str("otel-endpoint", "export OpenTelemetry traces over OTLP/HTTP to `URL` (default: $OTEL_EXPORTER_OTLP_ENDPOINT; off without either)", func(s *Serve) *string { return &s.OtelEndpoint })

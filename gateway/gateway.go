@@ -502,6 +502,7 @@ func (g *Gateway) buildHTTP() error {
 		ReadTimeout:    cfg.ReadTimeout,
 		IdleTimeout:    cfg.IdleTimeout,
 		MaxConnections: cfg.MaxConnections,
+		OnStream:       g.m.Stream,
 		Approvals:      g.gate.Handler(httpserve.RequestCaller),
 		// The console's streams count against the server's stream caps
 		// (g.http is set when they are served).
@@ -757,9 +758,9 @@ func (g *Gateway) openApprovals(store ledger.Store) (*approvals.Gate, error) {
 	if !ok {
 		return nil, fmt.Errorf("ledger: the store %T keeps no approval requests", store)
 	}
-	opts := approvals.Options{Logger: g.log, OnState: g.m.Approval}
+	opts := approvals.Options{Logger: g.log, OnState: g.m.Approval, MaxPending: g.cfg.MaxPendingApprovals}
 	if g.cfg.ApprovalWebhook != "" {
-		wh := approvals.NewWebhook(g.cfg.ApprovalWebhook, approvals.WebhookOptions{Logger: g.log})
+		wh := approvals.NewWebhook(g.cfg.ApprovalWebhook, approvals.WebhookOptions{Logger: g.log, OnResult: g.m.ApprovalWebhook})
 		g.onClose(wh.Close)
 		opts.OnRequest = wh.Notify
 	}

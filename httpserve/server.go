@@ -115,6 +115,9 @@ type Options struct {
 	// MaxStreamsPerAddress caps the streams open at once from one remote
 	// host, likewise. Zero is DefaultMaxStreamsPerAddress, negative no cap.
 	MaxStreamsPerAddress int
+	// OnStream, when set, counts streams refused ("nobody", "per_caller",
+	// "per_address") and closed to make room ("closed_oldest").
+	OnStream func(event string)
 	// Streamable configures the go-sdk streamable handler; nil uses its
 	// defaults (stateful sessions).
 	Streamable *mcp.StreamableHTTPOptions
@@ -241,6 +244,7 @@ func New(opts Options) *Server {
 		streamCap = max(1, opts.MaxConnections*streamShareNum/streamShareDen)
 	}
 	s.streams = newStreamSet(opts.MaxStreamsPerCaller, opts.MaxStreamsPerAddress, streamCap)
+	s.streams.on = opts.OnStream
 	if opts.JWT != nil {
 		s.metadataURL = identity.MetadataURL(opts.JWT.Settings().Resource)
 	}

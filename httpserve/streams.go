@@ -53,6 +53,14 @@ type streamSet struct {
 	byOwner map[string]int
 	byAddr  map[string]int
 	closed  uint64 // streams closed to make room (oldest first)
+
+	on func(event string) // Options.OnStream; nil: none
+}
+
+func (ss *streamSet) count1(event string) {
+	if ss.on != nil {
+		ss.on(event)
+	}
 }
 
 type openStream struct {
@@ -70,15 +78,18 @@ func newStreamSet(perOwner, perAddr, max int) *streamSet {
 // connection is closed to make room.
 func (ss *streamSet) open(owner, addr string, conn net.Conn) (*openStream, error) {
 	if owner == "" {
+		ss.count1("nobody")
 		return nil, ErrStreamNobody
 	}
 	ss.mu.Lock()
 	if ss.perOwner > 0 && ss.byOwner[owner] >= ss.perOwner {
 		ss.mu.Unlock()
+		ss.count1("per_caller")
 		return nil, ErrStreamsPerCaller
 	}
 	if ss.perAddr > 0 && ss.byAddr[addr] >= ss.perAddr {
 		ss.mu.Unlock()
+		ss.count1("per_address")
 		return nil, ErrStreamsPerAddress
 	}
 	var evict net.Conn
@@ -92,6 +103,7 @@ func (ss *streamSet) open(owner, addr string, conn net.Conn) (*openStream, error
 	ss.byAddr[addr]++
 	ss.mu.Unlock()
 	if evict != nil {
+		ss.count1("closed_oldest")
 		_ = evict.Close()
 	}
 	return st, nil
@@ -134,6 +146,7 @@ func (ss *streamSet) closeOldest() bool {
 	if c == nil {
 		return false
 	}
+	ss.count1("closed_oldest")
 	_ = c.Close()
 	return true
 }
