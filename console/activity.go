@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -240,14 +241,22 @@ func (c *Console) activity(w http.ResponseWriter, r *http.Request, _ *engine.Cal
 
 // approvalEvents streams only "event: approvals" (the queue changed, no
 // content: the page reads GET /console/api/approvals again), for an
-// operator or an approver (Options.Approver); anyone else gets 403.
+// operator or an approver (Options.Approver). Anyone else holds no
+// stream: 204 with Retry-After, after which the page reads the list and
+// asks again (a role may have become an approver's meanwhile).
 func (c *Console) approvalEvents(w http.ResponseWriter, r *http.Request, caller *engine.Caller, op bool) {
 	if !op && (c.opts.Approver == nil || !c.opts.Approver(r.Context(), caller)) {
-		httpError(w, http.StatusForbidden, "the approval events need an approver role")
+		w.Header().Set("Retry-After", strconv.Itoa(notApproverRetry))
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	c.stream(w, r, nil)
 }
+
+// notApproverRetry is the Retry-After, in seconds, of the approval
+// events refused to a caller who is not an approver.
+const notApproverRetry = 10
 
 // stream serves one subscription; f nil sends no activity events. A
 // stream counts against the caller's streams on the server
