@@ -93,6 +93,10 @@ type Adapter struct {
 
 	notifyMu  sync.Mutex
 	notifySeq uint64
+
+	// confirmKey signs the requestState of the confirmations the adapter
+	// asks (confirmState), so that only answers it asked for count.
+	confirmKey [32]byte
 }
 
 // New returns an Adapter. It panics when Revisions or Methods is nil.
@@ -110,7 +114,9 @@ func New(opts Options) *Adapter {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Adapter{opts: opts, log: log}
+	a := &Adapter{opts: opts, log: log}
+	_, _ = rand.Read(a.confirmKey[:])
+	return a
 }
 
 // AddHook registers a hook. Before halves run in registration order, then

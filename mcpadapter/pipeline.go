@@ -326,7 +326,7 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 	// The user confirms a call that will run.
 	if cd.Confirm != "" {
 		rec.Confirm = cd.Confirm
-		if p.a != nil && p.a.confirm(ctx, in.req, cd.Confirm, rec) {
+		if p.a != nil && p.a.confirm(ctx, in.req, call, cd.Confirm, rec) {
 			return
 		}
 	}
