@@ -17,18 +17,15 @@ func TestConfirmStateBindsTheCall(t *testing.T) {
 	t.Parallel()
 	a := &Adapter{}
 	a.confirmKey[0] = 1
-	call := &CallContext{Name: "pay", Arguments: json.RawMessage(`{"amount":1}`), Caller: &engine.Caller{Subject: "alice"}, Source: "token"}
+	mk := func(args, subject, source string) *CallContext {
+		return &CallContext{Name: "pay", Arguments: json.RawMessage(args), Caller: &engine.Caller{Subject: subject}, Source: source}
+	}
+	call := mk(`{"amount":1}`, "alice", "token")
 	state := a.confirmState(call, "Pay?", time.Now().Add(time.Minute))
 	assert.True(t, a.confirmAsked(state, call, "Pay?"))
-	other := *call
-	other.Arguments = json.RawMessage(`{"amount":1000}`)
-	assert.False(t, a.confirmAsked(state, &other, "Pay?"), "other arguments")
-	other = *call
-	other.Source = "jwt"
-	assert.False(t, a.confirmAsked(state, &other, "Pay?"), "another source's alice")
-	other = *call
-	other.Caller = &engine.Caller{Subject: "bob"}
-	assert.False(t, a.confirmAsked(state, &other, "Pay?"), "another caller")
+	assert.False(t, a.confirmAsked(state, mk(`{"amount":1000}`, "alice", "token"), "Pay?"), "other arguments")
+	assert.False(t, a.confirmAsked(state, mk(`{"amount":1}`, "alice", "jwt"), "Pay?"), "another source's alice")
+	assert.False(t, a.confirmAsked(state, mk(`{"amount":1}`, "bob", "token"), "Pay?"), "another caller")
 	assert.False(t, a.confirmAsked(state, call, "Pay more?"), "another question")
 	assert.False(t, a.confirmAsked(a.confirmState(call, "Pay?", time.Now().Add(-time.Second)), call, "Pay?"), "expired")
 	b := &Adapter{}
