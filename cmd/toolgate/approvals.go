@@ -89,7 +89,7 @@ func (p *approvalsParams) run(ctx context.Context, e *env) int {
 	defer closer.Close()
 	gate := approvals.New(st, approvals.Options{})
 	if p.action == "list" {
-		list, err := gate.Pending(ctx, p.caller)
+		list, err := gate.AllPending(ctx, p.caller)
 		if err == nil {
 			err = approvals.WriteList(e.stdout, list, p.json)
 		}

@@ -52,6 +52,24 @@ func (g *Gate) Pending(ctx context.Context, caller *engine.Caller) ([]Request, e
 	return list, err
 }
 
+// AllPending returns every pending request caller may decide, oldest
+// first, read page by page (`toolgate approvals list`).
+func (g *Gate) AllPending(ctx context.Context, caller *engine.Caller) ([]Request, error) {
+	var all []Request
+	after := ""
+	for {
+		page, next, err := g.PendingPage(ctx, caller, after, MaxListLimit)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		if next == "" {
+			return all, nil
+		}
+		after = next
+	}
+}
+
 // ErrBadCursor is PendingPage's error for an after it did not make.
 var ErrBadCursor = errors.New("approvals: not a cursor of this listing")
 

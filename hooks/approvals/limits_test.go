@@ -119,6 +119,10 @@ func TestListingSelectsByRoleInTheStore(t *testing.T) {
 				require.Less(t, seen[i-1], seen[i])
 			}
 
+			all, err := g.AllPending(ctx, ops)
+			require.NoError(t, err)
+			assert.Len(t, all, 1500, "`toolgate approvals list` reads every page")
+
 			// The requester never sees their own.
 			list, err = g.Pending(ctx, &engine.Caller{Subject: "mallory", Roles: []string{"admin", "ops"}})
 			require.NoError(t, err)
