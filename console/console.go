@@ -40,10 +40,11 @@ func (f ExplainerFunc) Explain(ctx context.Context, c *engine.Caller, tool strin
 }
 
 // Approvals is the approval store as approvers use it; *approvals.Gate is
-// one. Pending returns only the requests caller may decide; Decide returns
+// one. PendingPage returns a page of the requests caller may decide and
+// the cursor of the next ("" at the end); Decide returns
 // approvals.ErrNotFound, ErrForbidden or ErrNotPending.
 type Approvals interface {
-	Pending(ctx context.Context, caller *engine.Caller) ([]approvals.Request, error)
+	PendingPage(ctx context.Context, caller *engine.Caller, after string, limit int) ([]approvals.Request, string, error)
 	Decide(ctx context.Context, caller *engine.Caller, id string, approve bool, note string) (approvals.Request, error)
 }
 
@@ -226,17 +227,28 @@ func (c *Console) me(w http.ResponseWriter, _ *http.Request, caller *engine.Call
 	writeJSON(w, http.StatusOK, Me{Subject: caller.Subject, Roles: roles, Operator: op})
 }
 
+// listApprovals answers a page of the requests the caller may decide
+// (?after=CURSOR), oldest first, and "next" when there are more.
 func (c *Console) listApprovals(w http.ResponseWriter, r *http.Request, caller *engine.Caller, _ bool) {
-	list := []approvals.Request{}
+	list, next := []approvals.Request{}, ""
 	if c.opts.Approvals != nil {
 		var err error
-		if list, err = c.opts.Approvals.Pending(r.Context(), caller); err != nil {
+		list, next, err = c.opts.Approvals.PendingPage(r.Context(), caller, r.URL.Query().Get("after"), approvals.DefaultListLimit)
+		if errors.Is(err, approvals.ErrBadCursor) {
+			httpError(w, http.StatusBadRequest, "after must be the next cursor of a listing")
+			return
+		}
+		if err != nil {
 			c.log.Error("console: listing approvals failed", slog.Any("error", err))
 			httpError(w, http.StatusInternalServerError, "approvals are not available")
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"approvals": list})
+	page := map[string]any{"approvals": list}
+	if next != "" {
+		page["next"] = next
+	}
+	writeJSON(w, http.StatusOK, page)
 }
 
 // maxBody bounds the JSON bodies the console's endpoints read (a callers

@@ -33,8 +33,9 @@ async function decide(id, approve, note, card) {
 }
 
 async function refresh() {
-  const { approvals } = await api('approvals');
-  $('approvals-count').textContent = approvals.length ? String(approvals.length) : '';
+  const { approvals, next } = await api('approvals');
+  $('approvals-count').textContent = approvals.length ? String(approvals.length) + (next ? '+' : '') : '';
+  $('approvals-more').hidden = !next;
   if (!visible && document.body.dataset.view !== 'approvals') return;
   $('approvals-empty').hidden = approvals.length > 0;
   $('approvals-list').replaceChildren(...approvals.map((r) => {
