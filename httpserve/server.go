@@ -172,6 +172,14 @@ type Options struct {
 // whatever the method (POST, GET, DELETE). A session ends after Options.SessionTimeout
 // without requests; at most Options.MaxSessions are alive at once.
 //
+// Streams (a session's GET /mcp, subscriptions/listen, and the console's
+// through OpenStream) are for signed-in callers only, at most
+// Options.MaxStreamsPerCaller per caller and MaxStreamsPerAddress per
+// remote host (HTTP 429 beyond), and hold at most three quarters of
+// Options.MaxConnections: one more closes the oldest stream's connection.
+// Where callers can sign in, sessions opened by nobody hold at most a
+// quarter of Options.MaxSessions.
+//
 // GET /healthz answers {"status","revision"} to anyone; with ?verbose=1
 // it answers the whole health to a caller with the operator role
 // (Options.AdminRole), 401 to a request without a valid token and 403 to a
