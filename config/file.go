@@ -101,6 +101,8 @@ func parseFile(data []byte) (*Serve, error) {
 			ok = v.Tag == "!!bool" && v.Decode(&s.TrustTraceparent) == nil
 		case "approvalWebhook":
 			ok = str(v, &s.ApprovalWebhook)
+		case "maxPendingApprovals":
+			ok = v.Tag == "!!int" && v.Decode(&s.MaxPendingApprovals) == nil && s.MaxPendingApprovals > 0
 		case "stdio":
 			ok = v.Tag == "!!bool" && v.Decode(&s.Stdio) == nil
 		case "watch":
@@ -178,7 +180,7 @@ var want = map[string]string{
 	"roles": "a list of role names", "hookTimeout": "a positive duration such as 10s", "evalTimeout": "a positive duration such as 250ms",
 	"ledgerRetention": "a positive duration such as 24h", "idempotencyKey": "a _meta key (a non-empty string)",
 	"sessionTimeout": "a positive duration such as 10m", "readTimeout": "a positive duration such as 30s", "idleTimeout": "a positive duration such as 2m",
-	"maxSessions": "a whole number, 1 or more", "maxConnections": "a whole number, 1 or more", "allowedOrigins": "a list of origins",
+	"maxSessions": "a whole number, 1 or more", "maxPendingApprovals": "a whole number, 1 or more", "maxConnections": "a whole number, 1 or more", "allowedOrigins": "a list of origins",
 	"adminRole": "a role name", "metricsAddr": "an address such as 127.0.0.1:9090",
 	"capabilities": "a file path", "listFallback": "base or none", "pins": "a file path",
 }

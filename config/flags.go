@@ -59,6 +59,7 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	str("idempotency-key", "the _meta `KEY` whose string value is a call's idempotency key (default festi/idempotencyKey)", func(s *Serve) *string { return &s.IdempotencyKey })
 	def("ledger-retention", "keep completed idempotency keys for `DURATION` (default 24h)", (*durationValue)(&f.LedgerRetention), func(d *Serve) { d.LedgerRetention = f.LedgerRetention })
 	str("approval-webhook", "POST each new approval request as JSON to `URL`", func(s *Serve) *string { return &s.ApprovalWebhook })
+	def("max-pending-approvals", "at most `N` approval requests pending per requester; a call needing one more is refused (default 20)", (*intValue)(&f.MaxPendingApprovals), func(d *Serve) { d.MaxPendingApprovals = f.MaxPendingApprovals })
 	str("audit", "audit trail `FILE`, JSON Lines; - is stderr (default -)", func(s *Serve) *string { return &s.Audit })
 	str("decision-log", "log every grant and call decision as OPA decision-log events to `URL|FILE`: an http(s) URL is POSTed gzip batches, a file gets JSON Lines", func(s *Serve) *string { return &s.DecisionLog })
 	str("decision-log-hash-key", "key the decision log's hashes of argument and _meta values (HMAC-SHA256) with the key in `${VAR}|FILE`, at least 32 bytes", func(s *Serve) *string { return &s.DecisionLogHashKey })

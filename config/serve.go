@@ -81,6 +81,9 @@ type Serve struct {
 	// ApprovalWebhook, when set, is an http(s) URL each new approval
 	// request is POSTed to as JSON (docs/contract.md §13).
 	ApprovalWebhook string `yaml:"approvalWebhook"`
+	// MaxPendingApprovals bounds the approval requests one requester may
+	// have pending (docs/contract.md §13); zero is the default (20).
+	MaxPendingApprovals int `yaml:"maxPendingApprovals"`
 	// Watch reloads registry and policies on change; nil is on.
 	Watch *bool `yaml:"watch"`
 	// HookTimeout bounds one hook run; zero is the adapter's default.
@@ -317,6 +320,9 @@ func (s *Serve) Validate() error {
 	}
 	if s.MaxSessions < 0 {
 		add("maxSessions", "negative number %d", s.MaxSessions)
+	}
+	if s.MaxPendingApprovals < 0 {
+		add("maxPendingApprovals", "negative number %d", s.MaxPendingApprovals)
 	}
 	if s.MaxConnections < 0 {
 		add("maxConnections", "negative number %d", s.MaxConnections)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -17,10 +18,9 @@ import (
 // Defaults of the Activity.
 const (
 	DefaultBacklog = 1000
-	// subscriberBuffer is how many events a live stream may lag behind;
-	// a subscriber further behind is dropped (its stream ends, the page
-	// reconnects and gets the backlog).
-	subscriberBuffer = 256
+	// DefaultMaxSubscribers caps the console's live streams at once
+	// (Options.MaxSubscribers).
+	DefaultMaxSubscribers = 256
 	// DefaultStreamLifetime is how long a live stream lasts before it
 	// ends and the page reconnects (Options.StreamLifetime).
 	DefaultStreamLifetime = 5 * time.Minute
@@ -57,29 +57,31 @@ func EventOf(r audit.Record) Event {
 }
 
 // Activity fans the audit trail out to the console: a bounded ring of the
-// latest events and live subscribers. Publishing never blocks: a
-// subscriber whose buffer is full is dropped. It also remembers the
-// callers seen, for the matrix. Safe for concurrent use.
+// latest events and live subscribers. Publishing never blocks and costs
+// the same whatever the number of subscribers: it writes the ring and
+// wakes every subscriber at once (one channel closed); each subscriber
+// then reads what it has not seen from the ring, under the same mutex,
+// on its own goroutine. A subscriber that fell further behind than the
+// ring holds is dropped (its stream ends, the page reconnects). It also
+// remembers the callers seen, for the matrix. Safe for concurrent use.
 type Activity struct {
 	mu    sync.Mutex
 	ring  []Event
 	next  int // where the next event goes in ring
 	full  bool
 	seq   uint64
-	subs  map[*subscriber]struct{}
+	queue uint64        // approval-queue changes so far
+	wake  chan struct{} // closed (and replaced) at each event or change
+	subs  int
 	seen  []engine.Caller
 	seenK map[string]bool
 }
 
+// subscriber is where a live stream is in the Activity: the last event
+// and queue change it was given.
 type subscriber struct {
-	ch chan streamItem
-}
-
-// streamItem is an event, or (approvals true) word that the approval
-// queue changed.
-type streamItem struct {
-	ev        Event
-	approvals bool
+	seq, queue uint64
+	wake       chan struct{}
 }
 
 // NewActivity returns an Activity keeping the latest backlog events
@@ -88,12 +90,13 @@ func NewActivity(backlog int) *Activity {
 	if backlog <= 0 {
 		backlog = DefaultBacklog
 	}
-	return &Activity{ring: make([]Event, backlog), subs: map[*subscriber]struct{}{}, seenK: map[string]bool{}}
+	return &Activity{ring: make([]Event, backlog), wake: make(chan struct{}), seenK: map[string]bool{}}
 }
 
 // Hook returns the after hook that publishes each finished call. It is
-// prompt (mcpadapter.Hook.Prompt): publishing takes a mutex and never
-// waits on a subscriber, so it runs on the call's goroutine.
+// prompt (mcpadapter.Hook.Prompt): publishing takes a mutex for a
+// constant time and never waits on a subscriber, so it runs on the
+// call's goroutine.
 func (a *Activity) Hook() mcpadapter.Hook {
 	return mcpadapter.Hook{Name: HookName, Prompt: true, After: func(_ context.Context, call *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
 		a.see(call.Caller)
@@ -124,7 +127,7 @@ func (a *Activity) Seen() []engine.Caller {
 	return slices.Clone(a.seen)
 }
 
-// Publish adds an event (its Seq is set) and hands it to every subscriber.
+// Publish adds an event (its Seq is set) and wakes every subscriber.
 func (a *Activity) Publish(e Event) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -133,25 +136,26 @@ func (a *Activity) Publish(e Event) {
 	a.ring[a.next] = e
 	a.next = (a.next + 1) % len(a.ring)
 	a.full = a.full || a.next == 0
-	a.fanout(streamItem{ev: e, approvals: e.Outcome == string(mcpadapter.OutcomeHeld) || e.ApprovalID != ""})
+	if e.Outcome == string(mcpadapter.OutcomeHeld) || e.ApprovalID != "" {
+		a.queue++
+	}
+	a.wakeLocked()
 }
 
 // approvalsChanged tells subscribers the queue changed (a decision).
 func (a *Activity) approvalsChanged() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.fanout(streamItem{approvals: true})
+	a.queue++
+	a.wakeLocked()
 }
 
-func (a *Activity) fanout(it streamItem) {
-	for s := range a.subs {
-		select {
-		case s.ch <- it:
-		default:
-			delete(a.subs, s)
-			close(s.ch)
-		}
+func (a *Activity) wakeLocked() {
+	if a.subs == 0 {
+		return // nobody waits: no channel to replace
 	}
+	close(a.wake)
+	a.wake = make(chan struct{})
 }
 
 // Backlog returns the events kept, oldest first.
@@ -169,29 +173,51 @@ func (a *Activity) backlog() []Event {
 }
 
 // subscribe returns the backlog and a subscription taken at the same
-// instant, so no event is missed or seen twice.
-func (a *Activity) subscribe() ([]Event, *subscriber) {
+// instant, so no event is missed or seen twice; nil when max (> 0)
+// subscriptions are live.
+func (a *Activity) subscribe(max int) ([]Event, *subscriber) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := &subscriber{ch: make(chan streamItem, subscriberBuffer)}
-	a.subs[s] = struct{}{}
-	return a.backlog(), s
+	if max > 0 && a.subs >= max {
+		return nil, nil
+	}
+	a.subs++
+	return a.backlog(), &subscriber{seq: a.seq, queue: a.queue, wake: a.wake}
 }
 
-func (a *Activity) unsubscribe(s *subscriber) {
+func (a *Activity) unsubscribe(*subscriber) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if _, ok := a.subs[s]; ok {
-		delete(a.subs, s)
-		close(s.ch)
+	a.subs--
+}
+
+// since returns, for s, the events published since it last looked (with
+// events false: none, only whether the queue changed) and moves it on;
+// behind reports that more were published than the ring holds.
+func (a *Activity) since(s *subscriber, events bool) (evs []Event, queueChanged, behind bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	queueChanged = a.queue != s.queue
+	n := a.seq - s.seq
+	if events && n > 0 {
+		if n > uint64(len(a.ring)) {
+			return nil, queueChanged, true
+		}
+		evs = make([]Event, 0, n)
+		start := (a.next - int(n) + len(a.ring)) % len(a.ring)
+		for i := range int(n) {
+			evs = append(evs, a.ring[(start+i)%len(a.ring)])
+		}
 	}
+	s.seq, s.queue, s.wake = a.seq, a.queue, a.wake
+	return evs, queueChanged, false
 }
 
 // Subscribers is the number of live streams.
 func (a *Activity) Subscribers() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.subs)
+	return a.subs
 }
 
 // filter is the query of GET /console/api/activity.
@@ -214,20 +240,48 @@ func (c *Console) activity(w http.ResponseWriter, r *http.Request, _ *engine.Cal
 }
 
 // approvalEvents streams only "event: approvals" (the queue changed, no
-// content: the page reads GET /console/api/approvals again), for anyone
-// signed in.
-func (c *Console) approvalEvents(w http.ResponseWriter, r *http.Request, _ *engine.Caller, _ bool) {
+// content: the page reads GET /console/api/approvals again), for an
+// operator or an approver (Options.Approver). Anyone else holds no
+// stream: 204 with Retry-After, after which the page reads the list and
+// asks again (a role may have become an approver's meanwhile).
+func (c *Console) approvalEvents(w http.ResponseWriter, r *http.Request, caller *engine.Caller, op bool) {
+	if !op && (c.opts.Approver == nil || !c.opts.Approver(r.Context(), caller)) {
+		w.Header().Set("Retry-After", strconv.Itoa(notApproverRetry))
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	c.stream(w, r, nil)
 }
 
-// stream serves one subscription; f nil sends no activity events.
+// notApproverRetry is the Retry-After, in seconds, of the approval
+// events refused to a caller who is not an approver.
+const notApproverRetry = 10
+
+// stream serves one subscription; f nil sends no activity events. A
+// stream counts against the caller's streams on the server
+// (Options.OpenStream) and the console's (Options.MaxSubscribers).
 func (c *Console) stream(w http.ResponseWriter, r *http.Request, f *filter) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		httpError(w, http.StatusInternalServerError, "streaming is not supported")
 		return
 	}
-	backlog, sub := c.opts.Activity.subscribe()
+	if c.opts.OpenStream != nil {
+		release, err := c.opts.OpenStream(r)
+		if err != nil {
+			w.Header().Set("Retry-After", "30")
+			httpError(w, http.StatusTooManyRequests, err.Error())
+			return
+		}
+		defer release()
+	}
+	backlog, sub := c.opts.Activity.subscribe(c.opts.MaxSubscribers)
+	if sub == nil {
+		w.Header().Set("Retry-After", "30")
+		httpError(w, http.StatusServiceUnavailable, "too many live streams")
+		return
+	}
 	defer c.opts.Activity.unsubscribe(sub)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -265,17 +319,20 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, f *filter) {
 				return
 			}
 			fl.Flush()
-		case it, ok := <-sub.ch:
-			if !ok {
-				return // too slow: dropped
+		case <-sub.wake:
+			evs, queued, behind := c.opts.Activity.since(sub, f != nil)
+			if behind {
+				return // too slow: dropped, the page reconnects
 			}
-			if it.approvals {
+			if queued {
 				if _, err := fmt.Fprint(w, "event: approvals\ndata: {}\n\n"); err != nil {
 					return
 				}
 			}
-			if it.ev.Seq != 0 && !write(&it.ev) {
-				return
+			for i := range evs {
+				if !write(&evs[i]) {
+					return
+				}
 			}
 			fl.Flush()
 		}

@@ -7,33 +7,56 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestSlowSubscriberIsDropped: a subscriber that fell further behind than
+// the ring holds is told so (its stream ends, the page reconnects); one
+// that keeps up reads every event in order.
 func TestSlowSubscriberIsDropped(t *testing.T) {
 	t.Parallel()
 	a := NewActivity(4)
-	_, slow := a.subscribe()
-	backlog, fast := a.subscribe()
+	_, slow := a.subscribe(0)
+	backlog, fast := a.subscribe(0)
 	assert.Empty(t, backlog)
-	for i := range subscriberBuffer {
-		a.Publish(Event{Tool: "t", DecisionID: string(rune('a' + i%26))})
-		<-fast.ch // the fast one keeps up
+	for i := range 10 {
+		a.Publish(Event{Tool: "t", DecisionID: string(rune('a' + i))})
+		<-fast.wake
+		evs, _, behind := a.since(fast, true)
+		require.False(t, behind)
+		require.Len(t, evs, 1)
+		assert.Equal(t, uint64(i+1), evs[0].Seq)
 	}
-	assert.Equal(t, 2, a.Subscribers())
-	a.Publish(Event{Tool: "one too many"}) // the slow one's buffer is full
-	assert.Equal(t, 1, a.Subscribers())
-	n := 0
-	for range slow.ch { // closed after what it had buffered
-		n++
-	}
-	assert.Equal(t, subscriberBuffer, n)
-	it := <-fast.ch
-	assert.Equal(t, "one too many", it.ev.Tool)
+	<-slow.wake
+	_, _, behind := a.since(slow, true)
+	assert.True(t, behind, "10 events behind a ring of 4")
+	a.unsubscribe(fast)
+	a.unsubscribe(slow)
+	assert.Zero(t, a.Subscribers())
 
 	// The ring keeps the latest 4, oldest first, numbered in order.
 	b := a.Backlog()
 	require.Len(t, b, 4)
-	assert.Equal(t, uint64(subscriberBuffer+1), b[3].Seq)
-	assert.Equal(t, uint64(subscriberBuffer-2), b[0].Seq)
-	a.unsubscribe(fast)
-	a.unsubscribe(slow) // already dropped: no double close
-	assert.Zero(t, a.Subscribers())
+	assert.Equal(t, uint64(10), b[3].Seq)
+	assert.Equal(t, uint64(7), b[0].Seq)
+}
+
+// TestSubscribersCostNothingUntilWoken: a subscription holds no buffer
+// (the ring is shared), publishing wakes every subscriber with one
+// channel, and the cap refuses one more.
+func TestSubscribersCostNothingUntilWoken(t *testing.T) {
+	t.Parallel()
+	a := NewActivity(8)
+	subs := make([]*subscriber, 3)
+	for i := range subs {
+		_, subs[i] = a.subscribe(3)
+		require.NotNil(t, subs[i])
+	}
+	_, over := a.subscribe(3)
+	assert.Nil(t, over, "the cap refuses a fourth")
+	a.approvalsChanged()
+	for _, s := range subs {
+		<-s.wake
+		evs, queued, behind := a.since(s, false)
+		assert.Empty(t, evs)
+		assert.True(t, queued)
+		assert.False(t, behind)
+	}
 }

@@ -436,3 +436,52 @@ func TestBrowserConsoleLargeRegistry(t *testing.T) {
 	assert.EqualValues(t, 1, d.do("count", map[string]any{"selector": "#matrix tbody tr"})["n"])
 	assert.Empty(t, d.do("errors", nil)["errors"], "errors in the page")
 }
+
+// TestBrowserApprovalShowsTheExactCall: the approval page shows the
+// arguments that will run: an integer beyond a float64's precision with
+// all its digits, a right-to-left override as a visible escape (not
+// reordering the digits after it), and a long value whole.
+func TestBrowserApprovalShowsTheExactCall(t *testing.T) {
+	d := startDriver(t)
+	dir := t.TempDir()
+	reg := filepath.Join(dir, "registry.yaml")
+	require.NoError(t, os.WriteFile(reg, []byte("tools:\n  - { name: pay, method: demo.echo, arguments: [{ name: text, type: string, required: true }, { name: amount, type: int, required: true }] }\n"), 0o600))
+	policy := filepath.Join(dir, "policy")
+	require.NoError(t, os.MkdirAll(policy, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(policy, "pay.rego"), []byte(`package toolgate.call
+
+approval := {"reason": "payments need an approval", "approvers": ["admin"]} if input.tool.name == "pay"
+`), 0o600))
+	tokens := writeTokens(t, map[string]identity.TokenEntry{
+		"tok-olga": {Subject: "olga", Roles: []string{"admin"}},
+		"tok-carl": {Subject: "carl", Roles: []string{"contractor"}},
+	})
+	base := serveWith(t, func(s *config.Serve) { s.Registry, s.Policy, s.Tokens = reg, policy, tokens })
+
+	carl := mcpSession(t, base, "tok-carl")
+	long := strings.Repeat("0123456789", 300) + "END"
+	var amount json.Number = "9007199254740993"
+	text, isErr := callText(t, carl, "pay", map[string]any{"text": "1234\u202e5678 " + long, "amount": amount})
+	require.True(t, isErr, text)
+	m := approvalID.FindStringSubmatch(text)
+	require.NotNil(t, m, text)
+	card := fmt.Sprintf(`#approvals-list li[data-approval="%s"]`, m[1])
+
+	d.signIn(base, "tok-olga", "olga (operator)")
+	d.do("view", map[string]any{"name": "approvals"})
+	d.do("waitText", map[string]any{"selector": card, "text": "pay — requested by carl"})
+	shown := d.do("text", map[string]any{"selector": card + " pre"})["text"].(string)
+	short := shown[:min(len(shown), 120)]
+	assert.True(t, strings.Contains(shown, `"amount": 9007199254740993`), "the exact digits: %q", short)
+	assert.True(t, strings.Contains(shown, `"1234\u202e5678 `), "the override as an escape: %q", short)
+	assert.False(t, strings.Contains(shown, "\u202e"), "no override left in the page: %q", short)
+	assert.True(t, strings.Contains(shown, long+`"`), "the long value is shown whole")
+	// What a reader sees: the rendered text (innerText, layout applied)
+	// has the digits in order and the escape.
+	seen := d.do("innerText", map[string]any{"selector": card + " pre"})["text"].(string)
+	assert.True(t, strings.Contains(seen, "9007199254740993"), "rendered: %q", seen[:min(len(seen), 120)])
+	assert.True(t, strings.Contains(seen, `1234\u202e5678`), "rendered: %q", seen[:min(len(seen), 120)])
+	assert.EqualValues(t, 0, d.do("overflow", nil)["px"], "a long value wraps; the page does not scroll sideways")
+	d.screenshot("approval-exact")
+	assert.Empty(t, d.do("errors", nil)["errors"], "errors in the page")
+}

@@ -40,10 +40,11 @@ func (f ExplainerFunc) Explain(ctx context.Context, c *engine.Caller, tool strin
 }
 
 // Approvals is the approval store as approvers use it; *approvals.Gate is
-// one. Pending returns only the requests caller may decide; Decide returns
+// one. PendingPage returns a page of the requests caller may decide and
+// the cursor of the next ("" at the end); Decide returns
 // approvals.ErrNotFound, ErrForbidden or ErrNotPending.
 type Approvals interface {
-	Pending(ctx context.Context, caller *engine.Caller) ([]approvals.Request, error)
+	PendingPage(ctx context.Context, caller *engine.Caller, after string, limit int) ([]approvals.Request, string, error)
 	Decide(ctx context.Context, caller *engine.Caller, id string, approve bool, note string) (approvals.Request, error)
 }
 
@@ -106,6 +107,17 @@ type Options struct {
 	// the page's reconnect presents the credential again, so an expired or
 	// revoked token, or a role taken away, stops the stream.
 	StreamLifetime time.Duration
+	// OpenStream, when set, accounts for each live stream on the server
+	// (httpserve.Server.OpenStream: per caller and per address caps); its
+	// error refuses the stream with 429 and the error's text.
+	OpenStream func(r *http.Request) (release func(), err error)
+	// Approver reports whether a caller without the operator role may
+	// follow the approval queue's changes (GET
+	// /console/api/approvals/events); nil: operators only.
+	Approver func(ctx context.Context, caller *engine.Caller) bool
+	// MaxSubscribers caps the live streams at once; one more gets 503.
+	// Zero is DefaultMaxSubscribers, negative no cap.
+	MaxSubscribers int
 	Logger         *slog.Logger
 }
 
@@ -128,6 +140,9 @@ func New(opts Options) *Console {
 	}
 	if opts.StreamLifetime <= 0 {
 		opts.StreamLifetime = DefaultStreamLifetime
+	}
+	if opts.MaxSubscribers == 0 {
+		opts.MaxSubscribers = DefaultMaxSubscribers
 	}
 	log := opts.Logger
 	if log == nil {
@@ -212,17 +227,28 @@ func (c *Console) me(w http.ResponseWriter, _ *http.Request, caller *engine.Call
 	writeJSON(w, http.StatusOK, Me{Subject: caller.Subject, Roles: roles, Operator: op})
 }
 
+// listApprovals answers a page of the requests the caller may decide
+// (?after=CURSOR), oldest first, and "next" when there are more.
 func (c *Console) listApprovals(w http.ResponseWriter, r *http.Request, caller *engine.Caller, _ bool) {
-	list := []approvals.Request{}
+	list, next := []approvals.Request{}, ""
 	if c.opts.Approvals != nil {
 		var err error
-		if list, err = c.opts.Approvals.Pending(r.Context(), caller); err != nil {
+		list, next, err = c.opts.Approvals.PendingPage(r.Context(), caller, r.URL.Query().Get("after"), approvals.DefaultListLimit)
+		if errors.Is(err, approvals.ErrBadCursor) {
+			httpError(w, http.StatusBadRequest, "after must be the next cursor of a listing")
+			return
+		}
+		if err != nil {
 			c.log.Error("console: listing approvals failed", slog.Any("error", err))
 			httpError(w, http.StatusInternalServerError, "approvals are not available")
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"approvals": list})
+	page := map[string]any{"approvals": list}
+	if next != "" {
+		page["next"] = next
+	}
+	writeJSON(w, http.StatusOK, page)
 }
 
 // maxBody bounds the JSON bodies the console's endpoints read (a callers

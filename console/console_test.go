@@ -71,6 +71,7 @@ func newFixtureCalls(t *testing.T, calls bool, policy string) *fixture {
 			return inspect.Explain(ctx, inspect.ExplainOptions{Revision: eng.Current(), Caller: c, Tool: tool, Meta: meta})
 		}),
 		Approvals: gate,
+		Approver:  gate.IsApprover,
 		Activity:  act,
 		Status:    func() console.Status { return console.Status{Status: "ok", Revision: 1} },
 		Done:      done,
@@ -164,9 +165,9 @@ func TestWithoutTheOperatorRoleOnlyTheirApprovals(t *testing.T) {
 	assert.Equal(t, mine, list.Approvals[0].ID)
 	assert.JSONEq(t, `{"key":"k1"}`, string(list.Approvals[0].Arguments), "approvers decide on the arguments")
 
-	// One they may not decide, and their own: 403; an unknown id: 404.
+	// One they may not decide: 404, as an unknown id; their own: 403.
 	code, _ = f.do(t, "POST", "/console/api/approvals/"+notMine+"/approve", "tok-approver", `{}`)
-	assert.Equal(t, http.StatusForbidden, code)
+	assert.Equal(t, http.StatusNotFound, code)
 	code, _ = f.do(t, "POST", "/console/api/approvals/"+own+"/approve", "tok-approver", `{}`)
 	assert.Equal(t, http.StatusForbidden, code)
 	code, _ = f.do(t, "POST", "/console/api/approvals/nope/approve", "tok-approver", `{}`)
@@ -345,11 +346,17 @@ func TestTailHasNoArgumentValues(t *testing.T) {
 	}
 }
 
-// TestApprovalEventsForApprovers: someone without the operator role gets
-// word that the queue changed, and nothing of the activity.
+// TestApprovalEventsForApprovers: an approver without the operator role
+// gets word that the queue changed, and nothing of the activity; a
+// signed-in caller who is no approver holds no stream (204, Retry-After).
 func TestApprovalEventsForApprovers(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
+	code, _ := f.do(t, "GET", "/console/api/approvals/events", "tok-approver", "")
+	assert.Equal(t, http.StatusNoContent, code, "no rule has named the approver's role yet")
+	f.hold(t, people["tok-contractor"], "resetCounter", `{"key":"k0"}`, "approver")
+	code, _ = f.do(t, "GET", "/console/api/approvals/events", "tok-contractor", "")
+	assert.Equal(t, http.StatusNoContent, code, "the contractor is no approver")
 	req, err := http.NewRequestWithContext(t.Context(), "GET", f.srv.URL+"/console/api/approvals/events", nil)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer tok-approver")
@@ -377,7 +384,7 @@ func TestApprovalEventsForApprovers(t *testing.T) {
 	}
 	assert.Equal(t, "event: approvals\ndata: {}\n\n", got.String())
 
-	code, _ := f.do(t, "GET", "/console/api/approvals/events", "", "")
+	code, _ = f.do(t, "GET", "/console/api/approvals/events", "", "")
 	assert.Equal(t, http.StatusUnauthorized, code)
 }
 

@@ -22,7 +22,7 @@ const consoleClientID = "toolgate-console"
 // newConsole builds the operator console (/console) over the serving
 // engine, the approval gate and the activity tail: the same identity as
 // /mcp (httpserve.RequestCaller), the operator role of --admin-role.
-func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *console.Activity, jwt *identity.JWT, done <-chan struct{}) http.Handler {
+func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *console.Activity, jwt *identity.JWT, done <-chan struct{}, openStream func(*http.Request) (func(), error)) http.Handler {
 	adminRole := cfg.AdminRole
 	if adminRole == "" {
 		adminRole = httpserve.DefaultAdminRole
@@ -38,10 +38,12 @@ func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *conso
 		Calls: func(ctx context.Context, c *engine.Caller, tool string, meta json.RawMessage) *engine.CallDecision {
 			return eng.Current().Call(ctx, c, engine.Request{Method: engine.MethodCall, Tool: tool, Meta: engine.BoundMeta(meta)})
 		},
-		Approvals: gate,
-		Activity:  act,
-		Status:    func() console.Status { return consoleStatus(cfg, eng) },
-		Done:      done,
+		Approvals:  gate,
+		Approver:   gate.IsApprover,
+		OpenStream: openStream,
+		Activity:   act,
+		Status:     func() console.Status { return consoleStatus(cfg, eng) },
+		Done:       done,
 	}
 	if jwt != nil {
 		s := jwt.Settings()

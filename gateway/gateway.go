@@ -419,8 +419,8 @@ func (g *Gateway) buildHooks() error {
 // newServer returns one transport's adapter, with the hooks, and its MCP
 // server: the caller comes from the flags over stdio and from each
 // request's credentials over HTTP.
-func (g *Gateway) newServer(caller mcpadapter.CallerFunc) *mcp.Server {
-	a := mcpadapter.New(mcpadapter.Options{Revisions: g.eng, Methods: g.obs.methods(g.methods), Caller: caller, Logger: g.log, HookTimeout: g.cfg.HookTimeout,
+func (g *Gateway) newServer(caller mcpadapter.CallerFunc, source func(context.Context, mcp.Request) string) *mcp.Server {
+	a := mcpadapter.New(mcpadapter.Options{Revisions: g.eng, Methods: g.obs.methods(g.methods), Caller: caller, Source: source, Logger: g.log, HookTimeout: g.cfg.HookTimeout,
 		ListFallback: listFallback(g.cfg.ListFallback), Approvals: g.gate})
 	a.AddHook(g.obs.hook(g.ledger.Hook()))
 	a.AddHook(g.obs.hook(g.audit.Hook()))
@@ -438,7 +438,7 @@ func (g *Gateway) buildStdio() error {
 	if !g.cfg.Stdio {
 		return nil
 	}
-	g.stdio = g.newServer(mcpadapter.StaticCaller(identity.Static(g.cfg.As, g.cfg.Roles)))
+	g.stdio = g.newServer(mcpadapter.StaticCaller(identity.Static(g.cfg.As, g.cfg.Roles)), nil)
 	return nil
 }
 
@@ -487,7 +487,7 @@ func (g *Gateway) buildHTTP() error {
 		routes = cfg.Routes(g)
 	}
 	g.http = httpserve.New(httpserve.Options{
-		Server:         g.newServer(httpserve.CallerFromRequest),
+		Server:         g.newServer(httpserve.CallerFromRequest, httpserve.SourceFromRequest),
 		Tokens:         g.tokens,
 		JWT:            g.jwt,
 		AllowAnonymous: cfg.AllowAnonymous,
@@ -502,9 +502,12 @@ func (g *Gateway) buildHTTP() error {
 		ReadTimeout:    cfg.ReadTimeout,
 		IdleTimeout:    cfg.IdleTimeout,
 		MaxConnections: cfg.MaxConnections,
+		OnStream:       g.m.Stream,
 		Approvals:      g.gate.Handler(httpserve.RequestCaller),
-		Console:        newConsole(*cfg, g.eng, g.gate, g.activity, g.jwt, g.stopping),
-		Routes:         routes,
+		// The console's streams count against the server's stream caps
+		// (g.http is set when they are served).
+		Console: newConsole(*cfg, g.eng, g.gate, g.activity, g.jwt, g.stopping, func(r *http.Request) (func(), error) { return g.http.OpenStream(r) }),
+		Routes:  routes,
 	})
 	return nil
 }
@@ -758,9 +761,9 @@ func (g *Gateway) openApprovals(store ledger.Store) (*approvals.Gate, error) {
 	if !ok {
 		return nil, fmt.Errorf("ledger: the store %T keeps no approval requests", store)
 	}
-	opts := approvals.Options{Logger: g.log, OnState: g.m.Approval}
+	opts := approvals.Options{Logger: g.log, OnState: g.m.Approval, MaxPending: g.cfg.MaxPendingApprovals}
 	if g.cfg.ApprovalWebhook != "" {
-		wh := approvals.NewWebhook(g.cfg.ApprovalWebhook, approvals.WebhookOptions{Logger: g.log})
+		wh := approvals.NewWebhook(g.cfg.ApprovalWebhook, approvals.WebhookOptions{Logger: g.log, OnResult: g.m.ApprovalWebhook})
 		g.onClose(wh.Close)
 		opts.OnRequest = wh.Notify
 	}

@@ -27,6 +27,8 @@ type principal struct {
 	// expires is when the credential expires: a JWT's exp; zero for a
 	// tokens-file token and for nobody.
 	expires time.Time
+	// source is the identity source that answered ("" for nobody).
+	source identity.Source
 }
 
 // tokenInfoKey carries the TokenInfo authenticate made of the principal
@@ -54,7 +56,7 @@ func (s *Server) identify(r *http.Request) (principal, error) {
 	if err != nil || c == nil {
 		return principal{}, err
 	}
-	return principal{caller: c, owner: string(src) + ":" + c.Subject, expires: exp}, nil
+	return principal{caller: c, owner: string(src) + ":" + c.Subject, expires: exp, source: src}, nil
 }
 
 // refuse answers an authentication error (docs/contract.md §12): 401 with the
@@ -122,7 +124,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		info := &auth.TokenInfo{UserID: p.owner, Expiration: p.expires, Extra: map[string]any{callerKey: p.caller}}
+		info := &auth.TokenInfo{UserID: p.owner, Expiration: p.expires, Extra: map[string]any{callerKey: p.caller, sourceKey: string(p.source)}}
 		ctx := context.WithValue(r.Context(), tokenInfoKey{}, info)
 		if r.Method == http.MethodGet && !p.expires.IsZero() {
 			var cancel context.CancelFunc

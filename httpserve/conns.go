@@ -90,10 +90,11 @@ func (b *body) finish() {
 
 // limitListener accepts at most cap connections at once. At the cap it
 // first closes the connection idle (between keep-alive requests) the
-// longest, if any, then waits for one to close: new connections wait in
-// the listen backlog meanwhile. Every connection ends in bounded time
-// (header and body deadlines, the idle timeout, the session timeout for
-// streams), so the wait does too.
+// longest, if any, else the oldest stream's (streams hold at most their
+// share of the cap, so the rest are plain requests), then waits for one
+// to close: new connections wait in the listen backlog meanwhile. Every
+// connection ends in bounded time (header and body deadlines, the idle
+// timeout, the session timeout for streams), so the wait does too.
 type limitListener struct {
 	net.Listener
 	slots chan struct{}
@@ -102,6 +103,8 @@ type limitListener struct {
 
 	mu   sync.Mutex
 	idle map[net.Conn]time.Time // since when each idle connection is
+
+	streams *streamSet // nil: no streams to close
 }
 
 // limitListen returns ln capped at n connections; nil when n <= 0 (no
@@ -119,7 +122,9 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	case <-l.done:
 		return nil, net.ErrClosed
 	default:
-		l.closeOldestIdle()
+		if !l.closeOldestIdle() && l.streams != nil {
+			l.streams.closeOldest()
+		}
 		select {
 		case l.slots <- struct{}{}:
 		case <-l.done:
@@ -146,7 +151,7 @@ func (l *limitListener) connState(c net.Conn, st http.ConnState) {
 	delete(l.idle, c)
 }
 
-func (l *limitListener) closeOldestIdle() {
+func (l *limitListener) closeOldestIdle() bool {
 	l.mu.Lock()
 	var oldest net.Conn
 	var since time.Time
@@ -157,9 +162,11 @@ func (l *limitListener) closeOldestIdle() {
 	}
 	delete(l.idle, oldest)
 	l.mu.Unlock()
-	if oldest != nil {
-		_ = oldest.Close()
+	if oldest == nil {
+		return false
 	}
+	_ = oldest.Close()
+	return true
 }
 
 func (l *limitListener) Close() error {

@@ -45,12 +45,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func(net.Addr
 			return fmt.Errorf("httpserve: metrics: %w", err)
 		}
 	}
-	hs, ln := s.httpServer(s, ln)
+	hs, ln := s.httpServer(s, ln, s.streams)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	if metricsLn != nil {
 		var ms *http.Server
-		ms, metricsLn = s.httpServer(s.metricsHandler(), metricsLn)
+		ms, metricsLn = s.httpServer(s.metricsHandler(), metricsLn, nil)
 		go func() { _ = ms.Serve(metricsLn) }()
 		defer ms.Close()
 		s.log.Info("toolgate: serving metrics", slog.String("url", "http://"+metricsLn.Addr().String()+"/metrics"))
@@ -108,8 +108,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func(net.Addr
 }
 
 // httpServer returns the http.Server for h on ln, and ln capped at
-// Options.MaxConnections.
-func (s *Server) httpServer(h http.Handler, ln net.Listener) (*http.Server, net.Listener) {
+// Options.MaxConnections; at the cap, the listener closes the oldest of
+// streams when no connection is idle.
+func (s *Server) httpServer(h http.Handler, ln net.Listener, streams *streamSet) (*http.Server, net.Listener) {
 	hs := &http.Server{
 		Handler: h,
 		// The body's deadline is set per request (Options.ReadTimeout)
@@ -118,8 +119,10 @@ func (s *Server) httpServer(h http.Handler, ln net.Listener) (*http.Server, net.
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       s.opts.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnContext:       withConn,
 	}
 	if lim := limitListen(ln, s.opts.MaxConnections); lim != nil {
+		lim.streams = streams
 		hs.ConnState = lim.connState
 		ln = lim
 	}

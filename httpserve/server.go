@@ -23,6 +23,10 @@ import (
 // else of the HTTP request.
 const callerKey = "toolgate.caller"
 
+// sourceKey is the TokenInfo.Extra entry that carries the identity source
+// of the caller (identity.Source), for SourceFromRequest.
+const sourceKey = "toolgate.source"
+
 // DefaultShutdownGrace is how long ListenAndServe lets in-flight requests
 // finish once its context is done.
 const DefaultShutdownGrace = 10 * time.Second
@@ -103,6 +107,17 @@ type Options struct {
 	// and body deadlines, IdleTimeout, SessionTimeout for streams). Zero
 	// is DefaultMaxConnections, negative no cap.
 	MaxConnections int
+	// MaxStreamsPerCaller caps the streams (a session's GET /mcp,
+	// subscriptions/listen, the console's event streams) one caller may
+	// have open at once: one more gets HTTP 429. Nobody gets no stream.
+	// Zero is DefaultMaxStreamsPerCaller, negative no cap.
+	MaxStreamsPerCaller int
+	// MaxStreamsPerAddress caps the streams open at once from one remote
+	// host, likewise. Zero is DefaultMaxStreamsPerAddress, negative no cap.
+	MaxStreamsPerAddress int
+	// OnStream, when set, counts streams refused ("nobody", "per_caller",
+	// "per_address") and closed to make room ("closed_oldest").
+	OnStream func(event string)
 	// Streamable configures the go-sdk streamable handler; nil uses its
 	// defaults (stateful sessions).
 	Streamable *mcp.StreamableHTTPOptions
@@ -157,6 +172,14 @@ type Options struct {
 // whatever the method (POST, GET, DELETE). A session ends after Options.SessionTimeout
 // without requests; at most Options.MaxSessions are alive at once.
 //
+// Streams (a session's GET /mcp, subscriptions/listen, and the console's
+// through OpenStream) are for signed-in callers only, at most
+// Options.MaxStreamsPerCaller per caller and MaxStreamsPerAddress per
+// remote host (HTTP 429 beyond), and hold at most three quarters of
+// Options.MaxConnections: one more closes the oldest stream's connection.
+// Where callers can sign in, sessions opened by nobody hold at most a
+// quarter of Options.MaxSessions.
+//
 // GET /healthz answers {"status","revision"} to anyone; with ?verbose=1
 // it answers the whole health to a caller with the operator role
 // (Options.AdminRole), 401 to a request without a valid token and 403 to a
@@ -168,6 +191,7 @@ type Server struct {
 	inflight tracker
 	bodies   bodies
 	sessions sessions
+	streams  *streamSet
 	// metadataURL is the Protected Resource Metadata's URL, named in
 	// refusals' WWW-Authenticate; "" without JWT.
 	metadataURL string
@@ -202,6 +226,12 @@ func New(opts Options) *Server {
 	if opts.MaxSessions == 0 {
 		opts.MaxSessions = DefaultMaxSessions
 	}
+	if opts.MaxStreamsPerCaller == 0 {
+		opts.MaxStreamsPerCaller = DefaultMaxStreamsPerCaller
+	}
+	if opts.MaxStreamsPerAddress == 0 {
+		opts.MaxStreamsPerAddress = DefaultMaxStreamsPerAddress
+	}
 	if opts.AdminRole == "" {
 		opts.AdminRole = DefaultAdminRole
 	}
@@ -211,6 +241,18 @@ func New(opts Options) *Server {
 	}
 	s := &Server{opts: opts, log: log, mux: http.NewServeMux()}
 	s.sessions.max = opts.MaxSessions
+	if opts.MaxSessions > 0 && (opts.Tokens != nil || opts.JWT != nil) {
+		// Where callers can sign in, nobody never fills the cap for them.
+		s.sessions.maxNobody = max(1, opts.MaxSessions*nobodySessionShareNum/nobodySessionShareDen)
+	} else {
+		s.sessions.maxNobody = -1
+	}
+	streamCap := 0
+	if opts.MaxConnections > 0 {
+		streamCap = max(1, opts.MaxConnections*streamShareNum/streamShareDen)
+	}
+	s.streams = newStreamSet(opts.MaxStreamsPerCaller, opts.MaxStreamsPerAddress, streamCap)
+	s.streams.on = opts.OnStream
 	if opts.JWT != nil {
 		s.metadataURL = identity.MetadataURL(opts.JWT.Settings().Resource)
 	}
@@ -246,7 +288,7 @@ func New(opts Options) *Server {
 	// Cheap checks first: Host and Origin (ServeHTTP), the caller (a
 	// header), the session's owner and the session cap; only then is the
 	// body read, and decoded.
-	s.mux.Handle("/mcp", s.authenticate(s.sessions.gate(!so.Stateless, mcpadapter.WrapHTTP(h))))
+	s.mux.Handle("/mcp", s.authenticate(s.sessions.gate(!so.Stateless, mcpadapter.WrapHTTP(s.streamGate(h)))))
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	if opts.JWT != nil {
 		// Public by design (RFC 9728), so outside authentication; the
@@ -287,7 +329,8 @@ func (s *Server) withCaller(next http.Handler) http.Handler {
 				return
 			}
 			if p.caller != nil {
-				r = r.WithContext(context.WithValue(r.Context(), requestCallerKey{}, identity.CloneCaller(p.caller)))
+				ctx := context.WithValue(r.Context(), requestCallerKey{}, identity.CloneCaller(p.caller))
+				r = r.WithContext(context.WithValue(ctx, ownerKey{}, p.owner))
 			} else {
 				w = s.challenging(w)
 			}
@@ -307,6 +350,11 @@ func RequestCaller(r *http.Request) *engine.Caller {
 
 // SessionCount returns the number of sessions alive (or being opened).
 func (s *Server) SessionCount() int { return s.sessions.count() }
+
+// StreamCount returns the streams open, and how many were closed so far
+// to make room for newer ones (streams at their share of the
+// connections, or connections at their cap).
+func (s *Server) StreamCount() (open int, closedOldest uint64) { return s.streams.count() }
 
 func (s *Server) cancelOnAbort(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -423,6 +471,22 @@ func CallerFromRequest(_ context.Context, req mcp.Request) *engine.Caller {
 }
 
 var _ mcpadapter.CallerFunc = CallerFromRequest
+
+// SourceFromRequest is the mcpadapter.Options.Source of a Server: the
+// identity source of the request's caller ("token", "jwt"; "" for
+// nobody), so that approvals and idempotency keys tell the tokens file's
+// "alice" from the issuer's.
+func SourceFromRequest(_ context.Context, req mcp.Request) string {
+	if req == nil {
+		return ""
+	}
+	extra := req.GetExtra()
+	if extra == nil || extra.TokenInfo == nil {
+		return ""
+	}
+	s, _ := extra.TokenInfo.Extra[sourceKey].(string)
+	return s
+}
 
 // sessionlessRevision is the first protocol revision that needs no session.
 const sessionlessRevision = "2026-07-28"

@@ -14,12 +14,19 @@ import (
 // sessions keeps account of the MCP sessions of a Server: who opened each
 // (its owner) and how many are alive, for the cap.
 type sessions struct {
-	max int // <0: no cap
+	max       int // <0: no cap
+	maxNobody int // sessions nobody may hold; <0: no cap
 
-	mu      sync.Mutex
-	owners  map[string]string // session id → owner (principal.owner)
-	opening int               // requests that may open a session, running
+	mu            sync.Mutex
+	owners        map[string]string // session id → owner (principal.owner)
+	opening       int               // requests that may open a session, running
+	nobody        int               // of owners, those of nobody
+	openingNobody int               // of opening, those of nobody
 }
+
+// The share of Options.MaxSessions that sessions opened by nobody may
+// hold: anonymous callers never fill the cap for signed-in ones.
+const nobodySessionShareNum, nobodySessionShareDen = 1, 4
 
 func (ss *sessions) count() int {
 	ss.mu.Lock()
@@ -58,18 +65,28 @@ func (ss *sessions) gate(stateful bool, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		nobody := 0
+		if owner == "" {
+			nobody = 1
+		}
 		ss.mu.Lock()
-		if ss.max >= 0 && len(ss.owners)+ss.opening >= ss.max {
+		full := ss.max >= 0 && len(ss.owners)+ss.opening >= ss.max
+		if nobody == 1 && ss.maxNobody >= 0 && ss.nobody+ss.openingNobody >= ss.maxNobody {
+			full = true
+		}
+		if full {
 			ss.mu.Unlock()
 			w.Header().Set("Retry-After", "60")
 			http.Error(w, "too many sessions", http.StatusServiceUnavailable)
 			return
 		}
 		ss.opening++
+		ss.openingNobody += nobody
 		ss.mu.Unlock()
 		defer func() {
 			ss.mu.Lock()
 			ss.opening--
+			ss.openingNobody -= nobody
 			ss.mu.Unlock()
 		}()
 		next.ServeHTTP(w, r)
@@ -94,8 +111,12 @@ func (ss *sessions) track(next mcp.MethodHandler) mcp.MethodHandler {
 			ss.owners = map[string]string{}
 		}
 		_, again := ss.owners[id]
+		owner := ownerOf(req)
 		if !again {
-			ss.owners[id] = ownerOf(req)
+			ss.owners[id] = owner
+			if owner == "" {
+				ss.nobody++
+			}
 		}
 		ss.mu.Unlock()
 		if !again {
@@ -103,6 +124,9 @@ func (ss *sessions) track(next mcp.MethodHandler) mcp.MethodHandler {
 				_ = sess.Wait()
 				ss.mu.Lock()
 				delete(ss.owners, id)
+				if owner == "" {
+					ss.nobody--
+				}
 				ss.mu.Unlock()
 			}()
 		}

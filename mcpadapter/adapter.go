@@ -28,6 +28,10 @@ type Revisions interface {
 // CallerFunc says on whose behalf a request is made; nil is nobody.
 type CallerFunc func(ctx context.Context, req mcp.Request) *engine.Caller
 
+// SourceLocal is the CallContext.Source of a caller the operator names
+// (stdio's --as, StaticCaller), not one authenticated per request.
+const SourceLocal = "local"
+
 // StaticCaller is a CallerFunc that always answers c (for stdio).
 func StaticCaller(c *engine.Caller) CallerFunc {
 	return func(context.Context, mcp.Request) *engine.Caller { return c }
@@ -45,6 +49,9 @@ type Options struct {
 	Methods MethodSet
 	// Caller identifies the caller of each request; nil: everyone is nobody.
 	Caller CallerFunc
+	// Source names the identity source of each request's caller
+	// (CallContext.Source); nil: SourceLocal for every caller.
+	Source func(ctx context.Context, req mcp.Request) string
 	// Logger receives failures in full detail; nil discards them.
 	Logger *slog.Logger
 	// HookTimeout bounds each hook; zero is DefaultHookTimeout.
@@ -86,6 +93,10 @@ type Adapter struct {
 
 	notifyMu  sync.Mutex
 	notifySeq uint64
+
+	// confirmKey signs the requestState of the confirmations the adapter
+	// asks (confirmState), so that only answers it asked for count.
+	confirmKey [32]byte
 }
 
 // New returns an Adapter. It panics when Revisions or Methods is nil.
@@ -103,7 +114,9 @@ func New(opts Options) *Adapter {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Adapter{opts: opts, log: log}
+	a := &Adapter{opts: opts, log: log}
+	_, _ = rand.Read(a.confirmKey[:])
+	return a
 }
 
 // AddHook registers a hook. Before halves run in registration order, then

@@ -2,13 +2,20 @@ package mcpadapter
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/canon"
 )
 
 // Approvals holds the calls that data.toolgate.call.approval names until a
@@ -33,6 +40,10 @@ const (
 	// ApprovalRefusedOnce: the request ID was refused; this call is told
 	// so, the next one opens a new request.
 	ApprovalRefusedOnce
+	// ApprovalNotRecorded: no request could be recorded for the call (too
+	// many pending, arguments too large to keep); it is answered
+	// ApprovalCheck.Message, and has no ID.
+	ApprovalNotRecorded
 )
 
 // ApprovalCheck is the answer of Approvals.Check.
@@ -42,6 +53,8 @@ type ApprovalCheck struct {
 	ID string
 	// ApprovedBy is the approver's subject (ApprovalConsumed).
 	ApprovedBy string
+	// Message is the answer of ApprovalNotRecorded.
+	Message string
 }
 
 // ErrNoApprovals fails a call that an approval rule holds on a server
@@ -63,7 +76,11 @@ func (a *Adapter) checkApproval(ctx context.Context, call *CallContext, rule *en
 		ck, err = a.opts.Approvals.Check(ctx, call, rule)
 		return err
 	})
-	if err == nil && ck.ID == "" {
+	if err == nil && ck.State == ApprovalNotRecorded {
+		if ck.Message == "" {
+			err = errors.New("approval check refused without a message")
+		}
+	} else if err == nil && ck.ID == "" {
 		err = errors.New("approval check returned no id")
 	}
 	if err != nil {
@@ -76,6 +93,10 @@ func (a *Adapter) checkApproval(ctx context.Context, call *CallContext, rule *en
 		return false
 	case ApprovalHeld:
 		rec.held(rule, ck.ID)
+		return true
+	case ApprovalNotRecorded:
+		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = StageDenied, OutcomeDenied, by, "approval"
+		rec.Result, rec.Reasons = TextResult(ck.Message, true), []string{ck.Message}
 		return true
 	case ApprovalRefusedOnce:
 		text := ApprovalRefused(ck.ID)
@@ -114,7 +135,13 @@ const multiRoundTripRevision = "2026-07-28"
 // request while the call waits. The answer is the client's either way: a
 // confirmation protects the user from their agent's mistakes, it is not an
 // approval (docs/contract.md §13's approvals are the server's).
-func (a *Adapter) confirm(ctx context.Context, req *mcp.CallToolRequest, question string, rec *Record) bool {
+//
+// An answer in inputResponses counts only with the requestState the
+// adapter gave when it asked, for this caller (source and subject), tool
+// and arguments, within confirmStateTTL: an answer the server did not ask
+// for (a client that sends one up front, or replays one for other
+// arguments) is ignored and the question asked.
+func (a *Adapter) confirm(ctx context.Context, req *mcp.CallToolRequest, call *CallContext, question string, rec *Record) bool {
 	by := Answerer{Kind: ByConfirmation, Rules: rec.CallDecision.ConfirmRules}
 	no := func(text string) bool {
 		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = StageDenied, OutcomeDenied, by, "confirmation"
@@ -132,8 +159,11 @@ func (a *Adapter) confirm(ctx context.Context, req *mcp.CallToolRequest, questio
 	}
 	if req != nil && req.Params != nil {
 		if r, ok := req.Params.InputResponses[confirmInputID]; ok {
-			res, _ := r.(*mcp.ElicitResult)
-			return answered(res)
+			if a.confirmAsked(req.Params.RequestState, call, question) {
+				res, _ := r.(*mcp.ElicitResult)
+				return answered(res)
+			}
+			a.log.Info("mcpadapter: ignored a confirmation answer the server did not ask for", slog.String("decision_id", call.DecisionID))
 		}
 	}
 	var ss *mcp.ServerSession
@@ -152,7 +182,8 @@ func (a *Adapter) confirm(ctx context.Context, req *mcp.CallToolRequest, questio
 	}
 	params := &mcp.ElicitParams{Mode: "form", Message: question, RequestedSchema: confirmSchema}
 	if ip.ProtocolVersion >= multiRoundTripRevision {
-		res := &mcp.CallToolResult{Content: []mcp.Content{}, InputRequests: mcp.InputRequestMap{confirmInputID: params}}
+		res := &mcp.CallToolResult{Content: []mcp.Content{}, InputRequests: mcp.InputRequestMap{confirmInputID: params},
+			RequestState: a.confirmState(call, question, time.Now().Add(confirmStateTTL))}
 		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy, rec.Result = StageAnswered, OutcomeAnswered, by, "confirmation", res
 		return true
 	}
@@ -162,6 +193,49 @@ func (a *Adapter) confirm(ctx context.Context, req *mcp.CallToolRequest, questio
 		return true
 	}
 	return answered(res)
+}
+
+// confirmStateTTL is how long an answer to a confirmation may take.
+const confirmStateTTL = 10 * time.Minute
+
+// confirmState is the requestState of a confirmation asked of call:
+// when it expires and a MAC, under the adapter's key, of that and what
+// it was asked for.
+func (a *Adapter) confirmState(call *CallContext, question string, expires time.Time) string {
+	var b [8 + sha256.Size]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(expires.Unix()))
+	copy(b[8:], a.confirmMAC(call, question, b[:8]))
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// confirmAsked reports whether state is one confirmState gave for call
+// (same caller, tool, arguments and question) that has not expired.
+func (a *Adapter) confirmAsked(state string, call *CallContext, question string) bool {
+	b, err := base64.RawURLEncoding.DecodeString(state)
+	if err != nil || len(b) != 8+sha256.Size {
+		return false
+	}
+	if time.Now().Unix() > int64(binary.BigEndian.Uint64(b[:8])) {
+		return false
+	}
+	return hmac.Equal(b[8:], a.confirmMAC(call, question, b[:8]))
+}
+
+func (a *Adapter) confirmMAC(call *CallContext, question string, expires []byte) []byte {
+	m := hmac.New(sha256.New, a.confirmKey[:])
+	subject := ""
+	if call.Caller != nil {
+		subject = call.Caller.Subject
+	}
+	// Length-prefixed fields: no two calls write the same bytes.
+	for _, f := range []string{"toolgate.confirm", call.Source, subject, call.Name, canon.SHA256(call.Arguments), question} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		m.Write(n[:])
+		m.Write([]byte(f))
+	}
+	m.Write(expires)
+	return m.Sum(nil)
 }
 
 // inputRequired is a tools/call result that asks the client for input

@@ -33,6 +33,11 @@ type CallContext struct {
 	// Caller is who the call is made for; never nil for a call that reaches
 	// the hooks.
 	Caller *engine.Caller
+	// Source is the identity source the caller came from (Options.Source):
+	// "token", "jwt", or SourceLocal. A subject of one source is never
+	// another's: hooks that keep state per caller (approvals, idempotency
+	// keys) key it by Source and Caller.Subject.
+	Source string
 	// Revision is the one revision every decision of this call read.
 	Revision *engine.Revision
 	// Start is when the adapter began handling the call.

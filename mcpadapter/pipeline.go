@@ -50,9 +50,18 @@ type callInput struct {
 	meta string
 	// caller and revision are asked for in this order, and only once the
 	// step before needs them.
-	caller   func() *engine.Caller
+	caller func() *engine.Caller
+	// source names the caller's identity source; nil: SourceLocal.
+	source   func() string
 	revision func() *revisionCache
 	start    time.Time
+}
+
+func (in *callInput) sourceName() string {
+	if in.source == nil {
+		return SourceLocal
+	}
+	return in.source()
 }
 
 // Call answers tools/call, step by step as docs/contract.md §5 says. It never returns a
@@ -82,8 +91,14 @@ func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *Record {
 		bind:        true,
 		meta:        w.Meta,
 		caller:      func() *engine.Caller { return a.opts.Caller(ctx, req) },
-		revision:    a.revision,
-		start:       start,
+		source: func() string {
+			if a.opts.Source == nil {
+				return SourceLocal
+			}
+			return a.opts.Source(ctx, req)
+		},
+		revision: a.revision,
+		start:    start,
 	}
 	pl := &pipeline{a: a, methods: a.opts.Methods}
 	call, rec := pl.run(ctx, in)
@@ -185,6 +200,7 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*CallContext, *Recor
 		Arguments:  args,
 		Meta:       ereq.Meta,
 		Caller:     caller,
+		Source:     in.sourceName(),
 		Revision:   rev,
 		Start:      in.start,
 	}
@@ -310,7 +326,7 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 	// The user confirms a call that will run.
 	if cd.Confirm != "" {
 		rec.Confirm = cd.Confirm
-		if p.a != nil && p.a.confirm(ctx, in.req, cd.Confirm, rec) {
+		if p.a != nil && p.a.confirm(ctx, in.req, call, cd.Confirm, rec) {
 			return
 		}
 	}

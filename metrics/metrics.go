@@ -40,6 +40,8 @@ type Metrics struct {
 	auditDropped   prometheus.Counter
 	upstreamDrift  *prometheus.CounterVec
 	approvals      *prometheus.CounterVec
+	webhook        *prometheus.CounterVec
+	streams        *prometheus.CounterVec
 }
 
 // New returns Metrics with every series registered (at zero).
@@ -88,6 +90,20 @@ func New() *Metrics {
 			Name: "toolgate_approvals_total",
 			Help: "Approval requests by state change: requested, approved, refused, consumed, expired.",
 		}, []string{"state"}),
+		webhook: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_approval_webhook_total",
+			Help: "Approval webhook outcomes: events sent, events failed after every attempt, requests coalesced into a summary (the queue was full).",
+		}, []string{"result"}),
+		streams: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_http_streams_total",
+			Help: "Long-lived HTTP streams refused (nobody, per_caller, per_address) or closed to make room for newer ones (closed_oldest).",
+		}, []string{"event"}),
+	}
+	for _, r := range []string{"sent", "failed", "coalesced"} {
+		m.webhook.WithLabelValues(r)
+	}
+	for _, e := range []string{"nobody", "per_caller", "per_address", "closed_oldest"} {
+		m.streams.WithLabelValues(e)
 	}
 	for _, s := range approvalStates {
 		m.approvals.WithLabelValues(s)
@@ -95,7 +111,7 @@ func New() *Metrics {
 	for _, o := range mcpadapter.Outcomes {
 		m.calls.WithLabelValues(string(o))
 	}
-	m.reg.MustRegister(m.calls, m.duration, m.decision, m.reloads, m.reloadFailures, m.replays, m.conflicts, m.auditDropped, m.upstreamDrift, m.approvals,
+	m.reg.MustRegister(m.calls, m.duration, m.decision, m.reloads, m.reloadFailures, m.replays, m.conflicts, m.auditDropped, m.upstreamDrift, m.approvals, m.webhook, m.streams,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -141,6 +157,24 @@ func (m *Metrics) Approval(state string) {
 		return
 	}
 	m.approvals.WithLabelValues(state).Inc()
+}
+
+// ApprovalWebhook counts one outcome of the approval webhook; an
+// approvals.WebhookOptions.OnResult.
+func (m *Metrics) ApprovalWebhook(result string) {
+	if m == nil {
+		return
+	}
+	m.webhook.WithLabelValues(result).Inc()
+}
+
+// Stream counts a stream refused or closed to make room; an
+// httpserve.Options.OnStream.
+func (m *Metrics) Stream(event string) {
+	if m == nil {
+		return
+	}
+	m.streams.WithLabelValues(event).Inc()
 }
 
 // ReloadOK counts a reload that swapped in a new revision.

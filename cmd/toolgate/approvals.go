@@ -89,7 +89,7 @@ func (p *approvalsParams) run(ctx context.Context, e *env) int {
 	defer closer.Close()
 	gate := approvals.New(st, approvals.Options{})
 	if p.action == "list" {
-		list, err := gate.Pending(ctx, p.caller)
+		list, err := gate.AllPending(ctx, p.caller)
 		if err == nil {
 			err = approvals.WriteList(e.stdout, list, p.json)
 		}
@@ -102,11 +102,10 @@ func (p *approvalsParams) run(ctx context.Context, e *env) int {
 	r, err := gate.Decide(ctx, p.caller, p.id, p.action == "approve", p.note)
 	switch {
 	case errors.Is(err, approvals.ErrNotFound):
-		fmt.Fprintf(e.stderr, "toolgate approvals: no approval request %s\n", p.id)
+		fmt.Fprintf(e.stderr, "toolgate approvals: no approval request %s that %s may decide (unknown, or it needs another role)\n", p.id, p.caller.Subject)
 		return 1
 	case errors.Is(err, approvals.ErrForbidden):
-		fmt.Fprintf(e.stderr, "toolgate approvals: %s may not decide %s (needs one of the roles %s, and not the requester)\n",
-			p.caller.Subject, p.id, strings.Join(r.Approvers, ", "))
+		fmt.Fprintf(e.stderr, "toolgate approvals: %s may not decide %s: it is their own request\n", p.caller.Subject, p.id)
 		return 1
 	case errors.Is(err, approvals.ErrNotPending):
 		fmt.Fprintf(e.stderr, "toolgate approvals: %s is not pending (%s)\n", p.id, r.Status)

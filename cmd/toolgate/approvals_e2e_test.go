@@ -82,13 +82,13 @@ func TestE2EApprovals(t *testing.T) {
 	code, out, _ := cli("list", "--as", "bea", "--role", "admin", "--ledger", ledgerSpec)
 	require.Equal(t, 0, code)
 	require.Contains(t, out, id)
-	require.Contains(t, out, `arguments: {"key":"e2e"}`)
+	require.Contains(t, out, "arguments of "+id+":\n{\n  \"key\": \"e2e\"\n}\n")
 	code, _, errOut := cli("approve", id, "--as", "ann", "--role", "admin", "--ledger", ledgerSpec)
 	require.Equal(t, 1, code, "the requester cannot approve her own request")
 	require.Contains(t, errOut, "may not decide")
 	code, _, errOut = cli("approve", id, "--as", "max", "--role", "manager", "--ledger", ledgerSpec)
 	require.Equal(t, 1, code, "a caller without the role cannot approve")
-	require.Contains(t, errOut, "may not decide")
+	require.Contains(t, errOut, "no approval request "+id+" that max may decide", "as for an unknown id")
 	code, out, _ = cli("approve", id, "--as", "bea", "--role", "admin", "--note", "go ahead", "--ledger", ledgerSpec)
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "approved "+id)
@@ -112,4 +112,29 @@ func TestE2EApprovals(t *testing.T) {
 	require.Equal(t, refused("Approval "+next+" was refused."), call(t, ann, "resetCounter", map[string]any{"key": "e2e"}, nil))
 	third := call(t, ann, "resetCounter", map[string]any{"key": "e2e"}, nil)
 	require.Regexp(t, heldResetCounter, third.Text)
+
+	// A right-to-left override in the arguments and the reason's text:
+	// `approvals list` and the webhook show it as an escape.
+	for len(hooked) > 0 {
+		<-hooked
+	}
+	bidi := call(t, ann, "resetCounter", map[string]any{"key": "1234\u202e5678"}, nil)
+	m = heldResetCounter.FindStringSubmatch(bidi.Text)
+	require.NotNil(t, m, bidi.Text)
+	code, out, _ = cli("list", "--as", "bea", "--role", "admin", "--ledger", ledgerSpec)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, `"key": "1234\u202e5678"`)
+	require.NotContains(t, out, "\u202e")
+	code, out, _ = cli("list", "--as", "bea", "--role", "admin", "--ledger", ledgerSpec, "--format", "json")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, `1234\\u202e5678`, "arguments_text in JSON")
+	require.NotContains(t, out, "\u202e")
+	select {
+	case ev := <-hooked:
+		require.Equal(t, m[1], ev["id"])
+		require.NotContains(t, ev, "arguments")
+		require.Equal(t, "token", ev["source"])
+	case <-time.After(callTimeout):
+		t.Fatal("the webhook heard of no request")
+	}
 }

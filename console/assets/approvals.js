@@ -33,8 +33,9 @@ async function decide(id, approve, note, card) {
 }
 
 async function refresh() {
-  const { approvals } = await api('approvals');
-  $('approvals-count').textContent = approvals.length ? String(approvals.length) : '';
+  const { approvals, next } = await api('approvals');
+  $('approvals-count').textContent = approvals.length ? String(approvals.length) + (next ? '+' : '') : '';
+  $('approvals-more').hidden = !next;
   if (!visible && document.body.dataset.view !== 'approvals') return;
   $('approvals-empty').hidden = approvals.length > 0;
   $('approvals-list').replaceChildren(...approvals.map((r) => {
@@ -45,7 +46,7 @@ async function refresh() {
       el('h3', { id: 'h-' + r.id }, `${r.tool} — requested by ${r.subject}`),
       el('dl', {},
         el('dt', {}, 'Reason'), el('dd', {}, r.reason),
-        el('dt', {}, 'Arguments'), el('dd', {}, el('pre', {}, JSON.stringify(r.arguments ?? {}, null, 2))),
+        el('dt', {}, 'Arguments'), el('dd', {}, el('pre', { class: 'arguments' }, r.arguments_text)),
         el('dt', {}, 'Approvers'), el('dd', {}, r.approvers.join(', ')),
         el('dt', {}, 'Requested'), el('dd', {}, r.created),
         el('dt', {}, 'Expires'), el('dd', {}, r.expires),

@@ -193,8 +193,8 @@ func TestApproverRules(t *testing.T) {
 		{"nobody", nil, "/approvals/" + id + "/approve", "", http.StatusUnauthorized},
 		{"nobody lists", nil, "/approvals", "", http.StatusUnauthorized},
 		{"the requester cannot approve their own request", selfish, "/approvals/" + id + "/approve", "", http.StatusForbidden},
-		{"an approver without the role", carol, "/approvals/" + id + "/approve", "", http.StatusForbidden},
-		{"refusing without the role", carol, "/approvals/" + id + "/refuse", "", http.StatusForbidden},
+		{"an approver without the role: as for an unknown id", carol, "/approvals/" + id + "/approve", "", http.StatusNotFound},
+		{"refusing without the role: as for an unknown id", carol, "/approvals/" + id + "/refuse", "", http.StatusNotFound},
 		{"an unknown id", bob, "/approvals/0123456789abcdef01234567/approve", "", http.StatusNotFound},
 		{"a body that is not JSON", bob, "/approvals/" + id + "/approve", "note", http.StatusBadRequest},
 		{"a body too large", bob, "/approvals/" + id + "/approve", `{"note":"` + strings.Repeat("x", 9000) + `"}`, http.StatusRequestEntityTooLarge},
@@ -231,7 +231,7 @@ func TestHiddenToolNeverHeld(t *testing.T) {
 	assert.Equal(t, "Error: Unknown tool 'secret'.", text)
 	text2, _ := call(t, as, "nosuchtool", "x")
 	assert.Equal(t, "Error: Unknown tool 'nosuchtool'.", text2)
-	pending, err := store.PendingApprovals(context.Background(), e.clock.Now(), 100)
+	pending, err := store.PendingApprovals(context.Background(), e.clock.Now(), ledger.PendingQuery{Roles: []string{"admin"}, Limit: 100})
 	require.NoError(t, err)
 	assert.Empty(t, pending)
 }

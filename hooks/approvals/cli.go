@@ -44,9 +44,14 @@ func WriteList(w io.Writer, list []Request, asJSON bool) error {
 		if list == nil {
 			list = []Request{}
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(list)
+		b, err := json.MarshalIndent(list, "", "  ")
+		if err != nil {
+			return err
+		}
+		// The same value, with invisible characters escaped: a terminal
+		// shows them as they are.
+		_, err = w.Write(append(VisibleJSON(b), '\n'))
+		return err
 	}
 	if len(list) == 0 {
 		_, err := fmt.Fprintln(w, "no pending approval requests you may decide")
@@ -55,10 +60,23 @@ func WriteList(w io.Writer, list []Request, asJSON bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tREQUESTER\tTOOL\tEXPIRES\tREASON")
 	for _, r := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Subject, r.Tool, r.Expires.Format(time.RFC3339), r.Reason)
-		fmt.Fprintf(tw, "\t  arguments: %s\t\t\t\n", r.Arguments)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", Visible(r.ID), Visible(r.Subject), Visible(r.Tool), r.Expires.Format(time.RFC3339), Visible(r.Reason))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// Arguments below the table, whole (a tab writer would align on
+	// their lines): as ArgumentsText shows them.
+	for _, r := range list {
+		text := r.ArgumentsText
+		if text == "" {
+			text = ArgumentsText(r.Arguments)
+		}
+		if _, err := fmt.Fprintf(w, "\narguments of %s:\n%s\n", Visible(r.ID), text); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // WriteDecision writes one line saying what was decided.

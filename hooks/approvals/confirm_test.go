@@ -64,3 +64,28 @@ func answer(action string, content map[string]any) func(context.Context, *mcp.El
 		return &mcp.ElicitResult{Action: action, Content: content}, nil
 	}
 }
+
+// TestUnaskedConfirmationAnswersIgnored: inputResponses the server did
+// not ask for never stand for the user's confirmation: sent up front (by
+// a client of any revision, also one without elicitation), with a forged
+// requestState, or replayed with another call's arguments. The question
+// is asked instead.
+func TestUnaskedConfirmationAnswersIgnored(t *testing.T) {
+	t.Parallel()
+	yes := mcp.InputResponseMap{"toolgate.confirm": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}}
+	for _, proto := range []string{"2025-06-18", "2026-07-28"} {
+		t.Run(proto, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, ledger.NewMemoryStore())
+			cs := e.connectProto(t, alice, nil, proto) // no elicitation capability
+			for _, state := range []string{"", "forged"} {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"target": "t"},
+					InputResponses: yes, RequestState: state})
+				require.NoError(t, err)
+				require.Len(t, res.Content, 1)
+				assert.Equal(t, "This tool needs a confirmation your client cannot show.", res.Content[0].(*mcp.TextContent).Text)
+				assert.Zero(t, e.ran("t"), "an unasked answer ran the call (state %q)", state)
+			}
+		})
+	}
+}

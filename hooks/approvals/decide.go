@@ -5,7 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/ledger"
@@ -14,10 +16,12 @@ import (
 // Errors of Decide, for errors.Is. The HTTP endpoints map them to 404,
 // 403 and 409.
 var (
-	// ErrNotFound: no request has the id (or it was pruned).
+	// ErrNotFound: no request has the id (or it was pruned), or the
+	// caller is not one who may see it: neither an approver nor the
+	// requester (so an answer never tells whether an id exists).
 	ErrNotFound = errors.New("approvals: no such approval request")
-	// ErrForbidden: the caller may not decide the request: nobody, the
-	// requester, or a caller without one of its approver roles.
+	// ErrForbidden: the requester (who knows the id) may not decide
+	// their own request; nobody may decide none.
 	ErrForbidden = errors.New("approvals: the caller may not decide this request")
 	// ErrNotPending: the request was already decided, or expired.
 	ErrNotPending = errors.New("approvals: the request is not pending")
@@ -41,21 +45,84 @@ func MayDecide(caller *engine.Caller, r *Request) bool {
 	return false
 }
 
-// Pending returns the pending requests caller may decide, oldest first
-// (at most DefaultListLimit looked at).
+// Pending returns the first page (DefaultListLimit) of the pending
+// requests caller may decide, oldest first.
 func (g *Gate) Pending(ctx context.Context, caller *engine.Caller) ([]Request, error) {
-	recs, err := g.store.PendingApprovals(ctx, g.opts.Now(), DefaultListLimit)
-	if err != nil {
-		return nil, err
+	list, _, err := g.PendingPage(ctx, caller, "", DefaultListLimit)
+	return list, err
+}
+
+// AllPending returns every pending request caller may decide, oldest
+// first, read page by page (`toolgate approvals list`).
+func (g *Gate) AllPending(ctx context.Context, caller *engine.Caller) ([]Request, error) {
+	var all []Request
+	after := ""
+	for {
+		page, next, err := g.PendingPage(ctx, caller, after, MaxListLimit)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		if next == "" {
+			return all, nil
+		}
+		after = next
 	}
+}
+
+// ErrBadCursor is PendingPage's error for an after it did not make.
+var ErrBadCursor = errors.New("approvals: not a cursor of this listing")
+
+// PendingPage returns at most limit (1 to MaxListLimit) pending requests
+// caller may decide, oldest first, after the cursor after ("" starts at
+// the oldest), and the cursor of the next page ("" at the end). The store
+// selects them by the caller's roles, so requests for other approvers
+// never crowd a page out.
+func (g *Gate) PendingPage(ctx context.Context, caller *engine.Caller, after string, limit int) ([]Request, string, error) {
 	out := []Request{}
+	if caller == nil || caller.Subject == "" || len(caller.Roles) == 0 {
+		return out, "", nil
+	}
+	limit = min(max(limit, 1), MaxListLimit)
+	cur, err := parseCursor(after)
+	if err != nil {
+		return nil, "", err
+	}
+	recs, err := g.store.PendingApprovals(ctx, g.opts.Now(), ledger.PendingQuery{Roles: caller.Roles, NotSubject: caller.Subject, After: cur, Limit: limit + 1})
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(recs) > limit {
+		recs = recs[:limit]
+		last := recs[limit-1]
+		next = formatCursor(ledger.Cursor{Created: last.Created, ID: last.ID})
+	}
 	for i := range recs {
 		r := requestOf(&recs[i])
 		if MayDecide(caller, &r) {
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	return out, next, nil
+}
+
+// A cursor is "NANOS.ID": the creation time (Unix nanoseconds) and id of
+// the last request of a page.
+func formatCursor(c ledger.Cursor) string {
+	return strconv.FormatInt(c.Created.UnixNano(), 10) + "." + c.ID
+}
+
+func parseCursor(s string) (ledger.Cursor, error) {
+	if s == "" {
+		return ledger.Cursor{}, nil
+	}
+	ns, id, ok := strings.Cut(s, ".")
+	n, err := strconv.ParseInt(ns, 10, 64)
+	if !ok || err != nil || id == "" || len(s) > 128 {
+		return ledger.Cursor{}, ErrBadCursor
+	}
+	return ledger.Cursor{Created: time.Unix(0, n), ID: id}, nil
 }
 
 // Decide approves (approve true) or refuses the pending request id on
@@ -75,7 +142,10 @@ func (g *Gate) Decide(ctx context.Context, caller *engine.Caller, id string, app
 	}
 	r := requestOf(&rec)
 	if !MayDecide(caller, &r) {
-		return r, ErrForbidden
+		if caller != nil && caller.Subject != "" && caller.Subject == r.Subject {
+			return r, ErrForbidden // the requester knows the id
+		}
+		return Request{}, ErrNotFound
 	}
 	now := g.opts.Now()
 	if rec.Status != ledger.ApprovalPending {

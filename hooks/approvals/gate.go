@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/toolgate/toolgate/engine"
@@ -25,9 +26,29 @@ const (
 	DefaultPruneBatch = 1000
 	// DefaultPruneInterval is how often RunPruner prunes.
 	DefaultPruneInterval = time.Minute
-	// DefaultListLimit bounds the requests Pending returns.
-	DefaultListLimit = 1000
+	// DefaultListLimit is the page size of a listing (Pending, GET
+	// /approvals without ?limit); MaxListLimit bounds ?limit.
+	DefaultListLimit = 100
+	MaxListLimit     = 1000
+	// DefaultMaxPending bounds the requests one requester (identity
+	// source and subject) may have pending at once.
+	DefaultMaxPending = 20
+	// DefaultMaxArgumentBytes bounds the canonical arguments kept with a
+	// request: a larger call that needs an approval is refused.
+	DefaultMaxArgumentBytes = 64 << 10
 )
+
+// TooManyPending is the answer to a call that needs an approval while its
+// caller has max requests pending (docs/contract.md §13).
+func TooManyPending(max int) string {
+	return fmt.Sprintf("Too many approval requests of yours are pending (at most %d). Call again once one is decided or expired.", max)
+}
+
+// ArgumentsTooLarge is the answer to a call that needs an approval whose
+// arguments are larger than an approval request keeps (docs/contract.md §13).
+func ArgumentsTooLarge(max int) string {
+	return fmt.Sprintf("The arguments are too large to hold for approval (at most %d bytes).", max)
+}
 
 // The states counted by Options.OnState (toolgate_approvals_total{state}).
 const (
@@ -54,6 +75,12 @@ type Options struct {
 	// OnRequest, when set, is called for each new request, synchronously:
 	// it must not block (Webhook.Notify queues).
 	OnRequest func(Request)
+	// MaxPending bounds the requests one requester may have pending;
+	// DefaultMaxPending when zero, negative no bound.
+	MaxPending int
+	// MaxArgumentBytes bounds the canonical arguments kept with a
+	// request; DefaultMaxArgumentBytes when zero.
+	MaxArgumentBytes int
 	// NewID makes the id of a new request; nil: 24 random hex digits.
 	// Ids must be unique and unguessable (tests may make them
 	// predictable).
@@ -65,6 +92,9 @@ type Gate struct {
 	store ledger.ApprovalStore
 	opts  Options
 	log   *slog.Logger
+
+	mu    sync.Mutex
+	roles map[string]bool // approver roles rules named since start (IsApprover)
 }
 
 // New returns a Gate over store. It panics when store is nil.
@@ -81,11 +111,17 @@ func New(store ledger.ApprovalStore, opts Options) *Gate {
 	if opts.NewID == nil {
 		opts.NewID = newID
 	}
+	if opts.MaxPending == 0 {
+		opts.MaxPending = DefaultMaxPending
+	}
+	if opts.MaxArgumentBytes <= 0 {
+		opts.MaxArgumentBytes = DefaultMaxArgumentBytes
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Gate{store: store, opts: opts, log: log}
+	return &Gate{store: store, opts: opts, log: log, roles: map[string]bool{}}
 }
 
 var _ mcpadapter.Approvals = (*Gate)(nil)
@@ -93,25 +129,33 @@ var _ mcpadapter.Approvals = (*Gate)(nil)
 // Request is an approval request as approvers, the webhook and the
 // command line see it.
 type Request struct {
-	ID      string `json:"id"`
+	ID string `json:"id"`
+	// Source is the requester's identity source ("token", "jwt", "local";
+	// "unknown" for a request recorded before sources were kept).
+	Source  string `json:"source"`
 	Subject string `json:"subject"`
 	Tool    string `json:"tool"`
 	// Arguments are the call's arguments (canonical JSON): approvers
 	// decide on them. They are never written to the audit trail, nor sent
 	// to the webhook.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Reason    string          `json:"reason"`
-	Approvers []string        `json:"approvers"`
-	Status    string          `json:"status"`
-	Created   time.Time       `json:"created"`
-	Expires   time.Time       `json:"expires"`
-	DecidedBy string          `json:"decided_by,omitempty"`
-	DecidedAt time.Time       `json:"decided_at,omitzero"`
-	Note      string          `json:"note,omitempty"`
+	// ArgumentsText is Arguments as a person is shown them
+	// (ArgumentsText): exact numbers, invisible characters escaped,
+	// nothing cut. Pages render it as text; they never re-encode
+	// Arguments.
+	ArgumentsText string    `json:"arguments_text"`
+	Reason        string    `json:"reason"`
+	Approvers     []string  `json:"approvers"`
+	Status        string    `json:"status"`
+	Created       time.Time `json:"created"`
+	Expires       time.Time `json:"expires"`
+	DecidedBy     string    `json:"decided_by,omitempty"`
+	DecidedAt     time.Time `json:"decided_at,omitzero"`
+	Note          string    `json:"note,omitempty"`
 }
 
 func requestOf(r *ledger.ApprovalRecord) Request {
-	return Request{ID: r.ID, Subject: r.Key.Subject, Tool: r.Key.Tool, Arguments: r.Arguments, Reason: r.Reason,
+	return Request{ID: r.ID, Source: r.Key.Source, Subject: r.Key.Subject, Tool: r.Key.Tool, Arguments: r.Arguments, ArgumentsText: ArgumentsText(r.Arguments), Reason: r.Reason,
 		Approvers: r.Approvers, Status: string(r.Status), Created: r.Created.UTC(), Expires: r.Expires.UTC(),
 		DecidedBy: r.DecidedBy, DecidedAt: utcOrZero(r.DecidedAt), Note: r.Note}
 }
@@ -134,14 +178,34 @@ func (g *Gate) Check(ctx context.Context, call *mcpadapter.CallContext, rule *en
 	if call.Caller == nil || call.Tool == nil {
 		return mcpadapter.ApprovalCheck{}, errors.New("approvals: a call without caller or tool")
 	}
-	key := ledger.ApprovalKey{Subject: call.Caller.Subject, Tool: call.Tool.Name, ArgsHash: canon.SHA256(call.Arguments)}
+	source := call.Source
+	if source == "" {
+		source = mcpadapter.SourceLocal
+	}
+	g.rememberRoles(rule.Approvers)
+	key := ledger.ApprovalKey{Source: source, Subject: call.Caller.Subject, Tool: call.Tool.Name, ArgsHash: canon.SHA256(call.Arguments)}
 	for range maxRounds {
 		now := g.opts.Now()
 		rec, err := g.store.LiveApproval(ctx, key)
 		switch {
 		case errors.Is(err, ledger.ErrApprovalNotFound):
+			args := canon.JSON(call.Arguments)
+			if len(args) > g.opts.MaxArgumentBytes {
+				return mcpadapter.ApprovalCheck{State: mcpadapter.ApprovalNotRecorded, Message: ArgumentsTooLarge(g.opts.MaxArgumentBytes)}, nil
+			}
+			if g.opts.MaxPending > 0 {
+				n, err := g.store.CountPending(ctx, key.Source, key.Subject, now)
+				if err != nil {
+					return mcpadapter.ApprovalCheck{}, err
+				}
+				if n >= g.opts.MaxPending {
+					g.log.Warn("approvals: call refused: too many requests pending", slog.String("source", key.Source),
+						slog.String("subject", key.Subject), slog.String("tool", key.Tool), slog.Int("pending", n))
+					return mcpadapter.ApprovalCheck{State: mcpadapter.ApprovalNotRecorded, Message: TooManyPending(g.opts.MaxPending)}, nil
+				}
+			}
 			rec = ledger.ApprovalRecord{
-				ID: g.opts.NewID(), Key: key, Arguments: canon.JSON(call.Arguments), Reason: rule.Reason,
+				ID: g.opts.NewID(), Key: key, Arguments: args, Reason: rule.Reason,
 				Approvers: slices.Clone(rule.Approvers), TTL: rule.TTL, Status: ledger.ApprovalPending,
 				Created: now, Expires: now.Add(rule.TTL),
 			}
@@ -216,6 +280,40 @@ func (g *Gate) state(s string) {
 	if g.opts.OnState != nil {
 		g.opts.OnState(s)
 	}
+}
+
+// maxRoles bounds the approver roles a Gate remembers.
+const maxRoles = 1024
+
+func (g *Gate) rememberRoles(roles []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, r := range roles {
+		if len(g.roles) >= maxRoles {
+			return
+		}
+		g.roles[r] = true
+	}
+}
+
+// IsApprover reports whether caller may be shown the approval queue's
+// changes: a caller with a role an approval rule named since start, or
+// who may decide a request pending now (one recorded by another
+// replica, or before a restart).
+func (g *Gate) IsApprover(ctx context.Context, caller *engine.Caller) bool {
+	if caller == nil || caller.Subject == "" {
+		return false
+	}
+	g.mu.Lock()
+	for _, r := range caller.Roles {
+		if g.roles[r] {
+			g.mu.Unlock()
+			return true
+		}
+	}
+	g.mu.Unlock()
+	recs, err := g.store.PendingApprovals(ctx, g.opts.Now(), ledger.PendingQuery{Roles: caller.Roles, NotSubject: caller.Subject, Limit: 1})
+	return err == nil && len(recs) > 0
 }
 
 func newID() string {

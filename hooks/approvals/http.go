@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/toolgate/toolgate/engine"
@@ -17,14 +18,17 @@ const maxBodyBytes = 8 << 10
 // Handler serves the approvers' HTTP endpoints (docs/contract.md §13) for the caller
 // callerOf finds in each request (httpserve.RequestCaller):
 //
-//   - GET /approvals: the pending requests the caller may decide, as
-//     {"approvals": [...]};
+//   - GET /approvals[?limit=N][&after=CURSOR]: a page of the pending
+//     requests the caller may decide, oldest first, as {"approvals":
+//     [...], "next": CURSOR} (next omitted on the last page; limit 1 to
+//     MaxListLimit, DefaultListLimit when absent);
 //   - POST /approvals/{id}/approve and POST /approvals/{id}/refuse, with
 //     an optional JSON body {"note": "..."} of at most 8 KiB: the request
 //     as decided.
 //
-// Nobody gets 401, a caller who may not decide the request 403, an
-// unknown id 404, a request no longer pending 409.
+// Nobody gets 401, the requester deciding their own request 403, an
+// unknown id or one the caller may not see 404 (alike: the answer never
+// tells whether an id exists), a request no longer pending 409.
 func (g *Gate) Handler(callerOf func(*http.Request) *engine.Caller) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /approvals", func(w http.ResponseWriter, r *http.Request) {
@@ -33,13 +37,31 @@ func (g *Gate) Handler(callerOf func(*http.Request) *engine.Caller) http.Handler
 			unauthorized(w)
 			return
 		}
-		list, err := g.Pending(r.Context(), c)
+		q := r.URL.Query()
+		limit := DefaultListLimit
+		if l := q.Get("limit"); l != "" {
+			n, err := strconv.Atoi(l)
+			if err != nil || n < 1 || n > MaxListLimit {
+				http.Error(w, "limit must be a number from 1 to "+strconv.Itoa(MaxListLimit), http.StatusBadRequest)
+				return
+			}
+			limit = n
+		}
+		list, next, err := g.PendingPage(r.Context(), c, q.Get("after"), limit)
+		if errors.Is(err, ErrBadCursor) {
+			http.Error(w, "after must be the next cursor of a listing", http.StatusBadRequest)
+			return
+		}
 		if err != nil {
 			g.log.Error("approvals: list failed", slog.Any("error", err))
 			http.Error(w, "approvals are not available", http.StatusInternalServerError)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"approvals": list})
+		page := map[string]any{"approvals": list}
+		if next != "" {
+			page["next"] = next
+		}
+		writeJSON(w, http.StatusOK, page)
 	})
 	decide := func(approve bool) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {

@@ -32,7 +32,7 @@ result := {"content": [{"type": "text", "text": "answered by policy"}]} if input
 	text, isErr := call(t, as, "wipe", "denied")
 	assert.True(t, isErr)
 	assert.Equal(t, "no wiping that", text, "refusing wins over approval")
-	pending, err := store.PendingApprovals(context.Background(), e.clock.Now(), 10)
+	pending, err := store.PendingApprovals(context.Background(), e.clock.Now(), ledger.PendingQuery{Roles: []string{"admin"}, Limit: 10})
 	require.NoError(t, err)
 	assert.Empty(t, pending, "a refused call records no request")
 

@@ -33,22 +33,56 @@ type WebhookOptions struct {
 	// Backoff is the wait before the second attempt, doubled for each
 	// further one; DefaultWebhookBackoff when zero.
 	Backoff time.Duration
-	// Queue bounds the requests waiting to be sent: beyond it a new
-	// request is dropped (and logged); DefaultWebhookQueue when zero.
+	// Queue bounds the requests waiting to be sent: beyond it new
+	// requests are coalesced, counted and announced by one summary event
+	// (Coalesced) once the queue drained; DefaultWebhookQueue when zero.
 	Queue int
+	// OnResult, when set, counts each outcome: WebhookSent and
+	// WebhookFailed per event posted (a summary is one event),
+	// WebhookCoalesced per request folded into a summary.
+	OnResult func(result string)
 	// Logger receives failures; nil discards them.
 	Logger *slog.Logger
 }
 
+// The outcomes WebhookOptions.OnResult counts
+// (toolgate_approval_webhook_total{result}).
+const (
+	WebhookSent      = "sent"
+	WebhookFailed    = "failed"
+	WebhookCoalesced = "coalesced"
+)
+
 // WebhookEvent is what the webhook receives for each new request: no
-// arguments (they stay in the store, for approvers who sign in).
+// arguments (they stay in the store, for approvers who sign in). A
+// summary of requests the queue had no room for has only Coalesced (how
+// many) and Text.
 type WebhookEvent struct {
-	ID        string    `json:"id"`
-	Subject   string    `json:"subject"`
-	Tool      string    `json:"tool"`
-	Reason    string    `json:"reason"`
-	Approvers []string  `json:"approvers"`
-	Expires   time.Time `json:"expires"`
+	ID        string    `json:"id,omitempty"`
+	Source    string    `json:"source,omitempty"`
+	Subject   string    `json:"subject,omitempty"`
+	Tool      string    `json:"tool,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Approvers []string  `json:"approvers,omitempty"`
+	Expires   time.Time `json:"expires,omitzero"`
+	Coalesced int       `json:"coalesced,omitempty"`
+	// Text says the same for a chat message, with every character a
+	// reader could not see escaped (Visible).
+	Text string `json:"text"`
+}
+
+// eventOf is what the webhook is sent for r.
+func eventOf(r Request) WebhookEvent {
+	return WebhookEvent{ID: r.ID, Source: r.Source, Subject: r.Subject, Tool: r.Tool, Reason: r.Reason, Approvers: r.Approvers, Expires: r.Expires,
+		Text: fmt.Sprintf("Approval %s requested: %s by %s: %s", Visible(r.ID), Visible(r.Tool), Visible(r.Subject), Visible(r.Reason))}
+}
+
+// webhookBody is ev as JSON, with invisible characters escaped inside its
+// strings (VisibleJSON): the same value, which a person reading the
+// payload sees whole.
+func webhookBody(ev WebhookEvent) []byte {
+	body, _ := json.Marshal(ev)
+	return VisibleJSON(body)
 }
 
 // Webhook POSTs each new approval request as JSON to a URL, from a
@@ -63,6 +97,15 @@ type Webhook struct {
 	stop  context.CancelFunc
 	ctx   context.Context
 	done  sync.WaitGroup
+
+	mu        sync.Mutex
+	coalesced int // requests not queued since the last summary
+}
+
+// summaryOf is the event that announces n requests the queue had no
+// room for.
+func summaryOf(n int) WebhookEvent {
+	return WebhookEvent{Coalesced: n, Text: fmt.Sprintf("%d more approval requests were made while the webhook was behind; list them with GET /approvals or in the console.", n)}
 }
 
 // NewWebhook starts a webhook sender for url.
@@ -95,11 +138,21 @@ func NewWebhook(url string, opts WebhookOptions) *Webhook {
 
 // Notify queues r to be sent; it never blocks. It is an Options.OnRequest.
 func (w *Webhook) Notify(r Request) {
-	ev := WebhookEvent{ID: r.ID, Subject: r.Subject, Tool: r.Tool, Reason: r.Reason, Approvers: r.Approvers, Expires: r.Expires}
+	ev := eventOf(r)
 	select {
 	case w.queue <- ev:
 	default:
-		w.log.Warn("approvals: webhook queue full; request not sent", slog.String("approval_id", r.ID))
+		w.mu.Lock()
+		w.coalesced++
+		w.mu.Unlock()
+		w.result(WebhookCoalesced)
+		w.log.Warn("approvals: webhook queue full; the request is announced in a summary", slog.String("approval_id", r.ID))
+	}
+}
+
+func (w *Webhook) result(r string) {
+	if w.opts.OnResult != nil {
+		w.opts.OnResult(r)
 	}
 }
 
@@ -118,17 +171,27 @@ func (w *Webhook) run() {
 			return
 		case ev := <-w.queue:
 			w.send(ev)
+			if len(w.queue) == 0 {
+				w.mu.Lock()
+				n := w.coalesced
+				w.coalesced = 0
+				w.mu.Unlock()
+				if n > 0 {
+					w.send(summaryOf(n))
+				}
+			}
 		}
 	}
 }
 
 // send tries ev up to Attempts times; a 2xx answer ends it.
 func (w *Webhook) send(ev WebhookEvent) {
-	body, _ := json.Marshal(ev)
+	body := webhookBody(ev)
 	wait := w.opts.Backoff
 	var err error
 	for attempt := 1; attempt <= w.opts.Attempts; attempt++ {
 		if err = w.post(body); err == nil {
+			w.result(WebhookSent)
 			return
 		}
 		if attempt == w.opts.Attempts {
@@ -143,6 +206,7 @@ func (w *Webhook) send(ev WebhookEvent) {
 		}
 		wait *= 2
 	}
+	w.result(WebhookFailed)
 	w.log.Warn("approvals: webhook failed; the request stays pending and listable",
 		slog.String("approval_id", ev.ID), slog.Any("error", err))
 }

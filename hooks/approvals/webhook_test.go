@@ -3,8 +3,10 @@ package approvals_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,7 +41,7 @@ func TestWebhookRetries(t *testing.T) {
 	select {
 	case ev := <-got:
 		assert.Equal(t, map[string]any{"id": "id1", "subject": "alice", "tool": "wipe", "reason": "r",
-			"approvers": []any{"admin"}, "expires": "2026-12-01T10:00:00Z"}, ev)
+			"approvers": []any{"admin"}, "expires": "2026-12-01T10:00:00Z", "text": "Approval id1 requested: wipe by alice: r"}, ev)
 	case <-time.After(time.Minute): // a failure bound only
 		t.Fatal("the webhook never succeeded")
 	}
@@ -72,4 +74,60 @@ func TestWebhookNeverBlocksTheCall(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	assert.Equal(t, id, list[0].ID)
+}
+
+// TestWebhookCoalescesWhatItCannotQueue: requests the queue has no room
+// for are not dropped silently: once the queue drained, one summary event
+// says how many there were, and each outcome is counted.
+func TestWebhookCoalescesWhatItCannotQueue(t *testing.T) {
+	t.Parallel()
+	first := make(chan struct{})
+	release := make(chan struct{})
+	got := make(chan approvals.WebhookEvent, 8)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev approvals.WebhookEvent
+		_ = json.NewDecoder(r.Body).Decode(&ev)
+		if ev.ID == "r0" {
+			close(first)
+			<-release
+		}
+		got <- ev
+	}))
+	t.Cleanup(srv.Close)
+	var mu sync.Mutex
+	counts := map[string]int{}
+	wh := approvals.NewWebhook(srv.URL, approvals.WebhookOptions{Queue: 1, OnResult: func(r string) {
+		mu.Lock()
+		counts[r]++
+		mu.Unlock()
+	}})
+	t.Cleanup(func() { _ = wh.Close() })
+	wh.Notify(approvals.Request{ID: "r0", Subject: "alice", Tool: "wipe"})
+	<-first // r0 is being sent; the queue holds one more
+	for i := 1; i <= 4; i++ {
+		wh.Notify(approvals.Request{ID: fmt.Sprint("r", i), Subject: "alice", Tool: "wipe"})
+	}
+	close(release)
+	var evs []approvals.WebhookEvent
+	for len(evs) < 3 {
+		select {
+		case ev := <-got:
+			evs = append(evs, ev)
+		case <-time.After(time.Minute): // a failure bound only
+			t.Fatalf("the webhook got %d events, want 3: %+v", len(evs), evs)
+		}
+	}
+	assert.Equal(t, "r0", evs[0].ID)
+	assert.Equal(t, "r1", evs[1].ID)
+	assert.Equal(t, 3, evs[2].Coalesced, "r2, r3 and r4 in one summary")
+	assert.Empty(t, evs[2].ID)
+	assert.Contains(t, evs[2].Text, "3 more approval requests")
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return counts[approvals.WebhookSent] == 3
+	}, time.Minute, time.Millisecond)
+	mu.Lock()
+	assert.Equal(t, 3, counts[approvals.WebhookCoalesced])
+	mu.Unlock()
 }

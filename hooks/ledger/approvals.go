@@ -8,13 +8,47 @@ import (
 )
 
 // ApprovalKey names the call an approval request is for (docs/contract.md §13): the
-// requester's subject, the tool and the SHA-256 of the canonical arguments
-// (the audit trail's arguments_sha256).
+// requester's identity source and subject, the tool and the SHA-256 of the
+// canonical arguments (the audit trail's arguments_sha256). The tokens
+// file's "alice" and the issuer's "alice" are two requesters.
 type ApprovalKey struct {
+	// Source is the requester's identity source (mcpadapter.CallContext.Source);
+	// SourceBeforeUpgrade for a request recorded before sources were kept.
+	Source   string
 	Subject  string
 	Tool     string
 	ArgsHash string
 }
+
+// SourceBeforeUpgrade is the Source of approval requests a store kept
+// before requests were keyed by source: no caller's key matches it, so
+// such a request is listed and may be decided, but no call consumes it;
+// it expires.
+const SourceBeforeUpgrade = "unknown"
+
+// PendingQuery selects pending approval requests (PendingApprovals).
+type PendingQuery struct {
+	// Roles: only requests that name one of these approver roles.
+	Roles []string
+	// NotSubject: not the requests of this subject (an approver never
+	// decides their own), whatever their source.
+	NotSubject string
+	// After: only requests after this one in the listing's order (oldest
+	// first: Created, then ID); the zero Cursor starts at the oldest.
+	After Cursor
+	// Limit bounds the requests returned (> 0).
+	Limit int
+}
+
+// Cursor is a place in the listing of pending requests: the last request
+// of a page.
+type Cursor struct {
+	Created time.Time
+	ID      string
+}
+
+// IsZero reports whether c is the start of the listing.
+func (c Cursor) IsZero() bool { return c.ID == "" }
 
 // ApprovalStatus is where an approval request is in its life:
 // pending → approved | refused → consumed | closed, or expired.
@@ -77,9 +111,13 @@ type ApprovalStore interface {
 	LiveApproval(ctx context.Context, key ApprovalKey) (ApprovalRecord, error)
 	// ApprovalByID returns the request id, or ErrApprovalNotFound.
 	ApprovalByID(ctx context.Context, id string) (ApprovalRecord, error)
-	// PendingApprovals returns at most limit requests pending and not
-	// expired at now, oldest first.
-	PendingApprovals(ctx context.Context, now time.Time, limit int) ([]ApprovalRecord, error)
+	// PendingApprovals returns the requests pending and not expired at
+	// now that q selects, oldest first, at most q.Limit. The store filters
+	// (an approver's page is never crowded out by requests for others).
+	PendingApprovals(ctx context.Context, now time.Time, q PendingQuery) ([]ApprovalRecord, error)
+	// CountPending returns how many requests of source and subject are
+	// pending and not expired at now.
+	CountPending(ctx context.Context, source, subject string, now time.Time) (int, error)
 	// TransitionApproval compare-and-swaps: when request to.ID has status
 	// from, it takes to's Status, Expires, DecidedBy, DecidedAt and Note,
 	// and TransitionApproval returns true; otherwise nothing changes and

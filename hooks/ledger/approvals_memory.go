@@ -71,25 +71,57 @@ func (s *MemoryStore) ApprovalByID(_ context.Context, id string) (ApprovalRecord
 }
 
 // PendingApprovals implements ApprovalStore.
-func (s *MemoryStore) PendingApprovals(_ context.Context, now time.Time, limit int) ([]ApprovalRecord, error) {
+func (s *MemoryStore) PendingApprovals(_ context.Context, now time.Time, q PendingQuery) ([]ApprovalRecord, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []ApprovalRecord
+	var out []*ApprovalRecord
 	for _, r := range s.approvals().byID {
-		if r.Status == ApprovalPending && !now.After(r.Expires) {
-			out = append(out, copyRecord(r))
+		if r.Status == ApprovalPending && !now.After(r.Expires) && r.Key.Subject != q.NotSubject &&
+			namesAny(r.Approvers, q.Roles) && (q.After.IsZero() || before(q.After, r)) {
+			out = append(out, r)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Created.Equal(out[j].Created) {
-			return out[i].Created.Before(out[j].Created)
-		}
-		return out[i].ID < out[j].ID
+		return before(Cursor{Created: out[i].Created, ID: out[i].ID}, out[j])
 	})
-	if limit >= 0 && len(out) > limit {
-		out = out[:limit]
+	if len(out) > q.Limit {
+		out = out[:max(q.Limit, 0)]
 	}
-	return out, nil
+	recs := make([]ApprovalRecord, len(out))
+	for i, r := range out {
+		recs[i] = copyRecord(r)
+	}
+	return recs, nil
+}
+
+// before reports whether c comes before r in the listing's order.
+func before(c Cursor, r *ApprovalRecord) bool {
+	if !c.Created.Equal(r.Created) {
+		return c.Created.Before(r.Created)
+	}
+	return c.ID < r.ID
+}
+
+func namesAny(approvers, roles []string) bool {
+	for _, r := range roles {
+		if slices.Contains(approvers, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// CountPending implements ApprovalStore.
+func (s *MemoryStore) CountPending(_ context.Context, source, subject string, now time.Time) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.approvals().byID {
+		if r.Status == ApprovalPending && !now.After(r.Expires) && r.Key.Source == source && r.Key.Subject == subject {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // TransitionApproval implements ApprovalStore.

@@ -146,6 +146,20 @@ func (l *Ledger) unkeyed(call *mcpadapter.CallContext) bool {
 	return !ok || id == "" || call.Caller == nil
 }
 
+// Principal is the caller's key in the ledger: its identity source and
+// subject ("token:alice", "jwt:alice"; source "" is
+// mcpadapter.SourceLocal). A source name holds no ':', so two callers
+// never share a key: a result stored for the tokens file's "alice" is
+// never replayed to the issuer's. (Keys stored before sources were kept
+// hold the bare subject: no caller matches them; they are pruned after
+// their retention.)
+func Principal(source, subject string) string {
+	if source == "" {
+		source = mcpadapter.SourceLocal
+	}
+	return source + ":" + subject
+}
+
 // valueKey is where a Ledger keeps its claim in a CallContext; keyed by the
 // Ledger so that two ledgers on one adapter never read each other's.
 type valueKey struct{ l *Ledger }
@@ -165,7 +179,7 @@ func (l *Ledger) before(ctx context.Context, call *mcpadapter.CallContext) (mcpa
 		return mcpadapter.Allow(), nil
 	}
 	id, _ := call.Meta.String(l.opts.MetaKey)
-	c := &claim{key: Key{Subject: call.Caller.Subject, Tool: call.Name, ID: id}}
+	c := &claim{key: Key{Subject: Principal(call.Source, call.Caller.Subject), Tool: call.Name, ID: id}}
 	call.SetValue(valueKey{l}, c)
 	res, err := l.store.Claim(ctx, c.key, canon.SHA256(call.Arguments), l.opts.Now(), l.lifetimes())
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -57,6 +58,15 @@ func createPostgresTable(ctx context.Context, pool *pgxpool.Pool) error {
 		return err
 	}
 	for _, q := range approvalsDDL("BIGINT", "BYTEA") {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	// Under the advisory lock: one replica adds the column.
+	if _, err := tx.Exec(ctx, strings.Replace(approvalsSourceColumn, "ADD COLUMN", "ADD COLUMN IF NOT EXISTS", 1)); err != nil {
+		return err
+	}
+	for _, q := range approvalsSourceDDL {
 		if _, err := tx.Exec(ctx, q); err != nil {
 			return err
 		}

@@ -66,11 +66,41 @@ func OpenSQLite(path string) (*SQLiteStore, error) {
 			_, err = db.Exec(q)
 		}
 	}
+	if err == nil {
+		err = sqliteAddSource(db)
+	}
+	for _, q := range approvalsSourceDDL {
+		if err == nil {
+			_, err = db.Exec(q)
+		}
+	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("ledger: sqlite: create table in %s: %w", path, err)
 	}
 	return &SQLiteStore{sqlStore{db: sqliteDB{db}, kind: "sqlite"}}, nil
+}
+
+// sqliteAddSource adds the approvals' source column to a file made
+// before it (approvalsSourceColumn). Another process may add it first:
+// then the ALTER fails and the column is there.
+func sqliteAddSource(db *sql.DB) error {
+	has := func() (bool, error) {
+		var n int
+		err := db.QueryRow(`SELECT COUNT(*) FROM pragma_table_info('` + approvalsTable + `') WHERE name = 'source'`).Scan(&n)
+		return n > 0, err
+	}
+	ok, err := has()
+	if err != nil || ok {
+		return err
+	}
+	if _, err := db.Exec(approvalsSourceColumn); err != nil {
+		if ok, herr := has(); herr == nil && ok {
+			return nil
+		}
+		return err
+	}
+	return nil
 }
 
 type sqliteDB struct{ db *sql.DB }

@@ -10,9 +10,10 @@ import (
 	"time"
 )
 
-// Key names one idempotent call: the caller's subject, the tool and the
-// idempotency key the client sent.
+// Key names one idempotent call: the caller (Principal: identity source
+// and subject), the tool and the idempotency key the client sent.
 type Key struct {
+	// Subject is the caller's Principal.
 	Subject string
 	Tool    string
 	ID      string

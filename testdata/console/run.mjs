@@ -65,6 +65,8 @@ const commands = {
   async url() { return { url: page.url() }; },
   async waitGone({ selector }) { await page.waitForSelector(selector, { state: 'detached' }); return {}; },
   async text({ selector }) { return { text: await page.textContent(selector) }; },
+  // innerText is the text as rendered (layout applied), what a reader sees.
+  async innerText({ selector }) { return { text: await page.innerText(selector) }; },
   async visible({ selector }) { return { visible: await page.locator(selector).first().isVisible() }; },
   async count({ selector }) { return { n: await page.locator(selector).count() }; },
   async session({ key }) { return { value: await page.evaluate((k) => sessionStorage.getItem(k), key) }; },
