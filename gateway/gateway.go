@@ -361,7 +361,8 @@ func (g *Gateway) buildUpstreams() error {
 				if err != nil {
 					return nil, err
 				}
-				return upstream.MergeRows(reg, rows), nil
+				// Prompts are governed by the same decision (docs/contract.md §16).
+				return upstream.MergeImports(reg, rows, pool.ImportedPrompts(ctx))
 			}))
 			break
 		}
@@ -421,7 +422,7 @@ func (g *Gateway) buildHooks() error {
 // request's credentials over HTTP.
 func (g *Gateway) newServer(caller mcpadapter.CallerFunc) *mcp.Server {
 	a := mcpadapter.New(mcpadapter.Options{Revisions: g.eng, Methods: g.obs.methods(g.methods), Caller: caller, Logger: g.log, HookTimeout: g.cfg.HookTimeout,
-		ListFallback: listFallback(g.cfg.ListFallback), Approvals: g.gate})
+		ListFallback: listFallback(g.cfg.ListFallback), Approvals: g.gate, Catalog: g.catalog()})
 	a.AddHook(g.obs.hook(g.ledger.Hook()))
 	a.AddHook(g.obs.hook(g.audit.Hook()))
 	a.AddHook(g.obs.hook(g.m.Hook()))
@@ -516,6 +517,7 @@ func (g *Gateway) notifyListings() error {
 	stopListen := g.eng.Listen(func(old, next *engine.Revision) {
 		for _, s := range g.servers {
 			go s.adapter.NotifyListingChanged(g.ctx, s.server, old, next)
+			go s.adapter.NotifyPromptsChanged(s.server, old, next)
 		}
 	})
 	g.onClose(func() error { stopListen(); return nil })

@@ -55,6 +55,9 @@ type Options struct {
 	// Approvals holds the calls an approval rule names (docs/contract.md §13); nil: a
 	// call an approval rule names fails closed (internal error).
 	Approvals Approvals
+	// Catalog serves the prompts, resources and completions of importing
+	// upstreams (docs/contract.md §16; catalog.go); nil: none.
+	Catalog Catalog
 }
 
 // ListFallback says what tools/list shows when the grant policy fails.
@@ -86,6 +89,8 @@ type Adapter struct {
 
 	notifyMu  sync.Mutex
 	notifySeq uint64
+
+	catalog catalogSessions // subscribers' callers (catalog.go)
 }
 
 // New returns an Adapter. It panics when Revisions or Methods is nil.
@@ -123,6 +128,7 @@ func (a *Adapter) NewServer(impl *mcp.Implementation, opts *mcp.ServerOptions) *
 	if o.Capabilities.Tools == nil {
 		o.Capabilities.Tools = &mcp.ToolCapabilities{ListChanged: true}
 	}
+	a.catalogServerOptions(&o)
 	s := mcp.NewServer(impl, &o)
 	a.Install(s)
 	return s
@@ -150,6 +156,7 @@ func (a *Adapter) Install(s *mcp.Server) {
 		}
 	})
 	s.AddSendingMiddleware(a.filterListChanged)
+	a.installCatalog(s)
 }
 
 const methodSubscriptionsListen = "subscriptions/listen"

@@ -30,8 +30,12 @@ type Config struct {
 	// same process (mcp.NewInMemoryTransports), or any other transport.
 	Transport func() mcp.Transport
 	// Import makes the upstream's tools that no row names into rows
-	// (Pool.ImportedRows).
+	// (Pool.ImportedRows), and serves its prompts and resources
+	// (docs/contract.md §16: Pool.ImportedPrompts, the Pool's Catalog).
 	Import bool
+	// Prefix, when not nil, is prepended to the names of the imported
+	// tools and prompts; nil is NAME. (the default); "" is allowed.
+	Prefix *string
 	// Section is the permission section of the imported rows; "" is
 	// DefaultSection(Name), which no role holds until the registry's
 	// sections list it (docs/contract.md §15: imported rows are closed by default).
@@ -63,6 +67,14 @@ func (c *Config) section() string {
 		return c.Section
 	}
 	return DefaultSection(c.Name)
+}
+
+// prefix is what the imported tools' and prompts' names start with.
+func (c *Config) prefix() string {
+	if c.Prefix != nil {
+		return *c.Prefix
+	}
+	return c.Name + "."
 }
 
 // ErrConfig is wrapped by every error about a malformed upstream
