@@ -161,6 +161,21 @@ func (a *Adapter) catalogServerOptions(o *mcp.ServerOptions) {
 	if o.UnsubscribeHandler == nil {
 		o.UnsubscribeHandler = func(context.Context, *mcp.UnsubscribeRequest) error { return nil }
 	}
+	// The SDK agrees to a subscriptions/listen (2026-07-28) only for what
+	// its own capabilities say; what a session is told at initialize is
+	// what the upstreams offer (announce).
+	caps := &mcp.ServerCapabilities{}
+	if o.Capabilities != nil {
+		cp := *o.Capabilities
+		caps = &cp
+	}
+	if caps.Prompts == nil {
+		caps.Prompts = &mcp.PromptCapabilities{ListChanged: true}
+	}
+	if caps.Resources == nil {
+		caps.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}
+	}
+	o.Capabilities = caps
 }
 
 // installCatalog makes s serve the Catalog's prompts and resources
@@ -176,6 +191,8 @@ func (a *Adapter) installCatalog(s *mcp.Server) {
 			switch method {
 			case engine.MethodPromptsList, engine.MethodPromptsGet, engine.MethodResourcesList, engine.MethodTemplatesList,
 				engine.MethodResourcesRead, engine.MethodSubscribe, engine.MethodUnsubscribe, engine.MethodComplete:
+			case methodSubscriptionsListen:
+				return a.listen(ctx, method, req, next)
 			case "initialize", "server/discover":
 				res, err = next(ctx, method, req)
 				a.announce(res)
@@ -214,14 +231,14 @@ func (a *Adapter) announce(res mcp.Result) {
 		cp := **caps
 		c = &cp
 	}
-	if o.Prompts && c.Prompts == nil {
+	c.Prompts, c.Resources, c.Completions = nil, nil, nil
+	if o.Prompts {
 		c.Prompts = &mcp.PromptCapabilities{ListChanged: true}
 	}
 	if o.Resources {
-		r := &mcp.ResourceCapabilities{ListChanged: true, Subscribe: o.Subscribe}
-		c.Resources = r
+		c.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: o.Subscribe}
 	}
-	if o.Completions && c.Completions == nil {
+	if o.Completions {
 		c.Completions = &mcp.CompletionCapabilities{}
 	}
 	*caps = c
@@ -552,6 +569,48 @@ func (a *Adapter) subscribe(ctx context.Context, caller *engine.Caller, req *mcp
 		}
 	}
 	return next(ctx, method, req)
+}
+
+// listen is subscriptions/listen (2026-07-28): of the resources it asks
+// for, only those the caller may read are kept — a hidden URI is dropped
+// exactly as one nothing serves — subscribed upstream, and acknowledged.
+func (a *Adapter) listen(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	r, ok := req.(*mcp.SubscriptionsListenRequest)
+	if !ok || r.Params == nil || r.Params.Notifications == nil || len(r.Params.Notifications.ResourceSubscriptions) == 0 {
+		return next(ctx, method, req)
+	}
+	caller := a.opts.Caller(ctx, req)
+	n := *r.Params.Notifications
+	var kept []string
+	for _, uri := range n.ResourceSubscriptions {
+		rec := &CatalogRecord{Method: engine.MethodSubscribe, Caller: caller, Name: uri, Start: time.Now()}
+		res := a.allowedResource(ctx, caller, engine.MethodSubscribe, uri, r.Params.Meta, rec)
+		if caller != nil {
+			a.observeCatalog(ctx, rec)
+		}
+		if res == nil {
+			continue
+		}
+		if err := a.opts.Catalog.Subscribe(ctx, res.Upstream, uri); err != nil {
+			a.log.Error("subscriptions/listen: upstream subscribe failed", slog.String("upstream", res.Upstream), slog.Any("error", err))
+			continue
+		}
+		kept = append(kept, uri)
+		if r.Session != nil {
+			a.catalog.subscribed(r.Session, caller, uri, res.Upstream)
+			defer func() {
+				if up, ok := a.catalog.unsubscribed(r.Session, uri); ok {
+					_ = a.opts.Catalog.Unsubscribe(context.WithoutCancel(ctx), up, uri)
+				}
+			}()
+		}
+	}
+	n.ResourceSubscriptions = kept
+	params := *r.Params
+	params.Notifications = &n
+	sent := *r
+	sent.Params = &params
+	return next(ctx, method, &sent)
 }
 
 // unsubscribe answers alike for every URI: it tells nothing of what
