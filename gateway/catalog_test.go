@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"errors"
 	"io"
 	"net/http"
@@ -74,8 +76,14 @@ resource := false if {
 // section granted to admin and contractor.
 func catalogGateway(t *testing.T, callers ...*engine.Caller) *running {
 	t.Helper()
+	return catalogGatewayIn(t, t.TempDir(), callers...)
+}
+
+// catalogGatewayIn is catalogGateway with its files (audit.jsonl,
+// decisions.jsonl) in dir.
+func catalogGatewayIn(t *testing.T, dir string, callers ...*engine.Caller) *running {
+	t.Helper()
 	bin := everythingServer(t)
-	dir := t.TempDir()
 	reg := filepath.Join(dir, "registry.yaml")
 	require.NoError(t, os.WriteFile(reg, []byte("sections:\n  \"upstream:ev\": { roles: [admin, contractor] }\ntools: []\n"), 0o600))
 	pol := filepath.Join(dir, "rego")
@@ -85,7 +93,7 @@ func catalogGateway(t *testing.T, callers ...*engine.Caller) *running {
 	return startGateway(t, gateway.Config{
 		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, callers...),
 			Upstreams: []config.Upstream{{Name: "ev", Command: bin, Import: true}},
-			Ledger:    "memory", Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch},
+			Ledger:    "memory", Audit: filepath.Join(dir, "audit.jsonl"), DecisionLog: filepath.Join(dir, "decisions.jsonl"), Watch: &watch},
 		Stderr: io.Discard,
 	})
 }
@@ -270,4 +278,58 @@ func connectWith(t *testing.T, ctx context.Context, client *mcp.Client, url, pro
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close(); tr.CloseIdleConnections() })
 	return cs
+}
+
+// TestCatalogDecisionsOnRecord: a prompts/get and a resources/read are
+// decisions too (docs/contract.md §16): the decision log has an event for
+// each, hidden and absent alike; the audit trail a line for each relayed
+// one, none for a hidden one.
+func TestCatalogDecisionsOnRecord(t *testing.T) {
+	t.Parallel()
+	admin := &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
+	contractor := &engine.Caller{Subject: "carl", Roles: []string{"contractor"}}
+	dir := t.TempDir()
+	g := catalogGatewayIn(t, dir, admin, contractor)
+	ctx := context.Background()
+	as := connect(t, ctx, g.url, protocols[0], admin)
+	cs := connect(t, ctx, g.url, protocols[0], contractor)
+	_, err := as.GetPrompt(ctx, &mcp.GetPromptParams{Name: "ev.test_simple_prompt"})
+	require.NoError(t, err)
+	_, err = as.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://static-text"})
+	require.NoError(t, err)
+	_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://static-binary"})
+	require.Error(t, err, "hidden from the contractor")
+	require.NoError(t, g.stop())
+
+	audit, err := os.ReadFile(filepath.Join(dir, "audit.jsonl"))
+	require.NoError(t, err)
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(string(audit)), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
+		if m["stage"] == "catalog" {
+			lines = append(lines, m)
+		}
+	}
+	require.Len(t, lines, 2, "%s", audit)
+	assert.Equal(t, []any{"prompts/get", "ev.test_simple_prompt", "ann", "result"}, []any{lines[0]["method"], lines[0]["tool"], lines[0]["subject"], lines[0]["outcome"]})
+	assert.Equal(t, []any{"resources/read", "test://static-text", "ann", "result"}, []any{lines[1]["method"], lines[1]["tool"], lines[1]["subject"], lines[1]["outcome"]})
+
+	dl, err := os.ReadFile(filepath.Join(dir, "decisions.jsonl"))
+	require.NoError(t, err)
+	var events []string
+	for _, l := range strings.Split(strings.TrimSpace(string(dl)), "\n") {
+		var e struct {
+			Input struct {
+				Caller  map[string]any `json:"caller"`
+				Request map[string]any `json:"request"`
+			} `json:"input"`
+			Result map[string]any `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(l), &e), l)
+		if m, _ := e.Input.Request["method"].(string); m == "prompts/get" || m == "resources/read" {
+			events = append(events, fmt.Sprintf("%s %s %v %v", e.Input.Caller["subject"], m, e.Input.Request["tool"], e.Result["allowed"]))
+		}
+	}
+	assert.Equal(t, []string{"ann prompts/get ev.test_simple_prompt true", "ann resources/read test://static-text true", "carl resources/read test://static-binary false"}, events)
 }

@@ -427,6 +427,7 @@ func (g *Gateway) newServer(caller mcpadapter.CallerFunc) *mcp.Server {
 	a.AddHook(g.obs.hook(g.audit.Hook()))
 	a.AddHook(g.obs.hook(g.m.Hook()))
 	a.AddHook(g.obs.hook(g.activity.Hook()))
+	a.AddObserver(g.audit.Observer()) // prompts/get, resources/read, ... (docs/contract.md §16)
 	s := a.NewServer(&mcp.Implementation{Name: "toolgate", Version: Version}, &mcp.ServerOptions{Logger: g.log})
 	g.obs.install(a, s, g.eng)
 	g.servers = append(g.servers, served{a, s})
