@@ -93,9 +93,17 @@ const (
 	AnswerCatalogInternal = "An internal error occurred."
 )
 
+// AnswerUnknownPrompt is the message of the answer to prompts/get of a
+// hidden prompt and of a name no prompt has.
+func AnswerUnknownPrompt(name string) string { return fmt.Sprintf("unknown prompt %q", name) }
+
+// AnswerUnknownResource is the message of the answer to resources/read and
+// resources/subscribe of a hidden resource and of a URI nothing serves.
+const AnswerUnknownResource = "Resource not found"
+
 func unknownPrompt(name string) error {
 	// The go-sdk's own answer for a prompt it does not have.
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", name)}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: AnswerUnknownPrompt(name)}
 }
 
 func unknownResource(uri string) error { return mcp.ResourceNotFoundError(uri) }
@@ -473,16 +481,22 @@ func (a *Adapter) listTemplates(ctx context.Context, caller *engine.Caller, req 
 	return res
 }
 
-// resolve finds what a URI is: a listed resource (the first upstream that
-// lists it), else the first template, in configuration order, that
-// matches it; nil when nothing serves it.
+// resolve is ResolveResource in the adapter's Catalog.
 func (a *Adapter) resolve(ctx context.Context, uri string) *engine.Resource {
-	for _, r := range a.opts.Catalog.Resources(ctx) {
+	return ResolveResource(ctx, a.opts.Catalog, uri)
+}
+
+// ResolveResource finds what a URI is in cat (docs/contract.md §16): a
+// listed resource (its owner: the first upstream that lists it), else the
+// first template, in configuration order, that matches it (Template set);
+// nil when nothing serves it. `toolgate explain --resource` reads it too.
+func ResolveResource(ctx context.Context, cat Catalog, uri string) *engine.Resource {
+	for _, r := range cat.Resources(ctx) {
 		if r.Resource.URI == uri {
 			return resourceOf(r)
 		}
 	}
-	for _, t := range a.opts.Catalog.Templates(ctx) {
+	for _, t := range cat.Templates(ctx) {
 		tmpl, err := uritemplate.New(t.Template.URITemplate)
 		if err != nil {
 			continue

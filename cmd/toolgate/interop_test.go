@@ -31,11 +31,7 @@ func TestInteropTypeScript(t *testing.T) {
 	args := []string{"interop.mjs", bin}
 	// The go-sdk's conformance server as an importing upstream: the client
 	// gets its prompts and reads its resources through toolgate (docs/contract.md §16).
-	everything := filepath.Join(t.TempDir(), "everything-server")
-	if out, err := exec.Command("go", "build", "-o", everything, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server").CombinedOutput(); err != nil {
-		t.Fatalf("building the go-sdk conformance server: %v\n%s", err, out)
-	}
-	args = append(args, "--catalog-upstream", everything)
+	args = append(args, "--catalog-upstream", everythingServerBin(t))
 	// With the OpenID provider (always under CI), the client also connects
 	// with its access tokens (docs/contract.md §12).
 	if _, err := os.Stat(filepath.Join(oidctest.Dir, "node_modules")); err == nil || os.Getenv("CI") != "" {
