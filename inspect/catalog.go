@@ -53,6 +53,39 @@ type ResourceExplanation struct {
 	Failure   string `json:"failure,omitempty"`
 }
 
+// PromptRow is the decision on one imported prompt, as the matrix shows
+// it.
+type PromptRow struct {
+	Name     string `json:"name"`
+	Upstream string `json:"upstream"`
+	Section  string `json:"section,omitempty"`
+	Base     bool   `json:"base"`
+	// Granted is the strict reading (prompts/get), Listed the lenient one.
+	Granted bool `json:"granted"`
+	Listed  bool `json:"listed"`
+	// Override reports that data.toolgate.grant.prompts decided.
+	Override bool `json:"override"`
+}
+
+func promptRows(rev *engine.Revision, c *engine.Caller, d *engine.GrantDecision) []PromptRow {
+	prompts := rev.Registry().Prompts
+	if len(prompts) == 0 {
+		return nil
+	}
+	listed := map[int]bool{}
+	for _, i := range d.VisiblePrompts() {
+		listed[i] = true
+	}
+	out := make([]PromptRow, len(prompts))
+	for i := range prompts {
+		p := &prompts[i]
+		ok, _ := d.PromptAllowed(p.Name)
+		out[i] = PromptRow{Name: p.Name, Upstream: p.Upstream, Section: p.Section, Base: engine.BaseSection(rev.Registry(), p.Section, c),
+			Granted: ok, Listed: listed[i], Override: d.PromptsOverride()}
+	}
+	return out
+}
+
 func explainPrompt(ctx context.Context, rev *engine.Revision, c *engine.Caller, name string, meta engine.Meta) *PromptExplanation {
 	x := &PromptExplanation{Name: name}
 	p := rev.Prompt(name)

@@ -111,6 +111,9 @@ type Explanation struct {
 	Listed []string `json:"listed"`
 	// Call explains the tools/call of ExplainOptions.Tool; nil without one.
 	Call *CallExplanation `json:"call,omitempty"`
+	// Prompts explains each imported prompt (docs/contract.md §16), in
+	// the revision's order, from the same grant decision as Tools.
+	Prompts []PromptRow `json:"prompts,omitempty"`
 	// Prompt and Resource explain ExplainOptions.Prompt and URI.
 	Prompt   *PromptExplanation   `json:"prompt,omitempty"`
 	Resource *ResourceExplanation `json:"resource,omitempty"`
@@ -219,6 +222,7 @@ func Explain(ctx context.Context, opts ExplainOptions) *Explanation {
 			x.Listed = append(x.Listed, t.Name)
 		}
 	}
+	x.Prompts = promptRows(rev, opts.Caller, d)
 	if rec != nil {
 		x.Call = explainCall(rev, opts.Caller, opts.Tool, rec)
 	}
