@@ -76,7 +76,7 @@ resource := false if {
 }
 `
 
-func newCatalogGoverned(t *testing.T, c *engine.Caller, cache bool) *governed {
+func newCatalogGoverned(t testing.TB, c *engine.Caller, cache bool) *governed {
 	hook := engine.WithRegistryHook(func(_ context.Context, reg *registry.Registry) (*registry.Registry, error) {
 		out := *reg
 		out.Prompts = testPrompts
@@ -229,4 +229,51 @@ func TestCatalogServedWhenGranted(t *testing.T) {
 	require.NoError(t, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "file:///rewards/c.txt"}))
 	_, err = cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "file:///notes/{name}"}, Argument: mcp.CompleteParamsArgument{Name: "name", Value: "t"}})
 	require.NoError(t, err)
+}
+
+// FuzzCatalogHiddenIsAbsent: for any _meta and prompt arguments a client
+// sends, prompts/get, resources/read, resources/subscribe and
+// completion/complete of what a contractor may not see answer byte for
+// byte as what does not exist (docs/contract.md §16).
+func FuzzCatalogHiddenIsAbsent(f *testing.F) {
+	f.Add(`{}`, `{"topic":"t"}`)
+	f.Add(`{"a":{"b":{"c":{"d":{"e":1}}}}}`, `[1]`)
+	f.Add(`{"n":1e400}`, `{"topic":123456789012345678901234567890}`)
+	f.Add(`null`, `"x"`)
+	g := newCatalogGoverned(f, &engine.Caller{Subject: "cora", Roles: []string{"contractor"}}, true)
+	var clients []*rawClient
+	for _, proto := range []string{proto20250618, proto20260728} {
+		clients = append(clients, g.connectRaw(f, proto))
+	}
+	f.Fuzz(func(t *testing.T, meta, args string) {
+		if !json.Valid([]byte(meta)) || !json.Valid([]byte(args)) {
+			return
+		}
+		if !strings.HasPrefix(strings.TrimSpace(meta), "{") {
+			meta = "{}"
+		}
+		for _, c := range clients {
+			c.t = t
+			probes := []struct{ method, hidden, absent, params string }{
+				{"prompts/get", "up.secret", "up.secreX", `{"name":@@NAME@@,"arguments":` + args + `,"_meta":` + meta + `}`},
+				{"completion/complete", "up.secret", "up.secreX", `{"ref":{"type":"ref/prompt","name":@@NAME@@},"argument":{"name":"topic","value":"t"},"_meta":` + meta + `}`},
+				{"resources/read", "file:///secret/b.txt", "file:///secreX/b.txt", `{"uri":@@NAME@@,"_meta":` + meta + `}`},
+				{"completion/complete", "file:///notes/{name}", "file:///noteX/{name}", `{"ref":{"type":"ref/resource","uri":@@NAME@@},"argument":{"name":"name","value":"t"},"_meta":` + meta + `}`},
+			}
+			if c.proto != proto20260728 {
+				probes = append(probes, struct{ method, hidden, absent, params string }{"resources/subscribe", "file:///secret/b.txt", "file:///secreX/b.txt", `{"uri":@@NAME@@,"_meta":` + meta + `}`})
+			}
+			for _, p := range probes {
+				with := func(name string) string {
+					q, _ := json.Marshal(name)
+					return strings.Replace(p.params, "@@NAME@@", string(q), 1)
+				}
+				hid := normaliseID(c.request(p.method, with(p.hidden)))
+				abs := normaliseID(c.request(p.method, with(p.absent)))
+				hidStr := strings.ReplaceAll(string(hid), p.hidden, p.absent)
+				hidStr = strings.ReplaceAll(hidStr, strings.ReplaceAll(p.hidden, `"`, `\"`), p.absent)
+				require.Equal(t, string(abs), hidStr, "%s (%s) meta=%.200s args=%.200s", p.method, c.proto, meta, args)
+			}
+		}
+	})
 }
