@@ -5,7 +5,6 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,9 +18,15 @@ import (
 
 // catalogServer is an in-process upstream with one prompt, the resources
 // uris and a template; subs counts the subscribe requests it receives.
-func catalogServer(uris []string, subs *atomic.Int32, unsubs chan string) *mcp.Server {
+func catalogServer(uris []string, subs, unsubs chan string) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "cat", Version: "v0"}, &mcp.ServerOptions{
-		SubscribeHandler: func(context.Context, *mcp.SubscribeRequest) error { subs.Add(1); return nil },
+		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
+			select {
+			case subs <- req.Params.URI:
+			default:
+			}
+			return nil
+		},
 		UnsubscribeHandler: func(_ context.Context, req *mcp.UnsubscribeRequest) error {
 			select {
 			case unsubs <- req.Params.URI:
@@ -83,10 +88,9 @@ func (l *lockedBuffer) String() string {
 // gone; the upstream's resources/updated reaches the watchers.
 func TestCatalogPool(t *testing.T) {
 	t.Parallel()
-	var subs, subs2 atomic.Int32
-	unsubs := make(chan string, 4)
-	a := catalogServer([]string{"file:///shared", "file:///a-only"}, &subs, unsubs)
-	b := catalogServer([]string{"file:///shared", "file:///b-only"}, &subs2, make(chan string, 4))
+	subs, unsubs := make(chan string, 4), make(chan string, 4)
+	a := catalogServer([]string{"file:///shared", "file:///a-only"}, subs, unsubs)
+	b := catalogServer([]string{"file:///shared", "file:///b-only"}, make(chan string, 4), make(chan string, 4))
 	empty := ""
 	logs := &lockedBuffer{}
 	cfgA, cfgB := inMemory("a", a), inMemory("b", b)
@@ -132,14 +136,28 @@ func TestCatalogPool(t *testing.T) {
 	defer stop()
 	require.NoError(t, p.Subscribe(ctx, "a", "file:///shared"))
 	require.NoError(t, p.Subscribe(ctx, "a", "file:///shared"))
-	assert.Equal(t, int32(1), subs.Load(), "one upstream subscription per URI")
-	require.NoError(t, a.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "file:///shared"}))
+	// Under 2026-07-28 the subscription is a subscriptions/listen stream
+	// the client opens in the background: wait for the upstream to have it.
 	select {
-	case ev := <-events:
-		assert.Equal(t, mcpadapter.CatalogEvent{Kind: mcpadapter.ResourceUpdated, Upstream: "a", URI: "file:///shared"}, ev)
+	case uri := <-subs:
+		assert.Equal(t, "file:///shared", uri)
 	case <-time.After(10 * time.Second):
-		t.Fatal("no resources/updated event")
+		t.Fatal("the upstream was not subscribed")
 	}
+	// The server records the subscription just after its handler returns:
+	// an update sent in between reaches nobody, so send again until one
+	// arrives (each attempt waits for the event, not for time).
+	var upd *mcpadapter.CatalogEvent
+	for attempt := 0; upd == nil && attempt < 20; attempt++ {
+		require.NoError(t, a.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "file:///shared"}))
+		select {
+		case ev := <-events:
+			upd = &ev
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	require.NotNil(t, upd, "no resources/updated event")
+	assert.Equal(t, mcpadapter.CatalogEvent{Kind: mcpadapter.ResourceUpdated, Upstream: "a", URI: "file:///shared"}, *upd)
 	require.NoError(t, p.Unsubscribe(ctx, "a", "file:///shared"))
 	p.cat.mu.Lock()
 	remaining := p.cat.subs[[2]string{"a", "file:///shared"}].n
@@ -153,6 +171,7 @@ func TestCatalogPool(t *testing.T) {
 		t.Fatal("the upstream was not unsubscribed")
 	}
 	assert.Empty(t, unsubs, "once")
+	assert.Empty(t, subs, "one upstream subscription per URI")
 }
 
 // TestMergeImportsToolConflict: two upstreams defining one tool name (a
