@@ -117,7 +117,9 @@ type catalogSessions struct {
 	subs    map[*mcp.ServerSession]map[string]string // URI → upstream
 }
 
-func (k *catalogSessions) subscribed(ss *mcp.ServerSession, c *engine.Caller, uri, upstream string) {
+// subscribed records that ss subscribed to uri as c; it reports whether
+// the session was not subscribed to it yet.
+func (k *catalogSessions) subscribed(ss *mcp.ServerSession, c *engine.Caller, uri, upstream string) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.callers == nil {
@@ -128,7 +130,27 @@ func (k *catalogSessions) subscribed(ss *mcp.ServerSession, c *engine.Caller, ur
 	if k.subs[ss] == nil {
 		k.subs[ss] = map[string]string{}
 	}
+	_, had := k.subs[ss][uri]
 	k.subs[ss][uri] = upstream
+	return !had
+}
+
+// has reports whether ss is subscribed to uri.
+func (k *catalogSessions) has(ss *mcp.ServerSession, uri string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_, ok := k.subs[ss][uri]
+	return ok
+}
+
+// forgetIfIdle forgets a session that holds no subscription any more.
+func (k *catalogSessions) forgetIfIdle(ss *mcp.ServerSession) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.subs[ss]) == 0 {
+		delete(k.subs, ss)
+		delete(k.callers, ss)
+	}
 }
 
 func (k *catalogSessions) unsubscribed(ss *mcp.ServerSession, uri string) (upstream string, ok bool) {
@@ -565,6 +587,11 @@ func (a *Adapter) subscribe(ctx context.Context, caller *engine.Caller, req *mcp
 	if res == nil {
 		return nil, unknownResource(uri)
 	}
+	if req.Session != nil && a.catalog.has(req.Session, uri) {
+		// Subscribed already: the upstream is, once for this session.
+		a.catalog.subscribed(req.Session, caller, uri, res.Upstream)
+		return next(ctx, method, req)
+	}
 	if err := a.opts.Catalog.Subscribe(ctx, res.Upstream, uri); err != nil {
 		rec.Err = err
 		return nil, a.relayError("resources/subscribe", err)
@@ -605,19 +632,22 @@ func (a *Adapter) listen(ctx context.Context, method string, req mcp.Request, ne
 		if res == nil {
 			continue
 		}
+		kept = append(kept, uri)
+		if r.Session == nil || a.catalog.has(r.Session, uri) {
+			continue // one upstream subscription per session and URI
+		}
 		if err := a.opts.Catalog.Subscribe(ctx, res.Upstream, uri); err != nil {
 			a.log.Error("subscriptions/listen: upstream subscribe failed", slog.String("upstream", res.Upstream), slog.Any("error", err))
+			kept = kept[:len(kept)-1]
 			continue
 		}
-		kept = append(kept, uri)
-		if r.Session != nil {
-			a.catalog.subscribed(r.Session, caller, uri, res.Upstream)
-			defer func() {
-				if up, ok := a.catalog.unsubscribed(r.Session, uri); ok {
-					_ = a.opts.Catalog.Unsubscribe(context.WithoutCancel(ctx), up, uri)
-				}
-			}()
-		}
+		a.catalog.subscribed(r.Session, caller, uri, res.Upstream)
+		defer func() {
+			if up, ok := a.catalog.unsubscribed(r.Session, uri); ok {
+				_ = a.opts.Catalog.Unsubscribe(context.WithoutCancel(ctx), up, uri)
+			}
+			a.catalog.forgetIfIdle(r.Session)
+		}()
 	}
 	n.ResourceSubscriptions = kept
 	params := *r.Params
