@@ -190,6 +190,8 @@ func TestMergeImportsToolConflict(t *testing.T) {
 	assert.Len(t, reg.Tools, 1)
 	assert.Equal(t, "p", reg.Prompts[0].Name)
 
+	_, err = NewPool([]Config{{Name: "s", Command: []string{"x"}, Prefix: new("a b")}}, nil)
+	require.ErrorIs(t, err, ErrConfig, "a prefix with characters no tool name has")
 	row, _, err := importRow(&Config{Name: "s", Prefix: new("")}, mcpTool("t", `{"type":"object"}`))
 	require.NoError(t, err)
 	assert.Equal(t, "t", row.Name)

@@ -81,7 +81,10 @@ func (c *Config) prefix() string {
 // configuration (ParseFlag, NewPool).
 var ErrConfig = errors.New("upstream: invalid configuration")
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+var (
+	nameRE   = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	prefixRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{0,64}$`)
+)
 
 // ParseFlag reads the value of a --upstream flag: NAME=http(s)://... for
 // streamable HTTP, else NAME=COMMAND for stdio. COMMAND is split on spaces
@@ -134,6 +137,9 @@ func (c *Config) validate() error {
 		}
 	case c.Command[0] == "":
 		return fmt.Errorf("%w: upstream %s: empty command", ErrConfig, c.Name)
+	}
+	if c.Prefix != nil && !prefixRE.MatchString(*c.Prefix) {
+		return fmt.Errorf("%w: upstream %s: prefix %q: want ^[A-Za-z0-9_.-]{0,64}$ (the characters of a tool name)", ErrConfig, c.Name, *c.Prefix)
 	}
 	if c.Pin && !c.Import {
 		return fmt.Errorf("%w: upstream %s: pin needs import", ErrConfig, c.Name)
