@@ -154,7 +154,17 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 			return nil, fmt.Errorf("registry %s: %w", regFile.Name, err)
 		}
 		if r2 != reg {
-			if derived, err = json.Marshal(r2.Tools); err != nil {
+			// The imported prompts are part of what the revision is built
+			// of (docs/contract.md §16): a changed prompt is a new
+			// revision. Without prompts the hash is what it was.
+			var v any = r2.Tools
+			if len(r2.Prompts) > 0 {
+				v = struct {
+					Tools   []registry.Tool
+					Prompts []registry.Prompt
+				}{r2.Tools, r2.Prompts}
+			}
+			if derived, err = json.Marshal(v); err != nil {
 				return nil, fmt.Errorf("registry %s: %w", regFile.Name, err)
 			}
 			reg = r2

@@ -333,3 +333,33 @@ func TestCatalogDecisionsOnRecord(t *testing.T) {
 	}
 	assert.Equal(t, []string{"ann prompts/get ev.test_simple_prompt true", "ann resources/read test://static-text true", "carl resources/read test://static-binary false"}, events)
 }
+
+// TestCatalogPromptsListChanged: an upstream's
+// notifications/prompts/list_changed rebuilds the revision with its new
+// prompts, and the sessions are told (docs/contract.md §16).
+func TestCatalogPromptsListChanged(t *testing.T) {
+	t.Parallel()
+	admin := &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
+	g := catalogGateway(t, admin)
+	ctx := context.Background()
+	changed := make(chan struct{}, 8)
+	client := mcp.NewClient(&mcp.Implementation{Name: "prompts-test", Version: "1"}, &mcp.ClientOptions{
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	cs := connectWith(t, ctx, client, g.url, "2025-11-25", admin)
+	require.NotContains(t, promptNames(t, cs), "ev.__transient_prompt_for_list_changed")
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ev.test_trigger_prompt_change", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%+v", res.Content)
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no notifications/prompts/list_changed within 30s")
+	}
+	assert.Contains(t, promptNames(t, cs), "ev.__transient_prompt_for_list_changed")
+}
