@@ -8,7 +8,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
@@ -276,4 +278,72 @@ func FuzzCatalogHiddenIsAbsent(f *testing.F) {
 			}
 		}
 	})
+}
+
+// watchCatalog is testCatalog whose events the test sends.
+type watchCatalog struct {
+	testCatalog
+	mu sync.Mutex
+	fs []func(mcpadapter.CatalogEvent)
+}
+
+func (w *watchCatalog) Watch(f func(mcpadapter.CatalogEvent)) func() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.fs = append(w.fs, f)
+	return func() {}
+}
+
+func (w *watchCatalog) send(ev mcpadapter.CatalogEvent) {
+	w.mu.Lock()
+	fs := slices.Clone(w.fs)
+	w.mu.Unlock()
+	for _, f := range fs {
+		f(ev)
+	}
+}
+
+// TestCatalogNotifications (docs/contract.md §16): an upstream's
+// resources list_changed reaches the sessions; its resources/updated
+// reaches a session subscribed through toolgate while its caller may read
+// the resource, and never one that is not subscribed.
+func TestCatalogNotifications(t *testing.T) {
+	t.Parallel()
+	cat := &watchCatalog{}
+	hook := engine.WithRegistryHook(func(_ context.Context, reg *registry.Registry) (*registry.Registry, error) {
+		out := *reg
+		out.Prompts = testPrompts
+		return &out, nil
+	})
+	g := newGoverned(t, setup{caller: &engine.Caller{Subject: "max", Roles: []string{"manager"}}, catalog: cat,
+		policies: map[string]string{"catalog.rego": catalogGrant}, opts: []engine.Option{hook}})
+	listChanged := make(chan struct{}, 4)
+	updated := make(chan string, 4)
+	other := make(chan string, 4)
+	sub := g.connectSDK(t, proto20250618, &mcp.ClientOptions{
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { listChanged <- struct{}{} },
+		ResourceUpdatedHandler:     func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI },
+	})
+	oth := g.connectSDK(t, proto20250618, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { other <- r.Params.URI },
+	})
+	ctx := context.Background()
+	require.NoError(t, sub.Subscribe(ctx, &mcp.SubscribeParams{URI: "file:///rewards/c.txt"}))
+	cat.send(mcpadapter.CatalogEvent{Kind: mcpadapter.ResourcesChanged, Upstream: "up"})
+	select {
+	case <-listChanged:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notifications/resources/list_changed")
+	}
+	cat.send(mcpadapter.CatalogEvent{Kind: mcpadapter.ResourceUpdated, Upstream: "up", URI: "file:///rewards/c.txt"})
+	select {
+	case uri := <-updated:
+		require.Equal(t, "file:///rewards/c.txt", uri)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notifications/resources/updated for the subscriber")
+	}
+	// A ping round trip of the other session after the update: had it
+	// been sent the update, it would have arrived before the answer.
+	require.NoError(t, oth.Ping(ctx, nil))
+	require.Empty(t, other, "a session that did not subscribe gets no update")
 }
