@@ -24,7 +24,7 @@ var serveKeys = []string{
 // authKeys are the keys of the auth section (docs/contract.md §12).
 var authKeys = []string{"issuer", "jwks", "resource", "audiences", "subject_claim", "roles_claim", "scopes_supported", "allow_anonymous"}
 
-var upstreamKeys = []string{"name", "command", "args", "url", "import", "section", "trust_annotations", "pin"}
+var upstreamKeys = []string{"name", "command", "args", "url", "import", "section", "trust_annotations", "pin", "prefix"}
 
 // LoadFile reads a config file (YAML) of serve settings. Every problem is
 // reported in one *Error: an unknown key (named, with its line), a value of
@@ -312,6 +312,11 @@ func upstreamEntry(n *yaml.Node, key string) (Upstream, []Problem) {
 			ok = v.Tag == "!!bool" && v.Decode(&u.TrustAnnotations) == nil
 		case "pin":
 			ok = v.Tag == "!!bool" && v.Decode(&u.Pin) == nil
+		case "prefix":
+			var p string
+			if ok = str(v, &p); ok {
+				u.Prefix = &p
+			}
 		default:
 			bad(k, "unknown key %q (known: %s)", k.Value, strings.Join(upstreamKeys, ", "))
 			continue

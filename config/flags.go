@@ -111,7 +111,7 @@ func mergeUpstreams(file, flags []Upstream) []Upstream {
 			if out[i].Name == u.Name {
 				u.Import = out[i].Import
 				u.Section, u.TrustAnnotations = out[i].Section, out[i].TrustAnnotations
-				u.Pin = out[i].Pin
+				u.Pin, u.Prefix = out[i].Pin, out[i].Prefix
 				out[i], replaced = u, true
 			}
 		}

@@ -183,6 +183,10 @@ type Upstream struct {
 	// pin recorded in the pins file (docs/contract.md §15); needs Import. Only
 	// settable in the config file.
 	Pin bool `yaml:"pin"`
+	// Prefix is prepended to the names of the imported tools and prompts
+	// (docs/contract.md §16); nil is NAME. (the default), "" is allowed.
+	// Only settable in the config file.
+	Prefix *string `yaml:"prefix"`
 }
 
 // Argv is the command and arguments to run a stdio upstream; a Command

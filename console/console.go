@@ -89,6 +89,13 @@ type Options struct {
 	// reads a cell's step 5 from it, which is much cheaper than a whole
 	// explanation per cell. Nil: the matrix asks Explainer per cell.
 	Calls func(ctx context.Context, caller *engine.Caller, tool string, meta json.RawMessage) *engine.CallDecision
+	// Resources, when set with DecideResource, lists the resources and
+	// templates of importing upstreams (a template with its URI template
+	// as URI and Template) that the matrix shows below tools and prompts;
+	// DecideResource decides one for a caller on the revision serving
+	// (engine.Revision.GrantResource, docs/contract.md §16).
+	Resources      func(ctx context.Context) []engine.Resource
+	DecideResource func(ctx context.Context, caller *engine.Caller, res *engine.Resource) engine.ResourceDecision
 	// Approvals, when nil, shows an empty queue.
 	Approvals Approvals
 	// Status, when nil, answers 404 at /console/api/status.

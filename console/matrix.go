@@ -58,8 +58,18 @@ type MatrixColumn struct {
 	Granted    int           `json:"granted"`
 }
 
-// MatrixRow is one registry row and its cells, in column order.
+// Kinds of matrix rows besides tools (docs/contract.md §16).
+const (
+	KindPrompt   = "prompt"
+	KindResource = "resource"
+)
+
+// MatrixRow is one registry row, imported prompt or resource, and its
+// cells, in column order. Tools come first, then prompts, then resources
+// and templates.
 type MatrixRow struct {
+	// Kind is "" for a tool, KindPrompt or KindResource.
+	Kind    string   `json:"kind,omitempty"`
 	Name    string   `json:"name"`
 	Section string   `json:"section,omitempty"`
 	Driver  string   `json:"driver,omitempty"`
@@ -116,8 +126,71 @@ func (c *Console) matrix(w http.ResponseWriter, r *http.Request, _ *engine.Calle
 		}
 		m.Rows = append(m.Rows, row)
 	}
+	// Prompts and resources (docs/contract.md §16): the same decisions the
+	// server reads.
+	keep := func(name, section string) bool {
+		if q != "" && !strings.Contains(strings.ToLower(name), q) && !strings.Contains(strings.ToLower(section), q) {
+			return false
+		}
+		n++
+		return n > req.Offset && len(m.Rows) < req.Limit
+	}
+	for k, p := range base[0].Prompts {
+		if !keep(p.Name, p.Section) {
+			continue
+		}
+		row := MatrixRow{Kind: KindPrompt, Name: p.Name, Section: p.Section, Cells: make([]string, len(req.Callers))}
+		for i := range req.Callers {
+			row.Cells[i] = promptCell(xs[i], k)
+		}
+		m.Rows = append(m.Rows, row)
+	}
+	if c.opts.Resources != nil && c.opts.DecideResource != nil {
+		for _, res := range c.opts.Resources(ctx) {
+			if !keep(res.URI, res.Section) {
+				continue
+			}
+			row := MatrixRow{Kind: KindResource, Name: res.URI, Section: res.Section, Cells: make([]string, len(req.Callers))}
+			for i := range req.Callers {
+				row.Cells[i] = resourceCell(c.opts.DecideResource(ctx, &req.Callers[i], &res))
+			}
+			m.Rows = append(m.Rows, row)
+		}
+	}
 	m.Total = n
 	writeJSON(w, http.StatusOK, m)
+}
+
+// promptCell classifies one caller × prompt k.
+func promptCell(x *inspect.Explanation, k int) string {
+	switch {
+	case x.Mode == engine.Nobody.String():
+		return CellNobody
+	case x.Mode == engine.Failed.String():
+		return CellFailed
+	case k >= len(x.Prompts): // the revision changed between two explanations
+		return CellFailed
+	case x.Prompts[k].Granted:
+		return CellVisible
+	case x.Prompts[k].Override:
+		return CellHiddenOverride
+	}
+	return CellHiddenBase
+}
+
+// resourceCell classifies one caller × resource.
+func resourceCell(d engine.ResourceDecision) string {
+	switch {
+	case d.Outcome == engine.Nobody:
+		return CellNobody
+	case d.Outcome == engine.Failed:
+		return CellFailed
+	case d.Allowed:
+		return CellVisible
+	case d.Outcome == engine.Override:
+		return CellHiddenOverride
+	}
+	return CellHiddenBase
 }
 
 // cell classifies one caller × tool: the grant decision, then, for a

@@ -27,7 +27,38 @@ import (
 // carries the revision the decision read and the trace and span of ctx.
 // A nil *Logger's observer logs nothing.
 func (l *Logger) Observer() mcpadapter.Observer {
-	return mcpadapter.Observer{Name: "decision-log", Call: l.observeCall, List: l.observeList}
+	return mcpadapter.Observer{Name: "decision-log", Call: l.observeCall, List: l.observeList, Catalog: l.observeCatalog}
+}
+
+// observeCatalog logs the decision on a prompt or a resource
+// (docs/contract.md §16): a PathGrant event whose method is the MCP method
+// and whose tool is the prompt name or the URI as sent; its result says
+// whether it was relayed, how the decision came out and the upstream
+// (none for what is hidden or does not exist: logged alike).
+func (l *Logger) observeCatalog(ctx context.Context, rec *mcpadapter.CatalogRecord) {
+	if l == nil {
+		return
+	}
+	res := map[string]any{"allowed": rec.Allowed, "outcome": rec.Outcome.String()}
+	if rec.Allowed {
+		res["upstream"] = rec.Upstream
+	}
+	if rec.Err != nil {
+		res["error"] = true
+	}
+	d := Decision{
+		ID: newID(), Path: PathGrant, Time: rec.Start, Method: rec.Method, Tool: rec.Name,
+		Result:  res,
+		Metrics: map[string]any{"timer_toolgate_catalog_ns": rec.Duration.Nanoseconds()},
+	}
+	if rec.Caller != nil {
+		d.Subject, d.Roles = rec.Caller.Subject, rec.Caller.Roles
+	}
+	d.TraceID, d.SpanID = traceOf(ctx)
+	if rec.Revision != nil {
+		d.Revision = rec.Revision.String()
+	}
+	l.Log(d)
 }
 
 // observeCall logs the grant decision of a call, and its call decision

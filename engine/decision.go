@@ -54,8 +54,9 @@ type GrantDecision struct {
 	Rules []Location
 
 	view    *callerView
-	granted ast.Set // the override set (strings only), when Outcome is Override
-	allowed []bool  // per row, from granted; set by precompute for shared decisions
+	prompts promptGrant // data.toolgate.grant.prompts (prompt.go)
+	granted ast.Set     // the override set (strings only), when Outcome is Override
+	allowed []bool      // per row, from granted; set by precompute for shared decisions
 	visible atomic.Pointer[[]int]
 	// canon, set by precompute, is the revision's shared copy of granted
 	// with its flags and visible rows.

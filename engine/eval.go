@@ -87,6 +87,9 @@ func (r *Revision) evalGrant(ctx context.Context, q rego.PreparedEvalQuery, c *C
 		return d, nil
 	}
 	r.readGranted(d, rs[0].Bindings["g"])
+	if r.policies.prompts {
+		r.readPrompts(d, rs[0].Bindings["p"])
+	}
 	return d, rs[0].Bindings
 }
 

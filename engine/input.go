@@ -18,6 +18,19 @@ import (
 const (
 	MethodList = "tools/list"
 	MethodCall = "tools/call"
+	// The methods of prompts and resources (docs/contract.md §16). A
+	// prompts/get names its prompt in Request.Prompt (with its arguments
+	// in Request.Arguments); a resources/read, resources/subscribe or
+	// resources/unsubscribe its URI in Request.URI; a completion/complete
+	// the prompt or the URI (template) it completes.
+	MethodPromptsList   = "prompts/list"
+	MethodPromptsGet    = "prompts/get"
+	MethodResourcesList = "resources/list"
+	MethodTemplatesList = "resources/templates/list"
+	MethodResourcesRead = "resources/read"
+	MethodSubscribe     = "resources/subscribe"
+	MethodUnsubscribe   = "resources/unsubscribe"
+	MethodComplete      = "completion/complete"
 )
 
 // Request is the part of the input document that comes from the MCP request.
@@ -32,6 +45,12 @@ type Request struct {
 	Arguments json.RawMessage
 	// Meta is the bounded _meta of the request.
 	Meta Meta
+	// Prompt is the prompt name as sent (prompts/get, and completion/complete
+	// of a prompt's argument), also when it names nothing.
+	Prompt string
+	// URI is the resource URI as sent (resources/read, subscribe,
+	// unsubscribe), or the URI template a completion/complete names.
+	URI string
 }
 
 // Keys of the input document (docs/contract.md §3).
@@ -54,6 +73,11 @@ var (
 	keyType        = ast.StringTerm("type")
 	keyRequired    = ast.StringTerm("required")
 	keyDefault     = ast.StringTerm("default")
+
+	keyPrompts     = ast.StringTerm("prompts")
+	keyPrompt      = ast.StringTerm("prompt")
+	keyURI         = ast.StringTerm("uri")
+	keyDescription = ast.StringTerm("description")
 
 	keyUpstream            = ast.StringTerm("upstream")
 	keyUpstreamAnnotations = ast.StringTerm("upstream_annotations")
@@ -153,6 +177,10 @@ type callerView struct {
 	base  []bool
 	tools *ast.Term // the tools array
 	rows  []*ast.Term
+	// promptBase is the base decision per imported prompt, prompts the
+	// input.prompts array.
+	promptBase []bool
+	prompts    *ast.Term
 }
 
 // rowObject returns row i's object in input.tools with the given base
@@ -213,6 +241,7 @@ func (r *Revision) view(c *Caller) *callerView {
 	}
 	// An array holds nothing lazy; its row objects are frozen.
 	v.tools = ast.ArrayTerm(v.rows...)
+	r.viewPrompts(v, c)
 	r.views.mu.Lock()
 	if r.views.views == nil {
 		r.views.views = map[string]*callerView{}
@@ -345,7 +374,8 @@ func CheckArguments(raw json.RawMessage) error {
 // fails with an *InputError when a part cannot be represented exactly.
 func (r *Revision) input(c *Caller, v *callerView, req *Request, tool int) (ast.Value, error) {
 	reqKV := [][2]*ast.Term{{keyMethod, ast.StringTerm(req.Method)}}
-	if req.Method == MethodCall {
+	switch req.Method {
+	case MethodCall:
 		args, err := argumentsValue(req.Arguments)
 		if err != nil {
 			return nil, err
@@ -354,6 +384,12 @@ func (r *Revision) input(c *Caller, v *callerView, req *Request, tool int) (ast.
 			[2]*ast.Term{keyTool, ast.StringTerm(req.Tool)},
 			[2]*ast.Term{keyArguments, ast.NewTerm(args)},
 		)
+	case MethodList:
+	default:
+		var err error
+		if reqKV, err = catalogRequest(reqKV, req); err != nil {
+			return nil, err
+		}
 	}
 	meta, err := req.Meta.astValue()
 	if err != nil {
@@ -364,13 +400,14 @@ func (r *Revision) input(c *Caller, v *callerView, req *Request, tool int) (ast.
 	if err != nil {
 		return nil, err
 	}
-	tools := ast.ArrayTerm()
+	tools, prompts := ast.ArrayTerm(), ast.ArrayTerm()
 	if v != nil {
-		tools = v.tools
+		tools, prompts = v.tools, v.prompts
 	}
 	kv := [][2]*ast.Term{
 		{keyCaller, caller},
 		{keyTools, tools},
+		{keyPrompts, prompts},
 		{keyRequest, ast.ObjectTerm(reqKV...)},
 	}
 	if tool >= 0 && v != nil {

@@ -25,6 +25,8 @@ var (
 	refApproval = ast.MustParseRef("data.toolgate.call.approval")
 	refConfirm  = ast.MustParseRef("data.toolgate.call.confirm")
 	refDecided  = ast.MustParseRef("data.toolgate.grant.url_drivers_decided")
+	refPrompts  = ast.MustParseRef("data.toolgate.grant.prompts")
+	refResource = ast.MustParseRef("data.toolgate.grant.resource")
 	watchedRefs = []ast.Ref{refGranted, refDeny, refResult, refApproval, refConfirm}
 )
 
@@ -146,6 +148,14 @@ type policySet struct {
 	// (split.go); nil, with splitWhy saying why, when it cannot.
 	split    *splitGrant
 	splitWhy string
+	// prompts is true when something may define data.toolgate.grant.prompts
+	// (a rule or a data document): the grant queries then also bind p to
+	// it (docs/contract.md §16). Policies that do not define it evaluate
+	// exactly what they did before.
+	prompts bool
+	// resourceQ reads data.toolgate.grant.resource, bound to r; set only
+	// when something may define it (resource.go).
+	resourceQ *rego.PreparedEvalQuery
 }
 
 // compilePolicies parses, compiles and prepares every policy and data file.
@@ -221,18 +231,56 @@ func compilePolicies(ctx context.Context, files []sourceFile, printHook func(str
 	prepare := func(q string) (rego.PreparedEvalQuery, error) {
 		return rego.New(append([]func(*rego.Rego){rego.Query(q)}, opts...)...).PrepareForEval(ctx)
 	}
-	if ps.grantQ, err = prepare(wrapQuery("g", refGranted)); err != nil {
+	ps.prompts = defines(c, data, refPrompts)
+	grantQuery := wrapQuery("g", refGranted)
+	if ps.prompts {
+		grantQuery += "; " + wrapQuery("p", refPrompts)
+	}
+	if ps.grantQ, err = prepare(grantQuery); err != nil {
 		return nil, fmt.Errorf("prepare grant query: %w", err)
 	}
-	if ps.explainQ, err = prepare(ps.provenanceQuery(true, wrapQuery("g", refGranted), wrapQuery("d", refDecided))); err != nil {
+	if defines(c, data, refResource) {
+		q, err := prepare(wrapQuery("r", refResource))
+		if err != nil {
+			return nil, fmt.Errorf("prepare resource query: %w", err)
+		}
+		ps.resourceQ = &q
+	}
+	if ps.explainQ, err = prepare(ps.provenanceQuery(true, grantQuery, wrapQuery("d", refDecided))); err != nil {
 		return nil, fmt.Errorf("prepare explain query: %w", err)
 	}
 	if ps.callQ, err = prepare(ps.provenanceQuery(false, wrapQuery("deny", refDeny), wrapQuery("result", refResult),
 		wrapQuery("approval", refApproval), wrapQuery("confirm", refConfirm))); err != nil {
 		return nil, fmt.Errorf("prepare call query: %w", err)
 	}
-	ps.split, ps.splitWhy = newSplitGrant(ctx, modules, c, newCompiler, opts)
+	if ps.prompts {
+		// The split evaluates granted alone; a policy that also decides
+		// prompts is evaluated whole (or memoised, when cacheable).
+		ps.splitWhy = "data.toolgate.grant.prompts is defined"
+	} else {
+		ps.split, ps.splitWhy = newSplitGrant(ctx, modules, c, newCompiler, opts)
+	}
 	return ps, nil
+}
+
+// defines reports whether ref may be defined: a rule at or below it, or a
+// data document under it.
+func defines(c *ast.Compiler, data map[string]any, ref ast.Ref) bool {
+	if len(c.GetRulesForVirtualDocument(ref)) > 0 || len(c.GetRulesWithPrefix(ref)) > 0 {
+		return true
+	}
+	var node any = data
+	for _, t := range ref[1:] {
+		m, ok := node.(map[string]any)
+		if !ok {
+			return false
+		}
+		key, _ := t.Value.(ast.String)
+		if node, ok = m[string(key)]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // wrapQuery binds v to an array holding the value of ref, or to [] when ref

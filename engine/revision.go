@@ -42,9 +42,13 @@ type Revision struct {
 	flights   flights    // cold evaluations of decisions in progress (flight.go)
 	canon     canonTable // shared copies of memoised values (canon.go)
 	nobody    *GrantDecision
-	evals     atomic.Uint64    // policy evaluations, for tests
-	files     []string         // registry first, then PolicyFiles
-	stamps    map[string]stamp // each file's version as read, by name
+	// prompts: the imported prompts' objects in input.prompts, by base
+	// flag, and their index by name (prompt.go).
+	promptIndex   map[string]int
+	promptObjects [2][]*ast.Term
+	evals         atomic.Uint64    // policy evaluations, for tests
+	files         []string         // registry first, then PolicyFiles
+	stamps        map[string]stamp // each file's version as read, by name
 }
 
 // Number is the revision's sequence number within its Engine, from 1.
@@ -150,7 +154,17 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 			return nil, fmt.Errorf("registry %s: %w", regFile.Name, err)
 		}
 		if r2 != reg {
-			if derived, err = json.Marshal(r2.Tools); err != nil {
+			// The imported prompts are part of what the revision is built
+			// of (docs/contract.md §16): a changed prompt is a new
+			// revision. Without prompts the hash is what it was.
+			var v any = r2.Tools
+			if len(r2.Prompts) > 0 {
+				v = struct {
+					Tools   []registry.Tool
+					Prompts []registry.Prompt
+				}{r2.Tools, r2.Prompts}
+			}
+			if derived, err = json.Marshal(v); err != nil {
 				return nil, fmt.Errorf("registry %s: %w", regFile.Name, err)
 			}
 			reg = r2
@@ -204,6 +218,15 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 	rev.rowNames = ast.NewSet(names...)
 	rev.nobody = &GrantDecision{Revision: rev, Outcome: Nobody}
 	rev.mode = grantmode.Analyse(ps.compiler, refGranted)
+	if ps.prompts {
+		// One decision: memoised only when prompts can be too.
+		if pm := grantmode.Analyse(ps.compiler, refPrompts); !pm.Cacheable {
+			rev.mode = grantmode.Mode{Why: "data.toolgate.grant.prompts: " + pm.Why, Rules: pm.Rules}
+		}
+	}
+	if err := rev.buildPrompts(); err != nil {
+		return nil, err
+	}
 	if rev.mode.Cacheable && !o.noDecisionCache {
 		rev.decisions = newDecisionCache(DefaultDecisionCacheSize)
 	}

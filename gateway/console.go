@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/httpserve"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/mcpadapter"
 )
 
 // consoleClientID is the OAuth client id the console signs in with, as a
@@ -22,7 +23,7 @@ const consoleClientID = "toolgate-console"
 // newConsole builds the operator console (/console) over the serving
 // engine, the approval gate and the activity tail: the same identity as
 // /mcp (httpserve.RequestCaller), the operator role of --admin-role.
-func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *console.Activity, jwt *identity.JWT, done <-chan struct{}, openStream func(*http.Request) (func(), error)) http.Handler {
+func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *console.Activity, jwt *identity.JWT, done <-chan struct{}, openStream func(*http.Request) (func(), error), cat mcpadapter.Catalog) http.Handler {
 	adminRole := cfg.AdminRole
 	if adminRole == "" {
 		adminRole = httpserve.DefaultAdminRole
@@ -44,6 +45,23 @@ func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *conso
 		Activity:   act,
 		Status:     func() console.Status { return consoleStatus(cfg, eng) },
 		Done:       done,
+	}
+	if cat != nil {
+		// The matrix shows the upstreams' resources and templates too
+		// (docs/contract.md §16), decided as the server decides them.
+		opts.Resources = func(ctx context.Context) []engine.Resource {
+			var out []engine.Resource
+			for _, r := range cat.Resources(ctx) {
+				out = append(out, engine.Resource{URI: r.Resource.URI, Name: r.Resource.Name, MIMEType: r.Resource.MIMEType, Upstream: r.Upstream, Section: r.Section})
+			}
+			for _, t := range cat.Templates(ctx) {
+				out = append(out, engine.Resource{URI: t.Template.URITemplate, Name: t.Template.Name, MIMEType: t.Template.MIMEType, Upstream: t.Upstream, Section: t.Section, Template: t.Template.URITemplate})
+			}
+			return out
+		}
+		opts.DecideResource = func(ctx context.Context, c *engine.Caller, res *engine.Resource) engine.ResourceDecision {
+			return eng.Current().GrantResource(ctx, c, engine.Request{Method: engine.MethodResourcesList}, res)
+		}
 	}
 	if jwt != nil {
 		s := jwt.Settings()

@@ -361,7 +361,8 @@ func (g *Gateway) buildUpstreams() error {
 				if err != nil {
 					return nil, err
 				}
-				return upstream.MergeRows(reg, rows), nil
+				// Prompts are governed by the same decision (docs/contract.md §16).
+				return upstream.MergeImports(reg, rows, pool.ImportedPrompts(ctx))
 			}))
 			break
 		}
@@ -421,11 +422,12 @@ func (g *Gateway) buildHooks() error {
 // request's credentials over HTTP.
 func (g *Gateway) newServer(caller mcpadapter.CallerFunc, source func(context.Context, mcp.Request) string) *mcp.Server {
 	a := mcpadapter.New(mcpadapter.Options{Revisions: g.eng, Methods: g.obs.methods(g.methods), Caller: caller, Source: source, Logger: g.log, HookTimeout: g.cfg.HookTimeout,
-		ListFallback: listFallback(g.cfg.ListFallback), Approvals: g.gate})
+		ListFallback: listFallback(g.cfg.ListFallback), Approvals: g.gate, Catalog: g.catalog()})
 	a.AddHook(g.obs.hook(g.ledger.Hook()))
 	a.AddHook(g.obs.hook(g.audit.Hook()))
 	a.AddHook(g.obs.hook(g.m.Hook()))
 	a.AddHook(g.obs.hook(g.activity.Hook()))
+	a.AddObserver(g.audit.Observer()) // prompts/get, resources/read, ... (docs/contract.md §16)
 	s := a.NewServer(&mcp.Implementation{Name: "toolgate", Version: Version}, &mcp.ServerOptions{Logger: g.log})
 	g.obs.install(a, s, g.eng)
 	g.servers = append(g.servers, served{a, s})
@@ -506,7 +508,7 @@ func (g *Gateway) buildHTTP() error {
 		Approvals:      g.gate.Handler(httpserve.RequestCaller),
 		// The console's streams count against the server's stream caps
 		// (g.http is set when they are served).
-		Console: newConsole(*cfg, g.eng, g.gate, g.activity, g.jwt, g.stopping, func(r *http.Request) (func(), error) { return g.http.OpenStream(r) }),
+		Console: newConsole(*cfg, g.eng, g.gate, g.activity, g.jwt, g.stopping, func(r *http.Request) (func(), error) { return g.http.OpenStream(r) }, g.catalog()),
 		Routes:  routes,
 	})
 	return nil
@@ -519,6 +521,7 @@ func (g *Gateway) notifyListings() error {
 	stopListen := g.eng.Listen(func(old, next *engine.Revision) {
 		for _, s := range g.servers {
 			go s.adapter.NotifyListingChanged(g.ctx, s.server, old, next)
+			go s.adapter.NotifyPromptsChanged(s.server, old, next)
 		}
 	})
 	g.onClose(func() error { stopListen(); return nil })

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/pins"
 	"github.com/toolgate/toolgate/upstream"
 )
@@ -22,7 +23,7 @@ func UpstreamConfigs(ups []config.Upstream) []upstream.Config {
 	out := make([]upstream.Config, len(ups))
 	for i, u := range ups {
 		out[i] = upstream.Config{Name: u.Name, Command: u.Argv(), URL: u.URL, Import: u.Import,
-			Section: u.Section, TrustAnnotations: u.TrustAnnotations, Pin: u.Pin}
+			Section: u.Section, TrustAnnotations: u.TrustAnnotations, Pin: u.Pin, Prefix: u.Prefix}
 	}
 	return out
 }
@@ -232,5 +233,20 @@ func AcceptPins(ctx context.Context, o PinsOptions, tools []string, all bool) er
 		fmt.Fprintf(o.Stdout, "accepted: %s\n", t)
 	}
 	fmt.Fprintf(o.Stdout, "pins: %d written to %s\n", len(accepted), path)
+	return nil
+}
+
+// catalog is the upstreams' prompts and resources the adapters serve
+// (docs/contract.md §16): the pool, when an upstream imports; nil
+// otherwise.
+func (g *Gateway) catalog() mcpadapter.Catalog {
+	if g.pool == nil {
+		return nil
+	}
+	for _, u := range g.cfg.Upstreams {
+		if u.Import {
+			return g.pool
+		}
+	}
 	return nil
 }

@@ -274,6 +274,14 @@ func checkReach(ctx context.Context, rev *engine.Revision, opts CheckOptions, r 
 	reported := map[string]bool{}
 	for k := range callers {
 		c := &callers[k]
+		if rev.ResourcesDecided() {
+			// Resources are decided one by one (docs/contract.md §16): a rule
+			// that fails whatever the resource fails for this probe too.
+			probe := &engine.Resource{URI: "toolgate:check", Upstream: "toolgate-check"}
+			if rd := rev.GrantResource(ctx, c, engine.Request{Method: engine.MethodResourcesList}, probe); rd.Outcome == engine.Failed {
+				r.errorf(policyFinding(CodeResourceFailed, rd.Err, c), "data.toolgate.grant.resource fails (reads are refused, listings fall back to the base decision): %v", rd.Err)
+			}
+		}
 		d := rev.Grant(ctx, c, engine.Request{Method: engine.MethodList})
 		if d.Outcome == engine.Failed {
 			r.errorf(policyFinding(CodeGrantFailed, d.Err, c), "the grant decision fails (calls are refused, listings fall back to the base decision): %v", d.Err)

@@ -58,6 +58,14 @@ type ExplainOptions struct {
 	// Methods are the methods the server dispatches to (required to bind
 	// Arguments); nil: the explanation stops before binding.
 	Methods mcpadapter.MethodSet
+	// Prompt, when not empty, is a prompt whose decision to explain
+	// (docs/contract.md §16): the revision's imported prompts.
+	Prompt string
+	// URI, when not empty, is a resource URI whose decision to explain;
+	// Resource is what it resolved to (mcpadapter.ResolveResource), nil
+	// when nothing serves it.
+	URI      string
+	Resource *engine.Resource
 }
 
 // CheckArguments reports whether raw is what --args must be: a JSON object.
@@ -103,6 +111,12 @@ type Explanation struct {
 	Listed []string `json:"listed"`
 	// Call explains the tools/call of ExplainOptions.Tool; nil without one.
 	Call *CallExplanation `json:"call,omitempty"`
+	// Prompts explains each imported prompt (docs/contract.md §16), in
+	// the revision's order, from the same grant decision as Tools.
+	Prompts []PromptRow `json:"prompts,omitempty"`
+	// Prompt and Resource explain ExplainOptions.Prompt and URI.
+	Prompt   *PromptExplanation   `json:"prompt,omitempty"`
+	Resource *ResourceExplanation `json:"resource,omitempty"`
 }
 
 // RowExplanation is the decision for one registry row.
@@ -208,8 +222,15 @@ func Explain(ctx context.Context, opts ExplainOptions) *Explanation {
 			x.Listed = append(x.Listed, t.Name)
 		}
 	}
+	x.Prompts = promptRows(rev, opts.Caller, d)
 	if rec != nil {
 		x.Call = explainCall(rev, opts.Caller, opts.Tool, rec)
+	}
+	if opts.Prompt != "" {
+		x.Prompt = explainPrompt(ctx, rev, opts.Caller, opts.Prompt, engine.BoundMeta(opts.Meta))
+	}
+	if opts.URI != "" {
+		x.Resource = explainResource(ctx, rev, opts.Caller, opts.URI, opts.Resource, engine.BoundMeta(opts.Meta))
 	}
 	return x
 }
@@ -391,6 +412,12 @@ func (x *Explanation) WriteText(w io.Writer) error {
 		if c.Failure != "" {
 			p.Line("failure   %s", c.Failure)
 		}
+	}
+	if x.Prompt != nil {
+		x.Prompt.writeText(p)
+	}
+	if x.Resource != nil {
+		x.Resource.writeText(p)
 	}
 	return p.Err()
 }

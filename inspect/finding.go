@@ -20,6 +20,7 @@ const (
 	CodeMethodUnknown      = "method_unknown"        // a row's method is not registered
 	CodeArgumentUnknown    = "argument_unknown"      // a row declares an argument its method lacks
 	CodeGrantFailed        = "grant_failed"          // the grant decision fails for a caller
+	CodeResourceFailed     = "resource_failed"       // data.toolgate.grant.resource fails for a caller
 	CodeURLUndecided       = "url_drivers_undecided" // a URL driver is granted, url_drivers_decided is not true
 
 	// Warnings.

@@ -229,3 +229,22 @@ func TestFindingWhere(t *testing.T) {
 	assert.Equal(t, "x: m", Finding{Code: "x", Message: "m"}.String())
 	assert.Equal(t, "nobody", CallerLabel(nil))
 }
+
+// TestCheckCatalogRules (docs/contract.md §16): check reports a
+// data.toolgate.grant.resource that is no boolean, and a
+// data.toolgate.grant.prompts that is no set (the grant decision fails:
+// prompts are part of it), for each caller tried.
+func TestCheckCatalogRules(t *testing.T) {
+	t.Parallel()
+	rep := Check(context.Background(), CheckOptions{
+		Source:  source(baseRegistry, map[string]string{"r.rego": "package toolgate.grant\n\nresource := \"yes\"\n\nprompts := \"all\"\n"}),
+		Callers: []engine.Caller{{Subject: "sam", Roles: []string{"staff"}}},
+	})
+	var codes []string
+	for _, e := range rep.Errors {
+		codes = append(codes, e.Code)
+	}
+	assert.Equal(t, []string{CodeResourceFailed, CodeGrantFailed}, codes)
+	assert.Contains(t, rep.Errors[0].String(), "resource must be a boolean")
+	assert.Contains(t, rep.Errors[1].String(), "prompts must be a set")
+}

@@ -62,6 +62,9 @@ type Options struct {
 	// Approvals holds the calls an approval rule names (docs/contract.md §13); nil: a
 	// call an approval rule names fails closed (internal error).
 	Approvals Approvals
+	// Catalog serves the prompts, resources and completions of importing
+	// upstreams (docs/contract.md §16; catalog.go); nil: none.
+	Catalog Catalog
 }
 
 // ListFallback says what tools/list shows when the grant policy fails.
@@ -97,6 +100,7 @@ type Adapter struct {
 	// confirmKey signs the requestState of the confirmations the adapter
 	// asks (confirmState), so that only answers it asked for count.
 	confirmKey [32]byte
+	catalog catalogSessions // subscribers' callers (catalog.go)
 }
 
 // New returns an Adapter. It panics when Revisions or Methods is nil.
@@ -136,6 +140,7 @@ func (a *Adapter) NewServer(impl *mcp.Implementation, opts *mcp.ServerOptions) *
 	if o.Capabilities.Tools == nil {
 		o.Capabilities.Tools = &mcp.ToolCapabilities{ListChanged: true}
 	}
+	a.catalogServerOptions(&o)
 	s := mcp.NewServer(impl, &o)
 	a.Install(s)
 	return s
@@ -163,6 +168,7 @@ func (a *Adapter) Install(s *mcp.Server) {
 		}
 	})
 	s.AddSendingMiddleware(a.filterListChanged)
+	a.installCatalog(s)
 }
 
 const methodSubscriptionsListen = "subscriptions/listen"

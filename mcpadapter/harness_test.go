@@ -53,6 +53,8 @@ type setup struct {
 	// hookTimeout replaces the adapter's short hook deadline (300 ms) when
 	// set, for hooks that take time on purpose.
 	hookTimeout time.Duration
+	// catalog serves prompts and resources (docs/contract.md §16).
+	catalog mcpadapter.Catalog
 }
 
 // governed is a running governed server for one test.
@@ -137,6 +139,7 @@ func newGoverned(t testing.TB, s setup) *governed {
 		Caller:      mcpadapter.StaticCaller(s.caller),
 		Logger:      logger,
 		HookTimeout: cmp.Or(s.hookTimeout, 300*time.Millisecond),
+		Catalog:     s.catalog,
 		Approvals: approvals.New(ledger.NewMemoryStore(), approvals.Options{
 			NewID: func() string { return fmt.Sprintf("%024x", ids.Add(1)) },
 		}),

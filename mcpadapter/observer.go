@@ -31,6 +31,10 @@ type Observer struct {
 	// List hears of every tools/list whose caller is signed in (nobody
 	// takes no grant decision: an empty listing).
 	List func(ctx context.Context, l *ListRecord)
+	// Catalog hears of every decision on a prompt or a resource by a
+	// signed-in caller: prompts/get, resources/read, resources/subscribe,
+	// completion/complete (docs/contract.md §16).
+	Catalog func(ctx context.Context, rec *CatalogRecord)
 }
 
 // ListRecord is one tools/list's grant decision, read leniently (SPEC §6).

@@ -34,6 +34,9 @@ type Registry struct {
 	Sections map[string]Section `json:"sections,omitempty"`
 	// Tools are the rows, in the order of the file.
 	Tools []Tool `json:"tools"`
+	// Prompts are the prompts imported from upstreams, in configuration
+	// order and then each upstream's order (never read from a file).
+	Prompts []Prompt `json:"-"`
 
 	// index maps a row's name to its position in Tools; built by Parse, nil
 	// in a Registry built by hand.

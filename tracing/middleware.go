@@ -52,7 +52,7 @@ func (t *Tracer) MiddlewareOf(meta MetaFunc, isRow func(name string) bool) mcp.M
 			return next
 		}
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method != "tools/call" && method != "tools/list" {
+			if method != "tools/call" && method != "tools/list" && !catalogMethods[method] {
 				return next(ctx, method, req)
 			}
 			r := Request{Method: method}
@@ -79,6 +79,14 @@ func (t *Tracer) MiddlewareOf(meta MetaFunc, isRow func(name string) bool) mcp.M
 			return res, err
 		}
 	}
+}
+
+// catalogMethods are the prompts and resources methods toolgate decides
+// (docs/contract.md §16): each gets a server span named by its method (the
+// prompt name or URI is the client's, and is not put in it).
+var catalogMethods = map[string]bool{
+	"prompts/list": true, "prompts/get": true, "resources/list": true, "resources/templates/list": true,
+	"resources/read": true, "resources/subscribe": true, "resources/unsubscribe": true, "completion/complete": true,
 }
 
 // isToolError reports a CallToolResult with isError (as the conventions'

@@ -186,11 +186,19 @@ func TestListSpanContinuesTheHeaderTraceparent(t *testing.T) {
 		t.Fatalf("%d spans after a tools/list without params", len(exp.GetSpans()))
 	}
 	// Other methods pass through without a span.
-	if _, err := h(context.Background(), "prompts/list", req); err != nil {
+	if _, err := h(context.Background(), "ping", req); err != nil {
 		t.Fatal(err)
 	}
 	if len(exp.GetSpans()) != 2 {
-		t.Errorf("prompts/list made a span")
+		t.Errorf("ping made a span")
+	}
+	// The prompts and resources methods are decisions (docs/contract.md
+	// §16): a span named by the method.
+	if _, err := h(context.Background(), "prompts/list", req); err != nil {
+		t.Fatal(err)
+	}
+	if spans := exp.GetSpans(); len(spans) != 3 || spans[2].Name != "prompts/list" {
+		t.Errorf("prompts/list: spans %+v", spans)
 	}
 }
 

@@ -30,8 +30,12 @@ type Config struct {
 	// same process (mcp.NewInMemoryTransports), or any other transport.
 	Transport func() mcp.Transport
 	// Import makes the upstream's tools that no row names into rows
-	// (Pool.ImportedRows).
+	// (Pool.ImportedRows), and serves its prompts and resources
+	// (docs/contract.md §16: Pool.ImportedPrompts, the Pool's Catalog).
 	Import bool
+	// Prefix, when not nil, is prepended to the names of the imported
+	// tools and prompts; nil is NAME. (the default); "" is allowed.
+	Prefix *string
 	// Section is the permission section of the imported rows; "" is
 	// DefaultSection(Name), which no role holds until the registry's
 	// sections list it (docs/contract.md §15: imported rows are closed by default).
@@ -65,11 +69,22 @@ func (c *Config) section() string {
 	return DefaultSection(c.Name)
 }
 
+// prefix is what the imported tools' and prompts' names start with.
+func (c *Config) prefix() string {
+	if c.Prefix != nil {
+		return *c.Prefix
+	}
+	return c.Name + "."
+}
+
 // ErrConfig is wrapped by every error about a malformed upstream
 // configuration (ParseFlag, NewPool).
 var ErrConfig = errors.New("upstream: invalid configuration")
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+var (
+	nameRE   = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	prefixRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{0,64}$`)
+)
 
 // ParseFlag reads the value of a --upstream flag: NAME=http(s)://... for
 // streamable HTTP, else NAME=COMMAND for stdio. COMMAND is split on spaces
@@ -122,6 +137,9 @@ func (c *Config) validate() error {
 		}
 	case c.Command[0] == "":
 		return fmt.Errorf("%w: upstream %s: empty command", ErrConfig, c.Name)
+	}
+	if c.Prefix != nil && !prefixRE.MatchString(*c.Prefix) {
+		return fmt.Errorf("%w: upstream %s: prefix %q: want ^[A-Za-z0-9_.-]{0,64}$ (the characters of a tool name)", ErrConfig, c.Name, *c.Prefix)
 	}
 	if c.Pin && !c.Import {
 		return fmt.Errorf("%w: upstream %s: pin needs import", ErrConfig, c.Name)

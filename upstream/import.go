@@ -129,7 +129,7 @@ func (p *Pool) Import(ctx context.Context) ([]registry.Tool, error) {
 func importRow(cfg *Config, t *mcp.Tool) (registry.Tool, []string, error) {
 	server := cfg.Name
 	row := registry.Tool{
-		Name:        server + "." + t.Name,
+		Name:        cfg.prefix() + t.Name,
 		Method:      MethodPrefix + server + "/" + t.Name,
 		Section:     cfg.section(),
 		Title:       t.Title,

@@ -92,6 +92,8 @@ type Pool struct {
 
 	driftMu sync.Mutex
 	drift   map[string]map[string]string // pinned upstream → tool not served → the definition's hash last seen
+
+	cat catalog // prompts and resources of importing upstreams (catalog.go)
 }
 
 // NewPool returns a Pool for the upstreams; it connects nothing yet. A
@@ -234,6 +236,7 @@ func (c *conn) newClient() *mcp.Client {
 	}
 	if c.cfg.Import {
 		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { c.toolListChanged() }
+		c.catalogHandlers(opts)
 	}
 	return mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "v1"}, opts)
 }

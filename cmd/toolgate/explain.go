@@ -15,13 +15,16 @@ import (
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/inspect"
 	"github.com/toolgate/toolgate/internal/fsx"
+	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 func init() {
 	register(command{name: "explain", summary: "explain the grant decision, and a call, for one caller", run: runExplainCommand})
 }
 
-const explainSynopsis = "explain [--as SUBJECT [--role ROLE ...] [--claims JSON] | --token FILE --issuer URL [--jwks FILE|URL] [--resource URI] [--audience AUD ...] | --claims JSON] [--subject-claim PATH] [--roles-claim PATH] [--http ADDR] [--tool NAME [--args JSON]] [--meta JSON] [--input] [--registry FILE] [--policy DIR] [--bundle FILE [--bundle-verification-key FILE]] [--capabilities FILE] [--format text|json]"
+const explainSynopsis = "explain [--as SUBJECT [--role ROLE ...] [--claims JSON] | --token FILE --issuer URL [--jwks FILE|URL] [--resource URI] [--audience AUD ...] | --claims JSON] [--subject-claim PATH] [--roles-claim PATH] [--http ADDR] [--tool NAME [--args JSON]] [--prompt NAME] [--resource URI | --uri URI] [--upstream NAME=COMMAND|URL ...] [--meta JSON] [--input] [--registry FILE] [--policy DIR] [--bundle FILE [--bundle-verification-key FILE]] [--capabilities FILE] [--format text|json]"
 
 func runExplainCommand(ctx context.Context, e *env) int {
 	var (
@@ -36,6 +39,8 @@ func runExplainCommand(ctx context.Context, e *env) int {
 		audiences          repeated
 		httpAddr           string
 		input              bool
+		prompt, uri        string
+		upstreams          repeated
 	)
 	fs := newFlags("explain", explainSynopsis, e.stderr)
 	src.register(fs)
@@ -46,13 +51,16 @@ func runExplainCommand(ctx context.Context, e *env) int {
 	fs.StringVar(&tokenFile, "token", "", "explain for the caller of the access token in `FILE` (- is stdin), verified as serve --issuer would")
 	fs.StringVar(&auth.Issuer, "issuer", "", "with --token: the authorization server `URL` (as serve --issuer)")
 	fs.StringVar(&auth.JWKS, "jwks", "", "with --token: the issuer's signing keys, a JWKS `FILE` or URL (as serve --jwks)")
-	fs.StringVar(&auth.Resource, "resource", "", "with --token: this server's `URI` (as serve --resource; default http://ADDR/mcp of --http)")
+	fs.StringVar(&auth.Resource, "resource", "", "with --token: this server's `URI` (as serve --resource; default http://ADDR/mcp of --http); without --token: a resource URI to explain, as --uri")
 	fs.StringVar(&httpAddr, "http", config.DefaultHTTP, "with --token: the `ADDR` the server listens at (as serve --http), which the default --resource follows")
 	fs.Var(&audiences, "audience", "with --token: an accepted audience `AUD` (repeatable; as serve --audience)")
 	fs.StringVar(&auth.SubjectClaim, "subject-claim", "", "the claim `PATH` of the subject, as auth.subject_claim (default sub)")
 	fs.StringVar(&auth.RolesClaim, "roles-claim", "", "the claim `PATH` of the roles, as auth.roles_claim (default roles)")
 	fs.StringVar(&tool, "tool", "", "explain a tools/call of the tool `NAME`")
 	fs.StringVar(&args, "args", "", "the call's arguments, `JSON` (with --tool)")
+	fs.StringVar(&prompt, "prompt", "", "explain the decision on the imported prompt `NAME` (docs/contract.md §16)")
+	fs.StringVar(&uri, "uri", "", "explain the decision on the resource `URI` (docs/contract.md §16)")
+	fs.Var(&upstreams, "upstream", "an importing upstream `NAME=COMMAND|URL` whose prompts and resources to explain (repeatable; as serve --upstream, with import)")
 	fs.StringVar(&meta, "meta", "", "the request's _meta, `JSON`; bounded as the server bounds it")
 	fs.BoolVar(&input, "input", false, "print the input document the policies get for this caller and request (a tools/call with --tool, else a tools/list), as JSON, instead of the explanation")
 	fs.Var(&format, "format", "output `format`: text or json")
@@ -63,6 +71,23 @@ func runExplainCommand(ctx context.Context, e *env) int {
 		return usageError(fs, e.stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	auth.Audiences = audiences
+	if tokenFile == "" && auth.Resource != "" {
+		// Without a token there is no audience to check: --resource names
+		// the resource to explain (docs/contract.md §16).
+		if uri != "" {
+			return usageError(fs, e.stderr, "give --resource or --uri, not both")
+		}
+		uri, auth.Resource = auth.Resource, ""
+	}
+	var ups []upstream.Config
+	for _, u := range upstreams {
+		cfg, err := upstream.ParseFlag(u)
+		if err != nil {
+			return usageError(fs, e.stderr, "--upstream: %v", err)
+		}
+		cfg.Import = true
+		ups = append(ups, cfg)
+	}
 	var caller *engine.Caller
 	var header []string // what the text output says of a token, first
 	switch {
@@ -122,7 +147,9 @@ func runExplainCommand(ctx context.Context, e *env) int {
 		fmt.Fprintf(e.stderr, "toolgate explain: %v\n", err)
 		return 2
 	}
-	p := explainParams{source: source, caps: capabilities, format: format, header: header, input: input, opts: inspect.ExplainOptions{
+	p := explainParams{source: source, caps: capabilities, format: format, header: header, input: input, upstreams: ups, opts: inspect.ExplainOptions{
+		Prompt:    prompt,
+		URI:       uri,
 		Caller:    caller,
 		Tool:      tool,
 		Meta:      json.RawMessage(meta),
@@ -142,18 +169,44 @@ type explainParams struct {
 	header []string
 	// input prints the input document instead of the explanation.
 	input bool
+	// upstreams are importing upstreams whose prompts join the revision
+	// and whose resources --uri resolves in.
+	upstreams []upstream.Config
 }
 
 // run loads the source and writes the explanation: exit 0, or 1 when the
 // registry or policies do not load.
 func (p *explainParams) run(ctx context.Context, e *env) int {
-	eng, err := engine.New(ctx, p.source, engine.WithCapabilities(p.caps))
+	engOpts := []engine.Option{engine.WithCapabilities(p.caps)}
+	var pool *upstream.Pool
+	if len(p.upstreams) > 0 {
+		var err error
+		pool, err = upstream.NewPool(p.upstreams, &upstream.Options{Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		if err != nil {
+			fmt.Fprintf(e.stderr, "toolgate explain: %v\n", err)
+			return 2
+		}
+		defer pool.Close()
+		// The revision serve would build: the upstreams' tools and prompts
+		// imported (docs/contract.md §15, §16).
+		engOpts = append(engOpts, engine.WithRegistryHook(func(ctx context.Context, reg *registry.Registry) (*registry.Registry, error) {
+			rows, err := pool.Import(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return upstream.MergeImports(reg, rows, pool.ImportedPrompts(ctx))
+		}))
+	}
+	eng, err := engine.New(ctx, p.source, engOpts...)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "toolgate explain: %v\n(run toolgate check for every problem)\n", err)
 		return 1
 	}
 	opts := p.opts
 	opts.Revision = eng.Current()
+	if opts.URI != "" && pool != nil {
+		opts.Resource = mcpadapter.ResolveResource(ctx, pool, opts.URI)
+	}
 	if p.input {
 		return writeInput(e, opts)
 	}

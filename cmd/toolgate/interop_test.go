@@ -29,6 +29,9 @@ func TestInteropTypeScript(t *testing.T) {
 	node := oidctest.RequireNode(t, interopDir, "TypeScript MCP SDK not installed: run npm ci in testdata/interop (scripts/interop-setup)")
 	bin := toolgateBinary(t)
 	args := []string{"interop.mjs", bin}
+	// The go-sdk's conformance server as an importing upstream: the client
+	// gets its prompts and reads its resources through toolgate (docs/contract.md §16).
+	args = append(args, "--catalog-upstream", everythingServerBin(t))
 	// With the OpenID provider (always under CI), the client also connects
 	// with its access tokens (docs/contract.md §12).
 	if _, err := os.Stat(filepath.Join(oidctest.Dir, "node_modules")); err == nil || os.Getenv("CI") != "" {

@@ -102,16 +102,17 @@ async function load() {
   const m = await api('matrix', { method: 'POST', body });
   if (seq !== state.seq) return; // a later request (typing) answers instead
   state.total = m.total;
-  const head = el('tr', {}, el('th', { scope: 'col' }, 'tool'), el('th', { scope: 'col' }, 'section'),
+  const head = el('tr', {}, el('th', { scope: 'col' }, 'tool, prompt or resource'), el('th', { scope: 'col' }, 'section'),
     ...m.columns.map((c) => el('th', { scope: 'col', title: `grant decision: ${c.mode}, ${c.evaluation}` }, label(c.caller))));
   $('matrix').tHead.replaceChildren(head);
   const rows = m.rows.map((r) => el('tr', {},
-    el('th', { scope: 'row' }, r.name, r.driver ? el('span', { class: 'muted' }, ` (driver ${r.driver})`) : null),
+    el('th', { scope: 'row' }, r.kind ? el('span', { class: 'muted' }, `${r.kind} `) : null, r.name, r.driver ? el('span', { class: 'muted' }, ` (driver ${r.driver})`) : null),
     el('td', {}, r.section || ''),
     ...r.cells.map((s, i) => el('td', {}, el('button', {
-      type: 'button', class: 'cell ' + s, 'data-tool': r.name, 'data-caller': callers[i].subject, 'data-state': s,
-      'aria-label': `${r.name} for ${label(callers[i])}: ${LABELS[s] || s}; explain`,
-      onclick: (ev) => explain(ev.currentTarget, callers[i], r.name).catch((e) => { $('matrix-summary').textContent = e.message; }),
+      type: 'button', class: 'cell ' + s, 'data-tool': r.name, 'data-kind': r.kind || 'tool', 'data-caller': callers[i].subject, 'data-state': s,
+      'aria-label': `${r.kind || 'tool'} ${r.name} for ${label(callers[i])}: ${LABELS[s] || s}` + (r.kind ? '' : '; explain'),
+      // Prompts and resources: `toolgate explain --prompt/--resource` says why.
+      onclick: r.kind ? null : (ev) => explain(ev.currentTarget, callers[i], r.name).catch((e) => { $('matrix-summary').textContent = e.message; }),
     }, LABELS[s] || s)))));
   $('matrix').tBodies[0].replaceChildren(...rows);
   const last = Math.min(m.offset + m.rows.length, m.total);

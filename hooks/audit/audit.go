@@ -231,12 +231,18 @@ func (a *Auditor) after(ctx context.Context, call *mcpadapter.CallContext, end *
 	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
 		r.TraceID = sc.TraceID().String()
 	}
+	a.enqueue(&r)
+	return nil
+}
+
+// enqueue encodes r and hands it to the writer, or drops it.
+func (a *Auditor) enqueue(r *Record) {
 	l := getLine()
-	b, err := appendRecord(l.b[:0], &r)
+	b, err := appendRecord(l.b[:0], r)
 	if err != nil {
 		putLine(l)
 		a.drop(1, "encode", err)
-		return nil
+		return
 	}
 	l.b = append(b, '\n')
 	a.mu.RLock()
@@ -244,7 +250,7 @@ func (a *Auditor) after(ctx context.Context, call *mcpadapter.CallContext, end *
 	if a.closed {
 		putLine(l)
 		a.drop(1, "auditor closed", nil)
-		return nil
+		return
 	}
 	select {
 	case a.ch <- l:
@@ -252,7 +258,6 @@ func (a *Auditor) after(ctx context.Context, call *mcpadapter.CallContext, end *
 		putLine(l)
 		a.drop(1, "buffer full", nil)
 	}
-	return nil
 }
 
 func (a *Auditor) write() {

@@ -5,7 +5,13 @@
 // over HTTP, approved by another admin) and a named-argument error, each
 // with its exact text.
 //
-//   node interop.mjs /path/to/toolgate [--issuer URL --jwt-port N]
+//   node interop.mjs /path/to/toolgate [--issuer URL --jwt-port N] [--catalog-upstream PATH]
+//
+// With --catalog-upstream (the go-sdk's conformance server, built from the
+// module cache) it also serves that server's prompts and resources as an
+// importing stdio upstream (SPEC §16): the client gets a prompt and reads a
+// resource, and a caller without the upstream's section gets for them what
+// a name nothing has gets.
 //
 // With --issuer (testdata/oidc/provider.mjs, issuing tokens for
 // http://127.0.0.1:N/mcp) it also serves HTTP at 127.0.0.1:N with that
@@ -20,7 +26,7 @@
 
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -36,6 +42,9 @@ if (!bin) {
 }
 const argOf = (name) => (process.argv.indexOf(name) > 2 ? process.argv[process.argv.indexOf(name) + 1] : undefined);
 const ISSUER = argOf('--issuer');
+// The go-sdk's conformance server (prompts, resources, templates), run by
+// toolgate as an importing stdio upstream for the catalog checks (SPEC §16).
+const CATALOG_UPSTREAM = argOf('--catalog-upstream');
 const JWT_PORT = argOf('--jwt-port');
 
 // The tools of the bundled example (example/registry.yaml), in registry order.
@@ -319,6 +328,72 @@ async function runJWTChecks() {
   });
 }
 
+// catalogChecks: prompts and resources of an importing upstream through
+// toolgate (SPEC §16), as the TypeScript client sees them: admin may see
+// the upstream's section; a viewer holds no role for it (closed by default)
+// and gets, for what admin can get and read, what a name nothing has gets.
+async function catalogChecks() {
+  const registry = join(dir, 'catalog-registry.yaml');
+  writeFileSync(registry, 'sections:\n  "upstream:ev": { roles: [admin] }\ntools: []\n');
+  const policy = join(dir, 'catalog-rego');
+  mkdirSync(policy);
+  writeFileSync(join(policy, 'grant.rego'), 'package toolgate.grant\n');
+  const config = join(dir, 'catalog.yaml');
+  writeFileSync(config, `registry: ${registry}\npolicy: ${policy}\nupstreams:\n  - { name: ev, command: ${JSON.stringify(CATALOG_UPSTREAM)}, import: true }\n`);
+  const transport = (...caller) => {
+    const t = new StdioClientTransport({
+      command: bin,
+      args: ['serve', '--stdio', '--config', config, ...caller, '--ledger', 'memory', '--no-watch', '--audit', join(dir, 'audit-catalog.jsonl')],
+      stderr: 'pipe',
+    });
+    collect(t.stderr, `toolgate serve --stdio --config ${config} ${caller.join(' ')}`);
+    return t;
+  };
+  const admin = await connect(transport('--as', 'ann', '--role', 'admin'), 'catalog admin');
+  const viewer = await connect(transport('--as', 'vic', '--role', 'viewer'), 'catalog viewer');
+  await check('catalog: initialize announces prompts and resources', async () => {
+    const caps = admin.getServerCapabilities();
+    return caps?.prompts && caps?.resources?.subscribe ? undefined : `got ${JSON.stringify(caps)}`;
+  });
+  await check('catalog: prompts/list as admin names the imported prompts NAME.PROMPT', async () => {
+    const { prompts } = await admin.listPrompts();
+    return prompts.some((p) => p.name === 'ev.test_simple_prompt') ? undefined : `got ${JSON.stringify(prompts.map((p) => p.name))}`;
+  });
+  await check('catalog: prompts/get as admin', async () => {
+    const res = await admin.getPrompt({ name: 'ev.test_prompt_with_arguments', arguments: { arg1: 'a', arg2: 'b' } });
+    const text = res.messages?.[0]?.content?.text;
+    return text === "Prompt with arguments: arg1='a', arg2='b'" ? undefined : `got ${JSON.stringify(res)}`;
+  });
+  await check('catalog: resources/read as admin', async () => {
+    const res = await admin.readResource({ uri: 'test://static-text' });
+    const text = res.contents?.[0]?.text;
+    return text === 'This is the content of the static text resource.' ? undefined : `got ${JSON.stringify(res)}`;
+  });
+  await check('catalog: a viewer lists no prompt and no resource', async () => {
+    const { prompts } = await viewer.listPrompts();
+    const { resources } = await viewer.listResources();
+    return prompts.length === 0 && resources.length === 0 ? undefined : `got ${JSON.stringify({ prompts, resources })}`;
+  });
+  const errorOf = async (p) => {
+    try {
+      await p;
+      return 'no error';
+    } catch (err) {
+      return `${err.code} ${err.message}`;
+    }
+  };
+  await check('catalog: prompts/get of a hidden prompt answers as one that does not exist', async () => {
+    const hidden = await errorOf(viewer.getPrompt({ name: 'ev.test_simple_prompt' }));
+    const absent = await errorOf(viewer.getPrompt({ name: 'ev.test_simple_prompX' }));
+    return hidden === absent.replaceAll('prompX', 'prompt') && hidden !== 'no error' ? undefined : `hidden ${hidden}, absent ${absent}`;
+  });
+  await check('catalog: resources/read of a hidden resource answers as a URI nothing serves', async () => {
+    const hidden = await errorOf(viewer.readResource({ uri: 'test://static-text' }));
+    const absent = await errorOf(viewer.readResource({ uri: 'test://static-texX' }));
+    return hidden === absent.replaceAll('texX', 'text') && hidden !== 'no error' ? undefined : `hidden ${hidden}, absent ${absent}`;
+  });
+}
+
 const dir = mkdtempSync(join(tmpdir(), 'toolgate-interop-'));
 let exitCode = 0;
 try {
@@ -342,6 +417,15 @@ try {
     await approvalChecks(url, admin);
   } catch (err) {
     report(false, 'http: connect', err?.stack ?? String(err));
+  }
+
+  // prompts and resources of an importing upstream (SPEC §16).
+  if (CATALOG_UPSTREAM) {
+    try {
+      await catalogChecks();
+    } catch (err) {
+      report(false, 'catalog: connect', err?.stack ?? String(err));
+    }
   }
 
   // streamable HTTP with access tokens of an OAuth 2.1 issuer.

@@ -1,0 +1,113 @@
+package mcpadapter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/registry"
+)
+
+// promptDecision is the grant decision for a prompts method.
+func (a *Adapter) promptDecision(ctx context.Context, caller *engine.Caller, rev *engine.Revision, method, name string, args json.RawMessage, meta mcp.Meta) *engine.GrantDecision {
+	return rev.Grant(ctx, caller, engine.Request{Method: method, Prompt: name, Arguments: args, Meta: engine.BoundMeta(rawMeta(meta))})
+}
+
+func (a *Adapter) listPrompts(ctx context.Context, caller *engine.Caller, req *mcp.ListPromptsRequest) *mcp.ListPromptsResult {
+	res := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}
+	res.CacheScope = "private"
+	if caller == nil {
+		return res
+	}
+	rev := a.opts.Revisions.Current()
+	var meta mcp.Meta
+	if req.Params != nil {
+		meta = req.Params.Meta
+	}
+	d := a.promptDecision(ctx, caller, rev, engine.MethodPromptsList, "", nil, meta)
+	if d.Outcome == engine.Failed {
+		a.log.Error("prompts/list: grant decision failed; "+a.fallbackText(),
+			slog.String("subject", caller.Subject), slog.String("revision", rev.String()), slog.Any("error", d.Err))
+		if a.opts.ListFallback == ListFallbackNone {
+			return res
+		}
+	}
+	prompts := rev.Registry().Prompts
+	for _, i := range d.VisiblePrompts() {
+		res.Prompts = append(res.Prompts, promptDescriptor(&prompts[i]))
+	}
+	return res
+}
+
+func (a *Adapter) fallbackText() string {
+	if a.opts.ListFallback == ListFallbackNone {
+		return "listing nothing (--list-fallback none)"
+	}
+	return "listing the base decision"
+}
+
+// promptDescriptor is the upstream's definition under toolgate's name.
+func promptDescriptor(p *registry.Prompt) *mcp.Prompt {
+	out := &mcp.Prompt{}
+	if len(p.Definition) > 0 {
+		_ = json.Unmarshal(p.Definition, out)
+	}
+	out.Name = p.Name
+	return out
+}
+
+func (a *Adapter) getPrompt(ctx context.Context, caller *engine.Caller, req *mcp.GetPromptRequest) (mcp.Result, error) {
+	if req.Params == nil {
+		return nil, unknownPrompt("")
+	}
+	name := req.Params.Name
+	if caller == nil {
+		return nil, unknownPrompt(name)
+	}
+	rec := &CatalogRecord{Method: engine.MethodPromptsGet, Caller: caller, Name: name, Start: time.Now()}
+	defer a.observeCatalog(ctx, rec)
+	rev := a.opts.Revisions.Current()
+	rec.Revision = rev
+	var args json.RawMessage
+	if req.Params.Arguments != nil {
+		args, _ = json.Marshal(req.Params.Arguments)
+	}
+	d := a.promptDecision(ctx, caller, rev, engine.MethodPromptsGet, name, args, req.Params.Meta)
+	rec.Outcome = d.Outcome
+	ok, err := d.PromptAllowed(name)
+	if err != nil {
+		rec.Err = err
+		a.log.Error("prompts/get: grant decision failed; refused",
+			slog.String("subject", caller.Subject), slog.String("revision", rev.String()), slog.Any("error", err))
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: AnswerPromptUnverified}
+	}
+	if !ok {
+		return nil, unknownPrompt(name)
+	}
+	p := rev.Prompt(name)
+	rec.Upstream, rec.Allowed = p.Upstream, true
+	res, err := a.opts.Catalog.GetPrompt(ctx, p, req.Params)
+	if err != nil {
+		rec.Err = err
+		return nil, a.relayError("prompts/get", err)
+	}
+	return res, nil
+}
+
+// relayError is what the caller gets for a failed relay: the upstream's
+// own JSON-RPC error, else the generic internal error (the detail is
+// logged).
+func (a *Adapter) relayError(method string, err error) error {
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) {
+		return &jsonrpc.Error{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
+	}
+	a.log.Error(method+": relay failed", slog.Any("error", err))
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: AnswerCatalogInternal}
+}

@@ -1,0 +1,526 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/registry"
+)
+
+// The Pool serves the prompts and resources of its importing upstreams
+// (docs/contract.md §16): it is the adapter's [mcpadapter.Catalog]. What a
+// caller may see of them is decided by the adapter; the Pool lists, routes
+// and relays.
+//
+// Prompts are imported with the tools, into each revision
+// (ImportedPrompts); resources and templates are listed on demand and kept
+// per upstream session until the upstream says its list changed. A
+// resource or template belongs to the first upstream, in configuration
+// order, that lists it.
+
+var _ mcpadapter.Catalog = (*Pool)(nil)
+
+// catalog is the Pool's state for prompts and resources.
+type catalog struct {
+	mu       sync.Mutex
+	lists    map[string]*resourceList           // by upstream: the last listing, for its session
+	caps     map[string]*mcp.ServerCapabilities // by upstream: what it announced when last seen
+	subs     map[[2]string]*subscription        // by upstream and URI
+	warned   map[string]bool                    // conflicts already logged
+	watchers map[int]func(mcpadapter.CatalogEvent)
+	nextID   int
+}
+
+type resourceList struct {
+	sess      *session
+	resources []*mcp.Resource
+	templates []*mcp.ResourceTemplate
+}
+
+// subscription counts the subscribers toolgate has for one URI of one
+// upstream, and the upstream session it subscribed on.
+type subscription struct {
+	n    int
+	sess *session
+}
+
+// catalogHandlers makes an importing upstream's client relay its prompts'
+// and resources' notifications.
+func (c *conn) catalogHandlers(opts *mcp.ClientOptions) {
+	name := c.cfg.Name
+	opts.PromptListChangedHandler = func(context.Context, *mcp.PromptListChangedRequest) {
+		// Prompts are part of the revision: rebuild it, as for tools.
+		if f := c.pool.opts.ToolsChanged; f != nil {
+			c.pool.wg.Go(func() { f(name) })
+		}
+		c.pool.cat.emit(mcpadapter.CatalogEvent{Kind: mcpadapter.PromptsChanged, Upstream: name})
+	}
+	opts.ResourceListChangedHandler = func(context.Context, *mcp.ResourceListChangedRequest) {
+		c.pool.cat.forget(name)
+		c.pool.cat.emit(mcpadapter.CatalogEvent{Kind: mcpadapter.ResourcesChanged, Upstream: name})
+	}
+	opts.ResourceUpdatedHandler = func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+		if req.Params == nil {
+			return
+		}
+		c.pool.cat.emit(mcpadapter.CatalogEvent{Kind: mcpadapter.ResourceUpdated, Upstream: name, URI: req.Params.URI})
+	}
+}
+
+func (k *catalog) emit(ev mcpadapter.CatalogEvent) {
+	k.mu.Lock()
+	ws := make([]func(mcpadapter.CatalogEvent), 0, len(k.watchers))
+	for _, w := range k.watchers {
+		ws = append(ws, w)
+	}
+	k.mu.Unlock()
+	for _, w := range ws {
+		w(ev)
+	}
+}
+
+func (k *catalog) forget(name string) {
+	k.mu.Lock()
+	delete(k.lists, name)
+	k.mu.Unlock()
+}
+
+// Watch implements [mcpadapter.Catalog].
+func (p *Pool) Watch(f func(mcpadapter.CatalogEvent)) (stop func()) {
+	k := &p.cat
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.watchers == nil {
+		k.watchers = map[int]func(mcpadapter.CatalogEvent){}
+	}
+	id := k.nextID
+	k.nextID++
+	k.watchers[id] = f
+	return func() {
+		k.mu.Lock()
+		delete(k.watchers, id)
+		k.mu.Unlock()
+	}
+}
+
+// catalogSession returns a live session of an importing upstream, and
+// remembers what it announced.
+func (c *conn) catalogSession(ctx context.Context) (*session, *mcp.ServerCapabilities, error) {
+	s, err := c.session(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("upstream %s: %w", c.cfg.Name, err)
+	}
+	caps := &mcp.ServerCapabilities{}
+	if ir := s.cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
+		caps = ir.Capabilities
+	}
+	k := &c.pool.cat
+	k.mu.Lock()
+	if k.caps == nil {
+		k.caps = map[string]*mcp.ServerCapabilities{}
+	}
+	k.caps[c.cfg.Name] = caps
+	k.mu.Unlock()
+	return s, caps, nil
+}
+
+// Offers implements [mcpadapter.Catalog]: what the importing upstreams
+// announced when last seen.
+func (p *Pool) Offers() mcpadapter.CatalogOffers {
+	var o mcpadapter.CatalogOffers
+	p.cat.mu.Lock()
+	defer p.cat.mu.Unlock()
+	for _, name := range p.order {
+		caps := p.cat.caps[name]
+		if caps == nil || !p.conns[name].cfg.Import {
+			continue
+		}
+		o.Prompts = o.Prompts || caps.Prompts != nil
+		o.Resources = o.Resources || caps.Resources != nil
+		o.Subscribe = o.Subscribe || (caps.Resources != nil && caps.Resources.Subscribe)
+		o.Completions = o.Completions || caps.Completions != nil
+	}
+	return o
+}
+
+// importing returns the importing upstreams, in configuration order.
+func (p *Pool) importing() []*conn {
+	var out []*conn
+	for _, name := range p.order {
+		if c := p.conns[name]; c.cfg.Import {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ImportedPrompts lists the prompts of the importing upstreams that offer
+// prompts, as toolgate serves them: named PREFIX + PROMPT, in the
+// upstream's section, in configuration order and then the upstream's
+// order. An upstream that cannot be reached or listed contributes none
+// (logged); a prompt without a name is skipped.
+func (p *Pool) ImportedPrompts(ctx context.Context) []registry.Prompt {
+	conns := p.importing()
+	per := make([][]registry.Prompt, len(conns))
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() {
+			ctx, cancel := c.requestContext(ctx)
+			defer cancel()
+			s, caps, err := c.catalogSession(ctx)
+			if err != nil {
+				p.log.Error("upstream: import: prompts unavailable", slog.String("upstream", c.cfg.Name), slog.Any("error", err))
+				return
+			}
+			if caps.Prompts == nil {
+				return
+			}
+			for pr, err := range s.cs.Prompts(ctx, nil) {
+				if err != nil {
+					p.log.Error("upstream: import: prompts/list failed", slog.String("upstream", c.cfg.Name), slog.Any("error", err))
+					per[i] = nil
+					return
+				}
+				if pr == nil || pr.Name == "" {
+					continue
+				}
+				per[i] = append(per[i], importPrompt(&c.cfg, pr))
+			}
+		})
+	}
+	wg.Wait()
+	var out []registry.Prompt
+	for _, ps := range per {
+		out = append(out, ps...)
+	}
+	return out
+}
+
+func importPrompt(cfg *Config, pr *mcp.Prompt) registry.Prompt {
+	out := registry.Prompt{
+		Name:        cfg.prefix() + pr.Name,
+		Upstream:    cfg.Name,
+		Prompt:      pr.Name,
+		Section:     cfg.section(),
+		Description: pr.Description,
+	}
+	for _, a := range pr.Arguments {
+		if a != nil {
+			out.Arguments = append(out.Arguments, registry.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
+		}
+	}
+	out.Definition, _ = json.Marshal(pr)
+	return out
+}
+
+// MergeImports is MergeRows, then the imported prompts. A name that two
+// upstreams would define (a tool, or a prompt) is an error naming both
+// (docs/contract.md §16); a registry row keeps its name (MergeRows).
+func MergeImports(reg *registry.Registry, rows []registry.Tool, prompts []registry.Prompt) (*registry.Registry, error) {
+	var errs []error
+	tools := map[string]string{}
+	for _, t := range rows {
+		up := ""
+		if t.Imported != nil {
+			up = t.Imported.Upstream
+		}
+		if prev, ok := tools[t.Name]; ok && prev != up {
+			errs = append(errs, fmt.Errorf("%w: tool %q is defined by upstream %s and by upstream %s (set a prefix)", ErrConfig, t.Name, prev, up))
+			continue
+		}
+		tools[t.Name] = up
+	}
+	seen := map[string]string{}
+	for _, pr := range prompts {
+		if prev, ok := seen[pr.Name]; ok {
+			errs = append(errs, fmt.Errorf("%w: prompt %q is defined by upstream %s and by upstream %s (set a prefix)", ErrConfig, pr.Name, prev, pr.Upstream))
+			continue
+		}
+		seen[pr.Name] = pr.Upstream
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	out := MergeRows(reg, rows)
+	out.Prompts = append([]registry.Prompt(nil), prompts...)
+	return out, nil
+}
+
+func (p *Pool) conn(name string) (*conn, error) {
+	c, ok := p.conns[name]
+	if !ok || !c.cfg.Import {
+		return nil, fmt.Errorf("upstream %s: not an importing upstream", name)
+	}
+	return c, nil
+}
+
+// GetPrompt implements [mcpadapter.Catalog]: prompts/get of the prompt on
+// its upstream, under its own name there.
+func (p *Pool) GetPrompt(ctx context.Context, pr *registry.Prompt, params *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	c, err := p.conn(pr.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := c.requestContext(ctx)
+	defer cancel()
+	s, _, err := c.catalogSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sent := *params
+	sent.Name = pr.Prompt
+	res, err := s.cs.GetPrompt(ctx, &sent)
+	if err != nil {
+		c.failed(ctx, s, err)
+		return nil, fmt.Errorf("upstream %s: prompts/get %s: %w", c.cfg.Name, pr.Prompt, err)
+	}
+	return res, nil
+}
+
+// listing returns the upstream's resources and templates, listing them on
+// its current session when not known yet.
+func (c *conn) listing(ctx context.Context) (*resourceList, error) {
+	ctx, cancel := c.requestContext(ctx)
+	defer cancel()
+	s, caps, err := c.catalogSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	k := &c.pool.cat
+	k.mu.Lock()
+	l := k.lists[c.cfg.Name]
+	k.mu.Unlock()
+	if l != nil && l.sess == s {
+		return l, nil
+	}
+	l = &resourceList{sess: s, resources: []*mcp.Resource{}, templates: []*mcp.ResourceTemplate{}}
+	if caps.Resources != nil {
+		for r, err := range s.cs.Resources(ctx, nil) {
+			if err != nil {
+				c.failed(ctx, s, err)
+				return nil, fmt.Errorf("upstream %s: resources/list: %w", c.cfg.Name, err)
+			}
+			if r != nil {
+				l.resources = append(l.resources, r)
+			}
+		}
+		for t, err := range s.cs.ResourceTemplates(ctx, nil) {
+			if err != nil {
+				c.failed(ctx, s, err)
+				return nil, fmt.Errorf("upstream %s: resources/templates/list: %w", c.cfg.Name, err)
+			}
+			if t != nil {
+				l.templates = append(l.templates, t)
+			}
+		}
+	}
+	k.mu.Lock()
+	if k.lists == nil {
+		k.lists = map[string]*resourceList{}
+	}
+	k.lists[c.cfg.Name] = l
+	k.mu.Unlock()
+	return l, nil
+}
+
+// listings lists every importing upstream, concurrently; one that fails
+// contributes nothing (logged).
+func (p *Pool) listings(ctx context.Context) ([]*conn, []*resourceList) {
+	conns := p.importing()
+	lists := make([]*resourceList, len(conns))
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() {
+			l, err := c.listing(ctx)
+			if err != nil {
+				p.log.Error("upstream: resources unavailable", slog.String("upstream", c.cfg.Name), slog.Any("error", err))
+				return
+			}
+			lists[i] = l
+		})
+	}
+	wg.Wait()
+	return conns, lists
+}
+
+// warnConflict logs, once, that an upstream lists what an earlier one
+// owns.
+func (p *Pool) warnConflict(what, key, owner, loser string) {
+	id := what + "\x00" + key + "\x00" + loser
+	p.cat.mu.Lock()
+	if p.cat.warned == nil {
+		p.cat.warned = map[string]bool{}
+	}
+	seen := p.cat.warned[id]
+	p.cat.warned[id] = true
+	p.cat.mu.Unlock()
+	if !seen {
+		p.log.Warn("upstream: two upstreams list one "+what+"; the first in configuration order keeps it",
+			slog.String(what, key), slog.String("upstream", owner), slog.String("ignored", loser))
+	}
+}
+
+// Resources implements [mcpadapter.Catalog].
+func (p *Pool) Resources(ctx context.Context) []mcpadapter.CatalogResource {
+	conns, lists := p.listings(ctx)
+	owner := map[string]string{}
+	var out []mcpadapter.CatalogResource
+	for i, l := range lists {
+		if l == nil {
+			continue
+		}
+		c := conns[i]
+		for _, r := range l.resources {
+			if o, ok := owner[r.URI]; ok {
+				if o != c.cfg.Name {
+					p.warnConflict("uri", r.URI, o, c.cfg.Name)
+				}
+				continue
+			}
+			owner[r.URI] = c.cfg.Name
+			out = append(out, mcpadapter.CatalogResource{Upstream: c.cfg.Name, Section: c.cfg.section(), Resource: r})
+		}
+	}
+	return out
+}
+
+// Templates implements [mcpadapter.Catalog].
+func (p *Pool) Templates(ctx context.Context) []mcpadapter.CatalogTemplate {
+	conns, lists := p.listings(ctx)
+	owner := map[string]string{}
+	var out []mcpadapter.CatalogTemplate
+	for i, l := range lists {
+		if l == nil {
+			continue
+		}
+		c := conns[i]
+		for _, t := range l.templates {
+			if o, ok := owner[t.URITemplate]; ok {
+				if o != c.cfg.Name {
+					p.warnConflict("template", t.URITemplate, o, c.cfg.Name)
+				}
+				continue
+			}
+			owner[t.URITemplate] = c.cfg.Name
+			out = append(out, mcpadapter.CatalogTemplate{Upstream: c.cfg.Name, Section: c.cfg.section(), Template: t})
+		}
+	}
+	return out
+}
+
+// ReadResource implements [mcpadapter.Catalog].
+func (p *Pool) ReadResource(ctx context.Context, upstream string, params *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+	c, err := p.conn(upstream)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := c.requestContext(ctx)
+	defer cancel()
+	s, _, err := c.catalogSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.cs.ReadResource(ctx, params)
+	if err != nil {
+		c.failed(ctx, s, err)
+		return nil, fmt.Errorf("upstream %s: resources/read: %w", upstream, err)
+	}
+	return res, nil
+}
+
+// Complete implements [mcpadapter.Catalog].
+func (p *Pool) Complete(ctx context.Context, upstream string, params *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	c, err := p.conn(upstream)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := c.requestContext(ctx)
+	defer cancel()
+	s, _, err := c.catalogSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.cs.Complete(ctx, params)
+	if err != nil {
+		c.failed(ctx, s, err)
+		return nil, fmt.Errorf("upstream %s: completion/complete: %w", upstream, err)
+	}
+	return res, nil
+}
+
+// Subscribe implements [mcpadapter.Catalog]: the upstream is subscribed to
+// uri once, however many sessions subscribe through toolgate (and again
+// after its session was replaced).
+func (p *Pool) Subscribe(ctx context.Context, upstream, uri string) error {
+	c, err := p.conn(upstream)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.requestContext(ctx)
+	defer cancel()
+	s, _, err := c.catalogSession(ctx)
+	if err != nil {
+		return err
+	}
+	key := [2]string{upstream, uri}
+	p.cat.mu.Lock()
+	sub := p.cat.subs[key]
+	fresh := sub == nil || sub.sess != s
+	p.cat.mu.Unlock()
+	if fresh {
+		if err := s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			c.failed(ctx, s, err)
+			return fmt.Errorf("upstream %s: resources/subscribe: %w", upstream, err)
+		}
+	}
+	p.cat.mu.Lock()
+	defer p.cat.mu.Unlock()
+	if p.cat.subs == nil {
+		p.cat.subs = map[[2]string]*subscription{}
+	}
+	if sub = p.cat.subs[key]; sub == nil {
+		sub = &subscription{}
+		p.cat.subs[key] = sub
+	}
+	sub.n++
+	sub.sess = s
+	return nil
+}
+
+// Unsubscribe implements [mcpadapter.Catalog]: the upstream is
+// unsubscribed when the last subscriber through toolgate is gone.
+func (p *Pool) Unsubscribe(ctx context.Context, upstream, uri string) error {
+	c, err := p.conn(upstream)
+	if err != nil {
+		return err
+	}
+	key := [2]string{upstream, uri}
+	p.cat.mu.Lock()
+	sub := p.cat.subs[key]
+	last := false
+	if sub != nil {
+		sub.n--
+		if sub.n <= 0 {
+			delete(p.cat.subs, key)
+			last = true
+		}
+	}
+	p.cat.mu.Unlock()
+	if !last || !sub.sess.alive() {
+		return nil
+	}
+	ctx, cancel := c.requestContext(ctx)
+	defer cancel()
+	if err := sub.sess.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+		c.failed(ctx, sub.sess, err)
+		return fmt.Errorf("upstream %s: resources/unsubscribe: %w", upstream, err)
+	}
+	return nil
+}
