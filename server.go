@@ -41,6 +41,10 @@ type Options struct {
 	// Approvals holds the calls an approval rule names (hooks/approvals);
 	// nil: such a call fails closed.
 	Approvals mcpadapter.Approvals
+	// Limits counts calls under the rate limits of data.toolgate.call.limit
+	// (hooks/ledger.NewLimiter over the ledger's store); nil: a call a
+	// limit rule names fails closed.
+	Limits mcpadapter.Limits
 	// Watch reloads registry and policies when their files change, until
 	// Close.
 	Watch bool
@@ -107,7 +111,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s := &Server{eng: eng}
 	tr := opts.Tracer // a nil or off Tracer wraps nothing
-	s.adapter = mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: tr.WrapMethods(opts.Methods), Caller: opts.Caller, Logger: log, Approvals: opts.Approvals})
+	s.adapter = mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: tr.WrapMethods(opts.Methods), Caller: opts.Caller, Logger: log, Approvals: opts.Approvals, Limits: opts.Limits})
 	for _, h := range opts.Hooks {
 		s.adapter.AddHook(tr.WrapHook(h))
 	}

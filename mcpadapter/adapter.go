@@ -55,6 +55,10 @@ type Options struct {
 	// Approvals holds the calls an approval rule names (docs/contract.md §13); nil: a
 	// call an approval rule names fails closed (internal error).
 	Approvals Approvals
+	// Limits counts calls under the rate limits of data.toolgate.call.limit
+	// (docs/contract.md §18); nil: a call a limit rule names fails closed
+	// (internal error).
+	Limits Limits
 }
 
 // ListFallback says what tools/list shows when the grant policy fails.
