@@ -53,6 +53,8 @@ type setup struct {
 	// hookTimeout replaces the adapter's short hook deadline (300 ms) when
 	// set, for hooks that take time on purpose.
 	hookTimeout time.Duration
+	// limits replaces the adapter's limit store (an in-memory one).
+	limits mcpadapter.Limits
 }
 
 // governed is a running governed server for one test.
@@ -140,6 +142,7 @@ func newGoverned(t testing.TB, s setup) *governed {
 		Approvals: approvals.New(ledger.NewMemoryStore(), approvals.Options{
 			NewID: func() string { return fmt.Sprintf("%024x", ids.Add(1)) },
 		}),
+		Limits: cmp.Or[mcpadapter.Limits](s.limits, ledger.NewLimiter(ledger.NewMemoryStore(), nil)),
 	})
 	for _, name := range s.hooks {
 		g.adapter.AddHook(testHook(t, name))
