@@ -103,6 +103,7 @@ func TestLimitsUnderConcurrentCalls(t *testing.T) {
 limit contains {"key": "echo", "max": 10, "per": "1h", "reason": "ten an hour"} if input.tool.name == "echo"
 `},
 		hookTimeout: time.Minute,
+		limits:      ledger.NewLimiter(ledger.NewMemoryStore(), (&fakeClock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}).Now),
 	})
 	var ran, limited atomic.Int64
 	var wg sync.WaitGroup
