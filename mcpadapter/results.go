@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -216,4 +217,17 @@ func redactValue(v any, pats []*regexp.Regexp) (any, bool) {
 		return x, changed
 	}
 	return v, false
+}
+
+// ReadCallToolResult reads a CallToolResult given as JSON exactly as a
+// policy's result is read: a member the result would not carry as written
+// (misspelt, unknown, of the wrong shape) is an error, never another
+// result. `toolgate explain --result` reads its flag with it.
+func ReadCallToolResult(raw []byte) (*mcp.CallToolResult, error) {
+	res, err := policyResult(raw)
+	if err != nil {
+		// The reason without the rule's name: this result is no rule's.
+		return nil, errors.New(strings.TrimPrefix(err.Error(), errResultShape.Error()+": "))
+	}
+	return res, nil
 }
