@@ -197,7 +197,7 @@ func (r *Revision) Call(ctx context.Context, c *Caller, req Request) *CallDecisi
 			return d
 		}
 	}
-	if arr := b["limit"].(*ast.Array); arr.Len() > 0 {
+	if arr, _ := b["limit"].(*ast.Array); arr != nil && arr.Len() > 0 { // bound only when a rule defines limit
 		if d.Limits, err = readLimits(arr.Elem(0).Value); err != nil {
 			d.Err = err
 			return d

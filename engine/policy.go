@@ -150,10 +150,14 @@ type policySet struct {
 	// or .redact: results are answered as the method returned them, and
 	// no result document is built (docs/contract.md §18).
 	resultRules bool
-	grantQ      rego.PreparedEvalQuery // granted only: the hot path
-	explainQ    rego.PreparedEvalQuery // granted with provenance and url_drivers_decided
-	callQ       rego.PreparedEvalQuery // deny, result, approval, confirm and limit with provenance
-	resultQ     rego.PreparedEvalQuery // the result rules with provenance; prepared only with resultRules
+	// limitRules is false when nothing defines data.toolgate.call.limit:
+	// the call query does not ask for it, so call rules without limits
+	// cost what they did before limits existed.
+	limitRules bool
+	grantQ     rego.PreparedEvalQuery // granted only: the hot path
+	explainQ   rego.PreparedEvalQuery // granted with provenance and url_drivers_decided
+	callQ      rego.PreparedEvalQuery // deny, result, approval, confirm and limit with provenance
+	resultQ    rego.PreparedEvalQuery // the result rules with provenance; prepared only with resultRules
 	// patterns are the redact rules' constant regular expressions,
 	// compiled at load (an invalid one fails the load, naming it);
 	// dynamic holds those a policy computes per call (redact.go).
@@ -185,13 +189,18 @@ func compilePolicies(ctx context.Context, files []sourceFile, printHook func(str
 		switch {
 		case refIn(p.target, callRefs):
 			ps.callRules = true
+			ps.limitRules = ps.limitRules || p.target.Equal(refLimit)
 		case refIn(p.target, resultRefs):
 			ps.resultRules = true
 		}
 	}
 	if tg, ok := data["toolgate"].(map[string]any); ok {
-		if _, ok := tg["call"]; ok {
+		if call, ok := tg["call"]; ok {
 			ps.callRules = true
+			if m, ok := call.(map[string]any); ok {
+				_, defined := m["limit"]
+				ps.limitRules = ps.limitRules || defined
+			}
 		}
 		if _, ok := tg["result"]; ok {
 			ps.resultRules = true
@@ -257,8 +266,11 @@ func compilePolicies(ctx context.Context, files []sourceFile, printHook func(str
 	if ps.explainQ, err = prepare(ps.provenanceQuery([]ast.Ref{refGranted}, wrapQuery("g", refGranted), wrapQuery("d", refDecided))); err != nil {
 		return nil, fmt.Errorf("prepare explain query: %w", err)
 	}
-	if ps.callQ, err = prepare(ps.provenanceQuery(callRefs, wrapQuery("deny", refDeny), wrapQuery("result", refResult),
-		wrapQuery("approval", refApproval), wrapQuery("confirm", refConfirm), wrapQuery("limit", refLimit))); err != nil {
+	callExprs := []string{wrapQuery("deny", refDeny), wrapQuery("result", refResult), wrapQuery("approval", refApproval), wrapQuery("confirm", refConfirm)}
+	if ps.limitRules {
+		callExprs = append(callExprs, wrapQuery("limit", refLimit))
+	}
+	if ps.callQ, err = prepare(ps.provenanceQuery(callRefs, callExprs...)); err != nil {
 		return nil, fmt.Errorf("prepare call query: %w", err)
 	}
 	if ps.resultRules {
