@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"time"
 )
@@ -30,7 +32,27 @@ func limitsDDL(intType string) []string {
 	}
 }
 
+// maxStoredKey is the longest key stored as it is; a longer one (a policy
+// may build keys from argument values) is stored as its SHA-256, which an
+// index takes whatever the key's length (PostgreSQL's B-tree refuses
+// entries of more than about 2.7 kB).
+const maxStoredKey = 256
+
+// storedKeys returns limits with each key as the table stores it.
+func storedKeys(limits []LimitRequest) []LimitRequest {
+	out := make([]LimitRequest, len(limits))
+	for i, l := range limits {
+		if len(l.Key) > maxStoredKey {
+			sum := sha256.Sum256([]byte(l.Key))
+			l.Key = "sha256:" + hex.EncodeToString(sum[:])
+		}
+		out[i] = l
+	}
+	return out
+}
+
 func (s *sqlStore) AdmitCall(ctx context.Context, limits []LimitRequest, now time.Time) (bool, []LimitCount, error) {
+	limits = storedKeys(limits)
 	keys, per := keyLifetimes(limits)
 	var (
 		ok     bool
@@ -59,7 +81,7 @@ func (s *sqlStore) AdmitCall(ctx context.Context, limits []LimitRequest, now tim
 }
 
 func (s *sqlStore) PeekLimits(ctx context.Context, limits []LimitRequest, now time.Time) (bool, []LimitCount, error) {
-	ok, counts, err := countLimits(ctx, s.db, limits, now)
+	ok, counts, err := countLimits(ctx, s.db, storedKeys(limits), now)
 	if err != nil {
 		return false, nil, s.wrap("peek limits", err)
 	}

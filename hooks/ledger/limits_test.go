@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -148,6 +149,32 @@ func TestLimitsAreAllOrNothing(t *testing.T) {
 			require.NoError(t, err)
 			assert.False(t, ok)
 			assert.Equal(t, LimitCount{Count: 3, Wait: 24*time.Hour - 3*time.Second}, counts[1])
+		})
+	}
+}
+
+// TestLimitsLongKeys: a key of any length counts (a policy may build keys
+// from argument values); keys that share a long prefix stay apart.
+func TestLimitsLongKeys(t *testing.T) {
+	t.Parallel()
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			s, _ := limitStore(t, kind.open)
+			ctx := context.Background()
+			long := strings.Repeat("k", 10_000) + newToken()
+			a := LimitRequest{Key: long + "a", Max: 1, Per: time.Minute}
+			b := LimitRequest{Key: long + "b", Max: 1, Per: time.Minute}
+			ok, _, err := s.AdmitCall(ctx, []LimitRequest{a}, t0)
+			require.NoError(t, err)
+			assert.True(t, ok)
+			ok, counts, err := s.AdmitCall(ctx, []LimitRequest{a}, t0)
+			require.NoError(t, err)
+			assert.False(t, ok)
+			assert.Equal(t, LimitCount{Count: 1, Wait: time.Minute}, counts[0])
+			ok, _, err = s.AdmitCall(ctx, []LimitRequest{b}, t0)
+			require.NoError(t, err)
+			assert.True(t, ok, "another long key")
 		})
 	}
 }
