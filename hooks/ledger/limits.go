@@ -68,7 +68,11 @@ func waitFor(ats []int64, max int64, per time.Duration, now time.Time) time.Dura
 	return time.Unix(0, ats[n-max]).Add(per).Sub(now)
 }
 
-// keyLifetimes are, per distinct key of limits in first-seen order, the
+// maxCountLife bounds how long a counted call is kept, whatever a window
+// says: a time past it would not fit the stores' nanosecond times.
+const maxCountLife = 100 * 365 * 24 * time.Hour
+
+// keyLifetimes are the distinct keys of limits, sorted, and for each the
 // longest Per: how long a call counted under the key must be kept.
 func keyLifetimes(limits []LimitRequest) (keys []string, per map[string]time.Duration) {
 	per = make(map[string]time.Duration, len(limits))
@@ -77,7 +81,7 @@ func keyLifetimes(limits []LimitRequest) (keys []string, per map[string]time.Dur
 		if !ok {
 			keys = append(keys, l.Key)
 		}
-		per[l.Key] = max(p, l.Per)
+		per[l.Key] = min(max(p, l.Per), maxCountLife)
 	}
 	slices.Sort(keys) // one locking order for every call
 	return keys, per
