@@ -326,6 +326,8 @@ func explainCall(rev *engine.Revision, c *engine.Caller, name string, rec *mcpad
 		for _, dn := range rec.Denials {
 			ce.Reasons = append(ce.Reasons, engine.Reason{Message: dn.Reason, Rules: dn.Rules})
 		}
+	case mcpadapter.StageHookFailed: // in a dry run, only the limit store (--ledger) fails so
+		ce.DecidedBy, ce.Failure = "the limit store could not answer: the call fails closed", rec.Err.Error()
 	case mcpadapter.StageLimited:
 		ce.DecidedBy = "data.toolgate.call.limit: a limit's counter is full"
 	case mcpadapter.StageWithheld:

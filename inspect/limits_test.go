@@ -3,6 +3,7 @@ package inspect
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/ledger"
+	"github.com/toolgate/toolgate/mcpadapter"
 )
 
 // TestExplainLimitWouldRefuse: explain shows which limit would refuse a
@@ -50,4 +52,27 @@ limit contains {"key": sprintf("echo/%s", [input.caller.subject]), "max": 2, "pe
 	}
 	x := Explain(context.Background(), ExplainOptions{Revision: e.Current(), Caller: &engine.Caller{Subject: "bob", Roles: []string{}}, Tool: "echo", Limits: lim})
 	assert.Equal(t, StageRun, x.Call.Stage, "another subject's counter is empty")
+}
+
+// failingStore is a limit store that cannot answer.
+type failingStore struct{ ledger.LimitStore }
+
+func (failingStore) PeekLimits(context.Context, []ledger.LimitRequest, time.Time) (bool, []ledger.LimitCount, error) {
+	return false, nil, errors.New("connection refused")
+}
+
+// TestExplainLimitStoreFails: a store that cannot answer is what the call
+// would get: the internal error, said why.
+func TestExplainLimitStoreFails(t *testing.T) {
+	t.Parallel()
+	src := source(baseRegistry, map[string]string{
+		"limits.rego": "package toolgate.call\n\nlimit contains {\"key\": \"k\", \"max\": 1, \"per\": \"1m\", \"reason\": \"r\"}\n",
+	})
+	e, err := engine.New(context.Background(), src)
+	require.NoError(t, err)
+	x := Explain(context.Background(), ExplainOptions{Revision: e.Current(), Caller: &engine.Caller{Subject: "ann", Roles: []string{}}, Tool: "echo",
+		Limits: ledger.NewLimiter(failingStore{}, nil)})
+	assert.Equal(t, string(mcpadapter.StageHookFailed), x.Call.Stage)
+	assert.Equal(t, AnswerInternal, x.Call.Answer)
+	assert.Contains(t, x.Call.Failure, "connection refused")
 }
