@@ -153,9 +153,11 @@ type DryRunOptions struct {
 // (docs/contract.md §5), without a side effect: the grant decision (located: its Rules
 // say which rules defined an override), the toolgate.call rules and the
 // argument binding run; Go hooks, the approval store, the confirmation and
-// the method do not. A call an approval rule holds is StageHeld with the id
-// "<id>"; one that would run is StageRun, with Bound when its arguments
-// were bound. DryRun never returns nil; it is safe for concurrent use.
+// the method do not, and the limit store (DryRunOptions.Limits) is only
+// read. A call an approval rule holds is StageHeld with the id "<id>"; one
+// that would run is StageRun, with Bound when its arguments were bound,
+// and with DryRunOptions.Result the result rules' verdict on that result.
+// DryRun never returns nil; it is safe for concurrent use.
 func DryRun(ctx context.Context, o DryRunOptions) *Record {
 	rc := newRevisionCache(o.Revision)
 	in := &callInput{

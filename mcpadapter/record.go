@@ -187,10 +187,11 @@ type Record struct {
 	// Duration is the wall-clock time of the call itself.
 	Duration time.Duration
 	// Decision is the part of Duration spent in policy decisions: the grant
-	// decision and, for an accepted call, the toolgate.call rules.
+	// decision and, for an accepted call, the toolgate.call rules and the
+	// result rules.
 	Decision time.Duration
 	// GrantTime, RulesTime and MethodTime are the grant decision's, the
-	// toolgate.call rules' and the method's parts of Duration.
+	// toolgate.call and result rules' and the method's parts of Duration.
 	GrantTime, RulesTime, MethodTime time.Duration
 }
 
