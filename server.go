@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/audit"
+	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/tracing"
 )
@@ -41,6 +42,10 @@ type Options struct {
 	// Approvals holds the calls an approval rule names (hooks/approvals);
 	// nil: such a call fails closed.
 	Approvals mcpadapter.Approvals
+	// Limits counts calls under the rate limits of data.toolgate.call.limit
+	// (hooks/ledger.NewLimiter over the ledger's store, which replicas may
+	// share); nil: this process counts them in memory.
+	Limits mcpadapter.Limits
 	// Watch reloads registry and policies when their files change, until
 	// Close.
 	Watch bool
@@ -106,8 +111,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{eng: eng}
+	if opts.Limits == nil {
+		opts.Limits = ledger.NewLimiter(ledger.NewMemoryStore(), nil)
+	}
 	tr := opts.Tracer // a nil or off Tracer wraps nothing
-	s.adapter = mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: tr.WrapMethods(opts.Methods), Caller: opts.Caller, Logger: log, Approvals: opts.Approvals})
+	s.adapter = mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: tr.WrapMethods(opts.Methods), Caller: opts.Caller, Logger: log, Approvals: opts.Approvals, Limits: opts.Limits})
 	for _, h := range opts.Hooks {
 		s.adapter.AddHook(tr.WrapHook(h))
 	}

@@ -74,7 +74,7 @@ func TestBundledFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"call.rego", "grant.rego"}
+	want := []string{"call.rego", "grant.rego", "limits.rego", "result.rego"}
 	if strings.Join(policies, ",") != strings.Join(want, ",") {
 		t.Errorf("bundled policies = %v, want %v", policies, want)
 	}

@@ -41,7 +41,7 @@ func TestBuildLoadsBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want.Current().Registry().Tools, e.Current().Registry().Tools)
 	require.Equal(t, "rev-1", e.Current().String())
-	require.ElementsMatch(t, []string{"call.rego", "grant.rego"}, e.Current().PolicyFiles())
+	require.ElementsMatch(t, []string{"call.rego", "grant.rego", "limits.rego", "result.rego"}, e.Current().PolicyFiles())
 }
 
 func TestBuildRefusesWhatDoesNotLoad(t *testing.T) {

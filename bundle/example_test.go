@@ -31,5 +31,5 @@ func ExampleBuild() {
 		panic(err)
 	}
 	fmt.Println(eng.Current(), len(eng.Current().Registry().Tools), eng.Current().PolicyFiles())
-	// Output: v42 10 [call.rego grant.rego]
+	// Output: v42 10 [call.rego grant.rego limits.rego result.rego]
 }

@@ -208,6 +208,10 @@ type CallDecision struct {
 	Confirm string
 	// ConfirmRules are the rules that defined Confirm.
 	ConfirmRules []Location
+	// Limits are the rate limits and quotas the call must pass
+	// (data.toolgate.call.limit, docs/contract.md §18), sorted by key. Refusing
+	// wins over them; they win over an approval and a result.
+	Limits []Limit
 	// Err is the evaluation failure, a *PolicyError; the call then fails closed.
 	Err error
 }

@@ -200,6 +200,12 @@ func (r *Revision) Call(ctx context.Context, c *Caller, req Request) *CallDecisi
 			return d
 		}
 	}
+	if arr, _ := b["limit"].(*ast.Array); arr != nil && arr.Len() > 0 { // bound only when a rule defines limit
+		if d.Limits, err = readLimits(arr.Elem(0).Value); err != nil {
+			d.Err = err
+			return d
+		}
+	}
 	if arr := b["confirm"].(*ast.Array); arr.Len() > 0 {
 		s, ok := arr.Elem(0).Value.(ast.String)
 		if !ok || s == "" {
@@ -212,7 +218,7 @@ func (r *Revision) Call(ctx context.Context, c *Caller, req Request) *CallDecisi
 	// approval and the confirmation.
 	for i := range r.policies.prov {
 		p := &r.policies.prov[i]
-		if p.target.Equal(refGranted) {
+		if !refIn(p.target, callRefs) {
 			continue
 		}
 		arr, _ := b[p.binding].(*ast.Array)
@@ -237,9 +243,33 @@ func (r *Revision) Call(ctx context.Context, c *Caller, req Request) *CallDecisi
 			d.Approval.Rules = append(d.Approval.Rules, p.loc)
 		case p.target.Equal(refConfirm) && d.Confirm != "":
 			d.ConfirmRules = append(d.ConfirmRules, p.loc)
+		case p.target.Equal(refLimit) && len(d.Limits) > 0:
+			set, ok := val.(ast.Set)
+			if !ok {
+				continue
+			}
+			set.Foreach(func(t *ast.Term) {
+				l, err := readLimit(t.Value)
+				if err != nil {
+					return
+				}
+				for k := range d.Limits {
+					if dl := &d.Limits[k]; dl.Key == l.Key && dl.Max == l.Max && dl.Per == l.Per && dl.Reason == l.Reason {
+						dl.Rules = appendLocation(dl.Rules, p.loc)
+					}
+				}
+			})
 		}
 	}
 	return d
+}
+
+// appendLocation appends l unless ls holds it.
+func appendLocation(ls []Location, l Location) []Location {
+	if slices.Contains(ls, l) {
+		return ls
+	}
+	return append(ls, l)
 }
 
 // readApproval reads the value of data.toolgate.call.approval (docs/contract.md §13):

@@ -282,6 +282,7 @@ const (
 	PartArguments = "request.arguments"
 	PartMeta      = "request.meta"
 	PartClaims    = "caller.claims"
+	PartResult    = "result"
 )
 
 // CheckClaims reports whether claims can be represented exactly in the

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,10 +25,16 @@ var (
 	refResult   = ast.MustParseRef("data.toolgate.call.result")
 	refApproval = ast.MustParseRef("data.toolgate.call.approval")
 	refConfirm  = ast.MustParseRef("data.toolgate.call.confirm")
+	refLimit    = ast.MustParseRef("data.toolgate.call.limit")
 	refDecided  = ast.MustParseRef("data.toolgate.grant.url_drivers_decided")
 	refPrompts  = ast.MustParseRef("data.toolgate.grant.prompts")
 	refResource = ast.MustParseRef("data.toolgate.grant.resource")
-	watchedRefs = []ast.Ref{refGranted, refDeny, refResult, refApproval, refConfirm}
+	// The result rules (docs/contract.md §18).
+	refResultDeny = ast.MustParseRef("data.toolgate.result.deny")
+	refRedact     = ast.MustParseRef("data.toolgate.result.redact")
+	callRefs      = []ast.Ref{refDeny, refResult, refApproval, refConfirm, refLimit}
+	resultRefs    = []ast.Ref{refResultDeny, refRedact}
+	watchedRefs   = append(append([]ast.Ref{refGranted}, callRefs...), resultRefs...)
 )
 
 // Location is a place in a policy file. Row and Col are OPA's names for the
@@ -138,12 +145,26 @@ type policySet struct {
 	files    []string
 	prov     []provenance
 	// callRules is false when nothing defines data.toolgate.call.deny,
-	// .result, .approval or .confirm (no rule, no data document): accepted
-	// calls skip the call query.
+	// .result, .approval, .confirm or .limit (no rule, no data document):
+	// accepted calls skip the call query.
 	callRules bool
-	grantQ    rego.PreparedEvalQuery // granted only: the hot path
-	explainQ  rego.PreparedEvalQuery // granted with provenance and url_drivers_decided
-	callQ     rego.PreparedEvalQuery // deny, result, approval and confirm with provenance
+	// resultRules is false when nothing defines data.toolgate.result.deny
+	// or .redact: results are answered as the method returned them, and
+	// no result document is built (docs/contract.md §18).
+	resultRules bool
+	// limitRules is false when nothing defines data.toolgate.call.limit:
+	// the call query does not ask for it, so call rules without limits
+	// cost what they did before limits existed.
+	limitRules bool
+	grantQ     rego.PreparedEvalQuery // granted only: the hot path
+	explainQ   rego.PreparedEvalQuery // granted with provenance and url_drivers_decided
+	callQ      rego.PreparedEvalQuery // deny, result, approval, confirm and limit with provenance
+	resultQ    rego.PreparedEvalQuery // the result rules with provenance; prepared only with resultRules
+	// patterns are the redact rules' constant regular expressions,
+	// compiled at load (an invalid one fails the load, naming it);
+	// dynamic holds those a policy computes per call (redact.go).
+	patterns map[string]*regexp.Regexp
+	dynamic  patternCache
 	// split evaluates a grant policy that reads the request in two parts
 	// (split.go); nil, with splitWhy saying why, when it cannot.
 	split    *splitGrant
@@ -175,14 +196,32 @@ func compilePolicies(ctx context.Context, files []sourceFile, printHook func(str
 	}
 	ps.prov = addProvenance(modules)
 	for _, p := range ps.prov {
-		if !p.target.Equal(refGranted) {
+		switch {
+		case refIn(p.target, callRefs):
 			ps.callRules = true
+			ps.limitRules = ps.limitRules || p.target.Equal(refLimit)
+		case refIn(p.target, resultRefs):
+			ps.resultRules = true
 		}
 	}
 	if tg, ok := data["toolgate"].(map[string]any); ok {
-		if _, ok := tg["call"]; ok {
+		if call, ok := tg["call"]; ok {
 			ps.callRules = true
+			if m, ok := call.(map[string]any); ok {
+				_, defined := m["limit"]
+				ps.limitRules = ps.limitRules || defined
+			}
 		}
+		if _, ok := tg["result"]; ok {
+			ps.resultRules = true
+		}
+	}
+	// Constant patterns are compiled once, here: an invalid one is a load
+	// error that names it and its rule.
+	var perr []diag.Diagnostic
+	ps.patterns, perr = constantPatterns(modules, data)
+	if len(perr) > 0 {
+		return nil, compileErrorOf(perr)
 	}
 
 	ps.store = inmem.NewFromObject(data)
@@ -246,12 +285,20 @@ func compilePolicies(ctx context.Context, files []sourceFile, printHook func(str
 		}
 		ps.resourceQ = &q
 	}
-	if ps.explainQ, err = prepare(ps.provenanceQuery(true, grantQuery, wrapQuery("d", refDecided))); err != nil {
+	if ps.explainQ, err = prepare(ps.provenanceQuery([]ast.Ref{refGranted}, grantQuery, wrapQuery("d", refDecided))); err != nil {
 		return nil, fmt.Errorf("prepare explain query: %w", err)
 	}
-	if ps.callQ, err = prepare(ps.provenanceQuery(false, wrapQuery("deny", refDeny), wrapQuery("result", refResult),
-		wrapQuery("approval", refApproval), wrapQuery("confirm", refConfirm))); err != nil {
+	callExprs := []string{wrapQuery("deny", refDeny), wrapQuery("result", refResult), wrapQuery("approval", refApproval), wrapQuery("confirm", refConfirm)}
+	if ps.limitRules {
+		callExprs = append(callExprs, wrapQuery("limit", refLimit))
+	}
+	if ps.callQ, err = prepare(ps.provenanceQuery(callRefs, callExprs...)); err != nil {
 		return nil, fmt.Errorf("prepare call query: %w", err)
+	}
+	if ps.resultRules {
+		if ps.resultQ, err = prepare(ps.provenanceQuery(resultRefs, wrapQuery("deny", refResultDeny), wrapQuery("redact", refRedact))); err != nil {
+			return nil, fmt.Errorf("prepare result query: %w", err)
+		}
 	}
 	if ps.prompts {
 		// The split evaluates granted alone; a policy that also decides
@@ -290,19 +337,27 @@ func wrapQuery(v string, ref ast.Ref) string {
 	return fmt.Sprintf("%s := [x | x := %s]", v, ref)
 }
 
-// provenanceQuery joins exprs with one binding per provenance copy; with
-// only set, just the copies of that ref (the copies of the call rules
-// otherwise).
-func (ps *policySet) provenanceQuery(grant bool, exprs ...string) string {
+// provenanceQuery joins exprs with one binding per provenance copy of a
+// rule that defines one of targets.
+func (ps *policySet) provenanceQuery(targets []ast.Ref, exprs ...string) string {
 	for i := range ps.prov {
 		p := &ps.prov[i]
-		isGrant := p.target.Equal(refGranted)
-		if grant != isGrant {
+		if !refIn(p.target, targets) {
 			continue
 		}
 		exprs = append(exprs, wrapQuery(p.binding, p.ref))
 	}
 	return strings.Join(exprs, "; ")
+}
+
+// refIn reports whether ref is one of refs.
+func refIn(ref ast.Ref, refs []ast.Ref) bool {
+	for _, r := range refs {
+		if ref.Equal(r) {
+			return true
+		}
+	}
+	return false
 }
 
 // addProvenance adds to each module, for every rule that defines a watched

@@ -149,6 +149,7 @@ type Gateway struct {
 
 	ledger   *ledger.Ledger
 	gate     *approvals.Gate
+	limits   *ledger.Limiter
 	audit    *audit.Auditor
 	activity *console.Activity
 	obs      *observe // tracing and decision logs (gateway/observe.go)
@@ -406,6 +407,13 @@ func (g *Gateway) buildHooks() error {
 	if g.gate, err = g.openApprovals(store); err != nil {
 		return err
 	}
+	// Rate limits count in the same store, so replicas share them
+	// (docs/contract.md §18); the ledger's pruner removes expired counts.
+	ls, ok := store.(ledger.LimitStore)
+	if !ok {
+		return fmt.Errorf("ledger: the store %T counts no rate limits", store)
+	}
+	g.limits = ledger.NewLimiter(ls, nil)
 	auditW, closeAudit, err := openAudit(cfg.Audit, cfg.Stderr)
 	if err != nil {
 		return err
@@ -422,7 +430,7 @@ func (g *Gateway) buildHooks() error {
 // request's credentials over HTTP.
 func (g *Gateway) newServer(caller mcpadapter.CallerFunc, source func(context.Context, mcp.Request) string) *mcp.Server {
 	a := mcpadapter.New(mcpadapter.Options{Revisions: g.eng, Methods: g.obs.methods(g.methods), Caller: caller, Source: source, Logger: g.log, HookTimeout: g.cfg.HookTimeout,
-		ListFallback: listFallback(g.cfg.ListFallback), Approvals: g.gate, Catalog: g.catalog()})
+		ListFallback: listFallback(g.cfg.ListFallback), Approvals: g.gate, Catalog: g.catalog(), Limits: g.limits})
 	a.AddHook(g.obs.hook(g.ledger.Hook()))
 	a.AddHook(g.obs.hook(g.audit.Hook()))
 	a.AddHook(g.obs.hook(g.m.Hook()))

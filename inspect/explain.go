@@ -8,6 +8,9 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/lines"
@@ -28,15 +31,18 @@ func AnswerUnknownTool(name string) string { return mcpadapter.AnswerUnknownTool
 // Stages at which Explain says a tools/call would be decided: the served
 // pipeline's (mcpadapter.Stage).
 const (
-	StageNobody      = string(mcpadapter.StageNobody)      // step 2: nobody signed in: Unknown tool
-	StageNotVerified = string(mcpadapter.StageNotVerified) // step 3: the grant decision fails
-	StageUnknown     = string(mcpadapter.StageUnknown)     // step 4: hidden, or no row has the name
-	StageRuleFailed  = string(mcpadapter.StageRuleFailed)  // step 5: the toolgate.call rules fail
-	StageDenied      = string(mcpadapter.StageDenied)      // step 5: refused with reasons
-	StageHeld        = string(mcpadapter.StageHeld)        // step 5: an approval rule holds the call until a person approves it (docs/contract.md §13)
-	StageAnswered    = string(mcpadapter.StageAnswered)    // step 5: a rule answers instead of the method
-	StageArguments   = string(mcpadapter.StageArguments)   // step 6: the arguments do not bind: an argument answer
-	StageRun         = string(mcpadapter.StageRun)         // steps 6-7: the arguments are bound and the method runs
+	StageNobody       = string(mcpadapter.StageNobody)       // step 2: nobody signed in: Unknown tool
+	StageNotVerified  = string(mcpadapter.StageNotVerified)  // step 3: the grant decision fails
+	StageUnknown      = string(mcpadapter.StageUnknown)      // step 4: hidden, or no row has the name
+	StageRuleFailed   = string(mcpadapter.StageRuleFailed)   // step 5: the toolgate.call rules fail
+	StageDenied       = string(mcpadapter.StageDenied)       // step 5: refused with reasons
+	StageHeld         = string(mcpadapter.StageHeld)         // step 5: an approval rule holds the call until a person approves it (docs/contract.md §13)
+	StageLimited      = string(mcpadapter.StageLimited)      // step 5: a rate limit refuses the call (docs/contract.md §18)
+	StageAnswered     = string(mcpadapter.StageAnswered)     // step 5: a rule answers instead of the method
+	StageArguments    = string(mcpadapter.StageArguments)    // step 6: the arguments do not bind: an argument answer
+	StageRun          = string(mcpadapter.StageRun)          // steps 6-7: the arguments are bound and the method runs
+	StageWithheld     = string(mcpadapter.StageWithheld)     // after step 7: a result rule withholds the given result (docs/contract.md §18)
+	StageResultFailed = string(mcpadapter.StageResultFailed) // after step 7: the result rules fail on the given result: withheld
 )
 
 // ExplainOptions is one question to Explain: a caller, and optionally a call.
@@ -66,6 +72,14 @@ type ExplainOptions struct {
 	// when nothing serves it.
 	URI      string
 	Resource *engine.Resource
+	// Limits, when set, is read (never counted in) for the counters of
+	// the call's rate limits (docs/contract.md §18): a limit that would refuse decides
+	// the explanation. nil: the limits are listed without their counters.
+	Limits mcpadapter.Limits
+	// Result, when set, is a result (a CallToolResult, JSON) the method is
+	// taken to return: the explanation says what the caller would get
+	// once the result rules ran on it (docs/contract.md §18).
+	Result json.RawMessage
 }
 
 // CheckArguments reports whether raw is what --args must be: a JSON object.
@@ -164,6 +178,26 @@ type CallExplanation struct {
 	// Confirm is the question the user confirms before the method runs
 	// (StageRun).
 	Confirm string `json:"confirm,omitempty"`
+	// Limits are the call's rate limits (docs/contract.md §18) with, when the store
+	// was read, their counters.
+	Limits []LimitExplanation `json:"limits,omitempty"`
+	// Redacted reports that the result rules redacted the given result:
+	// Result is what the caller would get.
+	Redacted bool `json:"redacted,omitempty"`
+}
+
+// LimitExplanation is one rate limit of a call and its counter.
+type LimitExplanation struct {
+	engine.Limit
+	// Counted reports that the store was read: Count and WaitSeconds are
+	// its counter's state.
+	Counted bool `json:"counted"`
+	// Count is how many calls the key admitted within the last Per.
+	Count int64 `json:"count"`
+	// Refuses reports that the limit would refuse the call now;
+	// WaitSeconds is then how long until it would admit one.
+	Refuses     bool  `json:"refuses"`
+	WaitSeconds int64 `json:"wait_seconds,omitempty"`
 }
 
 // Explain evaluates the grant decision for a caller with the rules that
@@ -179,11 +213,16 @@ func Explain(ctx context.Context, opts ExplainOptions) *Explanation {
 		d   *engine.GrantDecision
 		rec *mcpadapter.Record
 	)
+	var resultErr error
 	if opts.Tool != "" {
-		rec = mcpadapter.DryRun(ctx, mcpadapter.DryRunOptions{
+		dry := mcpadapter.DryRunOptions{
 			Revision: rev, Caller: opts.Caller, Name: opts.Tool,
-			Arguments: opts.Arguments, Meta: opts.Meta, Methods: opts.Methods,
-		})
+			Arguments: opts.Arguments, Meta: opts.Meta, Methods: opts.Methods, Limits: opts.Limits,
+		}
+		if len(opts.Result) > 0 {
+			dry.Result, resultErr = ReadResult(opts.Result)
+		}
+		rec = mcpadapter.DryRun(ctx, dry)
 		d = rec.Grant.Decision
 	}
 	if d == nil {
@@ -225,6 +264,9 @@ func Explain(ctx context.Context, opts ExplainOptions) *Explanation {
 	x.Prompts = promptRows(rev, opts.Caller, d)
 	if rec != nil {
 		x.Call = explainCall(rev, opts.Caller, opts.Tool, rec)
+		if resultErr != nil {
+			x.Call.Failure = resultErr.Error()
+		}
 	}
 	if opts.Prompt != "" {
 		x.Prompt = explainPrompt(ctx, rev, opts.Caller, opts.Prompt, engine.BoundMeta(opts.Meta))
@@ -233,6 +275,17 @@ func Explain(ctx context.Context, opts ExplainOptions) *Explanation {
 		x.Resource = explainResource(ctx, rev, opts.Caller, opts.URI, opts.Resource, engine.BoundMeta(opts.Meta))
 	}
 	return x
+}
+
+// ReadResult reads a CallToolResult given as JSON (explain --result): it
+// must be one exactly, as a policy's result must (a misspelt member would
+// explain another result than meant).
+func ReadResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
+	res, err := mcpadapter.ReadCallToolResult(raw)
+	if err != nil {
+		return nil, fmt.Errorf("--result: %w", err)
+	}
+	return res, nil
 }
 
 // baseWhy says in words why the base decision for one row is what
@@ -294,6 +347,17 @@ func explainCall(rev *engine.Revision, c *engine.Caller, name string, rec *mcpad
 		for _, dn := range rec.Denials {
 			ce.Reasons = append(ce.Reasons, engine.Reason{Message: dn.Reason, Rules: dn.Rules})
 		}
+	case mcpadapter.StageHookFailed: // in a dry run, only the limit store (--ledger) fails so
+		ce.DecidedBy, ce.Failure = "the limit store could not answer: the call fails closed", rec.Err.Error()
+	case mcpadapter.StageLimited:
+		ce.DecidedBy = "data.toolgate.call.limit: a limit's counter is full"
+	case mcpadapter.StageWithheld:
+		ce.DecidedBy = "data.toolgate.result.deny: the result is withheld"
+		for _, dn := range rec.Denials {
+			ce.Reasons = append(ce.Reasons, engine.Reason{Message: dn.Reason, Rules: dn.Rules})
+		}
+	case mcpadapter.StageResultFailed:
+		ce.DecidedBy, ce.Failure = "the result rules failed: the result is withheld", rec.Err.Error()
 	case mcpadapter.StageHeld:
 		ce.Approval, ce.Confirm = cd.Approval, cd.Confirm
 		ce.DecidedBy = "data.toolgate.call.approval: held until one of " + strings.Join(cd.Approval.Approvers, ", ") +
@@ -308,13 +372,35 @@ func explainCall(rev *engine.Revision, c *engine.Caller, name string, rec *mcpad
 		}
 	case mcpadapter.StageRun:
 		ce.Confirm, ce.Bound, ce.Answer = rec.Confirm, rec.Bound, ""
+		if rec.Result != nil { // a given result, after the result rules
+			ce.Answer, ce.Redacted = rec.Answer(), rec.Redacted
+			ce.Result, _ = json.Marshal(rec.Result)
+		}
 		if rec.Grant.Outcome == engine.Override {
 			ce.DecidedBy, ce.Rules = "granted by the policy; no toolgate.call rule refuses or answers", rec.Grant.Rules
 		} else {
 			ce.DecidedBy = "granted by the base decision (" + baseWhy(rev.Registry(), t, c) + "); no toolgate.call rule refuses or answers"
 		}
 	}
+	ce.Limits = explainLimits(cd.Limits, rec.Limits)
 	return ce
+}
+
+// explainLimits pairs the call's limits with their counters, when read.
+func explainLimits(limits []engine.Limit, states []mcpadapter.LimitState) []LimitExplanation {
+	var out []LimitExplanation
+	for i, l := range limits {
+		le := LimitExplanation{Limit: l}
+		if i < len(states) {
+			s := states[i]
+			le.Counted, le.Count, le.Refuses = true, s.Count, s.Refuses()
+			if le.Refuses {
+				le.WaitSeconds = int64((s.Wait + time.Second - 1) / time.Second)
+			}
+		}
+		out = append(out, le)
+	}
+	return out
 }
 
 // resultText is the text content of a CallToolResult, its items joined by
@@ -392,6 +478,10 @@ func (x *Explanation) WriteText(w io.Writer) error {
 		p.Line("stage     %s", c.Stage)
 		switch c.Stage {
 		case StageRun:
+			if c.Result != nil {
+				p.Line("answer    %s", c.Answer)
+				break
+			}
 			p.Line("answer    the arguments are bound and %s runs: its result, or an argument answer", c.Method)
 		default:
 			p.Line("answer    %s", c.Answer)
@@ -404,6 +494,23 @@ func (x *Explanation) WriteText(w io.Writer) error {
 		}
 		if c.Confirm != "" {
 			p.Line("confirm   %q, asked of the user before the method runs", c.Confirm)
+		}
+		for _, l := range c.Limits {
+			state := "counter not read (no --ledger)"
+			switch {
+			case l.Refuses:
+				state = fmt.Sprintf("%d of %d: refuses, admits again in %d s", l.Count, l.Max, l.WaitSeconds)
+			case l.Counted:
+				state = fmt.Sprintf("%d of %d: admits", l.Count, l.Max)
+			}
+			p.Line("limit     %s: %d per %s, %q (%s); %s", l.Key, l.Max, l.Per, l.Reason, locations(l.Rules), state)
+		}
+		if c.Stage == StageRun && c.Result != nil {
+			how := "as the method returns it"
+			if c.Redacted {
+				how = "redacted"
+			}
+			p.Line("result    %s: %s", how, c.Result)
 		}
 		p.Line("decided   %s", c.DecidedBy)
 		if len(c.Rules) > 0 {

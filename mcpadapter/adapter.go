@@ -65,6 +65,10 @@ type Options struct {
 	// Catalog serves the prompts, resources and completions of importing
 	// upstreams (docs/contract.md §16; catalog.go); nil: none.
 	Catalog Catalog
+	// Limits counts calls under the rate limits of data.toolgate.call.limit
+	// (docs/contract.md §18); nil: a call a limit rule names fails closed
+	// (internal error).
+	Limits Limits
 }
 
 // ListFallback says what tools/list shows when the grant policy fails.
@@ -100,7 +104,7 @@ type Adapter struct {
 	// confirmKey signs the requestState of the confirmations the adapter
 	// asks (confirmState), so that only answers it asked for count.
 	confirmKey [32]byte
-	catalog catalogSessions // subscribers' callers (catalog.go)
+	catalog    catalogSessions // subscribers' callers (catalog.go)
 }
 
 // New returns an Adapter. It panics when Revisions or Methods is nil.

@@ -55,6 +55,8 @@ type setup struct {
 	hookTimeout time.Duration
 	// catalog serves prompts and resources (docs/contract.md §16).
 	catalog mcpadapter.Catalog
+	// limits replaces the adapter's limit store (an in-memory one).
+	limits mcpadapter.Limits
 }
 
 // governed is a running governed server for one test.
@@ -143,6 +145,7 @@ func newGoverned(t testing.TB, s setup) *governed {
 		Approvals: approvals.New(ledger.NewMemoryStore(), approvals.Options{
 			NewID: func() string { return fmt.Sprintf("%024x", ids.Add(1)) },
 		}),
+		Limits: cmp.Or[mcpadapter.Limits](s.limits, ledger.NewLimiter(ledger.NewMemoryStore(), nil)),
 	})
 	for _, name := range s.hooks {
 		g.adapter.AddHook(testHook(t, name))

@@ -32,6 +32,13 @@ type pipeline struct {
 	// locate evaluates the grant decision with the rules that defined it
 	// (engine.Revision.Explain), for a dry run.
 	locate bool
+	// limits, in a dry run, is where the limits' counters are read
+	// (Limits.Peek); nil: they are not read. (A served call counts in
+	// a.opts.Limits.)
+	limits Limits
+	// result, in a dry run, is a result the method is taken to return:
+	// the result rules run on it (docs/contract.md §18). nil: none.
+	result *mcp.CallToolResult
 }
 
 // callInput is one tools/call as the pipeline reads it.
@@ -146,15 +153,26 @@ type DryRunOptions struct {
 	// Methods resolve rows' methods, for binding the arguments; nil: the
 	// run stops before binding.
 	Methods MethodSet
+	// Limits, when set, is read (never counted in) for the counters of
+	// the call's rate limits: a limit that would refuse decides the run
+	// (StageLimited). nil: the limits are only reported, in the
+	// CallDecision.
+	Limits Limits
+	// Result, when set, is a result the method is taken to return: a call
+	// that would run has the result rules applied to it, and the Record's
+	// Result is what the caller would get (docs/contract.md §18).
+	Result *mcp.CallToolResult
 }
 
 // DryRun decides a tools/call by the very steps Adapter.Call takes
 // (docs/contract.md §5), without a side effect: the grant decision (located: its Rules
 // say which rules defined an override), the toolgate.call rules and the
 // argument binding run; Go hooks, the approval store, the confirmation and
-// the method do not. A call an approval rule holds is StageHeld with the id
-// "<id>"; one that would run is StageRun, with Bound when its arguments
-// were bound. DryRun never returns nil; it is safe for concurrent use.
+// the method do not, and the limit store (DryRunOptions.Limits) is only
+// read. A call an approval rule holds is StageHeld with the id "<id>"; one
+// that would run is StageRun, with Bound when its arguments were bound,
+// and with DryRunOptions.Result the result rules' verdict on that result.
+// DryRun never returns nil; it is safe for concurrent use.
 func DryRun(ctx context.Context, o DryRunOptions) *Record {
 	rc := newRevisionCache(o.Revision)
 	in := &callInput{
@@ -167,7 +185,7 @@ func DryRun(ctx context.Context, o DryRunOptions) *Record {
 		revision:    func() *revisionCache { return rc },
 		start:       time.Now(),
 	}
-	pl := &pipeline{methods: o.Methods, locate: true}
+	pl := &pipeline{methods: o.Methods, locate: true, limits: o.Limits, result: o.Result}
 	_, rec := pl.run(ctx, in)
 	rec.Duration = time.Since(in.start)
 	return rec
@@ -301,6 +319,11 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 		rec.Result, rec.Reasons = TextResult(strings.Join(reasons, "; "), true), reasons
 		return
 	}
+	// Then the rate limits (docs/contract.md §18): a call they refuse is not
+	// held for approval, nor answered.
+	if len(cd.Limits) > 0 && p.limit(ctx, cd.Limits, rec) {
+		return
+	}
 	// Then approval (docs/contract.md §13): it holds the call before anything answers.
 	if cd.Approval != nil {
 		if p.a == nil {
@@ -334,6 +357,7 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 	row := call.Tool
 	if p.methods == nil || !in.bind {
 		rec.Stage = StageRun // a dry run that does not know them
+		p.dryResult(ctx, call, ereq, rec)
 		return
 	}
 	binding := Answerer{Kind: ByBinding}
@@ -369,7 +393,8 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 	}
 	rec.Stage, rec.Bound, rec.Answerer = StageRun, true, Answerer{Kind: ByMethod, Name: row.Method}
 	if p.a == nil {
-		return // a dry run runs no method
+		p.dryResult(ctx, call, ereq, rec) // a dry run runs no method
+		return
 	}
 	// Step 7: run the method.
 	t = time.Now()
@@ -388,6 +413,20 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 		return
 	}
 	rec.Outcome, rec.Result = OutcomeResult, res
+	if call.Revision.HasResultRules() {
+		p.results(ctx, call, ereq, rec)
+	}
+}
+
+// dryResult runs, in a dry run given a result, the result rules on it.
+func (p *pipeline) dryResult(ctx context.Context, call *CallContext, ereq *engine.Request, rec *Record) {
+	if p.result == nil {
+		return
+	}
+	rec.Result = p.result
+	if call.Revision.HasResultRules() {
+		p.results(ctx, call, ereq, rec)
+	}
 }
 
 // bindMethod binds args for m: a Go method whose binding only decodes

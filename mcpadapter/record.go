@@ -22,9 +22,12 @@ const (
 	StageRuleFailed   Stage = "rule_failed"   // step 5: the toolgate.call rules failed
 	StageDenied       Stage = "denied"        // step 5: refused with reasons (hooks, rules, a refused approval, an unconfirmed call)
 	StageHeld         Stage = "held"          // step 5: an approval rule holds the call until a person approves it (docs/contract.md §13)
+	StageLimited      Stage = "limited"       // step 5: a rate limit or quota refuses the call (docs/contract.md §18)
 	StageAnswered     Stage = "answered"      // step 5: a hook, a rule or the confirmation answered instead of the method
 	StageArguments    Stage = "arguments"     // step 6: the arguments could not be bound to the method
 	StageRun          Stage = "run"           // steps 6-7: the arguments were bound and the method ran (a dry run: would run)
+	StageWithheld     Stage = "withheld"      // after step 7: a result rule withheld the method's result (docs/contract.md §18)
+	StageResultFailed Stage = "result_failed" // after step 7: the result rules failed, or the result was too large for them: withheld
 )
 
 // CallOutcome names how a call ended, as the audit trail and the metrics
@@ -47,10 +50,16 @@ const (
 	// OutcomeHeld: an approval rule holds the call until a person approves
 	// it (docs/contract.md §13).
 	OutcomeHeld CallOutcome = "held"
+	// OutcomeLimited: a rate limit or quota refused the call (docs/contract.md
+	// §18).
+	OutcomeLimited CallOutcome = "limited"
+	// OutcomeWithheld: a result rule withheld the method's result
+	// (docs/contract.md §18).
+	OutcomeWithheld CallOutcome = "withheld"
 )
 
 // Outcomes are every CallOutcome, for those who keep a series per outcome.
-var Outcomes = []CallOutcome{OutcomeResult, OutcomeAnswered, OutcomeDenied, OutcomeFailed, OutcomeRefusedGate, OutcomeHeld}
+var Outcomes = []CallOutcome{OutcomeResult, OutcomeAnswered, OutcomeDenied, OutcomeFailed, OutcomeRefusedGate, OutcomeHeld, OutcomeLimited, OutcomeWithheld}
 
 // Who answered a call: Answerer.Kind.
 const (
@@ -59,6 +68,8 @@ const (
 	ByRule         = "rule"         // a toolgate.call rule (Answerer.Rules)
 	ByApproval     = "approval"     // the approval step (docs/contract.md §13)
 	ByConfirmation = "confirmation" // the user's confirmation (docs/contract.md §13)
+	ByLimit        = "limit"        // the rate limits (docs/contract.md §18)
+	ByResultRule   = "result_rule"  // the result rules (docs/contract.md §18)
 	ByBinding      = "binding"      // the argument binding (step 6)
 	ByMethod       = "method"       // the row's method (Answerer.Name)
 )
@@ -162,14 +173,25 @@ type Record struct {
 	// ApprovedBy is the subject of the approver whose approval the call
 	// consumed; "" otherwise.
 	ApprovedBy string
+	// Limits are the counters of the call's rate limits as the limit store
+	// found them before the call (docs/contract.md §18); nil when no limit
+	// applies or the store was not asked (a dry run without one).
+	Limits []LimitState
+	// ResultDecision is the decision of the result rules on the method's
+	// result (docs/contract.md §18); nil when they were not evaluated.
+	ResultDecision *engine.ResultDecision
+	// Redacted reports that the result rules redacted the result: Result
+	// is the redacted one.
+	Redacted bool
 
 	// Duration is the wall-clock time of the call itself.
 	Duration time.Duration
 	// Decision is the part of Duration spent in policy decisions: the grant
-	// decision and, for an accepted call, the toolgate.call rules.
+	// decision and, for an accepted call, the toolgate.call rules and the
+	// result rules.
 	Decision time.Duration
 	// GrantTime, RulesTime and MethodTime are the grant decision's, the
-	// toolgate.call rules' and the method's parts of Duration.
+	// toolgate.call and result rules' and the method's parts of Duration.
 	GrantTime, RulesTime, MethodTime time.Duration
 }
 

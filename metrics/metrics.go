@@ -42,6 +42,7 @@ type Metrics struct {
 	approvals      *prometheus.CounterVec
 	webhook        *prometheus.CounterVec
 	streams        *prometheus.CounterVec
+	limited        *prometheus.CounterVec
 }
 
 // New returns Metrics with every series registered (at zero).
@@ -98,6 +99,10 @@ func New() *Metrics {
 			Name: "toolgate_http_streams_total",
 			Help: "Long-lived HTTP streams refused (nobody, per_caller, per_address) or closed to make room for newer ones (closed_oldest).",
 		}, []string{"event"}),
+		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_limited_total",
+			Help: "tools/call requests a rate limit or quota refused (docs/contract.md §18), by tool.",
+		}, []string{"tool"}),
 	}
 	for _, r := range []string{"sent", "failed", "coalesced"} {
 		m.webhook.WithLabelValues(r)
@@ -111,7 +116,7 @@ func New() *Metrics {
 	for _, o := range mcpadapter.Outcomes {
 		m.calls.WithLabelValues(string(o))
 	}
-	m.reg.MustRegister(m.calls, m.duration, m.decision, m.reloads, m.reloadFailures, m.replays, m.conflicts, m.auditDropped, m.upstreamDrift, m.approvals, m.webhook, m.streams,
+	m.reg.MustRegister(m.calls, m.duration, m.decision, m.reloads, m.reloadFailures, m.replays, m.conflicts, m.auditDropped, m.upstreamDrift, m.approvals, m.webhook, m.streams, m.limited,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -127,8 +132,11 @@ func (m *Metrics) Handler() http.Handler {
 // Hook returns the after hook counting calls by outcome and observing
 // their duration, named HookName. It is Prompt: it only updates counters.
 func (m *Metrics) Hook() mcpadapter.Hook {
-	return mcpadapter.Hook{Name: HookName, Prompt: true, After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.Record) error {
+	return mcpadapter.Hook{Name: HookName, Prompt: true, After: func(_ context.Context, call *mcpadapter.CallContext, end *mcpadapter.Record) error {
 		m.ObserveCall(end.Outcome, end.Duration.Seconds())
+		if end.Outcome == mcpadapter.OutcomeLimited {
+			m.Limited(call.Name)
+		}
 		if m != nil {
 			m.decision.Observe(end.Decision.Seconds())
 		}
@@ -175,6 +183,15 @@ func (m *Metrics) Stream(event string) {
 		return
 	}
 	m.streams.WithLabelValues(event).Inc()
+}
+
+// Limited counts one call a rate limit refused, by its tool (a registry
+// row's name: only accepted calls reach the limits).
+func (m *Metrics) Limited(tool string) {
+	if m == nil {
+		return
+	}
+	m.limited.WithLabelValues(tool).Inc()
 }
 
 // ReloadOK counts a reload that swapped in a new revision.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/inspect"
 	"github.com/toolgate/toolgate/internal/fsx"
@@ -24,7 +25,7 @@ func init() {
 	register(command{name: "explain", summary: "explain the grant decision, and a call, for one caller", run: runExplainCommand})
 }
 
-const explainSynopsis = "explain [--as SUBJECT [--role ROLE ...] [--claims JSON] | --token FILE --issuer URL [--jwks FILE|URL] [--resource URI] [--audience AUD ...] | --claims JSON] [--subject-claim PATH] [--roles-claim PATH] [--http ADDR] [--tool NAME [--args JSON]] [--prompt NAME] [--resource URI | --uri URI] [--upstream NAME=COMMAND|URL ...] [--meta JSON] [--input] [--registry FILE] [--policy DIR] [--bundle FILE [--bundle-verification-key FILE]] [--capabilities FILE] [--format text|json]"
+const explainSynopsis = "explain [--as SUBJECT [--role ROLE ...] [--claims JSON] | --token FILE --issuer URL [--jwks FILE|URL] [--resource URI] [--audience AUD ...] | --claims JSON] [--subject-claim PATH] [--roles-claim PATH] [--http ADDR] [--tool NAME [--args JSON] [--result JSON] [--ledger STORE]] [--prompt NAME] [--resource URI | --uri URI] [--upstream NAME=COMMAND|URL ...] [--meta JSON] [--input] [--registry FILE] [--policy DIR] [--bundle FILE [--bundle-verification-key FILE]] [--capabilities FILE] [--format text|json]"
 
 func runExplainCommand(ctx context.Context, e *env) int {
 	var (
@@ -32,6 +33,7 @@ func runExplainCommand(ctx context.Context, e *env) int {
 		caps               capabilitiesFlag
 		subject, tool      string
 		claims, args, meta string
+		result, ledgerSpec string
 		roles              repeated
 		format             = formatFlag("text")
 		tokenFile          string
@@ -63,6 +65,8 @@ func runExplainCommand(ctx context.Context, e *env) int {
 	fs.Var(&upstreams, "upstream", "an importing upstream `NAME=COMMAND|URL` whose prompts and resources to explain (repeatable; as serve --upstream, with import)")
 	fs.StringVar(&meta, "meta", "", "the request's _meta, `JSON`; bounded as the server bounds it")
 	fs.BoolVar(&input, "input", false, "print the input document the policies get for this caller and request (a tools/call with --tool, else a tools/list), as JSON, instead of the explanation")
+	fs.StringVar(&result, "result", "", "with --tool: a result the method is taken to return, a CallToolResult `JSON`: shows what the result rules make of it")
+	fs.StringVar(&ledgerSpec, "ledger", "", "with --tool: read the rate limits' counters in this ledger `STORE` (memory, sqlite:PATH, postgres://...), never counting")
 	fs.Var(&format, "format", "output `format`: text or json")
 	if done, code := parseFlags(fs, e.args); done {
 		return code
@@ -130,6 +134,14 @@ func runExplainCommand(ctx context.Context, e *env) int {
 	if args != "" && tool == "" {
 		return usageError(fs, e.stderr, "--args needs --tool")
 	}
+	if (result != "" || ledgerSpec != "") && tool == "" {
+		return usageError(fs, e.stderr, "--result and --ledger need --tool")
+	}
+	if result != "" {
+		if _, err := inspect.ReadResult(json.RawMessage(result)); err != nil {
+			return usageError(fs, e.stderr, "%v", err)
+		}
+	}
 	if err := inspect.CheckArguments(json.RawMessage(args)); args != "" && json.Valid([]byte(args)) && err != nil {
 		return usageError(fs, e.stderr, "--args: %v", err)
 	}
@@ -155,7 +167,22 @@ func runExplainCommand(ctx context.Context, e *env) int {
 		Meta:      json.RawMessage(meta),
 		Arguments: json.RawMessage(args),
 		Methods:   builtinMethods(),
+		Result:    json.RawMessage(result),
 	}}
+	if ledgerSpec != "" {
+		store, err := ledger.OpenStore(ctx, ledgerSpec)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "toolgate explain: --ledger: %v\n", err)
+			return 2
+		}
+		defer store.Close()
+		ls, ok := store.(ledger.LimitStore)
+		if !ok {
+			fmt.Fprintf(e.stderr, "toolgate explain: --ledger: the store %T counts no rate limits\n", store)
+			return 2
+		}
+		p.opts.Limits = ledger.NewLimiter(ls, nil)
+	}
 	return p.run(ctx, e)
 }
 

@@ -54,5 +54,5 @@ function render() {
 }
 
 function outcomeClass(o) {
-  return { result: 'visible', answered: 'answered', denied: 'denied', failed: 'failed', refused_gate: 'failed', held: 'approval' }[o] || '';
+  return { result: 'visible', answered: 'answered', denied: 'denied', failed: 'failed', refused_gate: 'failed', held: 'approval', limited: 'denied', withheld: 'denied' }[o] || '';
 }

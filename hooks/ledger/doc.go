@@ -40,10 +40,17 @@
 // built from the same single-statement compare-and-swap steps; the
 // hooks/approvals package gives them their meaning.
 //
+// Each store also counts calls under the rate limits of docs/contract.md §18
+// ([LimitStore]: a table toolgate_limits), one transaction per call, so
+// that replicas sharing a store share the limits; [NewLimiter] makes the
+// adapter's mcpadapter.Limits of it, and [Ledger.Prune] removes counted
+// calls whose windows ended.
+//
 //	store, err := ledger.OpenSQLite(filepath.Join(stateDir, "ledger.db"))
 //	if err != nil { ... }
 //	defer store.Close()
 //	led := ledger.New(store, ledger.Options{})
 //	go led.RunPruner(ctx, 0) // until ctx is done
 //	adapter.AddHook(led.Hook())
+//	// adapter built with mcpadapter.Options{Limits: ledger.NewLimiter(store, nil), ...}
 package ledger

@@ -98,9 +98,20 @@ func (l *Ledger) lifetimes() Lifetimes {
 }
 
 // Prune removes, once, at most Options.PruneBatch keys whose retention (or,
-// in a shared store, whose lease and retention) ended, and returns how many.
+// in a shared store, whose lease and retention) ended and, when the store
+// counts rate limits (LimitStore), at most as many counted calls whose
+// windows ended; it returns how many it removed.
 func (l *Ledger) Prune(ctx context.Context) (int, error) {
-	return l.store.Prune(ctx, l.opts.Now(), l.lifetimes(), l.opts.PruneBatch)
+	now := l.opts.Now()
+	n, err := l.store.Prune(ctx, now, l.lifetimes(), l.opts.PruneBatch)
+	if err != nil {
+		return n, err
+	}
+	if ls, ok := l.store.(LimitStore); ok {
+		m, err := ls.PruneLimits(ctx, now, l.opts.PruneBatch)
+		return max(n, m), err
+	}
+	return n, nil
 }
 
 // RunPruner prunes every interval (DefaultPruneInterval when interval <= 0)

@@ -36,6 +36,7 @@ type MemoryStore struct {
 	maxKeys  int
 	maxBytes int
 	appr     memApprovals // approval requests (approvals_memory.go)
+	lim      memLimits    // calls counted under rate limits (limits_memory.go)
 }
 
 type memRow struct {

@@ -57,7 +57,7 @@ func createPostgresTable(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := tx.Exec(ctx, expiryIndex); err != nil {
 		return err
 	}
-	for _, q := range approvalsDDL("BIGINT", "BYTEA") {
+	for _, q := range append(approvalsDDL("BIGINT", "BYTEA"), limitsDDL("BIGINT")...) {
 		if _, err := tx.Exec(ctx, q); err != nil {
 			return err
 		}
@@ -104,6 +104,43 @@ func (d pgDB) queryRows(ctx context.Context, q string, row func(scan func(dest .
 		}
 	}
 	return rows.Err()
+}
+
+func (d pgDB) atomically(ctx context.Context, keys []string, fn func(q sqlQuerier) error) error {
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	for _, k := range keys {
+		// A 64-bit hash of the key: two keys that collide only wait for
+		// each other.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, k); err != nil {
+			return err
+		}
+	}
+	if err := fn(pgTx{tx}); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+type pgTx struct{ tx pgx.Tx }
+
+func (t pgTx) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	tag, err := t.tx.Exec(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+func (t pgTx) queryRow(ctx context.Context, q string, dest []any, args ...any) error {
+	err := t.tx.QueryRow(ctx, q, args...).Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errNoRows
+	}
+	return err
 }
 
 func (d pgDB) close() error {

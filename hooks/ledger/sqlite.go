@@ -61,7 +61,7 @@ func OpenSQLite(path string) (*SQLiteStore, error) {
 	if err == nil {
 		_, err = db.Exec(expiryIndex)
 	}
-	for _, q := range approvalsDDL("INTEGER", "BLOB") {
+	for _, q := range append(approvalsDDL("INTEGER", "BLOB"), limitsDDL("INTEGER")...) {
 		if err == nil {
 			_, err = db.Exec(q)
 		}
@@ -136,6 +136,49 @@ func (d sqliteDB) queryRows(ctx context.Context, q string, row func(scan func(de
 		}
 	}
 	return rows.Err()
+}
+
+// atomically runs fn holding SQLite's write lock (BEGIN IMMEDIATE) on one
+// connection: it serialises with every other writer of the file, in this
+// process or another, so keys need no lock of their own.
+func (d sqliteDB) atomically(ctx context.Context, _ []string, fn func(q sqlQuerier) error) (err error) {
+	conn, err := d.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			// Not ctx: a cancelled call must still end its transaction.
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+	}()
+	if err := fn(sqliteConn{conn}); err != nil {
+		return err
+	}
+	_, err = conn.ExecContext(context.WithoutCancel(ctx), "COMMIT")
+	return err
+}
+
+type sqliteConn struct{ c *sql.Conn }
+
+func (c sqliteConn) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	res, err := c.c.ExecContext(ctx, rebind(q), args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (c sqliteConn) queryRow(ctx context.Context, q string, dest []any, args ...any) error {
+	err := c.c.QueryRowContext(ctx, rebind(q), args...).Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return errNoRows
+	}
+	return err
 }
 
 func (d sqliteDB) close() error { return d.db.Close() }

@@ -43,12 +43,22 @@ const maxClaimRounds = 16
 
 var errNoRows = errors.New("no rows")
 
-// sqlDB is what the shared algorithm needs of a database. Queries are written
-// with PostgreSQL's $N placeholders.
-type sqlDB interface {
+// sqlQuerier runs statements, on a database or inside a transaction.
+// Queries are written with PostgreSQL's $N placeholders.
+type sqlQuerier interface {
 	exec(ctx context.Context, q string, args ...any) (rowsAffected int64, err error)
 	// queryRow scans one row into dest; errNoRows when there is none.
 	queryRow(ctx context.Context, q string, dest []any, args ...any) error
+}
+
+// sqlDB is what the shared algorithm needs of a database.
+type sqlDB interface {
+	sqlQuerier
+	// atomically runs fn in one transaction that holds a lock on each of
+	// keys (sorted) until it ends: committed when fn returns nil, rolled
+	// back otherwise. Two transactions with a key in common never run at
+	// once.
+	atomically(ctx context.Context, keys []string, fn func(q sqlQuerier) error) error
 	// queryRows calls row once per row of the result, with its scan.
 	queryRows(ctx context.Context, q string, row func(scan func(dest ...any) error) error, args ...any) error
 	close() error

@@ -57,6 +57,8 @@ func TestReadmeAuditFieldsAndMetrics(t *testing.T) {
 	// toolgate_upstream_drift_total{upstream} is served once it has a
 	// sample (the others start at zero).
 	m.UpstreamDrift("files")
+	// So is toolgate_limited_total{tool} (docs/contract.md §18).
+	m.Limited("echo")
 	// The decision log's counters are registered with it when
 	// --decision-log is set (gateway/observe.go).
 	m.Registry().MustRegister((*decisionlog.Logger)(nil).Collectors()...)

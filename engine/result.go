@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"sort"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/toolgate/toolgate/internal/exactjson"
+)
+
+// ResultDecision is the answer of the result rules (data.toolgate.result,
+// docs/contract.md §18) for one result of a method or upstream.
+type ResultDecision struct {
+	Revision *Revision
+	// Deny holds every reason to withhold the result, sorted by message.
+	Deny []Reason
+	// Redact are the regular expressions whose every match in the result's
+	// text is replaced, sorted by their source; compiled once per revision.
+	Redact []*regexp.Regexp
+	// RedactRules are the rules that defined Redact.
+	RedactRules []Location
+	// Err is the evaluation failure, a *PolicyError (also a pattern that
+	// does not compile); the result is then withheld (fail closed).
+	Err error
+}
+
+var (
+	keyResult    = ast.StringTerm("result")
+	errNotObject = errors.New("not a JSON object")
+)
+
+// HasResultRules reports whether the policies define a result rule
+// (data.toolgate.result.deny or .redact): without one, results are
+// answered as the method returned them and Result need not be asked.
+func (r *Revision) HasResultRules() bool { return r.policies.resultRules }
+
+// Result evaluates the result rules for the result of an accepted call of
+// the named row. result is the result document, a JSON object (content,
+// structuredContent, isError: see schema/input.schema.json), put beside
+// the call's input as input.result; one that cannot be represented exactly
+// is a failure. Result never returns nil.
+func (r *Revision) Result(ctx context.Context, c *Caller, req Request, result json.RawMessage) *ResultDecision {
+	d := &ResultDecision{Revision: r}
+	if !r.policies.resultRules {
+		return d
+	}
+	idx := r.ToolIndex(req.Tool)
+	var v *callerView
+	if c != nil {
+		v = r.view(c)
+	}
+	in, err := r.input(c, v, &req, idx)
+	if err != nil {
+		d.Err = inputError(refResultDeny, err)
+		return d
+	}
+	doc, err := exactjson.Value(result)
+	if err != nil {
+		d.Err = inputError(refResultDeny, &InputError{Part: PartResult, Err: err})
+		return d
+	}
+	if _, ok := doc.(ast.Object); !ok {
+		d.Err = inputError(refResultDeny, &InputError{Part: PartResult, Err: errNotObject})
+		return d
+	}
+	in.(ast.Object).Insert(keyResult, ast.NewTerm(doc))
+	rs, err := r.eval(ctx, r.policies.resultQ, in)
+	if err != nil {
+		d.Err = policyError(refResultDeny, err, ctx)
+		return d
+	}
+	b := rs[0].Bindings
+	if arr := b["deny"].(*ast.Array); arr.Len() > 0 {
+		set, ok := arr.Elem(0).Value.(ast.Set)
+		if !ok {
+			d.Err = typeError(refResultDeny, "deny must be a set of reasons, got %s", ast.ValueName(arr.Elem(0).Value))
+			return d
+		}
+		set.Foreach(func(t *ast.Term) {
+			s, ok := t.Value.(ast.String)
+			switch {
+			case err != nil:
+			case !ok:
+				err = typeError(refResultDeny, "a deny reason must be a string, got %s %s", ast.ValueName(t.Value), t.Value)
+			case s == "":
+				err = typeError(refResultDeny, "a deny reason must not be empty")
+			default:
+				d.Deny = append(d.Deny, Reason{Message: string(s)})
+			}
+		})
+		if err != nil {
+			d.Err = err
+			return d
+		}
+		sort.Slice(d.Deny, func(i, j int) bool { return d.Deny[i].Message < d.Deny[j].Message })
+	}
+	if arr := b["redact"].(*ast.Array); arr.Len() > 0 {
+		set, ok := arr.Elem(0).Value.(ast.Set)
+		if !ok {
+			d.Err = typeError(refRedact, "redact must be a set of regular expressions, got %s", ast.ValueName(arr.Elem(0).Value))
+			return d
+		}
+		set.Foreach(func(t *ast.Term) {
+			if err != nil {
+				return
+			}
+			s, ok := t.Value.(ast.String)
+			switch {
+			case !ok:
+				err = typeError(refRedact, "a redact pattern must be a string, got %s %s", ast.ValueName(t.Value), t.Value)
+			case s == "":
+				err = typeError(refRedact, "a redact pattern must not be empty")
+			default:
+				re, cerr := r.policies.pattern(string(s))
+				if cerr != nil {
+					err = typeError(refRedact, "invalid regular expression %q: %v", string(s), cerr)
+					return
+				}
+				d.Redact = append(d.Redact, re)
+			}
+		})
+		if err != nil {
+			d.Err = err
+			return d
+		}
+		sort.Slice(d.Redact, func(i, j int) bool { return d.Redact[i].String() < d.Redact[j].String() })
+	}
+	for i := range r.policies.prov {
+		p := &r.policies.prov[i]
+		arr, _ := b[p.binding].(*ast.Array)
+		if !refIn(p.target, resultRefs) || arr == nil || arr.Len() == 0 {
+			continue
+		}
+		set, ok := arr.Elem(0).Value.(ast.Set)
+		if !ok {
+			continue
+		}
+		switch {
+		case p.target.Equal(refResultDeny):
+			for k := range d.Deny {
+				if set.Contains(ast.StringTerm(d.Deny[k].Message)) {
+					d.Deny[k].Rules = append(d.Deny[k].Rules, p.loc)
+				}
+			}
+		case p.target.Equal(refRedact) && set.Len() > 0:
+			d.RedactRules = appendLocation(d.RedactRules, p.loc)
+		}
+	}
+	return d
+}

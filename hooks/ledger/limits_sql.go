@@ -1,0 +1,131 @@
+package ledger
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+)
+
+// limitsTable holds the calls counted under rate limits, in SQLite and
+// PostgreSQL alike: one row per admitted call and key. A call is decided
+// in one transaction that first takes a lock per key (PostgreSQL: an
+// advisory transaction lock per key, in key order; SQLite: the database's
+// write lock, BEGIN IMMEDIATE), then counts and inserts: of concurrent
+// calls under one key exactly as many are admitted as the limit has room
+// for, across every process sharing the database.
+const limitsTable = "toolgate_limits"
+
+// limitsDDL creates the table and its indexes; %s is the type of a 64-bit
+// integer.
+func limitsDDL(intType string) []string {
+	return []string{
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS `+limitsTable+` (
+		id         TEXT NOT NULL PRIMARY KEY,
+		limit_key  TEXT NOT NULL,
+		at         %[1]s NOT NULL,
+		expires_at %[1]s NOT NULL
+	)`, intType),
+		`CREATE INDEX IF NOT EXISTS toolgate_limits_window ON ` + limitsTable + ` (limit_key, at)`,
+		`CREATE INDEX IF NOT EXISTS toolgate_limits_expiry ON ` + limitsTable + ` (expires_at)`,
+	}
+}
+
+// maxStoredKey is the longest key stored as it is; a longer one (a policy
+// may build keys from argument values) is stored as its SHA-256, which an
+// index takes whatever the key's length (PostgreSQL's B-tree refuses
+// entries of more than about 2.7 kB).
+const maxStoredKey = 256
+
+// storedKeys returns limits with each key as the table stores it.
+func storedKeys(limits []LimitRequest) []LimitRequest {
+	out := make([]LimitRequest, len(limits))
+	for i, l := range limits {
+		if len(l.Key) > maxStoredKey {
+			sum := sha256.Sum256([]byte(l.Key))
+			l.Key = "sha256:" + hex.EncodeToString(sum[:])
+		}
+		out[i] = l
+	}
+	return out
+}
+
+func (s *sqlStore) AdmitCall(ctx context.Context, limits []LimitRequest, now time.Time) (bool, []LimitCount, error) {
+	limits = storedKeys(limits)
+	keys, per := keyLifetimes(limits)
+	var (
+		ok     bool
+		counts []LimitCount
+	)
+	err := s.db.atomically(ctx, keys, func(q sqlQuerier) error {
+		var err error
+		ok, counts, err = countLimits(ctx, q, limits, now)
+		if err != nil || !ok {
+			return err
+		}
+		for _, k := range keys {
+			_, err := q.exec(ctx,
+				`INSERT INTO `+limitsTable+` (id, limit_key, at, expires_at) VALUES ($1, $2, $3, $4)`,
+				newToken(), k, now.UnixNano(), now.Add(per[k]).UnixNano())
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, nil, s.wrap("admit call", err)
+	}
+	return ok, counts, nil
+}
+
+func (s *sqlStore) PeekLimits(ctx context.Context, limits []LimitRequest, now time.Time) (bool, []LimitCount, error) {
+	ok, counts, err := countLimits(ctx, s.db, storedKeys(limits), now)
+	if err != nil {
+		return false, nil, s.wrap("peek limits", err)
+	}
+	return ok, counts, nil
+}
+
+// countLimits reads the counter of each limit at now.
+func countLimits(ctx context.Context, q sqlQuerier, limits []LimitRequest, now time.Time) (bool, []LimitCount, error) {
+	ok := true
+	counts := make([]LimitCount, len(limits))
+	for i, l := range limits {
+		from := now.Add(-l.Per).UnixNano()
+		var n int64
+		if err := q.queryRow(ctx, `SELECT count(*) FROM `+limitsTable+` WHERE limit_key = $1 AND at > $2`,
+			[]any{&n}, l.Key, from); err != nil {
+			return false, nil, err
+		}
+		counts[i].Count = n
+		if n < l.Max {
+			continue
+		}
+		ok = false
+		// The call is admitted once the oldest n-max+1 calls left the window.
+		var at int64
+		if err := q.queryRow(ctx,
+			`SELECT at FROM `+limitsTable+` WHERE limit_key = $1 AND at > $2 ORDER BY at LIMIT 1 OFFSET $3`,
+			[]any{&at}, l.Key, from, n-l.Max); err != nil {
+			return false, nil, err
+		}
+		counts[i].Wait = time.Unix(0, at).Add(l.Per).Sub(now)
+	}
+	return ok, counts, nil
+}
+
+func (s *sqlStore) PruneLimits(ctx context.Context, now time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	n, err := s.db.exec(ctx,
+		`DELETE FROM `+limitsTable+` WHERE id IN (
+			SELECT id FROM `+limitsTable+` WHERE expires_at < $1 LIMIT $2)`,
+		now.UnixNano(), limit)
+	if err != nil {
+		return 0, s.wrap("prune limits", err)
+	}
+	return int(n), nil
+}
