@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/audit"
+	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/tracing"
 )
@@ -155,8 +156,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 // done. The transport is always wrapped in the wire layer
 // (mcpadapter.WrapTransport), which gives tools/call requests the go-sdk
 // cannot decode their governed answers and keeps _meta in wire order.
+// When the client's input ends (stdin closed), Serve returns only once
+// every request it read has been answered, or ctx is done: a client that
+// writes a request and closes its end still gets the answer.
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
-	return s.mcp.Run(ctx, mcpadapter.WrapTransport(t))
+	return s.mcp.Run(ctx, mcpadapter.WrapTransport(wire.AnswerBeforeEOF(t)))
 }
 
 // Handler returns the streamable HTTP handler of the Server (mount it at

@@ -47,6 +47,7 @@ import (
 	"github.com/toolgate/toolgate/httpserve"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/metrics"
 	"github.com/toolgate/toolgate/registry"
@@ -570,7 +571,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 			cfg.Ready(nil)
 		}
 		go func() {
-			err := g.stdio.Run(runCtx, mcpadapter.WrapTransport(answerBeforeEOF{&mcp.IOTransport{Reader: in, Writer: out}}))
+			err := g.stdio.Run(runCtx, mcpadapter.WrapTransport(wire.AnswerBeforeEOF(&mcp.IOTransport{Reader: in, Writer: out})))
 			if err != nil && (runCtx.Err() != nil || errors.Is(err, io.EOF)) {
 				err = nil
 			}
