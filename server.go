@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/audit"
+	"github.com/toolgate/toolgate/internal/version"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/tracing"
@@ -47,7 +48,8 @@ type Options struct {
 	Watch bool
 	// Logger receives failures in full detail; nil discards them.
 	Logger *slog.Logger
-	// Implementation names the server to its clients; nil is toolgate.
+	// Implementation names the server to its clients; nil is toolgate, at
+	// the version `toolgate version` prints.
 	Implementation *mcp.Implementation
 	// EngineOptions are further engine options (engine.WithTimeout,
 	// engine.WithCapabilities, ...).
@@ -121,7 +123,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	impl := opts.Implementation
 	if impl == nil {
-		impl = &mcp.Implementation{Name: "toolgate"}
+		impl = &mcp.Implementation{Name: "toolgate", Version: version.Get().Version}
 	}
 	s.mcp = s.adapter.NewServer(impl, &mcp.ServerOptions{Logger: log})
 	if tr.Enabled() {

@@ -47,6 +47,7 @@ import (
 	"github.com/toolgate/toolgate/httpserve"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/version"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/metrics"
@@ -54,8 +55,10 @@ import (
 	"github.com/toolgate/toolgate/upstream"
 )
 
-// Version is reported to MCP clients as the server's version.
-var Version = "dev"
+// Version is reported to MCP clients as the server's version (serverInfo),
+// to the decision log and to traces: the binary's, as `toolgate version`
+// prints it ("dev" in a build without a module version).
+var Version = version.Get().Version
 
 // upstreamStartWait bounds how long start-up (and a revision build) waits
 // for upstreams: the rows of one that answers later come with a reload.
