@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/image"
 )
 
 type meta struct {
@@ -131,7 +132,8 @@ func TestKubernetesManifest(t *testing.T) {
 	}
 	require.Len(t, d.Template.Spec.Containers, 1)
 	c := d.Template.Spec.Containers[0]
-	require.NotEmpty(t, c.Image)
+	require.True(t, strings.HasPrefix(c.Image, image.Repository+":") || strings.HasPrefix(c.Image, image.Repository+"@"),
+		"the container runs the image the project builds (%s), not %q", image.Repository, c.Image)
 
 	ports := map[string]int{}
 	for _, p := range c.Ports {
