@@ -209,4 +209,3 @@ func extract(t *testing.T, img v1.Image, root string) map[string][2]int {
 	}
 	return owners
 }
-
