@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
@@ -103,6 +105,30 @@ func TestImage(t *testing.T) {
 		require.Equal(t, "toolgate "+want, first)
 	}
 	require.Contains(t, string(out), "\nopa ")
+
+	// The default command serves as the user, its state (the default
+	// SQLite ledger) in the volume: on loopback, any port, as the image's
+	// 0.0.0.0 is a container's own network.
+	args := append([]string(nil), cf.Config.Cmd...)
+	for i, a := range args {
+		if a == "0.0.0.0:"+image.Port {
+			args[i] = "127.0.0.1:0"
+		}
+	}
+	state := filepath.Join(root, image.StateDir)
+	serve := exec.Command(entry, args...)
+	serve.Dir = root
+	serve.Env = []string{"XDG_STATE_HOME=" + state}
+	serve.SysProcAttr = cmd.SysProcAttr
+	p := proctest.Start(t, "the image's toolgate "+strings.Join(args, " "), serve)
+	m := p.Await(t, p.Stdout, regexp.MustCompile(`serving MCP \(streamable HTTP\) at (http://\S+)/mcp`))
+	resp, err := http.Get(m[1] + "/healthz")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	st, err := os.Stat(filepath.Join(state, "toolgate"))
+	require.NoError(t, err, "the state directory toolgate made in the volume")
+	require.Equal(t, uid, st.Sys().(*syscall.Stat_t).Uid, "made by the image's user")
 }
 
 // TestDockerfileIsTheImage: the Dockerfile's final stage says what the
@@ -174,8 +200,9 @@ func worldReadableDir(t *testing.T) string {
 	return dir
 }
 
-// extract writes the image's flattened file system into root and returns
-// each entry's owner (uid, gid) by its path.
+// extract writes the image's flattened file system into root, with the
+// entries' modes and (as root) owners, and returns each entry's owner
+// (uid, gid) by its path.
 func extract(t *testing.T, img v1.Image, root string) map[string][2]int {
 	t.Helper()
 	rc := mutate.Extract(img)
@@ -195,7 +222,7 @@ func extract(t *testing.T, img v1.Image, root string) map[string][2]int {
 		switch h.Typeflag {
 		case tar.TypeDir:
 			require.NoError(t, os.MkdirAll(p, 0o755))
-			require.NoError(t, os.Chmod(p, os.FileMode(h.Mode).Perm()|0o555))
+			require.NoError(t, os.Chmod(p, h.FileInfo().Mode()&(os.ModePerm|os.ModeSticky)))
 		case tar.TypeReg:
 			require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 			w, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, os.FileMode(h.Mode).Perm())
@@ -205,6 +232,9 @@ func extract(t *testing.T, img v1.Image, root string) map[string][2]int {
 			require.NoError(t, w.Close())
 		default:
 			t.Fatalf("entry %q of type %c", h.Name, h.Typeflag)
+		}
+		if os.Geteuid() == 0 { // as a runtime unpacks: owners too
+			require.NoError(t, os.Lchown(p, h.Uid, h.Gid))
 		}
 	}
 	return owners
