@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"strings"
 	"text/template"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -44,8 +45,11 @@ type Upstream struct {
 }
 
 // ParseUpstream reads NAME=COMMAND or NAME=URL as toolgate serve's
-// --upstream does.
+// --upstream does; it must be UTF-8, as the settings file it goes into.
 func ParseUpstream(s string) (*Upstream, error) {
+	if !utf8.ValidString(s) {
+		return nil, fmt.Errorf("%q is not valid UTF-8", s)
+	}
 	cfg, err := upstream.ParseFlag(s)
 	if err != nil {
 		return nil, err
@@ -158,9 +162,11 @@ func Render(opts Options) ([]File, error) {
 	return out, err
 }
 
-// yamlScalar is s as one YAML scalar, quoted where YAML needs it.
+// yamlScalar is s as one double-quoted YAML scalar, on one line whatever
+// s holds (newlines, quotes, '#', ': '): a value cannot add keys.
+// FuzzUpstreamInSettings checks it.
 func yamlScalar(s string) (string, error) {
-	b, err := yaml.Marshal(s)
+	b, err := yaml.Marshal(&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Style: yaml.DoubleQuotedStyle, Value: s})
 	if err != nil {
 		return "", err
 	}

@@ -97,7 +97,7 @@ func TestParseUpstream(t *testing.T) {
 	u, err = scaffold.ParseUpstream("web=https://example.com/mcp")
 	require.NoError(t, err)
 	require.Equal(t, &scaffold.Upstream{Name: "web", URL: "https://example.com/mcp"}, u)
-	for _, bad := range []string{"noequals", "bad name=x", "x=", `x="unterminated`} {
+	for _, bad := range []string{"noequals", "bad name=x", "x=", `x="unterminated`, "x=\x94"} {
 		_, err := scaffold.ParseUpstream(bad)
 		require.Error(t, err, bad)
 	}
