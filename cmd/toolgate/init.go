@@ -20,15 +20,23 @@ func runInit(_ context.Context, e *env) int {
 	fs := newFlags("init", "init [--upstream NAME=COMMAND|URL] [--role ROLE] [DIR]", e.stderr)
 	fs.StringVar(&up, "upstream", "", "govern the MCP server `NAME=COMMAND` (stdio) or NAME=URL (streamable HTTP): its tools imported closed, granted to --role")
 	fs.StringVar(&opts.Role, "role", scaffold.DefaultRole, "the `ROLE` the project's sections and example token hold")
-	if done, code := parseFlags(fs, e.args); done {
-		return code
+	// Flags may follow DIR (toolgate init DIR --upstream ...).
+	var pos []string
+	for args := e.args; ; {
+		if done, code := parseFlags(fs, args); done {
+			return code
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
 	}
-	if fs.NArg() > 1 {
-		return usageError(fs, e.stderr, "unexpected arguments: %s", strings.Join(fs.Args()[1:], " "))
+	if len(pos) > 1 {
+		return usageError(fs, e.stderr, "unexpected arguments: %s", strings.Join(pos[1:], " "))
 	}
 	dir := "."
-	if fs.NArg() == 1 {
-		dir = fs.Arg(0)
+	if len(pos) == 1 {
+		dir = pos[0]
 	}
 	if up != "" {
 		u, err := scaffold.ParseUpstream(up)

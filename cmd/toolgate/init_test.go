@@ -45,7 +45,8 @@ func TestE2EInit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := filepath.Join(t.TempDir(), "project")
-			out := run(t, ".", append(append([]string{"init"}, tc.flags...), dir)...)
+			out := run(t, ".", append([]string{"init", dir}, tc.flags...)...) // flags after DIR
+
 			require.Contains(t, out, "wrote toolgate.yaml")
 			require.NotContains(t, out, scaffold.ExampleToken, "init prints no token")
 
