@@ -27,7 +27,8 @@ import (
 )
 
 // EnvImage names an image tarball built by cmd/toolgate-image (CI builds
-// it once); without it the test builds one.
+// it once), and EnvImage_VERSION the version it was built with; without
+// it the test builds one.
 const EnvImage = "TOOLGATE_TEST_IMAGE"
 
 // testVersion is the version the test's own build gets.
@@ -41,7 +42,7 @@ func TestImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a static toolgate binary and its image; skipped with -short")
 	}
-	path, want := os.Getenv(EnvImage), ""
+	path, want := os.Getenv(EnvImage), os.Getenv(EnvImage+"_VERSION")
 	if path == "" {
 		dir := t.TempDir()
 		bin := filepath.Join(dir, "toolgate")
