@@ -14,6 +14,8 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/audit"
 	"github.com/toolgate/toolgate/hooks/ledger"
+	"github.com/toolgate/toolgate/internal/version"
+	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/tracing"
 )
@@ -51,7 +53,8 @@ type Options struct {
 	Watch bool
 	// Logger receives failures in full detail; nil discards them.
 	Logger *slog.Logger
-	// Implementation names the server to its clients; nil is toolgate.
+	// Implementation names the server to its clients; nil is toolgate, at
+	// the version `toolgate version` prints.
 	Implementation *mcp.Implementation
 	// EngineOptions are further engine options (engine.WithTimeout,
 	// engine.WithCapabilities, ...).
@@ -128,7 +131,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	impl := opts.Implementation
 	if impl == nil {
-		impl = &mcp.Implementation{Name: "toolgate"}
+		impl = &mcp.Implementation{Name: "toolgate", Version: version.Get().Version}
 	}
 	s.mcp = s.adapter.NewServer(impl, &mcp.ServerOptions{Logger: log})
 	if tr.Enabled() {
@@ -163,8 +166,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 // done. The transport is always wrapped in the wire layer
 // (mcpadapter.WrapTransport), which gives tools/call requests the go-sdk
 // cannot decode their governed answers and keeps _meta in wire order.
+// When the client's input ends (stdin closed), Serve returns only once
+// every request it read has been answered, or ctx is done: a client that
+// writes a request and closes its end still gets the answer.
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
-	return s.mcp.Run(ctx, mcpadapter.WrapTransport(t))
+	return s.mcp.Run(ctx, mcpadapter.WrapTransport(wire.AnswerBeforeEOF(t)))
 }
 
 // Handler returns the streamable HTTP handler of the Server (mount it at

@@ -3,6 +3,7 @@ package toolgate_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"io/fs"
 	"net/http"
@@ -181,3 +182,37 @@ func TestServerHandlerWraps(t *testing.T) {
 	require.Contains(t, got, `Error: Unknown tool '7'.`, got)
 	require.Contains(t, got, `"isError":true`, got)
 }
+
+// TestServeAnswersBeforeEOF: a client that writes its request and closes
+// its end at once (`printf ... | embedded-server`) gets the answer before
+// Serve returns, every time: the go-sdk alone cancels the requests in
+// flight when its read fails, and the answer was lost (issue 29).
+func TestServeAnswersBeforeEOF(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a failure bound only
+	defer cancel()
+	srv, err := toolgate.New(ctx, toolgate.Options{
+		Methods: demo.Methods(),
+		Caller:  mcpadapter.StaticCaller(&engine.Caller{Subject: "ann", Roles: []string{"admin"}}),
+	})
+	require.NoError(t, err)
+	defer srv.Close()
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"me","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"last"}}}`,
+	}, "\n") + "\n"
+	for i := range 100 {
+		var out lockedBuffer
+		err := srv.Serve(ctx, &mcp.IOTransport{Reader: io.NopCloser(strings.NewReader(in)), Writer: nopWriteCloser{&out}})
+		if err != nil && !errors.Is(err, io.EOF) {
+			require.NoError(t, err, "run %d", i)
+		}
+		require.Contains(t, out.String(), `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"last"}]}}`,
+			"run %d: the answer to the last request, written before Serve returned", i)
+	}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/image"
 )
 
 type meta struct {
@@ -90,7 +91,14 @@ func load(t *testing.T) map[string]object {
 	f, err := os.Open("kubernetes.yaml")
 	require.NoError(t, err)
 	defer f.Close()
-	dec := yaml.NewDecoder(f)
+	return decode(t, f)
+}
+
+// decode reads a stream of YAML documents (kubernetes.yaml, helm template's
+// output) into its objects by kind; empty documents are skipped.
+func decode(t *testing.T, r io.Reader) map[string]object {
+	t.Helper()
+	dec := yaml.NewDecoder(r)
 	out := map[string]object{}
 	for {
 		var o object
@@ -99,6 +107,9 @@ func load(t *testing.T) map[string]object {
 			break
 		}
 		require.NoError(t, err)
+		if o.Kind == "" && o.APIVersion == "" {
+			continue
+		}
 		require.NotEmpty(t, o.Metadata.Name, "%s without a name", o.Kind)
 		_, dup := out[o.Kind]
 		require.False(t, dup, "two %s", o.Kind)
@@ -113,7 +124,13 @@ func load(t *testing.T) map[string]object {
 // of the file, and `serve` arguments that toolgate serve accepts.
 func TestKubernetesManifest(t *testing.T) {
 	t.Parallel()
-	objs := load(t)
+	checkManifest(t, load(t), 2)
+}
+
+// checkManifest checks a Secret, ConfigMap, Deployment of replicas pods and
+// Service as TestKubernetesManifest describes; it returns the container.
+func checkManifest(t *testing.T, objs map[string]object, replicas int) container {
+	t.Helper()
 	want := map[string]string{"Secret": "v1", "ConfigMap": "v1", "Deployment": "apps/v1", "Service": "v1"}
 	require.Len(t, objs, len(want))
 	for kind, api := range want {
@@ -124,14 +141,15 @@ func TestKubernetesManifest(t *testing.T) {
 	var d deploymentSpec
 	dep := objs["Deployment"]
 	require.NoError(t, dep.Spec.Decode(&d))
-	require.Equal(t, 2, d.Replicas)
+	require.Equal(t, replicas, d.Replicas)
 	require.NotEmpty(t, d.Selector.MatchLabels)
 	for k, v := range d.Selector.MatchLabels {
 		require.Equal(t, v, d.Template.Metadata.Labels[k], "the selector selects the pods")
 	}
 	require.Len(t, d.Template.Spec.Containers, 1)
 	c := d.Template.Spec.Containers[0]
-	require.NotEmpty(t, c.Image)
+	require.True(t, strings.HasPrefix(c.Image, image.Repository+":") || strings.HasPrefix(c.Image, image.Repository+"@"),
+		"the container runs the image the project builds (%s), not %q", image.Repository, c.Image)
 
 	ports := map[string]int{}
 	for _, p := range c.Ports {
@@ -210,4 +228,5 @@ func TestKubernetesManifest(t *testing.T) {
 		require.Contains(t, ports, p.TargetPort)
 	}
 	require.Equal(t, "ClientIP", svc.SessionAffinity, "sessions of 2025-xx revisions need affinity")
+	return c
 }

@@ -47,14 +47,18 @@ import (
 	"github.com/toolgate/toolgate/httpserve"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/version"
+	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/metrics"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/upstream"
 )
 
-// Version is reported to MCP clients as the server's version.
-var Version = "dev"
+// Version is reported to MCP clients as the server's version (serverInfo),
+// to the decision log and to traces: the binary's, as `toolgate version`
+// prints it ("dev" in a build without a module version).
+var Version = version.Get().Version
 
 // upstreamStartWait bounds how long start-up (and a revision build) waits
 // for upstreams: the rows of one that answers later come with a reload.
@@ -584,7 +588,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 			cfg.Ready(nil)
 		}
 		go func() {
-			err := g.stdio.Run(runCtx, mcpadapter.WrapTransport(answerBeforeEOF{&mcp.IOTransport{Reader: in, Writer: out}}))
+			err := g.stdio.Run(runCtx, mcpadapter.WrapTransport(wire.AnswerBeforeEOF(&mcp.IOTransport{Reader: in, Writer: out})))
 			if err != nil && (runCtx.Err() != nil || errors.Is(err, io.EOF)) {
 				err = nil
 			}

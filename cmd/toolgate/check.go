@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/inspect"
 )
 
@@ -12,17 +13,19 @@ func init() {
 	register(command{name: "check", summary: "validate registry and policies; report URL-driver reach", run: runCheckCommand})
 }
 
-const checkSynopsis = "check [--registry FILE] [--policy DIR] [--bundle FILE [--bundle-verification-key FILE]] [--capabilities FILE] [--callers FILE] [--roles R1,R2 ...] [--format text|json]"
+const checkSynopsis = "check [--config FILE] [--registry FILE] [--policy DIR] [--bundle FILE [--bundle-verification-key FILE]] [--capabilities FILE] [--callers FILE] [--roles R1,R2 ...] [--format text|json]"
 
 func runCheckCommand(ctx context.Context, e *env) int {
 	var (
 		src     sourceFlags
 		caps    capabilitiesFlag
+		cfgFile string
 		callers string
 		roles   repeated
 		format  = formatFlag("text")
 	)
 	fs := newFlags("check", checkSynopsis, e.stderr)
+	fs.StringVar(&cfgFile, "config", "", "take registry, policy and capabilities from serve's settings `FILE` (flags win)")
 	src.register(fs)
 	caps.register(fs)
 	fs.StringVar(&callers, "callers", "", "measure URL-driver reach for the callers in `FILE` (YAML or JSON list of {subject, roles, claims})")
@@ -33,6 +36,22 @@ func runCheckCommand(ctx context.Context, e *env) int {
 	}
 	if fs.NArg() > 0 {
 		return usageError(fs, e.stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if cfgFile != "" {
+		settings, err := config.LoadFile(cfgFile)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "toolgate check: %v\n", err)
+			return 2
+		}
+		if src.registry == "" {
+			src.registry = settings.Registry
+		}
+		if src.policy == "" {
+			src.policy = settings.Policy
+		}
+		if caps == "" {
+			caps = capabilitiesFlag(settings.Capabilities)
+		}
 	}
 	source, err := src.source()
 	if err != nil {

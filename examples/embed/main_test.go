@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,4 +59,22 @@ func TestEmbedRuns(t *testing.T) {
 	require.NoError(t, cs.Close()) // closes stdin; the program exits
 	require.Contains(t, stderr.String(), `"tool":"getReward"`)
 	require.Contains(t, stderr.String(), `"tool":"deleteReward"`)
+
+	// Piped: the request, then end of input at once (`printf ... | embed`).
+	// The answer is written before the program exits, every time
+	// (toolgate's TestServeAnswersBeforeEOF runs the same 100 times
+	// in-process).
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"me","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"getReward","arguments":{"idReward":7}}}`,
+	}, "\n") + "\n"
+	for i := range 10 {
+		cmd := exec.CommandContext(ctx, bin, "--as", "cid", "--role", "contractor")
+		cmd.Stdin = strings.NewReader(in)
+		out, err := cmd.Output()
+		require.NoError(t, err, "run %d", i)
+		require.Contains(t, string(out), `"id":2,"result":{"content":[{"type":"text","text":"{\"id\":7,\"points\":70,\"label\":\"reward 7\"}"}]`,
+			"run %d: the answer to the piped request", i)
+	}
 }

@@ -90,6 +90,7 @@ type env struct {
 	clock *clock
 	gate  *approvals.Gate
 	audit *syncBuffer
+	aud   *audit.Auditor // writes audit
 
 	mu   sync.Mutex
 	runs map[string]int // test.run invocations by target
@@ -103,6 +104,16 @@ func (e *env) ran(target string) int {
 
 // syncBuffer is the audit trail the env writes.
 type syncBuffer struct{ proctest.Buffer }
+
+// auditTrail closes the env's auditor, which waits until its writer has
+// written every record the calls made so far handed it (the after hooks
+// run before a call is answered), and returns the trail: records and
+// text. No call may follow (its record would be dropped).
+func (e *env) auditTrail(t testing.TB) ([]audit.Record, string) {
+	t.Helper()
+	require.NoError(t, e.aud.Close())
+	return e.audit.records(t), e.audit.String()
+}
 
 func (s *syncBuffer) records(t testing.TB) []audit.Record {
 	var out []audit.Record
@@ -154,6 +165,7 @@ func newEnvOptions(t testing.TB, store ledger.ApprovalStore, policy string, opts
 	opts.Now = e.clock.Now
 	e.gate = approvals.New(store, opts)
 	aud := audit.New(e.audit, audit.Options{})
+	e.aud = aud
 	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: httpserve.CallerFromRequest, Source: httpserve.SourceFromRequest, Approvals: e.gate,
 		Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))})
 	a.AddHook(aud.Hook())

@@ -104,8 +104,11 @@ func buildSnippets(ctx context.Context, root string, blocks []block, scratch str
 		cmd := exec.CommandContext(ctx, "go", args...)
 		cmd.Dir = dir
 		// No module download: everything the snippets may import is a
-		// requirement of toolgate, already in the module cache.
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+		// requirement of toolgate, already in the module cache. Read-only:
+		// an import no requirement provides fails at loading, without
+		// walking the module graph for a module that might (-mod=mod did,
+		// and needed go.mod files go build never downloads).
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOPROXY=off", "GOWORK=off")
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
@@ -154,7 +157,7 @@ func TestBuildSnippetsFails(t *testing.T) {
 		"unused variable": {"<!-- readme:go-wrap\n" + wrap + "-->\n```go\nc := engine.Caller{}\n```\n", "declared and not used"},
 		"vet":             {"```go\npackage main\n\nimport \"fmt\"\n\nfunc main() { fmt.Printf(\"%d\", \"x\") }\n```\n", "go vet"},
 		"no wrap":         {"text\n\n```go\nx := 1\n```\n", "README.md:3: this ```go block is not a whole file"},
-		"unknown package": {"```go\npackage main\n\nimport _ \"github.com/toolgate/toolgate/nosuch\"\n\nfunc main() {}\n```\n", "nosuch"},
+		"unknown package": {"```go\npackage main\n\nimport _ \"github.com/toolgate/toolgate/nosuch\"\n\nfunc main() {}\n```\n", "README.md:4"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			blocks, err := parseBlocks(c.md)

@@ -1,4 +1,4 @@
-package gateway
+package wire
 
 import (
 	"context"
@@ -10,12 +10,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// answerBeforeEOF is a transport whose connection, once its input ends,
+// AnswerBeforeEOF returns a transport whose connection, once its input ends,
 // reports the end only after every request already read has been answered.
 // The go-sdk cancels the requests in flight as soon as a read fails, so a
 // client that writes its requests and closes its end of a pipe (`printf ...
 // | toolgate serve --stdio`) would otherwise get no answer at all. The wait
-// ends early only when the connection's context is done.
+// ends early only when the connection's context is done. The binary's
+// serve --stdio and the embedded Server's Serve wrap their transports in
+// it.
+func AnswerBeforeEOF(t mcp.Transport) mcp.Transport { return answerBeforeEOF{t} }
+
 type answerBeforeEOF struct{ mcp.Transport }
 
 func (t answerBeforeEOF) Connect(ctx context.Context) (mcp.Connection, error) {
