@@ -91,6 +91,12 @@ type Serve struct {
 	// AdminRole is the operator role: verbose /healthz and /metrics
 	// (default admin).
 	AdminRole string `yaml:"adminRole"`
+	// PDPRoles are the roles that may ask the AuthZEN endpoints
+	// (docs/authzen.md); empty: the endpoints are not served.
+	PDPRoles []string `yaml:"pdpRoles"`
+	// Shadow is the candidate policy decided beside the serving one
+	// (docs/shadow.md); zero: none.
+	Shadow Shadow `yaml:"shadow"`
 	// MetricsAddr, when set, serves /metrics to anyone at that address.
 	MetricsAddr string `yaml:"metricsAddr"`
 

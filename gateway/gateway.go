@@ -486,6 +486,7 @@ func (g *Gateway) buildHTTP() error {
 	if cfg.Routes != nil {
 		routes = cfg.Routes(g)
 	}
+	routes = g.withAuthZEN(routes)
 	g.http = httpserve.New(httpserve.Options{
 		Server:         g.newServer(httpserve.CallerFromRequest),
 		Tokens:         g.tokens,
