@@ -47,6 +47,7 @@ import (
 	"github.com/toolgate/toolgate/httpserve"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/shadow"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/metrics"
 	"github.com/toolgate/toolgate/registry"
@@ -151,7 +152,8 @@ type Gateway struct {
 	gate     *approvals.Gate
 	audit    *audit.Auditor
 	activity *console.Activity
-	obs      *observe // tracing and decision logs (gateway/observe.go)
+	obs      *observe       // tracing and decision logs (gateway/observe.go)
+	shadow   *shadow.Shadow // nil without a candidate (gateway/shadow.go)
 
 	servers []served
 	stdio   *mcp.Server
@@ -208,6 +210,7 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		g.buildObserve,   // tracing and decision logs, first so that Close flushes them last
 		g.buildMethods,   // the Go methods, then the upstream MCP servers
 		g.buildEngine,    // registry and policies, with the upstreams' imports
+		g.buildShadow,    // the candidate policy every decision is compared with
 		g.buildHooks,     // ledger, approvals, audit trail, metrics
 		g.buildStdio,     // the stdio transport and its static caller
 		g.buildIdentity,  // the HTTP listener and its callers: tokens file, JWT, demo token
@@ -428,6 +431,9 @@ func (g *Gateway) newServer(caller mcpadapter.CallerFunc) *mcp.Server {
 	a.AddHook(g.obs.hook(g.activity.Hook()))
 	s := a.NewServer(&mcp.Implementation{Name: "toolgate", Version: Version}, &mcp.ServerOptions{Logger: g.log})
 	g.obs.install(a, s, g.eng)
+	if g.shadow != nil {
+		a.AddObserver(g.shadow.Observer())
+	}
 	g.servers = append(g.servers, served{a, s})
 	return s
 }
@@ -492,7 +498,7 @@ func (g *Gateway) buildHTTP() error {
 		Tokens:         g.tokens,
 		JWT:            g.jwt,
 		AllowAnonymous: cfg.AllowAnonymous,
-		Health:         func() any { return health(g.eng, g.bundles) },
+		Health:         func() any { h := health(g.eng, g.bundles); h.Shadow = g.Shadow(); return h },
 		Metrics:        g.m.Handler(),
 		Logger:         g.log,
 		MetricsAddr:    cfg.MetricsAddr,
@@ -689,6 +695,9 @@ type Health struct {
 	// Bundle is the bundle's own status (ETag, read from disk at start,
 	// last refusal), absent without a bundle.
 	Bundle *bundle.Status `json:"bundle,omitempty"`
+	// Shadow is the shadow candidate's status (docs/shadow.md), absent
+	// without one.
+	Shadow *shadow.Status `json:"shadow,omitempty"`
 }
 
 // Revision is /healthz's revision: a JSON string, the bundle's manifest
