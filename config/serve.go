@@ -254,6 +254,7 @@ func (s *Serve) Validate() error {
 	if len(s.Roles) > 0 && s.As == "" {
 		add("roles", "roles are given without a subject (as)")
 	}
+	probs = append(probs, s.Shadow.problems(s)...)
 	for _, r := range s.Roles {
 		if r == "" {
 			add("roles", "a role is empty")

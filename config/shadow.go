@@ -15,6 +15,23 @@ type Shadow struct {
 // Enabled reports whether a candidate is configured.
 func (s Shadow) Enabled() bool { return s.Policy != "" }
 
+// problems are the shadow settings that cannot be served with s.
+func (sh Shadow) problems(s *Serve) []Problem {
+	var probs []Problem
+	if sh.Registry != "" && sh.Policy == "" {
+		probs = append(probs, Problem{Key: "shadow", Message: "a candidate registry (shadow-registry) is given without a candidate policy (shadow-policy)"})
+	}
+	if sh.Policy != "" && sh.Registry == "" && s.Bundle.Enabled() {
+		probs = append(probs, Problem{Key: "shadow", Message: "serving a bundle, the candidate needs its registry: give shadow-registry"})
+	}
+	for _, r := range s.PDPRoles {
+		if r == "" {
+			probs = append(probs, Problem{Key: "pdpRoles", Message: "a role is empty"})
+		}
+	}
+	return probs
+}
+
 // shadowSection decodes the config file's shadow mapping.
 func shadowSection(n *yaml.Node, dst *Shadow) bool {
 	if n.Kind != yaml.MappingNode {
