@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/demo"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/shadow"
@@ -86,11 +87,15 @@ func TestShadowShowsExactlyTheCandidatesDifferences(t *testing.T) {
 	args := map[string]map[string]any{"echo": {"text": "hi"}, "add": {"a": 1, "b": 2}, "getReward": {"idReward": 7},
 		"price": {"price": map[string]any{"amount": "1.50", "currency": "EUR"}}, "inner": {"idReward": 1}, "count": {"key": "k"},
 		"sleep": {"ms": 0}, "execUrl": {"url": "https://example.com"}, "resetCounter": {"key": "k"}}
+	logPath := filepath.Join(t.TempDir(), "decisions.jsonl")
+	dl, err := decisionlog.Open(logPath, decisionlog.Options{})
+	require.NoError(t, err)
 	answers := func(withShadow bool) map[string]string {
 		out := map[string]string{}
 		for _, c := range callers {
 			a := mcpadapter.New(mcpadapter.Options{Revisions: serving, Methods: demo.Methods(), Caller: mcpadapter.StaticCaller(c)})
 			if withShadow {
+				a.AddObserver(dl.Observer())
 				a.AddObserver(sh.Observer())
 			}
 			srv := a.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
@@ -129,6 +134,69 @@ func TestShadowShowsExactlyTheCandidatesDifferences(t *testing.T) {
 	st := sh.Status()
 	require.Equal(t, uint64(2), st.Differences[shadow.GrantedHidden])
 	require.Zero(t, st.Dropped)
+
+	// Replay: the decision log recorded while serving, re-decided with B,
+	// shows the differences the shadow saw.
+	require.NoError(t, dl.Close(ctx))
+	f, err := os.Open(logPath)
+	require.NoError(t, err)
+	defer f.Close()
+	res, err := shadow.Replay(ctx, f, candEng.Current())
+	require.NoError(t, err)
+	var replayed []string
+	for _, d := range res.Differences {
+		replayed = append(replayed, d.Method+" "+d.Tool+" "+d.Subject+" "+d.Kind)
+	}
+	sort.Strings(replayed)
+	require.Equal(t, got, replayed)
+	require.Empty(t, res.NotReplayable)
+	require.Equal(t, res.Decisions, res.Replayed)
+	require.Positive(t, res.Decisions)
+}
+
+// TestReplayNotReplayable: a candidate whose grant decision reads the
+// request's arguments cannot be replayed from a log that holds them as
+// hashes: each tools/call grant decision is reported, none is guessed;
+// listings are still replayed.
+func TestReplayNotReplayable(t *testing.T) {
+	ctx := context.Background()
+	serving, err := engine.New(ctx, toolgate.Source("", ""))
+	require.NoError(t, err)
+	cand, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, `package toolgate.grant
+
+granted := {t.name | some t in input.tools; t.base} if {
+	input.request.arguments.key != "secret"
+}
+`)))
+	require.NoError(t, err)
+	logPath := filepath.Join(t.TempDir(), "decisions.jsonl")
+	dl, err := decisionlog.Open(logPath, decisionlog.Options{})
+	require.NoError(t, err)
+	a := mcpadapter.New(mcpadapter.Options{Revisions: serving, Methods: demo.Methods(), Caller: mcpadapter.StaticCaller(&engine.Caller{Subject: "max", Roles: []string{"manager"}})})
+	a.AddObserver(dl.Observer())
+	srv := a.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	_, err = cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+	require.NoError(t, err)
+	_ = cs.Close()
+	_ = ss.Wait()
+	require.NoError(t, dl.Close(ctx))
+	f, err := os.Open(logPath)
+	require.NoError(t, err)
+	defer f.Close()
+	res, err := shadow.Replay(ctx, f, cand.Current())
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Decisions)
+	require.Equal(t, 1, res.Replayed)
+	require.Len(t, res.NotReplayable, 1)
+	require.Equal(t, "echo", res.NotReplayable[0].Tool)
+	require.Contains(t, res.NotReplayable[0].Why, "input.request")
 }
 
 // TestShadowCandidateThatDoesNotCompileIsNeverEvaluated: the compile error
