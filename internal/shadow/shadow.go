@@ -201,16 +201,29 @@ func New(o Options) *Shadow {
 	return s
 }
 
-// Run compares queued decisions until ctx is done.
+// Run compares queued decisions until ctx is done, then the ones still
+// queued (at most the queue's size), so that a gateway closing in order
+// logs them before its decision log flushes.
 func (s *Shadow) Run(ctx context.Context) {
+	do := func(ctx context.Context, f func(context.Context)) {
+		f(ctx)
+		s.nDone.Add(1)
+		s.idle.Done()
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			rest := context.WithoutCancel(ctx)
+			for {
+				select {
+				case f := <-s.queue:
+					do(rest, f)
+				default:
+					return
+				}
+			}
 		case f := <-s.queue:
-			f(ctx)
-			s.nDone.Add(1)
-			s.idle.Done()
+			do(ctx, f)
 		}
 	}
 }
