@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/httpserve"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/shadow"
 )
 
 // consoleClientID is the OAuth client id the console signs in with, as a
@@ -22,7 +23,7 @@ const consoleClientID = "toolgate-console"
 // newConsole builds the operator console (/console) over the serving
 // engine, the approval gate and the activity tail: the same identity as
 // /mcp (httpserve.RequestCaller), the operator role of --admin-role.
-func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *console.Activity, jwt *identity.JWT, done <-chan struct{}) http.Handler {
+func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *console.Activity, jwt *identity.JWT, done <-chan struct{}, sh func() *shadow.Status) http.Handler {
 	adminRole := cfg.AdminRole
 	if adminRole == "" {
 		adminRole = httpserve.DefaultAdminRole
@@ -40,8 +41,14 @@ func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *conso
 		},
 		Approvals: gate,
 		Activity:  act,
-		Status:    func() console.Status { return consoleStatus(cfg, eng) },
-		Done:      done,
+		Status: func() console.Status {
+			st := consoleStatus(cfg, eng)
+			if s := sh(); s != nil {
+				st.Shadow = &console.ShadowStatus{Candidate: s.Candidate, Error: s.Error, Compared: s.Compared, Dropped: s.Dropped, Differences: s.Differences}
+			}
+			return st
+		},
+		Done: done,
 	}
 	if jwt != nil {
 		s := jwt.Settings()

@@ -510,7 +510,7 @@ func (g *Gateway) buildHTTP() error {
 		IdleTimeout:    cfg.IdleTimeout,
 		MaxConnections: cfg.MaxConnections,
 		Approvals:      g.gate.Handler(httpserve.RequestCaller),
-		Console:        newConsole(*cfg, g.eng, g.gate, g.activity, g.jwt, g.stopping),
+		Console:        newConsole(*cfg, g.eng, g.gate, g.activity, g.jwt, g.stopping, g.Shadow),
 		Routes:         routes,
 	})
 	return nil
