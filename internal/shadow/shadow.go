@@ -269,12 +269,47 @@ func (s *Shadow) observeCall(_ context.Context, call *mcpadapter.CallContext, re
 	name, args := call.Name, slices.Clone(call.Arguments)
 	meta, _ := call.Meta.MarshalJSON()
 	s.enqueue(func(ctx context.Context) {
-		cand := mcpadapter.DryRun(ctx, mcpadapter.DryRunOptions{Revision: s.o.Candidate, Caller: caller, Name: name, Arguments: args, Meta: meta})
-		b := CallSide(s.o.Candidate, cand)
-		for _, k := range DiffKinds(serving, b) {
+		b, locate := s.decideCall(ctx, caller, name, args, meta, serving.Known)
+		kinds := DiffKinds(serving, b)
+		if len(kinds) == 0 {
+			return
+		}
+		b.GrantRules = locate().Rules
+		for _, k := range kinds {
 			s.record(Difference{Kind: k, Method: "tools/call", Tool: name, Subject: caller.Subject, Roles: caller.Roles, Serving: serving, Candidate: b}, args, meta)
 		}
 	})
+}
+
+// decideCall is the candidate's Side of one call: its grant decision
+// (memoised where the candidate allows, as served) and, when granted and
+// withRules, its toolgate.call rules: the same engine calls the served
+// pipeline makes at steps 3 to 5. locate evaluates the grant decision
+// again with the rules that defined it, for a difference.
+func (s *Shadow) decideCall(ctx context.Context, caller *engine.Caller, name string, args, meta json.RawMessage, withRules bool) (Side, func() *engine.GrantDecision) {
+	cand := s.o.Candidate
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	req := engine.Request{Method: engine.MethodCall, Tool: name, Arguments: args, Meta: engine.BoundMeta(meta)}
+	b := Side{Revision: cand.Hash()}
+	d := cand.Grant(ctx, caller, req)
+	var err error
+	if b.Granted, err = d.Allowed(name); err != nil {
+		b.Failure = err.Error()
+	}
+	if b.Granted && withRules {
+		cd := cand.Call(ctx, caller, req)
+		b.Known = true
+		b.Deny, b.Approval, b.ResultRules = cd.Deny, cd.Approval, cd.ResultRules
+		if len(cd.Result) > 0 {
+			b.Result = json.RawMessage(cd.Result)
+		}
+		if cd.Err != nil {
+			b.Failure = cd.Err.Error()
+		}
+	}
+	return b, func() *engine.GrantDecision { return cand.Explain(ctx, caller, req) }
 }
 
 func (s *Shadow) observeList(_ context.Context, l *mcpadapter.ListRecord) {
@@ -283,30 +318,41 @@ func (s *Shadow) observeList(_ context.Context, l *mcpadapter.ListRecord) {
 	}
 	caller := cloneCaller(l.Caller)
 	rev := l.Revision
-	listed := slices.Clone(l.Listed)
+	listed := make(map[string]bool, len(l.Listed))
+	for _, n := range l.Listed {
+		listed[n] = true
+	}
 	rules := l.Decision.Rules
 	meta, _ := l.Meta.MarshalJSON()
 	s.enqueue(func(ctx context.Context) {
-		d := s.o.Candidate.Explain(ctx, caller, engine.Request{Method: engine.MethodList, Meta: engine.BoundMeta(meta)})
-		names := map[string]bool{}
-		var all []string
+		req := engine.Request{Method: engine.MethodList, Meta: engine.BoundMeta(meta)}
+		d := s.o.Candidate.Grant(ctx, caller, req)
+		var diffs []Difference
+		seen := map[string]bool{}
 		for _, reg := range []*engine.Revision{rev, s.o.Candidate} {
 			for _, t := range reg.Registry().Tools {
-				if !names[t.Name] {
-					names[t.Name] = true
-					all = append(all, t.Name)
+				n := t.Name
+				if seen[n] {
+					continue
+				}
+				seen[n] = true
+				a := Side{Revision: rev.Hash(), Granted: listed[n], GrantRules: rules}
+				b := Side{Revision: s.o.Candidate.Hash(), Granted: d.Visible(n)}
+				if d.Err != nil {
+					b.Failure = d.Err.Error()
+				}
+				for _, k := range DiffKinds(a, b) {
+					diffs = append(diffs, Difference{Kind: k, Method: "tools/list", Tool: n, Subject: caller.Subject, Roles: caller.Roles, Serving: a, Candidate: b})
 				}
 			}
 		}
-		for _, n := range all {
-			a := Side{Revision: rev.Hash(), Granted: slices.Contains(listed, n), GrantRules: rules}
-			b := Side{Revision: s.o.Candidate.Hash(), Granted: d.Visible(n), GrantRules: d.Rules}
-			if d.Err != nil {
-				b.Failure = d.Err.Error()
-			}
-			for _, k := range DiffKinds(a, b) {
-				s.record(Difference{Kind: k, Method: "tools/list", Tool: n, Subject: caller.Subject, Roles: caller.Roles, Serving: a, Candidate: b}, nil, meta)
-			}
+		if len(diffs) == 0 {
+			return
+		}
+		located := s.o.Candidate.Explain(ctx, caller, req).Rules
+		for _, df := range diffs {
+			df.Candidate.GrantRules = located
+			s.record(df, nil, meta)
 		}
 	})
 }
