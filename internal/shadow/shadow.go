@@ -9,8 +9,9 @@
 // The serving answer is never changed or slowed: the observer copies
 // what it needs onto a bounded queue and returns; a full queue drops the
 // comparison and counts it (toolgate_shadow_dropped_total). The candidate
-// is decided by mcpadapter.DryRun, the served pipeline without side
-// effects.
+// decides with the engine calls the served pipeline makes (steps 3 to 5:
+// Revision.Grant, GrantDecision.Allowed, Revision.Call); the rules are
+// located (Revision.Explain) only for a difference.
 package shadow
 
 import (
@@ -98,7 +99,7 @@ func CallSide(rev *engine.Revision, rec *mcpadapter.Record) Side {
 	return s
 }
 
-// Kinds returns the kinds of difference from serving a to candidate b.
+// DiffKinds returns the kinds of difference from serving a to candidate b.
 func DiffKinds(a, b Side) []string {
 	switch {
 	case a.Granted && !b.Granted:
