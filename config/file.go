@@ -18,7 +18,7 @@ var serveKeys = []string{
 	"sessionTimeout", "maxSessions", "readTimeout", "idleTimeout", "maxConnections",
 	"allowedOrigins", "adminRole", "metricsAddr",
 	"capabilities", "listFallback", "pins", "decisionLog", "otelEndpoint", "auth", "bundle",
-	"idempotencyKey", "decisionLogHashKey", "trustTraceparent",
+	"idempotencyKey", "decisionLogHashKey", "trustTraceparent", "pdpRoles", "shadow",
 }
 
 // authKeys are the keys of the auth section (docs/contract.md §12).
@@ -138,6 +138,10 @@ func parseFile(data []byte) (*Serve, error) {
 			ok = strs(v, &s.AllowedOrigins)
 		case "adminRole":
 			ok = str(v, &s.AdminRole)
+		case "pdpRoles":
+			ok = strs(v, &s.PDPRoles)
+		case "shadow":
+			ok = shadowSection(v, &s.Shadow)
 		case "metricsAddr":
 			ok = str(v, &s.MetricsAddr)
 		case "pins":
@@ -181,7 +185,7 @@ var want = map[string]string{
 	"ledgerRetention": "a positive duration such as 24h", "idempotencyKey": "a _meta key (a non-empty string)",
 	"sessionTimeout": "a positive duration such as 10m", "readTimeout": "a positive duration such as 30s", "idleTimeout": "a positive duration such as 2m",
 	"maxSessions": "a whole number, 1 or more", "maxPendingApprovals": "a whole number, 1 or more", "maxConnections": "a whole number, 1 or more", "allowedOrigins": "a list of origins",
-	"adminRole": "a role name", "metricsAddr": "an address such as 127.0.0.1:9090",
+	"adminRole": "a role name", "pdpRoles": "a list of role names", "shadow": "a mapping with policy and registry (directory and file paths)", "metricsAddr": "an address such as 127.0.0.1:9090",
 	"capabilities": "a file path", "listFallback": "base or none", "pins": "a file path",
 }
 
@@ -340,6 +344,8 @@ func (s *Serve) resolve(dir string) {
 	abs(&s.Tokens)
 	abs(&s.Capabilities)
 	abs(&s.Pins)
+	abs(&s.Shadow.Policy)
+	abs(&s.Shadow.Registry)
 	abs(&s.Bundle.Signing.KeyFile)
 	abs(&s.Bundle.Credentials.Bearer.TokenPath)
 	if s.Auth.JWKS != "" && !isHTTPURL(s.Auth.JWKS) {

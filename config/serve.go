@@ -109,6 +109,12 @@ type Serve struct {
 	// AdminRole is the operator role: verbose /healthz and /metrics
 	// (default admin).
 	AdminRole string `yaml:"adminRole"`
+	// PDPRoles are the roles that may ask the AuthZEN endpoints
+	// (docs/authzen.md); empty: the endpoints are not served.
+	PDPRoles []string `yaml:"pdpRoles"`
+	// Shadow is the candidate policy decided beside the serving one
+	// (docs/shadow.md); zero: none.
+	Shadow Shadow `yaml:"shadow"`
 	// MetricsAddr, when set, serves /metrics to anyone at that address.
 	MetricsAddr string `yaml:"metricsAddr"`
 
@@ -270,6 +276,7 @@ func (s *Serve) Validate() error {
 	if len(s.Roles) > 0 && s.As == "" {
 		add("roles", "roles are given without a subject (as)")
 	}
+	probs = append(probs, s.Shadow.problems(s)...)
 	for _, r := range s.Roles {
 		if r == "" {
 			add("roles", "a role is empty")

@@ -69,6 +69,20 @@ type Status struct {
 	// EvaluationWhy says why.
 	Evaluation    string `json:"evaluation"`
 	EvaluationWhy string `json:"evaluation_why"`
+	// Shadow is the comparison with a shadow candidate (docs/shadow.md);
+	// nil without one.
+	Shadow *ShadowStatus `json:"shadow,omitempty"`
+}
+
+// ShadowStatus is the shadow candidate on the status view: its revision
+// hash, or the error it failed to compile with; how many decisions were
+// compared and dropped; the differences by kind.
+type ShadowStatus struct {
+	Candidate   string            `json:"candidate,omitempty"`
+	Error       string            `json:"error,omitempty"`
+	Compared    uint64            `json:"compared"`
+	Dropped     uint64            `json:"dropped"`
+	Differences map[string]uint64 `json:"differences"`
 }
 
 // OAuth is the authorization server the console signs in through, as a

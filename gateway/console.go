@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/httpserve"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/shadow"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
@@ -23,7 +24,7 @@ const consoleClientID = "toolgate-console"
 // newConsole builds the operator console (/console) over the serving
 // engine, the approval gate and the activity tail: the same identity as
 // /mcp (httpserve.RequestCaller), the operator role of --admin-role.
-func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *console.Activity, jwt *identity.JWT, done <-chan struct{}, openStream func(*http.Request) (func(), error), cat mcpadapter.Catalog) http.Handler {
+func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *console.Activity, jwt *identity.JWT, done <-chan struct{}, openStream func(*http.Request) (func(), error), cat mcpadapter.Catalog, sh func() *shadow.Status) http.Handler {
 	adminRole := cfg.AdminRole
 	if adminRole == "" {
 		adminRole = httpserve.DefaultAdminRole
@@ -43,8 +44,14 @@ func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *conso
 		Approver:   gate.IsApprover,
 		OpenStream: openStream,
 		Activity:   act,
-		Status:     func() console.Status { return consoleStatus(cfg, eng) },
-		Done:       done,
+		Status: func() console.Status {
+			st := consoleStatus(cfg, eng)
+			if s := sh(); s != nil {
+				st.Shadow = &console.ShadowStatus{Candidate: s.Candidate, Error: s.Error, Compared: s.Compared, Dropped: s.Dropped, Differences: s.Differences}
+			}
+			return st
+		},
+		Done: done,
 	}
 	if cat != nil {
 		// The matrix shows the upstreams' resources and templates too

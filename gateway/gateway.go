@@ -49,6 +49,7 @@ import (
 	"github.com/toolgate/toolgate/inspect"
 	"github.com/toolgate/toolgate/internal/version"
 	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/internal/shadow"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/metrics"
 	"github.com/toolgate/toolgate/registry"
@@ -156,7 +157,8 @@ type Gateway struct {
 	limits   *ledger.Limiter
 	audit    *audit.Auditor
 	activity *console.Activity
-	obs      *observe // tracing and decision logs (gateway/observe.go)
+	obs      *observe       // tracing and decision logs (gateway/observe.go)
+	shadow   *shadow.Shadow // nil without a candidate (gateway/shadow.go)
 
 	servers []served
 	stdio   *mcp.Server
@@ -213,6 +215,7 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		g.buildObserve,   // tracing and decision logs, first so that Close flushes them last
 		g.buildMethods,   // the Go methods, then the upstream MCP servers
 		g.buildEngine,    // registry and policies, with the upstreams' imports
+		g.buildShadow,    // the candidate policy every decision is compared with
 		g.buildHooks,     // ledger, approvals, audit trail, metrics
 		g.buildStdio,     // the stdio transport and its static caller
 		g.buildIdentity,  // the HTTP listener and its callers: tokens file, JWT, demo token
@@ -442,6 +445,9 @@ func (g *Gateway) newServer(caller mcpadapter.CallerFunc, source func(context.Co
 	a.AddObserver(g.audit.Observer()) // prompts/get, resources/read, ... (docs/contract.md §16)
 	s := a.NewServer(&mcp.Implementation{Name: "toolgate", Version: Version}, &mcp.ServerOptions{Logger: g.log})
 	g.obs.install(a, s, g.eng)
+	if g.shadow != nil {
+		a.AddObserver(g.shadow.Observer())
+	}
 	g.servers = append(g.servers, served{a, s})
 	return s
 }
@@ -500,12 +506,13 @@ func (g *Gateway) buildHTTP() error {
 	if cfg.Routes != nil {
 		routes = cfg.Routes(g)
 	}
+	routes = g.withAuthZEN(routes)
 	g.http = httpserve.New(httpserve.Options{
 		Server:         g.newServer(httpserve.CallerFromRequest, httpserve.SourceFromRequest),
 		Tokens:         g.tokens,
 		JWT:            g.jwt,
 		AllowAnonymous: cfg.AllowAnonymous,
-		Health:         func() any { return health(g.eng, g.bundles) },
+		Health:         func() any { h := health(g.eng, g.bundles); h.Shadow = g.Shadow(); return h },
 		Metrics:        g.m.Handler(),
 		Logger:         g.log,
 		MetricsAddr:    cfg.MetricsAddr,
@@ -520,7 +527,7 @@ func (g *Gateway) buildHTTP() error {
 		Approvals:      g.gate.Handler(httpserve.RequestCaller),
 		// The console's streams count against the server's stream caps
 		// (g.http is set when they are served).
-		Console: newConsole(*cfg, g.eng, g.gate, g.activity, g.jwt, g.stopping, func(r *http.Request) (func(), error) { return g.http.OpenStream(r) }, g.catalog()),
+		Console: newConsole(*cfg, g.eng, g.gate, g.activity, g.jwt, g.stopping, func(r *http.Request) (func(), error) { return g.http.OpenStream(r) }, g.catalog(), g.Shadow),
 		Routes:  routes,
 	})
 	return nil
@@ -709,6 +716,9 @@ type Health struct {
 	// Bundle is the bundle's own status (ETag, read from disk at start,
 	// last refusal), absent without a bundle.
 	Bundle *bundle.Status `json:"bundle,omitempty"`
+	// Shadow is the shadow candidate's status (docs/shadow.md), absent
+	// without one.
+	Shadow *shadow.Status `json:"shadow,omitempty"`
 }
 
 // Revision is /healthz's revision: a JSON string, the bundle's manifest

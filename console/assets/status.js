@@ -14,6 +14,12 @@ export async function show() {
     ['Reloads', `${s.reloads} (${s.reload_failures} failed)`],
     ['Last reload error', s.last_error ? `${s.last_error} (${s.last_error_at})` : 'none'],
   ];
+  if (s.shadow) {
+    const sh = s.shadow;
+    rows.push(['Shadow candidate', sh.error ? `does not compile, never evaluated: ${sh.error}` : sh.candidate]);
+    const kinds = Object.entries(sh.differences || {}).filter(([, n]) => n > 0).map(([k, n]) => `${k}: ${n}`);
+    rows.push(['Shadow differences', `${kinds.length ? kinds.join(', ') : 'none'} (${sh.compared} compared, ${sh.dropped} dropped)`]);
+  }
   const dl = document.getElementById('status');
   dl.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
 }

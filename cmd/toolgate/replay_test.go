@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/mcptest"
+)
+
+// shadowCandidate is the bundled grant policy plus one override: managers
+// lose the tool price.
+const shadowCandidate = `package toolgate.grant
+
+granted := {t.name |
+	some t in input.tools
+	t.base
+	t.annotations.readOnlyHint == true
+	not url_driver(t)
+} if {
+	"contractor" in input.caller.roles
+}
+
+granted := {t.name | some t in input.tools; t.base; t.name != "price"} if {
+	"manager" in input.caller.roles
+	not "contractor" in input.caller.roles
+}
+
+url_driver(t) if t.driver == "url"
+
+url_drivers_decided := true
+`
+
+// TestReplayMatchesShadow: serve the bundled policy over HTTP with
+// --shadow-policy B (B hides price from managers) and --decision-log;
+// three callers list and call every tool. The log holds exactly the
+// shadow's two differences (price granted→hidden for the manager, listed
+// and called), and `toolgate replay` of that log against B reports the
+// same differences and exits 1; against the serving policy, none (exit 0).
+func TestReplayMatchesShadow(t *testing.T) {
+	dir := t.TempDir()
+	cand := filepath.Join(dir, "next")
+	require.NoError(t, os.MkdirAll(cand, 0o700))
+	call, err := toolgate.Bundled.ReadFile(toolgate.BundledPolicyDir + "/call.rego")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(cand, "call.rego"), call, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(cand, "grant.rego"), []byte(shadowCandidate), 0o600))
+	callers := []*engine.Caller{
+		{Subject: "max", Roles: []string{"manager"}},
+		{Subject: "cora", Roles: []string{"contractor"}},
+		{Subject: "root", Roles: []string{"admin"}},
+	}
+	entries := map[string]identity.TokenEntry{}
+	for _, c := range callers {
+		entries[identity.HashToken("token-"+c.Subject)] = identity.TokenEntry{Subject: c.Subject, Roles: c.Roles}
+	}
+	b, err := json.Marshal(entries)
+	require.NoError(t, err)
+	tokens := filepath.Join(dir, "tokens.json")
+	require.NoError(t, os.WriteFile(tokens, b, 0o600))
+	logPath := filepath.Join(dir, "decisions.jsonl")
+	off := false
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- gateway.Run(ctx, gateway.Config{Serve: config.Serve{HTTP: "127.0.0.1:0", Tokens: tokens, Ledger: "memory",
+			Audit: filepath.Join(dir, "audit.jsonl"), DecisionLog: logPath, Watch: &off, Shadow: config.Shadow{Policy: cand}},
+			Ready: func(a net.Addr) { ready <- a }})
+	}()
+	var addr net.Addr
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("gateway stopped: %v", err)
+	}
+	for _, c := range callers {
+		client := mcp.NewClient(&mcp.Implementation{Name: "replay-test", Version: "1"}, nil)
+		tr := &http.Transport{}
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr.String() + "/mcp",
+			HTTPClient: &http.Client{Transport: mcptest.Bearer{Token: "token-" + c.Subject, Next: tr}}, DisableStandaloneSSE: true}, nil)
+		require.NoError(t, err)
+		_, err = cs.ListTools(ctx, nil)
+		require.NoError(t, err)
+		for _, call := range []mcp.CallToolParams{
+			{Name: "echo", Arguments: map[string]any{"text": "hi"}},
+			{Name: "getReward", Arguments: map[string]any{"idReward": 7}},
+			{Name: "price", Arguments: map[string]any{"price": map[string]any{"amount": "1.50", "currency": "EUR"}}},
+			{Name: "execUrl", Arguments: map[string]any{"url": "https://example.com"}},
+		} {
+			_, err := cs.CallTool(ctx, &call)
+			require.NoError(t, err)
+		}
+		_ = cs.Close()
+		tr.CloseIdleConnections()
+	}
+	cancel()
+	require.NoError(t, <-done)
+
+	// The shadow's differences, from the decision log.
+	f, err := os.Open(logPath)
+	require.NoError(t, err)
+	defer f.Close()
+	var shadowed []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev struct {
+			Path  string `json:"path"`
+			Input struct {
+				Caller  struct{ Subject string } `json:"caller"`
+				Request struct {
+					Method, Tool string
+				} `json:"request"`
+			} `json:"input"`
+			Result struct {
+				Kind string `json:"kind"`
+			} `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &ev))
+		if ev.Path == "toolgate/shadow/call" || ev.Path == "toolgate/shadow/list" {
+			shadowed = append(shadowed, ev.Input.Request.Method+" "+ev.Input.Request.Tool+" "+ev.Input.Caller.Subject+" "+ev.Result.Kind)
+		}
+	}
+	require.NoError(t, sc.Err())
+	sort.Strings(shadowed)
+	require.Equal(t, []string{"tools/call price max granted→hidden", "tools/list price max granted→hidden"}, shadowed)
+
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), &env{args: []string{"replay", "--decision-log", logPath, "--policy", cand, "--format", "json"}, stdout: &stdout, stderr: &stderr})
+	require.Equal(t, 1, code, stderr.String())
+	var res struct {
+		Differences []struct {
+			Kind, Method, Tool, Subject string
+		} `json:"differences"`
+		NotReplayable []any `json:"not_replayable"`
+	}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &res))
+	var replayed []string
+	for _, d := range res.Differences {
+		replayed = append(replayed, d.Method+" "+d.Tool+" "+d.Subject+" "+d.Kind)
+	}
+	sort.Strings(replayed)
+	require.Equal(t, shadowed, replayed)
+	require.Empty(t, res.NotReplayable)
+
+	stdout.Reset()
+	code = run(context.Background(), &env{args: []string{"replay", "--decision-log", logPath, "--policy", filepath.Join(dir, "nowhere"), "--format", "text"}, stdout: &stdout, stderr: &stderr})
+	require.Equal(t, 2, code, "a candidate that does not load")
+	serving := filepath.Join(dir, "serving")
+	require.NoError(t, os.MkdirAll(serving, 0o700))
+	grant, err := toolgate.Bundled.ReadFile(toolgate.BundledPolicyDir + "/grant.rego")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(serving, "grant.rego"), grant, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(serving, "call.rego"), call, 0o600))
+	stdout.Reset()
+	code = run(context.Background(), &env{args: []string{"replay", "--decision-log", logPath, "--policy", serving}, stdout: &stdout, stderr: &stderr})
+	require.Equal(t, 0, code, stdout.String()+stderr.String())
+	require.Contains(t, stdout.String(), "0 differ, 0 not replayable")
+}
