@@ -12,19 +12,21 @@ func init() {
 	register(command{name: "check", summary: "validate registry and policies; report URL-driver reach", run: runCheckCommand})
 }
 
-const checkSynopsis = "check [--registry FILE] [--policy DIR] [--bundle FILE [--bundle-verification-key FILE]] [--capabilities FILE] [--callers FILE] [--roles R1,R2 ...] [--format text|json]"
+const checkSynopsis = "check [--config FILE] [--registry FILE] [--policy DIR] [--bundle FILE [--bundle-verification-key FILE]] [--capabilities FILE] [--callers FILE] [--roles R1,R2 ...] [--format text|json]"
 
 func runCheckCommand(ctx context.Context, e *env) int {
 	var (
 		src     sourceFlags
 		caps    capabilitiesFlag
 		callers string
+		cfgFile string
 		roles   repeated
 		format  = formatFlag("text")
 	)
 	fs := newFlags("check", checkSynopsis, e.stderr)
 	src.register(fs)
 	caps.register(fs)
+	fs.StringVar(&cfgFile, "config", "", "also check the serve config `FILE`: its problems, and credentials written in it as literals (docs/contract.md §17); nothing is connected to")
 	fs.StringVar(&callers, "callers", "", "measure URL-driver reach for the callers in `FILE` (YAML or JSON list of {subject, roles, claims})")
 	fs.Var(&roles, "roles", "measure URL-driver reach for a caller with these comma-separated `ROLES` (repeatable; \"\" is no role; default: every combination of the roles sections name)")
 	fs.Var(&format, "format", "output `format`: text or json")
@@ -38,7 +40,7 @@ func runCheckCommand(ctx context.Context, e *env) int {
 	if err != nil {
 		return usageError(fs, e.stderr, "%v", err)
 	}
-	opts := inspect.CheckOptions{Source: source, Methods: builtinMethods()}
+	opts := inspect.CheckOptions{Source: source, Methods: builtinMethods(), Config: cfgFile}
 	if opts.Capabilities, err = caps.load(); err != nil {
 		fmt.Fprintf(e.stderr, "toolgate check: %v\n", err)
 		return 2
