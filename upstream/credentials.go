@@ -440,3 +440,6 @@ func unjoin(err error) []error {
 	}
 	return []error{err}
 }
+
+// oauthToken is the token type the token sources hold.
+type oauthToken = oauth2.Token

@@ -47,7 +47,7 @@ func newClientCredentials(upstream string, a *Auth, endpoint *http.Client) *toke
 		ctx = context.WithValue(ctx, oauth2.HTTPClient, endpoint)
 		tok, err := cfg.Token(ctx)
 		if err != nil {
-			return nil, tokenError(upstream, "client credentials", err)
+			return nil, tokenError(upstream, "client credentials", err, a.ClientSecret)
 		}
 		return tok, nil
 	})
@@ -56,14 +56,15 @@ func newClientCredentials(upstream string, a *Auth, endpoint *http.Client) *toke
 // tokenError makes a token endpoint's failure safe to log: the endpoint's
 // error code and a bounded description, never its raw answer (oauth2's
 // RetrieveError prints the body, which is not ours to trust).
-func tokenError(upstream, what string, err error) error {
+func tokenError(upstream, what string, err error, secrets ...string) error {
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) {
 		status := 0
 		if re.Response != nil {
 			status = re.Response.StatusCode
 		}
-		return &TokenError{Upstream: upstream, Grant: what, Status: status, Code: clean(re.ErrorCode, 64), Description: clean(re.ErrorDescription, maxErrorDescription)}
+		return &TokenError{Upstream: upstream, Grant: what, Status: status,
+			Code: clean(redact(re.ErrorCode, secrets...), 64), Description: clean(redact(re.ErrorDescription, secrets...), maxErrorDescription)}
 	}
 	return fmt.Errorf("%w: upstream %s: %s: %w", ErrCredentials, upstream, what, err)
 }
@@ -91,6 +92,17 @@ func (e *TokenError) Error() string {
 }
 
 func (e *TokenError) Unwrap() error { return ErrCredentials }
+
+// redact replaces every secret in s (a token endpoint may echo what it
+// was sent) before it is bounded.
+func redact(s string, secrets ...string) string {
+	for _, x := range secrets {
+		if len(x) >= 4 {
+			s = strings.ReplaceAll(s, x, "[redacted]")
+		}
+	}
+	return s
+}
 
 // clean keeps s printable and at most n bytes long.
 func clean(s string, n int) string {
@@ -195,7 +207,8 @@ func ExchangeToken(ctx context.Context, client *http.Client, upstream string, a 
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	decodeErr := json.Unmarshal(body, &ans)
 	if resp.StatusCode != http.StatusOK {
-		return nil, &TokenError{Upstream: upstream, Grant: "token exchange", Status: resp.StatusCode, Code: clean(ans.Error, 64), Description: clean(ans.Description, maxErrorDescription)}
+		return nil, &TokenError{Upstream: upstream, Grant: "token exchange", Status: resp.StatusCode,
+			Code: clean(redact(ans.Error, subjectToken, a.ClientSecret), 64), Description: clean(redact(ans.Description, subjectToken, a.ClientSecret), maxErrorDescription)}
 	}
 	switch {
 	case decodeErr != nil:

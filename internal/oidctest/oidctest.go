@@ -57,6 +57,10 @@ type StartOptions struct {
 	// UpstreamTTL is the lifetime of the upstream's tokens (0: the
 	// provider's default, 60 s).
 	UpstreamTTL time.Duration
+	// GatewaySecret is the client secret of gateway-app ("":
+	// gateway-secret): a test that looks for secrets in outputs sets a
+	// distinctive one.
+	GatewaySecret string
 }
 
 // Require skips (or, under CI, fails) when the provider cannot run, and
@@ -110,6 +114,9 @@ func StartWith(t testing.TB, port int, o StartOptions) *Provider {
 	}
 	if o.UpstreamTTL > 0 {
 		args = append(args, "--upstream-ttl", strconv.Itoa(int(o.UpstreamTTL.Seconds())))
+	}
+	if o.GatewaySecret != "" {
+		args = append(args, "--gateway-secret", o.GatewaySecret)
 	}
 	var stalls []string
 	for range 3 {

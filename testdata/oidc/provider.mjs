@@ -17,7 +17,7 @@
 //   nobody-app/ nobody-secret: no roles claim at all
 //
 // For the credentials toward upstreams (docs/contract.md §17):
-//   gateway-app / gateway-secret: toolgate's own client toward upstreams; it
+//   gateway-app / gateway-secret (--gateway-secret S): toolgate's own client toward upstreams; it
 //     may use client_credentials and token exchange (RFC 8693, registered
 //     below with registerGrantType). --upstream-resource URI (default
 //     http://127.0.0.1/upstream) is the upstream's resource; its tokens
@@ -55,6 +55,7 @@ const RESOURCE = arg('--resource', 'http://127.0.0.1/mcp');
 const RESOURCE_ES = 'http://127.0.0.1/mcp-es';
 const UPSTREAM_RESOURCE = arg('--upstream-resource', 'http://127.0.0.1/upstream');
 const UPSTREAM_TTL = Number(arg('--upstream-ttl', '60'));
+const GATEWAY_SECRET = arg('--gateway-secret', 'gateway-secret');
 const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
 const OTHER_RESOURCE = 'https://other.example/mcp';
@@ -85,7 +86,7 @@ function newProvider(issuer, keys) {
       response_types: [],
     })), {
       client_id: 'gateway-app',
-      client_secret: 'gateway-secret',
+      client_secret: GATEWAY_SECRET,
       grant_types: ['client_credentials', TOKEN_EXCHANGE],
       redirect_uris: [],
       response_types: [],
