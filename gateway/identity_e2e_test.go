@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,7 +56,9 @@ func startIdentity(t *testing.T, cfg gateway.Config, port int) *idServer {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	cfg.HTTP = addr
 	cfg.Ledger = "memory"
-	cfg.Audit = filepath.Join(t.TempDir(), "audit.jsonl")
+	if cfg.Audit == "" {
+		cfg.Audit = filepath.Join(t.TempDir(), "audit.jsonl")
+	}
 	c := oidctest.NewClock()
 	cfg.IdentityOptions = append(cfg.IdentityOptions, identity.WithClock(c.Now))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -72,7 +75,11 @@ func startIdentity(t *testing.T, cfg gateway.Config, port int) *idServer {
 		cancel()
 		t.Fatal("gateway did not start")
 	}
-	r := &running{url: "http://" + addr + "/mcp", stop: func() error { cancel(); return <-done }}
+	var (
+		once   sync.Once
+		runErr error
+	)
+	r := &running{url: "http://" + addr + "/mcp", stop: func() error { once.Do(func() { cancel(); runErr = <-done }); return runErr }}
 	t.Cleanup(func() { _ = r.stop() })
 	return &idServer{running: r, base: "http://" + addr, resource: "http://" + addr + "/mcp", clock: c}
 }
