@@ -446,3 +446,35 @@ func TestUpstreamCredentialsE2E(t *testing.T) {
 		}
 	}
 }
+
+// TestPinsUseServeCredentials: `toolgate pins accept|check` reach an
+// upstream with the credentials serve uses (docs/contract.md §15, §17): a
+// static header from the environment here; without it the upstream
+// refuses and the review fails. The key is in no output.
+func TestPinsUseServeCredentials(t *testing.T) {
+	secret := randomSecret("pins-SECRET-")
+	t.Setenv("TG_PINS_KEY", secret)
+	up := startAuthUpstream(t, false, func(tok string) (*auth.TokenInfo, error) {
+		if tok != secret {
+			return nil, fmt.Errorf("not the API key")
+		}
+		return &auth.TokenInfo{UserID: "static", Expiration: time.Now().Add(time.Hour)}, nil
+	})
+	dir := t.TempDir()
+	serve := config.Serve{Pins: filepath.Join(dir, "pins.yaml"), Upstreams: []config.Upstream{{Name: "saas", URL: up.url, Import: true, Pin: true,
+		Headers: map[string]string{"Authorization": "Bearer ${TG_PINS_KEY}"}}}}
+	var out, logs proctest.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	require.NoError(t, gateway.AcceptPins(t.Context(), gateway.PinsOptions{Serve: serve, Stdout: &out, Logger: log}, nil, true))
+	require.Contains(t, out.String(), "accepted: saas.whoami")
+	drift, err := gateway.CheckPins(t.Context(), gateway.PinsOptions{Serve: serve, Stdout: &out, Logger: log})
+	require.NoError(t, err)
+	require.False(t, drift)
+
+	t.Setenv("TG_PINS_KEY", "not-the-key")
+	_, err = gateway.CheckPins(t.Context(), gateway.PinsOptions{Serve: serve, Stdout: &out, Logger: log})
+	require.Error(t, err, "without the credential the upstream cannot be reviewed")
+	for _, s := range []string{out.String(), logs.String(), err.Error()} {
+		require.NotContains(t, s, secret)
+	}
+}
