@@ -187,7 +187,11 @@ func newCredentials(c *Config, lookup func(string) (string, bool)) (*credentials
 	if len(c.Headers) > 0 {
 		cr.headers = http.Header{}
 		for _, name := range slices.Sorted(mapKeys(c.Headers)) {
-			cr.headers.Set(name, expand("headers."+name, c.Headers[name]))
+			v := expand("headers."+name, c.Headers[name])
+			if strings.ContainsAny(v, "\r\n\x00") {
+				errs = append(errs, fmt.Errorf("upstream %s: headers.%s: %w: the value holds a line break or NUL", c.Name, name, ErrSecret))
+			}
+			cr.headers.Set(name, v)
 		}
 	}
 	if len(c.Command) > 0 {

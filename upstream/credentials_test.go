@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -115,12 +116,14 @@ func TestCredentialConfigRefused(t *testing.T) {
 		{"client id", Config{Name: "u", URL: "https://up.example/mcp", Auth: &Auth{Type: AuthClientCredentials, TokenURL: "https://idp.example/token"}}, "auth.client_id is required"},
 		{"exchange without target", Config{Name: "u", URL: "https://up.example/mcp", Auth: &Auth{Type: AuthTokenExchange, TokenURL: "https://idp.example/token", ClientID: "gw"}}, "needs audience or resource"},
 		{"exchange and import", Config{Name: "u", URL: "https://up.example/mcp", Import: true, Auth: tx}, "import: a token_exchange upstream is reached only on behalf of a caller"},
+		{"line break", Config{Name: "u", URL: "https://up.example/mcp", Headers: map[string]string{"X-Key": "${TWO_LINES}"}}, "headers.X-Key: upstream: cannot resolve a secret: the value holds a line break or NUL"},
 		{"missing variable", Config{Name: "u", URL: "https://up.example/mcp", Headers: map[string]string{"X-Key": "${NOT_SET_ANYWHERE}"}}, "upstream u: headers.X-Key: upstream: cannot resolve a secret: environment variable NOT_SET_ANYWHERE is not set"},
 		{"missing file", Config{Name: "u", URL: "https://up.example/mcp", Auth: &Auth{Type: AuthClientCredentials, TokenURL: "https://idp.example/token", ClientID: "gw", ClientSecret: "${file:/nonexistent/secret}"}}, "upstream u: auth.client_secret: upstream: cannot resolve a secret: file /nonexistent/secret: no such file or directory"},
 	} {
-		_, err := NewPool([]Config{tc.cfg}, &Options{LookupEnv: lookupOf(nil)})
+		_, err := NewPool([]Config{tc.cfg}, &Options{LookupEnv: lookupOf(map[string]string{"TWO_LINES": secretValue + "\nX-Evil: 1"})})
 		require.Error(t, err, tc.name)
 		require.Contains(t, err.Error(), tc.err, tc.name)
+		require.NotContains(t, err.Error(), secretValue, tc.name)
 	}
 }
 
@@ -339,4 +342,44 @@ func TestAccessTokenFromContext(t *testing.T) {
 	require.NoError(t, err)
 	require.NotSame(t, a, b, "one token per caller")
 	require.Same(t, a, a2)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// FuzzExchangeTokenAnswer: whatever a token endpoint answers, the exchange
+// either yields a token or fails with an error that holds neither the
+// subject token nor the client secret, and is bounded.
+func FuzzExchangeTokenAnswer(f *testing.F) {
+	const subject = "SUBJ-" + secretValue
+	f.Add(200, `{"access_token":"x","token_type":"Bearer","expires_in":60}`)
+	f.Add(400, `{"error":"invalid_grant","error_description":"SUBJ-`+secretValue+`"}`)
+	f.Add(200, `{"access_token":"x","token_type":"bearer","expires_in":"60"}`)
+	f.Add(500, "\x00\xff")
+	a := &Auth{Type: AuthTokenExchange, TokenURL: "http://idp.invalid/token", ClientID: "gw", ClientSecret: secretValue, Audience: "up"}
+	f.Fuzz(func(t *testing.T, status int, body string) {
+		if status < 100 || status > 599 {
+			status = 200
+		}
+		client := &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(body))}, nil
+		})}
+		tok, err := ExchangeToken(context.Background(), client, "up", a, subject)
+		if err != nil {
+			if !errors.Is(err, ErrCredentials) {
+				t.Fatalf("%v does not wrap ErrCredentials", err)
+			}
+			if strings.Contains(err.Error(), secretValue) {
+				t.Fatalf("error %q holds a secret", err)
+			}
+			if len(err.Error()) > 600 {
+				t.Fatalf("error of %d bytes", len(err.Error()))
+			}
+			return
+		}
+		if tok.AccessToken == "" || status != http.StatusOK {
+			t.Fatalf("a token %q from HTTP %d", tok.AccessToken, status)
+		}
+	})
 }

@@ -204,21 +204,24 @@ func ExchangeToken(ctx context.Context, client *http.Client, upstream string, a 
 		Error           string          `json:"error"`
 		Description     string          `json:"error_description"`
 	}
+	// What the endpoint sent is printed only bounded, and without anything
+	// it echoed of what it was sent.
+	shown := func(s string, n int) string { return clean(redact(s, subjectToken, a.ClientSecret), n) }
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	decodeErr := json.Unmarshal(body, &ans)
 	if resp.StatusCode != http.StatusOK {
 		return nil, &TokenError{Upstream: upstream, Grant: "token exchange", Status: resp.StatusCode,
-			Code: clean(redact(ans.Error, subjectToken, a.ClientSecret), 64), Description: clean(redact(ans.Description, subjectToken, a.ClientSecret), maxErrorDescription)}
+			Code: shown(ans.Error, 64), Description: shown(ans.Description, maxErrorDescription)}
 	}
 	switch {
 	case decodeErr != nil:
-		return nil, fail("HTTP 200 with an answer that is not JSON (%s)", clean(mt, 64))
+		return nil, fail("HTTP 200 with an answer that is not JSON (%s)", shown(mt, 64))
 	case ans.AccessToken == "":
 		return nil, fail("HTTP 200 without an access_token")
 	case ans.IssuedTokenType != "" && ans.IssuedTokenType != tokenTypeAccessToken:
-		return nil, fail("issued_token_type %s, want an access token", clean(ans.IssuedTokenType, 100))
+		return nil, fail("issued_token_type %s, want an access token", shown(ans.IssuedTokenType, 100))
 	case !strings.EqualFold(ans.TokenType, "Bearer"):
-		return nil, fail("token_type %q, want Bearer", clean(ans.TokenType, 32))
+		return nil, fail("token_type %q, want Bearer", shown(ans.TokenType, 32))
 	}
 	tok := &oauth2.Token{AccessToken: ans.AccessToken, TokenType: "Bearer"}
 	if len(ans.ExpiresIn) > 0 {
