@@ -55,7 +55,7 @@ func checkConfig(path string, r *CheckReport) {
 		at := fmt.Sprintf("upstreams[%d] (%s)", i, u.Name)
 		lit := func(field string) {
 			r.warnf(Finding{Code: CodeCredentialLiteral, File: path, Field: at + "." + field},
-				"%s: %s is written in the config file and looks like a credential: give it as ${VAR} or ${file:PATH}", at, field)
+				"written in the config file and looks like a credential: give it as ${VAR} or ${file:PATH}")
 		}
 		for _, k := range slices.Sorted(maps.Keys(u.Headers)) {
 			if v := u.Headers[k]; !upstream.IsReference(v) && LooksLikeCredential(k, v) {
