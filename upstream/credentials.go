@@ -262,6 +262,18 @@ func (cr *credentials) httpClient() *http.Client {
 	return cr.client
 }
 
+// httpClientFor is the HTTP client of a session opened for one caller
+// (the seam for per-caller upstream sessions): with token exchange, every
+// request of it — the background ones too (a ping, the closing DELETE) —
+// carries the token exchanged for caller's access token, whatever the
+// request's context holds. Without token exchange it is httpClient().
+func (cr *credentials) httpClientFor(caller *identity.AccessToken) *http.Client {
+	if cr == nil || cr.tx == nil || caller == nil {
+		return cr.httpClient()
+	}
+	return &http.Client{Transport: &credentialTransport{cr: cr, caller: caller}}
+}
+
 // childEnv is the stdio upstream's environment (never nil).
 func (cr *credentials) childEnv() []string { return cr.env }
 
@@ -284,6 +296,9 @@ func CallerContext(ctx, from context.Context) context.Context {
 // request again.
 type credentialTransport struct {
 	cr *credentials
+	// caller, when set, is the one caller this transport's session serves
+	// (httpClientFor); nil: the caller of each request's context.
+	caller *identity.AccessToken
 }
 
 func (t *credentialTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -321,6 +336,8 @@ func (t *credentialTransport) source(ctx context.Context) (*tokenCache, error) {
 	switch {
 	case t.cr.cc != nil:
 		return t.cr.cc, nil
+	case t.cr.tx != nil && t.caller != nil:
+		return t.cr.tx.forCaller(t.caller)
 	case t.cr.tx != nil:
 		return t.cr.tx.forCaller(identity.AccessTokenFrom(ctx))
 	}

@@ -383,3 +383,33 @@ func FuzzExchangeTokenAnswer(f *testing.F) {
 		}
 	})
 }
+
+// TestHTTPClientForOneCaller: the client of a session opened for one
+// caller sends that caller's exchanged token on every request, whatever
+// the request's context carries (the seam for per-caller sessions).
+func TestHTTPClientForOneCaller(t *testing.T) {
+	t.Parallel()
+	var seen []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.Header.Get("Authorization"))
+	}))
+	t.Cleanup(up.Close)
+	idp, _ := tokenEndpoint(t, func(w http.ResponseWriter, r *http.Request) {
+		require.NoError(t, r.ParseForm())
+		fmt.Fprintf(w, `{"access_token":"for-%s","token_type":"Bearer","expires_in":60}`, r.PostForm.Get("subject_token"))
+	})
+	cr, err := newCredentials(&Config{Name: "up", URL: up.URL, Auth: &Auth{Type: AuthTokenExchange, TokenURL: idp.URL, ClientID: "gw", Audience: "up"}}, lookupOf(nil))
+	require.NoError(t, err)
+	alice := cr.httpClientFor(identity.NewAccessToken("alice", time.Time{}))
+	for _, ctx := range []context.Context{context.Background(), identity.WithAccessToken(context.Background(), identity.NewAccessToken("bob", time.Time{}))} {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, up.URL, nil)
+		resp, err := alice.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	require.Equal(t, []string{"Bearer for-alice", "Bearer for-alice"}, seen)
+
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, up.URL, nil)
+	_, err = cr.httpClient().Do(req)
+	require.ErrorIs(t, err, ErrNoSubjectToken, "the shared client without a caller in the context")
+}
