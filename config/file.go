@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/toolgate/toolgate/internal/fsx"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // serveKeys are the keys a config file may hold, in the order of docs/contract.md §8.
@@ -24,7 +25,10 @@ var serveKeys = []string{
 // authKeys are the keys of the auth section (docs/contract.md §12).
 var authKeys = []string{"issuer", "jwks", "resource", "audiences", "subject_claim", "roles_claim", "scopes_supported", "allow_anonymous"}
 
-var upstreamKeys = []string{"name", "command", "args", "url", "import", "section", "trust_annotations", "pin", "prefix"}
+var upstreamKeys = []string{"name", "command", "args", "url", "import", "section", "trust_annotations", "pin", "prefix", "headers", "env", "inherit_env", "auth"}
+
+// upstreamAuthKeys are the keys of an upstream's auth section (docs/contract.md §17).
+var upstreamAuthKeys = []string{"type", "token_url", "client_id", "client_secret", "scopes", "resource", "audience"}
 
 // LoadFile reads a config file (YAML) of serve settings. Every problem is
 // reported in one *Error: an unknown key (named, with its line), a value of
@@ -321,6 +325,16 @@ func upstreamEntry(n *yaml.Node, key string) (Upstream, []Problem) {
 			if ok = str(v, &p); ok {
 				u.Prefix = &p
 			}
+		case "headers":
+			ok = strMap(v, &u.Headers)
+		case "env":
+			ok = strMap(v, &u.Env)
+		case "inherit_env":
+			ok = v.Tag == "!!bool" && v.Decode(&u.InheritEnv) == nil
+		case "auth":
+			var p []Problem
+			u.Auth, p = upstreamAuth(v, key)
+			probs = append(probs, p...)
 		default:
 			bad(k, "unknown key %q (known: %s)", k.Value, strings.Join(upstreamKeys, ", "))
 			continue
@@ -364,4 +378,73 @@ func (s *Serve) resolve(dir string) {
 		abs(&p)
 		s.Ledger = "sqlite:" + p
 	}
+}
+
+// strMap reads a mapping of names to string values (headers, env); a
+// name given twice is refused.
+func strMap(n *yaml.Node, dst *map[string]string) bool {
+	if n.Kind != yaml.MappingNode {
+		return false
+	}
+	out := map[string]string{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		var val string
+		if k.Kind != yaml.ScalarNode || k.Value == "" || !str(v, &val) {
+			return false
+		}
+		if _, dup := out[k.Value]; dup {
+			return false
+		}
+		out[k.Value] = val
+	}
+	*dst = out
+	return true
+}
+
+// upstreamAuth reads an upstream's auth mapping (docs/contract.md §17);
+// what its values mean is checked by Validate (upstream.CredentialProblems).
+func upstreamAuth(n *yaml.Node, key string) (*upstream.Auth, []Problem) {
+	var probs []Problem
+	bad := func(at *yaml.Node, format string, args ...any) {
+		probs = append(probs, Problem{Line: at.Line, Key: key, Message: fmt.Sprintf(format, args...)})
+	}
+	if n.Kind != yaml.MappingNode {
+		bad(n, "auth: want a mapping of %s", strings.Join(upstreamAuthKeys, ", "))
+		return nil, probs
+	}
+	a := &upstream.Auth{}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if seen[k.Value] {
+			bad(k, "auth.%s: set twice", k.Value)
+			continue
+		}
+		seen[k.Value] = true
+		var ok bool
+		switch k.Value {
+		case "type":
+			ok = str(v, &a.Type)
+		case "token_url":
+			ok = str(v, &a.TokenURL)
+		case "client_id":
+			ok = str(v, &a.ClientID)
+		case "client_secret":
+			ok = str(v, &a.ClientSecret)
+		case "scopes":
+			ok = strs(v, &a.Scopes)
+		case "resource":
+			ok = str(v, &a.Resource)
+		case "audience":
+			ok = str(v, &a.Audience)
+		default:
+			bad(k, "unknown key %q in auth (known: %s)", k.Value, strings.Join(upstreamAuthKeys, ", "))
+			continue
+		}
+		if !ok {
+			bad(v, "auth.%s: wrong kind of value", k.Value)
+		}
+	}
+	return a, probs
 }

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -193,6 +195,30 @@ type Upstream struct {
 	// (docs/contract.md §16); nil is NAME. (the default), "" is allowed.
 	// Only settable in the config file.
 	Prefix *string `yaml:"prefix"`
+	// Headers are sent with every request to an HTTP upstream; Env is a
+	// stdio upstream's environment besides PATH, HOME, LANG, TZ and
+	// TMPDIR (all of toolgate's with InheritEnv). Values may be ${VAR} or
+	// ${file:PATH}. Auth is OAuth toward an HTTP upstream. docs/contract.md
+	// §17; only settable in the config file.
+	Headers    map[string]string `yaml:"headers"`
+	Env        map[string]string `yaml:"env"`
+	InheritEnv bool              `yaml:"inherit_env"`
+	Auth       *upstream.Auth    `yaml:"auth"`
+}
+
+// PoolConfig is the upstream pool's configuration of u; its secrets
+// (${VAR}, ${file:PATH}) are resolved when the pool is made.
+func (u Upstream) PoolConfig() upstream.Config {
+	cfg := upstream.Config{Name: u.Name, Command: u.Argv(), URL: u.URL, Import: u.Import,
+		Section: u.Section, TrustAnnotations: u.TrustAnnotations, Pin: u.Pin, Prefix: u.Prefix,
+		InheritEnv: u.InheritEnv, Auth: u.Auth}
+	if len(u.Headers) > 0 {
+		cfg.Headers = maps.Clone(u.Headers)
+	}
+	for _, k := range slices.Sorted(maps.Keys(u.Env)) {
+		cfg.Env = append(cfg.Env, k+"="+u.Env[k])
+	}
+	return cfg
 }
 
 // Argv is the command and arguments to run a stdio upstream; a Command
@@ -370,6 +396,12 @@ func (s *Serve) Validate() error {
 		}
 		if u.Pin && !u.Import {
 			add(key, "pin needs import: true")
+		}
+		if u.Headers != nil || u.Env != nil || u.InheritEnv || u.Auth != nil {
+			pc := u.PoolConfig()
+			for _, err := range upstream.CredentialProblems(&pc) {
+				add(key, "%v", err)
+			}
 		}
 	}
 	probs = append(probs, s.authProblems()...)

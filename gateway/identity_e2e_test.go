@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,7 +65,9 @@ func startIdentity(t *testing.T, cfg gateway.Config, port int) *idServer {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	cfg.HTTP = addr
 	cfg.Ledger = "memory"
-	cfg.Audit = filepath.Join(t.TempDir(), "audit.jsonl")
+	if cfg.Audit == "" {
+		cfg.Audit = filepath.Join(t.TempDir(), "audit.jsonl")
+	}
 	log := &syncBuffer{}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(log, nil))
@@ -85,7 +88,11 @@ func startIdentity(t *testing.T, cfg gateway.Config, port int) *idServer {
 		cancel()
 		t.Fatal("gateway did not start")
 	}
-	r := &running{url: "http://" + addr + "/mcp", stop: func() error { cancel(); return <-done }}
+	var (
+		once   sync.Once
+		runErr error
+	)
+	r := &running{url: "http://" + addr + "/mcp", stop: func() error { once.Do(func() { cancel(); runErr = <-done }); return runErr }}
 	t.Cleanup(func() { _ = r.stop() })
 	return &idServer{running: r, base: "http://" + addr, resource: "http://" + addr + "/mcp", clock: c, log: log}
 }

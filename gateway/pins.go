@@ -22,8 +22,7 @@ import (
 func UpstreamConfigs(ups []config.Upstream) []upstream.Config {
 	out := make([]upstream.Config, len(ups))
 	for i, u := range ups {
-		out[i] = upstream.Config{Name: u.Name, Command: u.Argv(), URL: u.URL, Import: u.Import,
-			Section: u.Section, TrustAnnotations: u.TrustAnnotations, Pin: u.Pin, Prefix: u.Prefix}
+		out[i] = u.PoolConfig()
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
@@ -29,6 +30,9 @@ type principal struct {
 	expires time.Time
 	// source is the identity source that answered ("" for nobody).
 	source identity.Source
+	// token is a JWT caller's verified access token, for the upstreams
+	// that exchange it (docs/contract.md §17); nil for the other sources.
+	token *identity.AccessToken
 }
 
 // tokenInfoKey carries the TokenInfo authenticate made of the principal
@@ -56,7 +60,13 @@ func (s *Server) identify(r *http.Request) (principal, error) {
 	if err != nil || c == nil {
 		return principal{}, err
 	}
-	return principal{caller: c, owner: string(src) + ":" + c.Subject, expires: exp, source: src}, nil
+	p := principal{caller: c, owner: string(src) + ":" + c.Subject, expires: exp, source: src}
+	if src == identity.SourceJWT {
+		if raw, err := identity.BearerToken(r); err == nil && raw != "" {
+			p.token = identity.NewAccessToken(raw, exp)
+		}
+	}
+	return p, nil
 }
 
 // refuse answers an authentication error (docs/contract.md §12): 401 with the
@@ -125,6 +135,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		info := &auth.TokenInfo{UserID: p.owner, Expiration: p.expires, Extra: map[string]any{callerKey: p.caller, sourceKey: string(p.source)}}
+		if p.token != nil {
+			info.Extra[accessTokenKey] = p.token
+		}
 		ctx := context.WithValue(r.Context(), tokenInfoKey{}, info)
 		if r.Method == http.MethodGet && !p.expires.IsZero() {
 			var cancel context.CancelFunc
@@ -206,3 +219,24 @@ func (c *challengeWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (c *challengeWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// accessTokenKey is the TokenInfo.Extra entry that carries a JWT caller's
+// *identity.AccessToken from authenticate to withAccessToken.
+const accessTokenKey = "toolgate.access_token"
+
+// withAccessToken puts the verified access token of a request's JWT
+// caller into the context its handler runs with (identity.WithAccessToken),
+// where an upstream configured for token exchange finds it
+// (docs/contract.md §17). Requests of other callers carry none.
+func withAccessToken(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if req != nil {
+			if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
+				if t, ok := extra.TokenInfo.Extra[accessTokenKey].(*identity.AccessToken); ok {
+					ctx = identity.WithAccessToken(ctx, t)
+				}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}

@@ -257,7 +257,7 @@ func New(opts Options) *Server {
 		s.metadataURL = identity.MetadataURL(opts.JWT.Settings().Resource)
 	}
 	s.stopping, s.abort = context.WithCancel(context.Background())
-	opts.Server.AddReceivingMiddleware(s.sessions.track, s.cancelOnAbort, endListenAtExpiry)
+	opts.Server.AddReceivingMiddleware(s.sessions.track, s.cancelOnAbort, endListenAtExpiry, withAccessToken)
 	so := &mcp.StreamableHTTPOptions{}
 	if opts.Streamable != nil {
 		*so = *opts.Streamable

@@ -34,6 +34,11 @@ type CheckOptions struct {
 	// Capabilities are the built-ins policies may call, as the server has
 	// them (docs/contract.md §11); nil is engine.DefaultCapabilities.
 	Capabilities *engine.Capabilities
+	// Config, when set, is a serve config file: its problems are errors,
+	// and an upstream's header, env value or client secret written in it
+	// as a literal that looks like a credential is a warning
+	// (docs/contract.md §17). Nothing is resolved or connected to.
+	Config string
 }
 
 // CheckReport is the outcome of Check. Errors make `toolgate check` fail;
@@ -95,6 +100,9 @@ func Check(ctx context.Context, opts CheckOptions) *CheckReport {
 		Callers: []engine.Caller{}, Errors: []Finding{}, Warnings: []Finding{}}
 	reg := checkRegistry(src, r)
 	checkTypes(r)
+	if opts.Config != "" {
+		checkConfig(opts.Config, r)
+	}
 	rev := checkPolicies(ctx, src, opts.Capabilities, reg != nil, r)
 	if reg == nil {
 		return r

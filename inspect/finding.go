@@ -22,12 +22,14 @@ const (
 	CodeGrantFailed        = "grant_failed"          // the grant decision fails for a caller
 	CodeResourceFailed     = "resource_failed"       // data.toolgate.grant.resource fails for a caller
 	CodeURLUndecided       = "url_drivers_undecided" // a URL driver is granted, url_drivers_decided is not true
+	CodeConfigInvalid      = "config_invalid"        // a problem of the serve config file (--config)
 
 	// Warnings.
-	CodeRegistryWarning = "registry_warning" // Parse's own warnings (a section sections does not list)
-	CodeURLReach        = "url_driver_reach" // a URL driver is granted while tools are hidden
-	CodeGrantedUnknown  = "granted_unknown"  // an override grants a name no row has
-	CodeRolesCapped     = "role_sets_capped" // too many roles: not every combination was checked
+	CodeRegistryWarning   = "registry_warning"   // Parse's own warnings (a section sections does not list)
+	CodeURLReach          = "url_driver_reach"   // a URL driver is granted while tools are hidden
+	CodeGrantedUnknown    = "granted_unknown"    // an override grants a name no row has
+	CodeRolesCapped       = "role_sets_capped"   // too many roles: not every combination was checked
+	CodeCredentialLiteral = "credential_literal" // an upstream's header, env or client secret is a literal credential, not ${...} (docs/contract.md §17)
 )
 
 // Finding is one error or warning of a [CheckReport].

@@ -52,9 +52,20 @@ type Config struct {
 	Pin bool
 	// Timeout bounds each call, connecting included; zero is DefaultTimeout.
 	Timeout time.Duration
-	// Env is added to the command's environment (KEY=VALUE), after the
-	// server's own; stdio only.
+	// Env is the stdio command's environment besides PATH, HOME, LANG,
+	// TZ and TMPDIR of toolgate's own (KEY=VALUE; a VALUE may be ${VAR} or
+	// ${file:PATH}, Expand); stdio only (docs/contract.md §17).
 	Env []string
+	// InheritEnv gives the stdio command all of toolgate's environment
+	// (before Env), not only PATH, HOME, LANG, TZ and TMPDIR.
+	InheritEnv bool
+	// Headers are sent with every request to an HTTP upstream; a value may
+	// be ${VAR} or ${file:PATH} (Expand). docs/contract.md §17.
+	Headers map[string]string
+	// Auth, when set, authenticates toolgate to an HTTP upstream with
+	// OAuth: client credentials, or token exchange per caller
+	// (docs/contract.md §17).
+	Auth *Auth
 }
 
 // DefaultSection is the section of the rows imported from the upstream
@@ -147,7 +158,7 @@ func (c *Config) validate() error {
 	if c.Timeout < 0 {
 		return fmt.Errorf("%w: upstream %s: negative timeout", ErrConfig, c.Name)
 	}
-	return nil
+	return c.validateCredentials()
 }
 
 // SplitCommand splits s into words the way a POSIX shell splits a simple

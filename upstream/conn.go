@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"os/exec"
 	"sync"
 	"sync/atomic"
@@ -24,8 +23,9 @@ var ErrTimeout = errors.New("upstream: call timed out")
 // conn is one upstream: its configuration, its current session (if any) and
 // what its last tools/list said.
 type conn struct {
-	cfg  Config
-	pool *Pool
+	cfg   Config
+	pool  *Pool
+	creds *credentials // resolved headers, env and auth (credentials.go)
 
 	mu       sync.Mutex
 	sess     *session      // live or not yet known dead; nil: none
@@ -95,7 +95,7 @@ func (c *conn) session(ctx context.Context) (*session, error) {
 			}
 			ch := make(chan struct{})
 			c.dialing = ch
-			c.pool.wg.Go(func() { c.dial(ch) })
+			c.pool.wg.Go(func() { c.dial(ch, ctx) })
 		}
 		ch := c.dialing
 		c.mu.Unlock()
@@ -119,8 +119,8 @@ func (c *conn) session(ctx context.Context) (*session, error) {
 }
 
 // dial opens a session in the background and publishes the outcome.
-func (c *conn) dial(ch chan struct{}) {
-	ctx, cancel := context.WithTimeout(c.pool.ctx, c.pool.opts.ConnectTimeout)
+func (c *conn) dial(ch chan struct{}, caller context.Context) {
+	ctx, cancel := context.WithTimeout(CallerContext(c.pool.ctx, caller), c.pool.opts.ConnectTimeout)
 	defer cancel()
 	s, tools, err := c.open(ctx)
 
@@ -172,12 +172,10 @@ func (c *conn) open(ctx context.Context) (*session, []*mcp.Tool, error) {
 		// An importing upstream's own notifications/tools/list_changed
 		// (docs/contract.md §15) come on the standalone SSE stream; the others need
 		// request/response only.
-		t = &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, DisableStandaloneSSE: !c.cfg.Import}
+		t = &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, DisableStandaloneSSE: !c.cfg.Import, HTTPClient: c.creds.httpClient()}
 	default:
 		cmd = exec.Command(c.cfg.Command[0], c.cfg.Command[1:]...)
-		if len(c.cfg.Env) > 0 {
-			cmd.Env = append(os.Environ(), c.cfg.Env...)
-		}
+		cmd.Env = c.creds.childEnv()
 		cmd.Stderr = c.pool.opts.Stderr
 		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: c.pool.opts.TerminateGrace}
 	}
@@ -310,7 +308,7 @@ func (c *conn) call(ctx context.Context, tool string, args any) (*mcp.CallToolRe
 func (c *conn) failed(ctx context.Context, s *session, err error) {
 	var rpcErr *jsonrpc.Error
 	switch {
-	case errors.As(err, &rpcErr):
+	case errors.As(err, &rpcErr), errors.Is(err, ErrCredentials): // not sent: the session is fine
 	case ctx.Err() != nil && s.alive():
 		if errors.Is(context.Cause(ctx), ErrTimeout) {
 			c.probe(s)

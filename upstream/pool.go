@@ -69,6 +69,9 @@ type Options struct {
 	// upstream's tool seen not matching its pin (drifted, or new): the
 	// place to count it. The warning is logged either way.
 	OnDrift func(server, tool string)
+	// LookupEnv resolves the ${VAR} of upstreams' headers, env and auth
+	// (docs/contract.md §17); nil is os.LookupEnv.
+	LookupEnv func(string) (string, bool)
 }
 
 // Pool holds one MCP client session per upstream server and resolves rows'
@@ -133,7 +136,12 @@ func NewPool(cfgs []Config, opts *Options) (*Pool, error) {
 		}
 		cfg.Command = append([]string(nil), cfg.Command...)
 		cfg.Env = append([]string(nil), cfg.Env...)
-		p.conns[cfg.Name] = &conn{cfg: cfg, pool: p}
+		creds, err := newCredentials(&cfg, o.LookupEnv) // secrets resolved at start (credentials.go)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p.conns[cfg.Name] = &conn{cfg: cfg, pool: p, creds: creds}
 		p.order = append(p.order, cfg.Name)
 	}
 	for _, name := range p.order {
@@ -157,6 +165,9 @@ func (p *Pool) Connect(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for i, name := range p.order {
 		c := p.conns[name]
+		if c.creds.perCaller() {
+			continue // token exchange: connected on behalf of its first caller
+		}
 		wg.Go(func() {
 			if _, err := c.session(ctx); err != nil {
 				errs[i] = fmt.Errorf("upstream %s: %w", name, err)

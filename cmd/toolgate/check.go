@@ -25,7 +25,7 @@ func runCheckCommand(ctx context.Context, e *env) int {
 		format  = formatFlag("text")
 	)
 	fs := newFlags("check", checkSynopsis, e.stderr)
-	fs.StringVar(&cfgFile, "config", "", "take registry, policy and capabilities from serve's settings `FILE` (flags win)")
+	fs.StringVar(&cfgFile, "config", "", "take registry, policy and capabilities from serve's settings `FILE` (flags win), and check the file: its problems, and credentials written in it as literals (docs/contract.md §17); nothing is connected to")
 	src.register(fs)
 	caps.register(fs)
 	fs.StringVar(&callers, "callers", "", "measure URL-driver reach for the callers in `FILE` (YAML or JSON list of {subject, roles, claims})")
@@ -57,7 +57,7 @@ func runCheckCommand(ctx context.Context, e *env) int {
 	if err != nil {
 		return usageError(fs, e.stderr, "%v", err)
 	}
-	opts := inspect.CheckOptions{Source: source, Methods: builtinMethods()}
+	opts := inspect.CheckOptions{Source: source, Methods: builtinMethods(), Config: cfgFile}
 	if opts.Capabilities, err = caps.load(); err != nil {
 		fmt.Fprintf(e.stderr, "toolgate check: %v\n", err)
 		return 2

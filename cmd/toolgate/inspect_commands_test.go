@@ -28,6 +28,8 @@ func TestCheckGolden(t *testing.T) {
 			[]string{"check", "--registry", "testdata/nothing.yaml", "--policy", shop + "/rego"}},
 		{"check_registry_only", "--registry without --policy checks that registry against the bundled policies",
 			[]string{"check", "--registry", shop + "/registry.yaml"}},
+		{"check_config_credentials", "--config: credentials written as literals are warnings naming the setting, never its value; an auth on a stdio upstream is an error (docs/contract.md §17)",
+			[]string{"check", "--config", "testdata/credentials/serve.yaml", "--registry", shop + "/registry.yaml", "--policy", shop + "/rego", "--roles", "agent"}},
 		{"check_usage", "an unknown flag is a usage error (exit 2)",
 			[]string{"check", "--bogus"}},
 	} {

@@ -44,6 +44,23 @@ type Provider struct {
 	Resource      string `json:"resource"`
 	ResourceES    string `json:"resource_es"`
 	OtherResource string `json:"other_resource"`
+	// UpstreamResource is the resource of an upstream behind toolgate
+	// (docs/contract.md §17): client gateway-app gets its tokens by client
+	// credentials or token exchange.
+	UpstreamResource string `json:"upstream_resource"`
+}
+
+// StartOptions are further settings of StartWith.
+type StartOptions struct {
+	// Resource: see Start.
+	Resource string
+	// UpstreamTTL is the lifetime of the upstream's tokens (0: the
+	// provider's default, 60 s).
+	UpstreamTTL time.Duration
+	// GatewaySecret is the client secret of gateway-app ("":
+	// gateway-secret): a test that looks for secrets in outputs sets a
+	// distinctive one.
+	GatewaySecret string
 }
 
 // Require skips (or, under CI, fails) when the provider cannot run, and
@@ -84,11 +101,23 @@ func RequireNode(t testing.TB, dir, missing string) string {
 // stall seen in CI); three such stalls fail the test.
 func Start(t testing.TB, port int, resource string) *Provider {
 	t.Helper()
+	return StartWith(t, port, StartOptions{Resource: resource})
+}
+
+// StartWith is Start with further options.
+func StartWith(t testing.TB, port int, o StartOptions) *Provider {
+	t.Helper()
 	node := Require(t)
 	// It ends when its stdin closes, so with the test process.
 	args := []string{"provider.mjs", "--port", strconv.Itoa(port), "--exit-with-stdin"}
-	if resource != "" {
-		args = append(args, "--resource", resource)
+	if o.Resource != "" {
+		args = append(args, "--resource", o.Resource)
+	}
+	if o.UpstreamTTL > 0 {
+		args = append(args, "--upstream-ttl", strconv.Itoa(int(o.UpstreamTTL.Seconds())))
+	}
+	if o.GatewaySecret != "" {
+		args = append(args, "--gateway-secret", o.GatewaySecret)
 	}
 	var stalls []string
 	for range 3 {

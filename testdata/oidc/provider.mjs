@@ -16,6 +16,20 @@
 //   bob-app   / bob-secret   : roles "reader" (a space-separated string)
 //   nobody-app/ nobody-secret: no roles claim at all
 //
+// For the credentials toward upstreams (docs/contract.md §17):
+//   gateway-app / gateway-secret (--gateway-secret S): toolgate's own client toward upstreams; it
+//     may use client_credentials and token exchange (RFC 8693, registered
+//     below with registerGrantType). --upstream-resource URI (default
+//     http://127.0.0.1/upstream) is the upstream's resource; its tokens
+//     live --upstream-ttl seconds (default 60).
+//   Token exchange takes a subject_token that is an access token of this
+//   issuer for RESOURCE (toolgate's), and answers a JWT signed with the
+//   issuer's key for the upstream (aud: the requested resource or
+//   audience, which must be the upstream's), with the subject token's sub,
+//   client_id gateway-app and act {sub: gateway-app}. It refuses (400
+//   invalid_grant) a subject token that does not verify, and the subject
+//   nobody-app ("exchange not permitted for this subject").
+//
 // POST /__rotate on the trusted issuer switches it to a new signing key:
 // from then on it signs with key "rsa-2" and publishes [rsa-2, rsa-1, ec-1]
 // (the old key stays published, as issuers do while old tokens live).
@@ -31,6 +45,8 @@ import { generateKeyPairSync } from 'node:crypto';
 import http from 'node:http';
 
 import Provider, { errors } from 'oidc-provider';
+import { SignJWT, createLocalJWKSet, jwtVerify, importJWK } from 'jose';
+import { randomUUID } from 'node:crypto';
 
 const args = process.argv.slice(2);
 const arg = (name, def) => (args.indexOf(name) >= 0 ? args[args.indexOf(name) + 1] : def);
@@ -40,6 +56,11 @@ const port = Number(arg('--port', '0'));
 // RESOURCE_ES gets ES256 tokens; OTHER_RESOURCE is some other server.
 const RESOURCE = arg('--resource', 'http://127.0.0.1/mcp');
 const RESOURCE_ES = 'http://127.0.0.1/mcp-es';
+const UPSTREAM_RESOURCE = arg('--upstream-resource', 'http://127.0.0.1/upstream');
+const UPSTREAM_TTL = Number(arg('--upstream-ttl', '60'));
+const GATEWAY_SECRET = arg('--gateway-secret', 'gateway-secret');
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
 const OTHER_RESOURCE = 'https://other.example/mcp';
 
 function privateJWK(type, options, kid, alg) {
@@ -60,13 +81,19 @@ const roles = {
 function newProvider(issuer, keys) {
   const provider = new Provider(issuer, {
     jwks: { keys },
-    clients: Object.keys(roles).map((id) => ({
+    clients: [...Object.keys(roles).map((id) => ({
       client_id: id,
       client_secret: id.replace('-app', '-secret'),
       grant_types: ['client_credentials'],
       redirect_uris: [],
       response_types: [],
-    })),
+    })), {
+      client_id: 'gateway-app',
+      client_secret: GATEWAY_SECRET,
+      grant_types: ['client_credentials', TOKEN_EXCHANGE],
+      redirect_uris: [],
+      response_types: [],
+    }],
     scopes: ['openid', 'tools:read', 'tools:call'],
     features: {
       devInteractions: { enabled: false },
@@ -75,6 +102,12 @@ function newProvider(issuer, keys) {
         enabled: true,
         defaultResource: () => RESOURCE,
         getResourceServerInfo(_ctx, resourceIndicator) {
+          if (resourceIndicator === UPSTREAM_RESOURCE) {
+            return {
+              scope: 'tools:read tools:call', audience: UPSTREAM_RESOURCE, accessTokenTTL: UPSTREAM_TTL,
+              accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } },
+            };
+          }
           if (resourceIndicator !== RESOURCE && resourceIndicator !== RESOURCE_ES && resourceIndicator !== OTHER_RESOURCE) {
             throw new errors.InvalidTarget();
           }
@@ -93,7 +126,47 @@ function newProvider(issuer, keys) {
     },
   });
   provider.on('server_error', (_ctx, err) => console.error('provider server_error:', err));
+  registerTokenExchange(provider, issuer, keys);
   return provider;
+}
+
+// registerTokenExchange adds the RFC 8693 grant: the provider has
+// authenticated the client (gateway-app) before the handler runs.
+function registerTokenExchange(provider, issuer, keys) {
+  const publicKeys = keys.map(({ d, p, q, dp, dq, qi, ...pub }) => pub);
+  const jwks = createLocalJWKSet({ keys: publicKeys });
+  const signing = keys[0];
+  const invalid = (desc) => new errors.InvalidGrant(desc);
+  provider.registerGrantType(TOKEN_EXCHANGE, async (ctx) => {
+    const { params, client } = ctx.oidc;
+    if (params.subject_token_type !== ACCESS_TOKEN_TYPE) {
+      throw new errors.InvalidRequest('subject_token_type must be an access token');
+    }
+    let subject;
+    try {
+      ({ payload: subject } = await jwtVerify(params.subject_token, jwks, { issuer, audience: [RESOURCE, RESOURCE_ES] }));
+    } catch (err) {
+      throw invalid(`subject_token does not verify: ${err.code || 'invalid'}`);
+    }
+    if (subject.sub === 'nobody-app') {
+      throw invalid('exchange not permitted for this subject');
+    }
+    const aud = params.resource || params.audience;
+    if (aud !== UPSTREAM_RESOURCE) {
+      throw new errors.InvalidTarget('the token is only for the upstream');
+    }
+    const now = Math.floor(Date.now() / 1000);
+    const key = await importJWK(signing, signing.alg);
+    const accessToken = await new SignJWT({
+      client_id: client.clientId, scope: params.scope || 'tools:read tools:call', act: { sub: client.clientId },
+    }).setProtectedHeader({ alg: signing.alg, kid: signing.kid, typ: 'at+jwt' })
+      .setIssuer(issuer).setSubject(subject.sub).setAudience(aud).setJti(randomUUID())
+      .setIssuedAt(now).setExpirationTime(now + UPSTREAM_TTL)
+      .sign(key);
+    ctx.body = {
+      access_token: accessToken, issued_token_type: ACCESS_TOKEN_TYPE, token_type: 'Bearer', expires_in: UPSTREAM_TTL,
+    };
+  }, ['subject_token', 'subject_token_type', 'requested_token_type', 'audience', 'resource', 'scope', 'actor_token', 'actor_token_type']);
 }
 
 // listen starts an HTTP server whose handler can be swapped (for rotation).
@@ -124,6 +197,7 @@ other.on('request', (req, res) => otherHandler(req, res));
 
 process.stdout.write(`${JSON.stringify({
   issuer, other: otherIssuer, resource: RESOURCE, resource_es: RESOURCE_ES, other_resource: OTHER_RESOURCE,
+  upstream_resource: UPSTREAM_RESOURCE,
 })}\n`);
 
 function stop() {

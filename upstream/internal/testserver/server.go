@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +46,9 @@ type Options struct {
 	// stage 0), and the tool mutate {stage int} writes it and applies it,
 	// so that a server started later (another process) lists the same.
 	StageFile string
+	// Env adds the tool env: it answers the process's environment, one
+	// KEY=VALUE a line, sorted (what a stdio upstream was given).
+	Env bool
 }
 
 // The stages of a server with Options.StageFile; each includes the ones
@@ -132,6 +136,15 @@ func New(opts Options) *mcp.Server {
 		func(_ context.Context, _ *mcp.CallToolRequest, in helloIn) (*mcp.CallToolResult, any, error) {
 			return text("hello, "+in.Name, false), nil, nil
 		})
+
+	if opts.Env {
+		s.AddTool(&mcp.Tool{Name: "env", Description: "Answers the environment.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				env := os.Environ()
+				slices.Sort(env)
+				return text(strings.Join(env, "\n"), false), nil
+			})
+	}
 
 	s.AddTool(&mcp.Tool{Name: "fail", Description: "Always an isError result.", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -21,12 +21,14 @@ import (
 
 func main() {
 	stageFile := flag.String("stage-file", "", "follow the stage kept in `FILE` (testserver.Options.StageFile)")
+	env := flag.Bool("env-tool", false, "add the tool env (testserver.Options.Env)")
 	addr := flag.String("http", "", "serve streamable HTTP at `ADDR` instead of stdio")
 	flag.Parse()
 	s := testserver.New(testserver.Options{
 		Crash:       func() { os.Exit(3) },
 		SlowStarted: func(ms int) { fmt.Fprintln(os.Stderr, testserver.SlowStartedLine, ms) },
 		StageFile:   *stageFile,
+		Env:         *env,
 	})
 	if *addr == "" {
 		if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
