@@ -36,7 +36,7 @@ func (s *eventSink) Close() error { return nil }
 
 // TestServerDecisionLogAndTracing: the front door's DecisionLog and Tracer
 // options log every grant and call decision (a hidden tool's too) and trace
-// each request, continuing the client's trace from _meta, with the
+// each request, continuing the client's trace from _meta (trusted here), with the
 // decision, hook and method spans; the call event carries the audit
 // line's decision_id, and every event the trace id.
 func TestServerDecisionLogAndTracing(t *testing.T) {
@@ -47,7 +47,7 @@ func TestServerDecisionLogAndTracing(t *testing.T) {
 	sink := &eventSink{}
 	dl := decisionlog.New(sink, decisionlog.Options{})
 	exp := tracetest.NewInMemoryExporter()
-	tr, err := tracing.New(ctx, tracing.Options{Exporter: exp, Getenv: func(string) string { return "" }})
+	tr, err := tracing.New(ctx, tracing.Options{Exporter: exp, Getenv: func(string) string { return "" }, TrustIncoming: true})
 	require.NoError(t, err)
 	trail := &lockedBuffer{}
 	s, err := toolgate.New(ctx, toolgate.Options{
