@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/hooks/audit"
+	"github.com/toolgate/toolgate/internal/shadow"
 	"github.com/toolgate/toolgate/metrics"
 )
 
@@ -62,6 +63,8 @@ func TestReadmeAuditFieldsAndMetrics(t *testing.T) {
 	// The decision log's counters are registered with it when
 	// --decision-log is set (gateway/observe.go).
 	m.Registry().MustRegister((*decisionlog.Logger)(nil).Collectors()...)
+	// So are the shadow's, with --shadow-policy (docs/contract.md §14).
+	shadow.New(shadow.Options{Registerer: m.Registry()})
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	served := map[string]bool{}
@@ -69,11 +72,11 @@ func TestReadmeAuditFieldsAndMetrics(t *testing.T) {
 		served[n[1]] = true
 	}
 	documented := map[string]bool{}
-	for _, n := range regexp.MustCompile("`(toolgate_\\w+)").FindAllStringSubmatch(md, -1) {
+	for _, n := range regexp.MustCompile("`(toolgate_[a-z][a-z0-9_]*)").FindAllStringSubmatch(md, -1) {
 		documented[n[1]] = true
 	}
 	inContract := map[string]bool{}
-	for _, n := range regexp.MustCompile("`(toolgate_\\w+)").FindAllStringSubmatch(section10, -1) {
+	for _, n := range regexp.MustCompile("`(toolgate_[a-z][a-z0-9_]*)").FindAllStringSubmatch(section10, -1) {
 		inContract[n[1]] = true
 	}
 	require.NotEmpty(t, served, "/metrics served no toolgate_ metric:\n%s", rec.Body.String())
