@@ -107,7 +107,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s := &Server{eng: eng}
 	tr := opts.Tracer // a nil or off Tracer wraps nothing
-	s.adapter = mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: tr.WrapMethods(opts.Methods), Caller: opts.Caller, Logger: log, Approvals: opts.Approvals})
+	// Logging is announced: a Go method may log to its client through its
+	// call's Peer (docs/contract.md §16).
+	s.adapter = mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: tr.WrapMethods(opts.Methods), Caller: opts.Caller, Logger: log, Approvals: opts.Approvals, Logging: true})
 	for _, h := range opts.Hooks {
 		s.adapter.AddHook(tr.WrapHook(h))
 	}

@@ -32,6 +32,9 @@ type pipeline struct {
 	// locate evaluates the grant decision with the rules that defined it
 	// (engine.Revision.Explain), for a dry run.
 	locate bool
+	// peer: the method runs with the call's Peer in its context (a served
+	// call with a session).
+	peer bool
 }
 
 // callInput is one tools/call as the pipeline reads it.
@@ -85,7 +88,7 @@ func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *Record {
 		revision:    a.revision,
 		start:       start,
 	}
-	pl := &pipeline{a: a, methods: a.opts.Methods}
+	pl := &pipeline{a: a, methods: a.opts.Methods, peer: req.Session != nil}
 	call, rec := pl.run(ctx, in)
 	if call == nil {
 		return rec // steps 1 and 2: no grant decision, nobody hears of it
@@ -357,6 +360,9 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 	}
 	// Step 7: run the method.
 	t = time.Now()
+	if p.peer {
+		ctx = p.a.withPeer(ctx, in.req, call.Caller)
+	}
 	var res *mcp.CallToolResult
 	err = safely(func() error {
 		var err error

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"os/exec"
 	"sync"
 	"sync/atomic"
@@ -40,6 +39,8 @@ type conn struct {
 	notices   uint64 // notifications/tools/list_changed received
 	noticeAt  time.Time
 	relisting bool // a relist goroutine runs
+
+	relay relaySessions // the caller sessions (relay.go)
 }
 
 // session is one client session to the upstream.
@@ -159,27 +160,9 @@ func (c *conn) dial(ch chan struct{}) {
 // open starts the transport, initializes the session and lists the tools
 // (a failed listing leaves tools nil but the session usable).
 func (c *conn) open(ctx context.Context) (*session, []*mcp.Tool, error) {
-	var (
-		t   mcp.Transport
-		cmd *exec.Cmd
-	)
-	switch {
-	case c.cfg.Transport != nil:
-		if t = c.cfg.Transport(); t == nil {
-			return nil, nil, errors.New("connect: the transport factory returned nil")
-		}
-	case c.cfg.URL != "":
-		// An importing upstream's own notifications/tools/list_changed
-		// (docs/contract.md §15) come on the standalone SSE stream; the others need
-		// request/response only.
-		t = &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, DisableStandaloneSSE: !c.cfg.Import}
-	default:
-		cmd = exec.Command(c.cfg.Command[0], c.cfg.Command[1:]...)
-		if len(c.cfg.Env) > 0 {
-			cmd.Env = append(os.Environ(), c.cfg.Env...)
-		}
-		cmd.Stderr = c.pool.opts.Stderr
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: c.pool.opts.TerminateGrace}
+	t, cmd, err := c.sessionTransport(SessionFor{})
+	if err != nil {
+		return nil, nil, err
 	}
 	cs, err := c.newClient().Connect(ctx, t, nil)
 	if err != nil {
@@ -372,6 +355,7 @@ func (c *conn) shutdown() {
 	if s != nil {
 		c.pool.wg.Go(func() { c.closeSession(s) })
 	}
+	c.shutdownRelay()
 }
 
 // closeSession ends s: the SDK closes stdin, waits TerminateGrace, sends
