@@ -44,6 +44,19 @@ type relayFront struct {
 	server *mcp.Server
 	mu     sync.Mutex
 	caller map[*mcp.ServerSession]*engine.Caller
+	conns  map[string]mcp.Connection // the server end of each subject's transport
+}
+
+// keptTransport keeps the connection it made.
+type keptTransport struct {
+	mcp.Transport
+	conn mcp.Connection
+}
+
+func (k *keptTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := k.Transport.Connect(ctx)
+	k.conn = c
+	return c, err
 }
 
 func newRelayFront(t *testing.T, up Config) *relayFront {
@@ -55,7 +68,7 @@ func newRelayFrontPool(t *testing.T, p *Pool) *relayFront {
 	t.Helper()
 	eng, err := engine.New(t.Context(), relayRegistry, engine.WithTimeout(10*time.Second))
 	require.NoError(t, err)
-	f := &relayFront{t: t, caller: map[*mcp.ServerSession]*engine.Caller{}}
+	f := &relayFront{t: t, caller: map[*mcp.ServerSession]*engine.Caller{}, conns: map[string]mcp.Connection{}}
 	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: p, Logging: true,
 		Caller: func(_ context.Context, req mcp.Request) *engine.Caller {
 			ss, _ := req.GetSession().(*mcp.ServerSession)
@@ -115,10 +128,12 @@ func (l *peerLog) snapshot() (logs, progress []string) {
 func (f *relayFront) connect(subject string, onSample func(context.Context)) (*mcp.ClientSession, *peerLog) {
 	t := f.t
 	ct, st := mcp.NewInMemoryTransports()
-	ss, err := f.server.Connect(t.Context(), st, nil)
+	kept := &keptTransport{Transport: st}
+	ss, err := f.server.Connect(t.Context(), kept, nil)
 	require.NoError(t, err)
 	f.mu.Lock()
 	f.caller[ss] = &engine.Caller{Subject: subject}
+	f.conns[subject] = kept.conn
 	f.mu.Unlock()
 	got := &peerLog{changed: make(chan struct{})}
 	client := mcp.NewClient(&mcp.Implementation{Name: subject}, &mcp.ClientOptions{
@@ -333,7 +348,9 @@ func TestRelayCancel(t *testing.T) {
 		done <- err
 	}()
 	require.Equal(t, 3_600_001, recvBounded(t, started))
-	require.NoError(t, cs2.Close())
+	// The client's transport breaks (a graceful close would wait for the
+	// call): the front's session ends.
+	require.NoError(t, f.conns["bob"].Close())
 	require.Equal(t, 3_600_001, recvBounded(t, cancelled), "a call whose client is gone is cancelled upstream")
 }
 
