@@ -1,8 +1,10 @@
 // A token-adding reverse proxy for scripts/conformance: the conformance
 // suite cannot send a bearer token, so it talks to this proxy, which adds
-// `Authorization: Bearer TOKEN` and forwards everything else as it came,
-// the Host and Origin headers included: the suite's DNS-rebinding scenario
-// (a foreign Host or Origin) reaches toolgate itself and is answered there.
+// `Authorization: Bearer TOKEN` and forwards everything else as it came.
+// A Host (or Origin) naming the proxy itself is rewritten to name toolgate,
+// as if the suite had connected to toolgate; any other Host or Origin is
+// forwarded as it is: the suite's DNS-rebinding scenario (a foreign Host or
+// Origin) reaches toolgate itself and is answered there.
 //
 //   node token-proxy.mjs LISTEN_PORT TARGET_HOST:PORT TOKEN
 //
@@ -14,6 +16,11 @@ const [host, tport] = target.split(':');
 
 const server = http.createServer((req, res) => {
   const headers = { ...req.headers, authorization: `Bearer ${token}` };
+  const self = [`127.0.0.1:${port}`, `localhost:${port}`];
+  if (self.includes(headers.host)) headers.host = target;
+  for (const s of self) {
+    if (headers.origin === `http://${s}`) headers.origin = `http://${target}`;
+  }
   const up = http.request({ host, port: Number(tport), method: req.method, path: req.url, headers }, (upRes) => {
     res.writeHead(upRes.statusCode, upRes.headers);
     upRes.pipe(res);
