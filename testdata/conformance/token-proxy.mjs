@@ -29,7 +29,8 @@ const server = http.createServer((req, res) => {
     if (!res.headersSent) res.writeHead(502);
     res.end(String(err));
   });
-  req.on('close', () => { if (!res.writableEnded) up.destroy(); });
+  // The client went away before the answer ended: so does the request.
+  res.on('close', () => { if (!res.writableEnded) up.destroy(); });
   req.pipe(up);
 });
 server.listen(Number(port), '127.0.0.1', () => console.log(`proxy listening on ${port}`));
