@@ -227,17 +227,111 @@ type callerSession struct {
 	logging  bool
 	level    mcp.LoggingLevel
 	lastUsed time.Time
+	// in counts the notifications of a stdio session (nil otherwise).
+	in *inbox
 }
+
+// inbox counts the progress and log notifications a stdio caller session
+// has read and those its handlers are done with. The go-sdk client hands a
+// response to its caller as soon as it is read, before the notifications
+// read ahead of it are handled: a call waits (settle) until every
+// notification read before its result was relayed, so that the client
+// gets them before the result, in the upstream's order.
+type inbox struct {
+	mu      sync.Mutex
+	read    uint64
+	handled uint64
+	idle    chan struct{} // closed when handled catches up; nil: nobody waits
+}
+
+func (b *inbox) gotRead() {
+	b.mu.Lock()
+	b.read++
+	b.mu.Unlock()
+}
+
+func (b *inbox) gotHandled() {
+	b.mu.Lock()
+	b.handled++
+	if b.handled >= b.read && b.idle != nil {
+		close(b.idle)
+		b.idle = nil
+	}
+	b.mu.Unlock()
+}
+
+// settle waits until the notifications read so far are handled, or ctx
+// ends. It allocates only when it has to wait.
+func (b *inbox) settle(ctx context.Context) {
+	b.mu.Lock()
+	if b.handled >= b.read {
+		b.mu.Unlock()
+		return
+	}
+	if b.idle == nil {
+		b.idle = make(chan struct{})
+	}
+	ch := b.idle
+	b.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+}
+
+// countingTransport counts the notifications its connection reads into an
+// inbox. Only for stdio: the streamable HTTP client connection has methods
+// of the SDK's own that a wrapper would hide.
+type countingTransport struct {
+	mcp.Transport
+	in *inbox
+}
+
+func (t countingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{Connection: c, in: t.in}, nil
+}
+
+type countingConn struct {
+	mcp.Connection
+	in *inbox
+}
+
+func (c countingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if r, ok := m.(*jsonrpc.Request); ok && err == nil && !r.IsCall() && (r.Method == methodProgress || r.Method == methodLogMessage) {
+		c.in.gotRead()
+	}
+	return m, err
+}
+
+const (
+	methodProgress   = "notifications/progress"
+	methodLogMessage = "notifications/message"
+)
 
 // relayCall is one call in flight on a caller session.
 type relayCall struct {
 	peer *mcpadapter.Peer
 	// ctx is the call's: what goes to the client is sent with it, so that
 	// over streamable HTTP it travels on the call's own response stream.
-	// notifyCtx is ctx without its cancellation, for the notifications
-	// handled after the call returned.
-	ctx, notifyCtx context.Context
-	token          any // the client's progressToken; nil: none
+	ctx   context.Context
+	token any // the client's progressToken; nil: none
+	// done: the call returned. A notification handled after that is sent
+	// outside the call's request (over streamable HTTP, on the session's
+	// standalone stream: the call's own stream has ended).
+	done atomic.Bool
+}
+
+// notifyContext is the context a notification for rc is sent with.
+func (rc *relayCall) notifyContext() context.Context {
+	if rc.done.Load() {
+		return context.Background()
+	}
+	return rc.ctx
 }
 
 // relaySessions are an upstream's caller sessions.
@@ -265,7 +359,7 @@ func (c *conn) callRelayed(ctx context.Context, peer *mcpadapter.Peer, tool stri
 	if err != nil {
 		return nil, fmt.Errorf("upstream %s: %w", c.cfg.Name, err)
 	}
-	rc := &relayCall{peer: peer, ctx: ctx, notifyCtx: context.WithoutCancel(ctx), token: progressToken(peer.ProgressToken())}
+	rc := &relayCall{peer: peer, ctx: ctx, token: progressToken(peer.ProgressToken())}
 	cs.prev.Store(cs.call.Swap(rc))
 	reuse := false
 	defer func() { c.release(cs, reuse) }()
@@ -285,6 +379,10 @@ func (c *conn) callRelayed(ctx context.Context, peer *mcpadapter.Peer, tool stri
 		params.Meta["progressToken"] = rc.token
 	}
 	res, err := cs.s.cs.CallTool(ctx, params)
+	if cs.in != nil {
+		cs.in.settle(ctx)
+	}
+	rc.done.Store(true)
 	if err == nil && res == nil {
 		err = errors.New("no result")
 	}
@@ -432,6 +530,10 @@ func (c *conn) openCaller(ctx context.Context, key relayKey, peer *mcpadapter.Pe
 	if err != nil {
 		return nil, err
 	}
+	if cmd != nil {
+		cs.in = &inbox{}
+		t = countingTransport{Transport: t, in: cs.in}
+	}
 	var opts *mcp.ClientSessionOptions
 	if key.version != "" {
 		opts = &mcp.ClientSessionOptions{ProtocolVersion: key.version}
@@ -470,17 +572,23 @@ func (c *conn) newCallerClient(cs *callerSession, caps capBits) *mcp.Client {
 		Capabilities:   caps.capabilities(),
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			if cs.in != nil {
+				defer cs.in.gotHandled()
+			}
 			if rc := cs.call.Load(); rc != nil && req.Params != nil {
-				_ = rc.peer.LogMessage(rc.notifyCtx, req.Params)
+				_ = rc.peer.LogMessage(rc.notifyContext(), req.Params)
 			}
 		},
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			if cs.in != nil {
+				defer cs.in.gotHandled()
+			}
 			if req.Params == nil {
 				return
 			}
 			for _, rc := range [2]*relayCall{cs.call.Load(), cs.prev.Load()} {
 				if rc != nil && rc.token != nil && sameToken(rc.token, req.Params.ProgressToken) {
-					_ = rc.peer.NotifyProgress(rc.notifyCtx, req.Params)
+					_ = rc.peer.NotifyProgress(rc.notifyContext(), req.Params)
 					return
 				}
 			}
