@@ -600,37 +600,48 @@ func (c *conn) newCallerClient(cs *callerSession, caps capBits) *mcp.Client {
 			if rc == nil {
 				return nil, errNoCall
 			}
+			if rc.done.Load() {
+				return nil, errNoCall
+			}
 			return rc.peer.CreateMessage(rc.ctx, req.Params)
 		}
 	}
 	if caps&capElicitation != 0 {
-		opts.ElicitationHandler = func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			rc := cs.call.Load()
-			if rc == nil {
-				return nil, errNoCall
-			}
-			return rc.peer.Elicit(rc.ctx, req.Params)
-		}
+		// Answered by the middleware below; the handler declares the
+		// capability.
+		opts.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, errNoCall }
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "v1"}, opts)
-	if caps&capRoots != 0 {
-		client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-				if method != methodListRoots {
-					return next(ctx, method, req)
-				}
-				rc := cs.call.Load()
-				if rc == nil {
-					return nil, errNoCall
-				}
+	// roots/list, and elicitation/create as sent: the go-sdk client checks
+	// a requested schema against what it supports, and the answer against
+	// the schema, before its handler; the calling client (and the front
+	// server session) judge them as they would directly.
+	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch {
+			case method == methodListRoots && caps&capRoots != 0:
+			case method == methodElicit && caps&capElicitation != 0:
+			default:
+				return next(ctx, method, req)
+			}
+			rc := cs.call.Load()
+			if rc == nil || rc.done.Load() {
+				return nil, errNoCall
+			}
+			if method == methodListRoots {
 				return rc.peer.ListRoots(rc.ctx)
 			}
-		})
-	}
+			params, _ := req.GetParams().(*mcp.ElicitParams)
+			return rc.peer.Elicit(rc.ctx, params)
+		}
+	})
 	return client
 }
 
-const methodListRoots = "roots/list"
+const (
+	methodListRoots = "roots/list"
+	methodElicit    = "elicitation/create"
+)
 
 // sameToken compares progress tokens of the kinds progressToken keeps
 // (never two values of a type == would panic on).
