@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -385,4 +386,24 @@ func TestRelaySessionBounds(t *testing.T) {
 		assert.Equal(t, 1, open, "the others closed")
 		assert.Equal(t, fmt.Sprint("caller:caller", i), owner, "the most recently used kept")
 	}
+}
+
+// FuzzProgressToken: whatever JSON a client sends as its progressToken and
+// an upstream echoes, comparing them never panics, and a token matches
+// itself only when the relay keeps it (a string or a number).
+func FuzzProgressToken(f *testing.F) {
+	for _, s := range []string{`"a"`, `1`, `1.5`, `{"a":1}`, `[1]`, `null`, `true`} {
+		f.Add(s, s)
+	}
+	f.Fuzz(func(t *testing.T, sent, got string) {
+		var a, b any
+		if json.Unmarshal([]byte(sent), &a) != nil || json.Unmarshal([]byte(got), &b) != nil {
+			return
+		}
+		tok := progressToken(a)
+		_ = tok != nil && sameToken(tok, b)
+		if tok != nil && !sameToken(tok, a) {
+			t.Fatalf("token %v does not match itself", a)
+		}
+	})
 }
