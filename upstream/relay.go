@@ -362,7 +362,7 @@ func (c *conn) callRelayed(ctx context.Context, peer *mcpadapter.Peer, tool stri
 	rc := &relayCall{peer: peer, ctx: ctx, token: progressToken(peer.ProgressToken())}
 	cs.prev.Store(cs.call.Swap(rc))
 	reuse := false
-	defer func() { c.release(cs, reuse) }()
+	defer func() { c.release(cs, reuse, ctx.Err() != nil) }()
 	if cs.logging {
 		if lv, set := peer.LogLevel(); set && lv != cs.level {
 			if err := cs.s.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: lv}); err == nil {
@@ -452,13 +452,28 @@ func (c *conn) lease(ctx context.Context, key relayKey, peer *mcpadapter.Peer) (
 }
 
 // release returns a session after its call: to the idle ones, or closed.
-func (c *conn) release(cs *callerSession, reuse bool) {
+// The session of a cancelled call is closed after TerminateGrace (or at
+// Pool.Close): the SDK sends the upstream notifications/cancelled on a
+// goroutine of its own, which closing the session at once could overtake
+// (and an HTTP upstream waits for its calls in flight before it ends a
+// session).
+func (c *conn) release(cs *callerSession, reuse, cancelled bool) {
 	r := &c.relay
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !reuse || c.isClosed() || !cs.s.alive() {
 		r.open--
-		c.pool.wg.Go(func() { c.closeSession(cs.s) })
+		c.pool.wg.Go(func() {
+			if cancelled {
+				t := time.NewTimer(c.pool.opts.TerminateGrace)
+				select {
+				case <-t.C:
+				case <-c.pool.ctx.Done():
+					t.Stop()
+				}
+			}
+			c.closeSession(cs.s)
+		})
 		return
 	}
 	cs.lastUsed = time.Now()
