@@ -118,7 +118,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		opts.Limits = ledger.NewLimiter(ledger.NewMemoryStore(), nil)
 	}
 	tr := opts.Tracer // a nil or off Tracer wraps nothing
-	s.adapter = mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: tr.WrapMethods(opts.Methods), Caller: opts.Caller, Logger: log, Approvals: opts.Approvals, Limits: opts.Limits})
+	// Logging is announced: a Go method may log to its client through its
+	// call's Peer (docs/contract.md §16).
+	s.adapter = mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: tr.WrapMethods(opts.Methods), Caller: opts.Caller, Logger: log, Approvals: opts.Approvals, Limits: opts.Limits, Logging: true})
 	for _, h := range opts.Hooks {
 		s.adapter.AddHook(tr.WrapHook(h))
 	}

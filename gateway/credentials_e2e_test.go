@@ -307,14 +307,9 @@ func TestUpstreamCredentialsE2E(t *testing.T) {
 		concurrently(t, "whoami_tx")
 	})
 	t.Run("token exchange: each caller as itself, concurrently, stateful upstream", func(t *testing.T) {
-		if os.Getenv("TOOLGATE_PER_CALLER_SESSIONS") == "" {
-			// A stateful upstream binds its MCP session to the user who
-			// opened it (the go-sdk answers 403 to another user's token on
-			// it): alice and bob need an upstream session each, which the
-			// per-caller upstream sessions of the relay work provide.
-			// Until they are merged, this runs only when asked.
-			t.Skip("needs an upstream session per caller; set TOOLGATE_PER_CALLER_SESSIONS=1 to run")
-		}
+		// A stateful upstream binds its MCP session to the user who opened
+		// it (the go-sdk answers 403 to another user's token on it): alice
+		// and bob each get an upstream session of their own.
 		concurrently(t, "whoami_txs")
 	})
 

@@ -437,7 +437,10 @@ func (g *Gateway) buildHooks() error {
 // request's credentials over HTTP.
 func (g *Gateway) newServer(caller mcpadapter.CallerFunc, source func(context.Context, mcp.Request) string) *mcp.Server {
 	a := mcpadapter.New(mcpadapter.Options{Revisions: g.eng, Methods: g.obs.methods(g.methods), Caller: caller, Source: source, Logger: g.log, HookTimeout: g.cfg.HookTimeout,
-		ListFallback: listFallback(g.cfg.ListFallback), Approvals: g.gate, Catalog: g.catalog(), Limits: g.limits})
+		ListFallback: listFallback(g.cfg.ListFallback), Approvals: g.gate, Catalog: g.catalog(), Limits: g.limits,
+		// Logging is announced when an upstream offers it (docs/contract.md §16):
+		// its messages are relayed to the calling client.
+		Logging: g.pool != nil && g.pool.OffersLogging()})
 	a.AddHook(g.obs.hook(g.ledger.Hook()))
 	a.AddHook(g.obs.hook(g.audit.Hook()))
 	a.AddHook(g.obs.hook(g.m.Hook()))

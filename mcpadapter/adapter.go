@@ -69,6 +69,10 @@ type Options struct {
 	// (docs/contract.md §18); nil: a call a limit rule names fails closed
 	// (internal error).
 	Limits Limits
+	// Logging makes NewServer announce the logging capability
+	// (docs/contract.md §16): set it when a method may log to its client
+	// (a Go method through its Peer, an upstream that offers logging).
+	Logging bool
 }
 
 // ListFallback says what tools/list shows when the grant policy fails.
@@ -105,6 +109,8 @@ type Adapter struct {
 	// asks (confirmState), so that only answers it asked for count.
 	confirmKey [32]byte
 	catalog    catalogSessions // subscribers' callers (catalog.go)
+	// levels are the levels sessions set with logging/setLevel (Peer.Log).
+	levels logLevels
 }
 
 // New returns an Adapter. It panics when Revisions or Methods is nil.
@@ -145,6 +151,9 @@ func (a *Adapter) NewServer(impl *mcp.Implementation, opts *mcp.ServerOptions) *
 		o.Capabilities.Tools = &mcp.ToolCapabilities{ListChanged: true}
 	}
 	a.catalogServerOptions(&o)
+	if a.opts.Logging && o.Capabilities.Logging == nil {
+		o.Capabilities.Logging = &mcp.LoggingCapabilities{}
+	}
 	s := mcp.NewServer(impl, &o)
 	a.Install(s)
 	return s
@@ -164,14 +173,22 @@ func (a *Adapter) Install(s *mcp.Server) {
 			case *mcp.ListToolsRequest:
 				return a.listSafely(ctx, r), nil
 			}
-			if method == methodSubscriptionsListen {
+			switch method {
+			case methodSubscriptionsListen:
 				ss, _ := req.GetSession().(*mcp.ServerSession)
 				a.sessions.listed(ss, a.opts.Caller(ctx, req), a.log)
+			case methodSetLevel:
+				res, err := next(ctx, method, req)
+				params, _ := req.GetParams().(*mcp.SetLoggingLevelParams)
+				if ss, _ := req.GetSession().(*mcp.ServerSession); err == nil && params != nil {
+					a.levels.set(ss, params.Level, a.log)
+				}
+				return res, err
 			}
 			return next(ctx, method, req)
 		}
 	})
-	s.AddSendingMiddleware(a.filterListChanged)
+	s.AddSendingMiddleware(a.filterListChanged, sendUnfilteredLog)
 	a.installCatalog(s)
 }
 

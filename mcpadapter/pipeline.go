@@ -39,6 +39,9 @@ type pipeline struct {
 	// result, in a dry run, is a result the method is taken to return:
 	// the result rules run on it (docs/contract.md §18). nil: none.
 	result *mcp.CallToolResult
+	// peer: the method runs with the call's Peer in its context (a served
+	// call with a session).
+	peer bool
 }
 
 // callInput is one tools/call as the pipeline reads it.
@@ -107,7 +110,7 @@ func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *Record {
 		revision: a.revision,
 		start:    start,
 	}
-	pl := &pipeline{a: a, methods: a.opts.Methods}
+	pl := &pipeline{a: a, methods: a.opts.Methods, peer: req.Session != nil}
 	call, rec := pl.run(ctx, in)
 	if call == nil {
 		return rec // steps 1 and 2: no grant decision, nobody hears of it
@@ -398,6 +401,9 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 	}
 	// Step 7: run the method.
 	t = time.Now()
+	if p.peer {
+		ctx = p.a.withPeer(ctx, in.req, call.Caller)
+	}
 	var res *mcp.CallToolResult
 	err = safely(func() error {
 		var err error

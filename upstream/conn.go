@@ -40,6 +40,8 @@ type conn struct {
 	notices   uint64 // notifications/tools/list_changed received
 	noticeAt  time.Time
 	relisting bool // a relist goroutine runs
+
+	relay relaySessions // the caller sessions (relay.go)
 }
 
 // session is one client session to the upstream.
@@ -159,25 +161,9 @@ func (c *conn) dial(ch chan struct{}, caller context.Context) {
 // open starts the transport, initializes the session and lists the tools
 // (a failed listing leaves tools nil but the session usable).
 func (c *conn) open(ctx context.Context) (*session, []*mcp.Tool, error) {
-	var (
-		t   mcp.Transport
-		cmd *exec.Cmd
-	)
-	switch {
-	case c.cfg.Transport != nil:
-		if t = c.cfg.Transport(); t == nil {
-			return nil, nil, errors.New("connect: the transport factory returned nil")
-		}
-	case c.cfg.URL != "":
-		// An importing upstream's own notifications/tools/list_changed
-		// (docs/contract.md §15) come on the standalone SSE stream; the others need
-		// request/response only.
-		t = &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, DisableStandaloneSSE: !c.cfg.Import, HTTPClient: c.creds.httpClient()}
-	default:
-		cmd = exec.Command(c.cfg.Command[0], c.cfg.Command[1:]...)
-		cmd.Env = c.creds.childEnv()
-		cmd.Stderr = c.pool.opts.Stderr
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: c.pool.opts.TerminateGrace}
+	t, cmd, err := c.sessionTransport(SessionFor{})
+	if err != nil {
+		return nil, nil, err
 	}
 	cs, err := c.newClient().Connect(ctx, t, nil)
 	if err != nil {
@@ -370,6 +356,7 @@ func (c *conn) shutdown() {
 	if s != nil {
 		c.pool.wg.Go(func() { c.closeSession(s) })
 	}
+	c.shutdownRelay()
 }
 
 // closeSession ends s: the SDK closes stdin, waits TerminateGrace, sends

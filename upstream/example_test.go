@@ -53,5 +53,6 @@ func ExamplePool() {
 	// demo.echo upstream:demo/echo 8
 	// demo.fail upstream:demo/fail 0
 	// demo.hello upstream:demo/hello 1
+	// demo.interact upstream:demo/interact 2
 	// demo.slow upstream:demo/slow 1
 }

@@ -29,7 +29,7 @@ func TestImportedRows(t *testing.T) {
 		}
 		// Upstream order (the go-sdk lists by name); the 126-character name is skipped (up.+126 > 128);
 		// plain is not imported.
-		assert.Equal(t, []string{"up.crash", "up.echo", "up.fail", "up.hello", "up.slow"}, names)
+		assert.Equal(t, []string{"up.crash", "up.echo", "up.fail", "up.hello", "up.interact", "up.slow"}, names)
 
 		hello := byName["up.hello"]
 		assert.Equal(t, "upstream:up/hello", hello.Method)

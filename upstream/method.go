@@ -41,6 +41,9 @@ func (m *method) Bind(args []mcpadapter.Arg) (mcpadapter.Invocation, error) {
 		obj[a.Name] = a.Value
 	}
 	return func(ctx context.Context) (*mcp.CallToolResult, error) {
+		if peer := mcpadapter.PeerOf(ctx); peer != nil && peer.Caller() != nil {
+			return m.conn.callRelayed(ctx, peer, m.tool, obj)
+		}
 		return m.conn.call(ctx, m.tool, obj)
 	}, nil
 }

@@ -112,7 +112,7 @@ func TestPinsFollowListChanged(t *testing.T) {
 	require.Contains(t, first, "plain.hello")
 	f, err := pins.Load(path)
 	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"crash", "echo", "fail", "hello", "mutate", "slow", testserver.LongName}, mapsKeys(f.Upstreams["up"]))
+	require.ElementsMatch(t, []string{"crash", "echo", "fail", "hello", "interact", "mutate", "slow", testserver.LongName}, mapsKeys(f.Upstreams["up"]))
 	require.NotContains(t, f.Upstreams, "plain", "only pinned upstreams are recorded")
 
 	waitChanged(t, p, "up") // the first connection's listing

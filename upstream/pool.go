@@ -65,6 +65,17 @@ type Options struct {
 	// Pins is the pins file of the upstreams configured with Pin (docs/contract.md
 	// §15); required when one is.
 	Pins string
+	// MaxCallerSessions bounds the caller sessions (docs/relay.md) open at
+	// once to one upstream, idle or in use; zero is
+	// DefaultMaxCallerSessions. A call past it fails.
+	MaxCallerSessions int
+	// MaxIdleCallerSessions bounds those kept idle, per upstream (the
+	// least recently used is closed past it); zero is
+	// DefaultMaxIdleCallerSessions.
+	MaxIdleCallerSessions int
+	// CallerIdleTimeout closes a caller session idle that long; zero is
+	// DefaultCallerIdleTimeout.
+	CallerIdleTimeout time.Duration
 	// OnDrift, when set, is called once for each definition of a pinned
 	// upstream's tool seen not matching its pin (drifted, or new): the
 	// place to count it. The warning is logged either way.
@@ -115,6 +126,15 @@ func NewPool(cfgs []Config, opts *Options) (*Pool, error) {
 	}
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
+	}
+	if o.MaxCallerSessions <= 0 {
+		o.MaxCallerSessions = DefaultMaxCallerSessions
+	}
+	if o.MaxIdleCallerSessions <= 0 {
+		o.MaxIdleCallerSessions = DefaultMaxIdleCallerSessions
+	}
+	if o.CallerIdleTimeout <= 0 {
+		o.CallerIdleTimeout = DefaultCallerIdleTimeout
 	}
 	log := o.Logger
 	if log == nil {
@@ -242,7 +262,9 @@ func (ch chain) Method(name string) (mcpadapter.Method, bool) {
 // tools again (relist).
 func (c *conn) newClient() *mcp.Client {
 	opts := &mcp.ClientOptions{
-		// No roots, sampling or elicitation: toolgate only calls tools.
+		// No roots, sampling or elicitation: the shared session lists and
+		// imports; calls made for a client run on its caller's sessions
+		// (relay.go).
 		Capabilities: &mcp.ClientCapabilities{},
 	}
 	if c.cfg.Import {

@@ -218,7 +218,7 @@ func appendProtocolEntries(buf, obj []byte) ([]byte, bool) {
 // conversion may keep off the heap).
 func isProtocolKeyBytes(k []byte) bool {
 	const prefix = "io.modelcontextprotocol/"
-	return len(k) > len(prefix) && string(k[:len(prefix)]) == prefix
+	return len(k) > len(prefix) && string(k[:len(prefix)]) == prefix || string(k) == progressTokenKey
 }
 
 // rewriteRawFast is rewriteRaw for a request of the common shape (the

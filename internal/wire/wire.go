@@ -80,13 +80,15 @@ func rewriteParamsFull(method string, params json.RawMessage) json.RawMessage {
 		}
 	}
 	// Keep the entries the SDK reads itself (protocol version, client info
-	// of the 2026-07-28 revision), when _meta is an object.
+	// of the 2026-07-28 revision) and the progressToken (a method reports
+	// progress with it, the relay sends it upstream: docs/relay.md), when
+	// _meta is an object. The policy saw them: they are in Info.Meta.
 	sdkMeta := map[string]json.RawMessage{}
 	if raw, ok := obj["_meta"]; ok {
 		var m map[string]json.RawMessage
 		if json.Unmarshal(raw, &m) == nil {
 			for k, v := range m {
-				if isProtocolKey(k) {
+				if isProtocolKey(k) || k == progressTokenKey {
 					sdkMeta[k] = v
 				}
 			}
@@ -130,6 +132,9 @@ func dropUndecodable(method string, obj map[string]json.RawMessage) {
 		}
 	}
 }
+
+// progressTokenKey is the _meta entry of a request's progress token.
+const progressTokenKey = "progressToken"
 
 func isProtocolKey(k string) bool {
 	const prefix = "io.modelcontextprotocol/"

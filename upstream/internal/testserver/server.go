@@ -15,6 +15,13 @@
 //     schema exercises every argument type and keyword an import maps
 //   - a tool whose name is 126 characters long (too long to import under
 //     any upstream name)
+//   - interact {label string, force bool}: the relay's tool (docs/relay.md):
+//     reports progress 1/2 (when the call has a progressToken), logs label
+//     at info, asks its client to sample (label as the prompt), to elicit
+//     ({"answer": string}, label as the message) and for its roots, each
+//     when the client declared the capability (or always, with force),
+//     reports progress 2/2, and answers what it got:
+//     "LABEL sampled=... elicited=... roots=..."
 //   - with Options.StageFile: mutate {stage int}, which changes hello and
 //     adds a tool (SetStage), for pinning tests
 package testserver
@@ -41,6 +48,9 @@ type Options struct {
 	// starts sleeping: an event a test waits on to know that a call is in
 	// flight.
 	SlowStarted func(ms int)
+	// SlowCancelled, when set, runs with the call's ms when a slow call
+	// is cancelled.
+	SlowCancelled func(ms int)
 	// StageFile, when set, makes the tools follow a stage kept in that
 	// file (see SetStage): the stage is read at start (a missing file is
 	// stage 0), and the tool mutate {stage int} writes it and applies it,
@@ -102,6 +112,10 @@ func readStage(file string) int {
 // SlowStartedLine is what the upstreamtest command writes to stderr, with
 // the call's ms after a space, when its slow tool starts sleeping.
 const SlowStartedLine = "upstreamtest: slow started"
+
+// SlowCancelledLine is what the upstreamtest command writes to stderr, with
+// the call's ms, when a slow call is cancelled.
+const SlowCancelledLine = "upstreamtest: slow cancelled"
 
 // LongName is the name of the tool too long to import.
 var LongName = strings.Repeat("x", 126)
@@ -165,8 +179,20 @@ func New(opts Options) *mcp.Server {
 			case <-t.C:
 				return text(fmt.Sprintf("slept %d", in.MS), false), nil, nil
 			case <-ctx.Done():
+				if opts.SlowCancelled != nil {
+					opts.SlowCancelled(in.MS)
+				}
 				return nil, nil, ctx.Err()
 			}
+		})
+
+	type interactIn struct {
+		Label string `json:"label"`
+		Force bool   `json:"force,omitempty"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "interact", Description: "Talks to its client during the call."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in interactIn) (*mcp.CallToolResult, any, error) {
+			return text(interact(ctx, req, in.Label, in.Force), false), nil, nil
 		})
 
 	s.AddTool(&mcp.Tool{Name: "crash", Description: "Ends the server process.", InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -202,6 +228,73 @@ func New(opts Options) *mcp.Server {
 			})
 	}
 	return s
+}
+
+// interact is the interact tool.
+func interact(ctx context.Context, req *mcp.CallToolRequest, label string, force bool) string {
+	ss := req.Session
+	tok := req.Params.GetProgressToken()
+	if tok != nil {
+		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2, Message: label})
+	}
+	_ = ss.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "interact", Data: label})
+	caps := req.ClientCapabilities()
+	if caps == nil {
+		if ip := ss.InitializeParams(); ip != nil {
+			caps = ip.Capabilities
+		}
+	}
+	if caps == nil {
+		caps = &mcp.ClientCapabilities{}
+	}
+	out := []string{label}
+	switch {
+	case caps.Sampling != nil || force:
+		res, err := ss.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
+			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: label}}}})
+		switch {
+		case err != nil:
+			out = append(out, "sampled=error")
+		case res.Content != nil:
+			if tc, ok := res.Content.(*mcp.TextContent); ok {
+				out = append(out, "sampled="+tc.Text)
+			}
+		}
+	default:
+		out = append(out, "sampled=none")
+	}
+	switch {
+	case caps.Elicitation != nil || force:
+		res, err := ss.Elicit(ctx, &mcp.ElicitParams{Message: label, RequestedSchema: map[string]any{
+			"type": "object", "properties": map[string]any{"answer": map[string]any{"type": "string"}}}})
+		if err != nil {
+			out = append(out, "elicited=error")
+		} else {
+			a, _ := res.Content["answer"].(string)
+			out = append(out, "elicited="+res.Action+":"+a)
+		}
+	default:
+		out = append(out, "elicited=none")
+	}
+	switch {
+	case caps.RootsV2 != nil || force:
+		res, err := ss.ListRoots(ctx, nil)
+		if err != nil {
+			out = append(out, "roots=error")
+		} else {
+			var uris []string
+			for _, r := range res.Roots {
+				uris = append(uris, r.URI)
+			}
+			out = append(out, "roots="+strings.Join(uris, ","))
+		}
+	default:
+		out = append(out, "roots=none")
+	}
+	if tok != nil {
+		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 2, Total: 2, Message: label})
+	}
+	return strings.Join(out, " ")
 }
 
 func text(s string, isError bool) *mcp.CallToolResult {

@@ -1,7 +1,8 @@
 // Command upstreamtest serves the test upstream MCP server over stdio, or
 // with -http ADDR over streamable HTTP (it prints "serving http://ADDR/mcp"
 // once it listens). Its crash tool exits the process with status 3; its
-// slow tool writes SlowStartedLine to stderr once it is sleeping;
+// slow tool writes SlowStartedLine to stderr once it is sleeping, and
+// SlowCancelledLine when cancelled;
 // -stage-file FILE sets testserver.Options.StageFile.
 package main
 
@@ -25,10 +26,11 @@ func main() {
 	addr := flag.String("http", "", "serve streamable HTTP at `ADDR` instead of stdio")
 	flag.Parse()
 	s := testserver.New(testserver.Options{
-		Crash:       func() { os.Exit(3) },
-		SlowStarted: func(ms int) { fmt.Fprintln(os.Stderr, testserver.SlowStartedLine, ms) },
-		StageFile:   *stageFile,
-		Env:         *env,
+		Crash:         func() { os.Exit(3) },
+		SlowStarted:   func(ms int) { fmt.Fprintln(os.Stderr, testserver.SlowStartedLine, ms) },
+		SlowCancelled: func(ms int) { fmt.Fprintln(os.Stderr, testserver.SlowCancelledLine, ms) },
+		StageFile:     *stageFile,
+		Env:           *env,
 	})
 	if *addr == "" {
 		if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {

@@ -1,0 +1,2 @@
+# examples/peer: no override; the registry decides.
+package toolgate.grant

@@ -1,0 +1,251 @@
+package mcpadapter
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/engine"
+)
+
+// Peer is the client of the tools/call being served, as the method that
+// runs it sees it (docs/contract.md §16, docs/relay.md): a method reports
+// progress and logs to that client, and asks it to sample, elicit or list
+// its roots, through the Peer of its call's context (PeerOf). Everything
+// sent through a Peer goes to the calling client only, on the session the
+// call came on; none of it is part of the call's result, which hooks,
+// approvals and audit see as before.
+//
+// A Peer is valid while its call runs; it is safe for concurrent use.
+type Peer struct {
+	a      *Adapter
+	req    *mcp.CallToolRequest
+	ss     *mcp.ServerSession
+	caller *engine.Caller
+}
+
+type peerKey struct{}
+
+// PeerOf returns the Peer of the call ctx runs, nil outside a served call
+// (a dry run, a call made without a session).
+func PeerOf(ctx context.Context) *Peer {
+	p, _ := ctx.Value(peerKey{}).(*Peer)
+	return p
+}
+
+// withPeer attaches the call's Peer to ctx: one allocation for the Peer
+// and one for the context, per call (never per message).
+func (a *Adapter) withPeer(ctx context.Context, req *mcp.CallToolRequest, caller *engine.Caller) context.Context {
+	if req == nil || req.Session == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, peerKey{}, &Peer{a: a, req: req, ss: req.Session, caller: caller})
+}
+
+// ErrNoPeer is returned by a Peer's requests when the calling client
+// cannot be asked: it did not declare the capability.
+var ErrNoPeer = errors.New("mcpadapter: the calling client did not declare this capability")
+
+// Caller is the caller of the call, as the policy saw it.
+func (p *Peer) Caller() *engine.Caller { return p.caller }
+
+// Owner is the key of the caller's identity, the identity source and the
+// subject ("token:alice", "jwt:alice"), as HTTP sessions are bound to it;
+// for a caller without one (stdio, a CallerFunc of the library) it is
+// "caller:" and the subject. Upstream sessions are keyed by it.
+func (p *Peer) Owner() string {
+	if extra := p.req.GetExtra(); extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
+		return extra.TokenInfo.UserID
+	}
+	if p.caller == nil {
+		return ""
+	}
+	return "caller:" + p.caller.Subject
+}
+
+// ProtocolVersion is the protocol revision of the calling client's session.
+func (p *Peer) ProtocolVersion() string {
+	if ip := p.ss.InitializeParams(); ip != nil {
+		return ip.ProtocolVersion
+	}
+	return ""
+}
+
+// Capabilities are the capabilities the calling client declared; nil when
+// it declared none.
+func (p *Peer) Capabilities() *mcp.ClientCapabilities {
+	if caps := p.req.ClientCapabilities(); caps != nil {
+		return caps
+	}
+	if ip := p.ss.InitializeParams(); ip != nil {
+		return ip.Capabilities
+	}
+	return nil
+}
+
+// ProgressToken is the progressToken the client sent with the call; nil
+// when it asked for no progress.
+func (p *Peer) ProgressToken() any {
+	if p.req.Params == nil {
+		return nil
+	}
+	return p.req.Params.GetProgressToken()
+}
+
+// InputResponses and RequestState are what a client of the 2026-07-28
+// revision sent back after an input-required result (SEP-2322).
+func (p *Peer) InputResponses() mcp.InputResponseMap {
+	if p.req.Params == nil {
+		return nil
+	}
+	return p.req.Params.InputResponses
+}
+
+// RequestState: see InputResponses.
+func (p *Peer) RequestState() string {
+	if p.req.Params == nil {
+		return ""
+	}
+	return p.req.Params.RequestState
+}
+
+// LogLevel is the level the client set with logging/setLevel on its
+// session; ok is false when it set none.
+func (p *Peer) LogLevel() (level mcp.LoggingLevel, ok bool) { return p.a.levels.get(p.ss) }
+
+// Progress sends the client a notifications/progress for the call, when
+// it asked for progress (sent a progressToken); it does nothing otherwise.
+// total 0 is unknown.
+func (p *Peer) Progress(ctx context.Context, progress, total float64, message string) error {
+	tok := p.ProgressToken()
+	if tok == nil {
+		return nil
+	}
+	return p.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: progress, Total: total, Message: message})
+}
+
+// NotifyProgress sends a notifications/progress as is (the relay's; a Go
+// method calls Progress). Its token must be the call's.
+func (p *Peer) NotifyProgress(ctx context.Context, params *mcp.ProgressNotificationParams) error {
+	return p.ss.NotifyProgress(ctx, params)
+}
+
+// Log sends the client a notifications/message: data at level, from
+// logger (may be ""). A client that set a level with logging/setLevel
+// gets the messages at that level or above; one that set none gets every
+// message (docs/contract.md §16).
+func (p *Peer) Log(ctx context.Context, level mcp.LoggingLevel, logger string, data any) error {
+	return p.LogMessage(ctx, &mcp.LoggingMessageParams{Level: level, Logger: logger, Data: data})
+}
+
+// LogMessage is Log with the notification's params as they are (the
+// relay's).
+func (p *Peer) LogMessage(ctx context.Context, params *mcp.LoggingMessageParams) error {
+	if _, set := p.a.levels.get(p.ss); set || p.ProtocolVersion() >= multiRoundTripRevision {
+		// The SDK filters by the level set (or, on 2026-07-28, by the
+		// request's _meta level).
+		return p.ss.Log(ctx, params)
+	}
+	// The SDK sends nothing to a session that set no level; the contract
+	// says such a client gets everything. The message goes out through
+	// the sending path of a progress notification, which the adapter's
+	// sending middleware (sendUnfilteredLog) turns into this message.
+	return p.ss.NotifyProgress(context.WithValue(ctx, unfilteredLogKey{}, params), &mcp.ProgressNotificationParams{})
+}
+
+// CreateMessage asks the client to sample (sampling/createMessage), and
+// waits for its answer. A client that did not declare sampling is not
+// asked: ErrNoPeer.
+func (p *Peer) CreateMessage(ctx context.Context, params *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
+	if caps := p.Capabilities(); caps == nil || caps.Sampling == nil {
+		return nil, ErrNoPeer
+	}
+	return p.ss.CreateMessageWithTools(ctx, params)
+}
+
+// Elicit asks the client's user for input (elicitation/create), and waits
+// for the answer. A client that did not declare elicitation is not asked:
+// ErrNoPeer.
+func (p *Peer) Elicit(ctx context.Context, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	if caps := p.Capabilities(); caps == nil || caps.Elicitation == nil {
+		return nil, ErrNoPeer
+	}
+	return p.ss.Elicit(ctx, params)
+}
+
+// ListRoots asks the client for its roots (roots/list). A client that did
+// not declare roots is not asked: ErrNoPeer.
+func (p *Peer) ListRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
+	if caps := p.Capabilities(); caps == nil || caps.RootsV2 == nil {
+		return nil, ErrNoPeer
+	}
+	return p.ss.ListRoots(ctx, &mcp.ListRootsParams{})
+}
+
+type unfilteredLogKey struct{}
+
+// sendUnfilteredLog is the sending middleware behind LogMessage for a
+// client that set no level: a progress notification carrying a log
+// message in its context is sent as that notifications/message.
+func sendUnfilteredLog(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == methodProgress {
+			if params, ok := ctx.Value(unfilteredLogKey{}).(*mcp.LoggingMessageParams); ok {
+				ss, _ := req.GetSession().(*mcp.ServerSession)
+				return next(ctx, methodLogMessage, &mcp.ServerRequest[*mcp.LoggingMessageParams]{Session: ss, Params: params})
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+const (
+	methodProgress   = "notifications/progress"
+	methodLogMessage = "notifications/message"
+	methodSetLevel   = "logging/setLevel"
+)
+
+// logLevels remembers the level each session set with logging/setLevel
+// (the SDK keeps it, unexported). A session is forgotten when it ends.
+type logLevels struct {
+	mu     sync.Mutex
+	levels map[*mcp.ServerSession]mcp.LoggingLevel
+}
+
+func (l *logLevels) get(ss *mcp.ServerSession) (mcp.LoggingLevel, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lv, ok := l.levels[ss]
+	return lv, ok
+}
+
+// set records ss's level; the first time, one goroutine waits for the
+// session's end to forget it (one per session that sets a level).
+func (l *logLevels) set(ss *mcp.ServerSession, level mcp.LoggingLevel, log *slog.Logger) {
+	if ss == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.levels[ss]; ok {
+		l.levels[ss] = level
+		return
+	}
+	if len(l.levels) >= maxListingSessions {
+		log.Warn("toolgate: too many sessions set a log level; this one is not remembered", slog.Int("max", maxListingSessions))
+		return
+	}
+	if l.levels == nil {
+		l.levels = map[*mcp.ServerSession]mcp.LoggingLevel{}
+	}
+	l.levels[ss] = level
+	go func() {
+		_ = ss.Wait()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		delete(l.levels, ss)
+	}()
+}

@@ -1,0 +1,2 @@
+# scripts/conformance: no override; the registry's sections decide.
+package toolgate.grant

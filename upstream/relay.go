@@ -1,0 +1,714 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+// The relay (docs/contract.md §16, docs/relay.md).
+//
+// Inside a governed call to an upstream tool, what the upstream sends the
+// calling client (progress, log messages, sampling, elicitation and roots
+// requests) and what the client sends back (answers, cancellation) flow
+// between the two, and reach no other caller.
+//
+// How upstream sessions map to callers: a governed call runs on an
+// upstream session of its own caller (keyed by the caller's identity key,
+// Peer.Owner: identity source and subject, "token:alice" is not
+// "jwt:alice"), and that session serves ONE call at a time: a call leases
+// an idle session of its key or opens one, and returns it when it ends.
+// Why:
+//   - MCP ties nothing the upstream sends to the call it is for, except
+//     progress (its token): log messages and sampling, elicitation and
+//     roots requests carry no request id, and over stdio there is not even
+//     a stream per request. On a session that serves one call at a time,
+//     everything the upstream sends belongs to that call: the routing is
+//     exact on both transports, whatever the upstream's stream discipline,
+//     without rewriting anything. A caller with several calls in flight
+//     has as many sessions (bounded below), never a shared one.
+//   - A session is only ever leased to calls of one identity, so a message
+//     that arrives late (after its call ended) can at worst reach a later
+//     call of the same caller, never another caller; and a session whose
+//     call was cancelled or failed is closed, not reused.
+//   - Per-caller sessions are what per-caller credentials need (§17):
+//     sessionTransport, below, is where a session's transport is built
+//     knowing whom for.
+//
+// The key also holds the client's protocol revision and the capabilities
+// it declared (sampling, elicitation, roots): the upstream session is
+// opened with the same, so the upstream sees what it would see directly
+// (a client without sampling is not asked to sample: the upstream knows,
+// and never waits).
+//
+// Bounds, per upstream (Options): at most MaxCallerSessions caller
+// sessions open at once (idle or in use); at most MaxIdleCallerSessions
+// kept idle, the least recently used closed past it; an idle session is
+// closed after CallerIdleTimeout. Only idle sessions are ever closed by
+// these bounds: closing never cuts a call in flight. A call that finds
+// MaxCallerSessions in use fails (ErrUnavailable), it does not wait.
+//
+// The shared session (conn.session) stays: it lists and imports the
+// upstream's tools, and serves calls made without a Peer (a direct
+// Invocation, outside a served call).
+
+// Defaults of the relay's bounds (Options).
+const (
+	DefaultMaxCallerSessions     = 64
+	DefaultMaxIdleCallerSessions = 16
+	DefaultCallerIdleTimeout     = 2 * time.Minute
+)
+
+// SessionFor says whom an upstream session is opened for.
+type SessionFor struct {
+	// Owner is the caller's identity key (mcpadapter.Peer.Owner); "" for
+	// the shared session.
+	Owner string
+	// Caller is the caller as the policy saw it; nil for the shared
+	// session.
+	Caller *engine.Caller
+	// Token is the caller's verified access token, for an upstream that
+	// exchanges it (docs/contract.md §17); nil for the shared session and
+	// for callers without one.
+	Token *identity.AccessToken
+}
+
+// sessionTransport builds the transport of one session to the upstream,
+// opened for who: THE seam where per-caller credentials plug in (the HTTP
+// client, hence headers and tokens, of a streamable HTTP upstream; the
+// environment of a stdio upstream's process). cmd is the stdio process,
+// nil otherwise.
+func (c *conn) sessionTransport(who SessionFor) (t mcp.Transport, cmd *exec.Cmd, err error) {
+	switch {
+	case c.cfg.Transport != nil:
+		if t = c.cfg.Transport(); t == nil {
+			return nil, nil, errors.New("connect: the transport factory returned nil")
+		}
+		return t, nil, nil
+	case c.cfg.URL != "":
+		// An importing upstream's own notifications/tools/list_changed
+		// (docs/contract.md §15) come on the standalone SSE stream of the
+		// shared session; a caller's session needs only the streams of its
+		// requests (where the upstream sends what concerns a call).
+		return &mcp.StreamableClientTransport{
+			Endpoint:             c.cfg.URL,
+			HTTPClient:           c.httpClient(who),
+			DisableStandaloneSSE: who.Owner != "" || !c.cfg.Import,
+		}, nil, nil
+	default:
+		cmd = exec.Command(c.cfg.Command[0], c.cfg.Command[1:]...)
+		cmd.Env = c.processEnv(who)
+		cmd.Stderr = c.pool.opts.Stderr
+		return &mcp.CommandTransport{Command: cmd, TerminateDuration: c.pool.opts.TerminateGrace}, cmd, nil
+	}
+}
+
+// httpClient is the HTTP client of a session opened for who (its headers
+// and token, docs/contract.md §17): with token exchange, a caller session's
+// requests all carry the token exchanged for who's access token; nil is
+// http.DefaultClient.
+func (c *conn) httpClient(who SessionFor) *http.Client { return c.creds.httpClientFor(who.Token) }
+
+// processEnv is the environment of a stdio process started for who: PATH,
+// HOME, LANG, TZ and TMPDIR and the upstream's env, or all of toolgate's
+// with inherit_env (docs/contract.md §17).
+func (c *conn) processEnv(SessionFor) []string { return c.creds.childEnv() }
+
+// relayKey is what a caller session is leased by.
+type relayKey struct {
+	owner   string
+	version string
+	caps    capBits
+}
+
+// capBits are the client capabilities a caller session declares upstream.
+type capBits uint8
+
+const (
+	capSampling capBits = 1 << iota
+	capSamplingTools
+	capSamplingContext
+	capElicitation
+	capElicitForm
+	capElicitURL
+	capRoots
+	capRootsListChanged
+)
+
+func capsOf(c *mcp.ClientCapabilities) capBits {
+	if c == nil {
+		return 0
+	}
+	var b capBits
+	if s := c.Sampling; s != nil {
+		b |= capSampling
+		if s.Tools != nil {
+			b |= capSamplingTools
+		}
+		if s.Context != nil {
+			b |= capSamplingContext
+		}
+	}
+	if e := c.Elicitation; e != nil {
+		b |= capElicitation
+		if e.Form != nil {
+			b |= capElicitForm
+		}
+		if e.URL != nil {
+			b |= capElicitURL
+		}
+	}
+	if r := c.RootsV2; r != nil {
+		b |= capRoots
+		if r.ListChanged {
+			b |= capRootsListChanged
+		}
+	}
+	return b
+}
+
+func (b capBits) capabilities() *mcp.ClientCapabilities {
+	c := &mcp.ClientCapabilities{}
+	if b&capSampling != 0 {
+		c.Sampling = &mcp.SamplingCapabilities{}
+		if b&capSamplingTools != 0 {
+			c.Sampling.Tools = &mcp.SamplingToolsCapabilities{}
+		}
+		if b&capSamplingContext != 0 {
+			c.Sampling.Context = &mcp.SamplingContextCapabilities{}
+		}
+	}
+	if b&capElicitation != 0 {
+		c.Elicitation = &mcp.ElicitationCapabilities{}
+		if b&capElicitForm != 0 {
+			c.Elicitation.Form = &mcp.FormElicitationCapabilities{}
+		}
+		if b&capElicitURL != 0 {
+			c.Elicitation.URL = &mcp.URLElicitationCapabilities{}
+		}
+	}
+	if b&capRoots != 0 {
+		c.RootsV2 = &mcp.RootCapabilities{ListChanged: b&capRootsListChanged != 0}
+	}
+	return c
+}
+
+// callerSession is one caller session: an upstream session leased to one
+// call at a time.
+type callerSession struct {
+	s   *session
+	key relayKey
+	// call is the call holding the lease, or the last one to (nil before
+	// the first): what the upstream sends goes to it. It stays after the
+	// call returned, until the next lease: the go-sdk client hands a
+	// response over before the notifications queued ahead of it are
+	// handled, so a progress or log message the upstream sent just before
+	// its result is handled after the call returned, and still goes to
+	// that call's client (never to another caller: a session is leased by
+	// one identity only).
+	call atomic.Pointer[relayCall]
+	// prev is the call before it: a late progress notification for it
+	// (its token) still goes to its client after the next call leased the
+	// session.
+	prev atomic.Pointer[relayCall]
+	// logging: the upstream announced logging. level is the level last
+	// set upstream (only touched by the lease holder).
+	logging  bool
+	level    mcp.LoggingLevel
+	lastUsed time.Time
+	// in counts the notifications of a stdio session (nil otherwise).
+	in *inbox
+}
+
+// inbox counts the progress and log notifications a stdio caller session
+// has read and those its handlers are done with. The go-sdk client hands a
+// response to its caller as soon as it is read, before the notifications
+// read ahead of it are handled: a call waits (settle) until every
+// notification read before its result was relayed, so that the client
+// gets them before the result, in the upstream's order.
+type inbox struct {
+	mu      sync.Mutex
+	read    uint64
+	handled uint64
+	idle    chan struct{} // closed when handled catches up; nil: nobody waits
+}
+
+func (b *inbox) gotRead() {
+	b.mu.Lock()
+	b.read++
+	b.mu.Unlock()
+}
+
+func (b *inbox) gotHandled() {
+	b.mu.Lock()
+	b.handled++
+	if b.handled >= b.read && b.idle != nil {
+		close(b.idle)
+		b.idle = nil
+	}
+	b.mu.Unlock()
+}
+
+// settle waits until the notifications read so far are handled, or ctx
+// ends. It allocates only when it has to wait.
+func (b *inbox) settle(ctx context.Context) {
+	b.mu.Lock()
+	if b.handled >= b.read {
+		b.mu.Unlock()
+		return
+	}
+	if b.idle == nil {
+		b.idle = make(chan struct{})
+	}
+	ch := b.idle
+	b.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+}
+
+// countingTransport counts the notifications its connection reads into an
+// inbox. Only for stdio: the streamable HTTP client connection has methods
+// of the SDK's own that a wrapper would hide.
+type countingTransport struct {
+	mcp.Transport
+	in *inbox
+}
+
+func (t countingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{Connection: c, in: t.in}, nil
+}
+
+type countingConn struct {
+	mcp.Connection
+	in *inbox
+}
+
+func (c countingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if r, ok := m.(*jsonrpc.Request); ok && err == nil && !r.IsCall() && (r.Method == methodProgress || r.Method == methodLogMessage) {
+		c.in.gotRead()
+	}
+	return m, err
+}
+
+const (
+	methodProgress   = "notifications/progress"
+	methodLogMessage = "notifications/message"
+)
+
+// relayCall is one call in flight on a caller session.
+type relayCall struct {
+	peer *mcpadapter.Peer
+	// ctx is the call's: what goes to the client is sent with it, so that
+	// over streamable HTTP it travels on the call's own response stream.
+	ctx   context.Context
+	token any // the client's progressToken; nil: none
+	// done: the call returned. A notification handled after that is sent
+	// outside the call's request (over streamable HTTP, on the session's
+	// standalone stream: the call's own stream has ended).
+	done atomic.Bool
+}
+
+// notifyContext is the context a notification for rc is sent with.
+func (rc *relayCall) notifyContext() context.Context {
+	if rc.done.Load() {
+		return context.Background()
+	}
+	return rc.ctx
+}
+
+// relaySessions are an upstream's caller sessions.
+type relaySessions struct {
+	mu    sync.Mutex
+	idle  []*callerSession // least recently used first
+	open  int              // open, in use or being opened
+	timer *time.Timer      // reaps idle sessions; nil when none is idle
+}
+
+var errTooManySessions = errors.New("too many caller sessions in use")
+
+// callRelayed runs one tools/call for peer's client on a session of its
+// caller, relaying what flows during it.
+func (c *conn) callRelayed(ctx context.Context, peer *mcpadapter.Peer, tool string, args any) (*mcp.CallToolResult, error) {
+	ctx, cancel := c.requestContext(ctx)
+	defer cancel()
+	// The shared session says whether the upstream is up (with its
+	// backoff): a down upstream fails its calls at once.
+	if _, err := c.session(ctx); err != nil {
+		return nil, fmt.Errorf("upstream %s: %w", c.cfg.Name, err)
+	}
+	key := relayKey{owner: peer.Owner(), version: peer.ProtocolVersion(), caps: capsOf(peer.Capabilities())}
+	cs, err := c.lease(ctx, key, peer)
+	if err != nil {
+		return nil, fmt.Errorf("upstream %s: %w", c.cfg.Name, err)
+	}
+	rc := &relayCall{peer: peer, ctx: ctx, token: progressToken(peer.ProgressToken())}
+	cs.prev.Store(cs.call.Swap(rc))
+	reuse := false
+	defer func() { c.release(cs, reuse, ctx.Err() != nil) }()
+	if cs.logging {
+		if lv, set := peer.LogLevel(); set && lv != cs.level {
+			if err := cs.s.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: lv}); err == nil {
+				cs.level = lv
+			}
+		}
+	}
+	params := &mcp.CallToolParams{Name: tool, Arguments: args, Meta: traceMeta(ctx),
+		InputResponses: peer.InputResponses(), RequestState: peer.RequestState()}
+	if rc.token != nil {
+		if params.Meta == nil {
+			params.Meta = mcp.Meta{}
+		}
+		params.Meta["progressToken"] = rc.token
+	}
+	res, err := cs.s.cs.CallTool(ctx, params)
+	if cs.in != nil {
+		cs.in.settle(ctx)
+	}
+	rc.done.Store(true)
+	if err == nil && res == nil {
+		err = errors.New("no result")
+	}
+	var rpcErr *jsonrpc.Error
+	// A session is reused after a result or the upstream's JSON-RPC error;
+	// one whose call was cancelled, timed out or broke is closed: the
+	// upstream may still be running that call, and nothing it sends for
+	// it may reach a later one.
+	reuse = ctx.Err() == nil && (err == nil || errors.As(err, &rpcErr))
+	if err != nil {
+		if cause := context.Cause(ctx); ctx.Err() != nil && cause != nil {
+			err = fmt.Errorf("%w (%w)", cause, err)
+		}
+		return nil, fmt.Errorf("upstream %s: tools/call %s: %w", c.cfg.Name, tool, err)
+	}
+	return res, nil
+}
+
+// progressToken is a token the relay can compare: a string or a number.
+func progressToken(t any) any {
+	switch t.(type) {
+	case string, float64, int64, int:
+		return t
+	}
+	return nil
+}
+
+// lease returns an idle session of key, or opens one.
+func (c *conn) lease(ctx context.Context, key relayKey, peer *mcpadapter.Peer) (*callerSession, error) {
+	r := &c.relay
+	r.mu.Lock()
+	if c.isClosed() {
+		r.mu.Unlock()
+		return nil, ErrClosed
+	}
+	for i := len(r.idle) - 1; i >= 0; i-- {
+		cs := r.idle[i]
+		if cs.key != key {
+			continue
+		}
+		r.idle = append(r.idle[:i], r.idle[i+1:]...)
+		if cs.s.alive() {
+			r.mu.Unlock()
+			return cs, nil
+		}
+		r.open--
+		c.pool.wg.Go(func() { c.closeSession(cs.s) })
+	}
+	if r.open >= c.pool.opts.MaxCallerSessions {
+		if len(r.idle) == 0 {
+			r.mu.Unlock()
+			return nil, fmt.Errorf("%w: %w (%d)", ErrUnavailable, errTooManySessions, c.pool.opts.MaxCallerSessions)
+		}
+		c.evictLocked(0)
+	}
+	r.open++
+	r.mu.Unlock()
+
+	cs, err := c.openCaller(ctx, key, peer)
+	if err != nil {
+		r.mu.Lock()
+		r.open--
+		r.mu.Unlock()
+		return nil, err
+	}
+	return cs, nil
+}
+
+// release returns a session after its call: to the idle ones, or closed.
+// The session of a cancelled call is closed after TerminateGrace (or at
+// Pool.Close): the SDK sends the upstream notifications/cancelled on a
+// goroutine of its own, which closing the session at once could overtake
+// (and an HTTP upstream waits for its calls in flight before it ends a
+// session).
+func (c *conn) release(cs *callerSession, reuse, cancelled bool) {
+	r := &c.relay
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !reuse || c.isClosed() || !cs.s.alive() {
+		r.open--
+		c.pool.wg.Go(func() {
+			if cancelled {
+				t := time.NewTimer(c.pool.opts.TerminateGrace)
+				select {
+				case <-t.C:
+				case <-c.pool.ctx.Done():
+					t.Stop()
+				}
+			}
+			c.closeSession(cs.s)
+		})
+		return
+	}
+	cs.lastUsed = time.Now()
+	r.idle = append(r.idle, cs)
+	if len(r.idle) > c.pool.opts.MaxIdleCallerSessions {
+		c.evictLocked(0)
+	}
+	if r.timer == nil {
+		r.timer = time.AfterFunc(c.pool.opts.CallerIdleTimeout, c.reapIdle)
+	}
+}
+
+// evictLocked closes the idle session at i. r.mu is held.
+func (c *conn) evictLocked(i int) {
+	r := &c.relay
+	cs := r.idle[i]
+	r.idle = append(r.idle[:i], r.idle[i+1:]...)
+	r.open--
+	c.pool.wg.Go(func() { c.closeSession(cs.s) })
+}
+
+// reapIdle closes the sessions idle for CallerIdleTimeout, and runs again
+// when the oldest of the others will be.
+func (c *conn) reapIdle() {
+	r := &c.relay
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.timer = nil
+	if c.isClosed() {
+		return
+	}
+	idle := c.pool.opts.CallerIdleTimeout
+	now := time.Now()
+	for len(r.idle) > 0 && now.Sub(r.idle[0].lastUsed) >= idle {
+		c.evictLocked(0)
+	}
+	if len(r.idle) > 0 {
+		r.timer = time.AfterFunc(idle-now.Sub(r.idle[0].lastUsed), c.reapIdle)
+	}
+}
+
+// shutdownRelay closes the idle caller sessions (Pool.Close); those in use
+// are closed when their call returns, which Pool.Close makes prompt.
+func (c *conn) shutdownRelay() {
+	r := &c.relay
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	for len(r.idle) > 0 {
+		c.evictLocked(0)
+	}
+}
+
+func (c *conn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// openCaller opens a caller session for key.
+func (c *conn) openCaller(ctx context.Context, key relayKey, peer *mcpadapter.Peer) (*callerSession, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.pool.opts.ConnectTimeout)
+	defer cancel()
+	cs := &callerSession{key: key}
+	t, cmd, err := c.sessionTransport(SessionFor{Owner: key.owner, Caller: peer.Caller(), Token: identity.AccessTokenFrom(ctx)})
+	if err != nil {
+		return nil, err
+	}
+	if cmd != nil {
+		cs.in = &inbox{}
+		t = countingTransport{Transport: t, in: cs.in}
+	}
+	var opts *mcp.ClientSessionOptions
+	if key.version != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: key.version}
+	}
+	sess, err := c.newCallerClient(cs, key.caps).Connect(ctx, t, opts)
+	if err != nil {
+		if cmd != nil && cmd.Process != nil {
+			_ = cmd.Process.Kill()
+		}
+		return nil, fmt.Errorf("connect for %s: %w", key.owner, err)
+	}
+	cs.s = &session{cs: sess, cmd: cmd, done: make(chan struct{})}
+	if ir := sess.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Logging != nil {
+		cs.logging = true
+	}
+	s := cs.s
+	c.pool.wg.Go(func() {
+		_ = sess.Wait()
+		close(s.done)
+	})
+	c.pool.log.Debug("upstream: caller session opened", slog.String("upstream", c.cfg.Name), slog.String("owner", key.owner))
+	return cs, nil
+}
+
+// errNoCall answers an upstream's request that arrives when no call holds
+// the session.
+var errNoCall = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "no call in progress"}
+
+// newCallerClient is the client of a caller session: it declares the
+// calling client's capabilities, and hands what the upstream sends to the
+// call holding the session. The multi round-trip middleware is off: an
+// input-required result (2026-07-28) goes to the client as it is, and the
+// client's answers come back with its next call (Peer.InputResponses).
+func (c *conn) newCallerClient(cs *callerSession, caps capBits) *mcp.Client {
+	opts := &mcp.ClientOptions{
+		Capabilities:   caps.capabilities(),
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			if cs.in != nil {
+				defer cs.in.gotHandled()
+			}
+			if rc := cs.call.Load(); rc != nil && req.Params != nil {
+				_ = rc.peer.LogMessage(rc.notifyContext(), req.Params)
+			}
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			if cs.in != nil {
+				defer cs.in.gotHandled()
+			}
+			if req.Params == nil {
+				return
+			}
+			for _, rc := range [2]*relayCall{cs.call.Load(), cs.prev.Load()} {
+				if rc != nil && rc.token != nil && sameToken(rc.token, req.Params.ProgressToken) {
+					_ = rc.peer.NotifyProgress(rc.notifyContext(), req.Params)
+					return
+				}
+			}
+		},
+	}
+	if caps&capSampling != 0 {
+		opts.CreateMessageWithToolsHandler = func(_ context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
+			rc := cs.call.Load()
+			if rc == nil {
+				return nil, errNoCall
+			}
+			if rc.done.Load() {
+				return nil, errNoCall
+			}
+			return rc.peer.CreateMessage(rc.ctx, req.Params)
+		}
+	}
+	if caps&capElicitation != 0 {
+		// Answered by the middleware below; the handler declares the
+		// capability.
+		opts.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, errNoCall }
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "v1"}, opts)
+	// roots/list, and elicitation/create as sent: the go-sdk client checks
+	// a requested schema against what it supports, and the answer against
+	// the schema, before its handler; the calling client (and the front
+	// server session) judge them as they would directly.
+	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch {
+			case method == methodListRoots && caps&capRoots != 0:
+			case method == methodElicit && caps&capElicitation != 0:
+			default:
+				return next(ctx, method, req)
+			}
+			rc := cs.call.Load()
+			if rc == nil || rc.done.Load() {
+				return nil, errNoCall
+			}
+			if method == methodListRoots {
+				return rc.peer.ListRoots(rc.ctx)
+			}
+			params, _ := req.GetParams().(*mcp.ElicitParams)
+			return rc.peer.Elicit(rc.ctx, params)
+		}
+	})
+	return client
+}
+
+const (
+	methodListRoots = "roots/list"
+	methodElicit    = "elicitation/create"
+)
+
+// sameToken compares progress tokens of the kinds progressToken keeps
+// (never two values of a type == would panic on).
+func sameToken(sent, got any) bool {
+	switch s := sent.(type) {
+	case string:
+		g, ok := got.(string)
+		return ok && g == s
+	case float64:
+		switch g := got.(type) {
+		case float64:
+			return g == s
+		case int64:
+			return float64(g) == s
+		case int:
+			return float64(g) == s
+		}
+	case int64:
+		switch g := got.(type) {
+		case float64:
+			return g == float64(s)
+		case int64:
+			return g == s
+		}
+	case int:
+		switch g := got.(type) {
+		case float64:
+			return g == float64(s)
+		case int:
+			return g == s
+		}
+	}
+	return false
+}
+
+// OffersLogging reports whether an upstream announced the logging
+// capability when its shared session was opened (so far): the governed
+// server then announces it too (docs/contract.md §16).
+func (p *Pool) OffersLogging() bool {
+	for _, name := range p.order {
+		c := p.conns[name]
+		c.mu.Lock()
+		s := c.sess
+		c.mu.Unlock()
+		if s == nil {
+			continue
+		}
+		if ir := s.cs.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Logging != nil {
+			return true
+		}
+	}
+	return false
+}
