@@ -182,6 +182,9 @@ func (p *Pool) ImportedPrompts(ctx context.Context) []registry.Prompt {
 			if caps.Prompts == nil {
 				return
 			}
+			if l := c.listingSession(); l != nil {
+				s = l
+			}
 			for pr, err := range s.cs.Prompts(ctx, nil) {
 				if err != nil {
 					p.log.Error("upstream: import: prompts/list failed", slog.String("upstream", c.cfg.Name), slog.Any("error", err))

@@ -27,8 +27,12 @@ type conn struct {
 	pool  *Pool
 	creds *credentials // resolved headers, env and auth (credentials.go)
 
-	mu       sync.Mutex
-	sess     *session      // live or not yet known dead; nil: none
+	mu   sync.Mutex
+	sess *session // live or not yet known dead; nil: none
+	// listFrom, for a stdio upstream, is the caller session whose process
+	// last said its tools or prompts changed: its listing is the
+	// upstream's (listing.go). nil: the shared session's.
+	listFrom *session
 	dialing  chan struct{} // non-nil while a dial runs; closed when it ends
 	lastErr  error         // why the last dial failed or the last session broke
 	failures int           // consecutive failed dials

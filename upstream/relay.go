@@ -628,6 +628,7 @@ func (c *conn) newCallerClient(cs *callerSession, caps capBits) *mcp.Client {
 		// capability.
 		opts.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, errNoCall }
 	}
+	c.listChangedHandlers(cs, opts)
 	client := mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "v1"}, opts)
 	// roots/list, and elicitation/create as sent: the go-sdk client checks
 	// a requested schema against what it supports, and the answer against

@@ -80,7 +80,10 @@ func (c *conn) relist() {
 // reports whether it differs from the last one.
 func (c *conn) listAgain() bool {
 	c.mu.Lock()
-	s := c.sess
+	s, shared := c.sess, true
+	if c.listFrom != nil && c.listFrom.alive() {
+		s, shared = c.listFrom, false
+	}
 	c.mu.Unlock()
 	if s == nil || !s.alive() {
 		return false
@@ -96,7 +99,7 @@ func (c *conn) listAgain() bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.sess != s {
+	if shared && c.sess != s {
 		return false // replaced meanwhile: its own listing counts
 	}
 	changed := c.setToolsLocked(tools)
