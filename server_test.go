@@ -64,7 +64,7 @@ func copyBundled(t *testing.T, dir string) (registry, policies string) {
 }
 
 // TestServerReloadNotifiesAndAuditCloses: the front door wires what an
-// embedder used to forget (issue 13): a Reload that changes a session's
+// embedder used to forget: a Reload that changes a session's
 // listing sends it notifications/tools/list_changed, and Close flushes
 // the audit trail it built.
 func TestServerReloadNotifiesAndAuditCloses(t *testing.T) {
@@ -186,7 +186,7 @@ func TestServerHandlerWraps(t *testing.T) {
 // TestServeAnswersBeforeEOF: a client that writes its request and closes
 // its end at once (`printf ... | embedded-server`) gets the answer before
 // Serve returns, every time: the go-sdk alone cancels the requests in
-// flight when its read fails, and the answer was lost (issue 29).
+// flight when its read fails, and the answer was lost.
 func TestServeAnswersBeforeEOF(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a failure bound only

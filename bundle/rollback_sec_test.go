@@ -13,7 +13,7 @@ import (
 	"github.com/toolgate/toolgate/internal/bundletest"
 )
 
-// TestSec24RollbackRefused (issue 24, finding 9): with
+// TestSec24RollbackRefused: with
 // bundle.refuse_older_revisions, an older bundle, validly signed (a replay
 // by whoever controls the bundle server or the network), is refused like a
 // bad one and the newer keeps serving; "v9" is older than "v10" (version

@@ -87,7 +87,7 @@ func TestAuthProblems(t *testing.T) {
 			`auth.issuer: "http://login.example.com": want https (http only on a loopback host)`,
 			`auth.resource "tools#x": want an absolute URI without a fragment (RFC 8707)`,
 		}},
-		{"issuer on every address without a resource (issue 24)", "", []string{"--http", "[::]:8080", "--issuer", "https://login.example.com"}, []string{
+		{"issuer on every address without a resource", "", []string{"--http", "[::]:8080", "--issuer", "https://login.example.com"}, []string{
 			"auth.resource: required when listening on every address (http [::]:8080): the default would advertise http://[::]:8080/mcp as this server's URI; set it (--resource) to the URI clients use",
 		}},
 		{"issuer on 0.0.0.0 without a resource", "", []string{"--http", "0.0.0.0:8080", "--issuer", "https://login.example.com"}, []string{

@@ -62,7 +62,7 @@ bundle:
 }
 
 // TestBundleRefuseOlderRevisionsSetting: bundle.refuse_older_revisions is
-// a boolean (issue 24, finding 9).
+// a boolean.
 func TestBundleRefuseOlderRevisionsSetting(t *testing.T) {
 	t.Parallel()
 	path, _ := writeConfig(t, "bundle: { url: http://x/b, refuse_older_revisions: true }\n")

@@ -343,7 +343,7 @@ func TestZeroIsNotTheDefault(t *testing.T) {
 }
 
 // TestFlagErrorsNameTheFlag: a setting given as a flag is named as the flag
-// in a validation error, one from the file by its key and line (issue 13).
+// in a validation error, one from the file by its key and line.
 func TestFlagErrorsNameTheFlag(t *testing.T) {
 	t.Parallel()
 	for args, want := range map[string]string{

@@ -34,7 +34,7 @@ func TestObserveSettings(t *testing.T) {
 	}
 }
 
-// TestDecisionLogHashKeySetting (issue 24, finding 12): the decision log's
+// TestDecisionLogHashKeySetting: the decision log's
 // hash key is read from ${VAR} or a file (relative to the config file),
 // never written in the settings; a short, missing or unused key is a
 // problem that never shows the key. trustTraceparent is a boolean, off by

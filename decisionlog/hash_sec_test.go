@@ -35,7 +35,7 @@ func logged(t *testing.T, opts decisionlog.Options, d decisionlog.Decision) (map
 	return ev.Input.Request, string(sink.events[0])
 }
 
-// TestSec24MetaValuesNeverLogged (issue 24, finding 12): _meta is the
+// TestSec24MetaValuesNeverLogged: _meta is the
 // client's, and a client may put a token there: a decision-log event
 // names its entries and hashes their values, like the arguments'.
 func TestSec24MetaValuesNeverLogged(t *testing.T) {
@@ -55,7 +55,7 @@ func TestSec24MetaValuesNeverLogged(t *testing.T) {
 	}
 }
 
-// TestSec24KeyedHashes (issue 24, finding 12): with a hash key, every
+// TestSec24KeyedHashes: with a hash key, every
 // logged hash of a value (each argument, the arguments object, each _meta
 // entry) is HMAC-SHA256 under that key, so guessing a small value set
 // (an amount, yes/no) from the log needs the key; the event says so.

@@ -39,7 +39,7 @@ func (n *notifyingBuffer) String() string {
 	return n.b.String()
 }
 
-// TestSec24UploadURLSecretsNeverLogged (issue 24, finding 10): sinks take a
+// TestSec24UploadURLSecretsNeverLogged: sinks take a
 // token in the query string (or the user information); a failing upload is
 // logged on every retry, and that line names the sink without them.
 func TestSec24UploadURLSecretsNeverLogged(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 )
 
-// TestSec24RoleSetsNeverShareACachedView (issue 24, finding 5): the
+// TestSec24RoleSetsNeverShareACachedView: the
 // per-revision view of a role set is keyed so that a role holding a NUL
 // ("admin\x00zz") is not the set {admin, zz}, in either order of arrival:
 // the single odd role gets no section, and the two roles keep theirs.

@@ -23,7 +23,7 @@ import (
 	"github.com/toolgate/toolgate/internal/oidctest"
 )
 
-// suspendedRule is the deny rule of issue 24, finding 3.
+// suspendedRule is a deny rule over a claim that must see the claim whole.
 const suspendedRule = `package toolgate.call
 
 deny contains "suspended" if "suspended" in input.caller.claims.groups
@@ -75,7 +75,7 @@ func guids(n int, extra ...string) string {
 	return string(b)
 }
 
-// TestSec24DenyRulesSeeWholeClaims (issue 24, finding 3): a deny rule over
+// TestSec24DenyRulesSeeWholeClaims: a deny rule over
 // the caller's claims refuses the suspended user whatever the shape of the
 // claims: a groups claim of 200 GUIDs (over 4096 bytes) and a groups claim
 // that is the 33rd member both reach the policy whole, from real signed

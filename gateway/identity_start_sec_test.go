@@ -38,7 +38,7 @@ func waitFor(t testing.TB, buf *syncBuffer, sub string) {
 	}
 }
 
-// TestSec24SlowKeySetHoldsNeitherStartNorRequests (issue 24, finding 11): a
+// TestSec24SlowKeySetHoldsNeitherStartNorRequests: a
 // key-set endpoint that does not answer holds neither the start (the
 // gateway is serving while that fetch is still pending, not abandoned by a
 // timeout) nor a JWT request (503 with Retry-After while the endpoint has
@@ -93,7 +93,7 @@ func TestSec24SlowKeySetHoldsNeitherStartNorRequests(t *testing.T) {
 	require.Equal(t, managerTools, listNames(t, cs))
 }
 
-// TestSec24IssuerOnEveryAddressNeedsAResource (issue 24, finding 12): with
+// TestSec24IssuerOnEveryAddressNeedsAResource: with
 // an issuer, a gateway listening on every address without auth.resource
 // does not start (the resource it would advertise, http://[::]:PORT/mcp
 // or http://0.0.0.0:PORT/mcp, is no URI a client uses), for an embedder
@@ -117,7 +117,7 @@ func TestSec24IssuerOnEveryAddressNeedsAResource(t *testing.T) {
 	}
 }
 
-// TestSec24GatewayEvery401NamesTheMetadata (issue 24, finding 12): served
+// TestSec24GatewayEvery401NamesTheMetadata: served
 // with an issuer, every 401 of the gateway to a request without a token
 // names the Protected Resource Metadata: /mcp, /approvals and the console's
 // API alike.

@@ -23,7 +23,7 @@ var bareUnauthorized = http.HandlerFunc(func(w http.ResponseWriter, r *http.Requ
 	http.Error(w, "a bearer token is required", http.StatusUnauthorized)
 })
 
-// TestSec24Every401NamesTheMetadata (issue 24, finding 12): with JWT
+// TestSec24Every401NamesTheMetadata: with JWT
 // callers, every 401 names the Protected Resource Metadata, so a client
 // learns where to get a token: the handlers mounted beside /mcp (approvals,
 // console, routes) answering nobody, and the SDK's own refusal of a token

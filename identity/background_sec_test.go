@@ -34,7 +34,7 @@ func backgroundVerifier(t *testing.T, jwks string, c *clock, opts ...identity.Op
 	return v, func() { ticks <- time.Time{}; ticks <- time.Time{} }
 }
 
-// TestSec24CachedTokenDroppedWhenItsKeyLeaves (issue 24, finding 8): a
+// TestSec24CachedTokenDroppedWhenItsKeyLeaves: a
 // token verified and cached under key k1 is refused once a scheduled check
 // of the key set finds k1 gone, though no uncached token came to force a
 // fetch; a token of the key that stayed is still accepted.
@@ -100,7 +100,7 @@ func TestSec24CachedTokenDroppedWhenItsKeyIsReplaced(t *testing.T) {
 	}
 }
 
-// TestSec24SlowKeySetAnswersAtOnce (issue 24, finding 11): a key-set
+// TestSec24SlowKeySetAnswersAtOnce: a key-set
 // endpoint that does not answer neither holds NewJWT nor a token: NewJWT
 // returns while the fetch hangs and a token gets ErrUnavailable at once
 // (the endpoint has still not answered, so nothing waited for it); once it

@@ -159,7 +159,7 @@ func TestTokenRolesNullIsNoRoles(t *testing.T) {
 	}
 }
 
-// TestSec24TokensFileRefusesControlCharactersInNames (issue 24, finding 5):
+// TestSec24TokensFileRefusesControlCharactersInNames:
 // a subject or role of the tokens file holding a control or format
 // character (a NUL that could alias a role set, a newline that could forge
 // a log line, a bidi override) is a load error naming the entry and the

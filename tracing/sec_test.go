@@ -76,8 +76,7 @@ func TestUnknownToolNameNotInSpans(t *testing.T) {
 	}
 }
 
-// TestSec24ClientTraceContextLinkedNotContinuedByDefault (issue 24,
-// finding 12): unless the Tracer trusts incoming trace context, a client's
+// TestSec24ClientTraceContextLinkedNotContinuedByDefault: unless the Tracer trusts incoming trace context, a client's
 // traceparent (in _meta or the HTTP header) does not choose the trace id
 // that spans, audit and decision logs record, nor its sampling: the span
 // is the root of a trace of toolgate's own, linked to the client's.

@@ -115,12 +115,12 @@ func TestTestGolden(t *testing.T) {
 	})
 	t.Run("explain_defaults", func(t *testing.T) {
 		t.Chdir(dir + "/defaults")
-		runGolden(t, goldenCase{"explain_defaults", "without --policy, explain reads rego/ of the working directory, as test does (issue 13); the registry is the bundled one, labelled so",
+		runGolden(t, goldenCase{"explain_defaults", "without --policy, explain reads rego/ of the working directory, as test does; the registry is the bundled one, labelled so",
 			[]string{"explain", "--as", "cid", "--role", "contractor", "--tool", "add"}})
 	})
 	t.Run("check_defaults", func(t *testing.T) {
 		t.Chdir(dir + "/defaults")
-		runGolden(t, goldenCase{"check_defaults", "without --policy, check reads rego/ of the working directory, as test does (issue 13)", []string{"check"}})
+		runGolden(t, goldenCase{"check_defaults", "without --policy, check reads rego/ of the working directory, as test does", []string{"check"}})
 	})
 	t.Run("test_no_defaults", func(t *testing.T) {
 		t.Chdir(dir)
