@@ -373,49 +373,50 @@ func (p *Pool) warnConflict(what, key, owner, loser string) {
 // Resources implements [mcpadapter.Catalog].
 func (p *Pool) Resources(ctx context.Context) []mcpadapter.CatalogResource {
 	conns, lists := p.listings(ctx)
-	owner := map[string]string{}
-	var out []mcpadapter.CatalogResource
-	for i, l := range lists {
-		if l == nil {
-			continue
-		}
-		c := conns[i]
-		for _, r := range l.resources {
-			if o, ok := owner[r.URI]; ok {
-				if o != c.cfg.Name {
-					p.warnConflict("uri", r.URI, o, c.cfg.Name)
-				}
-				continue
-			}
-			owner[r.URI] = c.cfg.Name
-			out = append(out, mcpadapter.CatalogResource{Upstream: c.cfg.Name, Section: c.cfg.section(), Resource: r})
-		}
-	}
-	return out
+	return owned(p, conns, lists, "uri",
+		func(l *resourceList) []*mcp.Resource { return l.resources },
+		func(r *mcp.Resource) string { return r.URI },
+		func(c *conn, r *mcp.Resource) mcpadapter.CatalogResource {
+			return mcpadapter.CatalogResource{Upstream: c.cfg.Name, Section: c.cfg.section(), Resource: r}
+		})
 }
 
 // Templates implements [mcpadapter.Catalog].
 func (p *Pool) Templates(ctx context.Context) []mcpadapter.CatalogTemplate {
 	conns, lists := p.listings(ctx)
+	return owned(p, conns, lists, "template",
+		func(l *resourceList) []*mcp.ResourceTemplate { return l.templates },
+		func(t *mcp.ResourceTemplate) string { return t.URITemplate },
+		func(c *conn, t *mcp.ResourceTemplate) mcpadapter.CatalogTemplate {
+			return mcpadapter.CatalogTemplate{Upstream: c.cfg.Name, Section: c.cfg.section(), Template: t}
+		})
+}
+
+// owned lists the items of the upstreams' listings, each key kept by the
+// first upstream in configuration order that lists it (a later one is
+// warned about and skipped).
+func owned[T, O any](p *Pool, conns []*conn, lists []*resourceList, what string,
+	items func(*resourceList) []T, key func(T) string, out func(*conn, T) O) []O {
 	owner := map[string]string{}
-	var out []mcpadapter.CatalogTemplate
+	var res []O
 	for i, l := range lists {
 		if l == nil {
 			continue
 		}
 		c := conns[i]
-		for _, t := range l.templates {
-			if o, ok := owner[t.URITemplate]; ok {
+		for _, it := range items(l) {
+			k := key(it)
+			if o, ok := owner[k]; ok {
 				if o != c.cfg.Name {
-					p.warnConflict("template", t.URITemplate, o, c.cfg.Name)
+					p.warnConflict(what, k, o, c.cfg.Name)
 				}
 				continue
 			}
-			owner[t.URITemplate] = c.cfg.Name
-			out = append(out, mcpadapter.CatalogTemplate{Upstream: c.cfg.Name, Section: c.cfg.section(), Template: t})
+			owner[k] = c.cfg.Name
+			res = append(res, out(c, it))
 		}
 	}
-	return out
+	return res
 }
 
 // ReadResource implements [mcpadapter.Catalog].
