@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/exactjson"
 	"github.com/toolgate/toolgate/schema"
 )
 
@@ -85,6 +86,12 @@ func FuzzResultRedaction(f *testing.F) {
 		}
 		if !json.Valid(doc) {
 			t.Fatalf("not JSON: %s", doc)
+		}
+		if exactjson.Check(doc) != nil {
+			// The result rules refuse such a document (a key twice, a lone
+			// surrogate): the result is withheld before any redaction, so
+			// redaction never reads it (engine TestResultRuleInput).
+			return
 		}
 		out, changed, err := redactResult(res, sc, []*regexp.Regexp{credential})
 		if err != nil {
