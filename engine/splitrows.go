@@ -21,8 +21,8 @@ import (
 // splitComprehensions has extracted it into a rule of its own, splitRows
 // rewrites that rule's comprehension into two:
 //
-//	toolgate__split_rows_0 := [[t] | some t in input.tools; t.base; not url(t)]
-//	{t.name | some [t] in toolgate__split_rows_0; not input.request.meta.hide == t.name}
+//	toolgate__split_rows_0 := [t | some t in input.tools; t.base; not url(t)]
+//	{t.name | some t in toolgate__split_rows_0; not input.request.meta.hide == t.name}
 //
 // The first is a complete rule that depends on the caller alone, so the
 // split evaluation computes it once per caller like any other; the second
@@ -133,13 +133,19 @@ func splitRowsOf(modules map[string]*ast.Module, m *ast.Module, comp *ast.Term, 
 		}
 	}
 	slices.Sort(shared)
+	// Each row of the prefix is the values of the shared variables: an
+	// array of them, the value itself when there is one.
 	loc := comp.Location
-	pattern := "_"
 	vars := make([]*ast.Term, len(shared))
 	for i, v := range shared {
 		vars[i] = ast.VarTerm(v).SetLocation(loc)
 	}
-	if len(shared) > 0 {
+	pattern, row := "_", ast.ArrayTerm(vars...).SetLocation(loc)
+	switch len(shared) {
+	case 0:
+	case 1:
+		pattern, row = shared[0], vars[0]
+	default:
 		pattern = "[" + strings.Join(shared, ", ") + "]"
 	}
 	iter, err := ast.ParseBodyWithOpts("some "+pattern+" in "+rowsName, ast.ParserOptions{RegoVersion: ast.RegoV1})
@@ -155,7 +161,7 @@ func splitRowsOf(modules map[string]*ast.Module, m *ast.Module, comp *ast.Term, 
 	head := &ast.Head{
 		Name:      ast.Var(rowsName),
 		Reference: ast.Ref{ast.VarTerm(rowsName).SetLocation(loc)},
-		Value:     ast.ArrayComprehensionTerm(ast.ArrayTerm(vars...).SetLocation(loc), ast.NewBody(prefix...)).SetLocation(loc),
+		Value:     ast.ArrayComprehensionTerm(row, ast.NewBody(prefix...)).SetLocation(loc),
 		Assign:    true,
 		Location:  loc,
 	}
