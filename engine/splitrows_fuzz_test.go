@@ -176,7 +176,7 @@ func rowsRevisions(t testing.TB, policy string) (split, whole *engine.Revision, 
 // exactly what the whole evaluation answers: the same outcome, sets, and
 // failure, to its kind, code, message and location. Each request is asked
 // twice of the split revision, so that a fresh and a kept residual answer.
-// Seeds live in testdata/fuzz/FuzzSplitRowsEquivalence.
+// Failing inputs land in testdata/fuzz/FuzzSplitRowsEquivalence.
 func FuzzSplitRowsEquivalence(f *testing.F) {
 	dep := func(i int) byte { return 0x80 | byte(i) }
 	specs := [][]byte{

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -144,4 +146,33 @@ one(t) := 2 if t.name == "report"
 			}
 		})
 	}
+}
+
+// TestSplitRowsConcurrent shares the kept rows between goroutines (run
+// with -race): every answer is the whole evaluation's.
+func TestSplitRowsConcurrent(t *testing.T) {
+	t.Parallel()
+	policies := map[string]string{"grant.rego": "package toolgate.grant\n\n" + splitShapes[1] + "\n"}
+	rev := newEngine(t, policies).Current()
+	_, why := rev.DecisionMode()
+	require.Contains(t, why, "the rows of the comprehension")
+	whole := newEngine(t, policies, engine.WithDecisionCache(false)).Current()
+	ctx := context.Background()
+	callers := []*engine.Caller{bob, carol, dave}
+	reqs := []engine.Request{listReq, {Method: engine.MethodList, Meta: engine.BoundMeta(json.RawMessage(`{"hide":"echo"}`))}}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				c, req := callers[(g+i)%len(callers)], reqs[i%len(reqs)]
+				want := whole.Grant(ctx, c, req)
+				got := rev.Grant(ctx, c, req)
+				if want.Outcome != got.Outcome || !slices.Equal(want.Granted(), got.Granted()) {
+					t.Errorf("%s %s: split %v %v, whole %v %v", c.Subject, req.Meta, got.Outcome, got.Granted(), want.Outcome, want.Granted())
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
