@@ -38,6 +38,10 @@ import (
 // of a caller costs what a whole evaluation costs. Under a `with` modifier
 // the preloaded values are not seen (OPA opens a new cache frame), so they
 // are computed there as before, and nothing computed there is kept.
+//
+// A comprehension that reads the request in its rows is split further: the
+// conditions of its rows before the first that reads the request become a
+// precomputable rule of their own (splitrows.go).
 type splitGrant struct {
 	grantQ rego.PreparedEvalQuery // the grant query over the rewritten policy
 	refs   []ast.Ref              // the precomputable complete rules
@@ -120,12 +124,7 @@ func newSplitGrant(ctx context.Context, modules map[string]*ast.Module, c *ast.C
 	prepare := func(q string) (rego.PreparedEvalQuery, error) {
 		return rego.New(append([]func(*rego.Rego){rego.Query(q)}, append(slices.Clip(opts), rego.Compiler(fc))...)...).PrepareForEval(ctx)
 	}
-	sg := &splitGrant{refs: refs, res: lru.New[*residual](DefaultDecisionCacheSize)}
-	for _, ref := range refs {
-		if _, ok := rows[lastKey(ref)]; ok {
-			sg.rows = true
-		}
-	}
+	sg := &splitGrant{refs: refs, rows: len(rows) > 0, res: lru.New[*residual](DefaultDecisionCacheSize)}
 	var err error
 	if sg.grantQ, err = prepare(wrapQuery("g", refGranted)); err != nil {
 		return nil, "the policy could not be split: " + err.Error()
