@@ -100,7 +100,7 @@ func constantPatterns(modules map[string]*ast.Module, data map[string]any) (map[
 	}
 	for _, m := range sortedModules(modules) {
 		for _, r := range m.Rules {
-			if !r.Path().Equal(refRedact) {
+			if !rulePath(r).Equal(refRedact) {
 				continue
 			}
 			for rr := r; rr != nil; rr = rr.Else {

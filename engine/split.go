@@ -38,11 +38,18 @@ import (
 // of a caller costs what a whole evaluation costs. Under a `with` modifier
 // the preloaded values are not seen (OPA opens a new cache frame), so they
 // are computed there as before, and nothing computed there is kept.
+//
+// A comprehension that reads the request in its rows is split further: the
+// conditions of its rows before the first that reads the request become a
+// precomputable rule of their own (splitrows.go).
 type splitGrant struct {
 	grantQ rego.PreparedEvalQuery // the grant query over the rewritten policy
 	refs   []ast.Ref              // the precomputable complete rules
 	why    string                 // what is precomputed, for DecisionMode
-	res    *lru.Cache[*residual]
+	// rows: the rows of a comprehension are split (splitrows.go), and a
+	// failure is answered by the whole evaluation.
+	rows bool
+	res  *lru.Cache[*residual]
 }
 
 // residual is the per-caller state of a split evaluation.
@@ -96,18 +103,33 @@ func newSplitGrant(ctx context.Context, modules map[string]*ast.Module, c *ast.C
 		}
 	}
 	refs := precomputable(fc, origins)
+	var rows map[string]splitOrigin
+	if len(origins) > 0 {
+		// The rows of a comprehension that reads the request, up to their
+		// first conjunct that does: a rewrite the compiler refuses is
+		// dropped, and the policy is split as before.
+		if rows = splitRows(split, fc, origins); len(rows) > 0 {
+			rc := newCompiler()
+			rc.Compile(split)
+			if rc.Failed() {
+				rows = nil
+			} else {
+				fc, refs = rc, precomputable(rc, origins)
+			}
+		}
+	}
 	if len(refs) == 0 {
 		return nil, "no part of it depends on the caller alone"
 	}
 	prepare := func(q string) (rego.PreparedEvalQuery, error) {
 		return rego.New(append([]func(*rego.Rego){rego.Query(q)}, append(slices.Clip(opts), rego.Compiler(fc))...)...).PrepareForEval(ctx)
 	}
-	sg := &splitGrant{refs: refs, res: lru.New[*residual](DefaultDecisionCacheSize)}
+	sg := &splitGrant{refs: refs, rows: len(rows) > 0, res: lru.New[*residual](DefaultDecisionCacheSize)}
 	var err error
 	if sg.grantQ, err = prepare(wrapQuery("g", refGranted)); err != nil {
 		return nil, "the policy could not be split: " + err.Error()
 	}
-	sg.why = fmt.Sprintf("once per caller: %s; the rest per call", describeRefs(refs, origins))
+	sg.why = fmt.Sprintf("once per caller: %s; the rest per call", describeRefs(refs, origins, rows))
 	return sg, ""
 }
 
@@ -133,15 +155,25 @@ func (r *Revision) splitMode() string {
 
 // describeRefs names the precomputed values for DecisionMode: rules by
 // their ref, extracted comprehensions by where they were written.
-func describeRefs(refs []ast.Ref, origins map[string]splitOrigin) string {
+func describeRefs(refs []ast.Ref, origins, rows map[string]splitOrigin) string {
 	parts := make([]string, len(refs))
 	for i, ref := range refs {
 		parts[i] = ref.String()
 		if o, ok := origins[lastKey(ref)]; ok {
 			parts[i] = "the comprehension at " + o.loc.String()
 		}
+		if o, ok := rows[lastKey(ref)]; ok {
+			parts[i] = "the rows of the comprehension at " + o.loc.String() + " up to its first condition on the request"
+		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// rulePath is the ref of the document a rule defines up to its first
+// variable: the package path extended by the ground prefix of the rule's
+// head ref (what OPA's deprecated Rule.Path returned).
+func rulePath(r *ast.Rule) ast.Ref {
+	return r.Ref().GroundPrefix()
 }
 
 func lastKey(ref ast.Ref) string {
@@ -185,7 +217,7 @@ func splitComprehensions(modules map[string]*ast.Module) (map[string]*ast.Module
 			for _, t := range closedComprehensions(r) {
 				ruleName := ast.Var(splitPrefix + strconv.Itoa(n))
 				n++
-				origins[string(ruleName)] = splitOrigin{rule: r.Path().String(), loc: locationOf(t.Location)}
+				origins[string(ruleName)] = splitOrigin{rule: rulePath(r).String(), loc: locationOf(t.Location)}
 				comp := &ast.Term{Value: t.Value, Location: t.Location}
 				t.Value = ruleName
 				head := &ast.Head{
@@ -291,13 +323,13 @@ func precomputable(c *ast.Compiler, origins map[string]splitOrigin) []ast.Ref {
 		if len(r.Head.Args) > 0 || r.Head.RuleKind() != ast.SingleValue {
 			continue
 		}
-		ref := r.Path()
+		ref := rulePath(r)
 		if !ref.IsGround() || ref.Equal(refGranted) || seen[ref.String()] {
 			continue
 		}
 		seen[ref.String()] = true
 		rules := grantmode.RulesFor(c, ref)
-		if len(rules) == 0 || slices.ContainsFunc(rules, func(x *ast.Rule) bool { return !x.Path().Equal(ref) }) {
+		if len(rules) == 0 || slices.ContainsFunc(rules, func(x *ast.Rule) bool { return !rulePath(x).Equal(ref) }) {
 			continue // the ref also names rules below it, or nothing
 		}
 		if len(grantmode.Walk(c, rules, true).Reasons) == 0 {
@@ -358,6 +390,12 @@ func (r *Revision) grantSplit(ctx context.Context, sg *splitGrant, c *Caller, re
 	rs, err := r.eval(ctx, sg.grantQ, in, rego.EvalVirtualCache(cache))
 	if err != nil {
 		d.Outcome, d.Err = Failed, policyError(refGranted, err, ctx)
+		if sg.rows && shared(d.Err) {
+			// The split rows' prefix is computed for every row before
+			// the rest, which may fail first in a whole evaluation: the
+			// whole evaluation says which failure it is.
+			r.wholeGrant(ctx, d, in)
+		}
 		return d
 	}
 	if len(base.vals) < len(sg.refs) {
@@ -383,6 +421,20 @@ func (r *Revision) grantSplit(ctx context.Context, sg *splitGrant, c *Caller, re
 		res.last.Store(d.canon)
 	}
 	return d
+}
+
+// wholeGrant sets d from the whole evaluation of the grant query on in.
+func (r *Revision) wholeGrant(ctx context.Context, d *GrantDecision, in ast.Value) {
+	d.Outcome, d.Err = NoOverride, nil
+	rs, err := r.eval(ctx, r.policies.grantQ, in)
+	if err != nil {
+		d.Outcome, d.Err = Failed, policyError(refGranted, err, ctx)
+		return
+	}
+	r.readGranted(d, rs[0].Bindings["g"])
+	if d.Outcome == Override {
+		d.precompute()
+	}
 }
 
 // harvest adds to the caller's residual the precomputable values that a

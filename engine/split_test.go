@@ -18,7 +18,9 @@ import (
 // DecisionMode says so: the fuzzer compares nothing if nothing is split.
 func TestSplitMode(t *testing.T) {
 	t.Parallel()
-	whole := []int{1, 12, 16, 20}
+	// Shape 1's rows read the request after a request-independent
+	// condition: that prefix is computed once per caller (TestSplitRowsMode).
+	whole := []int{12, 16, 20}
 	for i := range splitShapes {
 		rev, off := splitEnginesFor(t, i)
 		ok, why := rev.DecisionMode()
