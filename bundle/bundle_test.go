@@ -17,7 +17,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/internal/bundletest"
+	"github.com/toolgate/toolgate/internal/testkit/bundletest"
 )
 
 func build(t *testing.T, src engine.Source, o bundle.BuildOptions) []byte {

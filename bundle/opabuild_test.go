@@ -13,7 +13,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/internal/bundletest"
+	"github.com/toolgate/toolgate/internal/testkit/bundletest"
 )
 
 // opaVersion is the OPA release whose stock `opa build` must make bundles

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/bundle"
-	"github.com/toolgate/toolgate/internal/bundletest"
+	"github.com/toolgate/toolgate/internal/testkit/bundletest"
 )
 
 // TestPersistedBundleVerifiedAgain: the last good bundle persisted on

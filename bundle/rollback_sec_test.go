@@ -10,7 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/internal/bundletest"
+	"github.com/toolgate/toolgate/internal/testkit/bundletest"
 )
 
 // TestSec24RollbackRefused: with

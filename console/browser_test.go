@@ -25,7 +25,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/identity"
-	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "also write the browser tests' screenshots to docs/console/ (docs/console.md's)")

@@ -16,7 +16,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
-	"github.com/toolgate/toolgate/internal/bundletest"
+	"github.com/toolgate/toolgate/internal/testkit/bundletest"
 )
 
 // exampleBundle is the bundled example as a bundle of revision rev, with

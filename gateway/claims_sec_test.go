@@ -20,7 +20,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/identity"
-	"github.com/toolgate/toolgate/internal/oidctest"
+	"github.com/toolgate/toolgate/internal/testkit/oidctest"
 )
 
 // suspendedRule is a deny rule over a claim that must see the claim whole.

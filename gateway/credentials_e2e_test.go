@@ -32,14 +32,14 @@ import (
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/inspect"
-	"github.com/toolgate/toolgate/internal/oidctest"
-	"github.com/toolgate/toolgate/internal/proctest"
+	"github.com/toolgate/toolgate/internal/testkit/oidctest"
+	"github.com/toolgate/toolgate/internal/testkit/proctest"
 	"github.com/toolgate/toolgate/upstream"
 )
 
 // The end-to-end tests of docs/contract.md §17: toolgate in front of
 // upstream MCP servers that require bearer tokens, verified against the
-// real OpenID provider's keys (internal/oidctest), which also issues
+// real OpenID provider's keys (internal/testkit/oidctest), which also issues
 // toolgate's client-credentials tokens and performs its token exchanges.
 
 // authUpstream is an upstream MCP server that, like a SaaS one, serves

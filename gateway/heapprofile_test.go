@@ -17,7 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
-	"github.com/toolgate/toolgate/internal/benchdata"
+	"github.com/toolgate/toolgate/internal/testkit/benchdata"
 )
 
 var heapProfiles = flag.String("heapprofiles", "", "`dir`: TestHeapProfileAtTenThousandRows writes heap profiles of the served gateway there (it is skipped without)")

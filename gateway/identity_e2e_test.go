@@ -32,13 +32,13 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/identity"
-	"github.com/toolgate/toolgate/internal/mcptest"
-	"github.com/toolgate/toolgate/internal/oidctest"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
+	"github.com/toolgate/toolgate/internal/testkit/oidctest"
 )
 
 // The end-to-end tests of docs/contract.md §12: toolgate (gateway.Run, the bundled
 // example) over streamable HTTP with the go-sdk client, and a real OpenID
-// provider (internal/oidctest) issuing the access tokens.
+// provider (internal/testkit/oidctest) issuing the access tokens.
 
 // idServer is a gateway with JWT callers, on a port chosen before it
 // starts, so that its default resource URI is the one the provider's

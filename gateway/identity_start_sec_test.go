@@ -18,7 +18,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/identity"
-	"github.com/toolgate/toolgate/internal/oidctest"
+	"github.com/toolgate/toolgate/internal/testkit/oidctest"
 )
 
 // waitFor returns once buf holds sub (an event the code under test logs).

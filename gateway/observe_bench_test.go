@@ -13,7 +13,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
-	"github.com/toolgate/toolgate/internal/mcptest"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 )
 
 // BenchmarkGovernedCallObserve measures one governed tools/call (add, the

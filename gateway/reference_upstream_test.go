@@ -15,7 +15,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
-	"github.com/toolgate/toolgate/internal/oidctest"
+	"github.com/toolgate/toolgate/internal/testkit/oidctest"
 )
 
 // upstreamsDir holds the pinned reference MCP servers (scripts/upstreams-setup).

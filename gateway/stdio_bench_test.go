@@ -17,7 +17,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
-	"github.com/toolgate/toolgate/internal/benchdata"
+	"github.com/toolgate/toolgate/internal/testkit/benchdata"
 )
 
 // BenchmarkStdioCallDefaults measures one tools/call of echo from a go-sdk
@@ -26,7 +26,7 @@ import (
 // audit trail on stderr, metrics; 1 000 rows, the bundled
 // grant policy, which is memoised), next to a bare go-sdk server with the
 // same echo tool over the same pipes. The call carries _meta, as
-// internal/benche2e's does.
+// internal/testkit/benche2e's does.
 //
 //	go test -run '^$' -bench StdioCallDefaults -benchmem -count 6 ./gateway
 func BenchmarkStdioCallDefaults(b *testing.B) {

@@ -15,7 +15,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/httpserve"
 	"github.com/toolgate/toolgate/identity"
-	"github.com/toolgate/toolgate/internal/benchdata"
+	"github.com/toolgate/toolgate/internal/testkit/benchdata"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
@@ -23,7 +23,7 @@ import (
 // loopback HTTP, per protocol revision (2025-11-25 has sessions,
 // 2026-07-28 has none), through:
 //
-//   - bare: the bare go-sdk server (internal/benchdata) behind the SDK's
+//   - bare: the bare go-sdk server (internal/testkit/benchdata) behind the SDK's
 //     streamable handlers, dispatched by revision as httpserve does;
 //   - served: the same bare server behind httpserve.Server with a tokens
 //     file: what the HTTP layer alone adds;

@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/internal/proctest"
+	"github.com/toolgate/toolgate/internal/testkit/proctest"
 )
 
 // TestPeerRuns builds the example and calls its tool over stdio with the

@@ -17,7 +17,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/approvals"
 	"github.com/toolgate/toolgate/hooks/ledger"
-	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/testkit/pgtest"
 )
 
 // storeKinds opens a fresh store of each kind; PostgreSQL only where
@@ -38,7 +38,7 @@ var storeKinds = []struct {
 
 // isolatedPostgres returns an opener of stores on a schema of the test's
 // own in the test database (dropped when it ends); without the database it
-// skips, or fails under CI (internal/pgtest).
+// skips, or fails under CI (internal/testkit/pgtest).
 func isolatedPostgres(t testing.TB) func() *ledger.PostgresStore {
 	t.Helper()
 	dsn := pgtest.Schema(t, "approvals_test")

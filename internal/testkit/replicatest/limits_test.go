@@ -19,7 +19,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/identity"
-	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/testkit/pgtest"
 )
 
 // sharedLimit admits ten echo calls an hour, whoever calls and on

@@ -1,6 +1,6 @@
 // Package benchdata is what toolgate's benchmarks share: the generated
 // registry, the grant policies they measure and the bare go-sdk server they
-// compare against (engine's and mcpadapter's benchmarks, internal/benche2e,
+// compare against (engine's and mcpadapter's benchmarks, internal/testkit/benche2e,
 // httpserve's). One copy, so that every benchmark measures the same thing.
 package benchdata
 

@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/internal/oidctest"
+	"github.com/toolgate/toolgate/internal/testkit/oidctest"
 )
 
 // clientsPage is the page of client configurations TestClientSnippets runs.

@@ -27,9 +27,9 @@ import (
 	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/engine"
 	_ "github.com/toolgate/toolgate/gateway" // see buildBinary
-	"github.com/toolgate/toolgate/internal/bundletest"
-	"github.com/toolgate/toolgate/internal/mcptest"
-	"github.com/toolgate/toolgate/internal/proctest"
+	"github.com/toolgate/toolgate/internal/testkit/bundletest"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
+	"github.com/toolgate/toolgate/internal/testkit/proctest"
 )
 
 const (

@@ -47,7 +47,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/internal/benchdata"
+	"github.com/toolgate/toolgate/internal/testkit/benchdata"
 )
 
 func main() {

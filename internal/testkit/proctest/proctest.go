@@ -29,7 +29,7 @@ const StartBound = time.Minute
 // Root is the module's root directory.
 var Root = func() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }()
 
 // Buffer is a bytes.Buffer safe to read while a process or goroutine

@@ -21,8 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/identity"
-	"github.com/toolgate/toolgate/internal/bundletest"
-	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/testkit/bundletest"
+	"github.com/toolgate/toolgate/internal/testkit/pgtest"
 )
 
 const (

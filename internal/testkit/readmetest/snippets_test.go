@@ -183,7 +183,7 @@ func TestBuildSnippetsFails(t *testing.T) {
 // checkout is the root of the toolgate checkout under test.
 func checkout(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	require.NoError(t, err)
 	_, err = os.Stat(filepath.Join(root, "go.mod"))
 	require.NoError(t, err)

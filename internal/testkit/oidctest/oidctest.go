@@ -24,13 +24,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/internal/proctest"
+	"github.com/toolgate/toolgate/internal/testkit/proctest"
 )
 
 // Dir is testdata/oidc of the module.
 var Dir = func() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "oidc")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "oidc")
 }()
 
 // Provider is a running provider.mjs.

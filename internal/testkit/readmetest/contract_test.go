@@ -95,12 +95,12 @@ func TestCheckContractFails(t *testing.T) {
 	root := checkout(t)
 	var page strings.Builder
 	for n := 1; n <= contractSections; n++ {
-		fmt.Fprintf(&page, "## %d. S\n\n**Pinned by**\n\n- `internal/readmetest/contract_test.go`: `TestContractCitations`\n\n", n)
+		fmt.Fprintf(&page, "## %d. S\n\n**Pinned by**\n\n- `internal/testkit/readmetest/contract_test.go`: `TestContractCitations`\n\n", n)
 	}
 	require.NoError(t, checkContract(root, page.String()), "the well-formed page")
 	for name, c := range map[string]struct{ old, new, want string }{
 		"renamed test": {"`TestContractCitations`\n\n## 3.", "`TestNoSuchTest`\n\n## 3.", "declares no TestNoSuchTest"},
-		"missing file": {"`internal/readmetest/contract_test.go`: `TestContractCitations`\n\n## 5.", "`internal/readmetest/gone_test.go`: `TestX`\n\n## 5.", "gone_test.go"},
+		"missing file": {"`internal/testkit/readmetest/contract_test.go`: `TestContractCitations`\n\n## 5.", "`internal/testkit/readmetest/gone_test.go`: `TestX`\n\n## 5.", "gone_test.go"},
 		"no test name": {"`TestContractCitations`\n\n## 6.", "the whole file\n\n## 6.", "without a test name"},
 		"fixture":      {"## 7. S\n", "## 7. S\n\n`mcpadapter/testdata/conformance/no-such.txt`\n", "no-such.txt, which does not exist"},
 		"numbering":    {"## 9. S", "## 10. S", "section 10 where §9 was due"},
