@@ -13,7 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/approvals"
-	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/cli/inspect"
 )
 
 // Prefix is the path the console is served under.

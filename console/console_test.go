@@ -22,7 +22,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/approvals"
 	"github.com/toolgate/toolgate/hooks/ledger"
-	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/console"
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/cli/inspect"
 )
 
 // The console over the bundled example, asked for one cell of the matrix

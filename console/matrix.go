@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/cli/inspect"
 )
 
 // Cell states of the matrix.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/console"
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/cli/inspect"
 )
 
 // TestStreamsOutliveNoCredential: the caller of a live stream is known

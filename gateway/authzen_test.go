@@ -16,7 +16,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/identity"
-	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/cli/inspect"
 )
 
 // pdpCallers ask the AuthZEN endpoints: a PEP with the PDP role, one with

@@ -11,7 +11,7 @@ import (
 	"github.com/toolgate/toolgate/hooks/approvals"
 	"github.com/toolgate/toolgate/httpserve"
 	"github.com/toolgate/toolgate/identity"
-	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/internal/shadow"
 	"github.com/toolgate/toolgate/mcpadapter"
 )

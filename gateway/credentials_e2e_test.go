@@ -31,7 +31,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/identity"
-	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/internal/testkit/oidctest"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
 	"github.com/toolgate/toolgate/upstream"

@@ -46,7 +46,7 @@ import (
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/httpserve"
 	"github.com/toolgate/toolgate/identity"
-	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/internal/shadow"
 	"github.com/toolgate/toolgate/internal/version"
 	"github.com/toolgate/toolgate/internal/wire"

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/config"
-	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/cli/inspect"
 )
 
 func init() {

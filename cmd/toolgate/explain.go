@@ -14,7 +14,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/identity"
-	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/internal/fsx"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"

@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/internal/scaffold"
+	"github.com/toolgate/toolgate/internal/cli/scaffold"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
 )
 

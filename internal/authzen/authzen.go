@@ -25,7 +25,7 @@ import (
 	"slices"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 

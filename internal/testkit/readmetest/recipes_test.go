@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/policytest"
+	"github.com/toolgate/toolgate/internal/cli/policytest"
 )
 
 // policiesPage is the policy-writing guide whose recipes

@@ -7,7 +7,7 @@ import (
 	"testing/fstest"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/cli/inspect"
 )
 
 // exampleFS is a registry with a URL driver every signed-in caller gets,

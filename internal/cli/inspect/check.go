@@ -10,7 +10,7 @@ import (
 	"testing/fstest"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/internal/lines"
+	"github.com/toolgate/toolgate/internal/cli/lines"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/schema"

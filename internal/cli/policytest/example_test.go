@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/toolgate/toolgate/policytest"
+	"github.com/toolgate/toolgate/internal/cli/policytest"
 )
 
 func ExampleRun() {

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/toolgate/toolgate/internal/lines"
+	"github.com/toolgate/toolgate/internal/cli/lines"
 )
 
 // PrettyOptions tunes [Report.WritePrettyOpts].

@@ -13,8 +13,8 @@ import (
 
 	"github.com/toolgate/toolgate/diag"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/cli/policytest"
 	"github.com/toolgate/toolgate/internal/fsx"
-	"github.com/toolgate/toolgate/policytest"
 )
 
 // TestServeAndTestLoadAlike: `toolgate serve` (engine) and `toolgate test`

@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/internal/lines"
+	"github.com/toolgate/toolgate/internal/cli/lines"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
 )

@@ -12,7 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/identity"
-	"github.com/toolgate/toolgate/internal/scaffold"
+	"github.com/toolgate/toolgate/internal/cli/scaffold"
 )
 
 // TestRender: every file of every variant is well-formed: the Rego as

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/internal/lines"
+	"github.com/toolgate/toolgate/internal/cli/lines"
 )
 
 func TestWriterWritesLines(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/policytest"
+	"github.com/toolgate/toolgate/internal/cli/policytest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/pretty")

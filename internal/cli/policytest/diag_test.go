@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/diag"
-	"github.com/toolgate/toolgate/policytest"
+	"github.com/toolgate/toolgate/internal/cli/policytest"
 )
 
 // TestErrorIsADiagList: a policytest.Error hands every diagnostic to

@@ -5,7 +5,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/toolgate/toolgate/internal/scaffold"
+	"github.com/toolgate/toolgate/internal/cli/scaffold"
 )
 
 // FuzzUpstreamInSettings: whatever --upstream value init accepts, the

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/policytest"
+	"github.com/toolgate/toolgate/internal/cli/policytest"
 )
 
 func TestWritePrettyDurations(t *testing.T) {

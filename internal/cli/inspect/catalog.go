@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/internal/lines"
+	"github.com/toolgate/toolgate/internal/cli/lines"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
