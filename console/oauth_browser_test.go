@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/config"
 )
 
 // authServer is a minimal OAuth 2.1 authorization server for one public

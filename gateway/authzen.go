@@ -4,9 +4,9 @@ import (
 	"maps"
 	"net/http"
 
-	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/httpserve"
 	"github.com/toolgate/toolgate/internal/authzen"
+	"github.com/toolgate/toolgate/internal/config"
 )
 
 // withAuthZEN adds the AuthZEN endpoints (docs/authzen.md) to routes when

@@ -5,8 +5,8 @@ import (
 	"log/slog"
 
 	"github.com/toolgate/toolgate/bundle"
-	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/config"
 )
 
 // openSource returns what the engine loads: the configured registry and

@@ -17,9 +17,9 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/testkit/oidctest"
 )
 

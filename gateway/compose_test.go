@@ -11,10 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
 	"github.com/toolgate/toolgate/httpserve"
+	"github.com/toolgate/toolgate/internal/config"
 )
 
 // baseConfig is a gateway of the bundled example on 127.0.0.1:0 with an

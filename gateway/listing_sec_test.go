@@ -12,9 +12,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/config"
 )
 
 // TestSec08ListFallbackNoneOverHTTP: listFallback none, set in the

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/pins"
 	"github.com/toolgate/toolgate/upstream"

@@ -3,7 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/config"
 	"maps"
 	"os"
 	"path/filepath"

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
-	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/cli/scaffold"
+	"github.com/toolgate/toolgate/internal/config"
 )
 
 // TestRender: every file of every variant is well-formed: the Rego as

@@ -12,7 +12,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/registry"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/config"
 )
 
 var (

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/config"
 )
 
 // problems are the texts of a *config.Error's problems; err must be one.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/config"
 )
 
 // TestUpstreamCommandQuoting: a COMMAND is split like a shell splits it,

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/config"
 )
 
 func TestBundleSettings(t *testing.T) {

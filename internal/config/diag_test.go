@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/diag"
+	"github.com/toolgate/toolgate/internal/config"
 )
 
 // TestErrorIsADiagList: every problem of a config file, with its line and

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/config"
 )
 
 // TestPinsSettings: pin (per upstream, needs import) and pins (the file,

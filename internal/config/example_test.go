@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/internal/config"
 )
 
 func ExampleLoadServe() {
