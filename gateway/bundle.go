@@ -4,9 +4,9 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/runtime/bundle"
 )
 
 // openSource returns what the engine loads: the configured registry and

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/pins"
 	"github.com/toolgate/toolgate/mcpadapter"
-	"github.com/toolgate/toolgate/pins"
 	"github.com/toolgate/toolgate/upstream"
 )
 

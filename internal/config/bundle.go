@@ -6,7 +6,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/toolgate/toolgate/bundle"
+	"github.com/toolgate/toolgate/internal/runtime/bundle"
 )
 
 // The keys of the bundle section (docs/contract.md §14), named as in OPA's bundle

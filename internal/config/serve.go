@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/runtime/bundle"
 	"github.com/toolgate/toolgate/upstream"
 )
 

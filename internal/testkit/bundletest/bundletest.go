@@ -9,9 +9,9 @@ import (
 
 	opabundle "github.com/open-policy-agent/opa/v1/bundle"
 
-	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/regoload"
+	"github.com/toolgate/toolgate/internal/runtime/bundle"
 	"github.com/toolgate/toolgate/registry"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/pins"
+	"github.com/toolgate/toolgate/internal/pins"
 )
 
 // ExampleDefine: a definition is canonical JSON (RFC 8785), whatever the

@@ -6,7 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/pins"
+	"github.com/toolgate/toolgate/internal/pins"
 )
 
 // BenchmarkDefine: the cost of checking one tool against its pin on each

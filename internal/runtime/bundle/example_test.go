@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/runtime/bundle"
 )
 
 // A bundle of the bundled example, built, read back and served by an

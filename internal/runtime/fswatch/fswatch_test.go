@@ -8,7 +8,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/internal/fswatch"
+	"github.com/toolgate/toolgate/internal/runtime/fswatch"
 )
 
 // TestRelevant: in the policy tree every event counts but those of hidden

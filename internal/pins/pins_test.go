@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/pins"
+	"github.com/toolgate/toolgate/internal/pins"
 )
 
 func tool(t *testing.T, js string) *mcp.Tool {
