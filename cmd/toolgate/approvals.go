@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/hooks/approvals"
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/server/approvals"
 )
 
 func init() {

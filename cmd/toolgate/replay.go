@@ -10,7 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/cli/lines"
-	"github.com/toolgate/toolgate/internal/shadow"
+	"github.com/toolgate/toolgate/internal/server/shadow"
 )
 
 func init() {

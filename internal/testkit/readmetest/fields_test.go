@@ -14,7 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/hooks/audit"
-	"github.com/toolgate/toolgate/internal/shadow"
+	"github.com/toolgate/toolgate/internal/server/shadow"
 	"github.com/toolgate/toolgate/metrics"
 )
 
@@ -61,7 +61,7 @@ func TestReadmeAuditFieldsAndMetrics(t *testing.T) {
 	// So is toolgate_limited_total{tool} (docs/contract.md §18).
 	m.Limited("echo")
 	// The decision log's counters are registered with it when
-	// --decision-log is set (gateway/observe.go).
+	// --decision-log is set (internal/server/gateway/observe.go).
 	m.Registry().MustRegister((*decisionlog.Logger)(nil).Collectors()...)
 	// So are the shadow's, with --shadow-policy (docs/contract.md §14).
 	shadow.New(shadow.Options{Registerer: m.Registry()})

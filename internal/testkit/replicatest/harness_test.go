@@ -25,8 +25,8 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/engine"
-	_ "github.com/toolgate/toolgate/gateway" // see buildBinary
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
+	_ "github.com/toolgate/toolgate/internal/server/gateway" // see buildBinary
 	"github.com/toolgate/toolgate/internal/testkit/bundletest"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
