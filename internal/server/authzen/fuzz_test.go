@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/demo"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/internal/server/authzen"
 )
 

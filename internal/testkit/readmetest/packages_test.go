@@ -17,10 +17,15 @@ import (
 // backquoted names in the first column of the table headed "| package |
 // what |"; "`toolgate` (the root)" is ".".
 func tablePackages(readme string) ([]string, error) {
+	return tableHeaded(readme, "| package | what |")
+}
+
+// tableHeaded is tablePackages for the table with the given header line.
+func tableHeaded(readme, header string) ([]string, error) {
 	lines := strings.Split(readme, "\n")
-	start := slices.Index(lines, "| package | what |")
+	start := slices.Index(lines, header)
 	if start < 0 {
-		return nil, fmt.Errorf("no table headed %q", "| package | what |")
+		return nil, fmt.Errorf("no table headed %q", header)
 	}
 	name := regexp.MustCompile("`([^`]+)`")
 	var out []string
@@ -72,32 +77,54 @@ func treePackages(root string) ([]string, error) {
 	return out, err
 }
 
-// TestReadmePackageTable: the package table of docs/embedding.md names
-// every package of the tree that a reader may meet, and nothing that is not
-// there. Packages
-// under another package's internal/ directory and the binary's and
-// examples' main packages are the only ones it may leave out.
+// TestReadmePackageTable: the package table of docs/embedding.md is the
+// library: it names exactly the packages of the tree outside internal/,
+// cmd/ and example/ (the binary's and the examples' code), and the table
+// of internal packages names exactly those under internal/. Packages under
+// another package's internal/ directory are the only ones both may leave
+// out.
 func TestReadmePackageTable(t *testing.T) {
 	root := checkout(t)
 	b, err := os.ReadFile(filepath.Join(root, "docs", "embedding.md"))
 	require.NoError(t, err)
-	table, err := tablePackages(string(b))
+	library, err := tablePackages(string(b))
+	require.NoError(t, err)
+	internal, err := tableHeaded(string(b), "| internal package | what |")
 	require.NoError(t, err)
 	tree, err := treePackages(root)
 	require.NoError(t, err)
 	seen := map[string]bool{}
-	for _, p := range table {
-		require.False(t, seen[p], "docs/embedding.md's package table names %s twice", p)
+	for _, p := range append(slices.Clone(library), internal...) {
+		require.False(t, seen[p], "docs/embedding.md's package tables name %s twice", p)
 		seen[p] = true
-		require.Contains(t, tree, p, "docs/embedding.md's package table names %s, which is not a package of the tree", p)
+		require.Contains(t, tree, p, "docs/embedding.md's package tables name %s, which is not a package of the tree", p)
+	}
+	for _, p := range library {
+		require.False(t, isInternal(p) || isBinaryOrExample(p), "docs/embedding.md's library table names %s, which is not importable or not the library", p)
+	}
+	for _, p := range internal {
+		require.True(t, strings.HasPrefix(p, "internal/"), "docs/embedding.md's internal table names %s, which is not under internal/", p)
 	}
 	for _, p := range tree {
-		exempt := strings.HasPrefix(p, "cmd/") || strings.HasPrefix(p, "examples/") ||
-			(strings.Contains(p, "/internal/") && !strings.HasPrefix(p, "internal/"))
-		if !exempt {
-			require.Contains(t, table, p, "package %s is missing from docs/embedding.md's package table", p)
+		switch {
+		case isBinaryOrExample(p) || (isInternal(p) && !strings.HasPrefix(p, "internal/")):
+		case strings.HasPrefix(p, "internal/"):
+			require.Contains(t, internal, p, "package %s is missing from docs/embedding.md's internal package table", p)
+		default:
+			require.Contains(t, library, p, "package %s is importable but missing from docs/embedding.md's library package table", p)
 		}
 	}
+}
+
+// isInternal: p is under an internal/ directory, the module's or a
+// package's.
+func isInternal(p string) bool {
+	return strings.HasPrefix(p, "internal/") || strings.Contains(p, "/internal/")
+}
+
+// isBinaryOrExample: p is the binary's or an example's code.
+func isBinaryOrExample(p string) bool {
+	return strings.HasPrefix(p, "cmd/") || strings.HasPrefix(p, "example/")
 }
 
 // TestPackageTableCheckFails: a table that lacks a package or names one the

@@ -6,7 +6,7 @@
 // decides, the audit trail records it; what the method sends the client is
 // not part of the result. It serves stdio, for the caller --as:
 //
-//	go run ./examples/peer --as ann
+//	go run ./example/peer --as ann
 package main
 
 import (

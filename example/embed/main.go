@@ -3,7 +3,7 @@
 // the governed server, Serve wraps the transport, Close flushes the audit
 // trail. It serves stdio, for the caller --as and --role name:
 //
-//	go run ./examples/embed --as cid --role contractor
+//	go run ./example/embed --as cid --role contractor
 //
 // Its registry and policy are built in (registry.yaml, policy/); --registry
 // and --policy read others from disk, reloaded on change: every session
