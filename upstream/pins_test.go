@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/internal/pins"
+	"github.com/toolgate/toolgate/internal/testkit/testserver"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/upstream/internal/testserver"
 )
 
 // stagedConfig is a pinned, importing in-memory upstream whose tools a

@@ -17,10 +17,10 @@ import (
 )
 
 // upstreamBinary builds the test upstream MCP server
-// (upstream/internal/testserver/cmd/upstreamtest) once per test run.
+// (internal/testkit/testserver/cmd/upstreamtest) once per test run.
 func upstreamBinary(t *testing.T) string {
 	t.Helper()
-	return proctest.Build(t, "./upstream/internal/testserver/cmd/upstreamtest")
+	return proctest.Build(t, "./internal/testkit/testserver/cmd/upstreamtest")
 }
 
 // upstreamBound bounds a call of a tool whose upstream is down or hangs:

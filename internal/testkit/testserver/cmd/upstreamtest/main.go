@@ -17,7 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/upstream/internal/testserver"
+	"github.com/toolgate/toolgate/internal/testkit/testserver"
 )
 
 func main() {
