@@ -2,14 +2,11 @@ package readmetest
 
 import (
 	"fmt"
-	"go/parser"
-	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -80,122 +77,35 @@ func treePackages(root string) ([]string, error) {
 	return out, err
 }
 
-// TestReadmePackageTable: the package table of docs/embedding.md is the
-// library: it names exactly the packages of the tree outside internal/,
-// cmd/ and example/ (the binary's and the examples' code), and the table
-// of internal packages names exactly those under internal/. Packages under
-// another package's internal/ directory are the only ones both may leave
-// out.
+// TestReadmePackageTable: the package tables of docs/embedding.md (the
+// library's and the internal packages') name every package of the tree that
+// a reader may meet, and nothing that is not there. Packages
+// under another package's internal/ directory and the binary's and
+// examples' packages are the only ones they may leave out.
 func TestReadmePackageTable(t *testing.T) {
 	root := checkout(t)
 	b, err := os.ReadFile(filepath.Join(root, "docs", "embedding.md"))
 	require.NoError(t, err)
-	library, err := tablePackages(string(b))
+	table, err := tablePackages(string(b))
 	require.NoError(t, err)
 	internal, err := tableHeaded(string(b), "| internal package | what |")
 	require.NoError(t, err)
+	table = append(table, internal...)
 	tree, err := treePackages(root)
 	require.NoError(t, err)
 	seen := map[string]bool{}
-	for _, p := range append(slices.Clone(library), internal...) {
-		require.False(t, seen[p], "docs/embedding.md's package tables name %s twice", p)
+	for _, p := range table {
+		require.False(t, seen[p], "docs/embedding.md's package table names %s twice", p)
 		seen[p] = true
-		require.Contains(t, tree, p, "docs/embedding.md's package tables name %s, which is not a package of the tree", p)
-	}
-	for _, p := range library {
-		require.False(t, isInternal(p) || isBinaryOrExample(p), "docs/embedding.md's library table names %s, which is not importable or not the library", p)
-	}
-	for _, p := range internal {
-		require.True(t, strings.HasPrefix(p, "internal/"), "docs/embedding.md's internal table names %s, which is not under internal/", p)
+		require.Contains(t, tree, p, "docs/embedding.md's package table names %s, which is not a package of the tree", p)
 	}
 	for _, p := range tree {
-		switch {
-		case isBinaryOrExample(p) || (isInternal(p) && !strings.HasPrefix(p, "internal/")):
-		case strings.HasPrefix(p, "internal/"):
-			require.Contains(t, internal, p, "package %s is missing from docs/embedding.md's internal package table", p)
-		default:
-			require.Contains(t, library, p, "package %s is importable but missing from docs/embedding.md's library package table", p)
+		exempt := strings.HasPrefix(p, "cmd/") || strings.HasPrefix(p, "example/") ||
+			(strings.Contains(p, "/internal/") && !strings.HasPrefix(p, "internal/"))
+		if !exempt {
+			require.Contains(t, table, p, "package %s is missing from docs/embedding.md's package table", p)
 		}
 	}
-}
-
-// isInternal: p is under an internal/ directory, the module's or a
-// package's.
-func isInternal(p string) bool {
-	return strings.HasPrefix(p, "internal/") || strings.Contains(p, "/internal/")
-}
-
-// isBinaryOrExample: p is the binary's or an example's code.
-func isBinaryOrExample(p string) bool {
-	return strings.HasPrefix(p, "cmd/") || strings.HasPrefix(p, "example/")
-}
-
-// testkitImports are the non-test files outside internal/testkit that
-// import a package under it, each as "file imports path".
-func testkitImports(root string) ([]string, error) {
-	const testkit = "github.com/toolgate/toolgate/internal/testkit"
-	var out []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			n := d.Name()
-			if rel == "internal/testkit" || (p != root && (n == "testdata" || n == "node_modules" || strings.HasPrefix(n, "."))) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
-		for _, im := range f.Imports {
-			path, err := strconv.Unquote(im.Path.Value)
-			if err != nil {
-				return err
-			}
-			if path == testkit || strings.HasPrefix(path, testkit+"/") {
-				out = append(out, rel+" imports "+path)
-			}
-		}
-		return nil
-	})
-	return out, err
-}
-
-// TestTestkitOnlyInTests: the test machinery under internal/testkit is
-// imported by tests (and by itself) only, never by what the binary or the
-// library runs.
-func TestTestkitOnlyInTests(t *testing.T) {
-	got, err := testkitImports(checkout(t))
-	require.NoError(t, err)
-	require.Empty(t, got, "product code imports internal/testkit")
-}
-
-// TestTestkitImportsCheckFails: a product file that imports the test
-// machinery is reported; a test file that does is not.
-func TestTestkitImportsCheckFails(t *testing.T) {
-	root := t.TempDir()
-	write := func(name, src string) {
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(root, name), []byte(src), 0o644))
-	}
-	write("a/a.go", "package a\n\nimport _ \"github.com/toolgate/toolgate/internal/testkit/proctest\"\n")
-	write("a/a_test.go", "package a\n\nimport _ \"github.com/toolgate/toolgate/internal/testkit/pgtest\"\n")
-	write("internal/testkit/x/x.go", "package x\n\nimport _ \"github.com/toolgate/toolgate/internal/testkit/proctest\"\n")
-	write("b/b.go", "package b\n\nimport _ \"github.com/toolgate/toolgate/internal/testkitten\"\n")
-	got, err := testkitImports(root)
-	require.NoError(t, err)
-	require.Equal(t, []string{"a/a.go imports github.com/toolgate/toolgate/internal/testkit/proctest"}, got)
 }
 
 // TestPackageTableCheckFails: a table that lacks a package or names one the
