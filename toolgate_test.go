@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/policytest"
+	"github.com/toolgate/toolgate/internal/cli/policytest"
 )
 
 // minBundledCoverage is the coverage of rego/ the bundled tests must keep.

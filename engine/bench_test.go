@@ -16,11 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/internal/benchdata"
+	"github.com/toolgate/toolgate/internal/testkit/benchdata"
 	"github.com/toolgate/toolgate/registry"
 )
 
-// The policies and the registry the benchmarks measure (internal/benchdata):
+// The policies and the registry the benchmarks measure (internal/testkit/benchdata):
 // benchGrant is the bundled example's grant policy, cacheable: it reads the
 // caller's roles and every row; benchGrantMeta adds an opt-out in _meta
 // (it reads input.request, so it is evaluated per call); benchGrantRow's

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/toolgate/toolgate/internal/fswatch"
+	"github.com/toolgate/toolgate/internal/runtime/fswatch"
 )
 
 // DefaultDebounce is how long Watch waits for a burst of file events to end

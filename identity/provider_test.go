@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/internal/oidctest"
+	"github.com/toolgate/toolgate/internal/testkit/oidctest"
 
 	"github.com/toolgate/toolgate/engine"
 )
 
 // startProvider runs the real OpenID provider of testdata/oidc
-// (internal/oidctest, which skips under -short, and fails under CI when
+// (internal/testkit/oidctest, which skips under -short, and fails under CI when
 // node or its npm packages are missing), its trusted issuer on port (0:
 // any), until the test ends.
 func startProvider(t *testing.T, port int) *oidctest.Provider {

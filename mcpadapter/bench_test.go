@@ -11,14 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/demo"
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/internal/benchdata"
+	"github.com/toolgate/toolgate/example/demo"
+	"github.com/toolgate/toolgate/internal/testkit/benchdata"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
 // benchRegistry generates a registry of n rows, each described
-// (internal/benchdata).
+// (internal/testkit/benchdata).
 func benchRegistry(n int) string { return benchdata.Registry(n, true) }
 
 // benchEngine loads a generated registry of n rows with the bundled grant

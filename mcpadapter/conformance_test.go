@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/internal/conformance"
+	"github.com/toolgate/toolgate/internal/testkit/conformance"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden responses of testdata/conformance")

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/demo"
-	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/example/demo"
+	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 

@@ -22,10 +22,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/demo"
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/hooks/approvals"
+	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/hooks/ledger"
+	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 

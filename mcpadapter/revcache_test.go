@@ -177,7 +177,7 @@ func TestConcurrentFirstRequestsShareOneCache(t *testing.T) {
 	require.Same(t, caches[0], a.cacheOf(e.Current()))
 }
 
-// benchRegistry is a registry of n rows like internal/benche2e's: every
+// benchRegistry is a registry of n rows like internal/testkit/benche2e's: every
 // row declares the same argument.
 func benchRegistry(n int) string {
 	var b strings.Builder

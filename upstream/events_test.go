@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/upstream/internal/testserver"
+	"github.com/toolgate/toolgate/internal/testkit/testserver"
 )
 
 // slowWatch is a Stderr for a pool of upstreamtest processes: it passes

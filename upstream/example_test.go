@@ -8,9 +8,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/internal/testkit/testserver"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/upstream"
-	"github.com/toolgate/toolgate/upstream/internal/testserver"
 )
 
 func ExampleParseFlag() {

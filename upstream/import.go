@@ -14,7 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/pins"
+	"github.com/toolgate/toolgate/internal/pins"
 	"github.com/toolgate/toolgate/registry"
 )
 

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/toolgate/toolgate/internal/testkit/testserver"
 	"github.com/toolgate/toolgate/mcpadapter"
-	"github.com/toolgate/toolgate/upstream/internal/testserver"
 )
 
 // upstreamBin is the test upstream built once for every test.
@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	upstreamBin = filepath.Join(dir, "upstreamtest")
-	out, err := exec.Command("go", "build", "-o", upstreamBin, "./internal/testserver/cmd/upstreamtest").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", upstreamBin, "../internal/testkit/testserver/cmd/upstreamtest").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "building the test upstream: %v\n%s", err, out)
 		os.Exit(1)

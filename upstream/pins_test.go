@@ -14,9 +14,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/pins"
+	"github.com/toolgate/toolgate/internal/pins"
+	"github.com/toolgate/toolgate/internal/testkit/testserver"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/upstream/internal/testserver"
 )
 
 // stagedConfig is a pinned, importing in-memory upstream whose tools a

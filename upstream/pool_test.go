@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/internal/testkit/testserver"
 	"github.com/toolgate/toolgate/mcpadapter"
-	"github.com/toolgate/toolgate/upstream/internal/testserver"
 )
 
 // transports runs f against an upstream over stdio (a subprocess), over

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/testkit/testserver"
 	"github.com/toolgate/toolgate/mcpadapter"
-	"github.com/toolgate/toolgate/upstream/internal/testserver"
 )
 
 // relayRegistry grants interact and slow of the upstream "up" to every

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/hooks/approvals"
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/server/approvals"
 )
 
 func init() {

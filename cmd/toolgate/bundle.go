@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/toolgate/toolgate/bundle"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/runtime/bundle"
 )
 
 // bundleFlags are --bundle FILE and --bundle-verification-key FILE of the

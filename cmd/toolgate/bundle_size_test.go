@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/bundle"
-	"github.com/toolgate/toolgate/internal/bundletest"
+	"github.com/toolgate/toolgate/internal/runtime/bundle"
+	"github.com/toolgate/toolgate/internal/testkit/bundletest"
 )
 
 // TestCheckBundleBoundedWhole: `toolgate check --bundle FILE` and `toolgate

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/toolgate/toolgate/config"
-	"github.com/toolgate/toolgate/inspect"
+	"github.com/toolgate/toolgate/internal/cli/inspect"
+	"github.com/toolgate/toolgate/internal/config"
 )
 
 func init() {

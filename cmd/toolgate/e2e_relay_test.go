@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/internal/conformance"
-	"github.com/toolgate/toolgate/internal/oidctest"
-	"github.com/toolgate/toolgate/internal/proctest"
+	"github.com/toolgate/toolgate/internal/testkit/conformance"
+	"github.com/toolgate/toolgate/internal/testkit/oidctest"
+	"github.com/toolgate/toolgate/internal/testkit/proctest"
 )
 
 var upstreamURLLine = regexp.MustCompile(`serving (http://\S+/mcp)\n`)

@@ -11,16 +11,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/internal/conformance"
-	"github.com/toolgate/toolgate/internal/mcptest"
-	"github.com/toolgate/toolgate/internal/proctest"
+	"github.com/toolgate/toolgate/internal/testkit/conformance"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
+	"github.com/toolgate/toolgate/internal/testkit/proctest"
 )
 
 // upstreamBinary builds the test upstream MCP server
-// (upstream/internal/testserver/cmd/upstreamtest) once per test run.
+// (internal/testkit/testserver/cmd/upstreamtest) once per test run.
 func upstreamBinary(t *testing.T) string {
 	t.Helper()
-	return proctest.Build(t, "./upstream/internal/testserver/cmd/upstreamtest")
+	return proctest.Build(t, "./internal/testkit/testserver/cmd/upstreamtest")
 }
 
 // upstreamBound bounds a call of a tool whose upstream is down or hangs:

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/config"
 )
 
 // repeated is a flag that may be given more than once; each value is kept.

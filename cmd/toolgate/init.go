@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/toolgate/toolgate/internal/scaffold"
+	"github.com/toolgate/toolgate/internal/cli/scaffold"
 )
 
 func init() {

@@ -12,8 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/internal/proctest"
-	"github.com/toolgate/toolgate/internal/scaffold"
+	"github.com/toolgate/toolgate/internal/cli/scaffold"
+	"github.com/toolgate/toolgate/internal/testkit/proctest"
 )
 
 // TestE2EInit: `toolgate init DIR` scaffolds a project in which `toolgate

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/toolgate/toolgate/internal/proctest"
+	"github.com/toolgate/toolgate/internal/testkit/proctest"
 )
 
 // TestMain removes the binaries proctest.Build linked once the tests are

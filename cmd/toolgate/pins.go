@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/toolgate/toolgate/config"
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/server/gateway"
 )
 
 func init() {

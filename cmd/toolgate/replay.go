@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/internal/lines"
-	"github.com/toolgate/toolgate/internal/shadow"
+	"github.com/toolgate/toolgate/internal/cli/lines"
+	"github.com/toolgate/toolgate/internal/server/shadow"
 )
 
 func init() {

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/toolgate/toolgate/config"
-	"github.com/toolgate/toolgate/gateway"
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/server/gateway"
 )
 
 func init() {

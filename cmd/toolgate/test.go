@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgate/toolgate/policytest"
+	"github.com/toolgate/toolgate/internal/cli/policytest"
 )
 
 func init() {

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/internal/conformance"
+	"github.com/toolgate/toolgate/internal/testkit/conformance"
 )
 
 // TestE2EUpstreamFlagQuoted: the command of --upstream NAME=COMMAND is

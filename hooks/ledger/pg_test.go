@@ -4,13 +4,13 @@ import (
 	"context"
 	"testing"
 
-	"github.com/toolgate/toolgate/internal/pgtest"
+	"github.com/toolgate/toolgate/internal/testkit/pgtest"
 )
 
 // isolatedPostgres creates a schema of its own in the test database for
 // the test (dropped when it ends) and returns an opener of stores on it:
 // tests that prune by time see, and delete, only their own rows. Without
-// the database it skips, or fails under CI (internal/pgtest).
+// the database it skips, or fails under CI (internal/testkit/pgtest).
 func isolatedPostgres(t testing.TB) func() *PostgresStore {
 	t.Helper()
 	dsn := pgtest.Schema(t, "ledger_test")

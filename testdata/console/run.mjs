@@ -1,5 +1,5 @@
 // Drives the toolgate console in a headless Debian chromium for
-// console/browser_test.go: one JSON command per line on stdin, one JSON
+// internal/server/console/browser_test.go: one JSON command per line on stdin, one JSON
 // answer per line on stdout ({"ok": true, ...} or {"ok": false, "error"}).
 // The Go test decides what to do; this only does it in the page.
 //

@@ -1,0 +1,2 @@
+# example/peer: no override; the registry decides.
+package toolgate.grant

@@ -1,2 +1,0 @@
-# examples/peer: no override; the registry decides.
-package toolgate.grant

@@ -1,0 +1,521 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/runtime/bundle"
+	"github.com/toolgate/toolgate/upstream"
+)
+
+// DefaultHTTP is where `toolgate serve` listens unless told otherwise.
+const DefaultHTTP = "127.0.0.1:8787"
+
+// Serve holds every setting of `toolgate serve` (docs/contract.md §8). The zero value
+// means "not set"; SetDefaults fills in the defaults.
+type Serve struct {
+	// Config is the file the settings were read from; "" without one.
+	// Relative paths in it are resolved against its directory.
+	Config string `yaml:"-"`
+
+	// Registry is the registry file; "" serves the bundled example.
+	Registry string `yaml:"registry"`
+	// Policy is the policy directory; "" serves the bundled example.
+	Policy string `yaml:"policy"`
+	// Bundle, when its URL is set, serves registry and policies from an
+	// OPA bundle instead (docs/contract.md §14).
+	Bundle bundle.Config `yaml:"bundle"`
+	// Stdio serves on stdin/stdout.
+	Stdio bool `yaml:"stdio"`
+	// HTTP is the address to serve streamable HTTP at. SetDefaults sets
+	// DefaultHTTP unless Stdio is set: with Stdio, HTTP is served only when
+	// an address is given.
+	HTTP string `yaml:"http"`
+	// As and Roles are the caller over stdio; As "" is nobody.
+	As    string   `yaml:"as"`
+	Roles []string `yaml:"roles"`
+	// Tokens is the bearer tokens file for HTTP; "": every HTTP caller is
+	// nobody.
+	Tokens string `yaml:"tokens"`
+	// Upstreams are the upstream MCP servers.
+	Upstreams []Upstream `yaml:"upstreams"`
+	// Ledger is the idempotency ledger store: "memory", "sqlite:PATH" or a
+	// postgres:// URL. SetDefaults sets "sqlite:" with ledger.db in
+	// StateDir ("sqlite:" with no path means that file too).
+	Ledger string `yaml:"ledger"`
+	// LedgerRetention is how long the ledger keeps a completed key; zero is
+	// the ledger's default (24h).
+	LedgerRetention time.Duration `yaml:"ledgerRetention"`
+	// IdempotencyKey is the _meta key the idempotency ledger reads; empty
+	// is ledger.DefaultMetaKey, festi/idempotencyKey.
+	IdempotencyKey string `yaml:"idempotencyKey"`
+	// Audit is the audit trail file; "-" (the default) is stderr.
+	Audit string `yaml:"audit"`
+	// DecisionLog, when set, receives every grant and call decision as an
+	// OPA decision-log event (docs/contract.md §14): an http(s) URL is POSTed batches
+	// of them, anything else is a file appended one event per line.
+	DecisionLog string `yaml:"decisionLog"`
+	// DecisionLogHashKey, when set, keys the hashes of argument and _meta
+	// values in decision-log events (HMAC-SHA256): "${NAME}" reads the key
+	// from the environment variable NAME, anything else is a file holding
+	// it (relative to the config file; one trailing newline ignored). The
+	// key itself is never in the settings, and at least 32 bytes.
+	DecisionLogHashKey string `yaml:"decisionLogHashKey"`
+	// TrustTraceparent makes spans continue the client's W3C traceparent
+	// (from _meta or the HTTP header); off, each request starts a trace of
+	// its own, linked to the client's (docs/contract.md §14).
+	TrustTraceparent bool `yaml:"trustTraceparent"`
+	// OtelEndpoint, when set, is the OTLP/HTTP endpoint spans are exported
+	// to (docs/contract.md §14); "" falls back to OTEL_EXPORTER_OTLP_ENDPOINT, and
+	// tracing is off without either.
+	OtelEndpoint string `yaml:"otelEndpoint"`
+	// ApprovalWebhook, when set, is an http(s) URL each new approval
+	// request is POSTed to as JSON (docs/contract.md §13).
+	ApprovalWebhook string `yaml:"approvalWebhook"`
+	// MaxPendingApprovals bounds the approval requests one requester may
+	// have pending (docs/contract.md §13); zero is the default (20).
+	MaxPendingApprovals int `yaml:"maxPendingApprovals"`
+	// Watch reloads registry and policies on change; nil is on.
+	Watch *bool `yaml:"watch"`
+	// HookTimeout bounds one hook run; zero is the adapter's default.
+	HookTimeout time.Duration `yaml:"hookTimeout"`
+	// EvalTimeout bounds one policy evaluation; zero is the engine's default.
+	EvalTimeout time.Duration `yaml:"evalTimeout"`
+
+	// HTTP limits (docs/contract.md §11); zero is httpserve's default.
+
+	// SessionTimeout ends a session idle that long (default 10m).
+	SessionTimeout time.Duration `yaml:"sessionTimeout"`
+	// MaxSessions caps the sessions alive at once (default 10000).
+	MaxSessions int `yaml:"maxSessions"`
+	// ReadTimeout bounds how long a request body may take (default 30s).
+	ReadTimeout time.Duration `yaml:"readTimeout"`
+	// IdleTimeout closes idle keep-alive connections (default 2m).
+	IdleTimeout time.Duration `yaml:"idleTimeout"`
+	// MaxConnections caps the open HTTP connections (default 4096).
+	MaxConnections int `yaml:"maxConnections"`
+	// AllowedOrigins are the Origin values accepted besides the
+	// listener's own.
+	AllowedOrigins []string `yaml:"allowedOrigins"`
+	// AdminRole is the operator role: verbose /healthz and /metrics
+	// (default admin).
+	AdminRole string `yaml:"adminRole"`
+	// PDPRoles are the roles that may ask the AuthZEN endpoints
+	// (docs/authzen.md); empty: the endpoints are not served.
+	PDPRoles []string `yaml:"pdpRoles"`
+	// Shadow is the candidate policy decided beside the serving one
+	// (docs/shadow.md); zero: none.
+	Shadow Shadow `yaml:"shadow"`
+	// MetricsAddr, when set, serves /metrics to anyone at that address.
+	MetricsAddr string `yaml:"metricsAddr"`
+
+	// Capabilities is an OPA capabilities JSON file: the built-ins policies
+	// may call (docs/contract.md §11); "" is every built-in but the network ones.
+	Capabilities string `yaml:"capabilities"`
+	// ListFallback is what tools/list shows when the grant policy fails
+	// (docs/contract.md §6): ListFallbackBase ("", the default) or ListFallbackNone.
+	ListFallback string `yaml:"listFallback"`
+
+	// Auth configures JWT callers from an OAuth 2.1 authorization server
+	// (docs/contract.md §12; the config file's auth section, --issuer, --jwks,
+	// --resource, --audience). Its defaults depend on the address
+	// listened at: the gateway fills them in with Auth.WithDefaults.
+	Auth identity.Settings `yaml:"auth"`
+	// AllowAnonymous serves a request without a token as nobody even with
+	// Auth enabled (--allow-anonymous, auth.allow_anonymous).
+	AllowAnonymous bool `yaml:"-"`
+	// Pins is the pins file of the upstreams configured with pin (docs/contract.md
+	// §15); "" is PinsFileName in StateDir (see PinsFile).
+	Pins string `yaml:"pins"`
+}
+
+// PinsFileName is the pins file's name in the state directory.
+const PinsFileName = "pins.yaml"
+
+// PinsFile is the pins file: Pins, else pins.yaml in StateDir, beside the
+// default ledger.
+func (s *Serve) PinsFile() (string, error) {
+	if s.Pins != "" {
+		return s.Pins, nil
+	}
+	dir, err := StateDir()
+	if err != nil {
+		return "", fmt.Errorf("pins: %w", err)
+	}
+	return filepath.Join(dir, PinsFileName), nil
+}
+
+// The values of Serve.ListFallback.
+const (
+	ListFallbackBase = "base" // a failing policy lists the base decision
+	ListFallbackNone = "none" // a failing policy lists nothing
+)
+
+// Upstream is an upstream MCP server: a command run over stdio, or a
+// streamable HTTP URL.
+type Upstream struct {
+	// Name is how rows name it (method upstream:NAME/TOOL; imported tools
+	// are NAME.TOOL).
+	Name string `yaml:"name"`
+	// Command is the command line of a stdio server, split into words
+	// like a shell splits them, quotes and backslashes included, but
+	// without any expansion (upstream.SplitCommand); Args, when set, are
+	// further arguments taken as they are.
+	Command string   `yaml:"command"`
+	Args    []string `yaml:"args"`
+	// URL is the endpoint of a streamable HTTP server (http or https).
+	URL string `yaml:"url"`
+	// Import makes the upstream's tools that no row names rows of their
+	// own (only settable in the config file).
+	Import bool `yaml:"import"`
+	// Section is the permission section of the imported rows; "" is
+	// upstream:NAME, which no role holds until the registry's sections
+	// list it (docs/contract.md §15). Only settable in the config file.
+	Section string `yaml:"section"`
+	// TrustAnnotations lets the upstream's own tool annotations count as
+	// the imported rows' annotations; otherwise policies see them only as
+	// upstream_annotations. Only settable in the config file.
+	TrustAnnotations bool `yaml:"trust_annotations"`
+	// Pin serves an imported tool only while its definition matches the
+	// pin recorded in the pins file (docs/contract.md §15); needs Import. Only
+	// settable in the config file.
+	Pin bool `yaml:"pin"`
+	// Prefix is prepended to the names of the imported tools and prompts
+	// (docs/contract.md §16); nil is NAME. (the default), "" is allowed.
+	// Only settable in the config file.
+	Prefix *string `yaml:"prefix"`
+	// Headers are sent with every request to an HTTP upstream; Env is a
+	// stdio upstream's environment besides PATH, HOME, LANG, TZ and
+	// TMPDIR (all of toolgate's with InheritEnv). Values may be ${VAR} or
+	// ${file:PATH}. Auth is OAuth toward an HTTP upstream. docs/contract.md
+	// §17; only settable in the config file.
+	Headers    map[string]string `yaml:"headers"`
+	Env        map[string]string `yaml:"env"`
+	InheritEnv bool              `yaml:"inherit_env"`
+	Auth       *upstream.Auth    `yaml:"auth"`
+}
+
+// PoolConfig is the upstream pool's configuration of u; its secrets
+// (${VAR}, ${file:PATH}) are resolved when the pool is made.
+func (u Upstream) PoolConfig() upstream.Config {
+	cfg := upstream.Config{Name: u.Name, Command: u.Argv(), URL: u.URL, Import: u.Import,
+		Section: u.Section, TrustAnnotations: u.TrustAnnotations, Pin: u.Pin, Prefix: u.Prefix,
+		InheritEnv: u.InheritEnv, Auth: u.Auth}
+	if len(u.Headers) > 0 {
+		cfg.Headers = maps.Clone(u.Headers)
+	}
+	for _, k := range slices.Sorted(maps.Keys(u.Env)) {
+		cfg.Env = append(cfg.Env, k+"="+u.Env[k])
+	}
+	return cfg
+}
+
+// Argv is the command and arguments to run a stdio upstream; a Command
+// that does not split (an unterminated quote: Validate reports it)
+// contributes no word.
+func (u Upstream) Argv() []string {
+	words, _ := upstream.SplitCommand(u.Command)
+	return append(words, u.Args...)
+}
+
+// WatchOn reports whether registry and policies are watched.
+func (s *Serve) WatchOn() bool { return s.Watch == nil || *s.Watch }
+
+// parseUpstream reads the --upstream form NAME=COMMAND or NAME=URL: a value
+// starting with http:// or https:// is a URL. COMMAND is kept as given; it
+// is split into words once, by upstream.SplitCommand (Argv).
+func parseUpstream(v string) (Upstream, error) {
+	name, target, ok := strings.Cut(v, "=")
+	if !ok || name == "" || strings.TrimSpace(target) == "" {
+		return Upstream{}, fmt.Errorf("want NAME=COMMAND or NAME=URL, got %q", v)
+	}
+	u := Upstream{Name: name}
+	if isHTTPURL(target) {
+		u.URL = target
+	} else {
+		u.Command = target
+	}
+	return u, nil
+}
+
+func isHTTPURL(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}
+
+// StateDir is toolgate's state directory: $XDG_STATE_HOME/toolgate, or
+// ~/.local/state/toolgate when XDG_STATE_HOME is unset or not absolute. It
+// may not exist yet.
+func StateDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "toolgate"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no state directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "toolgate"), nil
+}
+
+// SetDefaults fills in what is not set: HTTP (unless Stdio), Audit "-",
+// Ledger sqlite:StateDir/ledger.db, Watch on. It fails only when the
+// ledger defaults and no state directory can be found.
+func (s *Serve) SetDefaults() error {
+	if s.HTTP == "" && !s.Stdio {
+		s.HTTP = DefaultHTTP
+	}
+	if s.Audit == "" {
+		s.Audit = "-"
+	}
+	if s.Watch == nil {
+		on := true
+		s.Watch = &on
+	}
+	if s.Ledger == "" || s.Ledger == "sqlite:" {
+		dir, err := StateDir()
+		if err != nil {
+			return err
+		}
+		s.Ledger = "sqlite:" + filepath.Join(dir, "ledger.db")
+	}
+	return nil
+}
+
+var upstreamName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Validate reports every setting that cannot be served, in one *Error.
+func (s *Serve) Validate() error {
+	var probs []Problem
+	add := func(key, format string, args ...any) {
+		probs = append(probs, Problem{Key: key, Message: fmt.Sprintf(format, args...)})
+	}
+	if len(s.Roles) > 0 && s.As == "" {
+		add("roles", "roles are given without a subject (as)")
+	}
+	probs = append(probs, s.Shadow.problems(s)...)
+	for _, r := range s.Roles {
+		if r == "" {
+			add("roles", "a role is empty")
+		}
+	}
+	switch l := s.Ledger; {
+	case l == "", l == "memory", strings.HasPrefix(l, "sqlite:"),
+		strings.HasPrefix(l, "postgres://"), strings.HasPrefix(l, "postgresql://"):
+	default:
+		add("ledger", "want memory, sqlite:PATH or postgres://..., got %q", l)
+	}
+	if s.LedgerRetention < 0 {
+		add("ledgerRetention", "negative duration %s", s.LedgerRetention)
+	}
+	if d := s.DecisionLog; isHTTPURL(d) {
+		if u, err := url.Parse(d); err != nil || u.Host == "" {
+			add("decisionLog", "want an http:// or https:// URL with a host, or a file path")
+		}
+	}
+	if s.DecisionLogHashKey != "" {
+		if s.DecisionLog == "" {
+			add("decisionLogHashKey", "needs decisionLog (--decision-log)")
+		} else if _, err := s.HashKey(); err != nil {
+			add("decisionLogHashKey", "%v", err)
+		}
+	}
+	if e := s.OtelEndpoint; e != "" {
+		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("otelEndpoint", "want an http:// or https:// URL")
+		}
+	}
+	if w := s.ApprovalWebhook; w != "" {
+		if u, err := url.Parse(w); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("approvalWebhook", "want an http:// or https:// URL")
+		}
+	}
+	switch s.ListFallback {
+	case "", ListFallbackBase, ListFallbackNone:
+	default:
+		add("listFallback", "want base or none, got %q", s.ListFallback)
+	}
+	if s.HookTimeout < 0 {
+		add("hookTimeout", "negative duration %s", s.HookTimeout)
+	}
+	if s.EvalTimeout < 0 {
+		add("evalTimeout", "negative duration %s", s.EvalTimeout)
+	}
+	for key, d := range map[string]time.Duration{"sessionTimeout": s.SessionTimeout, "readTimeout": s.ReadTimeout, "idleTimeout": s.IdleTimeout} {
+		if d < 0 {
+			add(key, "negative duration %s", d)
+		}
+	}
+	if s.MaxSessions < 0 {
+		add("maxSessions", "negative number %d", s.MaxSessions)
+	}
+	if s.MaxPendingApprovals < 0 {
+		add("maxPendingApprovals", "negative number %d", s.MaxPendingApprovals)
+	}
+	if s.MaxConnections < 0 {
+		add("maxConnections", "negative number %d", s.MaxConnections)
+	}
+	for _, o := range s.AllowedOrigins {
+		if !isHTTPURL(o) {
+			add("allowedOrigins", "want an origin such as https://app.example.com, got %q", o)
+		}
+	}
+	seen := map[string]bool{}
+	for i, u := range s.Upstreams {
+		key := fmt.Sprintf("upstreams[%d]", i)
+		if u.Name != "" {
+			key += " (" + u.Name + ")"
+		}
+		switch {
+		case !upstreamName.MatchString(u.Name):
+			add(key, "name must match %s", upstreamName)
+		case seen[u.Name]:
+			add(key, "name is used twice")
+		}
+		seen[u.Name] = true
+		switch {
+		case u.URL != "" && (u.Command != "" || len(u.Args) > 0):
+			add(key, "give either command or url, not both")
+		case u.URL != "" && !isHTTPURL(u.URL):
+			add(key, "url must be http:// or https://")
+		case u.URL == "":
+			if _, err := upstream.SplitCommand(u.Command); err != nil && strings.TrimSpace(u.Command) != "" {
+				add(key, "command: %v", err)
+			} else if len(u.Argv()) == 0 {
+				add(key, "give a command or a url")
+			}
+		}
+		if u.Pin && !u.Import {
+			add(key, "pin needs import: true")
+		}
+		if u.Headers != nil || u.Env != nil || u.InheritEnv || u.Auth != nil {
+			pc := u.PoolConfig()
+			for _, err := range upstream.CredentialProblems(&pc) {
+				add(key, "%v", err)
+			}
+		}
+	}
+	probs = append(probs, s.authProblems()...)
+	probs = append(probs, s.bundleProblems()...)
+	if len(probs) > 0 {
+		return &Error{Path: s.Config, Problems: probs}
+	}
+	return nil
+}
+
+// authProblems validates Auth with its defaults for the HTTP address.
+func (s *Serve) authProblems() []Problem {
+	var probs []Problem
+	if !s.Auth.Enabled() && s.AllowAnonymous {
+		probs = append(probs, Problem{Key: "auth.allow_anonymous", Message: "needs auth.issuer (--issuer): without it a request without a token is nobody anyway"})
+	}
+	if s.Auth.Enabled() && s.HTTP == "" {
+		probs = append(probs, Problem{Key: "auth", Message: "JWT callers are for HTTP: give an address (http, --http)"})
+	}
+	if s.Auth.Enabled() && s.Auth.Resource == "" && isWildcard(s.HTTP) {
+		probs = append(probs, Problem{Key: "auth.resource", Message: "required when listening on every address (http " + s.HTTP +
+			"): the default would advertise " + identity.DefaultResource(s.HTTP) + " as this server's URI; set it (--resource) to the URI clients use"})
+	}
+	a := s.Auth
+	if a.Enabled() {
+		addr := s.HTTP
+		if addr == "" {
+			addr = DefaultHTTP // reported above; check the rest
+		}
+		a = a.WithDefaults(addr)
+	}
+	if err := a.Validate(); err != nil {
+		var se *identity.SettingsError
+		if !errors.As(err, &se) {
+			return append(probs, Problem{Key: "auth", Message: err.Error()})
+		}
+		for _, p := range se.Problems {
+			probs = append(probs, Problem{Message: p}) // each names its key
+		}
+	}
+	return probs
+}
+
+// MinHashKeyLen is the shortest decisionLogHashKey accepted, in bytes.
+const MinHashKeyLen = 32
+
+// HashKey reads the decision log's hash key (DecisionLogHashKey): nil
+// when none is set. Its errors name where the key was looked for, never
+// the key.
+func (s *Serve) HashKey() ([]byte, error) {
+	ref := s.DecisionLogHashKey
+	if ref == "" {
+		return nil, nil
+	}
+	var key []byte
+	if name, ok := strings.CutPrefix(ref, "${"); ok && strings.HasSuffix(name, "}") {
+		name = strings.TrimSuffix(name, "}")
+		v, set := os.LookupEnv(name)
+		if !set {
+			return nil, fmt.Errorf("the environment variable %s is not set", name)
+		}
+		key = []byte(v)
+	} else {
+		b, err := os.ReadFile(ref)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the key file: %w", err)
+		}
+		key = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
+	}
+	if len(key) < MinHashKeyLen {
+		return nil, fmt.Errorf("the key is %d bytes; want at least %d (for example: openssl rand -hex 32)", len(key), MinHashKeyLen)
+	}
+	return key, nil
+}
+
+// isWildcard reports whether addr listens on every address: no host, or
+// an unspecified IP (0.0.0.0, ::).
+func isWildcard(addr string) bool {
+	if addr == "" {
+		return false
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "" || ip != nil && ip.IsUnspecified()
+}
+
+// Problem is one setting that is wrong.
+type Problem struct {
+	// Line is the line in the config file (0: not from the file).
+	Line int
+	// Key names the setting (for example "ledger", "upstreams[1]").
+	Key     string
+	Message string
+}
+
+// String renders p as `line 3: watch: want true or false`, leaving out
+// what is unknown.
+func (p Problem) String() string { return p.Diag("").LineString() }
+
+// Error reports every problem of a configuration.
+type Error struct {
+	// Path is the config file; "" for settings from flags alone.
+	Path     string
+	Problems []Problem
+	// Err is a failure to read or parse the file as a whole.
+	Err error
+}
+
+// Error renders `config <path>: <failure>` (or the lone problem) on the
+// first line and every other problem on a line of its own below it, through
+// [Error.List].
+func (e *Error) Error() string { return e.List().Error() }
+
+func (e *Error) Unwrap() error { return e.Err }

@@ -1,0 +1,259 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/cli/inspect"
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/server/gateway"
+)
+
+// pdpCallers ask the AuthZEN endpoints: a PEP with the PDP role, one with
+// the PDP and the operator role, and one without the PDP role.
+var (
+	pep      = &engine.Caller{Subject: "pep", Roles: []string{"pdp"}}
+	pepAdmin = &engine.Caller{Subject: "pep-admin", Roles: []string{"pdp", "admin"}}
+	notPEP   = &engine.Caller{Subject: "max", Roles: []string{"manager"}}
+)
+
+// startPDP serves the bundled example with PDP role "pdp" and returns
+// the base URL and the gateway (for its revision).
+func startPDP(t *testing.T) (string, *gateway.Gateway) {
+	t.Helper()
+	dir := t.TempDir()
+	entries := map[string]identity.TokenEntry{}
+	for _, c := range []*engine.Caller{pep, pepAdmin, notPEP} {
+		entries[identity.HashToken(tokenFor(c))] = identity.TokenEntry{Subject: c.Subject, Roles: c.Roles}
+	}
+	b, err := json.Marshal(entries)
+	require.NoError(t, err)
+	tokens := filepath.Join(dir, "tokens.json")
+	require.NoError(t, os.WriteFile(tokens, b, 0o600))
+	var gw *gateway.Gateway
+	g := startGateway(t, gateway.Config{
+		Serve:  config.Serve{Tokens: tokens, Ledger: "memory", Audit: filepath.Join(dir, "audit.jsonl"), PDPRoles: []string{"pdp"}},
+		Routes: func(g *gateway.Gateway) map[string]http.Handler { gw = g; return nil },
+	})
+	return strings.TrimSuffix(g.url, "/mcp"), gw
+}
+
+// post sends body to base+path as caller (nil: no token) and returns the
+// status and body.
+func azPost(t *testing.T, base, path string, caller *engine.Caller, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	if caller != nil {
+		req.Header.Set("Authorization", "Bearer "+tokenFor(caller))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+type azDecision struct {
+	Decision *bool          `json:"decision"`
+	Context  map[string]any `json:"context"`
+}
+
+func evalRequest(subject *engine.Caller, action, tool string, args string) string {
+	props := map[string]any{"roles": subject.Roles}
+	if subject.Claims != nil {
+		props["claims"] = subject.Claims
+	}
+	res := map[string]any{"type": "mcp_tool", "id": tool}
+	if args != "" {
+		res["properties"] = map[string]any{"arguments": json.RawMessage(args)}
+	}
+	b, _ := json.Marshal(map[string]any{
+		"subject":  map[string]any{"type": "user", "id": subject.Subject, "properties": props},
+		"action":   map[string]any{"name": action},
+		"resource": res,
+	})
+	return string(b)
+}
+
+// TestAuthZENDecisionsEqualExplain: for a table of callers and tools (every
+// row of the bundled example and a name no row has), the AuthZEN decision
+// of tools/call is true exactly when `toolgate explain --tool` says the
+// call runs (stage run), with and without arguments, and the decision of
+// tools/list exactly when explain lists the tool; the Access Evaluations
+// batch answers the same, in order.
+func TestAuthZENDecisionsEqualExplain(t *testing.T) {
+	t.Parallel()
+	base, gw := startPDP(t)
+	rev := gw.Engine().Current()
+	var tools []string
+	for _, r := range rev.Registry().Tools {
+		tools = append(tools, r.Name)
+	}
+	tools = append(tools, "noRowHasThisName")
+	subjects := append([]*engine.Caller{{Subject: "nora", Roles: []string{}}, {Subject: "root", Roles: []string{"admin"}}}, httpCallers...)
+	args := map[string]string{"echo": `{"text":"hi"}`, "add": `{"a":1}`, "getReward": `{"idReward":"x"}`, "count": `{"key":"k"}`}
+	var batch []json.RawMessage
+	var want []bool
+	sawTrue, sawFalse := false, false
+	for _, s := range subjects {
+		for _, tool := range tools {
+			for _, a := range []string{"", args[tool]} {
+				x := inspect.Explain(context.Background(), inspect.ExplainOptions{Revision: rev, Caller: s, Tool: tool,
+					Arguments: json.RawMessage(a), Methods: gateway.BuiltinMethods()})
+				wantCall := x.Call.Stage == inspect.StageRun
+				status, body := azPost(t, base, "/access/v1/evaluation", pep, evalRequest(s, "tools/call", tool, a))
+				require.Equal(t, http.StatusOK, status, body)
+				var d azDecision
+				require.NoError(t, json.Unmarshal([]byte(body), &d))
+				require.NotNil(t, d.Decision, body)
+				require.Equal(t, wantCall, *d.Decision, "tools/call %s by %s args %s: explain says stage %s", tool, s.Subject, a, x.Call.Stage)
+				batch = append(batch, json.RawMessage(evalRequest(s, "tools/call", tool, a)))
+				want = append(want, wantCall)
+				sawTrue, sawFalse = sawTrue || wantCall, sawFalse || !wantCall
+			}
+			x := inspect.Explain(context.Background(), inspect.ExplainOptions{Revision: rev, Caller: s})
+			wantList := false
+			for _, n := range x.Listed {
+				wantList = wantList || n == tool
+			}
+			status, body := azPost(t, base, "/access/v1/evaluation", pep, evalRequest(s, "tools/list", tool, ""))
+			require.Equal(t, http.StatusOK, status, body)
+			var d azDecision
+			require.NoError(t, json.Unmarshal([]byte(body), &d))
+			require.Equal(t, wantList, *d.Decision, "tools/list %s for %s", tool, s.Subject)
+			batch = append(batch, json.RawMessage(evalRequest(s, "tools/list", tool, "")))
+			want = append(want, wantList)
+		}
+	}
+	require.True(t, sawTrue && sawFalse, "the table must hold both decisions")
+	b, err := json.Marshal(map[string]any{"evaluations": batch})
+	require.NoError(t, err)
+	status, body := azPost(t, base, "/access/v1/evaluations", pep, string(b))
+	require.Equal(t, http.StatusOK, status, body)
+	var out struct {
+		Evaluations []azDecision `json:"evaluations"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &out))
+	require.Len(t, out.Evaluations, len(want))
+	for i, d := range out.Evaluations {
+		require.Equal(t, want[i], *d.Decision, "evaluation %d", i)
+	}
+}
+
+// TestAuthZENHiddenIsAbsent: a tool hidden from the subject and a name no
+// row has get byte-identical answers, with no reason, unless the asking
+// caller holds the operator role (then the reason says which).
+func TestAuthZENHiddenIsAbsent(t *testing.T) {
+	t.Parallel()
+	base, _ := startPDP(t)
+	nora := &engine.Caller{Subject: "nora", Roles: []string{}}
+	for _, action := range []string{"tools/call", "tools/list"} {
+		_, hidden := azPost(t, base, "/access/v1/evaluation", pep, evalRequest(nora, action, "getReward", ""))
+		_, absent := azPost(t, base, "/access/v1/evaluation", pep, evalRequest(nora, action, "getRewardd", ""))
+		require.Equal(t, absent, strings.Replace(hidden, "getReward", "getRewardd", -1), action)
+		require.JSONEq(t, `{"decision":false}`, hidden, action)
+	}
+	_, hidden := azPost(t, base, "/access/v1/evaluation", pepAdmin, evalRequest(nora, "tools/call", "getReward", ""))
+	_, absent := azPost(t, base, "/access/v1/evaluation", pepAdmin, evalRequest(nora, "tools/call", "getRewardd", ""))
+	require.Contains(t, hidden, "the base decision: section rewards lists only manager, admin")
+	require.Contains(t, absent, "no row has this name")
+}
+
+// TestAuthZENAuth: only a caller with a PDP role may ask; the others get
+// 401 (no or an unknown token) or 403, on both endpoints.
+func TestAuthZENAuth(t *testing.T) {
+	t.Parallel()
+	base, _ := startPDP(t)
+	body := evalRequest(&engine.Caller{Subject: "max", Roles: []string{"manager"}}, "tools/call", "echo", "")
+	for _, path := range []string{"/access/v1/evaluation", "/access/v1/evaluations"} {
+		status, _ := azPost(t, base, path, nil, body)
+		require.Equal(t, http.StatusUnauthorized, status, path)
+		status, _ = azPost(t, base, path, &engine.Caller{Subject: "stranger"}, body)
+		require.Equal(t, http.StatusUnauthorized, status, path)
+		status, _ = azPost(t, base, path, notPEP, body)
+		require.Equal(t, http.StatusForbidden, status, path)
+		status, _ = azPost(t, base, path, pep, body)
+		require.Equal(t, http.StatusOK, status, path)
+	}
+	// The refusal comes before the body is read: garbage is 401, not 400.
+	status, _ := azPost(t, base, "/access/v1/evaluation", nil, "{not json")
+	require.Equal(t, http.StatusUnauthorized, status)
+	status, _ = azPost(t, base, "/access/v1/evaluation", pep, "{not json")
+	require.Equal(t, http.StatusBadRequest, status)
+}
+
+// TestAuthZENSpecExamples sends the Authorization API 1.0 specification's
+// own example requests (§6.1.1, §7.1.2): they parse and are answered in
+// the spec's shape; their actions (can_read) are no MCP method, so the
+// decisions are false with an error context. The metadata (§9) names the
+// endpoints under the URL it was fetched from.
+func TestAuthZENSpecExamples(t *testing.T) {
+	t.Parallel()
+	base, _ := startPDP(t)
+	single := `{
+  "subject": {"type": "user", "id": "alice@example.com"},
+  "resource": {"type": "account", "id": "123"},
+  "action": {"name": "can_read", "properties": {"method": "GET"}},
+  "context": {"time": "1985-10-26T01:22-07:00"}
+}`
+	status, body := azPost(t, base, "/access/v1/evaluation", pep, single)
+	require.Equal(t, http.StatusOK, status, body)
+	var d azDecision
+	require.NoError(t, json.Unmarshal([]byte(body), &d))
+	require.False(t, *d.Decision)
+	require.Contains(t, d.Context, "error")
+
+	batch := `{
+  "subject": {"type": "user", "id": "alice@example.com"},
+  "action": {"name": "can_read"},
+  "options": {"evaluations_semantic": "execute_all"},
+  "evaluations": [
+    {"resource": {"type": "document", "id": "1"}},
+    {"resource": {"type": "document", "id": "2"}},
+    {"resource": {"type": "document", "id": "3"}}
+  ]
+}`
+	status, body = azPost(t, base, "/access/v1/evaluations", pep, batch)
+	require.Equal(t, http.StatusOK, status, body)
+	var out struct {
+		Evaluations []azDecision `json:"evaluations"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &out))
+	require.Len(t, out.Evaluations, 3)
+	// deny_on_first_deny stops at the first false.
+	status, body = azPost(t, base, "/access/v1/evaluations", pep, strings.Replace(batch, "execute_all", "deny_on_first_deny", 1))
+	require.Equal(t, http.StatusOK, status, body)
+	require.NoError(t, json.Unmarshal([]byte(body), &out))
+	require.Len(t, out.Evaluations, 1)
+
+	// The MCP profile's other methods are not decided yet: false, 501 in
+	// the context.
+	for _, action := range []string{"prompts/get", "resources/read"} {
+		req := strings.Replace(evalRequest(&engine.Caller{Subject: "root", Roles: []string{"admin"}}, "tools/call", "echo", ""), "tools/call", action, 1)
+		status, body = azPost(t, base, "/access/v1/evaluation", pep, req)
+		require.Equal(t, http.StatusOK, status, body)
+		require.Contains(t, body, `"status":501`, action)
+	}
+
+	resp, err := http.Get(base + "/.well-known/authzen-configuration")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var meta map[string]string
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&meta))
+	require.Equal(t, base, meta["policy_decision_point"])
+	require.Equal(t, base+"/access/v1/evaluation", meta["access_evaluation_endpoint"])
+	require.Equal(t, base+"/access/v1/evaluations", meta["access_evaluations_endpoint"])
+}

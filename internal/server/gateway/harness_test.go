@@ -1,0 +1,104 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/server/gateway"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
+)
+
+// Protocol revisions the go-sdk serves (docs/contract.md §6).
+var protocols = []string{"2025-06-18", "2025-11-25", "2026-07-28"}
+
+// tokenFor is the bearer token the tests give a caller.
+func tokenFor(c *engine.Caller) string { return "token-of-" + c.Subject }
+
+// writeTokens writes a tokens file (docs/contract.md §8) for callers.
+func writeTokens(t testing.TB, dir string, callers ...*engine.Caller) string {
+	t.Helper()
+	m := map[string]identity.TokenEntry{}
+	for _, c := range callers {
+		m[identity.HashToken(tokenFor(c))] = identity.TokenEntry{Subject: c.Subject, Roles: c.Roles}
+	}
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	p := filepath.Join(dir, "tokens.json")
+	require.NoError(t, os.WriteFile(p, b, 0o600))
+	return p
+}
+
+// running is a gateway serving HTTP on a loopback port.
+type running struct {
+	url  string
+	stop func() error // shuts down and returns Run's error
+}
+
+// startGateway runs gateway.Run with cfg on 127.0.0.1:0 until stop or the
+// end of the test.
+func startGateway(t testing.TB, cfg gateway.Config) *running {
+	t.Helper()
+	cfg.HTTP = "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan net.Addr, 1)
+	cfg.Ready = func(a net.Addr) { ready <- a }
+	done := make(chan error, 1)
+	go func() { done <- gateway.Run(ctx, cfg) }()
+	var addr net.Addr
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		cancel()
+		require.NoError(t, err, "gateway.Run returned before serving")
+		t.FailNow()
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("gateway did not start")
+	}
+	var stopped bool
+	var runErr error
+	r := &running{url: "http://" + addr.String() + "/mcp"}
+	r.stop = func() error {
+		if !stopped {
+			stopped = true
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(30 * time.Second):
+				runErr = context.DeadlineExceeded
+			}
+		}
+		return runErr
+	}
+	t.Cleanup(func() { _ = r.stop() })
+	return r
+}
+
+// connect opens a go-sdk streamable HTTP session under proto as caller (nil:
+// nobody, no Authorization header). The transport's idle connections are
+// closed with the session.
+func connect(t testing.TB, ctx context.Context, url, proto string, caller *engine.Caller) *mcp.ClientSession {
+	t.Helper()
+	tr := &http.Transport{}
+	var rt http.RoundTripper = tr
+	if caller != nil {
+		rt = mcptest.Bearer{Token: tokenFor(caller), Next: tr}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rt}, DisableStandaloneSSE: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: proto})
+	require.NoError(t, err, "connect under %s", proto)
+	t.Cleanup(func() { _ = cs.Close(); tr.CloseIdleConnections() })
+	return cs
+}

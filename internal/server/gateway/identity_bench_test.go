@@ -1,0 +1,104 @@
+package gateway_test
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	"github.com/lestrrat-go/jwx/v3/jws"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/server/gateway"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
+)
+
+// BenchmarkGovernedCallAuth measures one governed tools/call (add, the
+// bundled example, a go-sdk session over streamable HTTP on loopback) by
+// a tokens-file caller and by a JWT caller (RS256, verified once and then
+// cached, as a steady client is), side by side in one run; and a JWT
+// caller with the verified-token cache off, verifying each request's
+// signature, for scale. The keys are a JWKS file: no provider needed.
+//
+//	go test -run '^$' -bench GovernedCallAuth -benchmem -count 5 ./internal/server/gateway
+func BenchmarkGovernedCallAuth(b *testing.B) {
+	const issuer, resource = "https://login.example.com/realms/acme", "http://127.0.0.1/mcp"
+	dir := b.TempDir()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pub, err := jwk.Import(key.Public())
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = pub.Set(jwk.KeyIDKey, "k1")
+	_ = pub.Set(jwk.AlgorithmKey, jwa.RS256())
+	set := jwk.NewSet()
+	_ = set.AddKey(pub)
+	jwksPath := filepath.Join(dir, "jwks.json")
+	data, _ := json.Marshal(set)
+	if err := os.WriteFile(jwksPath, data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now().Unix()
+	// A token of the size real issuers send: a few groups, scope, email.
+	payload := fmt.Sprintf(`{"iss":%q,"sub":"alice","aud":%q,"exp":%d,"iat":%d,"client_id":"agent-app","scope":"tools:read tools:call",`+
+		`"email":"alice@example.com","roles":["manager","reader"],"groups":["eng","payments","oncall"]}`, issuer, resource, now+3600, now)
+	h := jws.NewHeaders()
+	_ = h.Set(jws.KeyIDKey, "k1")
+	tok, err := jws.Sign([]byte(payload), jws.WithKey(jwa.RS256(), key, jws.WithProtectedHeaders(h)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tokens := writeTokens(b, dir, &engine.Caller{Subject: "ops", Roles: []string{"manager", "reader"}})
+	auth := identity.Settings{Issuer: issuer, JWKS: jwksPath, Resource: resource}
+	serve := func(cache int) *running {
+		log := &syncBuffer{}
+		g := startGateway(b, gateway.Config{Logger: slog.New(slog.NewTextHandler(log, nil)), IdentityOptions: []identity.Option{identity.WithCacheSize(cache)},
+			Serve: config.Serve{Tokens: tokens, Auth: auth, Ledger: "memory", Audit: filepath.Join(b.TempDir(), "audit.jsonl")}})
+		waitFor(b, log, "signing keys loaded") // fetched in the background
+		return g
+	}
+	cached, uncached := serve(identity.DefaultCacheSize), serve(0)
+	for _, c := range []struct {
+		name  string
+		g     *running
+		token string
+	}{
+		{"tokens-file", cached, "token-of-ops"},
+		{"jwt-RS256-cached", cached, string(tok)},
+		{"jwt-RS256-uncached", uncached, string(tok)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			tr := &http.Transport{}
+			defer tr.CloseIdleConnections()
+			client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+			cs, err := client.Connect(b.Context(), &mcp.StreamableClientTransport{Endpoint: c.g.url,
+				HTTPClient: &http.Client{Transport: mcptest.Bearer{Token: c.token, Next: tr}}, DisableStandaloneSSE: true}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cs.Close()
+			params := &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 2, "b": 3}}
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := cs.CallTool(b.Context(), params)
+				if err != nil || res.IsError {
+					b.Fatalf("call: %v %+v", err, res)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,43 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/server/shadow"
+)
+
+// buildShadow compiles the candidate of Serve.Shadow (docs/shadow.md) like
+// a reload would, and starts the worker that compares every decision with
+// it. A candidate that does not compile is reported (log, verbose
+// /healthz) and never evaluated; serving goes on.
+func (g *Gateway) buildShadow() error {
+	sc := g.cfg.Shadow
+	if !sc.Enabled() {
+		return nil
+	}
+	reg := sc.Registry
+	if reg == "" {
+		reg = g.cfg.Registry
+	}
+	o := shadow.Options{Registerer: g.m.Registry(), Logger: g.log, DecisionLog: g.obs.dl}
+	eng, err := engine.New(g.ctx, toolgate.Source(reg, sc.Policy), g.engOpts...)
+	if err != nil {
+		o.Err = err
+	} else {
+		o.Candidate = eng.Current()
+	}
+	g.shadow = shadow.New(o)
+	g.goUntilClose(func(ctx context.Context) { g.shadow.Run(ctx) })
+	return nil
+}
+
+// Shadow is the status of the shadow candidate; nil without one.
+func (g *Gateway) Shadow() *shadow.Status {
+	if g.shadow == nil {
+		return nil
+	}
+	st := g.shadow.Status()
+	return &st
+}

@@ -1,0 +1,217 @@
+package shadow_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/decisionlog"
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/example/demo"
+	"github.com/toolgate/toolgate/internal/server/shadow"
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+// candidateB is the bundled grant policy plus one override: managers lose
+// the tool price.
+const candidateB = `package toolgate.grant
+
+granted := {t.name |
+	some t in input.tools
+	t.base
+	t.annotations.readOnlyHint == true
+	not url_driver(t)
+} if {
+	"contractor" in input.caller.roles
+}
+
+granted := {t.name | some t in input.tools; t.base; t.name != "price"} if {
+	"manager" in input.caller.roles
+	not "contractor" in input.caller.roles
+}
+
+url_driver(t) if t.driver == "url"
+
+url_drivers_decided := true
+`
+
+// writeCandidate writes the bundled policies with grant.rego replaced.
+func writeCandidate(t *testing.T, grant string) string {
+	t.Helper()
+	dir := t.TempDir()
+	call, err := toolgate.Bundled.ReadFile(toolgate.BundledPolicyDir + "/call.rego")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "call.rego"), call, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "grant.rego"), []byte(grant), 0o600))
+	return dir
+}
+
+// TestShadowShowsExactlyTheCandidatesDifferences: serving the bundled
+// policy A with candidate B, which hides price from managers, every caller
+// lists and calls every tool; the shadow records exactly price being
+// granted→hidden for the manager (in the listing and the call), nothing
+// else, and every answer is what A alone answers.
+func TestShadowShowsExactlyTheCandidatesDifferences(t *testing.T) {
+	ctx := context.Background()
+	serving, err := engine.New(ctx, toolgate.Source("", ""))
+	require.NoError(t, err)
+	candEng, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, candidateB)))
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var got []string
+	sh := shadow.New(shadow.Options{Candidate: candEng.Current(), OnDifference: func(d shadow.Difference) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, d.Method+" "+d.Tool+" "+d.Subject+" "+d.Kind)
+		require.NotEmpty(t, d.Serving.Revision)
+		require.NotEqual(t, d.Serving.Revision, d.Candidate.Revision)
+	}})
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go sh.Run(runCtx)
+
+	callers := []*engine.Caller{
+		{Subject: "max", Roles: []string{"manager"}},
+		{Subject: "cora", Roles: []string{"contractor"}},
+		{Subject: "root", Roles: []string{"admin"}},
+		{Subject: "nora", Roles: []string{}},
+	}
+	args := map[string]map[string]any{"echo": {"text": "hi"}, "add": {"a": 1, "b": 2}, "getReward": {"idReward": 7},
+		"price": {"price": map[string]any{"amount": "1.50", "currency": "EUR"}}, "inner": {"idReward": 1}, "count": {"key": "k"},
+		"sleep": {"ms": 0}, "execUrl": {"url": "https://example.com"}, "resetCounter": {"key": "k"}}
+	logPath := filepath.Join(t.TempDir(), "decisions.jsonl")
+	dl, err := decisionlog.Open(logPath, decisionlog.Options{})
+	require.NoError(t, err)
+	answers := func(withShadow bool) map[string]string {
+		out := map[string]string{}
+		for _, c := range callers {
+			a := mcpadapter.New(mcpadapter.Options{Revisions: serving, Methods: demo.Methods(), Caller: mcpadapter.StaticCaller(c)})
+			if withShadow {
+				a.AddObserver(dl.Observer())
+				a.AddObserver(sh.Observer())
+			}
+			srv := a.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+			st, ct := mcp.NewInMemoryTransports()
+			ss, err := srv.Connect(ctx, st, nil)
+			require.NoError(t, err)
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, nil)
+			require.NoError(t, err)
+			list, err := cs.ListTools(ctx, nil)
+			require.NoError(t, err)
+			b, _ := json.Marshal(list.Tools)
+			out[c.Subject+" list"] = string(b)
+			for _, row := range serving.Current().Registry().Tools {
+				if row.Name == "count" || row.Name == "resetCounter" {
+					continue // a per-process counter: its answer changes by itself
+				}
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: row.Name, Arguments: args[row.Name]})
+				require.NoError(t, err)
+				b, _ := json.Marshal(res)
+				out[c.Subject+" "+row.Name] = string(b)
+			}
+			_ = cs.Close()
+			_ = ss.Wait()
+		}
+		return out
+	}
+	plain := answers(false)
+	shadowed := answers(true)
+	sh.Wait()
+	require.Equal(t, plain, shadowed, "the shadow changed an answer")
+	sort.Strings(got)
+	require.Equal(t, []string{
+		"tools/call price max " + shadow.GrantedHidden,
+		"tools/list price max " + shadow.GrantedHidden,
+	}, got)
+	st := sh.Status()
+	require.Equal(t, uint64(2), st.Differences[shadow.GrantedHidden])
+	require.Zero(t, st.Dropped)
+
+	// Replay: the decision log recorded while serving, re-decided with B,
+	// shows the differences the shadow saw.
+	require.NoError(t, dl.Close(ctx))
+	f, err := os.Open(logPath)
+	require.NoError(t, err)
+	defer f.Close()
+	res, err := shadow.Replay(ctx, f, candEng.Current())
+	require.NoError(t, err)
+	var replayed []string
+	for _, d := range res.Differences {
+		replayed = append(replayed, d.Method+" "+d.Tool+" "+d.Subject+" "+d.Kind)
+	}
+	sort.Strings(replayed)
+	require.Equal(t, got, replayed)
+	require.Empty(t, res.NotReplayable)
+	require.Equal(t, res.Decisions, res.Replayed)
+	require.Positive(t, res.Decisions)
+}
+
+// TestReplayNotReplayable: a candidate whose grant decision reads the
+// request's arguments cannot be replayed from a log that holds them as
+// hashes: each tools/call grant decision is reported, none is guessed;
+// listings are still replayed.
+func TestReplayNotReplayable(t *testing.T) {
+	ctx := context.Background()
+	serving, err := engine.New(ctx, toolgate.Source("", ""))
+	require.NoError(t, err)
+	cand, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, `package toolgate.grant
+
+granted := {t.name | some t in input.tools; t.base} if {
+	input.request.arguments.key != "secret"
+}
+`)))
+	require.NoError(t, err)
+	logPath := filepath.Join(t.TempDir(), "decisions.jsonl")
+	dl, err := decisionlog.Open(logPath, decisionlog.Options{})
+	require.NoError(t, err)
+	a := mcpadapter.New(mcpadapter.Options{Revisions: serving, Methods: demo.Methods(), Caller: mcpadapter.StaticCaller(&engine.Caller{Subject: "max", Roles: []string{"manager"}})})
+	a.AddObserver(dl.Observer())
+	srv := a.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	_, err = cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+	require.NoError(t, err)
+	_ = cs.Close()
+	_ = ss.Wait()
+	require.NoError(t, dl.Close(ctx))
+	f, err := os.Open(logPath)
+	require.NoError(t, err)
+	defer f.Close()
+	res, err := shadow.Replay(ctx, f, cand.Current())
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Decisions)
+	require.Equal(t, 1, res.Replayed)
+	require.Len(t, res.NotReplayable, 1)
+	require.Equal(t, "echo", res.NotReplayable[0].Tool)
+	require.Contains(t, res.NotReplayable[0].Why, "input.request")
+}
+
+// TestShadowCandidateThatDoesNotCompileIsNeverEvaluated: the compile error
+// is in Status, and no decision is compared.
+func TestShadowCandidateThatDoesNotCompileIsNeverEvaluated(t *testing.T) {
+	ctx := context.Background()
+	_, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, "package toolgate.grant\n\ngranted := {x |")))
+	require.Error(t, err)
+	sh := shadow.New(shadow.Options{Err: err})
+	serving, err := engine.New(ctx, toolgate.Source("", ""))
+	require.NoError(t, err)
+	rec := mcpadapter.DryRun(ctx, mcpadapter.DryRunOptions{Revision: serving.Current(), Caller: &engine.Caller{Subject: "a", Roles: []string{"admin"}}, Name: "echo"})
+	sh.Observer().Call(ctx, &mcpadapter.CallContext{Name: "echo", Caller: &engine.Caller{Subject: "a"}, Revision: serving.Current()}, rec)
+	st := sh.Status()
+	require.Contains(t, st.Error, "grant.rego")
+	require.Empty(t, st.Candidate)
+	require.Zero(t, st.Compared)
+}

@@ -1,0 +1,536 @@
+// Command benche2e measures toolgate from outside: it drives the
+// toolgate binary and a bare go-sdk server with the same echo tool over
+// stdio and over streamable HTTP with pipelined tools/call requests, and
+// prints calls per second for each; then it reports the resident memory of
+// a registry of 10 000 rows with 4 096 cached callers. scripts/bench-e2e
+// builds the binaries and runs it.
+//
+// Every line is measured -rounds times; a round measures each line once,
+// in the same order, so that drift (other load on the machine) falls on
+// all lines alike. It prints each line's median calls/s and range, and the
+// ratio of medians to the bare server of its group. Over HTTP there is a
+// group per protocol revision, the client pinned to it, and each line
+// checks the revision its session negotiated: 2025-11-25 (sessions; the
+// bare server's stateful handler) and 2026-07-28 (sessionless; the bare
+// server sends it, by its header, to a stateless handler, as toolgate
+// does).
+//
+//	benche2e -toolgate ./toolgate [-baseline ./toolgate.old] [-rows 1000] [-inflight 8] [-calls 4000] [-rounds 5] [-only REGEXP]
+//	benche2e bare-stdio         # the bare server, on stdin/stdout
+//	benche2e bare-http ADDR     # the bare server, streamable HTTP at ADDR/mcp
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing/fstest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/testkit/benchdata"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "bare-stdio":
+			if err := benchdata.BareServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+				fatal(err)
+			}
+			return
+		case "bare-http":
+			mux := http.NewServeMux()
+			mux.Handle("/mcp", benchdata.BareHTTP(benchdata.BareServer()))
+			fatal(http.ListenAndServe(os.Args[2], mux))
+		}
+	}
+	toolgate := flag.String("toolgate", "./toolgate", "the toolgate `binary`")
+	baseline := flag.String("baseline", "", "another toolgate `binary` (an earlier build) measured on the same lines, next to -toolgate")
+	rows := flag.Int("rows", 1000, "registry rows")
+	inflight := flag.Int("inflight", 8, "calls in flight")
+	calls := flag.Int("calls", 4000, "calls per measurement")
+	rounds := flag.Int("rounds", 5, "measurements of each line (the median is printed)")
+	only := flag.String("only", "", "measure only the lines whose name matches this `regexp` (and skip the memory report)")
+	rssRows := flag.Int("rss-rows", 10000, "registry rows for the memory report")
+	rssCallers := flag.Int("rss-callers", engine.DefaultDecisionCacheSize, "callers for the memory report")
+	memoryOnly := flag.Bool("memory-only", false, "only the memory report")
+	var toolgateEnv envFlag
+	flag.Var(&toolgateEnv, "toolgate-env", "a `KEY=VALUE` added to the environment of the toolgate processes only (repeatable; e.g. GOGC=200)")
+	flag.Parse()
+	var filter *regexp.Regexp
+	if *only != "" {
+		var err error
+		if filter, err = regexp.Compile(*only); err != nil {
+			fatal(fmt.Errorf("-only: %w", err))
+		}
+	}
+	if *rounds < 1 {
+		fatal(errors.New("-rounds must be at least 1"))
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "benche2e")
+	if err != nil {
+		fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	b := &bench{toolgate: *toolgate, baseline: *baseline, self: self, dir: dir, inflight: *inflight, calls: *calls, toolgateEnv: toolgateEnv}
+	if b.devNull, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0); err != nil {
+		fatal(err)
+	}
+	b.setup(*rows)
+	if *memoryOnly {
+		b.memory(*rssRows, *rssCallers)
+		return
+	}
+	lines := b.lines(filter)
+	fmt.Printf("rows=%d, %d calls in flight, %d calls per measurement, %d rounds, GOMAXPROCS=%d\n\n", *rows, *inflight, *calls, *rounds, runtime.GOMAXPROCS(0))
+	for round := range *rounds {
+		fmt.Fprintf(os.Stderr, "benche2e: round %d of %d\n", round+1, *rounds)
+		for _, l := range lines {
+			l.results = append(l.results, b.measure(l))
+		}
+	}
+	fmt.Printf("%-40s %-10s %8s %15s %6s %12s %6s\n", "server", "revision", "calls/s", "min–max", "ratio", "CPU µs/call", "ratio")
+	type base struct{ rate, cpu float64 }
+	bare := map[string]base{} // group → the bare line's medians
+	for _, l := range lines {
+		rates := make([]float64, len(l.results))
+		cpus := make([]float64, len(l.results))
+		for i, m := range l.results {
+			rates[i], cpus[i] = m.rate, float64(m.cpu)/float64(time.Microsecond)
+		}
+		med := base{median(rates), median(cpus)}
+		if l.bin == "" {
+			bare[l.group] = med
+		}
+		rateRatio, cpuRatio := "-", "-"
+		if b, ok := bare[l.group]; ok {
+			rateRatio, cpuRatio = fmt.Sprintf("%.2f", med.rate/b.rate), fmt.Sprintf("%.2f", med.cpu/b.cpu)
+		}
+		fmt.Printf("%-40s %-10s %8.0f %7.0f–%-7.0f %6s %12.0f %6s\n", l.name, l.negotiated, med.rate, slices.Min(rates), slices.Max(rates), rateRatio, med.cpu, cpuRatio)
+	}
+	if filter == nil {
+		fmt.Println()
+		b.memory(*rssRows, *rssCallers)
+	}
+}
+
+// line is one server measured: the bare one (bin "") or a toolgate binary
+// with args, over stdio or HTTP (transport), with a protocol revision the
+// client pins ("": the client's default).
+type line struct {
+	name      string
+	group     string // the lines compared with one bare line
+	transport string // "stdio" or "http"
+	revision  string
+	bin       string
+	args      []string
+
+	negotiated string // the revision the first session negotiated
+	results    []measurement
+}
+
+// Protocol revisions of the HTTP lines: the last with sessions, the first
+// without.
+const (
+	revisionSessions    = "2025-11-25"
+	revisionSessionless = "2026-07-28"
+)
+
+// lines are the lines to measure, in order, each group's bare line first.
+func (b *bench) lines(filter *regexp.Regexp) []*line {
+	var out []*line
+	add := func(l *line) {
+		if filter == nil || filter.MatchString(l.name) {
+			out = append(out, l)
+		}
+	}
+	group := func(transport, revision string, args func(policy string) []string) {
+		prefix := transport
+		if revision != "" {
+			prefix += " " + revision
+		}
+		add(&line{name: prefix + " bare go-sdk", group: prefix, transport: transport, revision: revision})
+		for _, p := range []struct{ dir, what string }{{"memoised", "memoised"}, {"meta", "reading _meta"}} {
+			add(&line{name: prefix + " toolgate " + p.what, group: prefix, transport: transport, revision: revision, bin: b.toolgate, args: args(p.dir)})
+			if b.baseline != "" {
+				add(&line{name: prefix + " baseline " + p.what, group: prefix, transport: transport, revision: revision, bin: b.baseline, args: args(p.dir)})
+			}
+		}
+	}
+	group("stdio", "", func(policy string) []string {
+		return b.serveArgs(policy, "--stdio", "--as", "cid", "--role", "manager", "--role", "contractor")
+	})
+	for _, rev := range []string{revisionSessions, revisionSessionless} {
+		group("http", rev, func(policy string) []string { return b.serveArgs(policy, "--tokens", b.tokens) })
+	}
+	if len(out) == 0 {
+		fatal(errors.New("-only matches no line"))
+	}
+	return out
+}
+
+// measure starts l's server, connects to it, checks the negotiated revision
+// and returns calls per second.
+func (b *bench) measure(l *line) measurement {
+	var cs *mcp.ClientSession
+	var pid int
+	var stop func()
+	if l.transport == "stdio" {
+		cs, pid, stop = b.stdio(l.bin, l.args)
+	} else {
+		cs, pid, stop = b.http(l.bin, l.args, l.revision)
+	}
+	defer stop()
+	got := cs.InitializeResult().ProtocolVersion
+	switch {
+	case l.revision != "" && got != l.revision:
+		fatal(fmt.Errorf("%s: the session negotiated protocol revision %s, not %s", l.name, got, l.revision))
+	case l.negotiated != "" && got != l.negotiated:
+		fatal(fmt.Errorf("%s: the session negotiated protocol revision %s, earlier %s", l.name, got, l.negotiated))
+	}
+	l.negotiated = got
+	b.current = l.name
+	return b.drive(context.Background(), cs, pid)
+}
+
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+type bench struct {
+	toolgate, self, dir string
+	baseline            string // -baseline, or ""
+	inflight, calls     int
+	tokens              string   // the tokens file
+	toolgateEnv         []string // -toolgate-env
+	// devNull is every server's stderr (the audit trail by default): a
+	// file, so that the server writes to it directly. An io.Writer would
+	// put a pipe in between, and this process would spend CPU copying the
+	// trail on the cores the servers use.
+	devNull *os.File
+	current string // the line being measured, for errors
+}
+
+// envFlag is a repeatable KEY=VALUE flag.
+type envFlag []string
+
+func (e *envFlag) String() string { return strings.Join(*e, " ") }
+
+func (e *envFlag) Set(v string) error {
+	if !strings.Contains(v, "=") {
+		return fmt.Errorf("%q is not KEY=VALUE", v)
+	}
+	*e = append(*e, v)
+	return nil
+}
+
+const token = "bench-token"
+
+// setup writes the registry, both policy directories and a tokens file.
+func (b *bench) setup(rows int) {
+	write := func(name, text string) {
+		p := filepath.Join(b.dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			fatal(err)
+		}
+	}
+	write("registry.yaml", benchdata.Registry(rows, false))
+	write("memoised/grant.rego", benchdata.Memoised)
+	write("meta/grant.rego", benchdata.ReadsMeta)
+	sum := sha256.Sum256([]byte(token))
+	tokens, _ := json.Marshal(map[string]any{hex.EncodeToString(sum[:]): map[string]any{"subject": "cid", "roles": []string{"manager", "contractor"}}})
+	write("tokens.json", string(tokens))
+	b.tokens = filepath.Join(b.dir, "tokens.json")
+}
+
+// serveArgs are the arguments of toolgate serve with a policy directory;
+// everything else is the binary's default.
+func (b *bench) serveArgs(policy string, more ...string) []string {
+	return append([]string{"serve", "--registry", filepath.Join(b.dir, "registry.yaml"), "--policy", filepath.Join(b.dir, policy)}, more...)
+}
+
+func (b *bench) env() []string {
+	return append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(b.dir, "state"))
+}
+
+// stdio connects to one server over stdio: the bare one when bin is "",
+// else the toolgate binary bin with args. stop ends the session and the
+// server.
+func (b *bench) stdio(bin string, args []string) (cs *mcp.ClientSession, pid int, stop func()) {
+	cmd := exec.Command(b.self, "bare-stdio")
+	cmd.Env = b.env()
+	if bin != "" {
+		cmd = exec.Command(bin, args...)
+		cmd.Env = append(b.env(), b.toolgateEnv...)
+	}
+	cmd.Stderr = b.devNull // the audit trail, by default on stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "benche2e", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		fatal(fmt.Errorf("%v: %w", cmd.Args, err))
+	}
+	return cs, cmd.Process.Pid, func() { _ = cs.Close() }
+}
+
+// http connects to one server over streamable HTTP, as stdio does, with
+// the client pinned to protocol revision rev.
+func (b *bench) http(bin string, args []string, rev string) (cs *mcp.ClientSession, pid int, stop func()) {
+	addr := freeAddr()
+	cmd := exec.Command(b.self, "bare-http", addr)
+	cmd.Env = b.env()
+	if bin != "" {
+		cmd = exec.Command(bin, append(args, "--http", addr)...)
+		cmd.Env = append(b.env(), b.toolgateEnv...)
+	}
+	cmd.Stderr = b.devNull
+	if err := cmd.Start(); err != nil {
+		fatal(err)
+	}
+	kill := func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	waitListening(addr)
+	client := &http.Client{Transport: bearer{http.DefaultTransport}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "benche2e", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: client}, &mcp.ClientSessionOptions{ProtocolVersion: rev})
+	if err != nil {
+		kill()
+		fatal(fmt.Errorf("%v: %w", cmd.Args, err))
+	}
+	return cs, cmd.Process.Pid, func() {
+		_ = cs.Close()
+		kill()
+	}
+}
+
+type bearer struct{ next http.RoundTripper }
+
+func (t bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+token)
+	return t.next.RoundTrip(r)
+}
+
+// drive calls echo b.calls times, b.inflight at a time, after a warm-up,
+// and returns calls per second and the CPU time the server process (pid)
+// spent per call. Every answer is checked.
+func (b *bench) drive(ctx context.Context, cs *mcp.ClientSession, pid int) measurement {
+	call := func() error {
+		// Params of its own for every call: on a 2026-07-28 session the
+		// client writes its protocol entries into the params' _meta.
+		params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}, Meta: mcp.Meta{"festi/runId": "r-1"}}
+		res, err := cs.CallTool(ctx, params)
+		switch {
+		case err != nil:
+			return err
+		case len(res.Content) != 1:
+			return fmt.Errorf("echo answered %d content items", len(res.Content))
+		}
+		if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "hello" || res.IsError {
+			return fmt.Errorf("echo answered %+v (isError %t)", res.Content[0], res.IsError)
+		}
+		return nil
+	}
+	run := func(n int) time.Duration {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		var once sync.Once
+		var failed error
+		start := time.Now()
+		for range b.inflight {
+			wg.Go(func() {
+				for next.Add(1) <= int64(n) {
+					if err := call(); err != nil {
+						once.Do(func() { failed = err })
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if failed != nil {
+			fatal(fmt.Errorf("%s: %w", b.current, failed))
+		}
+		return time.Since(start)
+	}
+	run(max(b.calls/10, 50))
+	cpu := cpuTime(pid)
+	wall := run(b.calls)
+	cpu = cpuTime(pid) - cpu
+	return measurement{rate: float64(b.calls) / wall.Seconds(), cpu: cpu / time.Duration(b.calls)}
+}
+
+// measurement is one line's result in one round.
+type measurement struct {
+	rate float64       // calls per second
+	cpu  time.Duration // the server's CPU time (user and system) per call
+}
+
+// clockTicks is the unit of /proc/PID/stat's CPU times (USER_HZ, 100 on
+// Linux for every architecture Go supports there).
+const clockTicks = 100
+
+// cpuTime is the CPU time (user and system, every thread) process pid has
+// used so far, in 1/clockTicks s steps. It is less disturbed by other load
+// on the machine than calls per second.
+func cpuTime(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		fatal(err)
+	}
+	// The fields after the command (which may hold spaces) in parentheses:
+	// utime and stime are the 14th and 15th of the line, the 12th and 13th
+	// after it.
+	_, rest, ok := strings.Cut(string(data), ") ")
+	fields := strings.Fields(rest)
+	if !ok || len(fields) < 13 {
+		fatal(fmt.Errorf("/proc/%d/stat: unexpected %q", pid, data))
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			fatal(fmt.Errorf("/proc/%d/stat: %w", pid, err))
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks
+}
+
+// memory reports the resident memory of the toolgate process serving rows
+// rows, and of an engine of rows rows holding callers cached decisions and
+// residuals (both caches are bounded by engine.DefaultDecisionCacheSize).
+func (b *bench) memory(rows, callers int) {
+	if err := os.WriteFile(filepath.Join(b.dir, "registry.yaml"), []byte(benchdata.Registry(rows, false)), 0o644); err != nil {
+		fatal(err)
+	}
+	for _, p := range []string{"memoised", "meta"} {
+		// A loaded machine may need more than the default 250 ms for the
+		// first evaluation over 10 000 rows.
+		cmd := exec.Command(b.toolgate, b.serveArgs(p, "--stdio", "--eval-timeout", "10s", "--as", "cid", "--role", "manager", "--role", "contractor")...)
+		cmd.Env = b.env()
+		cmd.Stderr = b.devNull
+		ctx := context.Background()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "benche2e", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			fatal(err)
+		}
+		calls := b.calls
+		b.calls = 200
+		b.drive(ctx, cs, cmd.Process.Pid)
+		b.calls = calls
+		fmt.Printf("toolgate process, %d rows, %s policy, one caller: RSS %s (peak %s)\n", rows, p,
+			procStatus(cmd.Process.Pid, "VmRSS"), procStatus(cmd.Process.Pid, "VmHWM"))
+		cs.Close()
+	}
+	for _, p := range []struct{ name, text string }{{"memoised", benchdata.Memoised}, {"meta", benchdata.ReadsMeta}} {
+		b.engineMemory(rows, callers, p.name, p.text)
+	}
+}
+
+// engineMemory builds an engine of rows rows in this process and asks it
+// for callers distinct callers (all with the same roles), then reports the
+// live heap the callers added (after a collection) and the process's RSS.
+func (b *bench) engineMemory(rows, callers int, name, policy string) {
+	fsys := fstest.MapFS{"registry.yaml": {Data: []byte(benchdata.Registry(rows, false))}, "policies/grant.rego": {Data: []byte(policy)}}
+	ctx := context.Background()
+	e, err := engine.New(ctx, engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(time.Minute))
+	if err != nil {
+		fatal(err)
+	}
+	rev := e.Current()
+	req := engine.Request{Method: engine.MethodCall, Tool: "echo", Arguments: json.RawMessage(`{"text":"hello"}`)}
+	if _, err := rev.Grant(ctx, &engine.Caller{Subject: "warm", Roles: []string{"manager", "contractor"}}, req).Allowed("echo"); err != nil {
+		fatal(err)
+	}
+	before := benchdata.LiveHeap()
+	for i := range callers {
+		c := &engine.Caller{Subject: fmt.Sprintf("caller-%d", i), Roles: []string{"manager", "contractor"}}
+		if ok, err := rev.Grant(ctx, c, req).Allowed("echo"); !ok || err != nil {
+			fatal(fmt.Errorf("echo is not granted to %s: %v", c.Subject, err))
+		}
+	}
+	after := benchdata.LiveHeap()
+	_, why := rev.DecisionMode()
+	fmt.Printf("engine in-process, %d rows, %s policy: live heap %.1f MiB with one caller, +%.1f MiB for %d more (%.1f KiB each); RSS %s\n  (%s)\n",
+		rows, name, float64(before)/(1<<20), float64(after-before)/(1<<20), callers, float64(after-before)/float64(callers)/1024,
+		procStatus(os.Getpid(), "VmRSS"), why)
+	runtime.KeepAlive(rev)
+	runtime.KeepAlive(e)
+}
+
+func procStatus(pid int, field string) string {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "?"
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), field+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "?"
+}
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// waitListening waits until addr accepts connections, for at most a minute.
+func waitListening(addr string) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			fatal(errors.New("server at " + addr + " did not start"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "benche2e:", err)
+	os.Exit(1)
+}
