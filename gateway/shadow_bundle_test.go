@@ -104,6 +104,27 @@ func shadowHealth(t *testing.T, base string, root *engine.Caller) shadow.Status 
 	return *body.Shadow
 }
 
+// metricValue reads one sample (name and labels as /metrics prints them)
+// from /metrics as root.
+func metricValue(t *testing.T, base string, root *engine.Caller, sample string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+"/metrics", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+tokenFor(root))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), sample+" "); ok {
+			return v
+		}
+	}
+	t.Fatalf("/metrics has no %s", sample)
+	return ""
+}
+
 // shadowEvents are the shadow's decision-log events of the file at path,
 // as "method tool subject kind candidate-revision", sorted.
 func shadowEvents(t *testing.T, path string) []string {
@@ -171,6 +192,7 @@ func TestShadowBundle(t *testing.T) {
 	require.Empty(t, st.Error)
 	require.NotEmpty(t, st.Candidate)
 	first := st.Candidate
+	require.Equal(t, "0", metricValue(t, base, root, "toolgate_shadow_candidate_refused_total"))
 
 	callPrice := func() {
 		t.Helper()
@@ -197,6 +219,7 @@ func TestShadowBundle(t *testing.T) {
 	require.Equal(t, first, st.Candidate)
 	require.Contains(t, st.Refused, "no_such_function")
 	require.Contains(t, st.Refused, "next-2")
+	require.Equal(t, "1", metricValue(t, base, root, "toolgate_shadow_candidate_refused_total"))
 	callPrice()
 
 	require.NoError(t, g.stop())
@@ -235,6 +258,7 @@ func TestShadowBundleThatDoesNotCompileIsNeverEvaluated(t *testing.T) {
 	require.Contains(t, st.Error, "next-1")
 	require.Empty(t, st.Candidate)
 	require.Zero(t, st.Compared)
+	require.Equal(t, "1", metricValue(t, strings.TrimSuffix(g.url, "/mcp"), root, "toolgate_shadow_candidate_refused_total"))
 	require.NoError(t, g.stop())
 	require.Empty(t, shadowEvents(t, logPath))
 }

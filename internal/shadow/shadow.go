@@ -174,6 +174,7 @@ type Shadow struct {
 	queue   chan func(context.Context)
 	diffs   *prometheus.CounterVec
 	dropped prometheus.Counter
+	refused prometheus.CounterFunc
 	nDrop   atomic.Uint64
 	nDone   atomic.Uint64
 	mu      sync.Mutex
@@ -195,11 +196,23 @@ func New(o Options) *Shadow {
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolgate_shadow_dropped_total",
 			Help: "Decisions not compared with the candidate because the shadow queue was full."}),
 	}
+	s.refused = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "toolgate_shadow_candidate_refused_total",
+		Help: "Shadow candidates that did not load or compile (at start, or a later candidate bundle); they are never evaluated."},
+		func() float64 {
+			n := 0.0
+			if o.Err != nil {
+				n = 1
+			}
+			if o.Engine != nil {
+				n += float64(o.Engine.Status().ReloadFailures)
+			}
+			return n
+		})
 	for _, k := range Kinds {
 		s.diffs.WithLabelValues(k)
 	}
 	if o.Registerer != nil {
-		o.Registerer.MustRegister(s.diffs, s.dropped)
+		o.Registerer.MustRegister(s.diffs, s.dropped, s.refused)
 	}
 	if o.Err != nil {
 		o.Logger.Error("shadow: the candidate does not load or compile; it is never evaluated", slog.Any("error", o.Err))
