@@ -89,7 +89,13 @@ func (p *polledServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // shadowHealth reads the shadow of /healthz?verbose=1 as root.
 func shadowHealth(t *testing.T, base string, root *engine.Caller) shadow.Status {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, base+"/healthz?verbose=1", nil)
+	return shadowAt(t, base+"/healthz?verbose=1", root)
+}
+
+// shadowAt reads the shadow member of the JSON document at url as root.
+func shadowAt(t *testing.T, url string, root *engine.Caller) shadow.Status {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+tokenFor(root))
 	resp, err := http.DefaultClient.Do(req)
@@ -219,6 +225,7 @@ func TestShadowBundle(t *testing.T) {
 	require.Equal(t, first, st.Candidate)
 	require.Contains(t, st.Refused, "no_such_function")
 	require.Contains(t, st.Refused, "next-2")
+	require.Equal(t, st.Refused, shadowAt(t, base+"/console/api/status", root).Refused, "the console's status view")
 	require.Equal(t, "1", metricValue(t, base, root, "toolgate_shadow_candidate_refused_total"))
 	callPrice()
 
