@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/internal/benchdata"
+	"github.com/toolgate/toolgate/internal/testkit/benchdata"
 )
 
 // TestSplitRowsMode pins which comprehensions have their rows split, and

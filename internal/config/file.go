@@ -189,7 +189,7 @@ var want = map[string]string{
 	"ledgerRetention": "a positive duration such as 24h", "idempotencyKey": "a _meta key (a non-empty string)",
 	"sessionTimeout": "a positive duration such as 10m", "readTimeout": "a positive duration such as 30s", "idleTimeout": "a positive duration such as 2m",
 	"maxSessions": "a whole number, 1 or more", "maxPendingApprovals": "a whole number, 1 or more", "maxConnections": "a whole number, 1 or more", "allowedOrigins": "a list of origins",
-	"adminRole": "a role name", "pdpRoles": "a list of role names", "shadow": "a mapping with policy and registry (directory and file paths)", "metricsAddr": "an address such as 127.0.0.1:9090",
+	"adminRole": "a role name", "pdpRoles": "a list of role names", "shadow": "a mapping with policy and registry (directory and file paths) or bundle (a URL)", "metricsAddr": "an address such as 127.0.0.1:9090",
 	"capabilities": "a file path", "listFallback": "base or none", "pins": "a file path",
 }
 

@@ -79,6 +79,7 @@ func ServeFlags(fs *flag.FlagSet) *Serve {
 	def("pdp-role", "a `ROLE` that may ask the AuthZEN endpoints /access/v1/evaluation(s) (repeatable; replaces the file's)", (*listValue)(&f.PDPRoles), func(d *Serve) { d.PDPRoles = f.PDPRoles })
 	str("shadow-policy", "decide every grant and call also with the candidate policy `DIR`, off the request path, and record the differences (docs/shadow.md)", func(s *Serve) *string { return &s.Shadow.Policy })
 	str("shadow-registry", "the candidate's registry `FILE` (default: the serving registry)", func(s *Serve) *string { return &s.Shadow.Registry })
+	str("shadow-bundle", "decide also with the candidate registry and policies of the OPA bundle at `URL`, kept current as --bundle is (docs/shadow.md)", func(s *Serve) *string { return &s.Shadow.Bundle })
 	str("metrics-addr", "also serve /metrics, to anyone, at `ADDR`", func(s *Serve) *string { return &s.MetricsAddr })
 	str("capabilities", CapabilitiesUsage, func(s *Serve) *string { return &s.Capabilities })
 	str("pins", "the pins `FILE` of upstreams configured with pin: true (default: pins.yaml in the state directory)", func(s *Serve) *string { return &s.Pins })

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/toolgate/toolgate/engine"
@@ -86,14 +87,14 @@ func promptRows(rev *engine.Revision, c *engine.Caller, d *engine.GrantDecision)
 	return out
 }
 
-func explainPrompt(ctx context.Context, rev *engine.Revision, c *engine.Caller, name string, meta engine.Meta) *PromptExplanation {
+func explainPrompt(ctx context.Context, rev *engine.Revision, c *engine.Caller, name string, args json.RawMessage, meta engine.Meta) *PromptExplanation {
 	x := &PromptExplanation{Name: name}
 	p := rev.Prompt(name)
 	if p != nil {
 		x.Exists, x.Upstream, x.Section = true, p.Upstream, p.Section
 		x.Base = engine.BaseSection(rev.Registry(), p.Section, c)
 	}
-	d := rev.Grant(ctx, c, engine.Request{Method: engine.MethodPromptsGet, Prompt: name, Meta: meta})
+	d := rev.Grant(ctx, c, engine.Request{Method: engine.MethodPromptsGet, Prompt: name, Arguments: args, Meta: meta})
 	ok, err := d.PromptAllowed(name)
 	x.Granted = ok
 	for _, i := range d.VisiblePrompts() {

@@ -67,6 +67,9 @@ type ExplainOptions struct {
 	// Prompt, when not empty, is a prompt whose decision to explain
 	// (docs/contract.md §16): the revision's imported prompts.
 	Prompt string
+	// PromptArguments are the prompts/get arguments as the server reads
+	// them (a JSON object of strings, marshalled); empty: none sent.
+	PromptArguments json.RawMessage
 	// URI, when not empty, is a resource URI whose decision to explain;
 	// Resource is what it resolved to (mcpadapter.ResolveResource), nil
 	// when nothing serves it.
@@ -269,7 +272,7 @@ func Explain(ctx context.Context, opts ExplainOptions) *Explanation {
 		}
 	}
 	if opts.Prompt != "" {
-		x.Prompt = explainPrompt(ctx, rev, opts.Caller, opts.Prompt, engine.BoundMeta(opts.Meta))
+		x.Prompt = explainPrompt(ctx, rev, opts.Caller, opts.Prompt, opts.PromptArguments, engine.BoundMeta(opts.Meta))
 	}
 	if opts.URI != "" {
 		x.Resource = explainResource(ctx, rev, opts.Caller, opts.URI, opts.Resource, engine.BoundMeta(opts.Meta))

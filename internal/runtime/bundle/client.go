@@ -197,6 +197,11 @@ func New(cfg Config, opts Options) (*Client, error) {
 	return c, nil
 }
 
+// Discard removes what c keeps on disk for Run (the OCI download
+// directory) when c will not Run: the source Initial returned is not
+// served.
+func (c *Client) Discard() { c.removeOCI() }
+
 // removeOCI removes the OCI downloader's layout, when there is one.
 func (c *Client) removeOCI() {
 	if c.oci == "" {

@@ -1,16 +1,19 @@
 // Package authzen answers the OpenID AuthZEN Authorization API 1.0
 // (Access Evaluation and Access Evaluations, and the PDP metadata at
-// /.well-known/authzen-configuration) from toolgate's own decision: an
-// evaluation of action tools/call is the dry run of the served call
-// pipeline that `toolgate explain` prints (inspect.Explain, which runs
-// mcpadapter.DryRun), and one of tools/list is whether the tool is in
-// that caller's listing. Nothing here re-tells the decision.
+// /.well-known/authzen-configuration) from toolgate's own decision, as
+// `toolgate explain` prints it (inspect.Explain): an evaluation of action
+// tools/call is the dry run of the served call pipeline
+// (mcpadapter.DryRun), one of tools/list is whether the tool is in that
+// caller's listing, one of prompts/get the strict reading of the grant
+// decision prompts/get takes, and one of resources/read the one resource
+// decision resources/read takes. Nothing here re-tells the decision.
 //
 // Only a caller holding one of Options.PDPRoles may ask: a request
 // without credentials gets 401, a caller without the role 403, before
-// the body is decoded. Hidden is absent: a tool the policy hides and a
-// name no row has are both "decision": false, with no reason in the
-// answer unless the asking caller holds the operator role.
+// the body is decoded. Hidden is absent: a tool, prompt or resource the
+// policy hides and one that does not exist are both "decision": false,
+// with no reason in the answer unless the asking caller holds the
+// operator role.
 package authzen
 
 import (
@@ -38,16 +41,21 @@ const (
 
 // Actions toolgate decides (action.name) and resource types.
 const (
-	ActionCall     = "tools/call"
-	ActionList     = "tools/list"
-	ResourceTool   = "mcp_tool"
-	subjectMaxList = 1024
+	ActionCall         = "tools/call"
+	ActionList         = "tools/list"
+	ActionPromptGet    = "prompts/get"
+	ActionResourceRead = "resources/read"
+	ResourceTool       = "mcp_tool"
+	ResourcePrompt     = "mcp_prompt"
+	ResourceResource   = "mcp_resource"
+	subjectMaxList     = 1024
 )
 
-// unsupportedActions are MCP methods the AuthZEN MCP profile names that
-// toolgate does not govern yet: they are answered false with an error
-// context, never guessed.
-var unsupportedActions = []string{"prompts/get", "resources/read"}
+// resourceTypes is the resource type of each action.
+var resourceTypes = map[string]string{
+	ActionCall: ResourceTool, ActionList: ResourceTool,
+	ActionPromptGet: ResourcePrompt, ActionResourceRead: ResourceResource,
+}
 
 // DefaultMaxEvaluations caps the evaluations of one Access Evaluations
 // request.
@@ -69,6 +77,10 @@ type Options struct {
 	PDPRoles []string
 	// AdminRole is the operator role: its holders get the reasons.
 	AdminRole string
+	// Resolve finds what a resource URI is, as resources/read finds it
+	// (mcpadapter.ResolveResource over the gateway's catalog); nil: no
+	// upstream serves resources, so every resources/read is false.
+	Resolve func(ctx context.Context, uri string) *engine.Resource
 	// ListFallbackNone says a failing grant policy lists nothing
 	// (--list-fallback none), so tools/list evaluations then are false.
 	ListFallbackNone bool
@@ -265,28 +277,33 @@ func (h *handler) decide(ctx context.Context, rev *engine.Revision, req *Request
 	if req.Action == nil || req.Action.Name == "" {
 		return Decision{}, errors.New("action.name is required")
 	}
-	if slices.Contains(unsupportedActions, req.Action.Name) {
-		return Decision{Context: errorContext(http.StatusNotImplemented,
-			fmt.Sprintf("action %s is not decided by toolgate yet: only tools/call and tools/list are", req.Action.Name))}, nil
-	}
-	if req.Action.Name != ActionCall && req.Action.Name != ActionList {
+	action := req.Action.Name
+	if _, ok := resourceTypes[action]; !ok {
 		return Decision{Context: errorContext(http.StatusBadRequest,
-			fmt.Sprintf("action %q is not an MCP method toolgate decides: tools/call or tools/list", req.Action.Name))}, nil
+			fmt.Sprintf("action %q is not an MCP method toolgate decides: tools/call, tools/list, prompts/get or resources/read", action))}, nil
 	}
 	caller, err := subjectCaller(req.Subject)
 	if err != nil {
 		return Decision{}, err
 	}
-	res, err := resourceCall(req.Resource)
+	res, err := resourceOf(action, req.Resource)
 	if err != nil {
 		return Decision{}, err
 	}
 	opts := inspect.ExplainOptions{Revision: rev, Caller: caller, Meta: res.Meta}
-	if req.Action.Name == ActionCall {
+	switch action {
+	case ActionCall:
 		opts.Tool, opts.Arguments, opts.Methods = req.Resource.ID, res.Arguments, h.o.Methods
+	case ActionPromptGet:
+		opts.Prompt, opts.PromptArguments = req.Resource.ID, res.Arguments
+	case ActionResourceRead:
+		opts.URI = req.Resource.ID
+		if h.o.Resolve != nil {
+			opts.Resource = h.o.Resolve(ctx, opts.URI)
+		}
 	}
 	x := inspect.Explain(ctx, opts)
-	return answer(x, req.Action.Name, req.Resource.ID, operator, h.o.ListFallbackNone), nil
+	return answer(x, action, req.Resource.ID, operator, h.o.ListFallbackNone), nil
 }
 
 // answer reads the decision from the explanation, as `toolgate explain`
@@ -326,6 +343,35 @@ func answer(x *inspect.Explanation, action, tool string, operator, listNone bool
 				d.Context["reason_admin"] = map[string]string{"en": x.Failure}
 			}
 		}
+	case ActionPromptGet:
+		p := x.Prompt
+		d.Decision = p.Granted
+		if operator {
+			d.Context = map[string]any{"revision": x.Revision, "reason_admin": map[string]string{"en": p.DecidedBy}}
+			if p.Failure != "" {
+				d.Context["failure"] = p.Failure
+			}
+			if p.Answer != "" {
+				d.Context["reason_user"] = map[string]string{"en": p.Answer}
+			}
+			return d
+		}
+		// Hidden is absent: only a failed decision says so, as prompts/get
+		// would answer it.
+		if p.Failure != "" {
+			d.Context = map[string]any{"reason_user": map[string]string{"en": p.Answer}}
+		}
+	case ActionResourceRead:
+		r := x.Resource
+		d.Decision = r.Allowed
+		if operator {
+			d.Context = map[string]any{"revision": x.Revision, "outcome": r.Outcome, "reason_admin": map[string]string{"en": r.DecidedBy}}
+			if r.Failure != "" {
+				d.Context["failure"] = r.Failure
+			}
+		}
+		// Else nothing: resources/read answers a hidden, a failed and an
+		// absent resource alike.
 	}
 	return d
 }
@@ -372,20 +418,39 @@ type resourceProps struct {
 	Meta      json.RawMessage `json:"meta"`
 }
 
-// resourceCall reads the tool and the call's arguments and _meta.
-func resourceCall(r *Resource) (resourceProps, error) {
+// resourceOf reads the resource of action: its id (the tool or prompt
+// name, the resource URI), and the request's arguments and _meta as the
+// served method reads them. A prompts/get's arguments are an object of
+// strings (MCP's GetPromptParams), marshalled as the server marshals
+// them; a resources/read has none.
+func resourceOf(action string, r *Resource) (resourceProps, error) {
 	var p resourceProps
+	want := resourceTypes[action]
 	if r == nil || r.ID == "" {
-		return p, errors.New("resource.id (the tool name) is required")
+		return p, errors.New("resource.id (the tool or prompt name, or the resource URI) is required")
 	}
-	if r.Type != ResourceTool {
-		return p, fmt.Errorf("resource.type %q: want %s for tools/call and tools/list", r.Type, ResourceTool)
+	if r.Type != want {
+		return p, fmt.Errorf("resource.type %q: want %s for %s", r.Type, want, action)
 	}
 	if err := strict(r.Properties, &p, "resource.properties"); err != nil {
 		return p, err
 	}
 	if bytes.Equal(p.Arguments, []byte("null")) {
 		p.Arguments = nil
+	}
+	switch {
+	case action == ActionResourceRead && p.Arguments != nil:
+		return p, errors.New("resource.properties.arguments: resources/read has no arguments (toolgate reads only the members the policy sees)")
+	case action == ActionPromptGet && p.Arguments != nil:
+		var args map[string]string
+		if err := json.Unmarshal(p.Arguments, &args); err != nil {
+			return p, errors.New("resource.properties.arguments: want a JSON object of strings, as prompts/get takes")
+		}
+		b, err := json.Marshal(args)
+		if err != nil {
+			return p, err
+		}
+		p.Arguments = b
 	}
 	return p, nil
 }

@@ -33,6 +33,8 @@ func FuzzEvaluation(f *testing.F) {
 		`{"subject":{"type":"user","id":"nora","properties":{"roles":[]}},"action":{"name":"tools/call"},"resource":{"type":"mcp_tool","id":"getReward"}}`,
 		`{"subject":{"type":"user","id":"max","properties":{"roles":["manager"],"claims":{"n":1e999999}}},"action":{"name":"tools/call"},"resource":{"type":"mcp_tool","id":"getReward","properties":{"arguments":{"idReward":7},"meta":{"a":[[[[1]]]]}}}}`,
 		`{"subject":{"type":"user","id":"a"},"action":{"name":"tools/list"},"evaluations":[{"resource":{"type":"mcp_tool","id":"echo"}},{}],"options":{"evaluations_semantic":"permit_on_first_permit"}}`,
+		`{"subject":{"type":"user","id":"a","properties":{"roles":["admin"]}},"action":{"name":"prompts/get"},"resource":{"type":"mcp_prompt","id":"p","properties":{"arguments":{"x":"1"}}}}`,
+		`{"subject":{"type":"user","id":"a","properties":{"roles":["admin"]}},"action":{"name":"resources/read"},"resource":{"type":"mcp_resource","id":"test://x","properties":{"meta":{}}}}`,
 		`{"evaluations":[]}`, `[]`, `null`, `{"subject":{"properties":{"x":1}}}`,
 	} {
 		f.Add(s)

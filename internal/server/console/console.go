@@ -75,11 +75,14 @@ type Status struct {
 }
 
 // ShadowStatus is the shadow candidate on the status view: its revision
-// hash, or the error it failed to compile with; how many decisions were
+// hash, or the error it failed to load or compile with; how many decisions were
 // compared and dropped; the differences by kind.
 type ShadowStatus struct {
-	Candidate   string            `json:"candidate,omitempty"`
-	Error       string            `json:"error,omitempty"`
+	Candidate string `json:"candidate,omitempty"`
+	Error     string `json:"error,omitempty"`
+	// Refused is why the newest candidate bundle was refused; the one
+	// before it is still compared.
+	Refused     string            `json:"refused,omitempty"`
 	Compared    uint64            `json:"compared"`
 	Dropped     uint64            `json:"dropped"`
 	Differences map[string]uint64 `json:"differences"`

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
@@ -17,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
+	"github.com/toolgate/toolgate/mcpadapter"
 )
 
 // pdpCallers ask the AuthZEN endpoints: a PEP with the PDP role, one with
@@ -239,15 +241,6 @@ func TestAuthZENSpecExamples(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(body), &out))
 	require.Len(t, out.Evaluations, 1)
 
-	// The MCP profile's other methods are not decided yet: false, 501 in
-	// the context.
-	for _, action := range []string{"prompts/get", "resources/read"} {
-		req := strings.Replace(evalRequest(&engine.Caller{Subject: "root", Roles: []string{"admin"}}, "tools/call", "echo", ""), "tools/call", action, 1)
-		status, body = azPost(t, base, "/access/v1/evaluation", pep, req)
-		require.Equal(t, http.StatusOK, status, body)
-		require.Contains(t, body, `"status":501`, action)
-	}
-
 	resp, err := http.Get(base + "/.well-known/authzen-configuration")
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -256,4 +249,134 @@ func TestAuthZENSpecExamples(t *testing.T) {
 	require.Equal(t, base, meta["policy_decision_point"])
 	require.Equal(t, base+"/access/v1/evaluation", meta["access_evaluation_endpoint"])
 	require.Equal(t, base+"/access/v1/evaluations", meta["access_evaluations_endpoint"])
+}
+
+// catalogEval is an evaluation request of a prompts/get or resources/read.
+func catalogEval(subject *engine.Caller, action, typ, id string, args map[string]string) string {
+	res := map[string]any{"type": typ, "id": id}
+	if args != nil {
+		res["properties"] = map[string]any{"arguments": args}
+	}
+	b, _ := json.Marshal(map[string]any{
+		"subject":  map[string]any{"type": "user", "id": subject.Subject, "properties": map[string]any{"roles": subject.Roles}},
+		"action":   map[string]any{"name": action},
+		"resource": res,
+	})
+	return string(b)
+}
+
+// TestAuthZENCatalogDecisionsEqualServing: serving an importing upstream's
+// prompts and resources (the conformance server; the policy hides a prompt,
+// a resource and the templated resources from contractors), for a table of
+// callers × prompts and resources (hidden, granted, and ones that do not
+// exist), the AuthZEN decision of prompts/get and resources/read is true
+// exactly when the served method, asked by that caller over MCP, does not
+// answer as for what does not exist; prompts/get also equals `toolgate
+// explain --prompt`. The batch answers the same in order; hidden and absent
+// answer byte for byte alike unless the asker is an operator.
+func TestAuthZENCatalogDecisionsEqualServing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ann := &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
+	carl := &engine.Caller{Subject: "carl", Roles: []string{"contractor"}}
+	sam := &engine.Caller{Subject: "sam", Roles: []string{"viewer"}}
+	nora := &engine.Caller{Subject: "nora", Roles: []string{}}
+	subjects := []*engine.Caller{ann, carl, sam, nora}
+	reg := filepath.Join(dir, "registry.yaml")
+	require.NoError(t, os.WriteFile(reg, []byte("sections:\n  \"upstream:ev\": { roles: [admin, contractor] }\ntools: []\n"), 0o600))
+	pol := filepath.Join(dir, "rego")
+	require.NoError(t, os.MkdirAll(pol, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(pol, "grant.rego"), []byte(catalogPolicy), 0o600))
+	watch := false
+	var gw *gateway.Gateway
+	g := startGateway(t, gateway.Config{
+		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, append([]*engine.Caller{pep, pepAdmin}, subjects...)...),
+			Upstreams: []config.Upstream{{Name: "ev", Command: everythingServer(t), Import: true}},
+			Ledger:    "memory", Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch, PDPRoles: []string{"pdp"}},
+		Stderr: io.Discard,
+		Routes: func(g *gateway.Gateway) map[string]http.Handler { gw = g; return nil },
+	})
+	base := strings.TrimSuffix(g.url, "/mcp")
+	ctx := context.Background()
+	prompts := []string{"ev.test_simple_prompt", "ev.test_prompt_with_arguments", "ev.test_prompt_with_embedded_resource",
+		"ev.test_prompt_with_image", "ev.test_input_required_result_prompt", "ev.nothing"}
+	promptArgs := map[string]map[string]string{"ev.test_prompt_with_arguments": {"arg1": "a", "arg2": "b"}}
+	uris := []string{"test://static-text", "test://static-binary", "test://watched-resource", "test://template/7/data", "test://nothing"}
+
+	var batch []json.RawMessage
+	var want []bool
+	sawTrue, sawFalse := false, false
+	ask := func(req string, served bool, what string) {
+		t.Helper()
+		status, body := azPost(t, base, "/access/v1/evaluation", pep, req)
+		require.Equal(t, http.StatusOK, status, body)
+		var d azDecision
+		require.NoError(t, json.Unmarshal([]byte(body), &d))
+		require.NotNil(t, d.Decision, body)
+		require.Equal(t, served, *d.Decision, "%s: %s", what, body)
+		batch, want = append(batch, json.RawMessage(req)), append(want, served)
+		sawTrue, sawFalse = sawTrue || served, sawFalse || !served
+	}
+	for _, s := range subjects {
+		cs := connect(t, ctx, g.url, protocols[len(protocols)-1], s)
+		for _, name := range prompts {
+			_, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: promptArgs[name]})
+			served := err == nil || !strings.Contains(err.Error(), mcpadapter.AnswerUnknownPrompt(name)) && !strings.Contains(err.Error(), mcpadapter.AnswerPromptUnverified)
+			var args json.RawMessage
+			if promptArgs[name] != nil {
+				args, _ = json.Marshal(promptArgs[name])
+			}
+			x := inspect.Explain(ctx, inspect.ExplainOptions{Revision: gw.Engine().Current(), Caller: s, Prompt: name, PromptArguments: args})
+			require.Equal(t, served, x.Prompt.Granted, "prompts/get %s by %s: served %v (%v), explain %+v", name, s.Subject, served, err, x.Prompt)
+			ask(catalogEval(s, "prompts/get", "mcp_prompt", name, promptArgs[name]), served, "prompts/get "+name+" by "+s.Subject)
+		}
+		for _, uri := range uris {
+			_, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+			served := err == nil || !strings.Contains(err.Error(), mcpadapter.AnswerUnknownResource)
+			ask(catalogEval(s, "resources/read", "mcp_resource", uri, nil), served, "resources/read "+uri+" by "+s.Subject)
+		}
+	}
+	require.True(t, sawTrue && sawFalse, "the table must hold both decisions")
+	b, err := json.Marshal(map[string]any{"evaluations": batch})
+	require.NoError(t, err)
+	status, body := azPost(t, base, "/access/v1/evaluations", pep, string(b))
+	require.Equal(t, http.StatusOK, status, body)
+	var out struct {
+		Evaluations []azDecision `json:"evaluations"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &out))
+	require.Len(t, out.Evaluations, len(want))
+	for i, d := range out.Evaluations {
+		require.Equal(t, want[i], *d.Decision, "evaluation %d", i)
+	}
+
+	// Hidden is absent, for a PEP without the operator role.
+	for _, c := range []struct{ action, typ, hidden, absent string }{
+		{"prompts/get", "mcp_prompt", "ev.test_prompt_with_image", "ev.test_prompt_with_imagX"},
+		{"resources/read", "mcp_resource", "test://static-binary", "test://static-binarX"},
+		{"resources/read", "mcp_resource", "test://template/7/data", "test://templatX/7/data"},
+	} {
+		_, hidden := azPost(t, base, "/access/v1/evaluation", pep, catalogEval(carl, c.action, c.typ, c.hidden, nil))
+		_, absent := azPost(t, base, "/access/v1/evaluation", pep, catalogEval(carl, c.action, c.typ, c.absent, nil))
+		require.JSONEq(t, `{"decision":false}`, hidden, c.hidden)
+		require.Equal(t, hidden, absent, c.hidden)
+		_, hidden = azPost(t, base, "/access/v1/evaluation", pepAdmin, catalogEval(carl, c.action, c.typ, c.hidden, nil))
+		_, absent = azPost(t, base, "/access/v1/evaluation", pepAdmin, catalogEval(carl, c.action, c.typ, c.absent, nil))
+		require.Contains(t, hidden, "reason_admin", c.hidden)
+		require.NotEqual(t, hidden, absent, "the operator is told which")
+	}
+	_, admin := azPost(t, base, "/access/v1/evaluation", pepAdmin, catalogEval(carl, "prompts/get", "mcp_prompt", "ev.test_prompt_with_image", nil))
+	require.Contains(t, admin, "data.toolgate.grant.prompts")
+
+	// Each action takes its own resource type; a resources/read has no
+	// arguments and a prompt's are strings, as the methods take them.
+	for _, req := range []string{
+		catalogEval(ann, "prompts/get", "mcp_tool", "ev.test_simple_prompt", nil),
+		catalogEval(ann, "resources/read", "mcp_prompt", "test://static-text", nil),
+		catalogEval(ann, "resources/read", "mcp_resource", "test://static-text", map[string]string{"a": "b"}),
+		strings.Replace(catalogEval(ann, "prompts/get", "mcp_prompt", "ev.test_prompt_with_arguments", map[string]string{"arg1": "a"}), `"a"}`, `1}`, 1),
+	} {
+		status, body := azPost(t, base, "/access/v1/evaluation", pep, req)
+		require.Equal(t, http.StatusBadRequest, status, req+" "+body)
+	}
 }

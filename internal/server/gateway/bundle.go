@@ -2,7 +2,11 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net/url"
+	"slices"
+	"time"
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/config"
@@ -50,4 +54,55 @@ func runBundle(g *Gateway, c *bundle.Client, eng *engine.Engine) {
 		return
 	}
 	g.goUntilClose(func(ctx context.Context) { _ = c.Run(ctx, eng) })
+}
+
+// shadowBundleWait bounds the first download of a candidate bundle: the
+// candidate never holds up serving.
+const shadowBundleWait = 30 * time.Second
+
+// openShadowBundle downloads the candidate bundle (Serve.Shadow.Bundle)
+// with the client openSource uses, polled on the serving bundle's
+// schedule and verified with its key (the serving bundle's credentials go
+// only to the same origin), and builds the candidate's engine from it.
+// The client then keeps it current until the gateway closes: each new
+// candidate is compiled like a reload (engine.ReloadFrom) and one that is
+// refused is never evaluated, the one before it staying. Nothing is
+// persisted. log names the candidate, so its refusals are not read as the
+// serving policy's.
+func (g *Gateway) openShadowBundle(log *slog.Logger) (*engine.Engine, error) {
+	serving := g.cfg.Bundle
+	bc := bundle.Config{URL: g.cfg.Shadow.Bundle, Polling: serving.Polling}
+	if serving.Enabled() {
+		bc.Signing = serving.Signing
+		if sameOrigin(bc.URL, serving.URL) {
+			bc.Type, bc.Credentials = serving.Type, serving.Credentials
+		}
+	}
+	c, err := bundle.New(bc, bundle.Options{Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(g.ctx, shadowBundleWait)
+	defer cancel()
+	src, err := c.Initial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := engine.New(g.ctx, src, append(slices.Clone(g.engOpts), engine.WithLogger(log))...)
+	if err != nil {
+		c.Discard()
+		if src.Revision != "" {
+			err = fmt.Errorf("revision %q: %w", src.Revision, err)
+		}
+		return nil, err
+	}
+	g.goUntilClose(func(ctx context.Context) { _ = c.Run(ctx, eng) })
+	return eng, nil
+}
+
+// sameOrigin reports whether a and b are URLs of the same scheme and host.
+func sameOrigin(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && ua.Scheme == ub.Scheme && ua.Host == ub.Host
 }

@@ -47,7 +47,7 @@ func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *conso
 		Status: func() console.Status {
 			st := consoleStatus(cfg, eng)
 			if s := sh(); s != nil {
-				st.Shadow = &console.ShadowStatus{Candidate: s.Candidate, Error: s.Error, Compared: s.Compared, Dropped: s.Dropped, Differences: s.Differences}
+				st.Shadow = &console.ShadowStatus{Candidate: s.Candidate, Error: s.Error, Refused: s.Refused, Compared: s.Compared, Dropped: s.Dropped, Differences: s.Differences}
 			}
 			return st
 		},

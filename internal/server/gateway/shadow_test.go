@@ -58,4 +58,5 @@ func TestShadowCandidateThatDoesNotCompileIsReported(t *testing.T) {
 		require.Empty(t, body.Shadow.Candidate, path)
 		require.Zero(t, body.Shadow.Compared, path)
 	}
+	require.Equal(t, "1", metricValue(t, base, root, "toolgate_shadow_candidate_refused_total"))
 }

@@ -149,7 +149,12 @@ type Options struct {
 	// Candidate is the compiled candidate revision; nil with Err set: the
 	// candidate failed to compile and is never evaluated.
 	Candidate *engine.Revision
-	// Err is the candidate's compile error, reported in Status.
+	// Engine, when set, is the candidate's engine instead: each comparison
+	// takes its current revision (a candidate bundle kept current like the
+	// serving one), and its last refused revision is in Status.Refused.
+	Engine *engine.Engine
+	// Err is why there is no candidate (it did not load or compile),
+	// reported in Status.
 	Err error
 	// DecisionLog receives an event per difference; nil: none.
 	DecisionLog *decisionlog.Logger
@@ -169,6 +174,7 @@ type Shadow struct {
 	queue   chan func(context.Context)
 	diffs   *prometheus.CounterVec
 	dropped prometheus.Counter
+	refused prometheus.CounterFunc
 	nDrop   atomic.Uint64
 	nDone   atomic.Uint64
 	mu      sync.Mutex
@@ -190,14 +196,26 @@ func New(o Options) *Shadow {
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolgate_shadow_dropped_total",
 			Help: "Decisions not compared with the candidate because the shadow queue was full."}),
 	}
+	s.refused = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "toolgate_shadow_candidate_refused_total",
+		Help: "Shadow candidates that did not load or compile (at start, or a later candidate bundle); they are never evaluated."},
+		func() float64 {
+			n := 0.0
+			if o.Err != nil {
+				n = 1
+			}
+			if o.Engine != nil {
+				n += float64(o.Engine.Status().ReloadFailures)
+			}
+			return n
+		})
 	for _, k := range Kinds {
 		s.diffs.WithLabelValues(k)
 	}
 	if o.Registerer != nil {
-		o.Registerer.MustRegister(s.diffs, s.dropped)
+		o.Registerer.MustRegister(s.diffs, s.dropped, s.refused)
 	}
 	if o.Err != nil {
-		o.Logger.Error("shadow: the candidate does not compile; it is never evaluated", slog.Any("error", o.Err))
+		o.Logger.Error("shadow: the candidate does not load or compile; it is never evaluated", slog.Any("error", o.Err))
 	}
 	return s
 }
@@ -232,8 +250,16 @@ func (s *Shadow) Run(ctx context.Context) {
 // Wait returns once every comparison queued so far is done (tests).
 func (s *Shadow) Wait() { s.idle.Wait() }
 
+// candidate is the candidate revision now; nil: none, never evaluated.
+func (s *Shadow) candidate() *engine.Revision {
+	if s.o.Engine != nil {
+		return s.o.Engine.Current()
+	}
+	return s.o.Candidate
+}
+
 func (s *Shadow) enqueue(f func(context.Context)) {
-	if s.o.Candidate == nil {
+	if s.candidate() == nil {
 		return
 	}
 	s.idle.Add(1)
@@ -262,7 +288,7 @@ func cloneCaller(c *engine.Caller) *engine.Caller {
 }
 
 func (s *Shadow) observeCall(_ context.Context, call *mcpadapter.CallContext, rec *mcpadapter.Record) {
-	if s.o.Candidate == nil {
+	if s.candidate() == nil {
 		return
 	}
 	serving := CallSide(call.Revision, rec)
@@ -288,7 +314,7 @@ func (s *Shadow) observeCall(_ context.Context, call *mcpadapter.CallContext, re
 // pipeline makes at steps 3 to 5. locate evaluates the grant decision
 // again with the rules that defined it, for a difference.
 func (s *Shadow) decideCall(ctx context.Context, caller *engine.Caller, name string, args, meta json.RawMessage, withRules bool) (Side, func() *engine.GrantDecision) {
-	cand := s.o.Candidate
+	cand := s.candidate()
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
@@ -314,7 +340,7 @@ func (s *Shadow) decideCall(ctx context.Context, caller *engine.Caller, name str
 }
 
 func (s *Shadow) observeList(_ context.Context, l *mcpadapter.ListRecord) {
-	if s.o.Candidate == nil {
+	if s.candidate() == nil {
 		return
 	}
 	caller := cloneCaller(l.Caller)
@@ -326,11 +352,12 @@ func (s *Shadow) observeList(_ context.Context, l *mcpadapter.ListRecord) {
 	rules := l.Decision.Rules
 	meta, _ := l.Meta.MarshalJSON()
 	s.enqueue(func(ctx context.Context) {
+		cand := s.candidate()
 		req := engine.Request{Method: engine.MethodList, Meta: engine.BoundMeta(meta)}
-		d := s.o.Candidate.Grant(ctx, caller, req)
+		d := cand.Grant(ctx, caller, req)
 		var diffs []Difference
 		seen := map[string]bool{}
-		for _, reg := range []*engine.Revision{rev, s.o.Candidate} {
+		for _, reg := range []*engine.Revision{rev, cand} {
 			for _, t := range reg.Registry().Tools {
 				n := t.Name
 				if seen[n] {
@@ -338,7 +365,7 @@ func (s *Shadow) observeList(_ context.Context, l *mcpadapter.ListRecord) {
 				}
 				seen[n] = true
 				a := Side{Revision: rev.Hash(), Granted: listed[n], GrantRules: rules}
-				b := Side{Revision: s.o.Candidate.Hash(), Granted: d.Visible(n)}
+				b := Side{Revision: cand.Hash(), Granted: d.Visible(n)}
 				if d.Err != nil {
 					b.Failure = d.Err.Error()
 				}
@@ -350,7 +377,7 @@ func (s *Shadow) observeList(_ context.Context, l *mcpadapter.ListRecord) {
 		if len(diffs) == 0 {
 			return
 		}
-		located := s.o.Candidate.Explain(ctx, caller, req).Rules
+		located := cand.Explain(ctx, caller, req).Rules
 		for _, df := range diffs {
 			df.Candidate.GrantRules = located
 			s.record(df, nil, meta)
@@ -379,8 +406,11 @@ func (s *Shadow) record(d Difference, args, meta json.RawMessage) {
 
 // Status is what the health page and the console show of the shadow.
 type Status struct {
-	Candidate   string            `json:"candidate,omitempty"`
-	Error       string            `json:"error,omitempty"`
+	Candidate string `json:"candidate,omitempty"`
+	Error     string `json:"error,omitempty"`
+	// Refused is why the last candidate offered since (a new candidate
+	// bundle) was refused; the one before it is still compared.
+	Refused     string            `json:"refused,omitempty"`
 	Compared    uint64            `json:"compared"`
 	Dropped     uint64            `json:"dropped"`
 	Differences map[string]uint64 `json:"differences"`
@@ -389,8 +419,11 @@ type Status struct {
 // Status reports the candidate, its compile error, and the counts.
 func (s *Shadow) Status() Status {
 	st := Status{Compared: s.nDone.Load(), Dropped: s.nDrop.Load(), Differences: map[string]uint64{}}
-	if s.o.Candidate != nil {
-		st.Candidate = s.o.Candidate.Hash()
+	if c := s.candidate(); c != nil {
+		st.Candidate = c.Hash()
+	}
+	if s.o.Engine != nil {
+		st.Refused = s.o.Engine.Status().LastError
 	}
 	if s.o.Err != nil {
 		st.Error = s.o.Err.Error()

@@ -6,10 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
@@ -214,4 +217,38 @@ func TestShadowCandidateThatDoesNotCompileIsNeverEvaluated(t *testing.T) {
 	require.Contains(t, st.Error, "grant.rego")
 	require.Empty(t, st.Candidate)
 	require.Zero(t, st.Compared)
+}
+
+// TestShadowQueueFullDropsCounted: with the worker not running, a queue of
+// one holds the first comparison and drops the others without blocking
+// the caller; the drops are in Status and in toolgate_shadow_dropped_total,
+// and the worker, once started, compares the one queued.
+func TestShadowQueueFullDropsCounted(t *testing.T) {
+	ctx := context.Background()
+	serving, err := engine.New(ctx, toolgate.Source("", ""))
+	require.NoError(t, err)
+	cand, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, candidateB)))
+	require.NoError(t, err)
+	reg := prometheus.NewRegistry()
+	sh := shadow.New(shadow.Options{Candidate: cand.Current(), QueueSize: 1, Registerer: reg})
+	max := &engine.Caller{Subject: "max", Roles: []string{"manager"}}
+	for range 3 {
+		rec := mcpadapter.DryRun(ctx, mcpadapter.DryRunOptions{Revision: serving.Current(), Caller: max, Name: "price"})
+		sh.Observer().Call(ctx, &mcpadapter.CallContext{Name: "price", Caller: max, Revision: serving.Current()}, rec)
+	}
+	st := sh.Status()
+	require.Equal(t, uint64(2), st.Dropped)
+	require.Zero(t, st.Compared)
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`# HELP toolgate_shadow_dropped_total Decisions not compared with the candidate because the shadow queue was full.
+# TYPE toolgate_shadow_dropped_total counter
+toolgate_shadow_dropped_total 2
+`), "toolgate_shadow_dropped_total"))
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go sh.Run(runCtx)
+	sh.Wait()
+	st = sh.Status()
+	require.Equal(t, uint64(1), st.Compared)
+	require.Equal(t, uint64(1), st.Differences[shadow.GrantedHidden])
 }

@@ -181,9 +181,15 @@ func (b *bench) lines(filter *regexp.Regexp) []*line {
 			}
 		}
 	}
-	group("stdio", "", func(policy string) []string {
-		return b.serveArgs(policy, "--stdio", "--as", "cid", "--role", "manager", "--role", "contractor")
-	})
+	stdioArgs := func(policy string, more ...string) []string {
+		return b.serveArgs(policy, append([]string{"--stdio", "--as", "cid", "--role", "manager", "--role", "contractor"}, more...)...)
+	}
+	group("stdio", "", func(policy string) []string { return stdioArgs(policy) })
+	// The cost of a shadow candidate (docs/shadow.md): the memoised policy
+	// serving, the one reading _meta (decided on every call) as the
+	// candidate, off the request path.
+	add(&line{name: "stdio toolgate memoised, shadow", group: "stdio", transport: "stdio", bin: b.toolgate,
+		args: stdioArgs("memoised", "--shadow-policy", filepath.Join(b.dir, "meta"))})
 	for _, rev := range []string{revisionSessions, revisionSessionless} {
 		group("http", rev, func(policy string) []string { return b.serveArgs(policy, "--tokens", b.tokens) })
 	}

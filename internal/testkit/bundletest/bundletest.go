@@ -16,7 +16,8 @@ import (
 )
 
 // SignedUnchecked is bundle.Build of src (an fs.FS source) without the
-// check that it loads, signed with the PEM private key in keyFile.
+// check that it loads, signed with the PEM private key in keyFile ("":
+// unsigned).
 func SignedUnchecked(src engine.Source, rev, keyFile string) ([]byte, error) {
 	reg, err := fs.ReadFile(src.FS, src.Registry)
 	if err != nil {
@@ -38,12 +39,14 @@ func SignedUnchecked(src engine.Source, rev, keyFile string) ([]byte, error) {
 		}
 		b.Modules = append(b.Modules, opabundle.ModuleFile{URL: "/" + f.Rel, Path: "/" + f.Rel, Raw: f.Data})
 	}
-	key, err := os.ReadFile(keyFile)
-	if err != nil {
-		return nil, err
-	}
-	if err := b.GenerateSignature(opabundle.NewSigningConfig(string(key), bundle.DefaultAlgorithm, ""), bundle.DefaultKeyID, false); err != nil {
-		return nil, err
+	if keyFile != "" {
+		key, err := os.ReadFile(keyFile)
+		if err != nil {
+			return nil, err
+		}
+		if err := b.GenerateSignature(opabundle.NewSigningConfig(string(key), bundle.DefaultAlgorithm, ""), bundle.DefaultKeyID, false); err != nil {
+			return nil, err
+		}
 	}
 	var buf bytes.Buffer
 	if err := opabundle.NewWriter(&buf).DisableFormat(true).Write(b); err != nil {

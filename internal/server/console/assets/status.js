@@ -16,7 +16,8 @@ export async function show() {
   ];
   if (s.shadow) {
     const sh = s.shadow;
-    rows.push(['Shadow candidate', sh.error ? `does not compile, never evaluated: ${sh.error}` : sh.candidate]);
+    rows.push(['Shadow candidate', sh.error ? `not loaded, never evaluated: ${sh.error}` : sh.candidate]);
+    if (sh.refused) rows.push(['Shadow candidate refused', `${sh.refused} (the one before it is still compared)`]);
     const kinds = Object.entries(sh.differences || {}).filter(([, n]) => n > 0).map(([k, n]) => `${k}: ${n}`);
     rows.push(['Shadow differences', `${kinds.length ? kinds.join(', ') : 'none'} (${sh.compared} compared, ${sh.dropped} dropped)`]);
   }
