@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/bundle"
+	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/upstream"
 )
@@ -267,28 +269,50 @@ func StateDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "toolgate"), nil
 }
 
-// SetDefaults fills in what is not set: HTTP (unless Stdio), Audit "-",
-// Ledger sqlite:StateDir/ledger.db, Watch on. It fails only when the
-// ledger defaults and no state directory can be found.
+// SetDefaults fills in what is not set: HTTP (unless Stdio), Audit
+// DefaultAudit, Ledger sqlite:StateDir/ledger.db, Watch on. It fails only
+// when the ledger defaults and no state directory can be found.
 func (s *Serve) SetDefaults() error {
 	if s.HTTP == "" && !s.Stdio {
 		s.HTTP = DefaultHTTP
 	}
 	if s.Audit == "" {
-		s.Audit = "-"
+		s.Audit = DefaultAudit
 	}
 	if s.Watch == nil {
-		on := true
+		on := defaultWatch
 		s.Watch = &on
 	}
-	if s.Ledger == "" || s.Ledger == "sqlite:" {
+	if _, err := ledger.ParseStore(cmp.Or(s.Ledger, "sqlite:")); err != nil {
+		return nil // Validate reports it
+	}
+	spec, err := s.LedgerStore()
+	if err != nil {
+		return err
+	}
+	s.Ledger = spec.String()
+	return nil
+}
+
+// LedgerFileName is the default ledger's file in the state directory.
+const LedgerFileName = "ledger.db"
+
+// LedgerStore is the ledger's store (Ledger, parsed by
+// ledger.ParseStore): "" and "sqlite:" with no path are LedgerFileName in
+// StateDir.
+func (s *Serve) LedgerStore() (ledger.StoreSpec, error) {
+	spec, err := ledger.ParseStore(cmp.Or(s.Ledger, "sqlite:"))
+	if err != nil {
+		return spec, err
+	}
+	if spec.Kind == ledger.KindSQLite && spec.Path == "" {
 		dir, err := StateDir()
 		if err != nil {
-			return err
+			return spec, err
 		}
-		s.Ledger = "sqlite:" + filepath.Join(dir, "ledger.db")
+		spec.Path = filepath.Join(dir, LedgerFileName)
 	}
-	return nil
+	return spec, nil
 }
 
 var upstreamName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -308,65 +332,42 @@ func (s *Serve) Validate() error {
 			add("roles", "a role is empty")
 		}
 	}
-	switch l := s.Ledger; {
-	case l == "", l == "memory", strings.HasPrefix(l, "sqlite:"),
-		strings.HasPrefix(l, "postgres://"), strings.HasPrefix(l, "postgresql://"):
-	default:
-		add("ledger", "want memory, sqlite:PATH or postgres://..., got %q", l)
+	if s.Ledger != "" {
+		if _, err := ledger.ParseStore(s.Ledger); err != nil {
+			add("ledger", "%v", err)
+		}
 	}
-	if s.LedgerRetention < 0 {
-		add("ledgerRetention", "negative duration %s", s.LedgerRetention)
-	}
+	probs = append(probs, s.negatives()...)
 	if d := s.DecisionLog; isHTTPURL(d) {
 		if u, err := url.Parse(d); err != nil || u.Host == "" {
-			add("decisionLog", "want an http:// or https:// URL with a host, or a file path")
+			add("decision_log", "want an http:// or https:// URL with a host, or a file path")
 		}
 	}
 	if s.DecisionLogHashKey != "" {
 		if s.DecisionLog == "" {
-			add("decisionLogHashKey", "needs decisionLog (--decision-log)")
+			add("decision_log_hash_key", "needs decision_log (--decision-log)")
 		} else if _, err := s.HashKey(); err != nil {
-			add("decisionLogHashKey", "%v", err)
+			add("decision_log_hash_key", "%v", err)
 		}
 	}
 	if e := s.OtelEndpoint; e != "" {
 		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			add("otelEndpoint", "want an http:// or https:// URL")
+			add("otel_endpoint", "want an http:// or https:// URL")
 		}
 	}
 	if w := s.ApprovalWebhook; w != "" {
 		if u, err := url.Parse(w); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			add("approvalWebhook", "want an http:// or https:// URL")
+			add("approval_webhook", "want an http:// or https:// URL")
 		}
 	}
 	switch s.ListFallback {
 	case "", ListFallbackBase, ListFallbackNone:
 	default:
-		add("listFallback", "want base or none, got %q", s.ListFallback)
-	}
-	if s.HookTimeout < 0 {
-		add("hookTimeout", "negative duration %s", s.HookTimeout)
-	}
-	if s.EvalTimeout < 0 {
-		add("evalTimeout", "negative duration %s", s.EvalTimeout)
-	}
-	for key, d := range map[string]time.Duration{"sessionTimeout": s.SessionTimeout, "readTimeout": s.ReadTimeout, "idleTimeout": s.IdleTimeout} {
-		if d < 0 {
-			add(key, "negative duration %s", d)
-		}
-	}
-	if s.MaxSessions < 0 {
-		add("maxSessions", "negative number %d", s.MaxSessions)
-	}
-	if s.MaxPendingApprovals < 0 {
-		add("maxPendingApprovals", "negative number %d", s.MaxPendingApprovals)
-	}
-	if s.MaxConnections < 0 {
-		add("maxConnections", "negative number %d", s.MaxConnections)
+		add("list_fallback", "want base or none, got %q", s.ListFallback)
 	}
 	for _, o := range s.AllowedOrigins {
 		if !isHTTPURL(o) {
-			add("allowedOrigins", "want an origin such as https://app.example.com, got %q", o)
+			add("allowed_origins", "want an origin such as https://app.example.com, got %q", o)
 		}
 	}
 	seen := map[string]bool{}
@@ -410,6 +411,28 @@ func (s *Serve) Validate() error {
 		return &Error{Path: s.Config, Problems: probs}
 	}
 	return nil
+}
+
+// negatives are the durations and counts set below zero (a Serve built in
+// Go: the file and the flags refuse zero and less), in table order.
+func (s *Serve) negatives() []Problem {
+	var probs []Problem
+	for _, st := range settings {
+		if st.Key == "" || st.field == nil {
+			continue
+		}
+		switch p := st.field(s).(type) {
+		case *time.Duration:
+			if *p < 0 {
+				probs = append(probs, Problem{Key: st.Key, Message: fmt.Sprintf("negative duration %s", *p)})
+			}
+		case *int:
+			if *p < 0 {
+				probs = append(probs, Problem{Key: st.Key, Message: fmt.Sprintf("negative number %d", *p)})
+			}
+		}
+	}
+	return probs
 }
 
 // authProblems validates Auth with its defaults for the HTTP address.

@@ -1,7 +1,5 @@
 package config
 
-import "gopkg.in/yaml.v3"
-
 // Shadow is the candidate policy decided beside the serving one
 // (docs/shadow.md): every grant and call decision is also taken by it,
 // off the request path, and the differences are recorded.
@@ -26,33 +24,8 @@ func (sh Shadow) problems(s *Serve) []Problem {
 	}
 	for _, r := range s.PDPRoles {
 		if r == "" {
-			probs = append(probs, Problem{Key: "pdpRoles", Message: "a role is empty"})
+			probs = append(probs, Problem{Key: "pdp_roles", Message: "a role is empty"})
 		}
 	}
 	return probs
-}
-
-// shadowSection decodes the config file's shadow mapping.
-func shadowSection(n *yaml.Node, dst *Shadow) bool {
-	if n.Kind != yaml.MappingNode {
-		return false
-	}
-	var out Shadow
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		switch k.Value {
-		case "policy":
-			if !str(v, &out.Policy) {
-				return false
-			}
-		case "registry":
-			if !str(v, &out.Registry) {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	*dst = out
-	return true
 }
