@@ -296,7 +296,7 @@ func (s *Serve) resolve(dir string) {
 	if s.Auth.JWKS != "" && !isHTTPURL(s.Auth.JWKS) {
 		abs(&s.Auth.JWKS)
 	}
-	if s.Audit != "-" {
+	if s.Audit != DefaultAudit {
 		abs(&s.Audit)
 	}
 	if s.DecisionLog != "" && !isHTTPURL(s.DecisionLog) {

@@ -25,121 +25,123 @@ import (
 const DefaultHTTP = "127.0.0.1:8787"
 
 // Serve holds every setting of `toolgate serve` (docs/contract.md §8). The zero value
-// means "not set"; SetDefaults fills in the defaults.
+// means "not set"; SetDefaults fills in the defaults. Settings lists each
+// field's config key, flag and default: the fields carry no tags, the
+// table is where a setting is named.
 type Serve struct {
 	// Config is the file the settings were read from; "" without one.
 	// Relative paths in it are resolved against its directory.
-	Config string `yaml:"-"`
+	Config string
 
 	// Registry is the registry file; "" serves the bundled example.
-	Registry string `yaml:"registry"`
+	Registry string
 	// Policy is the policy directory; "" serves the bundled example.
-	Policy string `yaml:"policy"`
+	Policy string
 	// Bundle, when its URL is set, serves registry and policies from an
 	// OPA bundle instead (docs/contract.md §14).
-	Bundle bundle.Config `yaml:"bundle"`
+	Bundle bundle.Config
 	// Stdio serves on stdin/stdout.
-	Stdio bool `yaml:"stdio"`
+	Stdio bool
 	// HTTP is the address to serve streamable HTTP at. SetDefaults sets
 	// DefaultHTTP unless Stdio is set: with Stdio, HTTP is served only when
 	// an address is given.
-	HTTP string `yaml:"http"`
+	HTTP string
 	// As and Roles are the caller over stdio; As "" is nobody.
-	As    string   `yaml:"as"`
-	Roles []string `yaml:"roles"`
+	As    string
+	Roles []string
 	// Tokens is the bearer tokens file for HTTP; "": every HTTP caller is
 	// nobody.
-	Tokens string `yaml:"tokens"`
+	Tokens string
 	// Upstreams are the upstream MCP servers.
-	Upstreams []Upstream `yaml:"upstreams"`
+	Upstreams []Upstream
 	// Ledger is the idempotency ledger store: "memory", "sqlite:PATH" or a
 	// postgres:// URL. SetDefaults sets "sqlite:" with ledger.db in
 	// StateDir ("sqlite:" with no path means that file too).
-	Ledger string `yaml:"ledger"`
+	Ledger string
 	// LedgerRetention is how long the ledger keeps a completed key; zero is
 	// the ledger's default (24h).
-	LedgerRetention time.Duration `yaml:"ledgerRetention"`
+	LedgerRetention time.Duration
 	// IdempotencyKey is the _meta key the idempotency ledger reads; empty
 	// is ledger.DefaultMetaKey, festi/idempotencyKey.
-	IdempotencyKey string `yaml:"idempotencyKey"`
+	IdempotencyKey string
 	// Audit is the audit trail file; "-" (the default) is stderr.
-	Audit string `yaml:"audit"`
+	Audit string
 	// DecisionLog, when set, receives every grant and call decision as an
 	// OPA decision-log event (docs/contract.md §14): an http(s) URL is POSTed batches
 	// of them, anything else is a file appended one event per line.
-	DecisionLog string `yaml:"decisionLog"`
+	DecisionLog string
 	// DecisionLogHashKey, when set, keys the hashes of argument and _meta
 	// values in decision-log events (HMAC-SHA256): "${NAME}" reads the key
 	// from the environment variable NAME, anything else is a file holding
 	// it (relative to the config file; one trailing newline ignored). The
 	// key itself is never in the settings, and at least 32 bytes.
-	DecisionLogHashKey string `yaml:"decisionLogHashKey"`
+	DecisionLogHashKey string
 	// TrustTraceparent makes spans continue the client's W3C traceparent
 	// (from _meta or the HTTP header); off, each request starts a trace of
 	// its own, linked to the client's (docs/contract.md §14).
-	TrustTraceparent bool `yaml:"trustTraceparent"`
+	TrustTraceparent bool
 	// OtelEndpoint, when set, is the OTLP/HTTP endpoint spans are exported
 	// to (docs/contract.md §14); "" falls back to OTEL_EXPORTER_OTLP_ENDPOINT, and
 	// tracing is off without either.
-	OtelEndpoint string `yaml:"otelEndpoint"`
+	OtelEndpoint string
 	// ApprovalWebhook, when set, is an http(s) URL each new approval
 	// request is POSTed to as JSON (docs/contract.md §13).
-	ApprovalWebhook string `yaml:"approvalWebhook"`
+	ApprovalWebhook string
 	// MaxPendingApprovals bounds the approval requests one requester may
 	// have pending (docs/contract.md §13); zero is the default (20).
-	MaxPendingApprovals int `yaml:"maxPendingApprovals"`
+	MaxPendingApprovals int
 	// Watch reloads registry and policies on change; nil is on.
-	Watch *bool `yaml:"watch"`
+	Watch *bool
 	// HookTimeout bounds one hook run; zero is the adapter's default.
-	HookTimeout time.Duration `yaml:"hookTimeout"`
+	HookTimeout time.Duration
 	// EvalTimeout bounds one policy evaluation; zero is the engine's default.
-	EvalTimeout time.Duration `yaml:"evalTimeout"`
+	EvalTimeout time.Duration
 
 	// HTTP limits (docs/contract.md §11); zero is httpserve's default.
 
 	// SessionTimeout ends a session idle that long (default 10m).
-	SessionTimeout time.Duration `yaml:"sessionTimeout"`
+	SessionTimeout time.Duration
 	// MaxSessions caps the sessions alive at once (default 10000).
-	MaxSessions int `yaml:"maxSessions"`
+	MaxSessions int
 	// ReadTimeout bounds how long a request body may take (default 30s).
-	ReadTimeout time.Duration `yaml:"readTimeout"`
+	ReadTimeout time.Duration
 	// IdleTimeout closes idle keep-alive connections (default 2m).
-	IdleTimeout time.Duration `yaml:"idleTimeout"`
+	IdleTimeout time.Duration
 	// MaxConnections caps the open HTTP connections (default 4096).
-	MaxConnections int `yaml:"maxConnections"`
+	MaxConnections int
 	// AllowedOrigins are the Origin values accepted besides the
 	// listener's own.
-	AllowedOrigins []string `yaml:"allowedOrigins"`
+	AllowedOrigins []string
 	// AdminRole is the operator role: verbose /healthz and /metrics
 	// (default admin).
-	AdminRole string `yaml:"adminRole"`
+	AdminRole string
 	// PDPRoles are the roles that may ask the AuthZEN endpoints
 	// (docs/authzen.md); empty: the endpoints are not served.
-	PDPRoles []string `yaml:"pdpRoles"`
+	PDPRoles []string
 	// Shadow is the candidate policy decided beside the serving one
 	// (docs/shadow.md); zero: none.
-	Shadow Shadow `yaml:"shadow"`
+	Shadow Shadow
 	// MetricsAddr, when set, serves /metrics to anyone at that address.
-	MetricsAddr string `yaml:"metricsAddr"`
+	MetricsAddr string
 
 	// Capabilities is an OPA capabilities JSON file: the built-ins policies
 	// may call (docs/contract.md §11); "" is every built-in but the network ones.
-	Capabilities string `yaml:"capabilities"`
+	Capabilities string
 	// ListFallback is what tools/list shows when the grant policy fails
 	// (docs/contract.md §6): ListFallbackBase ("", the default) or ListFallbackNone.
-	ListFallback string `yaml:"listFallback"`
+	ListFallback string
 
 	// Auth configures JWT callers from an OAuth 2.1 authorization server
 	// (docs/contract.md §12; the config file's auth section, --issuer, --jwks,
 	// --resource, --audience). Its defaults depend on the address
 	// listened at: the gateway fills them in with Auth.WithDefaults.
-	Auth identity.Settings `yaml:"auth"`
+	Auth identity.Settings
 	// AllowAnonymous serves a request without a token as nobody even with
 	// Auth enabled (--allow-anonymous, auth.allow_anonymous).
-	AllowAnonymous bool `yaml:"-"`
+	AllowAnonymous bool
 	// Pins is the pins file of the upstreams configured with pin (docs/contract.md
 	// §15); "" is PinsFileName in StateDir (see PinsFile).
-	Pins string `yaml:"pins"`
+	Pins string
 }
 
 // PinsFileName is the pins file's name in the state directory.
@@ -169,43 +171,43 @@ const (
 type Upstream struct {
 	// Name is how rows name it (method upstream:NAME/TOOL; imported tools
 	// are NAME.TOOL).
-	Name string `yaml:"name"`
+	Name string
 	// Command is the command line of a stdio server, split into words
 	// like a shell splits them, quotes and backslashes included, but
 	// without any expansion (upstream.SplitCommand); Args, when set, are
 	// further arguments taken as they are.
-	Command string   `yaml:"command"`
-	Args    []string `yaml:"args"`
+	Command string
+	Args    []string
 	// URL is the endpoint of a streamable HTTP server (http or https).
-	URL string `yaml:"url"`
+	URL string
 	// Import makes the upstream's tools that no row names rows of their
 	// own (only settable in the config file).
-	Import bool `yaml:"import"`
+	Import bool
 	// Section is the permission section of the imported rows; "" is
 	// upstream:NAME, which no role holds until the registry's sections
 	// list it (docs/contract.md §15). Only settable in the config file.
-	Section string `yaml:"section"`
+	Section string
 	// TrustAnnotations lets the upstream's own tool annotations count as
 	// the imported rows' annotations; otherwise policies see them only as
 	// upstream_annotations. Only settable in the config file.
-	TrustAnnotations bool `yaml:"trust_annotations"`
+	TrustAnnotations bool
 	// Pin serves an imported tool only while its definition matches the
 	// pin recorded in the pins file (docs/contract.md §15); needs Import. Only
 	// settable in the config file.
-	Pin bool `yaml:"pin"`
+	Pin bool
 	// Prefix is prepended to the names of the imported tools and prompts
 	// (docs/contract.md §16); nil is NAME. (the default), "" is allowed.
 	// Only settable in the config file.
-	Prefix *string `yaml:"prefix"`
+	Prefix *string
 	// Headers are sent with every request to an HTTP upstream; Env is a
 	// stdio upstream's environment besides PATH, HOME, LANG, TZ and
 	// TMPDIR (all of toolgate's with InheritEnv). Values may be ${VAR} or
 	// ${file:PATH}. Auth is OAuth toward an HTTP upstream. docs/contract.md
 	// §17; only settable in the config file.
-	Headers    map[string]string `yaml:"headers"`
-	Env        map[string]string `yaml:"env"`
-	InheritEnv bool              `yaml:"inherit_env"`
-	Auth       *upstream.Auth    `yaml:"auth"`
+	Headers    map[string]string
+	Env        map[string]string
+	InheritEnv bool
+	Auth       *upstream.Auth
 }
 
 // PoolConfig is the upstream pool's configuration of u; its secrets

@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/hooks/approvals"
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/httpserve"
+	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
@@ -51,6 +52,7 @@ type Setting struct {
 	// (upstreams, bundle); section marks a mapping of the settings whose
 	// keys start with Key+".", read like the top level.
 	decode  func(n *yaml.Node, s *Serve) []Problem
+	keys    []string // the keys decode reads, for the reference
 	section bool
 	// nonEmpty refuses "" in the file.
 	nonEmpty bool
@@ -98,7 +100,7 @@ var settings = []Setting{
 	{Key: "tokens", Flag: "tokens", Usage: "HTTP bearer tokens `FILE`, JSON or YAML", Unset: "every HTTP caller is nobody", Want: "a file path",
 		field: func(s *Serve) any { return &s.Tokens }},
 	{Key: "upstreams", Flag: "upstream", Usage: "an upstream MCP server `NAME=COMMAND` or NAME=URL", Notes: "repeatable; replaces the file's upstream of that name",
-		Want: "a list of upstreams", field: func(s *Serve) any { return &s.Upstreams }, decode: upstreamsSection,
+		Want: "a list of upstreams", field: func(s *Serve) any { return &s.Upstreams }, decode: upstreamsSection, keys: upstreamKeys,
 		merge: func(d, f *Serve) { d.Upstreams = mergeUpstreams(d.Upstreams, f.Upstreams) }},
 	{Key: "ledger", Flag: "ledger", Usage: "idempotency ledger `STORE`: memory, sqlite:PATH or postgres://...", Unset: "sqlite: ledger.db in the state directory",
 		Want: "memory, sqlite:PATH or postgres://...", field: func(s *Serve) any { return &s.Ledger }},
@@ -149,9 +151,9 @@ var settings = []Setting{
 		Want: "a URI such as https://tools.example.com/mcp", field: func(s *Serve) any { return &s.Auth.Resource }},
 	{Key: "auth.audiences", Flag: "audience", Usage: "an accepted token audience `AUD`", Notes: "repeatable; replaces the file's", Unset: "the resource URI",
 		Want: "a list of audiences", field: func(s *Serve) any { return &s.Auth.Audiences }},
-	{Key: "auth.subject_claim", Usage: "where the subject comes from: a dotted claim path", Unset: "sub", Want: "a claim path such as sub", nonEmpty: true,
+	{Key: "auth.subject_claim", Usage: "where the subject comes from: a dotted claim path", Default: identity.DefaultSubjectClaim, Want: "a claim path such as sub", nonEmpty: true,
 		field: func(s *Serve) any { return &s.Auth.SubjectClaim }},
-	{Key: "auth.roles_claim", Usage: "where the roles come from: a dotted claim path (an array of strings or a space-separated string)", Unset: "roles",
+	{Key: "auth.roles_claim", Usage: "where the roles come from: a dotted claim path (an array of strings or a space-separated string)", Default: identity.DefaultRolesClaim,
 		Want: "a claim path such as realm_access.roles", nonEmpty: true, field: func(s *Serve) any { return &s.Auth.RolesClaim }},
 	{Key: "auth.scopes_supported", Usage: "the scopes published in the protected resource metadata", Want: "a list of scopes",
 		field: func(s *Serve) any { return &s.Auth.ScopesSupported }},
@@ -159,7 +161,7 @@ var settings = []Setting{
 		Want: "true or false", field: func(s *Serve) any { return &s.AllowAnonymous }},
 	{Key: "bundle", Flag: "bundle",
 		Usage: "serve the registry and policies of the OPA bundle at `URL` (http(s)://, or oci://REGISTRY/REPOSITORY:TAG for an OCI registry), polled with ETags (docs/contract.md §14)",
-		Want:  "a mapping of " + strings.Join(bundleKeys, ", "), field: func(s *Serve) any { return &s.Bundle.URL }, decode: bundleSection},
+		Want:  "a mapping of " + strings.Join(bundleKeys, ", "), field: func(s *Serve) any { return &s.Bundle.URL }, decode: bundleSection, keys: bundleKeys},
 	{Key: "bundle.signing.key_file", Flag: "bundle-verification-key",
 		Usage: "verify the bundle's signature with the PEM public key in `FILE`; unsigned or badly signed bundles are refused",
 		Want:  "a file path (PEM public key)", field: func(s *Serve) any { return &s.Bundle.Signing.KeyFile }},
@@ -203,6 +205,15 @@ func (st Setting) FlagUsage() string {
 		return st.Usage
 	}
 	return st.Usage + " (" + strings.Join(extra, "; ") + ")"
+}
+
+// Keys are the keys of a section (auth, shadow, bundle) or of an entry of
+// a list of mappings (upstreams); nil for a plain value.
+func (st Setting) Keys() []string {
+	if st.section {
+		return keysUnder(st.Key + ".")
+	}
+	return st.keys
 }
 
 // DefaultText is "default VALUE", "default: what no value means", or "".
@@ -253,6 +264,17 @@ func keysUnder(prefix string) []string {
 // CapabilitiesUsage is the usage of --capabilities, shared by every
 // command that compiles policies (serve, test, check, explain).
 var CapabilitiesUsage = FlagSetting("capabilities").FlagUsage()
+
+// KeySetting is the setting of the config key key (auth.subject_claim),
+// for another command's flag that means the same; it panics on a key
+// serve has not.
+func KeySetting(key string) Setting {
+	st, ok := fileKey(key)
+	if !ok {
+		panic("config: no setting has the key " + key)
+	}
+	return st
+}
 
 // FlagSetting is the setting of serve's flag name, for another command's
 // flag that means the same (toolgate approvals --ledger); it panics on a

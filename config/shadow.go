@@ -5,9 +5,9 @@ package config
 // off the request path, and the differences are recorded.
 type Shadow struct {
 	// Policy is the candidate's policy directory; "": no shadow.
-	Policy string `yaml:"policy"`
+	Policy string
 	// Registry is the candidate's registry file; "": the serving one.
-	Registry string `yaml:"registry"`
+	Registry string
 }
 
 // Enabled reports whether a candidate is configured.
