@@ -237,9 +237,9 @@ func TestLoadServeLogsOldKeys(t *testing.T) {
 func TestFileIsDecodedStrictly(t *testing.T) {
 	t.Parallel()
 	for file, want := range map[string]string{
-		"http: :1\n\nsesion_timeout: 1m\n":     `line 3: unknown key "sesion_timeout" (known: registry, `,
+		"http: :1\n\nsesion_timeout: 1m\n":       `line 3: unknown key "sesion_timeout" (known: registry, `,
 		"auth:\n  issuer: https://x\n  iss: y\n": `line 3: unknown key "iss" in auth (known: issuer, jwks, resource, audiences, subject_claim, roles_claim, scopes_supported, allow_anonymous)`,
-		"shadow:\n  policy: p\n  polcy: q\n":    `line 3: unknown key "polcy" in shadow (known: policy, registry)`,
+		"shadow:\n  policy: p\n  polcy: q\n":     `line 3: unknown key "polcy" in shadow (known: policy, registry)`,
 		"auth.issuer: https://x\n":               `line 1: unknown key "auth.issuer" (known: `,
 		"shadow: p\n":                            `line 1: shadow: want a mapping of policy, registry`,
 		"watch: true\nWatch: false\n":            `line 2: unknown key "Watch"`,
@@ -271,4 +271,3 @@ func FuzzParseFile(f *testing.F) {
 		_ = s.Validate()
 	})
 }
-
