@@ -319,100 +319,157 @@ func (s *Serve) LedgerStore() (ledger.StoreSpec, error) {
 
 var upstreamName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// Validate reports every setting that cannot be served, in one *Error.
+// Validate reports every setting that cannot be served, in one *Error:
+// each component's checks (validators) in turn.
 func (s *Serve) Validate() error {
 	var probs []Problem
-	add := func(key, format string, args ...any) {
-		probs = append(probs, Problem{Key: key, Message: fmt.Sprintf(format, args...)})
+	for _, check := range validators {
+		probs = append(probs, check(s)...)
 	}
+	if len(probs) > 0 {
+		return &Error{Path: s.Config, Problems: probs}
+	}
+	return nil
+}
+
+// validators check the settings each component owns, in the order
+// Validate reports them; the table (Settings) checks the kinds.
+var validators = []func(*Serve) []Problem{
+	(*Serve).callerProblems,
+	func(s *Serve) []Problem { return s.Shadow.problems(s) },
+	(*Serve).ledgerProblems,
+	(*Serve).negatives,
+	(*Serve).observeProblems,
+	(*Serve).servingProblems,
+	(*Serve).upstreamsProblems,
+	(*Serve).authProblems,
+	(*Serve).bundleProblems,
+}
+
+// problem is one Problem without a line (a setting, not a place in the file).
+func problem(key, format string, args ...any) Problem {
+	return Problem{Key: key, Message: fmt.Sprintf(format, args...)}
+}
+
+// callerProblems: the stdio caller (as, roles).
+func (s *Serve) callerProblems() []Problem {
+	var probs []Problem
 	if len(s.Roles) > 0 && s.As == "" {
-		add("roles", "roles are given without a subject (as)")
+		probs = append(probs, problem("roles", "roles are given without a subject (as)"))
 	}
-	probs = append(probs, s.Shadow.problems(s)...)
 	for _, r := range s.Roles {
 		if r == "" {
-			add("roles", "a role is empty")
+			probs = append(probs, problem("roles", "a role is empty"))
 		}
 	}
-	if s.Ledger != "" {
-		if _, err := ledger.ParseStore(s.Ledger); err != nil {
-			add("ledger", "%v", err)
-		}
+	return probs
+}
+
+// ledgerProblems: the ledger's store, as the ledger reads it.
+func (s *Serve) ledgerProblems() []Problem {
+	if s.Ledger == "" {
+		return nil
 	}
-	probs = append(probs, s.negatives()...)
+	if _, err := ledger.ParseStore(s.Ledger); err != nil {
+		return []Problem{problem("ledger", "%v", err)}
+	}
+	return nil
+}
+
+// observeProblems: decision log, its hash key, traces.
+func (s *Serve) observeProblems() []Problem {
+	var probs []Problem
 	if d := s.DecisionLog; isHTTPURL(d) {
 		if u, err := url.Parse(d); err != nil || u.Host == "" {
-			add("decision_log", "want an http:// or https:// URL with a host, or a file path")
+			probs = append(probs, problem("decision_log", "want an http:// or https:// URL with a host, or a file path"))
 		}
 	}
 	if s.DecisionLogHashKey != "" {
 		if s.DecisionLog == "" {
-			add("decision_log_hash_key", "needs decision_log (--decision-log)")
+			probs = append(probs, problem("decision_log_hash_key", "needs decision_log (--decision-log)"))
 		} else if _, err := s.HashKey(); err != nil {
-			add("decision_log_hash_key", "%v", err)
+			probs = append(probs, problem("decision_log_hash_key", "%v", err))
 		}
 	}
-	if e := s.OtelEndpoint; e != "" {
-		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			add("otel_endpoint", "want an http:// or https:// URL")
-		}
+	if e := s.OtelEndpoint; e != "" && !isHTTPURLWithHost(e) {
+		probs = append(probs, problem("otel_endpoint", "want an http:// or https:// URL"))
 	}
-	if w := s.ApprovalWebhook; w != "" {
-		if u, err := url.Parse(w); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			add("approval_webhook", "want an http:// or https:// URL")
-		}
+	return probs
+}
+
+// servingProblems: the approval webhook, the listing fallback, the
+// accepted origins.
+func (s *Serve) servingProblems() []Problem {
+	var probs []Problem
+	if w := s.ApprovalWebhook; w != "" && !isHTTPURLWithHost(w) {
+		probs = append(probs, problem("approval_webhook", "want an http:// or https:// URL"))
 	}
 	switch s.ListFallback {
 	case "", ListFallbackBase, ListFallbackNone:
 	default:
-		add("list_fallback", "want base or none, got %q", s.ListFallback)
+		probs = append(probs, problem("list_fallback", "want base or none, got %q", s.ListFallback))
 	}
 	for _, o := range s.AllowedOrigins {
 		if !isHTTPURL(o) {
-			add("allowed_origins", "want an origin such as https://app.example.com, got %q", o)
+			probs = append(probs, problem("allowed_origins", "want an origin such as https://app.example.com, got %q", o))
 		}
 	}
+	return probs
+}
+
+func isHTTPURLWithHost(v string) bool {
+	u, err := url.Parse(v)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// upstreamsProblems: each upstream (problems), and names used once.
+func (s *Serve) upstreamsProblems() []Problem {
+	var probs []Problem
 	seen := map[string]bool{}
 	for i, u := range s.Upstreams {
 		key := fmt.Sprintf("upstreams[%d]", i)
 		if u.Name != "" {
 			key += " (" + u.Name + ")"
 		}
-		switch {
-		case !upstreamName.MatchString(u.Name):
-			add(key, "name must match %s", upstreamName)
-		case seen[u.Name]:
-			add(key, "name is used twice")
+		if seen[u.Name] && upstreamName.MatchString(u.Name) {
+			probs = append(probs, problem(key, "name is used twice"))
 		}
 		seen[u.Name] = true
-		switch {
-		case u.URL != "" && (u.Command != "" || len(u.Args) > 0):
-			add(key, "give either command or url, not both")
-		case u.URL != "" && !isHTTPURL(u.URL):
-			add(key, "url must be http:// or https://")
-		case u.URL == "":
-			if _, err := upstream.SplitCommand(u.Command); err != nil && strings.TrimSpace(u.Command) != "" {
-				add(key, "command: %v", err)
-			} else if len(u.Argv()) == 0 {
-				add(key, "give a command or a url")
-			}
-		}
-		if u.Pin && !u.Import {
-			add(key, "pin needs import: true")
-		}
-		if u.Headers != nil || u.Env != nil || u.InheritEnv || u.Auth != nil {
-			pc := u.PoolConfig()
-			for _, err := range upstream.CredentialProblems(&pc) {
-				add(key, "%v", err)
-			}
+		for _, msg := range u.problems() {
+			probs = append(probs, problem(key, "%s", msg))
 		}
 	}
-	probs = append(probs, s.authProblems()...)
-	probs = append(probs, s.bundleProblems()...)
-	if len(probs) > 0 {
-		return &Error{Path: s.Config, Problems: probs}
+	return probs
+}
+
+// problems are what is wrong with u alone.
+func (u Upstream) problems() []string {
+	var probs []string
+	if !upstreamName.MatchString(u.Name) {
+		probs = append(probs, "name must match "+upstreamName.String())
 	}
-	return nil
+	switch {
+	case u.URL != "" && (u.Command != "" || len(u.Args) > 0):
+		probs = append(probs, "give either command or url, not both")
+	case u.URL != "" && !isHTTPURL(u.URL):
+		probs = append(probs, "url must be http:// or https://")
+	case u.URL == "":
+		if _, err := upstream.SplitCommand(u.Command); err != nil && strings.TrimSpace(u.Command) != "" {
+			probs = append(probs, "command: "+err.Error())
+		} else if len(u.Argv()) == 0 {
+			probs = append(probs, "give a command or a url")
+		}
+	}
+	if u.Pin && !u.Import {
+		probs = append(probs, "pin needs import: true")
+	}
+	if u.Headers != nil || u.Env != nil || u.InheritEnv || u.Auth != nil {
+		pc := u.PoolConfig()
+		for _, err := range upstream.CredentialProblems(&pc) {
+			probs = append(probs, fmt.Sprint(err))
+		}
+	}
+	return probs
 }
 
 // negatives are the durations and counts set below zero (a Serve built in
