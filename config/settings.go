@@ -102,7 +102,7 @@ var settings = []Setting{
 	{Key: "upstreams", Flag: "upstream", Usage: "an upstream MCP server `NAME=COMMAND` or NAME=URL", Notes: "repeatable; replaces the file's upstream of that name",
 		Want: "a list of upstreams", field: func(s *Serve) any { return &s.Upstreams }, decode: upstreamsSection, keys: upstreamKeys,
 		merge: func(d, f *Serve) { d.Upstreams = mergeUpstreams(d.Upstreams, f.Upstreams) }},
-	{Key: "ledger", Flag: "ledger", Usage: "idempotency ledger `STORE`: memory, sqlite:PATH or postgres://...", Unset: "sqlite: ledger.db in the state directory",
+	{Key: "ledger", Flag: "ledger", Usage: "idempotency ledger `STORE`: memory, sqlite:PATH or postgres://...", Unset: "sqlite: " + LedgerFileName + " in the state directory",
 		Want: "memory, sqlite:PATH or postgres://...", field: func(s *Serve) any { return &s.Ledger }},
 	{Key: "ledger_retention", Old: "ledgerRetention", Flag: "ledger-retention", Usage: "keep completed idempotency keys for `DURATION`",
 		Default: fmtDuration(ledger.DefaultRetention), Want: "a positive duration such as 24h", field: func(s *Serve) any { return &s.LedgerRetention }},
