@@ -50,10 +50,10 @@ func CallerFromClaims(payload []byte, s Settings) (*engine.Caller, error) {
 	}
 	subjectPath, rolesPath := s.SubjectClaim, s.RolesClaim
 	if subjectPath == "" {
-		subjectPath = "sub"
+		subjectPath = DefaultSubjectClaim
 	}
 	if rolesPath == "" {
-		rolesPath = "roles"
+		rolesPath = DefaultRolesClaim
 	}
 	sv, _ := lookupPath(all, subjectPath)
 	subject, ok := sv.(string)

@@ -45,6 +45,12 @@ func DefaultResource(addr string) string {
 	return (&url.URL{Scheme: "http", Host: addr, Path: "/mcp"}).String()
 }
 
+// The claims subject and roles are read from unless Settings names others.
+const (
+	DefaultSubjectClaim = "sub"
+	DefaultRolesClaim   = "roles"
+)
+
 // WithDefaults returns s with the defaults of docs/contract.md §12 filled in: Resource
 // from the listen address, Audiences from Resource, the claim paths.
 func (s Settings) WithDefaults(listenAddr string) Settings {
@@ -55,10 +61,10 @@ func (s Settings) WithDefaults(listenAddr string) Settings {
 		s.Audiences = []string{s.Resource}
 	}
 	if s.SubjectClaim == "" {
-		s.SubjectClaim = "sub"
+		s.SubjectClaim = DefaultSubjectClaim
 	}
 	if s.RolesClaim == "" {
-		s.RolesClaim = "roles"
+		s.RolesClaim = DefaultRolesClaim
 	}
 	return s
 }

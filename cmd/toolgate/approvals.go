@@ -27,7 +27,7 @@ func runApprovalsCommand(ctx context.Context, e *env) int {
 	fs.StringVar(&subject, "as", "", "the approver's `SUBJECT` (required)")
 	fs.Var(&roles, "role", "a `ROLE` of the approver (repeatable)")
 	fs.StringVar(&note, "note", "", "a note recorded with the decision (approve, refuse)")
-	fs.StringVar(&store, "ledger", "", "the `STORE` serve uses: memory, sqlite:PATH or postgres://... (default: sqlite: ledger.db in the state directory)")
+	fs.StringVar(&store, "ledger", "", "the `STORE` serve uses: memory, sqlite:PATH or postgres://... ("+config.FlagSetting("ledger").DefaultText()+")")
 	fs.Var(&format, "format", "output `format` of list: text or json")
 	// Flags may come after the action and its id: parse them apart.
 	var positional []string
@@ -57,14 +57,12 @@ func runApprovalsCommand(ctx context.Context, e *env) int {
 	if note != "" && p.action == "list" {
 		return usageError(fs, e.stderr, "--note goes with approve or refuse")
 	}
-	if p.store == "" || p.store == "sqlite:" {
-		s := config.Serve{}
-		if err := s.SetDefaults(); err != nil {
-			fmt.Fprintf(e.stderr, "toolgate approvals: %v\n", err)
-			return 1
-		}
-		p.store = s.Ledger
+	spec, err := (&config.Serve{Ledger: p.store}).LedgerStore() // serve's store for "" and "sqlite:"
+	if err != nil {
+		fmt.Fprintf(e.stderr, "toolgate approvals: --ledger: %v\n", err)
+		return 1
 	}
+	p.store = spec.String()
 	return p.run(ctx, e)
 }
 

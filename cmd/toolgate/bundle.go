@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
 )
 
@@ -96,8 +97,8 @@ func runBuildCommand(ctx context.Context, e *env) int {
 		p   buildParams
 	)
 	fs := newFlags("build", buildSynopsis, e.stderr)
-	fs.StringVar(&src.registry, "registry", "", "the registry `FILE` (default: the bundled example)")
-	fs.StringVar(&src.policy, "policy", "", "the policy `DIR` (default: the bundled example)")
+	fs.StringVar(&src.registry, "registry", "", config.FlagSetting("registry").FlagUsage())
+	fs.StringVar(&src.policy, "policy", "", "the policy `DIR` ("+config.FlagSetting("policy").DefaultText()+")")
 	fs.StringVar(&p.out, "o", "bundle.tar.gz", "write the bundle to `FILE`")
 	fs.StringVar(&p.opts.Revision, "revision", "", "the bundle's manifest `REV`ision, shown in /healthz and audit records (for example a commit id)")
 	fs.StringVar(&p.opts.SigningKeyFile, "signing-key", "", "sign the bundle with the PEM private key (or HMAC secret) in `FILE`, as opa build --signing-key")

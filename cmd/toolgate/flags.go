@@ -63,7 +63,7 @@ type sourceFlags struct {
 }
 
 func (s *sourceFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&s.registry, "registry", "", "the registry `FILE` (default: the bundled example)")
+	fs.StringVar(&s.registry, "registry", "", config.FlagSetting("registry").FlagUsage())
 	fs.StringVar(&s.policy, "policy", "", "the policy `DIR` (default: rego/ of the working directory, as for toolgate test, else the bundled example)")
 	s.bundle.register(fs)
 }

@@ -6,10 +6,11 @@
 // params struct with the writers it uses and a function returning an exit
 // code. The work lives in library packages.
 //
-// The documentation's generated pages (the flag reference, the policy
-// tests' fixture) are written by the tests that check them:
+// The documentation's generated pages (the flag reference, the settings
+// reference, the policy tests' fixture) are written by the tests that
+// check them:
 //
-//go:generate go test -run ^(TestCLIReference|TestPolicyTestFixture)$ -update .
+//go:generate go test -run ^(TestCLIReference|TestSettingsReference|TestPolicyTestFixture)$ -update .
 package main
 
 import (

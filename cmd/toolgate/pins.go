@@ -50,7 +50,7 @@ func runPins(ctx context.Context, e *env) int {
 		return usageError(fs, e.stderr, "give --all or the tools to accept (UPSTREAM.TOOL ...), not both")
 	}
 	p.tools = fs.Args()
-	s, err := config.Resolve(fs, flags)
+	s, err := config.Resolve(fs, flags, e.stderr)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "toolgate %s: %v\n", fs.Name(), err)
 		return 2

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/internal/config"
 )
 
 // The generated pages of the documentation. `go generate ./cmd/toolgate`
@@ -36,7 +39,8 @@ func cliReference(t *testing.T) []byte {
 	b.WriteString("     (cmd/toolgate/reference_test.go); do not edit. -->\n\n")
 	b.WriteString("Every command's flags, as `toolgate COMMAND -h` prints them.\n")
 	b.WriteString("[Commands and flags](cli.md) says what each command does, and\n")
-	b.WriteString("`toolgate serve`'s settings file.\n\n")
+	b.WriteString("`toolgate serve`'s settings file; the [settings reference](settings.md)\n")
+	b.WriteString("lists each of serve's settings with its config key and default.\n\n")
 	var top bytes.Buffer
 	run(context.Background(), &env{args: []string{"-h"}, stdout: &top, stderr: &top})
 	fmt.Fprintf(&b, "```text\n%s```\n", top.String())
@@ -73,6 +77,70 @@ func checkGenerated(t *testing.T, path string, got []byte) {
 	want, err := os.ReadFile(path)
 	require.NoError(t, err, "run go generate ./cmd/toolgate to create %s", filepath.Base(path))
 	require.Equal(t, string(want), string(got), "%s is not what the binary generates; run go generate ./cmd/toolgate", path)
+}
+
+// settingsReferencePath is the settings reference, relative to this package.
+const settingsReferencePath = "../../docs/settings.md"
+
+// settingsReference renders the table of serve's settings (config.Settings)
+// as one Markdown page: each key, its flag, its default and what it does,
+// as the flags' usage says it.
+func settingsReference() []byte {
+	var b bytes.Buffer
+	b.WriteString("# Settings reference\n\n")
+	b.WriteString("<!-- Generated from config.Settings by `go generate ./cmd/toolgate`\n")
+	b.WriteString("     (cmd/toolgate/reference_test.go); do not edit. -->\n\n")
+	b.WriteString("Every setting of `toolgate serve`: a key of its YAML settings file\n")
+	b.WriteString("(`--config FILE`) and, for most, a flag. Flags win over the file; a path\n")
+	b.WriteString("in the file is relative to the file. The file is read strictly: a key that\n")
+	b.WriteString("is not below, or a value of the wrong kind, is an error naming the key and\n")
+	b.WriteString("its line. Keys are snake_case; a key's former camelCase name (last column)\n")
+	b.WriteString("is still read, for one release, with a warning naming the new one.\n")
+	b.WriteString("[Commands and flags](cli.md) says what `serve` does; the\n")
+	b.WriteString("[flag reference](cli-reference.md) lists every command's flags.\n\n")
+	b.WriteString("| key | flag | default | meaning | former key |\n| --- | --- | --- | --- | --- |\n")
+	cell := func(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
+	for _, st := range config.Settings() {
+		key, flagCol, old := "", "", ""
+		if st.Key != "" {
+			key = "`" + st.Key + "`"
+		}
+		if st.Old != "" {
+			old = "`" + st.Old + "`"
+		}
+		if st.Flag != "" {
+			arg, _ := flag.UnquoteUsage(&flag.Flag{Name: st.Flag, Usage: st.Usage, Value: new(repeated)})
+			flagCol = "`--" + st.Flag
+			if arg != "" && arg != "value" {
+				flagCol += " " + arg
+			}
+			flagCol += "`"
+			if strings.Contains(st.Notes, "repeatable") {
+				flagCol += " (repeatable)"
+			}
+		}
+		def := "none"
+		switch {
+		case st.Default == "" && st.Unset == "" && st.Key != "" && st.Flag != "" && !strings.Contains(st.Usage, "`"):
+			def = "off" // a switch
+		case st.Default != "":
+			def = "`" + st.Default + "`"
+		case st.Unset != "":
+			def = st.Unset
+		}
+		meaning := strings.ReplaceAll(st.Usage, "`", "")
+		if keys := st.Keys(); keys != nil {
+			meaning += "; keys: `" + strings.Join(keys, "`, `") + "`"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", key, cell(flagCol), cell(def), cell(meaning), old)
+	}
+	return b.Bytes()
+}
+
+// TestSettingsReference: docs/settings.md is what the table of settings
+// generates (-update, or go generate ./cmd/toolgate, rewrites it).
+func TestSettingsReference(t *testing.T) {
+	checkGenerated(t, settingsReferencePath, settingsReference())
 }
 
 // policyFixturePath is the policy tests' fixture of the bundled example,

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -117,21 +116,31 @@ type Store interface {
 }
 
 // OpenStore opens a store from a --ledger value (docs/contract.md §8): "memory",
-// "sqlite:PATH" or a "postgres://" / "postgresql://" DSN.
+// "sqlite:PATH" or a "postgres://" / "postgresql://" DSN (ParseStore).
 func OpenStore(ctx context.Context, spec string) (Store, error) {
-	switch {
-	case spec == "memory":
-		return NewMemoryStore(), nil
-	case strings.HasPrefix(spec, "sqlite:"):
-		path := strings.TrimPrefix(spec, "sqlite:")
-		if path == "" {
-			return nil, errors.New("ledger: sqlite: needs a file path (sqlite:PATH)")
-		}
-		return OpenSQLite(path)
-	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
-		return OpenPostgres(ctx, spec)
+	s, err := parseStore(spec)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("ledger: unknown store %q: want memory, sqlite:PATH or postgres://...", spec)
+	return s.Open(ctx)
+}
+
+// CreateStore is OpenStore, creating a SQLite file's directory first
+// (StoreSpec.Create).
+func CreateStore(ctx context.Context, spec string) (Store, error) {
+	s, err := parseStore(spec)
+	if err != nil {
+		return nil, err
+	}
+	return s.Create(ctx)
+}
+
+func parseStore(spec string) (StoreSpec, error) {
+	s, err := ParseStore(spec)
+	if err != nil {
+		return s, fmt.Errorf("ledger: unknown store %q: want memory, sqlite:PATH or postgres://...", spec)
+	}
+	return s, nil
 }
 
 // newToken returns a random claim token.

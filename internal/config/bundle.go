@@ -139,9 +139,3 @@ func (s *Serve) bundleProblems() []Problem {
 	}
 	return probs
 }
-
-// bundleUsage and bundleKeyUsage are the usages of --bundle and --bundle-verification-key.
-var (
-	bundleUsage    = "serve the registry and policies of the OPA bundle at `URL` (http(s)://, or oci://REGISTRY/REPOSITORY:TAG for an OCI registry), polled with ETags (docs/contract.md §14)"
-	bundleKeyUsage = "verify the bundle's signature with the PEM public key in `FILE`; unsigned or badly signed bundles are refused"
-)

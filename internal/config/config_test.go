@@ -167,7 +167,7 @@ func TestUnknownKeys(t *testing.T) {
 	assert.Equal(t, cfg, ce.Path)
 	// The list of known keys grows with the settings: only its start is pinned.
 	require.NotEmpty(t, ce.Problems)
-	assert.True(t, strings.HasPrefix(ce.Problems[0].Message, `unknown key "policies" (known: registry, policy, stdio, http, as, roles, tokens, upstreams, ledger, ledgerRetention, audit, watch, hookTimeout, evalTimeout, `), ce.Problems[0].Message)
+	assert.True(t, strings.HasPrefix(ce.Problems[0].Message, `unknown key "policies" (known: registry, policy, stdio, http, as, roles, tokens, upstreams, ledger, ledger_retention, audit, watch, hook_timeout, eval_timeout, `), ce.Problems[0].Message)
 	got := append([]config.Problem(nil), ce.Problems...)
 	got[0].Message = ""
 	assert.Equal(t, []config.Problem{
@@ -233,8 +233,8 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	assert.Equal(t, []string{
 		"roles: roles are given without a subject (as)",
 		`ledger: want memory, sqlite:PATH or postgres://..., got "redis://x"`,
-		"ledgerRetention: negative duration -1h0m0s",
-		"hookTimeout: negative duration -1s",
+		"ledger_retention: negative duration -1h0m0s",
+		"hook_timeout: negative duration -1s",
 		"upstreams[0] (a.b): name must match ^[A-Za-z0-9_-]{1,64}$",
 		"upstreams[1] (ok): url must be http:// or https://",
 		"upstreams[2] (ok): name is used twice",

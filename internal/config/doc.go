@@ -4,8 +4,10 @@
 //	s, err := config.LoadServe(os.Args[2:], os.Stderr)
 //	if errors.Is(err, flag.ErrHelp) { ... }
 //
-// A config file holds any of the settings, under the names of Serve's yaml
-// tags; an unknown key is an error that names it:
+// A config file holds any of the settings, under the keys of Settings
+// (snake_case; docs/settings.md lists them); an unknown key is an error that
+// names it and its line. A key under its old camelCase name (hookTimeout)
+// is still read, for one release, with a warning:
 //
 //	registry: registry.yaml        # relative to this file
 //	policy: rego
@@ -16,11 +18,11 @@
 //	  - { name: weather, url: "https://weather.example/mcp", import: true }   # rows in section upstream:weather
 //	  - { name: search, url: "https://search.example/mcp", import: true, section: reports, trust_annotations: true }
 //	ledger: sqlite:/var/lib/toolgate/ledger.db
-//	ledgerRetention: 24h
+//	ledger_retention: 24h
 //	audit: "-"
 //	watch: true
-//	hookTimeout: 10s
-//	evalTimeout: 250ms
+//	hook_timeout: 10s
+//	eval_timeout: 250ms
 //	auth:                          # JWT callers (docs/contract.md §12); see identity.Settings
 //	  issuer: https://login.example.com/realms/acme
 //	  resource: https://tools.example.com/mcp

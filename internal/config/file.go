@@ -8,22 +8,10 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/fsx"
 	"github.com/toolgate/toolgate/upstream"
 )
-
-// serveKeys are the keys a config file may hold, in the order of docs/contract.md §8.
-var serveKeys = []string{
-	"registry", "policy", "stdio", "http", "as", "roles", "tokens",
-	"upstreams", "ledger", "ledgerRetention", "audit", "watch", "hookTimeout", "evalTimeout",
-	"sessionTimeout", "maxSessions", "readTimeout", "idleTimeout", "maxConnections",
-	"allowedOrigins", "adminRole", "metricsAddr",
-	"capabilities", "listFallback", "pins", "decisionLog", "otelEndpoint", "auth", "bundle",
-	"idempotencyKey", "decisionLogHashKey", "trustTraceparent", "pdpRoles", "shadow",
-}
-
-// authKeys are the keys of the auth section (docs/contract.md §12).
-var authKeys = []string{"issuer", "jwks", "resource", "audiences", "subject_claim", "roles_claim", "scopes_supported", "allow_anonymous"}
 
 var upstreamKeys = []string{"name", "command", "args", "url", "import", "section", "trust_annotations", "pin", "prefix", "headers", "env", "inherit_env", "auth"}
 
@@ -34,163 +22,156 @@ var upstreamAuthKeys = []string{"type", "token_url", "client_id", "client_secret
 // reported in one *Error: an unknown key (named, with its line), a value of
 // the wrong kind. Relative paths in the file (registry, policy, tokens,
 // audit, a sqlite: ledger) are resolved against the file's directory.
-// An empty file is no setting at all.
+// An empty file is no setting at all. A key under its old (camelCase)
+// name is read as the new one; LoadFileWarnings also says where.
 func LoadFile(path string) (*Serve, error) {
+	s, _, err := LoadFileWarnings(path)
+	return s, err
+}
+
+// LoadFileWarnings is LoadFile, also returning a warning for every key
+// the file names by its old name: the key as written, its line, and the
+// name to use.
+func LoadFileWarnings(path string) (*Serve, []Problem, error) {
 	data, err := fsx.ReadFile(path)
 	if err != nil {
-		return nil, &Error{Path: path, Err: err}
+		return nil, nil, &Error{Path: path, Err: err}
 	}
-	s, err := parseFile(data)
+	s, warnings, err := parseFile(data)
 	if err != nil {
 		if e, ok := err.(*Error); ok {
 			e.Path = path
-			return nil, e
+			return nil, nil, e
 		}
-		return nil, &Error{Path: path, Err: err}
+		return nil, nil, &Error{Path: path, Err: err}
 	}
 	s.Config = path
 	s.resolve(filepath.Dir(path))
-	return s, nil
+	return s, warnings, nil
 }
 
-func parseFile(data []byte) (*Serve, error) {
+// parseFile decodes a config file strictly: every key is a setting of the
+// table (Settings) or of a section its component defines, every value of
+// the setting's kind; each problem carries its line.
+func parseFile(data []byte) (*Serve, []Problem, error) {
 	s := &Serve{}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 || doc.Content[0].Tag == "!!null" {
-		return s, nil
+		return s, nil, nil
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return nil, &Error{Problems: []Problem{{Line: root.Line, Message: "want a mapping of settings"}}}
+		return nil, nil, &Error{Problems: []Problem{{Line: root.Line, Message: "want a mapping of settings"}}}
 	}
-	var probs []Problem
-	bad := func(n *yaml.Node, key, format string, args ...any) {
-		probs = append(probs, Problem{Line: n.Line, Key: key, Message: fmt.Sprintf(format, args...)})
+	var d decoder
+	d.mapping(root, s, "")
+	if len(d.probs) > 0 {
+		return nil, nil, &Error{Problems: d.probs}
 	}
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		k, v := root.Content[i], root.Content[i+1]
-		key := k.Value
-		if seen[key] {
-			bad(k, key, "set twice")
-			continue
-		}
-		seen[key] = true
-		var ok bool
-		switch key {
-		case "registry":
-			ok = str(v, &s.Registry)
-		case "policy":
-			ok = str(v, &s.Policy)
-		case "http":
-			ok = str(v, &s.HTTP)
-		case "as":
-			ok = str(v, &s.As)
-		case "tokens":
-			ok = str(v, &s.Tokens)
-		case "ledger":
-			ok = str(v, &s.Ledger)
-		case "audit":
-			ok = str(v, &s.Audit)
-		case "decisionLog":
-			ok = str(v, &s.DecisionLog)
-		case "otelEndpoint":
-			ok = str(v, &s.OtelEndpoint)
-		case "decisionLogHashKey":
-			ok = str(v, &s.DecisionLogHashKey)
-		case "trustTraceparent":
-			ok = v.Tag == "!!bool" && v.Decode(&s.TrustTraceparent) == nil
-		case "approvalWebhook":
-			ok = str(v, &s.ApprovalWebhook)
-		case "maxPendingApprovals":
-			ok = v.Tag == "!!int" && v.Decode(&s.MaxPendingApprovals) == nil && s.MaxPendingApprovals > 0
-		case "stdio":
-			ok = v.Tag == "!!bool" && v.Decode(&s.Stdio) == nil
-		case "watch":
-			var b bool
-			if ok = v.Tag == "!!bool" && v.Decode(&b) == nil; ok {
-				s.Watch = &b
-			}
-		case "capabilities":
-			ok = str(v, &s.Capabilities)
-		case "listFallback":
-			ok = str(v, &s.ListFallback)
-		case "roles":
-			ok = strs(v, &s.Roles)
-		case "hookTimeout":
-			ok = duration(v, &s.HookTimeout)
-		case "evalTimeout":
-			ok = duration(v, &s.EvalTimeout)
-		case "ledgerRetention":
-			ok = duration(v, &s.LedgerRetention)
-		case "idempotencyKey":
-			ok = str(v, &s.IdempotencyKey) && s.IdempotencyKey != ""
-		case "sessionTimeout":
-			ok = duration(v, &s.SessionTimeout)
-		case "readTimeout":
-			ok = duration(v, &s.ReadTimeout)
-		case "idleTimeout":
-			ok = duration(v, &s.IdleTimeout)
-		case "maxSessions":
-			ok = v.Tag == "!!int" && v.Decode(&s.MaxSessions) == nil && s.MaxSessions > 0
-		case "maxConnections":
-			ok = v.Tag == "!!int" && v.Decode(&s.MaxConnections) == nil && s.MaxConnections > 0
-		case "allowedOrigins":
-			ok = strs(v, &s.AllowedOrigins)
-		case "adminRole":
-			ok = str(v, &s.AdminRole)
-		case "pdpRoles":
-			ok = strs(v, &s.PDPRoles)
-		case "shadow":
-			ok = shadowSection(v, &s.Shadow)
-		case "metricsAddr":
-			ok = str(v, &s.MetricsAddr)
-		case "pins":
-			ok = str(v, &s.Pins)
-		case "auth":
-			probs = append(probs, authSection(v, s)...)
-			ok = true
-		case "bundle":
-			probs = append(probs, bundleSection(v, s)...)
-			ok = true
-		case "upstreams":
-			if v.Kind != yaml.SequenceNode {
-				bad(v, key, "want a list of upstreams")
-				continue
-			}
-			for j, n := range v.Content {
-				u, p := upstreamEntry(n, fmt.Sprintf("upstreams[%d]", j))
-				probs = append(probs, p...)
-				s.Upstreams = append(s.Upstreams, u)
-			}
-			ok = true
-		default:
-			bad(k, "", "unknown key %q (known: %s)", key, strings.Join(serveKeys, ", "))
-			continue
-		}
-		if !ok {
-			bad(v, key, "want %s", want[key])
-		}
-	}
-	if len(probs) > 0 {
-		return nil, &Error{Problems: probs}
-	}
-	return s, nil
+	return s, d.warnings, nil
 }
 
-var want = map[string]string{
-	"registry": "a file path", "policy": "a directory path", "http": "an address such as 127.0.0.1:8787",
-	"as": "a subject (string)", "tokens": "a file path", "ledger": "memory, sqlite:PATH or postgres://...",
-	"audit": "a file path or -", "decisionLog": "a URL or a file path", "otelEndpoint": "an http(s) URL", "decisionLogHashKey": "${ENV_VAR} or a file path", "trustTraceparent": "true or false", "stdio": "true or false", "watch": "true or false",
-	"roles": "a list of role names", "hookTimeout": "a positive duration such as 10s", "evalTimeout": "a positive duration such as 250ms",
-	"ledgerRetention": "a positive duration such as 24h", "idempotencyKey": "a _meta key (a non-empty string)",
-	"sessionTimeout": "a positive duration such as 10m", "readTimeout": "a positive duration such as 30s", "idleTimeout": "a positive duration such as 2m",
-	"maxSessions": "a whole number, 1 or more", "maxPendingApprovals": "a whole number, 1 or more", "maxConnections": "a whole number, 1 or more", "allowedOrigins": "a list of origins",
-	"adminRole": "a role name", "pdpRoles": "a list of role names", "shadow": "a mapping with policy and registry (directory and file paths) or bundle (a URL)", "metricsAddr": "an address such as 127.0.0.1:9090",
-	"capabilities": "a file path", "listFallback": "base or none", "pins": "a file path",
+// decoder collects the problems and warnings of one file.
+type decoder struct {
+	probs, warnings []Problem
+}
+
+func (d *decoder) bad(n *yaml.Node, key, format string, args ...any) {
+	d.probs = append(d.probs, Problem{Line: n.Line, Key: key, Message: fmt.Sprintf(format, args...)})
+}
+
+// mapping reads the settings of n, the top level (prefix "") or a section
+// (prefix "auth."): a key the table does not list there is an error naming
+// it, a key given twice (under either name) too.
+func (d *decoder) mapping(n *yaml.Node, s *Serve, prefix string) {
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := prefix + k.Value
+		st, ok := fileKey(key)
+		if !ok || strings.Contains(strings.TrimPrefix(st.Key, prefix), ".") {
+			if prefix == "" {
+				d.bad(k, "", "unknown key %q (known: %s)", k.Value, strings.Join(keysUnder(""), ", "))
+			} else {
+				d.bad(k, "", "unknown key %q in %s (known: %s)", k.Value, strings.TrimSuffix(prefix, "."), strings.Join(keysUnder(prefix), ", "))
+			}
+			continue
+		}
+		if seen[st.Key] {
+			d.bad(k, key, "set twice")
+			continue
+		}
+		seen[st.Key] = true
+		if key == st.Old {
+			d.warnings = append(d.warnings, Problem{Line: k.Line, Key: key,
+				Message: fmt.Sprintf("%s is now named %s; the old name is read until the next release", key, st.Key)})
+		}
+		switch {
+		case st.decode != nil:
+			d.probs = append(d.probs, st.decode(v, s)...)
+		case st.section:
+			if v.Kind != yaml.MappingNode {
+				d.bad(v, key, "want a mapping of %s", strings.Join(keysUnder(st.Key+"."), ", "))
+				continue
+			}
+			d.mapping(v, s, st.Key+".")
+		case !decodeValue(v, st, s):
+			d.bad(v, key, "want %s", st.Want)
+		}
+	}
+}
+
+// fileKey finds the setting a config file key names, exactly, under its
+// key or its old key.
+func fileKey(key string) (Setting, bool) {
+	for _, st := range settings {
+		if st.Key != "" && (st.Key == key || st.Old == key) {
+			return st, true
+		}
+	}
+	return Setting{}, false
+}
+
+// decodeValue reads v into st's field of s, by the field's kind.
+func decodeValue(v *yaml.Node, st Setting, s *Serve) bool {
+	switch p := st.field(s).(type) {
+	case *string:
+		return str(v, p) && (!st.nonEmpty || *p != "")
+	case *bool:
+		return v.Tag == "!!bool" && v.Decode(p) == nil
+	case **bool:
+		var b bool
+		if v.Tag != "!!bool" || v.Decode(&b) != nil {
+			return false
+		}
+		*p = &b
+		return true
+	case *time.Duration:
+		return duration(v, p)
+	case *int:
+		return v.Tag == "!!int" && v.Decode(p) == nil && *p > 0
+	case *[]string:
+		return strs(v, p)
+	}
+	panic(fmt.Sprintf("config: setting %s has a field of kind %T", st.Key, st.field(s)))
+}
+
+// upstreamsSection reads the list of upstreams: each NAME=COMMAND|URL, or
+// a mapping (upstreamEntry).
+func upstreamsSection(v *yaml.Node, s *Serve) []Problem {
+	if v.Kind != yaml.SequenceNode {
+		return []Problem{{Line: v.Line, Key: "upstreams", Message: "want a list of upstreams"}}
+	}
+	var probs []Problem
+	for j, n := range v.Content {
+		u, p := upstreamEntry(n, fmt.Sprintf("upstreams[%d]", j))
+		probs = append(probs, p...)
+		s.Upstreams = append(s.Upstreams, u)
+	}
+	return probs
 }
 
 func str(n *yaml.Node, dst *string) bool {
@@ -227,56 +208,6 @@ func duration(n *yaml.Node, dst *time.Duration) bool {
 	}
 	*dst = d
 	return true
-}
-
-// authSection reads the auth mapping into s.Auth and s.AllowAnonymous.
-func authSection(n *yaml.Node, s *Serve) []Problem {
-	var probs []Problem
-	bad := func(at *yaml.Node, key, format string, args ...any) {
-		probs = append(probs, Problem{Line: at.Line, Key: key, Message: fmt.Sprintf(format, args...)})
-	}
-	if n.Kind != yaml.MappingNode {
-		bad(n, "auth", "want a mapping of %s", strings.Join(authKeys, ", "))
-		return probs
-	}
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		key := "auth." + k.Value
-		if seen[k.Value] {
-			bad(k, key, "set twice")
-			continue
-		}
-		seen[k.Value] = true
-		a := &s.Auth
-		var ok bool
-		var what string
-		switch k.Value {
-		case "issuer":
-			ok, what = str(v, &a.Issuer), "a URL such as https://login.example.com/realms/acme"
-		case "jwks":
-			ok, what = str(v, &a.JWKS), "a file path or an https URL"
-		case "resource":
-			ok, what = str(v, &a.Resource), "a URI such as https://tools.example.com/mcp"
-		case "audiences":
-			ok, what = strs(v, &a.Audiences), "a list of audiences"
-		case "subject_claim":
-			ok, what = str(v, &a.SubjectClaim) && a.SubjectClaim != "", "a claim path such as sub"
-		case "roles_claim":
-			ok, what = str(v, &a.RolesClaim) && a.RolesClaim != "", "a claim path such as realm_access.roles"
-		case "scopes_supported":
-			ok, what = strs(v, &a.ScopesSupported), "a list of scopes"
-		case "allow_anonymous":
-			ok, what = v.Tag == "!!bool" && v.Decode(&s.AllowAnonymous) == nil, "true or false"
-		default:
-			bad(k, "", "unknown key %q in auth (known: %s)", k.Value, strings.Join(authKeys, ", "))
-			continue
-		}
-		if !ok {
-			bad(v, key, "want %s", what)
-		}
-	}
-	return probs
 }
 
 // upstreamEntry reads one entry of upstreams: NAME=COMMAND|URL, or a mapping.
@@ -365,7 +296,7 @@ func (s *Serve) resolve(dir string) {
 	if s.Auth.JWKS != "" && !isHTTPURL(s.Auth.JWKS) {
 		abs(&s.Auth.JWKS)
 	}
-	if s.Audit != "-" {
+	if s.Audit != DefaultAudit {
 		abs(&s.Audit)
 	}
 	if s.DecisionLog != "" && !isHTTPURL(s.DecisionLog) {
@@ -374,9 +305,9 @@ func (s *Serve) resolve(dir string) {
 	if k := s.DecisionLogHashKey; k != "" && !strings.HasPrefix(k, "${") {
 		abs(&s.DecisionLogHashKey)
 	}
-	if p, ok := strings.CutPrefix(s.Ledger, "sqlite:"); ok && p != "" && p != ":memory:" && !strings.HasPrefix(p, "file:") {
-		abs(&p)
-		s.Ledger = "sqlite:" + p
+	if spec, err := ledger.ParseStore(s.Ledger); err == nil && spec.IsFile() {
+		abs(&spec.Path)
+		s.Ledger = spec.String()
 	}
 }
 

@@ -5,14 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 )
-
-// CapabilitiesUsage is the usage of --capabilities, shared by every
-// command that compiles policies (serve, test, check, explain).
-const CapabilitiesUsage = "compile policies with the OPA capabilities JSON `FILE` (default: every built-in but the network ones, http.send and net.lookup_ip_addr)"
 
 // setting is a serve flag: its value, and how a set flag overrides a
 // Serve (Apply).
@@ -34,64 +32,54 @@ func (s *setting) IsBoolFlag() bool {
 }
 
 // ServeFlags registers the flags of `toolgate serve` (docs/contract.md §8) on fs and
-// returns the Serve they parse into. It holds only what the flags set:
-// defaults come from SetDefaults, and a config file merges in with Apply
-// (or use LoadServe, which does it all).
+// returns the Serve they parse into: one flag for each setting of the
+// table (Settings) that has one, its usage and default from there. It
+// holds only what the flags set: defaults come from SetDefaults, and a
+// config file merges in with Apply (or use LoadServe, which does it all).
 func ServeFlags(fs *flag.FlagSet) *Serve {
 	f := &Serve{}
-	def := func(name, usage string, v flag.Value, apply func(dst *Serve)) {
-		fs.Var(&setting{Value: v, apply: apply}, name, usage)
+	for _, st := range settings {
+		switch {
+		case st.Flag == "":
+		case st.Key == "" && !st.negate: // --config: where the settings come from, not one of them
+			fs.StringVar(st.field(f).(*string), st.Flag, "", st.FlagUsage())
+		default:
+			fs.Var(&setting{Value: flagValue(st, f), apply: applyFlag(st, f)}, st.Flag, st.FlagUsage())
+		}
 	}
-	str := func(name, usage string, p func(*Serve) *string) {
-		def(name, usage, (*stringValue)(p(f)), func(d *Serve) { *p(d) = *p(f) })
-	}
-	fs.StringVar(&f.Config, "config", "", "read settings from a YAML `FILE`; flags win over it")
-	str("registry", "the registry `FILE` (default: the bundled example)", func(s *Serve) *string { return &s.Registry })
-	str("policy", "the policy `DIR`ectory (default: the bundled example)", func(s *Serve) *string { return &s.Policy })
-	def("stdio", "serve on stdin/stdout (HTTP then only with --http)", (*boolValue)(&f.Stdio), func(d *Serve) { d.Stdio = f.Stdio })
-	str("http", "serve streamable HTTP at `ADDR`, MCP endpoint /mcp (default "+DefaultHTTP+")", func(s *Serve) *string { return &s.HTTP })
-	str("as", "the caller's `SUBJECT`, for stdio (default: nobody)", func(s *Serve) *string { return &s.As })
-	def("role", "a `ROLE` of the --as caller (repeatable; replaces the file's roles)", (*listValue)(&f.Roles), func(d *Serve) { d.Roles = f.Roles })
-	str("tokens", "HTTP bearer tokens `FILE`, JSON or YAML (default: every HTTP caller is nobody)", func(s *Serve) *string { return &s.Tokens })
-	def("upstream", "an upstream MCP server `NAME=COMMAND` or NAME=URL (repeatable; replaces the file's upstream of that name)",
-		(*upstreamsValue)(&f.Upstreams), func(d *Serve) { d.Upstreams = mergeUpstreams(d.Upstreams, f.Upstreams) })
-	str("ledger", "idempotency ledger `STORE`: memory, sqlite:PATH or postgres://... (default: sqlite: ledger.db in the state directory)", func(s *Serve) *string { return &s.Ledger })
-	str("idempotency-key", "the _meta `KEY` whose string value is a call's idempotency key (default festi/idempotencyKey)", func(s *Serve) *string { return &s.IdempotencyKey })
-	def("ledger-retention", "keep completed idempotency keys for `DURATION` (default 24h)", (*durationValue)(&f.LedgerRetention), func(d *Serve) { d.LedgerRetention = f.LedgerRetention })
-	str("approval-webhook", "POST each new approval request as JSON to `URL`", func(s *Serve) *string { return &s.ApprovalWebhook })
-	def("max-pending-approvals", "at most `N` approval requests pending per requester; a call needing one more is refused (default 20)", (*intValue)(&f.MaxPendingApprovals), func(d *Serve) { d.MaxPendingApprovals = f.MaxPendingApprovals })
-	str("audit", "audit trail `FILE`, JSON Lines; - is stderr (default -)", func(s *Serve) *string { return &s.Audit })
-	str("decision-log", "log every grant and call decision as OPA decision-log events to `URL|FILE`: an http(s) URL is POSTed gzip batches, a file gets JSON Lines", func(s *Serve) *string { return &s.DecisionLog })
-	str("decision-log-hash-key", "key the decision log's hashes of argument and _meta values (HMAC-SHA256) with the key in `${VAR}|FILE`, at least 32 bytes", func(s *Serve) *string { return &s.DecisionLogHashKey })
-	def("trust-traceparent", "continue the client's W3C traceparent in spans (default: a trace of toolgate's own, linked to the client's)", (*boolValue)(&f.TrustTraceparent), func(d *Serve) { d.TrustTraceparent = f.TrustTraceparent })
-	str("otel-endpoint", "export OpenTelemetry traces over OTLP/HTTP to `URL` (default: $OTEL_EXPORTER_OTLP_ENDPOINT; off without either)", func(s *Serve) *string { return &s.OtelEndpoint })
-	def("watch", "reload registry and policies on change (default true)", &watchValue{p: &f.Watch}, func(d *Serve) { d.Watch = f.Watch })
-	def("no-watch", "do not reload registry and policies on change", &watchValue{p: &f.Watch, negate: true}, func(d *Serve) { d.Watch = f.Watch })
-	def("hook-timeout", "bound one hook run to `DURATION` (default 10s)", (*durationValue)(&f.HookTimeout), func(d *Serve) { d.HookTimeout = f.HookTimeout })
-	def("eval-timeout", "bound one policy evaluation to `DURATION` (default 250ms)", (*durationValue)(&f.EvalTimeout), func(d *Serve) { d.EvalTimeout = f.EvalTimeout })
-	def("session-timeout", "end an HTTP session idle for `DURATION` (default 10m)", (*durationValue)(&f.SessionTimeout), func(d *Serve) { d.SessionTimeout = f.SessionTimeout })
-	def("max-sessions", "at most `N` HTTP sessions at once; initialize beyond gets 503 (default 10000)", (*intValue)(&f.MaxSessions), func(d *Serve) { d.MaxSessions = f.MaxSessions })
-	def("read-timeout", "an HTTP request body must arrive within `DURATION` (default 30s)", (*durationValue)(&f.ReadTimeout), func(d *Serve) { d.ReadTimeout = f.ReadTimeout })
-	def("idle-timeout", "close HTTP keep-alive connections idle for `DURATION` (default 2m)", (*durationValue)(&f.IdleTimeout), func(d *Serve) { d.IdleTimeout = f.IdleTimeout })
-	def("max-connections", "at most `N` open HTTP connections; at the cap the longest-idle one closes, else new ones wait (default 4096)", (*intValue)(&f.MaxConnections), func(d *Serve) { d.MaxConnections = f.MaxConnections })
-	def("allowed-origin", "an `ORIGIN` accepted besides the listener's own, e.g. https://app.example.com (repeatable)", (*listValue)(&f.AllowedOrigins), func(d *Serve) { d.AllowedOrigins = f.AllowedOrigins })
-	str("admin-role", "the operator `ROLE`: GET /healthz?verbose=1 and /metrics (default admin)", func(s *Serve) *string { return &s.AdminRole })
-	def("pdp-role", "a `ROLE` that may ask the AuthZEN endpoints /access/v1/evaluation(s) (repeatable; replaces the file's)", (*listValue)(&f.PDPRoles), func(d *Serve) { d.PDPRoles = f.PDPRoles })
-	str("shadow-policy", "decide every grant and call also with the candidate policy `DIR`, off the request path, and record the differences (docs/shadow.md)", func(s *Serve) *string { return &s.Shadow.Policy })
-	str("shadow-registry", "the candidate's registry `FILE` (default: the serving registry)", func(s *Serve) *string { return &s.Shadow.Registry })
-	str("shadow-bundle", "decide also with the candidate registry and policies of the OPA bundle at `URL`, kept current as --bundle is (docs/shadow.md)", func(s *Serve) *string { return &s.Shadow.Bundle })
-	str("metrics-addr", "also serve /metrics, to anyone, at `ADDR`", func(s *Serve) *string { return &s.MetricsAddr })
-	str("capabilities", CapabilitiesUsage, func(s *Serve) *string { return &s.Capabilities })
-	str("pins", "the pins `FILE` of upstreams configured with pin: true (default: pins.yaml in the state directory)", func(s *Serve) *string { return &s.Pins })
-	str("issuer", "accept JWT access tokens from the OAuth 2.1 authorization server at `URL` (docs/contract.md §12; discovery gives its keys)", func(s *Serve) *string { return &s.Auth.Issuer })
-	str("jwks", "the issuer's signing keys, a JWKS `FILE` (watched) or URL, instead of discovery", func(s *Serve) *string { return &s.Auth.JWKS })
-	str("resource", "this server's canonical `URI` (RFC 8707), the tokens' audience (default http://<--http address>/mcp)", func(s *Serve) *string { return &s.Auth.Resource })
-	def("audience", "an accepted token audience `AUD` (repeatable; replaces the file's; default: the resource URI)", (*listValue)(&f.Auth.Audiences), func(d *Serve) { d.Auth.Audiences = f.Auth.Audiences })
-	def("allow-anonymous", "with --issuer, serve a request without a token as nobody instead of answering 401", (*boolValue)(&f.AllowAnonymous), func(d *Serve) { d.AllowAnonymous = f.AllowAnonymous })
-	str("bundle", bundleUsage, func(s *Serve) *string { return &s.Bundle.URL })
-	str("bundle-verification-key", bundleKeyUsage, func(s *Serve) *string { return &s.Bundle.Signing.KeyFile })
-	str("list-fallback", "what tools/list shows when the grant policy fails: base (the base decision) or none (nothing) (default base)", func(s *Serve) *string { return &s.ListFallback })
 	return f
+}
+
+// flagValue is the flag.Value of st's field of f, by the field's kind.
+func flagValue(st Setting, f *Serve) flag.Value {
+	switch p := st.field(f).(type) {
+	case *string:
+		return (*stringValue)(p)
+	case *bool:
+		return (*boolValue)(p)
+	case **bool:
+		return &watchValue{p: p, negate: st.negate}
+	case *time.Duration:
+		return (*durationValue)(p)
+	case *int:
+		return (*intValue)(p)
+	case *[]string:
+		return (*listValue)(p)
+	case *[]Upstream:
+		return (*upstreamsValue)(p)
+	}
+	panic(fmt.Sprintf("config: the flag %s has a field of kind %T", st.Flag, st.field(f)))
+}
+
+// applyFlag is how st's flag, set in f, overrides a Serve: st.merge, or
+// the value replaces the one there.
+func applyFlag(st Setting, f *Serve) func(dst *Serve) {
+	if st.merge != nil {
+		return func(dst *Serve) { st.merge(dst, f) }
+	}
+	return func(dst *Serve) {
+		reflect.ValueOf(st.field(dst)).Elem().Set(reflect.ValueOf(st.field(f)).Elem())
+	}
 }
 
 // Apply overrides s with every serve flag set on the parsed fs (fs.Visit:
@@ -139,19 +127,24 @@ func LoadServe(args []string, stderr io.Writer) (*Serve, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
 	}
-	return Resolve(fs, flags)
+	return Resolve(fs, flags, stderr)
 }
 
 // Resolve is LoadServe after the flags are parsed, for commands that take
 // serve's settings besides their own (toolgate pins): flags is what
-// ServeFlags returned for fs.
-func Resolve(fs *flag.FlagSet, flags *Serve) (*Serve, error) {
+// ServeFlags returned for fs. A key of the file under its old name is
+// logged as a warning to stderr.
+func Resolve(fs *flag.FlagSet, flags *Serve, stderr io.Writer) (*Serve, error) {
 	s := &Serve{}
 	if flags.Config != "" {
-		var err error
-		if s, err = LoadFile(flags.Config); err != nil {
+		var (
+			warnings []Problem
+			err      error
+		)
+		if s, warnings, err = LoadFileWarnings(flags.Config); err != nil {
 			return nil, err
 		}
+		logWarnings(stderr, flags.Config, warnings)
 	}
 	s.Apply(fs)
 	if err := s.SetDefaults(); err != nil {
@@ -163,9 +156,22 @@ func Resolve(fs *flag.FlagSet, flags *Serve) (*Serve, error) {
 	return s, nil
 }
 
+// logWarnings logs each warning of the file at path, as toolgate logs
+// (slog text), to w.
+func logWarnings(w io.Writer, path string, warnings []Problem) {
+	if len(warnings) == 0 {
+		return
+	}
+	log := slog.New(slog.NewTextHandler(w, nil))
+	for _, p := range warnings {
+		log.Warn("config: "+p.Message, slog.String("file", path), slog.Int("line", p.Line), slog.String("key", p.Key))
+	}
+}
+
 // nameFlags renames the problems of settings given as flags after their
 // flag (`--ledger`, not the config key `ledger`): flags win over the file,
-// so a set flag is where the value came from.
+// so a set flag is where the value came from. A problem of a key inside a
+// section (auth.resource) keeps its key.
 func nameFlags(err error, fs *flag.FlagSet) error {
 	var ce *Error
 	if !errors.As(err, &ce) {
@@ -177,30 +183,11 @@ func nameFlags(err error, fs *flag.FlagSet) error {
 		if p.Line != 0 {
 			continue // from the file
 		}
-		key, _, _ := strings.Cut(p.Key, "[") // upstreams[1] (name)
-		for _, name := range []string{kebab(key), kebab(strings.TrimSuffix(key, "s"))} {
-			if set[name] {
-				ce.Problems[i].Key = "--" + name
-				break
-			}
+		if st, ok := lookupKey(p.Key); ok && st.Flag != "" && !strings.Contains(st.Key, ".") && set[st.Flag] {
+			ce.Problems[i].Key = "--" + st.Flag
 		}
 	}
 	return ce
-}
-
-// kebab turns a config key into flag form: hookTimeout → hook-timeout. A
-// plural key's flag is singular (roles → role, upstreams → upstream,
-// allowedOrigins → allowed-origin): nameFlags tries both.
-func kebab(key string) string {
-	var b strings.Builder
-	for _, r := range key {
-		if 'A' <= r && r <= 'Z' {
-			b.WriteByte('-')
-			r += 'a' - 'A'
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 type stringValue string

@@ -67,7 +67,7 @@ func TestDecisionLogHashKeySetting(t *testing.T) {
 		"short":   {[]string{"--decision-log", "d.jsonl", "--decision-log-hash-key", "${TOOLGATE_TEST_DL_SHORT}"}, "the key is 12 bytes; want at least 32"},
 		"unset":   {[]string{"--decision-log", "d.jsonl", "--decision-log-hash-key", "${TOOLGATE_TEST_DL_NONE}"}, "the environment variable TOOLGATE_TEST_DL_NONE is not set"},
 		"no file": {[]string{"--decision-log", "d.jsonl", "--decision-log-hash-key", filepath.Join(dir, "none")}, "cannot read the key file"},
-		"no log":  {[]string{"--decision-log-hash-key", "${TOOLGATE_TEST_DL_KEY}"}, "needs decisionLog (--decision-log)"},
+		"no log":  {[]string{"--decision-log-hash-key", "${TOOLGATE_TEST_DL_KEY}"}, "needs decision_log (--decision-log)"},
 	} {
 		_, err := config.LoadServe(tc.args, io.Discard)
 		var ce *config.Error

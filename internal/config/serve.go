@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
 	"github.com/toolgate/toolgate/upstream"
@@ -23,121 +25,123 @@ import (
 const DefaultHTTP = "127.0.0.1:8787"
 
 // Serve holds every setting of `toolgate serve` (docs/contract.md §8). The zero value
-// means "not set"; SetDefaults fills in the defaults.
+// means "not set"; SetDefaults fills in the defaults. Settings lists each
+// field's config key, flag and default: the fields carry no tags, the
+// table is where a setting is named.
 type Serve struct {
 	// Config is the file the settings were read from; "" without one.
 	// Relative paths in it are resolved against its directory.
-	Config string `yaml:"-"`
+	Config string
 
 	// Registry is the registry file; "" serves the bundled example.
-	Registry string `yaml:"registry"`
+	Registry string
 	// Policy is the policy directory; "" serves the bundled example.
-	Policy string `yaml:"policy"`
+	Policy string
 	// Bundle, when its URL is set, serves registry and policies from an
 	// OPA bundle instead (docs/contract.md §14).
-	Bundle bundle.Config `yaml:"bundle"`
+	Bundle bundle.Config
 	// Stdio serves on stdin/stdout.
-	Stdio bool `yaml:"stdio"`
+	Stdio bool
 	// HTTP is the address to serve streamable HTTP at. SetDefaults sets
 	// DefaultHTTP unless Stdio is set: with Stdio, HTTP is served only when
 	// an address is given.
-	HTTP string `yaml:"http"`
+	HTTP string
 	// As and Roles are the caller over stdio; As "" is nobody.
-	As    string   `yaml:"as"`
-	Roles []string `yaml:"roles"`
+	As    string
+	Roles []string
 	// Tokens is the bearer tokens file for HTTP; "": every HTTP caller is
 	// nobody.
-	Tokens string `yaml:"tokens"`
+	Tokens string
 	// Upstreams are the upstream MCP servers.
-	Upstreams []Upstream `yaml:"upstreams"`
+	Upstreams []Upstream
 	// Ledger is the idempotency ledger store: "memory", "sqlite:PATH" or a
 	// postgres:// URL. SetDefaults sets "sqlite:" with ledger.db in
 	// StateDir ("sqlite:" with no path means that file too).
-	Ledger string `yaml:"ledger"`
+	Ledger string
 	// LedgerRetention is how long the ledger keeps a completed key; zero is
 	// the ledger's default (24h).
-	LedgerRetention time.Duration `yaml:"ledgerRetention"`
+	LedgerRetention time.Duration
 	// IdempotencyKey is the _meta key the idempotency ledger reads; empty
 	// is ledger.DefaultMetaKey, festi/idempotencyKey.
-	IdempotencyKey string `yaml:"idempotencyKey"`
+	IdempotencyKey string
 	// Audit is the audit trail file; "-" (the default) is stderr.
-	Audit string `yaml:"audit"`
+	Audit string
 	// DecisionLog, when set, receives every grant and call decision as an
 	// OPA decision-log event (docs/contract.md §14): an http(s) URL is POSTed batches
 	// of them, anything else is a file appended one event per line.
-	DecisionLog string `yaml:"decisionLog"`
+	DecisionLog string
 	// DecisionLogHashKey, when set, keys the hashes of argument and _meta
 	// values in decision-log events (HMAC-SHA256): "${NAME}" reads the key
 	// from the environment variable NAME, anything else is a file holding
 	// it (relative to the config file; one trailing newline ignored). The
 	// key itself is never in the settings, and at least 32 bytes.
-	DecisionLogHashKey string `yaml:"decisionLogHashKey"`
+	DecisionLogHashKey string
 	// TrustTraceparent makes spans continue the client's W3C traceparent
 	// (from _meta or the HTTP header); off, each request starts a trace of
 	// its own, linked to the client's (docs/contract.md §14).
-	TrustTraceparent bool `yaml:"trustTraceparent"`
+	TrustTraceparent bool
 	// OtelEndpoint, when set, is the OTLP/HTTP endpoint spans are exported
 	// to (docs/contract.md §14); "" falls back to OTEL_EXPORTER_OTLP_ENDPOINT, and
 	// tracing is off without either.
-	OtelEndpoint string `yaml:"otelEndpoint"`
+	OtelEndpoint string
 	// ApprovalWebhook, when set, is an http(s) URL each new approval
 	// request is POSTed to as JSON (docs/contract.md §13).
-	ApprovalWebhook string `yaml:"approvalWebhook"`
+	ApprovalWebhook string
 	// MaxPendingApprovals bounds the approval requests one requester may
 	// have pending (docs/contract.md §13); zero is the default (20).
-	MaxPendingApprovals int `yaml:"maxPendingApprovals"`
+	MaxPendingApprovals int
 	// Watch reloads registry and policies on change; nil is on.
-	Watch *bool `yaml:"watch"`
+	Watch *bool
 	// HookTimeout bounds one hook run; zero is the adapter's default.
-	HookTimeout time.Duration `yaml:"hookTimeout"`
+	HookTimeout time.Duration
 	// EvalTimeout bounds one policy evaluation; zero is the engine's default.
-	EvalTimeout time.Duration `yaml:"evalTimeout"`
+	EvalTimeout time.Duration
 
 	// HTTP limits (docs/contract.md §11); zero is httpserve's default.
 
 	// SessionTimeout ends a session idle that long (default 10m).
-	SessionTimeout time.Duration `yaml:"sessionTimeout"`
+	SessionTimeout time.Duration
 	// MaxSessions caps the sessions alive at once (default 10000).
-	MaxSessions int `yaml:"maxSessions"`
+	MaxSessions int
 	// ReadTimeout bounds how long a request body may take (default 30s).
-	ReadTimeout time.Duration `yaml:"readTimeout"`
+	ReadTimeout time.Duration
 	// IdleTimeout closes idle keep-alive connections (default 2m).
-	IdleTimeout time.Duration `yaml:"idleTimeout"`
+	IdleTimeout time.Duration
 	// MaxConnections caps the open HTTP connections (default 4096).
-	MaxConnections int `yaml:"maxConnections"`
+	MaxConnections int
 	// AllowedOrigins are the Origin values accepted besides the
 	// listener's own.
-	AllowedOrigins []string `yaml:"allowedOrigins"`
+	AllowedOrigins []string
 	// AdminRole is the operator role: verbose /healthz and /metrics
 	// (default admin).
-	AdminRole string `yaml:"adminRole"`
+	AdminRole string
 	// PDPRoles are the roles that may ask the AuthZEN endpoints
 	// (docs/authzen.md); empty: the endpoints are not served.
-	PDPRoles []string `yaml:"pdpRoles"`
+	PDPRoles []string
 	// Shadow is the candidate policy decided beside the serving one
 	// (docs/shadow.md); zero: none.
-	Shadow Shadow `yaml:"shadow"`
+	Shadow Shadow
 	// MetricsAddr, when set, serves /metrics to anyone at that address.
-	MetricsAddr string `yaml:"metricsAddr"`
+	MetricsAddr string
 
 	// Capabilities is an OPA capabilities JSON file: the built-ins policies
 	// may call (docs/contract.md §11); "" is every built-in but the network ones.
-	Capabilities string `yaml:"capabilities"`
+	Capabilities string
 	// ListFallback is what tools/list shows when the grant policy fails
 	// (docs/contract.md §6): ListFallbackBase ("", the default) or ListFallbackNone.
-	ListFallback string `yaml:"listFallback"`
+	ListFallback string
 
 	// Auth configures JWT callers from an OAuth 2.1 authorization server
 	// (docs/contract.md §12; the config file's auth section, --issuer, --jwks,
 	// --resource, --audience). Its defaults depend on the address
 	// listened at: the gateway fills them in with Auth.WithDefaults.
-	Auth identity.Settings `yaml:"auth"`
+	Auth identity.Settings
 	// AllowAnonymous serves a request without a token as nobody even with
 	// Auth enabled (--allow-anonymous, auth.allow_anonymous).
-	AllowAnonymous bool `yaml:"-"`
+	AllowAnonymous bool
 	// Pins is the pins file of the upstreams configured with pin (docs/contract.md
 	// §15); "" is PinsFileName in StateDir (see PinsFile).
-	Pins string `yaml:"pins"`
+	Pins string
 }
 
 // PinsFileName is the pins file's name in the state directory.
@@ -167,43 +171,43 @@ const (
 type Upstream struct {
 	// Name is how rows name it (method upstream:NAME/TOOL; imported tools
 	// are NAME.TOOL).
-	Name string `yaml:"name"`
+	Name string
 	// Command is the command line of a stdio server, split into words
 	// like a shell splits them, quotes and backslashes included, but
 	// without any expansion (upstream.SplitCommand); Args, when set, are
 	// further arguments taken as they are.
-	Command string   `yaml:"command"`
-	Args    []string `yaml:"args"`
+	Command string
+	Args    []string
 	// URL is the endpoint of a streamable HTTP server (http or https).
-	URL string `yaml:"url"`
+	URL string
 	// Import makes the upstream's tools that no row names rows of their
 	// own (only settable in the config file).
-	Import bool `yaml:"import"`
+	Import bool
 	// Section is the permission section of the imported rows; "" is
 	// upstream:NAME, which no role holds until the registry's sections
 	// list it (docs/contract.md §15). Only settable in the config file.
-	Section string `yaml:"section"`
+	Section string
 	// TrustAnnotations lets the upstream's own tool annotations count as
 	// the imported rows' annotations; otherwise policies see them only as
 	// upstream_annotations. Only settable in the config file.
-	TrustAnnotations bool `yaml:"trust_annotations"`
+	TrustAnnotations bool
 	// Pin serves an imported tool only while its definition matches the
 	// pin recorded in the pins file (docs/contract.md §15); needs Import. Only
 	// settable in the config file.
-	Pin bool `yaml:"pin"`
+	Pin bool
 	// Prefix is prepended to the names of the imported tools and prompts
 	// (docs/contract.md §16); nil is NAME. (the default), "" is allowed.
 	// Only settable in the config file.
-	Prefix *string `yaml:"prefix"`
+	Prefix *string
 	// Headers are sent with every request to an HTTP upstream; Env is a
 	// stdio upstream's environment besides PATH, HOME, LANG, TZ and
 	// TMPDIR (all of toolgate's with InheritEnv). Values may be ${VAR} or
 	// ${file:PATH}. Auth is OAuth toward an HTTP upstream. docs/contract.md
 	// §17; only settable in the config file.
-	Headers    map[string]string `yaml:"headers"`
-	Env        map[string]string `yaml:"env"`
-	InheritEnv bool              `yaml:"inherit_env"`
-	Auth       *upstream.Auth    `yaml:"auth"`
+	Headers    map[string]string
+	Env        map[string]string
+	InheritEnv bool
+	Auth       *upstream.Auth
 }
 
 // PoolConfig is the upstream pool's configuration of u; its secrets
@@ -267,149 +271,227 @@ func StateDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "toolgate"), nil
 }
 
-// SetDefaults fills in what is not set: HTTP (unless Stdio), Audit "-",
-// Ledger sqlite:StateDir/ledger.db, Watch on. It fails only when the
-// ledger defaults and no state directory can be found.
+// SetDefaults fills in what is not set: HTTP (unless Stdio), Audit
+// DefaultAudit, Ledger sqlite:StateDir/ledger.db, Watch on. It fails only
+// when the ledger defaults and no state directory can be found.
 func (s *Serve) SetDefaults() error {
 	if s.HTTP == "" && !s.Stdio {
 		s.HTTP = DefaultHTTP
 	}
 	if s.Audit == "" {
-		s.Audit = "-"
+		s.Audit = DefaultAudit
 	}
 	if s.Watch == nil {
-		on := true
+		on := defaultWatch
 		s.Watch = &on
 	}
-	if s.Ledger == "" || s.Ledger == "sqlite:" {
+	if _, err := ledger.ParseStore(cmp.Or(s.Ledger, "sqlite:")); err != nil {
+		return nil // Validate reports it
+	}
+	spec, err := s.LedgerStore()
+	if err != nil {
+		return err
+	}
+	s.Ledger = spec.String()
+	return nil
+}
+
+// LedgerFileName is the default ledger's file in the state directory.
+const LedgerFileName = "ledger.db"
+
+// LedgerStore is the ledger's store (Ledger, parsed by
+// ledger.ParseStore): "" and "sqlite:" with no path are LedgerFileName in
+// StateDir.
+func (s *Serve) LedgerStore() (ledger.StoreSpec, error) {
+	spec, err := ledger.ParseStore(cmp.Or(s.Ledger, "sqlite:"))
+	if err != nil {
+		return spec, err
+	}
+	if spec.Kind == ledger.KindSQLite && spec.Path == "" {
 		dir, err := StateDir()
 		if err != nil {
-			return err
+			return spec, err
 		}
-		s.Ledger = "sqlite:" + filepath.Join(dir, "ledger.db")
+		spec.Path = filepath.Join(dir, LedgerFileName)
 	}
-	return nil
+	return spec, nil
 }
 
 var upstreamName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// Validate reports every setting that cannot be served, in one *Error.
+// Validate reports every setting that cannot be served, in one *Error:
+// each component's checks (validators) in turn.
 func (s *Serve) Validate() error {
 	var probs []Problem
-	add := func(key, format string, args ...any) {
-		probs = append(probs, Problem{Key: key, Message: fmt.Sprintf(format, args...)})
+	for _, check := range validators {
+		probs = append(probs, check(s)...)
 	}
+	if len(probs) > 0 {
+		return &Error{Path: s.Config, Problems: probs}
+	}
+	return nil
+}
+
+// validators check the settings each component owns, in the order
+// Validate reports them; the table (Settings) checks the kinds.
+var validators = []func(*Serve) []Problem{
+	(*Serve).callerProblems,
+	func(s *Serve) []Problem { return s.Shadow.problems(s) },
+	(*Serve).ledgerProblems,
+	(*Serve).negatives,
+	(*Serve).observeProblems,
+	(*Serve).servingProblems,
+	(*Serve).upstreamsProblems,
+	(*Serve).authProblems,
+	(*Serve).bundleProblems,
+}
+
+// problem is one Problem without a line (a setting, not a place in the file).
+func problem(key, format string, args ...any) Problem {
+	return Problem{Key: key, Message: fmt.Sprintf(format, args...)}
+}
+
+// callerProblems: the stdio caller (as, roles).
+func (s *Serve) callerProblems() []Problem {
+	var probs []Problem
 	if len(s.Roles) > 0 && s.As == "" {
-		add("roles", "roles are given without a subject (as)")
+		probs = append(probs, problem("roles", "roles are given without a subject (as)"))
 	}
-	probs = append(probs, s.Shadow.problems(s)...)
 	for _, r := range s.Roles {
 		if r == "" {
-			add("roles", "a role is empty")
+			probs = append(probs, problem("roles", "a role is empty"))
 		}
 	}
-	switch l := s.Ledger; {
-	case l == "", l == "memory", strings.HasPrefix(l, "sqlite:"),
-		strings.HasPrefix(l, "postgres://"), strings.HasPrefix(l, "postgresql://"):
-	default:
-		add("ledger", "want memory, sqlite:PATH or postgres://..., got %q", l)
+	return probs
+}
+
+// ledgerProblems: the ledger's store, as the ledger reads it.
+func (s *Serve) ledgerProblems() []Problem {
+	if s.Ledger == "" {
+		return nil
 	}
-	if s.LedgerRetention < 0 {
-		add("ledgerRetention", "negative duration %s", s.LedgerRetention)
+	if _, err := ledger.ParseStore(s.Ledger); err != nil {
+		return []Problem{problem("ledger", "%v", err)}
 	}
+	return nil
+}
+
+// observeProblems: decision log, its hash key, traces.
+func (s *Serve) observeProblems() []Problem {
+	var probs []Problem
 	if d := s.DecisionLog; isHTTPURL(d) {
 		if u, err := url.Parse(d); err != nil || u.Host == "" {
-			add("decisionLog", "want an http:// or https:// URL with a host, or a file path")
+			probs = append(probs, problem("decision_log", "want an http:// or https:// URL with a host, or a file path"))
 		}
 	}
 	if s.DecisionLogHashKey != "" {
 		if s.DecisionLog == "" {
-			add("decisionLogHashKey", "needs decisionLog (--decision-log)")
+			probs = append(probs, problem("decision_log_hash_key", "needs decision_log (--decision-log)"))
 		} else if _, err := s.HashKey(); err != nil {
-			add("decisionLogHashKey", "%v", err)
+			probs = append(probs, problem("decision_log_hash_key", "%v", err))
 		}
 	}
-	if e := s.OtelEndpoint; e != "" {
-		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			add("otelEndpoint", "want an http:// or https:// URL")
-		}
+	if e := s.OtelEndpoint; e != "" && !isHTTPURLWithHost(e) {
+		probs = append(probs, problem("otel_endpoint", "want an http:// or https:// URL"))
 	}
-	if w := s.ApprovalWebhook; w != "" {
-		if u, err := url.Parse(w); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			add("approvalWebhook", "want an http:// or https:// URL")
-		}
+	return probs
+}
+
+// servingProblems: the approval webhook, the listing fallback, the
+// accepted origins.
+func (s *Serve) servingProblems() []Problem {
+	var probs []Problem
+	if w := s.ApprovalWebhook; w != "" && !isHTTPURLWithHost(w) {
+		probs = append(probs, problem("approval_webhook", "want an http:// or https:// URL"))
 	}
 	switch s.ListFallback {
 	case "", ListFallbackBase, ListFallbackNone:
 	default:
-		add("listFallback", "want base or none, got %q", s.ListFallback)
-	}
-	if s.HookTimeout < 0 {
-		add("hookTimeout", "negative duration %s", s.HookTimeout)
-	}
-	if s.EvalTimeout < 0 {
-		add("evalTimeout", "negative duration %s", s.EvalTimeout)
-	}
-	for key, d := range map[string]time.Duration{"sessionTimeout": s.SessionTimeout, "readTimeout": s.ReadTimeout, "idleTimeout": s.IdleTimeout} {
-		if d < 0 {
-			add(key, "negative duration %s", d)
-		}
-	}
-	if s.MaxSessions < 0 {
-		add("maxSessions", "negative number %d", s.MaxSessions)
-	}
-	if s.MaxPendingApprovals < 0 {
-		add("maxPendingApprovals", "negative number %d", s.MaxPendingApprovals)
-	}
-	if s.MaxConnections < 0 {
-		add("maxConnections", "negative number %d", s.MaxConnections)
+		probs = append(probs, problem("list_fallback", "want base or none, got %q", s.ListFallback))
 	}
 	for _, o := range s.AllowedOrigins {
 		if !isHTTPURL(o) {
-			add("allowedOrigins", "want an origin such as https://app.example.com, got %q", o)
+			probs = append(probs, problem("allowed_origins", "want an origin such as https://app.example.com, got %q", o))
 		}
 	}
+	return probs
+}
+
+func isHTTPURLWithHost(v string) bool {
+	u, err := url.Parse(v)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// upstreamsProblems: each upstream (problems), and names used once.
+func (s *Serve) upstreamsProblems() []Problem {
+	var probs []Problem
 	seen := map[string]bool{}
 	for i, u := range s.Upstreams {
 		key := fmt.Sprintf("upstreams[%d]", i)
 		if u.Name != "" {
 			key += " (" + u.Name + ")"
 		}
-		switch {
-		case !upstreamName.MatchString(u.Name):
-			add(key, "name must match %s", upstreamName)
-		case seen[u.Name]:
-			add(key, "name is used twice")
+		if seen[u.Name] && upstreamName.MatchString(u.Name) {
+			probs = append(probs, problem(key, "name is used twice"))
 		}
 		seen[u.Name] = true
-		switch {
-		case u.URL != "" && (u.Command != "" || len(u.Args) > 0):
-			add(key, "give either command or url, not both")
-		case u.URL != "" && !isHTTPURL(u.URL):
-			add(key, "url must be http:// or https://")
-		case u.URL == "":
-			if _, err := upstream.SplitCommand(u.Command); err != nil && strings.TrimSpace(u.Command) != "" {
-				add(key, "command: %v", err)
-			} else if len(u.Argv()) == 0 {
-				add(key, "give a command or a url")
+		for _, msg := range u.problems() {
+			probs = append(probs, problem(key, "%s", msg))
+		}
+	}
+	return probs
+}
+
+// problems are what is wrong with u alone.
+func (u Upstream) problems() []string {
+	var probs []string
+	if !upstreamName.MatchString(u.Name) {
+		probs = append(probs, "name must match "+upstreamName.String())
+	}
+	switch {
+	case u.URL != "" && (u.Command != "" || len(u.Args) > 0):
+		probs = append(probs, "give either command or url, not both")
+	case u.URL != "" && !isHTTPURL(u.URL):
+		probs = append(probs, "url must be http:// or https://")
+	case u.URL == "":
+		if _, err := upstream.SplitCommand(u.Command); err != nil && strings.TrimSpace(u.Command) != "" {
+			probs = append(probs, "command: "+err.Error())
+		} else if len(u.Argv()) == 0 {
+			probs = append(probs, "give a command or a url")
+		}
+	}
+	if u.Pin && !u.Import {
+		probs = append(probs, "pin needs import: true")
+	}
+	if u.Headers != nil || u.Env != nil || u.InheritEnv || u.Auth != nil {
+		pc := u.PoolConfig()
+		for _, err := range upstream.CredentialProblems(&pc) {
+			probs = append(probs, fmt.Sprint(err))
+		}
+	}
+	return probs
+}
+
+// negatives are the durations and counts set below zero (a Serve built in
+// Go: the file and the flags refuse zero and less), in table order.
+func (s *Serve) negatives() []Problem {
+	var probs []Problem
+	for _, st := range settings {
+		if st.Key == "" || st.field == nil {
+			continue
+		}
+		switch p := st.field(s).(type) {
+		case *time.Duration:
+			if *p < 0 {
+				probs = append(probs, Problem{Key: st.Key, Message: fmt.Sprintf("negative duration %s", *p)})
 			}
-		}
-		if u.Pin && !u.Import {
-			add(key, "pin needs import: true")
-		}
-		if u.Headers != nil || u.Env != nil || u.InheritEnv || u.Auth != nil {
-			pc := u.PoolConfig()
-			for _, err := range upstream.CredentialProblems(&pc) {
-				add(key, "%v", err)
+		case *int:
+			if *p < 0 {
+				probs = append(probs, Problem{Key: st.Key, Message: fmt.Sprintf("negative number %d", *p)})
 			}
 		}
 	}
-	probs = append(probs, s.authProblems()...)
-	probs = append(probs, s.bundleProblems()...)
-	if len(probs) > 0 {
-		return &Error{Path: s.Config, Problems: probs}
-	}
-	return nil
+	return probs
 }
 
 // authProblems validates Auth with its defaults for the HTTP address.

@@ -3,8 +3,6 @@ package config
 import (
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
 )
 
@@ -13,13 +11,13 @@ import (
 // off the request path, and the differences are recorded.
 type Shadow struct {
 	// Policy is the candidate's policy directory; "": no shadow.
-	Policy string `yaml:"policy"`
+	Policy string
 	// Registry is the candidate's registry file; "": the serving one.
-	Registry string `yaml:"registry"`
+	Registry string
 	// Bundle is the URL of an OPA bundle holding the candidate's registry
 	// and policies, instead of Policy and Registry: downloaded and kept
 	// current as the serving bundle is (docs/shadow.md).
-	Bundle string `yaml:"bundle"`
+	Bundle string
 }
 
 // Enabled reports whether a candidate is configured.
@@ -46,37 +44,8 @@ func (sh Shadow) problems(s *Serve) []Problem {
 	}
 	for _, r := range s.PDPRoles {
 		if r == "" {
-			probs = append(probs, Problem{Key: "pdpRoles", Message: "a role is empty"})
+			probs = append(probs, Problem{Key: "pdp_roles", Message: "a role is empty"})
 		}
 	}
 	return probs
-}
-
-// shadowSection decodes the config file's shadow mapping.
-func shadowSection(n *yaml.Node, dst *Shadow) bool {
-	if n.Kind != yaml.MappingNode {
-		return false
-	}
-	var out Shadow
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		switch k.Value {
-		case "policy":
-			if !str(v, &out.Policy) {
-				return false
-			}
-		case "registry":
-			if !str(v, &out.Registry) {
-				return false
-			}
-		case "bundle":
-			if !str(v, &out.Bundle) {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	*dst = out
-	return true
 }

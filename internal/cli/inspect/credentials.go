@@ -30,14 +30,18 @@ func LooksLikeCredential(name, value string) bool {
 }
 
 // checkConfig reports a serve config file's problems (errors, code
-// config_invalid) and every credential written into it as a literal
+// config_invalid), its keys under a former name (warnings, code
+// config_renamed) and every credential written into it as a literal
 // (warnings, code credential_literal; docs/contract.md §17). It reads the
 // file only: it resolves no ${VAR} and connects to nothing. No finding
 // holds a value of the file's headers, env or auth.
 func checkConfig(path string, r *CheckReport) {
-	s, err := config.LoadFile(path)
+	s, renamed, err := config.LoadFileWarnings(path)
 	if err == nil {
 		err = s.Validate()
+	}
+	for _, p := range renamed {
+		r.warnf(Finding{Code: CodeConfigRenamed, File: path, Line: p.Line, Field: p.Key}, "%s", p.Message)
 	}
 	var ce *config.Error
 	switch {

@@ -30,6 +30,7 @@ const (
 	CodeGrantedUnknown    = "granted_unknown"    // an override grants a name no row has
 	CodeRolesCapped       = "role_sets_capped"   // too many roles: not every combination was checked
 	CodeCredentialLiteral = "credential_literal" // an upstream's header, env or client secret is a literal credential, not ${...} (docs/contract.md §17)
+	CodeConfigRenamed     = "config_renamed"     // a serve config key under its former camelCase name (docs/contract.md §8)
 )
 
 // Finding is one error or warning of a [CheckReport].

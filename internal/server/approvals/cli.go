@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -19,12 +16,7 @@ import (
 // "sqlite:" with a path filled in by the caller), creating a SQLite file's
 // directory as serve does. Close the returned closer.
 func OpenStore(ctx context.Context, spec string) (ledger.ApprovalStore, io.Closer, error) {
-	if path, ok := strings.CutPrefix(spec, "sqlite:"); ok && path != "" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, nil, fmt.Errorf("ledger: %w", err)
-		}
-	}
-	st, err := ledger.OpenStore(ctx, spec)
+	st, err := ledger.CreateStore(ctx, spec)
 	if err != nil {
 		return nil, nil, err
 	}

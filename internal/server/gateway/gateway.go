@@ -27,8 +27,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -404,7 +402,7 @@ func (g *Gateway) buildEngine() error {
 // gate over the same store and the audit trail.
 func (g *Gateway) buildHooks() error {
 	cfg, log, m := &g.cfg, g.log, g.m
-	store, err := openLedger(g.ctx, cfg.Ledger)
+	store, err := openLedger(g.ctx, &cfg.Serve)
 	if err != nil {
 		return err
 	}
@@ -766,20 +764,12 @@ func health(eng *engine.Engine, b *bundle.Client) Health {
 	return h
 }
 
-func openLedger(ctx context.Context, spec string) (ledger.Store, error) {
-	if spec == "" || spec == "sqlite:" {
-		dir, err := config.StateDir()
-		if err != nil {
-			return nil, fmt.Errorf("ledger: %w", err)
-		}
-		spec = "sqlite:" + filepath.Join(dir, "ledger.db")
+func openLedger(ctx context.Context, s *config.Serve) (ledger.Store, error) {
+	spec, err := s.LedgerStore()
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	if path, ok := strings.CutPrefix(spec, "sqlite:"); ok {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, fmt.Errorf("ledger: %w", err)
-		}
-	}
-	return ledger.OpenStore(ctx, spec)
+	return spec.Create(ctx)
 }
 
 // openApprovals builds the approval gate over the ledger's store (docs/contract.md

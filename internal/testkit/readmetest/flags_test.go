@@ -108,7 +108,7 @@ func TestReadmeFlagsAreTheBinarys(t *testing.T) {
 	row := regexp.MustCompile("(?m)^\\| `--config FILE` \\| a YAML file with any of the settings below \\(([^)]*)\\)").FindStringSubmatch(md)
 	require.NotNil(t, row, "docs/cli.md: the --config row lists no keys")
 	var keys []string
-	for _, m := range regexp.MustCompile("`([A-Za-z]+)`").FindAllStringSubmatch(row[1], -1) {
+	for _, m := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(row[1], -1) {
 		keys = append(keys, m[1])
 	}
 	for _, k := range keys {
