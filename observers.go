@@ -46,8 +46,9 @@ type Metrics interface {
 	AuditDropped()
 }
 
-// Layer names of the receiving middleware New installs (Server.Layers),
-// outermost first.
+// Names of the receiving middleware New adds around the adapter's
+// (mcpadapter.LayerCatalog, mcpadapter.LayerGovernance); Server.Layers
+// lists them all, outermost first.
 const (
 	// LayerTracing puts each request in its span; only with
 	// Options.Tracer. Its tools/call spans name a tool only when a row of
@@ -55,9 +56,4 @@ const (
 	LayerTracing = "tracing (tool spans named for rows only)"
 	// LayerMiddleware is one of Options.Middleware, in their order.
 	LayerMiddleware = "options.middleware"
-	// LayerCatalog decides prompts, resources and completions; only with
-	// Options.Catalog.
-	LayerCatalog = "catalog"
-	// LayerGovernance answers tools/list and tools/call.
-	LayerGovernance = "governance"
 )

@@ -68,10 +68,11 @@ type Options struct {
 	// Catalog serves the prompts, resources and completions of importing
 	// upstreams (an upstream pool); nil: none.
 	Catalog mcpadapter.Catalog
-	// NoLogging leaves the logging capability unannounced. Announced (the
-	// default), a Go method may log to its client through its call's Peer
-	// (SPEC §16).
-	NoLogging bool
+	// Logging reports, as each MCP server of the Server is built, whether
+	// it announces the logging capability (SPEC §16); nil announces it: a
+	// Go method may log to its client through its call's Peer. The binary
+	// announces it when an upstream does.
+	Logging func() bool
 	// Watch reloads registry and policies when their files change, until
 	// Close.
 	Watch bool
@@ -113,15 +114,19 @@ type Options struct {
 // exactly the sessions whose listing changed. It is safe for concurrent
 // use; Close it when done.
 type Server struct {
-	opts   Options
-	log    *slog.Logger
-	eng    *engine.Engine
-	audit  *audit.Auditor
-	hooks  []mcpadapter.Hook
-	obs    []mcpadapter.Observer
+	opts  Options
+	log   *slog.Logger
+	eng   *engine.Engine
+	audit *audit.Auditor
+	hooks []mcpadapter.Hook
+	obs   []mcpadapter.Observer
+	// outer are the receiving middleware around the adapter's, outermost
+	// first; layers names all of them (Layers).
+	outer  []mcpadapter.Layer
 	layers []string
 
-	mcp *mcp.Server // the MCP server of Options.Caller
+	mcpOnce sync.Once
+	mcp     *mcp.Server // the MCP server of Options.Caller, built on first use
 
 	bg     context.Context
 	cancel context.CancelFunc
@@ -165,7 +170,6 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.bg, s.cancel = context.WithCancel(ctx)
 	s.buildPlugins()
-	s.mcp = s.MCPServerFor(opts.Caller, opts.CallerSource)
 	s.notifyListings()
 	s.watch()
 	return s, nil
@@ -211,16 +215,15 @@ func (s *Server) buildPlugins() {
 			hooks[i] = o.Tracer.WrapHook(hooks[i])
 		}
 		o.Methods = o.Tracer.WrapMethods(o.Methods)
-		s.layers = append(s.layers, LayerTracing)
+		// Outermost, so that every hook and observer sees the request's
+		// span. A span names a tool only when a row of the revision
+		// serving has its name: anyone may send any name.
+		s.outer = append(s.outer, mcpadapter.Layer{Name: LayerTracing, Middleware: o.Tracer.RequestMiddleware(s.isRow)})
 	}
 	s.hooks = hooks
-	for range o.Middleware {
-		s.layers = append(s.layers, LayerMiddleware)
+	for _, m := range o.Middleware {
+		s.outer = append(s.outer, mcpadapter.Layer{Name: LayerMiddleware, Middleware: m})
 	}
-	if o.Catalog != nil {
-		s.layers = append(s.layers, LayerCatalog)
-	}
-	s.layers = append(s.layers, LayerGovernance)
 }
 
 // MCPServerFor returns a further MCP server governed by the Server, whose
@@ -233,7 +236,7 @@ func (s *Server) MCPServerFor(caller mcpadapter.CallerFunc, source func(context.
 	o := &s.opts
 	a := mcpadapter.New(mcpadapter.Options{Revisions: s.eng, Methods: o.Methods, Caller: caller, Source: source, Logger: s.log,
 		HookTimeout: o.HookTimeout, ListFallback: o.ListFallback, Approvals: o.Approvals, Catalog: o.Catalog, Limits: o.Limits,
-		Logging: !o.NoLogging})
+		Logging: o.Logging == nil || o.Logging()})
 	for _, h := range s.hooks {
 		a.AddHook(h)
 	}
@@ -244,22 +247,18 @@ func (s *Server) MCPServerFor(caller mcpadapter.CallerFunc, source func(context.
 	if impl == nil {
 		impl = &mcp.Implementation{Name: "toolgate", Version: version.Get().Version}
 	}
-	srv := a.NewServer(impl, &mcp.ServerOptions{Logger: s.log})
-	// The adapter installed the governance and the catalog; what runs
-	// before them is added in one list, outermost first.
-	var outer []mcp.Middleware
-	if o.Tracer != nil {
-		// A span names a tool only when a row of the revision serving has
-		// its name: anyone may send any name.
-		outer = append(outer, o.Tracer.RequestMiddleware(s.isRow))
-	}
-	outer = append(outer, o.Middleware...)
-	if len(outer) > 0 {
-		srv.AddReceivingMiddleware(outer...)
-	}
+	srv, inner := a.NewServerLayers(impl, &mcp.ServerOptions{Logger: s.log})
+	// Every receiving middleware in one list, outermost first.
+	layers := append(slices.Clone(s.outer), inner...)
+	srv.AddReceivingMiddleware(mcpadapter.Middleware(layers)...)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.servers = append(s.servers, served{a, srv})
-	s.mu.Unlock()
+	if s.layers == nil {
+		for _, l := range layers {
+			s.layers = append(s.layers, l.Name)
+		}
+	}
 	return srv
 }
 
@@ -267,10 +266,21 @@ func (s *Server) MCPServerFor(caller mcpadapter.CallerFunc, source func(context.
 func (s *Server) isRow(name string) bool { return s.eng.Current().ToolIndex(name) >= 0 }
 
 // Layers names the receiving middleware of the Server's MCP servers,
-// outermost first (LayerTracing, LayerMiddleware, LayerCatalog,
-// LayerGovernance): every MCP server of the Server has them, in this
-// order.
-func (s *Server) Layers() []string { return slices.Clone(s.layers) }
+// outermost first (LayerTracing, LayerMiddleware,
+// mcpadapter.LayerCatalog, mcpadapter.LayerGovernance), as added in one
+// list to each: every MCP server of the Server has them, in this order.
+// The toolgate binary's HTTP transport adds its own around them.
+func (s *Server) Layers() []string {
+	s.mu.Lock()
+	built := s.layers != nil
+	s.mu.Unlock()
+	if !built {
+		s.MCPServer() // the names are those of a server built
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.layers)
+}
 
 // notifyListings makes every new revision (Reload, the watch, or a reload
 // the host makes on the engine) tell the sessions whose listing changed,
@@ -335,7 +345,7 @@ func (s *Server) watch() {
 // every request it read has been answered, or ctx is done: a client that
 // writes a request and closes its end still gets the answer.
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
-	return s.mcp.Run(ctx, mcpadapter.WrapTransport(wire.AnswerBeforeEOF(t)))
+	return s.MCPServer().Run(ctx, mcpadapter.WrapTransport(wire.AnswerBeforeEOF(t)))
 }
 
 // Handler returns the streamable HTTP handler of the Server (mount it at
@@ -344,7 +354,8 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 // request's credentials. The toolgate binary's hardened HTTP server is
 // package httpserve.
 func (s *Server) Handler() http.Handler {
-	return mcpadapter.WrapHTTP(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, nil))
+	srv := s.MCPServer()
+	return mcpadapter.WrapHTTP(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 }
 
 // Reload reads registry and policies again and, when they changed,
@@ -360,9 +371,13 @@ func (s *Server) Reload(ctx context.Context) error {
 // decisions, for an expert host.
 func (s *Server) Engine() *engine.Engine { return s.eng }
 
-// MCPServer is the go-sdk server the Server governs, for an expert host
-// (serve it only through mcpadapter.WrapTransport or WrapHTTP).
-func (s *Server) MCPServer() *mcp.Server { return s.mcp }
+// MCPServer is the go-sdk server the Server governs for Options.Caller
+// (Serve and Handler serve it), for an expert host: serve it only through
+// mcpadapter.WrapTransport or WrapHTTP.
+func (s *Server) MCPServer() *mcp.Server {
+	s.mcpOnce.Do(func() { s.mcp = s.MCPServerFor(s.opts.Caller, s.opts.CallerSource) })
+	return s.mcp
+}
 
 // Close stops watching and notifying and flushes the audit trail. Sessions
 // being served end with their transports. Close is safe to call more than
