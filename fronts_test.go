@@ -84,3 +84,39 @@ func TestMCPServerForSharesTheServer(t *testing.T) {
 	require.Contains(t, lines[0], `"subject":"ann"`)
 	require.Contains(t, lines[1], `"subject":"bob"`)
 }
+
+// TestOptionsMiddlewareInTheList: Options.Middleware run in their order,
+// outside the governance (they see every tools/call before it is
+// answered), and Layers lists them there.
+func TestOptionsMiddlewareInTheList(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	var seen []string
+	record := func(tag string) mcp.Middleware {
+		return func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "tools/call" {
+					seen = append(seen, tag)
+				}
+				return next(ctx, method, req)
+			}
+		}
+	}
+	srv, err := toolgate.New(ctx, toolgate.Options{
+		Methods:    demo.Methods(),
+		Caller:     mcpadapter.StaticCaller(&engine.Caller{Subject: "ann", Roles: []string{"admin"}}),
+		Middleware: []mcp.Middleware{record("first"), record("second")},
+	})
+	require.NoError(t, err)
+	defer srv.Close()
+	require.Equal(t, []string{toolgate.LayerMiddleware, toolgate.LayerMiddleware, mcpadapter.LayerGovernance}, srv.Layers())
+	serverEnd, clientEnd := mcp.NewInMemoryTransports()
+	go func() { _ = srv.Serve(ctx, serverEnd) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, clientEnd, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	require.Equal(t, []string{"first", "second"}, seen)
+}
