@@ -230,9 +230,12 @@ func (s *Server) buildPlugins() {
 // callers are caller's (nil: nobody) from source (nil:
 // mcpadapter.SourceLocal): it shares the engine, hooks, observers and
 // notifications of the Server. The toolgate binary serves stdio (its
-// --as caller) and HTTP (each request's credentials) so. Serve it only
-// through mcpadapter.WrapTransport or WrapHTTP, and call it before Close.
-func (s *Server) MCPServerFor(caller mcpadapter.CallerFunc, source func(context.Context, mcp.Request) string) *mcp.Server {
+// --as caller) and HTTP (each request's credentials) so. outer are the
+// transport's own receiving middleware (httpserve's), outermost first:
+// they go first in the server's one list, before the Server's Layers.
+// Serve it only through mcpadapter.WrapTransport or WrapHTTP, and call it
+// before Close.
+func (s *Server) MCPServerFor(caller mcpadapter.CallerFunc, source func(context.Context, mcp.Request) string, outer ...mcpadapter.Layer) *mcp.Server {
 	o := &s.opts
 	a := mcpadapter.New(mcpadapter.Options{Revisions: s.eng, Methods: o.Methods, Caller: caller, Source: source, Logger: s.log,
 		HookTimeout: o.HookTimeout, ListFallback: o.ListFallback, Approvals: o.Approvals, Catalog: o.Catalog, Limits: o.Limits,
@@ -249,13 +252,13 @@ func (s *Server) MCPServerFor(caller mcpadapter.CallerFunc, source func(context.
 	}
 	srv, inner := a.NewServerLayers(impl, &mcp.ServerOptions{Logger: s.log})
 	// Every receiving middleware in one list, outermost first.
-	layers := append(slices.Clone(s.outer), inner...)
-	srv.AddReceivingMiddleware(mcpadapter.Middleware(layers)...)
+	own := append(slices.Clone(s.outer), inner...)
+	srv.AddReceivingMiddleware(mcpadapter.Middleware(append(slices.Clone(outer), own...))...)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.servers = append(s.servers, served{a, srv})
 	if s.layers == nil {
-		for _, l := range layers {
+		for _, l := range own {
 			s.layers = append(s.layers, l.Name)
 		}
 	}
@@ -268,8 +271,8 @@ func (s *Server) isRow(name string) bool { return s.eng.Current().ToolIndex(name
 // Layers names the receiving middleware of the Server's MCP servers,
 // outermost first (LayerTracing, LayerMiddleware,
 // mcpadapter.LayerCatalog, mcpadapter.LayerGovernance), as added in one
-// list to each: every MCP server of the Server has them, in this order.
-// The toolgate binary's HTTP transport adds its own around them.
+// list to each: every MCP server of the Server has them, in this order,
+// inside the transport's own (MCPServerFor's outer).
 func (s *Server) Layers() []string {
 	s.mu.Lock()
 	built := s.layers != nil

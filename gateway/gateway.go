@@ -531,7 +531,10 @@ func (g *Gateway) buildHTTP() error {
 	}
 	routes = g.withAuthZEN(routes)
 	g.http = httpserve.New(httpserve.Options{
-		Server:         g.core.MCPServerFor(httpserve.CallerFromRequest, httpserve.SourceFromRequest),
+		// The HTTP transport's middleware go first in the server's one list.
+		Governed: func(outer []mcpadapter.Layer) *mcp.Server {
+			return g.core.MCPServerFor(httpserve.CallerFromRequest, httpserve.SourceFromRequest, outer...)
+		},
 		Tokens:         g.tokens,
 		JWT:            g.jwt,
 		AllowAnonymous: cfg.AllowAnonymous,
