@@ -20,10 +20,15 @@
 //	defer srv.Close()
 //	err = srv.Serve(ctx, &mcp.StdioTransport{})
 //
+// New is the one assembly of a governed server: the toolgate binary
+// (cmd/toolgate) builds its server through it too, and adds its hardened
+// HTTP server, identity and upstreams. Tracing and decision logs are
+// options taken as interfaces (Tracer, DecisionLog), so a program that
+// uses neither links no OpenTelemetry exporter and no gRPC.
+//
 // The expert layers are public: engine (decisions, reload) and mcpadapter
 // (the tools/list and tools/call pipeline, hooks); the hooks are under
-// hooks/, and the toolgate binary, with its hardened HTTP server, under
-// cmd/toolgate (assembled by package gateway).
+// hooks/.
 //
 // The package also carries the bundled example: a registry of the demo
 // methods and the policies that govern it, served when no registry or

@@ -6,21 +6,23 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/audit"
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/version"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/mcpadapter"
-	"github.com/toolgate/toolgate/tracing"
 )
 
 // Options configure a governed MCP server (New). Only Methods is required.
+// The toolgate binary builds its server through New too: it maps its
+// settings onto Options and adds HTTP, identity and upstreams.
 type Options struct {
 	// Registry is the registry file and Policies the policy directory; each
 	// that is "" is the bundled example's (see Source).
@@ -33,11 +35,23 @@ type Options struct {
 	Methods mcpadapter.MethodSet
 	// Caller says on whose behalf each request is made; nil: everyone is
 	// nobody, who sees no tool. Over HTTP it reads the request's
-	// credentials (req.GetExtra()).
+	// credentials (req.GetExtra()). Server.MCPServerFor serves other
+	// callers from the same Server.
 	Caller mcpadapter.CallerFunc
+	// CallerSource names the identity source of each request's caller (the
+	// audit trail's caller_source); nil: mcpadapter.SourceLocal.
+	CallerSource func(ctx context.Context, req mcp.Request) string
 	// Hooks run around every accepted call, in order, then the audit
-	// trail's (an idempotency ledger: hooks/ledger).
+	// trail's (an idempotency ledger: hooks/ledger; call counts:
+	// metrics.Metrics.Hook).
 	Hooks []mcpadapter.Hook
+	// HookTimeout bounds each hook run; zero is
+	// mcpadapter.DefaultHookTimeout.
+	HookTimeout time.Duration
+	// Observers are told of every grant decision and of how every decided
+	// call ended (mcpadapter.Observer), in order, before the audit trail's
+	// and the decision log's.
+	Observers []mcpadapter.Observer
 	// Audit, when set, receives the audit trail as JSON Lines; Close
 	// flushes it. The writer is not closed.
 	Audit io.Writer
@@ -48,9 +62,23 @@ type Options struct {
 	// (hooks/ledger.NewLimiter over the ledger's store, which replicas may
 	// share); nil: this process counts them in memory.
 	Limits mcpadapter.Limits
+	// ListFallback is what tools/list shows when the grant policy fails
+	// (SPEC §6); the zero value lists the base decision.
+	ListFallback mcpadapter.ListFallback
+	// Catalog serves the prompts, resources and completions of importing
+	// upstreams (an upstream pool); nil: none.
+	Catalog mcpadapter.Catalog
+	// Logging reports, as each MCP server of the Server is built, whether
+	// it announces the logging capability (SPEC §16); nil announces it: a
+	// Go method may log to its client through its call's Peer. The binary
+	// announces it when an upstream does.
+	Logging func() bool
 	// Watch reloads registry and policies when their files change, until
 	// Close.
 	Watch bool
+	// WatchOptions tune watching (debounce, settle) and tell the host of
+	// each reload; used with Watch.
+	WatchOptions engine.WatchOptions
 	// Logger receives failures in full detail; nil discards them.
 	Logger *slog.Logger
 	// Implementation names the server to its clients; nil is toolgate, at
@@ -60,16 +88,24 @@ type Options struct {
 	// engine.WithCapabilities, ...).
 	EngineOptions []engine.Option
 	// DecisionLog, when set, receives every grant and call decision as an
-	// OPA decision-log event (SPEC §14, decisionlog.Logger.Observer). The
-	// Server does not close it: close it after Close, once the sessions
-	// ended, so that it writes what they decided.
-	DecisionLog *decisionlog.Logger
+	// OPA decision-log event (SPEC §14): a *decisionlog.Logger. The Server
+	// does not close it: close it after Close, once the sessions ended, so
+	// that it writes what they decided.
+	DecisionLog DecisionLog
 	// Tracer, when set and on, makes a span of every tools/list and
 	// tools/call (continuing a W3C traceparent from the HTTP request or
 	// _meta), with children for the grant decision, the call rules, each
-	// hook and the method (SPEC §14). The Server does not shut it down:
-	// shut it down after Close.
-	Tracer *tracing.Tracer
+	// hook and the method (SPEC §14): a *tracing.Tracer. A tools/call span
+	// names the tool only when a row has the name. The Server does not
+	// shut it down: shut it down after Close.
+	Tracer Tracer
+	// Metrics, when set, counts reloads and dropped audit records (a
+	// *metrics.Metrics).
+	Metrics Metrics
+	// Middleware are further receiving middleware of the Server's MCP
+	// servers, in order, inside tracing and outside the governance
+	// (Server.Layers).
+	Middleware []mcp.Middleware
 }
 
 // Server is a governed MCP server: tools/list and tools/call of every
@@ -78,90 +114,230 @@ type Options struct {
 // exactly the sessions whose listing changed. It is safe for concurrent
 // use; Close it when done.
 type Server struct {
-	eng     *engine.Engine
-	adapter *mcpadapter.Adapter
-	mcp     *mcp.Server
-	audit   *audit.Auditor
+	opts  Options
+	log   *slog.Logger
+	eng   *engine.Engine
+	audit *audit.Auditor
+	hooks []mcpadapter.Hook
+	obs   []mcpadapter.Observer
+	// outer are the receiving middleware around the adapter's, outermost
+	// first; layers names all of them (Layers).
+	outer  []mcpadapter.Layer
+	layers []string
 
+	mcpOnce sync.Once
+	mcp     *mcp.Server // the MCP server of Options.Caller, built on first use
+
+	bg     context.Context
 	cancel context.CancelFunc
 	stop   func()
-	mu     sync.Mutex // guards closed against wg.Add after Close began
-	closed bool
-	wg     sync.WaitGroup
+	mu     sync.Mutex // guards servers and closed against wg.Add after Close began
+	// servers are the MCP servers built (MCPServerFor), each with its
+	// adapter: a reload tells each of their sessions.
+	servers []served
+	closed  bool
+	wg      sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// served is one MCP server and the adapter that governs it.
+type served struct {
+	adapter *mcpadapter.Adapter
+	server  *mcp.Server
 }
 
 // New loads the registry and policies and returns a Server governed by
 // them. It fails when they do not load or Options.Methods is nil. ctx
 // bounds the loading and the Server's background work (watching,
 // notifications); Close ends that work too.
+//
+// New is the one assembly of a governed server, in named steps: the
+// engine, the hooks and observers (audit trail, decision log, tracing),
+// the MCP server with its middleware, the list_changed notifications and
+// the watch.
 func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Methods == nil {
 		return nil, errors.New("toolgate: Options.Methods is required")
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	s := &Server{opts: opts, log: opts.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
 	}
-	src := Source(opts.Registry, opts.Policies)
-	if opts.Source != nil {
-		src = *opts.Source
-	}
-	eng, err := engine.New(ctx, src, append([]engine.Option{engine.WithLogger(log)}, opts.EngineOptions...)...)
-	if err != nil {
+	if err := s.buildEngine(ctx); err != nil {
 		return nil, err
 	}
-	s := &Server{eng: eng}
-	if opts.Limits == nil {
-		opts.Limits = ledger.NewLimiter(ledger.NewMemoryStore(), nil)
+	s.bg, s.cancel = context.WithCancel(ctx)
+	s.buildPlugins()
+	s.notifyListings()
+	s.watch()
+	return s, nil
+}
+
+// buildEngine loads the first revision.
+func (s *Server) buildEngine(ctx context.Context) error {
+	src := Source(s.opts.Registry, s.opts.Policies)
+	if s.opts.Source != nil {
+		src = *s.opts.Source
 	}
-	tr := opts.Tracer // a nil or off Tracer wraps nothing
-	// Logging is announced: a Go method may log to its client through its
-	// call's Peer (docs/contract.md §16).
-	s.adapter = mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: tr.WrapMethods(opts.Methods), Caller: opts.Caller, Logger: log, Approvals: opts.Approvals, Limits: opts.Limits, Logging: true})
-	for _, h := range opts.Hooks {
-		s.adapter.AddHook(tr.WrapHook(h))
+	eng, err := engine.New(ctx, src, append([]engine.Option{engine.WithLogger(s.log)}, s.opts.EngineOptions...)...)
+	if err != nil {
+		return err
 	}
-	if opts.Audit != nil {
-		s.audit = audit.New(opts.Audit, audit.Options{Logger: log})
-		s.adapter.AddHook(tr.WrapHook(s.audit.Hook()))
+	s.eng = eng
+	if s.opts.Limits == nil {
+		s.opts.Limits = ledger.NewLimiter(ledger.NewMemoryStore(), nil)
 	}
-	if opts.DecisionLog != nil {
-		s.adapter.AddObserver(opts.DecisionLog.Observer())
+	return nil
+}
+
+// buildPlugins orders the hooks, observers and receiving middleware every
+// MCP server of the Server gets.
+func (s *Server) buildPlugins() {
+	o := &s.opts
+	hooks := slices.Clone(o.Hooks)
+	s.obs = slices.Clone(o.Observers)
+	if o.Audit != nil {
+		ao := audit.Options{Logger: s.log}
+		if o.Metrics != nil {
+			ao.OnDrop = o.Metrics.AuditDropped
+		}
+		s.audit = audit.New(o.Audit, ao)
+		hooks = append(hooks, s.audit.Hook())
+		s.obs = append(s.obs, s.audit.Observer()) // prompts/get, resources/read, ... (SPEC §16)
 	}
-	impl := opts.Implementation
+	if o.DecisionLog != nil {
+		s.obs = append(s.obs, o.DecisionLog.Observer())
+	}
+	if o.Tracer != nil {
+		for i := range hooks {
+			hooks[i] = o.Tracer.WrapHook(hooks[i])
+		}
+		o.Methods = o.Tracer.WrapMethods(o.Methods)
+		// Outermost, so that every hook and observer sees the request's
+		// span. A span names a tool only when a row of the revision
+		// serving has its name: anyone may send any name.
+		s.outer = append(s.outer, mcpadapter.Layer{Name: LayerTracing, Middleware: o.Tracer.RequestMiddleware(s.isRow)})
+	}
+	s.hooks = hooks
+	for _, m := range o.Middleware {
+		s.outer = append(s.outer, mcpadapter.Layer{Name: LayerMiddleware, Middleware: m})
+	}
+}
+
+// MCPServerFor returns a further MCP server governed by the Server, whose
+// callers are caller's (nil: nobody) from source (nil:
+// mcpadapter.SourceLocal): it shares the engine, hooks, observers and
+// notifications of the Server. The toolgate binary serves stdio (its
+// --as caller) and HTTP (each request's credentials) so. outer are the
+// transport's own receiving middleware (httpserve's), outermost first:
+// they go first in the server's one list, before the Server's Layers.
+// Serve it only through mcpadapter.WrapTransport or WrapHTTP, and call it
+// before Close.
+func (s *Server) MCPServerFor(caller mcpadapter.CallerFunc, source func(context.Context, mcp.Request) string, outer ...mcpadapter.Layer) *mcp.Server {
+	o := &s.opts
+	a := mcpadapter.New(mcpadapter.Options{Revisions: s.eng, Methods: o.Methods, Caller: caller, Source: source, Logger: s.log,
+		HookTimeout: o.HookTimeout, ListFallback: o.ListFallback, Approvals: o.Approvals, Catalog: o.Catalog, Limits: o.Limits,
+		Logging: o.Logging == nil || o.Logging()})
+	for _, h := range s.hooks {
+		a.AddHook(h)
+	}
+	for _, ob := range s.obs {
+		a.AddObserver(ob)
+	}
+	impl := o.Implementation
 	if impl == nil {
 		impl = &mcp.Implementation{Name: "toolgate", Version: version.Get().Version}
 	}
-	s.mcp = s.adapter.NewServer(impl, &mcp.ServerOptions{Logger: log})
-	if tr.Enabled() {
-		// Added last, it runs first: every hook and observer sees the span.
-		s.mcp.AddReceivingMiddleware(tr.Middleware(tracing.WireMeta))
+	srv, inner := a.NewServerLayers(impl, &mcp.ServerOptions{Logger: s.log})
+	// Every receiving middleware in one list, outermost first.
+	own := append(slices.Clone(s.outer), inner...)
+	srv.AddReceivingMiddleware(mcpadapter.Middleware(append(slices.Clone(outer), own...))...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.servers = append(s.servers, served{a, srv})
+	if s.layers == nil {
+		for _, l := range own {
+			s.layers = append(s.layers, l.Name)
+		}
 	}
+	return srv
+}
 
-	bg, cancel := context.WithCancel(ctx)
-	s.cancel = cancel
-	s.stop = eng.Listen(func(old, next *engine.Revision) {
+// isRow reports whether a row of the revision serving is named name.
+func (s *Server) isRow(name string) bool { return s.eng.Current().ToolIndex(name) >= 0 }
+
+// Layers names the receiving middleware of the Server's MCP servers,
+// outermost first (LayerTracing, LayerMiddleware,
+// mcpadapter.LayerCatalog, mcpadapter.LayerGovernance), as added in one
+// list to each: every MCP server of the Server has them, in this order,
+// inside the transport's own (MCPServerFor's outer).
+func (s *Server) Layers() []string {
+	s.mu.Lock()
+	built := s.layers != nil
+	s.mu.Unlock()
+	if !built {
+		s.MCPServer() // the names are those of a server built
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.layers)
+}
+
+// notifyListings makes every new revision (Reload, the watch, or a reload
+// the host makes on the engine) tell the sessions whose listing changed,
+// and those whose prompts changed, on every MCP server of the Server
+// (SPEC §9, §16). The notifying goroutines end before Close returns.
+func (s *Server) notifyListings() {
+	s.stop = s.eng.Listen(func(old, next *engine.Revision) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.closed {
 			return
 		}
-		s.wg.Add(1)
-		go func() { defer s.wg.Done(); s.adapter.NotifyListingChanged(bg, s.mcp, old, next) }()
+		for _, sv := range s.servers {
+			s.wg.Add(2)
+			go func() { defer s.wg.Done(); sv.adapter.NotifyListingChanged(s.bg, sv.server, old, next) }()
+			go func() { defer s.wg.Done(); sv.adapter.NotifyPromptsChanged(sv.server, old, next) }()
+		}
 	})
-	if opts.Watch {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			if err := eng.Watch(bg, engine.WatchOptions{}); err != nil && !errors.Is(err, engine.ErrNotWatchable) && bg.Err() == nil {
-				log.Error("toolgate: watching files failed; reload is off", slog.Any("error", err))
-			}
-		}()
+}
+
+// watch reloads registry and policies on change until Close, with
+// Options.Watch.
+func (s *Server) watch() {
+	if !s.opts.Watch {
+		return
 	}
-	return s, nil
+	wo := s.opts.WatchOptions
+	onReload, onError := wo.OnReload, wo.OnError
+	m := s.opts.Metrics
+	wo.OnReload = func(old, next *engine.Revision) {
+		if m != nil {
+			m.ReloadOK()
+		}
+		s.log.Info("toolgate: reloaded", slog.String("revision", next.String()))
+		if onReload != nil {
+			onReload(old, next)
+		}
+	}
+	wo.OnError = func(err error) {
+		if m != nil {
+			m.ReloadFailed()
+		}
+		if onError != nil {
+			onError(err)
+		}
+	}
+	bg := s.bg
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.eng.Watch(bg, wo); err != nil && !errors.Is(err, engine.ErrNotWatchable) && bg.Err() == nil {
+			s.log.Error("toolgate: watching files failed; reload is off", slog.Any("error", err))
+		}
+	}()
 }
 
 // Serve serves one client over t until the client disconnects or ctx is
@@ -172,7 +348,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 // every request it read has been answered, or ctx is done: a client that
 // writes a request and closes its end still gets the answer.
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
-	return s.mcp.Run(ctx, mcpadapter.WrapTransport(wire.AnswerBeforeEOF(t)))
+	return s.MCPServer().Run(ctx, mcpadapter.WrapTransport(wire.AnswerBeforeEOF(t)))
 }
 
 // Handler returns the streamable HTTP handler of the Server (mount it at
@@ -181,7 +357,8 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 // request's credentials. The toolgate binary's hardened HTTP server is
 // package httpserve.
 func (s *Server) Handler() http.Handler {
-	return mcpadapter.WrapHTTP(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, nil))
+	srv := s.MCPServer()
+	return mcpadapter.WrapHTTP(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 }
 
 // Reload reads registry and policies again and, when they changed,
@@ -197,9 +374,13 @@ func (s *Server) Reload(ctx context.Context) error {
 // decisions, for an expert host.
 func (s *Server) Engine() *engine.Engine { return s.eng }
 
-// MCPServer is the go-sdk server the Server governs, for an expert host
-// (serve it only through mcpadapter.WrapTransport or WrapHTTP).
-func (s *Server) MCPServer() *mcp.Server { return s.mcp }
+// MCPServer is the go-sdk server the Server governs for Options.Caller
+// (Serve and Handler serve it), for an expert host: serve it only through
+// mcpadapter.WrapTransport or WrapHTTP.
+func (s *Server) MCPServer() *mcp.Server {
+	s.mcpOnce.Do(func() { s.mcp = s.MCPServerFor(s.opts.Caller, s.opts.CallerSource) })
+	return s.mcp
+}
 
 // Close stops watching and notifying and flushes the audit trail. Sessions
 // being served end with their transports. Close is safe to call more than

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -140,6 +141,43 @@ func (a *Adapter) AddHook(h Hook) { a.hooks = append(a.hooks, h) }
 // NewServer returns an MCP server governed by the adapter. Serve it over a
 // transport from WrapTransport, or over HTTP behind WrapHTTP.
 func (a *Adapter) NewServer(impl *mcp.Implementation, opts *mcp.ServerOptions) *mcp.Server {
+	s, layers := a.NewServerLayers(impl, opts)
+	s.AddReceivingMiddleware(Middleware(layers)...)
+	return s
+}
+
+// Layer is one receiving middleware of a governed MCP server, with the
+// name it is known by.
+type Layer struct {
+	Name       string
+	Middleware mcp.Middleware
+}
+
+// The names of the adapter's layers.
+const (
+	// LayerCatalog decides prompts, resources and completions (only with
+	// Options.Catalog).
+	LayerCatalog = "catalog"
+	// LayerGovernance answers tools/list and tools/call.
+	LayerGovernance = "governance"
+)
+
+// Middleware returns the layers' middleware, in their order: what
+// mcp.Server.AddReceivingMiddleware takes, outermost first.
+func Middleware(layers []Layer) []mcp.Middleware {
+	out := make([]mcp.Middleware, len(layers))
+	for i, l := range layers {
+		out[i] = l.Middleware
+	}
+	return out
+}
+
+// NewServerLayers is NewServer without the adapter's receiving
+// middleware: it returns them, outermost first, for the host to add in
+// one list with its own (s.AddReceivingMiddleware(m1, m2, ...)), so that
+// the order of every layer is written in one place. Until they are added
+// the server governs nothing: add them before serving.
+func (a *Adapter) NewServerLayers(impl *mcp.Implementation, opts *mcp.ServerOptions) (*mcp.Server, []Layer) {
 	var o mcp.ServerOptions
 	if opts != nil {
 		o = *opts
@@ -155,8 +193,7 @@ func (a *Adapter) NewServer(impl *mcp.Implementation, opts *mcp.ServerOptions) *
 		o.Capabilities.Logging = &mcp.LoggingCapabilities{}
 	}
 	s := mcp.NewServer(impl, &o)
-	a.Install(s)
-	return s
+	return s, a.layers(s)
 }
 
 // Install adds the adapter's middleware to s: it answers every tools/list
@@ -164,8 +201,13 @@ func (a *Adapter) NewServer(impl *mcp.Implementation, opts *mcp.ServerOptions) *
 // each session's listing caller (that of its last tools/list, or of its
 // subscriptions/listen stream), so that notifications/tools/list_changed
 // reaches only the sessions NotifyListingChanged names.
-func (a *Adapter) Install(s *mcp.Server) {
-	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+func (a *Adapter) Install(s *mcp.Server) { s.AddReceivingMiddleware(Middleware(a.layers(s))...) }
+
+// layers returns the adapter's receiving middleware for s, outermost
+// first, and installs on s the rest: its sending middleware and the
+// catalog's updates.
+func (a *Adapter) layers(s *mcp.Server) []Layer {
+	govern := func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch r := req.(type) {
 			case *mcp.CallToolRequest:
@@ -187,9 +229,13 @@ func (a *Adapter) Install(s *mcp.Server) {
 			}
 			return next(ctx, method, req)
 		}
-	})
+	}
 	s.AddSendingMiddleware(a.filterListChanged, sendUnfilteredLog)
-	a.installCatalog(s)
+	layers := []Layer{{LayerGovernance, govern}}
+	if catalog := a.installCatalog(s); catalog != nil {
+		layers = slices.Insert(layers, 0, Layer{LayerCatalog, catalog})
+	}
+	return layers
 }
 
 const methodSubscriptionsListen = "subscriptions/listen"

@@ -138,13 +138,14 @@ func (a *Adapter) catalogServerOptions(o *mcp.ServerOptions) {
 
 // installCatalog makes s serve the Catalog's prompts and resources
 // through the adapter: listings, gets, reads, subscriptions and
-// completions are decided per caller; the upstreams' list_changed and
+// completions are decided per caller (by the receiving middleware it
+// returns, nil without a Catalog); the upstreams' list_changed and
 // updates reach the sessions they concern.
-func (a *Adapter) installCatalog(s *mcp.Server) {
+func (a *Adapter) installCatalog(s *mcp.Server) mcp.Middleware {
 	if a.opts.Catalog == nil {
-		return
+		return nil
 	}
-	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+	middleware := func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 			switch method {
 			case engine.MethodPromptsList, engine.MethodPromptsGet, engine.MethodResourcesList, engine.MethodTemplatesList,
@@ -166,9 +167,10 @@ func (a *Adapter) installCatalog(s *mcp.Server) {
 			}()
 			return a.serveCatalog(ctx, method, req, next)
 		}
-	})
+	}
 	s.AddSendingMiddleware(a.filterUpdates)
 	a.opts.Catalog.Watch(func(ev CatalogEvent) { a.catalogEvent(s, ev) })
+	return middleware
 }
 
 // announce adds to an initialize (or server/discover) result what the

@@ -81,6 +81,15 @@ func (t *Tracer) MiddlewareOf(meta MetaFunc, isRow func(name string) bool) mcp.M
 	}
 }
 
+// RequestMiddleware is MiddlewareOf(WireMeta, isRow): the middleware a
+// governed server (toolgate.New) runs each request in, reading the trace
+// context from _meta as the client sent it and naming a tools/call span
+// after the tool only when isRow says a row has the name. With it a
+// *Tracer is a toolgate.Tracer.
+func (t *Tracer) RequestMiddleware(isRow func(name string) bool) mcp.Middleware {
+	return t.MiddlewareOf(WireMeta, isRow)
+}
+
 // catalogMethods are the prompts and resources methods toolgate decides
 // (docs/contract.md §16): each gets a server span named by its method (the
 // prompt name or URI is the client's, and is not put in it).

@@ -1,9 +1,10 @@
-// Package gateway assembles a governed MCP server from settings: the engine
-// (registry, policies, reload), the methods (the demo methods and upstream
-// MCP servers), the adapter with the shipped hooks (idempotency ledger,
-// audit trail, metrics), the callers (stdio flags, tokens file, OAuth
-// issuer) and a transport (stdio or streamable HTTP). It is what `toolgate
-// serve` runs; an embedding host can run it too.
+// Package gateway runs a governed MCP server from settings: it maps them
+// onto the front door's assembly (toolgate.New: engine, hooks, observers,
+// tracing, notifications, watch) with the binary's methods (the demo
+// methods and upstream MCP servers) and shipped hooks (idempotency ledger,
+// audit trail, metrics), and adds the callers (stdio flags, tokens file,
+// OAuth issuer) and a transport (stdio or streamable HTTP). It is what
+// `toolgate serve` runs; an embedding host can run it too.
 //
 // New builds everything in named steps and fails on settings that cannot
 // be served; Run serves; Close releases. Config.Routes adds HTTP routes
@@ -147,6 +148,10 @@ type Gateway struct {
 	pool    *upstream.Pool
 	engOpts []engine.Option
 	engRef  atomic.Pointer[engine.Engine]
+	// core is the governed server (toolgate.New, the front door's
+	// assembly): the engine, hooks, observers, tracing, notifications and
+	// the watch; eng is its engine.
+	core    *toolgate.Server
 	eng     *engine.Engine
 	bundles *bundle.Client // nil without a bundle (internal/server/gateway/bundle.go)
 
@@ -158,8 +163,7 @@ type Gateway struct {
 	obs      *observe       // tracing and decision logs (internal/server/gateway/observe.go)
 	shadow   *shadow.Shadow // nil without a candidate (internal/server/gateway/shadow.go)
 
-	servers []served
-	stdio   *mcp.Server
+	stdio *mcp.Server
 
 	// The HTTP transport: the listener (open from New on, so Addr is
 	// known), its callers and its server.
@@ -183,12 +187,6 @@ type Gateway struct {
 // markStopping closes stopping, once.
 func (g *Gateway) markStopping() { g.stoppingOnce.Do(func() { close(g.stopping) }) }
 
-// served is one transport's adapter and the MCP server it governs.
-type served struct {
-	adapter *mcpadapter.Adapter
-	server  *mcp.Server
-}
-
 // New assembles the gateway cfg describes (cfg.Serve with its defaults
 // set): it loads registry and policies, opens the ledger and the audit
 // trail, starts connecting upstreams and listens at cfg.HTTP, but serves
@@ -210,15 +208,14 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		}
 	}()
 	for _, step := range []func() error{
-		g.buildObserve,   // tracing and decision logs, first so that Close flushes them last
-		g.buildMethods,   // the Go methods, then the upstream MCP servers
-		g.buildEngine,    // registry and policies, with the upstreams' imports
-		g.buildShadow,    // the candidate policy every decision is compared with
-		g.buildHooks,     // ledger, approvals, audit trail, metrics
-		g.buildStdio,     // the stdio transport and its static caller
-		g.buildIdentity,  // the HTTP listener and its callers: tokens file, JWT, demo token
-		g.buildHTTP,      // the HTTP transport and its routes
-		g.notifyListings, // every new revision tells the sessions whose listing changed
+		g.buildObserve,  // tracing and decision logs, first so that Close flushes them last
+		g.buildMethods,  // the Go methods, then the upstream MCP servers
+		g.buildHooks,    // ledger, approvals, audit trail, metrics
+		g.buildShadow,   // the candidate policy every decision is compared with
+		g.buildEngine,   // the governed server (toolgate.New): registry and policies, hooks, observers, notifications, watch
+		g.buildStdio,    // the stdio transport and its static caller
+		g.buildIdentity, // the HTTP listener and its callers: tokens file, JWT, demo token
+		g.buildHTTP,     // the HTTP transport and its routes
 	} {
 		if err := step(); err != nil {
 			return nil, err
@@ -245,6 +242,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 
 // Engine is the gateway's engine: its revisions, reload and status.
 func (g *Gateway) Engine() *engine.Engine { return g.eng }
+
+// Server is the governed server the gateway serves (built by the front
+// door's assembly, toolgate.New): its engine, hooks, observers and layers.
+func (g *Gateway) Server() *toolgate.Server { return g.core }
 
 // Metrics is the gateway's Prometheus metrics.
 func (g *Gateway) Metrics() *metrics.Metrics { return g.m }
@@ -376,26 +377,68 @@ func (g *Gateway) buildUpstreams() error {
 	return nil
 }
 
-// buildEngine loads the first revision (from the files, or from the OPA
-// bundle, which it then keeps current: internal/server/gateway/bundle.go) and reports the
-// rows that will not work with the methods at hand.
+// buildEngine builds the governed server through the front door's
+// assembly (toolgate.New), with the settings mapped onto its Options: it
+// loads the first revision (from the files, or from the OPA bundle, which
+// it then keeps current: internal/server/gateway/bundle.go), and reports the rows that
+// will not work with the methods at hand. A new revision, from a file
+// reload or from an upstream whose tools changed (with or without
+// --watch), tells the sessions whose listing changed (docs/contract.md
+// §9, §15).
 func (g *Gateway) buildEngine() error {
 	src, bundles, err := g.openSource()
 	if err != nil {
 		return err
 	}
-	eng, err := engine.New(g.ctx, src, g.engOpts...)
+	core, err := toolgate.New(g.ctx, g.coreOptions(src))
 	if err != nil {
 		return err
 	}
-	g.eng, g.bundles = eng, bundles
-	g.engRef.Store(eng)
-	runBundle(g, bundles, eng)
-	rev := eng.Current()
+	g.onClose(core.Close) // before the hooks' stores and the upstreams close
+	g.core, g.eng, g.bundles = core, core.Engine(), bundles
+	g.engRef.Store(g.eng)
+	runBundle(g, bundles, g.eng)
+	rev := g.eng.Current()
 	g.log.Info("toolgate: loaded", slog.String("revision", rev.String()), slog.Int("tools", len(rev.Registry().Tools)))
 	warnMismatches(g.log, rev.Registry(), g.methods)
 	noteClosedImports(g.log, rev.Registry(), g.cfg.Upstreams)
 	return nil
+}
+
+// coreOptions maps the settings onto the front door's Options.
+func (g *Gateway) coreOptions(src engine.Source) toolgate.Options {
+	cfg := &g.cfg
+	o := toolgate.Options{
+		Source:  &src,
+		Methods: g.methods,
+		Hooks:   []mcpadapter.Hook{g.ledger.Hook(), g.audit.Hook(), g.m.Hook(), g.activity.Hook()},
+		// prompts/get, resources/read, ... (docs/contract.md §16)
+		Observers:    []mcpadapter.Observer{g.audit.Observer()},
+		HookTimeout:  cfg.HookTimeout,
+		ListFallback: listFallback(cfg.ListFallback),
+		Approvals:    g.gate,
+		Limits:       g.limits,
+		Catalog:      g.catalog(),
+		// Logging is announced when an upstream offers it (docs/contract.md
+		// §16): its messages are relayed to the calling client.
+		Logging: func() bool { return g.pool != nil && g.pool.OffersLogging() },
+		Watch:   cfg.WatchOn(),
+		WatchOptions: engine.WatchOptions{OnReload: func(_, next *engine.Revision) {
+			warnMismatches(g.log, next.Registry(), g.methods)
+		}},
+		Metrics:        g.m,
+		Logger:         g.log,
+		Implementation: &mcp.Implementation{Name: "toolgate", Version: Version},
+		EngineOptions:  g.engOpts,
+		Tracer:         g.obs.tr,
+	}
+	if g.shadow != nil {
+		o.Observers = append(o.Observers, g.shadow.Observer())
+	}
+	if g.obs.dl != nil {
+		o.DecisionLog = g.obs.dl
+	}
+	return o
 }
 
 // buildHooks opens the idempotency ledger (with its pruner), the approval
@@ -430,36 +473,13 @@ func (g *Gateway) buildHooks() error {
 	return nil
 }
 
-// newServer returns one transport's adapter, with the hooks, and its MCP
-// server: the caller comes from the flags over stdio and from each
-// request's credentials over HTTP.
-func (g *Gateway) newServer(caller mcpadapter.CallerFunc, source func(context.Context, mcp.Request) string) *mcp.Server {
-	a := mcpadapter.New(mcpadapter.Options{Revisions: g.eng, Methods: g.obs.methods(g.methods), Caller: caller, Source: source, Logger: g.log, HookTimeout: g.cfg.HookTimeout,
-		ListFallback: listFallback(g.cfg.ListFallback), Approvals: g.gate, Catalog: g.catalog(), Limits: g.limits,
-		// Logging is announced when an upstream offers it (docs/contract.md §16):
-		// its messages are relayed to the calling client.
-		Logging: g.pool != nil && g.pool.OffersLogging()})
-	a.AddHook(g.obs.hook(g.ledger.Hook()))
-	a.AddHook(g.obs.hook(g.audit.Hook()))
-	a.AddHook(g.obs.hook(g.m.Hook()))
-	a.AddHook(g.obs.hook(g.activity.Hook()))
-	a.AddObserver(g.audit.Observer()) // prompts/get, resources/read, ... (docs/contract.md §16)
-	s := a.NewServer(&mcp.Implementation{Name: "toolgate", Version: Version}, &mcp.ServerOptions{Logger: g.log})
-	g.obs.install(a, s, g.eng)
-	if g.shadow != nil {
-		a.AddObserver(g.shadow.Observer())
-	}
-	g.servers = append(g.servers, served{a, s})
-	return s
-}
-
 // buildStdio builds the stdio transport's server, whose caller is --as and
 // --role.
 func (g *Gateway) buildStdio() error {
 	if !g.cfg.Stdio {
 		return nil
 	}
-	g.stdio = g.newServer(mcpadapter.StaticCaller(identity.Static(g.cfg.As, g.cfg.Roles)), nil)
+	g.stdio = g.core.MCPServerFor(mcpadapter.StaticCaller(identity.Static(g.cfg.As, g.cfg.Roles)), nil)
 	return nil
 }
 
@@ -509,7 +529,10 @@ func (g *Gateway) buildHTTP() error {
 	}
 	routes = g.withAuthZEN(routes)
 	g.http = httpserve.New(httpserve.Options{
-		Server:         g.newServer(httpserve.CallerFromRequest, httpserve.SourceFromRequest),
+		// The HTTP transport's middleware go first in the server's one list.
+		Governed: func(outer []mcpadapter.Layer) *mcp.Server {
+			return g.core.MCPServerFor(httpserve.CallerFromRequest, httpserve.SourceFromRequest, outer...)
+		},
 		Tokens:         g.tokens,
 		JWT:            g.jwt,
 		AllowAnonymous: cfg.AllowAnonymous,
@@ -534,39 +557,10 @@ func (g *Gateway) buildHTTP() error {
 	return nil
 }
 
-// notifyListings makes every new revision, from a file reload or from an
-// upstream whose tools changed (with or without --watch), tell the
-// sessions whose listing changed (docs/contract.md §9, §15).
-func (g *Gateway) notifyListings() error {
-	stopListen := g.eng.Listen(func(old, next *engine.Revision) {
-		for _, s := range g.servers {
-			go s.adapter.NotifyListingChanged(g.ctx, s.server, old, next)
-			go s.adapter.NotifyPromptsChanged(s.server, old, next)
-		}
-	})
-	g.onClose(func() error { stopListen(); return nil })
-	return nil
-}
-
-// watch reloads registry and policies on change until ctx is done.
-func (g *Gateway) watch(ctx context.Context) {
-	err := g.eng.Watch(ctx, engine.WatchOptions{
-		OnReload: func(old, next *engine.Revision) {
-			g.m.ReloadOK()
-			g.log.Info("toolgate: reloaded", slog.String("revision", next.String()))
-			warnMismatches(g.log, next.Registry(), g.methods)
-		},
-		OnError: func(error) { g.m.ReloadFailed() },
-	})
-	if err != nil && !errors.Is(err, engine.ErrNotWatchable) {
-		g.log.Error("toolgate: watching files failed; reload is off", slog.Any("error", err))
-	}
-}
-
 // Run serves the transports until ctx is done (HTTP: then shuts down
 // gracefully, letting calls in flight finish) or, for stdio, until the
 // client closes stdin; with watching on, registry and policies reload on
-// change meanwhile. It returns the first transport's error. Call Run once,
+// change from New until Close. It returns the first transport's error. Call Run once,
 // then Close.
 func (g *Gateway) Run(ctx context.Context) error {
 	cfg := &g.cfg
@@ -577,12 +571,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	// runCtx always ends (stopAll below), and with it the long-lived
 	// responses.
 	context.AfterFunc(runCtx, g.markStopping)
-	var wg sync.WaitGroup
-	defer func() { stopAll(); wg.Wait() }()
-	if cfg.WatchOn() {
-		wg.Add(1)
-		go func() { defer wg.Done(); g.watch(runCtx) }()
-	}
+	defer stopAll()
 	errc := make(chan error, 2)
 	if g.stdio != nil {
 		in, out := cfg.Stdin, cfg.Stdout

@@ -9,12 +9,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/toolgate/toolgate/decisionlog"
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/config"
-	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/metrics"
 	"github.com/toolgate/toolgate/tracing"
 )
@@ -81,26 +77,6 @@ func (o *observe) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), observeCloseTimeout)
 	defer cancel()
 	return errors.Join(o.dl.Close(ctx), o.tr.Shutdown(ctx))
-}
-
-// methods returns ms with each method's run in its span.
-func (o *observe) methods(ms mcpadapter.MethodSet) mcpadapter.MethodSet { return o.tr.WrapMethods(ms) }
-
-// hook returns h with each half in its span.
-func (o *observe) hook(h mcpadapter.Hook) mcpadapter.Hook { return o.tr.WrapHook(h) }
-
-// install adds the decision-log observer to a (every grant and call
-// decision, SPEC §14) and the tracing middleware to s (added last: it runs
-// first, so every hook and observer sees the request's span). Call it
-// after a.NewServer and the other hooks.
-func (o *observe) install(a *mcpadapter.Adapter, s *mcp.Server, eng *engine.Engine) {
-	if o.dl != nil {
-		a.AddObserver(o.dl.Observer())
-	}
-	// A span names a tool only when a row of the revision serving has its
-	// name: anyone may send any name.
-	isRow := func(name string) bool { return eng.Current().ToolIndex(name) >= 0 }
-	s.AddReceivingMiddleware(o.tr.MiddlewareOf(tracing.WireMeta, isRow))
 }
 
 func newID() string {

@@ -47,8 +47,12 @@ const (
 type Options struct {
 	// Server is the MCP server every HTTP session connects to, typically
 	// from mcpadapter.Adapter.NewServer with Caller set to CallerFromRequest
-	// (required).
+	// (required, unless Governed is set).
 	Server *mcp.Server
+	// Governed, when Server is nil, builds the MCP server with the HTTP
+	// transport's receiving middleware (Layers), to be added outermost in
+	// the one list of the server's middleware (toolgate.Server.MCPServerFor).
+	Governed func(outer []mcpadapter.Layer) *mcp.Server
 	// Tokens are the bearer tokens of the tokens file, asked first. With
 	// neither Tokens nor JWT, every HTTP caller is nobody and an
 	// Authorization header is ignored.
@@ -205,11 +209,12 @@ type Server struct {
 //
 // New adds receiving middleware to Options.Server, outermost, that
 // cancels the context of every request still running when the shutdown
-// grace period runs out and that keeps account of the sessions. Give each
-// Server its own *mcp.Server.
+// grace period runs out and that keeps account of the sessions (with
+// Options.Governed it hands them to the server's builder instead). Give
+// each Server its own *mcp.Server.
 func New(opts Options) *Server {
-	if opts.Server == nil {
-		panic("httpserve: Options.Server is required")
+	if opts.Server == nil && opts.Governed == nil {
+		panic("httpserve: Options.Server or Options.Governed is required")
 	}
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = DefaultShutdownGrace
@@ -257,7 +262,12 @@ func New(opts Options) *Server {
 		s.metadataURL = identity.MetadataURL(opts.JWT.Settings().Resource)
 	}
 	s.stopping, s.abort = context.WithCancel(context.Background())
-	opts.Server.AddReceivingMiddleware(s.sessions.track, s.cancelOnAbort, endListenAtExpiry, withAccessToken)
+	if layers := s.layers(); opts.Server != nil {
+		opts.Server.AddReceivingMiddleware(mcpadapter.Middleware(layers)...)
+	} else {
+		opts.Server = opts.Governed(layers)
+		s.opts.Server = opts.Server
+	}
 	so := &mcp.StreamableHTTPOptions{}
 	if opts.Streamable != nil {
 		*so = *opts.Streamable
@@ -369,6 +379,27 @@ func (s *Server) cancelOnAbort(next mcp.MethodHandler) mcp.MethodHandler {
 // methodSubscriptionsListen opens the notification stream of the
 // 2026-07-28 revision: its handler lasts as long as its context.
 const methodSubscriptionsListen = "subscriptions/listen"
+
+// Names of the HTTP transport's receiving middleware (Layers).
+const (
+	LayerSessions    = "http.sessions"
+	LayerAbort       = "http.abort"
+	LayerListenEnd   = "http.listen-expiry"
+	LayerAccessToken = "http.access-token"
+)
+
+// layers are the HTTP transport's receiving middleware, outermost first:
+// the sessions' accounting, the cancellation at the end of the shutdown
+// grace, the end of a subscriptions/listen stream when its token expires,
+// and the access token handed to the request.
+func (s *Server) layers() []mcpadapter.Layer {
+	return []mcpadapter.Layer{
+		{Name: LayerSessions, Middleware: s.sessions.track},
+		{Name: LayerAbort, Middleware: s.cancelOnAbort},
+		{Name: LayerListenEnd, Middleware: endListenAtExpiry},
+		{Name: LayerAccessToken, Middleware: withAccessToken},
+	}
+}
 
 // endListenAtExpiry ends a subscriptions/listen stream when the credential
 // that opened it expires (the TokenInfo's Expiration, a JWT's exp): its
