@@ -56,7 +56,10 @@ import (
 //
 // Bounds, per upstream (Options): at most MaxCallerSessions caller
 // sessions open at once (idle or in use); at most MaxIdleCallerSessions
-// kept idle, the least recently used closed past it; an idle session is
+// kept idle (by default as many as MaxCallerSessions over HTTP, where an
+// idle session is cheap, so that as many callers as sessions each keep
+// theirs; DefaultMaxIdleCallerSessions over stdio, where it is a
+// process), the least recently used closed past it; an idle session is
 // closed after CallerIdleTimeout. Only idle sessions are ever closed by
 // these bounds: closing never cuts a call in flight. A call that finds
 // MaxCallerSessions in use fails (ErrUnavailable), it does not wait.
@@ -68,7 +71,7 @@ import (
 // Defaults of the relay's bounds (Options).
 const (
 	DefaultMaxCallerSessions     = 64
-	DefaultMaxIdleCallerSessions = 16
+	DefaultMaxIdleCallerSessions = 16 // for an upstream not reached over HTTP
 	DefaultCallerIdleTimeout     = 2 * time.Minute
 )
 
@@ -480,7 +483,7 @@ func (c *conn) release(cs *callerSession, reuse, cancelled bool) {
 	}
 	cs.lastUsed = time.Now()
 	r.idle = append(r.idle, cs)
-	if len(r.idle) > c.pool.opts.MaxIdleCallerSessions {
+	if len(r.idle) > c.maxIdle {
 		c.evictLocked(0)
 	}
 	if r.timer == nil {
