@@ -391,12 +391,11 @@ func (c *conn) callRelayed(ctx context.Context, peer *mcpadapter.Peer, tool stri
 	if err == nil && res == nil {
 		err = errors.New("no result")
 	}
-	var rpcErr *jsonrpc.Error
 	// A session is reused after a result or the upstream's JSON-RPC error;
 	// one whose call was cancelled, timed out or broke is closed: the
 	// upstream may still be running that call, and nothing it sends for
 	// it may reach a later one.
-	reuse = ctx.Err() == nil && (err == nil || errors.As(err, &rpcErr))
+	reuse = ctx.Err() == nil && (err == nil || isRPCError(err))
 	if err != nil {
 		if cause := context.Cause(ctx); ctx.Err() != nil && cause != nil {
 			err = fmt.Errorf("%w (%w)", cause, err)
@@ -404,6 +403,14 @@ func (c *conn) callRelayed(ctx context.Context, peer *mcpadapter.Peer, tool stri
 		return nil, fmt.Errorf("upstream %s: tools/call %s: %w", c.cfg.Name, tool, err)
 	}
 	return res, nil
+}
+
+// isRPCError reports whether err is (or wraps) the upstream's JSON-RPC
+// error. A function of its own: the target errors.As writes to escapes,
+// and a call that succeeded allocates none.
+func isRPCError(err error) bool {
+	var rpcErr *jsonrpc.Error
+	return errors.As(err, &rpcErr)
 }
 
 // progressToken is a token the relay can compare: a string or a number.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httputil"
@@ -40,6 +41,8 @@ type relayLine struct {
 	// callers: the client sessions calls are spread over; identities: how
 	// many distinct callers (tokens) they are.
 	callers, identities int
+	// bin is the toolgate binary (-toolgate, or -baseline).
+	bin string
 
 	results []measurement
 	rss     string // toolgate's VmRSS after the last round
@@ -57,9 +60,23 @@ func (b *bench) relayLines(filter *regexp.Regexp, callers int) []*relayLine {
 	}
 	var out []*relayLine
 	for _, l := range all {
-		if filter == nil || filter.MatchString(l.name) {
-			out = append(out, l)
+		if filter != nil && !filter.MatchString(l.name) {
+			continue
 		}
+		if l.front != "toolgate" {
+			out = append(out, l)
+			continue
+		}
+		l.bin = b.toolgate
+		out = append(out, l)
+		if b.baseline != "" {
+			base := *l
+			base.name, base.bin = l.name+" (baseline)", b.baseline
+			out = append(out, &base)
+		}
+	}
+	if len(out) == 0 {
+		fatal(errors.New("-only matches no line"))
 	}
 	return out
 }
@@ -144,7 +161,7 @@ func (b *bench) measureRelay(l *relayLine) measurement {
 			fatal(err)
 		}
 		addr := freeAddr()
-		cmd := exec.Command(b.toolgate, "serve", "--http", addr, "--config", config, "--registry", filepath.Join(dir, "registry.yaml"),
+		cmd := exec.Command(l.bin, "serve", "--http", addr, "--config", config, "--registry", filepath.Join(dir, "registry.yaml"),
 			"--policy", filepath.Join(dir, "policy"), "--tokens", filepath.Join(dir, "tokens.json"))
 		cmd.Env = append(b.env(), b.toolgateEnv...)
 		cmd.Stderr = b.devNull
