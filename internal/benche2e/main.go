@@ -268,6 +268,10 @@ type bench struct {
 	transport http.RoundTripper
 	// relayServer is the upstream of the relay table (-relay).
 	relayServer string
+	// jwts are the JWT callers' tokens, tokenURL the token endpoint of
+	// their authorization server (relay.go).
+	jwts     []string
+	tokenURL string
 }
 
 // envFlag is a repeatable KEY=VALUE flag.

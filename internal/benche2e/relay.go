@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -19,6 +22,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -43,6 +49,9 @@ type relayLine struct {
 	callers, identities int
 	// bin is the toolgate binary (-toolgate, or -baseline).
 	bin string
+	// exchange: the callers sign in with JWTs, and toolgate exchanges
+	// each caller's for a token of its own toward the upstream (RFC 8693).
+	exchange bool
 
 	results []measurement
 	rss     string // toolgate's VmRSS after the last round
@@ -57,6 +66,8 @@ func (b *bench) relayLines(filter *regexp.Regexp, callers int) []*relayLine {
 		{name: "toolgate → stdio upstream", front: "toolgate", upstream: "stdio", callers: 1, identities: 1},
 		{name: fmt.Sprintf("toolgate → HTTP, %d sessions, 1 caller", callers), front: "toolgate", upstream: "http", callers: callers, identities: 1},
 		{name: fmt.Sprintf("toolgate → HTTP, %d sessions, %d callers", callers, callers), front: "toolgate", upstream: "http", callers: callers, identities: callers},
+		{name: fmt.Sprintf("token exchange, %d sessions, 1 caller", callers), front: "toolgate", upstream: "http", callers: callers, identities: 1, exchange: true},
+		{name: fmt.Sprintf("token exchange, %d sessions, %d callers", callers, callers), front: "toolgate", upstream: "http", callers: callers, identities: callers, exchange: true},
 	}
 	var out []*relayLine
 	for _, l := range all {
@@ -109,6 +120,59 @@ func (b *bench) setupRelay(callers int) {
 			fatal(err)
 		}
 	}
+	b.setupExchange(dir, callers)
+}
+
+// The JWT callers' authorization server: toolgate reads its keys from a
+// JWKS file and its tokens are for relayResource.
+const (
+	relayIssuer   = "https://idp.bench.invalid"
+	relayResource = "https://toolgate.bench.invalid/mcp"
+)
+
+// setupExchange writes the authorization server's JWKS file, signs a JWT
+// for each of callers callers (b.jwts) and serves its token endpoint in
+// this process (b.tokenURL): it answers every token exchange with a token
+// of its own for the subject token, valid for an hour.
+func (b *bench) setupExchange(dir string, callers int) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		fatal(err)
+	}
+	pub, err := jwk.Import(key.Public())
+	if err != nil {
+		fatal(err)
+	}
+	_ = pub.Set(jwk.KeyIDKey, "bench")
+	set := jwk.NewSet()
+	_ = set.AddKey(pub)
+	jwks, _ := json.Marshal(set)
+	if err := os.WriteFile(filepath.Join(dir, "jwks.json"), jwks, 0o644); err != nil {
+		fatal(err)
+	}
+	h := jws.NewHeaders()
+	_ = h.Set(jws.KeyIDKey, "bench")
+	now := time.Now()
+	for i := range callers {
+		claims, _ := json.Marshal(map[string]any{"iss": relayIssuer, "aud": relayResource, "sub": fmt.Sprintf("caller-%d", i),
+			"roles": []string{"bench"}, "iat": now.Unix(), "exp": now.Add(24 * time.Hour).Unix()})
+		tok, err := jws.Sign(claims, jws.WithKey(jwa.ES256(), key, jws.WithProtectedHeaders(h)))
+		if err != nil {
+			fatal(err)
+		}
+		b.jwts = append(b.jwts, string(tok))
+	}
+	addr := freeAddr()
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		sum := sha256.Sum256([]byte(r.PostFormValue("subject_token")))
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": "exchanged-" + hex.EncodeToString(sum[:8]), "token_type": "Bearer",
+			"issued_token_type": "urn:ietf:params:oauth:token-type:access_token", "expires_in": 3600})
+	})
+	go func() { fatal(http.ListenAndServe(addr, mux)) }()
+	waitListening(addr)
+	b.tokenURL = "http://" + addr + "/token"
 }
 
 // measureRelay starts l's processes, connects l.callers client sessions
@@ -153,6 +217,9 @@ func (b *bench) measureRelay(l *relayLine) measurement {
 		endpoint = "http://" + addr + "/mcp"
 	case "toolgate":
 		upstreamYAML := fmt.Sprintf("{ name: everything, url: %q }", up)
+		if l.exchange {
+			upstreamYAML = fmt.Sprintf("{ name: everything, url: %q, auth: { type: token_exchange, token_url: %q, client_id: bench, audience: everything } }", up, b.tokenURL)
+		}
 		if l.upstream == "stdio" {
 			upstreamYAML = fmt.Sprintf("{ name: everything, command: %q }", b.relayServer)
 		}
@@ -161,8 +228,14 @@ func (b *bench) measureRelay(l *relayLine) measurement {
 			fatal(err)
 		}
 		addr := freeAddr()
-		cmd := exec.Command(l.bin, "serve", "--http", addr, "--config", config, "--registry", filepath.Join(dir, "registry.yaml"),
-			"--policy", filepath.Join(dir, "policy"), "--tokens", filepath.Join(dir, "tokens.json"))
+		args := []string{"serve", "--http", addr, "--config", config, "--registry", filepath.Join(dir, "registry.yaml"),
+			"--policy", filepath.Join(dir, "policy")}
+		if l.exchange {
+			args = append(args, "--issuer", relayIssuer, "--jwks", filepath.Join(dir, "jwks.json"), "--resource", relayResource)
+		} else {
+			args = append(args, "--tokens", filepath.Join(dir, "tokens.json"))
+		}
+		cmd := exec.Command(l.bin, args...)
 		cmd.Env = append(b.env(), b.toolgateEnv...)
 		cmd.Stderr = b.devNull
 		if err := cmd.Start(); err != nil {
@@ -187,7 +260,11 @@ func (b *bench) measureRelay(l *relayLine) measurement {
 	}
 	sessions := make([]*mcp.ClientSession, l.callers)
 	for i := range sessions {
-		client := &http.Client{Transport: bearer{next: b.transport, token: relayToken(i % l.identities)}}
+		tok := relayToken(i % l.identities)
+		if l.exchange {
+			tok = b.jwts[i%l.identities]
+		}
+		client := &http.Client{Transport: bearer{next: b.transport, token: tok}}
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "benche2e", Version: "1"}, nil).Connect(context.Background(),
 			&mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: client, DisableStandaloneSSE: true},
 			&mcp.ClientSessionOptions{ProtocolVersion: revisionSessions})
