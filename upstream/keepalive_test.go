@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/internal/benchdata"
 	"github.com/toolgate/toolgate/upstream/internal/testserver"
 )
 
@@ -106,4 +108,53 @@ func TestIdleCallerSessionsDefault(t *testing.T) {
 		assert.Equal(t, 3, p2.conns[name].maxIdle, name)
 	}
 	assert.Equal(t, DefaultMaxCallerSessions+sharedIdleConns, p2.conns["h"].creds.transport.MaxIdleConnsPerHost)
+}
+
+// TestIdleCallerSessionMemory: what an idle caller session to an HTTP
+// upstream holds, both ends in this process (toolgate's client session
+// and the upstream's server session, their goroutines' stacks included;
+// the connections are the transport's, shared by the sessions): logged,
+// and bounded, so that MaxIdleCallerSessions of them stay small. Not
+// parallel: the live heap and the stacks are the process's.
+func TestIdleCallerSessionMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures the live heap")
+	}
+	up, _ := httpConfig(t, "up")
+	const callers = 32
+	p, err := NewPool([]Config{up}, &Options{MaxCallerSessions: callers})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	f := newRelayFrontPool(t, p)
+	sessions := make([]*mcp.ClientSession, callers)
+	for i := range sessions {
+		sessions[i], _ = f.connect(fmt.Sprint("caller", i), nil)
+	}
+	call := func(cs *mcp.ClientSession) {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"ms": 0}})
+		require.NoError(t, err)
+		require.Equal(t, "slept 0", textOf(t, res))
+	}
+	call(sessions[0])
+	held := func() int64 {
+		heap := benchdata.LiveHeap()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(heap + ms.StackInuse)
+	}
+	goroutines := runtime.NumGoroutine()
+	before := held()
+	for _, cs := range sessions[1:] {
+		call(cs)
+	}
+	after := held()
+	goroutines = runtime.NumGoroutine() - goroutines
+	c := p.conns["up"]
+	c.relay.mu.Lock()
+	idle := len(c.relay.idle)
+	c.relay.mu.Unlock()
+	require.Equal(t, callers, idle, "every caller keeps its session")
+	per := (after - before) / (callers - 1)
+	t.Logf("an idle caller session to an HTTP upstream, both ends: %.1f KiB, %.1f goroutines", float64(per)/1024, float64(goroutines)/(callers-1))
+	assert.Less(t, per, int64(128<<10), "bytes per idle caller session")
 }
