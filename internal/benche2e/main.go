@@ -1,23 +1,31 @@
 // Command benche2e measures toolgate from outside: it drives the
-// toolgate binary and a bare go-sdk server with the same echo tool over
-// stdio and over streamable HTTP with pipelined tools/call requests, and
-// prints calls per second for each; then it reports the resident memory of
-// a registry of 10 000 rows with 4 096 cached callers. scripts/bench-e2e
-// builds the binaries and runs it.
+// toolgate binary and two go-sdk servers with the same echo tool (a
+// minimal one, a raw Server.AddTool handler: the floor; and a typed
+// mcp.AddTool one, which validates its arguments) over stdio and over
+// streamable HTTP with pipelined tools/call requests, and prints calls per
+// second for each; then it reports the resident memory of a registry of
+// 10 000 rows with 4 096 cached callers. scripts/bench-e2e builds the
+// binaries and runs it.
 //
 // Every line is measured -rounds times; a round measures each line once,
 // in the same order, so that drift (other load on the machine) falls on
 // all lines alike. It prints each line's median calls/s and range, and the
-// ratio of medians to the bare server of its group. Over HTTP there is a
-// group per protocol revision, the client pinned to it, and each line
+// ratio of medians to the minimal server of its group. Over HTTP there is
+// a group per protocol revision, the client pinned to it, and each line
 // checks the revision its session negotiated: 2025-11-25 (sessions; the
-// bare server's stateful handler) and 2026-07-28 (sessionless; the bare
-// server sends it, by its header, to a stateless handler, as toolgate
-// does).
+// go-sdk servers' stateful handler) and 2026-07-28 (sessionless; the
+// go-sdk servers send it, by its header, to a stateless handler, as
+// toolgate does).
+//
+// With -relay, it measures the relay hop instead (relay.go,
+// scripts/bench-relay): an upstream MCP server called directly, through a
+// plain reverse proxy and through toolgate.
 //
 //	benche2e -toolgate ./toolgate [-baseline ./toolgate.old] [-rows 1000] [-inflight 8] [-calls 4000] [-rounds 5] [-only REGEXP]
-//	benche2e bare-stdio         # the bare server, on stdin/stdout
-//	benche2e bare-http ADDR     # the bare server, streamable HTTP at ADDR/mcp
+//	benche2e -toolgate ./toolgate -relay ./everything-server [-baseline ./toolgate.old] [-callers 64] ...
+//	benche2e minimal-stdio | bare-stdio      # a go-sdk server, on stdin/stdout
+//	benche2e minimal-http | bare-http ADDR   # a go-sdk server, streamable HTTP at ADDR/mcp
+//	benche2e proxy ADDR TARGET               # httputil.ReverseProxy at ADDR in front of TARGET
 package main
 
 import (
@@ -78,6 +86,7 @@ func main() {
 	}
 	toolgate := flag.String("toolgate", "./toolgate", "the toolgate `binary`")
 	baseline := flag.String("baseline", "", "another toolgate `binary` (an earlier build) measured on the same lines, next to -toolgate")
+	baselineLabel := flag.String("baseline-label", "baseline", "what the relay table calls the -baseline lines")
 	rows := flag.Int("rows", 1000, "registry rows")
 	inflight := flag.Int("inflight", 8, "calls in flight")
 	calls := flag.Int("calls", 4000, "calls per measurement")
@@ -110,7 +119,7 @@ func main() {
 		fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	b := &bench{toolgate: *toolgate, baseline: *baseline, self: self, dir: dir, inflight: *inflight, calls: *calls, toolgateEnv: toolgateEnv, relayServer: *relay}
+	b := &bench{toolgate: *toolgate, baseline: *baseline, self: self, dir: dir, inflight: *inflight, calls: *calls, toolgateEnv: toolgateEnv, relayServer: *relay, baselineLabel: *baselineLabel}
 	// The client's connections are kept alive, as many as calls in flight
 	// (http.DefaultTransport keeps 2 per host).
 	tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -186,7 +195,8 @@ const (
 	revisionSessionless = "2026-07-28"
 )
 
-// lines are the lines to measure, in order, each group's bare line first.
+// lines are the lines to measure, in order, each group's minimal line
+// first.
 func (b *bench) lines(filter *regexp.Regexp) []*line {
 	var out []*line
 	add := func(l *line) {
@@ -255,6 +265,7 @@ func median(xs []float64) float64 {
 type bench struct {
 	toolgate, self, dir string
 	baseline            string // -baseline, or ""
+	baselineLabel       string
 	inflight, calls     int
 	tokens              string   // the tokens file
 	toolgateEnv         []string // -toolgate-env
@@ -319,7 +330,8 @@ func (b *bench) env() []string {
 	return append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(b.dir, "state"))
 }
 
-// stdio connects to one server over stdio: the bare one when bin is "",
+// stdio connects to one server over stdio: this program's own (minimal
+// or bare) when bin is "",
 // else the toolgate binary bin with args. stop ends the session and the
 // server.
 func (b *bench) stdio(own, bin string, args []string) (cs *mcp.ClientSession, pid int, stop func()) {

@@ -82,7 +82,7 @@ func (b *bench) relayLines(filter *regexp.Regexp, callers int) []*relayLine {
 		out = append(out, l)
 		if b.baseline != "" {
 			base := *l
-			base.name, base.bin = l.name+" (baseline)", b.baseline
+			base.name, base.bin = l.name+" ("+b.baselineLabel+")", b.baseline
 			out = append(out, &base)
 		}
 	}
@@ -301,7 +301,8 @@ func (b *bench) relayTable(lines []*relayLine, rounds int) {
 		p50, p99  time.Duration
 	}
 	meds := map[string]med{}
-	fmt.Printf("%-44s %8s %15s %8s %8s %8s %8s %9s %9s %8s %10s\n", "path", "calls/s", "min–max", "×direct", "×proxy", "p50 ms", "p99 ms", "+p50 ms", "+p99 ms", "CPU µs", "RSS")
+	many := map[string]float64{} // the many-session lines' medians, by binary, exchange and whether many callers
+	fmt.Printf("%-54s %8s %15s %8s %8s %8s %8s %9s %9s %8s %10s\n", "path", "calls/s", "min–max", "×direct", "×proxy", "p50 ms", "p99 ms", "+p50 ms", "+p99 ms", "CPU µs", "RSS")
 	for _, l := range lines {
 		var rates, cpus []float64
 		var p50s, p99s []float64
@@ -330,9 +331,20 @@ func (b *bench) relayTable(lines []*relayLine, rounds int) {
 		if rss == "" {
 			rss = "-"
 		}
-		fmt.Printf("%-44s %8.0f %7.0f–%-7.0f %8s %8s %8.2f %8.2f %9s %9s %8s %10s\n", l.name, m.rate, slices.Min(rates), slices.Max(rates),
+		fmt.Printf("%-54s %8.0f %7.0f–%-7.0f %8s %8s %8.2f %8.2f %9s %9s %8s %10s\n", l.name, m.rate, slices.Min(rates), slices.Max(rates),
 			ratio("direct/"), ratio("proxy/"), float64(m.p50)/float64(time.Millisecond), float64(m.p99)/float64(time.Millisecond),
 			added(m.p50, func(x med) time.Duration { return x.p50 }), added(m.p99, func(x med) time.Duration { return x.p99 }), cpu, rss)
+		if l.callers > 1 {
+			many[fmt.Sprint(l.bin, l.exchange, l.identities > 1)] = m.rate
+		}
+	}
+	// Each caller with sessions of its own, against one caller's.
+	for _, l := range lines {
+		if l.callers > 1 && l.identities > 1 {
+			if one, ok := many[fmt.Sprint(l.bin, l.exchange, false)]; ok {
+				fmt.Printf("%s: %.2f× the calls/s of one caller\n", l.name, many[fmt.Sprint(l.bin, l.exchange, true)]/one)
+			}
+		}
 	}
 }
 
