@@ -117,9 +117,6 @@ func TestIdleCallerSessionsDefault(t *testing.T) {
 // and bounded, so that MaxIdleCallerSessions of them stay small. Not
 // parallel: the live heap and the stacks are the process's.
 func TestIdleCallerSessionMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measures the live heap")
-	}
 	up, _ := httpConfig(t, "up")
 	const callers = 32
 	p, err := NewPool([]Config{up}, &Options{MaxCallerSessions: callers})

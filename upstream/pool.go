@@ -71,9 +71,10 @@ type Options struct {
 	MaxCallerSessions int
 	// MaxIdleCallerSessions bounds those kept idle, per upstream (the
 	// least recently used is closed past it); zero is MaxCallerSessions
-	// for an HTTP upstream (an idle session there is a client session and
-	// a kept-alive connection) and DefaultMaxIdleCallerSessions for the
-	// others (an idle stdio session is a process).
+	// for an HTTP upstream (an idle session there is a client session of
+	// a few KiB; the connections are the upstream's transport's) and
+	// DefaultMaxIdleCallerSessions for the others (an idle stdio session
+	// is a process).
 	MaxIdleCallerSessions int
 	// CallerIdleTimeout closes a caller session idle that long; zero is
 	// DefaultCallerIdleTimeout.
