@@ -22,7 +22,7 @@ import (
 
 // countingUpstream is the test upstream over streamable HTTP, counting
 // the TCP connections it accepted.
-func countingUpstream(t *testing.T, name string) (Config, *atomic.Int64) {
+func countingUpstream(t testing.TB, name string) (Config, *atomic.Int64) {
 	t.Helper()
 	srv := testserver.New(testserver.Options{})
 	var conns atomic.Int64
