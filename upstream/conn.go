@@ -26,6 +26,8 @@ type conn struct {
 	cfg   Config
 	pool  *Pool
 	creds *credentials // resolved headers, env and auth (credentials.go)
+	// maxIdle bounds the idle caller sessions (Options.MaxIdleCallerSessions).
+	maxIdle int
 
 	mu   sync.Mutex
 	sess *session // live or not yet known dead; nil: none

@@ -163,9 +163,12 @@ type credentials struct {
 	headers http.Header // resolved; nil: none
 	env     []string    // the stdio child's whole environment; nil for HTTP
 	base    http.RoundTripper
-	cc      *tokenCache // client credentials; nil: none
-	tx      *exchanger  // token exchange; nil: none
-	client  *http.Client
+	// transport is base for an HTTP upstream (newHTTPTransport): closed
+	// idle at Pool.Close; nil otherwise.
+	transport *http.Transport
+	cc        *tokenCache // client credentials; nil: none
+	tx        *exchanger  // token exchange; nil: none
+	client    *http.Client
 }
 
 // newCredentials resolves c's secrets (Expand: a missing variable or file
@@ -176,6 +179,10 @@ func newCredentials(c *Config, lookup func(string) (string, bool)) (*credentials
 		lookup = os.LookupEnv
 	}
 	cr := &credentials{name: c.Name, base: http.DefaultTransport}
+	if c.URL != "" {
+		cr.transport = newHTTPTransport(DefaultMaxCallerSessions + sharedIdleConns)
+		cr.base = cr.transport
+	}
 	var errs []error
 	expand := func(key, v string) string {
 		out, err := Expand(v, lookup)
@@ -224,8 +231,11 @@ func newCredentials(c *Config, lookup func(string) (string, bool)) (*credentials
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if cr.headers != nil || cr.cc != nil || cr.tx != nil {
+	switch {
+	case cr.headers != nil || cr.cc != nil || cr.tx != nil:
 		cr.client = &http.Client{Transport: &credentialTransport{cr: cr}}
+	case cr.transport != nil:
+		cr.client = &http.Client{Transport: cr.transport}
 	}
 	return cr, nil
 }
@@ -251,8 +261,9 @@ func childEnv(inherit bool, extra []string, lookup func(string) (string, bool)) 
 	return append(env, extra...)
 }
 
-// httpClient is the HTTP client of the upstream's sessions: nil (the
-// transport's default) when it has no headers and no auth. With token
+// httpClient is the HTTP client of the upstream's sessions: over the
+// upstream's own transport (newHTTPTransport); nil (the MCP transport's
+// default) for an upstream that is not reached over HTTP. With token
 // exchange, each request carries the token of the caller its context
 // holds (identity.AccessTokenFrom).
 func (cr *credentials) httpClient() *http.Client {
@@ -272,6 +283,21 @@ func (cr *credentials) httpClientFor(caller *identity.AccessToken) *http.Client 
 		return cr.httpClient()
 	}
 	return &http.Client{Transport: &credentialTransport{cr: cr, caller: caller}}
+}
+
+// keepIdle sets how many idle connections to an HTTP upstream are kept
+// alive: one for each caller session and a few for the shared one.
+func (cr *credentials) keepIdle(callerSessions int) {
+	if cr.transport != nil {
+		cr.transport.MaxIdleConnsPerHost = callerSessions + sharedIdleConns
+	}
+}
+
+// closeIdle closes the idle connections to an HTTP upstream (Pool.Close).
+func (cr *credentials) closeIdle() {
+	if cr != nil && cr.transport != nil {
+		cr.transport.CloseIdleConnections()
+	}
 }
 
 // childEnv is the stdio upstream's environment (never nil).

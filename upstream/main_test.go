@@ -74,7 +74,7 @@ func memoryConfig(name string) Config {
 	}}
 }
 
-func newPool(t *testing.T, cfgs ...Config) *Pool {
+func newPool(t testing.TB, cfgs ...Config) *Pool {
 	t.Helper()
 	p, err := NewPool(cfgs, &Options{TerminateGrace: 500 * time.Millisecond, Stderr: testWriter{t}})
 	require.NoError(t, err)
@@ -82,7 +82,7 @@ func newPool(t *testing.T, cfgs ...Config) *Pool {
 	return p
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Logf("upstream stderr: %s", b)

@@ -70,8 +70,11 @@ type Options struct {
 	// DefaultMaxCallerSessions. A call past it fails.
 	MaxCallerSessions int
 	// MaxIdleCallerSessions bounds those kept idle, per upstream (the
-	// least recently used is closed past it); zero is
-	// DefaultMaxIdleCallerSessions.
+	// least recently used is closed past it); zero is MaxCallerSessions
+	// for an HTTP upstream (an idle session there is a client session of
+	// a few KiB; the connections are the upstream's transport's) and
+	// DefaultMaxIdleCallerSessions for the others (an idle stdio session
+	// is a process).
 	MaxIdleCallerSessions int
 	// CallerIdleTimeout closes a caller session idle that long; zero is
 	// DefaultCallerIdleTimeout.
@@ -130,9 +133,6 @@ func NewPool(cfgs []Config, opts *Options) (*Pool, error) {
 	if o.MaxCallerSessions <= 0 {
 		o.MaxCallerSessions = DefaultMaxCallerSessions
 	}
-	if o.MaxIdleCallerSessions <= 0 {
-		o.MaxIdleCallerSessions = DefaultMaxIdleCallerSessions
-	}
 	if o.CallerIdleTimeout <= 0 {
 		o.CallerIdleTimeout = DefaultCallerIdleTimeout
 	}
@@ -161,7 +161,16 @@ func NewPool(cfgs []Config, opts *Options) (*Pool, error) {
 			errs = append(errs, err)
 			continue
 		}
-		p.conns[cfg.Name] = &conn{cfg: cfg, pool: p, creds: creds}
+		creds.keepIdle(o.MaxCallerSessions)
+		maxIdle := o.MaxIdleCallerSessions
+		switch {
+		case maxIdle > 0:
+		case cfg.URL != "":
+			maxIdle = o.MaxCallerSessions
+		default:
+			maxIdle = DefaultMaxIdleCallerSessions
+		}
+		p.conns[cfg.Name] = &conn{cfg: cfg, pool: p, creds: creds, maxIdle: maxIdle}
 		p.order = append(p.order, cfg.Name)
 	}
 	for _, name := range p.order {
@@ -210,6 +219,9 @@ func (p *Pool) Close() error {
 		}
 	})
 	p.wg.Wait()
+	for _, c := range p.conns {
+		c.creds.closeIdle()
+	}
 	return nil
 }
 

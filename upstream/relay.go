@@ -56,7 +56,10 @@ import (
 //
 // Bounds, per upstream (Options): at most MaxCallerSessions caller
 // sessions open at once (idle or in use); at most MaxIdleCallerSessions
-// kept idle, the least recently used closed past it; an idle session is
+// kept idle (by default as many as MaxCallerSessions over HTTP, where an
+// idle session is cheap, so that as many callers as sessions each keep
+// theirs; DefaultMaxIdleCallerSessions over stdio, where it is a
+// process), the least recently used closed past it; an idle session is
 // closed after CallerIdleTimeout. Only idle sessions are ever closed by
 // these bounds: closing never cuts a call in flight. A call that finds
 // MaxCallerSessions in use fails (ErrUnavailable), it does not wait.
@@ -68,7 +71,7 @@ import (
 // Defaults of the relay's bounds (Options).
 const (
 	DefaultMaxCallerSessions     = 64
-	DefaultMaxIdleCallerSessions = 16
+	DefaultMaxIdleCallerSessions = 16 // for an upstream not reached over HTTP
 	DefaultCallerIdleTimeout     = 2 * time.Minute
 )
 
@@ -388,12 +391,11 @@ func (c *conn) callRelayed(ctx context.Context, peer *mcpadapter.Peer, tool stri
 	if err == nil && res == nil {
 		err = errors.New("no result")
 	}
-	var rpcErr *jsonrpc.Error
 	// A session is reused after a result or the upstream's JSON-RPC error;
 	// one whose call was cancelled, timed out or broke is closed: the
 	// upstream may still be running that call, and nothing it sends for
 	// it may reach a later one.
-	reuse = ctx.Err() == nil && (err == nil || errors.As(err, &rpcErr))
+	reuse = ctx.Err() == nil && (err == nil || isRPCError(err))
 	if err != nil {
 		if cause := context.Cause(ctx); ctx.Err() != nil && cause != nil {
 			err = fmt.Errorf("%w (%w)", cause, err)
@@ -401,6 +403,14 @@ func (c *conn) callRelayed(ctx context.Context, peer *mcpadapter.Peer, tool stri
 		return nil, fmt.Errorf("upstream %s: tools/call %s: %w", c.cfg.Name, tool, err)
 	}
 	return res, nil
+}
+
+// isRPCError reports whether err is (or wraps) the upstream's JSON-RPC
+// error. A function of its own: the target errors.As writes to escapes,
+// and a call that succeeded allocates none.
+func isRPCError(err error) bool {
+	var rpcErr *jsonrpc.Error
+	return errors.As(err, &rpcErr)
 }
 
 // progressToken is a token the relay can compare: a string or a number.
@@ -480,7 +490,7 @@ func (c *conn) release(cs *callerSession, reuse, cancelled bool) {
 	}
 	cs.lastUsed = time.Now()
 	r.idle = append(r.idle, cs)
-	if len(r.idle) > c.pool.opts.MaxIdleCallerSessions {
+	if len(r.idle) > c.maxIdle {
 		c.evictLocked(0)
 	}
 	if r.timer == nil {

@@ -41,7 +41,7 @@ const legacyRevision = "2025-11-25"
 // relayFront is a governed server in front of the upstream "up", whose
 // sessions each have a caller of their own (the subject given to connect).
 type relayFront struct {
-	t      *testing.T
+	t      testing.TB
 	server *mcp.Server
 	mu     sync.Mutex
 	caller map[*mcp.ServerSession]*engine.Caller
@@ -60,12 +60,12 @@ func (k *keptTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	return c, err
 }
 
-func newRelayFront(t *testing.T, up Config) *relayFront {
+func newRelayFront(t testing.TB, up Config) *relayFront {
 	t.Helper()
 	return newRelayFrontPool(t, newPool(t, up))
 }
 
-func newRelayFrontPool(t *testing.T, p *Pool) *relayFront {
+func newRelayFrontPool(t testing.TB, p *Pool) *relayFront {
 	t.Helper()
 	eng, err := engine.New(t.Context(), relayRegistry, engine.WithTimeout(10*time.Second))
 	require.NoError(t, err)

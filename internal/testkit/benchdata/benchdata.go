@@ -114,6 +114,28 @@ func BareServer() *mcp.Server {
 	return s
 }
 
+// MinimalServer is the floor of a go-sdk server with the same echo tool:
+// a raw Server.AddTool handler that decodes its arguments itself, without
+// the typed handler's schema validation (BareServer has it).
+func MinimalServer() *mcp.Server {
+	echo, _ := demo.Methods().Method("demo.echo")
+	s := mcp.NewServer(&mcp.Implementation{Name: "minimal", Version: "bench"}, nil)
+	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct {
+			Text json.RawMessage `json:"text"`
+		}
+		if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+			return nil, err
+		}
+		inv, err := echo.Bind([]mcpadapter.Arg{{Name: "text", Value: in.Text}})
+		if err != nil {
+			return nil, err
+		}
+		return inv(ctx)
+	})
+	return s
+}
+
 // BareHTTP serves s over streamable HTTP as httpserve dispatches: the SDK's
 // stateful handler with its defaults, and its stateless one for the
 // requests of a sessionless revision (2026-07-28 on, named in their

@@ -1,23 +1,31 @@
 // Command benche2e measures toolgate from outside: it drives the
-// toolgate binary and a bare go-sdk server with the same echo tool over
-// stdio and over streamable HTTP with pipelined tools/call requests, and
-// prints calls per second for each; then it reports the resident memory of
-// a registry of 10 000 rows with 4 096 cached callers. scripts/bench-e2e
-// builds the binaries and runs it.
+// toolgate binary and two go-sdk servers with the same echo tool (a
+// minimal one, a raw Server.AddTool handler: the floor; and a typed
+// mcp.AddTool one, which validates its arguments) over stdio and over
+// streamable HTTP with pipelined tools/call requests, and prints calls per
+// second for each; then it reports the resident memory of a registry of
+// 10 000 rows with 4 096 cached callers. scripts/bench-e2e builds the
+// binaries and runs it.
 //
 // Every line is measured -rounds times; a round measures each line once,
 // in the same order, so that drift (other load on the machine) falls on
 // all lines alike. It prints each line's median calls/s and range, and the
-// ratio of medians to the bare server of its group. Over HTTP there is a
-// group per protocol revision, the client pinned to it, and each line
+// ratio of medians to the minimal server of its group. Over HTTP there is
+// a group per protocol revision, the client pinned to it, and each line
 // checks the revision its session negotiated: 2025-11-25 (sessions; the
-// bare server's stateful handler) and 2026-07-28 (sessionless; the bare
-// server sends it, by its header, to a stateless handler, as toolgate
-// does).
+// go-sdk servers' stateful handler) and 2026-07-28 (sessionless; the
+// go-sdk servers send it, by its header, to a stateless handler, as
+// toolgate does).
+//
+// With -relay, it measures the relay hop instead (relay.go,
+// scripts/bench-relay): an upstream MCP server called directly, through a
+// plain reverse proxy and through toolgate.
 //
 //	benche2e -toolgate ./toolgate [-baseline ./toolgate.old] [-rows 1000] [-inflight 8] [-calls 4000] [-rounds 5] [-only REGEXP]
-//	benche2e bare-stdio         # the bare server, on stdin/stdout
-//	benche2e bare-http ADDR     # the bare server, streamable HTTP at ADDR/mcp
+//	benche2e -toolgate ./toolgate -relay ./everything-server [-baseline ./toolgate.old] [-callers 64] ...
+//	benche2e minimal-stdio | bare-stdio      # a go-sdk server, on stdin/stdout
+//	benche2e minimal-http | bare-http ADDR   # a go-sdk server, streamable HTTP at ADDR/mcp
+//	benche2e proxy ADDR TARGET               # httputil.ReverseProxy at ADDR in front of TARGET
 package main
 
 import (
@@ -62,10 +70,23 @@ func main() {
 			mux := http.NewServeMux()
 			mux.Handle("/mcp", benchdata.BareHTTP(benchdata.BareServer()))
 			fatal(http.ListenAndServe(os.Args[2], mux))
+		case "minimal-stdio":
+			if err := benchdata.MinimalServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+				fatal(err)
+			}
+			return
+		case "minimal-http":
+			mux := http.NewServeMux()
+			mux.Handle("/mcp", benchdata.BareHTTP(benchdata.MinimalServer()))
+			fatal(http.ListenAndServe(os.Args[2], mux))
+		case "proxy":
+			proxy(os.Args[2], os.Args[3])
+			return
 		}
 	}
 	toolgate := flag.String("toolgate", "./toolgate", "the toolgate `binary`")
 	baseline := flag.String("baseline", "", "another toolgate `binary` (an earlier build) measured on the same lines, next to -toolgate")
+	baselineLabel := flag.String("baseline-label", "baseline", "what the relay table calls the -baseline lines")
 	rows := flag.Int("rows", 1000, "registry rows")
 	inflight := flag.Int("inflight", 8, "calls in flight")
 	calls := flag.Int("calls", 4000, "calls per measurement")
@@ -74,6 +95,8 @@ func main() {
 	rssRows := flag.Int("rss-rows", 10000, "registry rows for the memory report")
 	rssCallers := flag.Int("rss-callers", engine.DefaultDecisionCacheSize, "callers for the memory report")
 	memoryOnly := flag.Bool("memory-only", false, "only the memory report")
+	relay := flag.String("relay", "", "measure the relay table instead, with this `binary` of the go-sdk's conformance server as the upstream")
+	callers := flag.Int("callers", 64, "client sessions (and callers) of the relay table's many-caller lines")
 	var toolgateEnv envFlag
 	flag.Var(&toolgateEnv, "toolgate-env", "a `KEY=VALUE` added to the environment of the toolgate processes only (repeatable; e.g. GOGC=200)")
 	flag.Parse()
@@ -96,11 +119,21 @@ func main() {
 		fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	b := &bench{toolgate: *toolgate, baseline: *baseline, self: self, dir: dir, inflight: *inflight, calls: *calls, toolgateEnv: toolgateEnv}
+	b := &bench{toolgate: *toolgate, baseline: *baseline, self: self, dir: dir, inflight: *inflight, calls: *calls, toolgateEnv: toolgateEnv, relayServer: *relay, baselineLabel: *baselineLabel}
+	// The client's connections are kept alive, as many as calls in flight
+	// (http.DefaultTransport keeps 2 per host).
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 0, 4*max(*inflight, *callers)
+	b.transport = tr
 	if b.devNull, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0); err != nil {
 		fatal(err)
 	}
 	b.setup(*rows)
+	if *relay != "" {
+		b.setupRelay(*callers)
+		b.relayTable(b.relayLines(filter, *callers), *rounds)
+		return
+	}
 	if *memoryOnly {
 		b.memory(*rssRows, *rssCallers)
 		return
@@ -115,7 +148,7 @@ func main() {
 	}
 	fmt.Printf("%-40s %-10s %8s %15s %6s %12s %6s\n", "server", "revision", "calls/s", "min–max", "ratio", "CPU µs/call", "ratio")
 	type base struct{ rate, cpu float64 }
-	bare := map[string]base{} // group → the bare line's medians
+	bare := map[string]base{} // group → the minimal line's medians
 	for _, l := range lines {
 		rates := make([]float64, len(l.results))
 		cpus := make([]float64, len(l.results))
@@ -123,7 +156,7 @@ func main() {
 			rates[i], cpus[i] = m.rate, float64(m.cpu)/float64(time.Microsecond)
 		}
 		med := base{median(rates), median(cpus)}
-		if l.bin == "" {
+		if l.own == "minimal" {
 			bare[l.group] = med
 		}
 		rateRatio, cpuRatio := "-", "-"
@@ -138,14 +171,16 @@ func main() {
 	}
 }
 
-// line is one server measured: the bare one (bin "") or a toolgate binary
-// with args, over stdio or HTTP (transport), with a protocol revision the
-// client pins ("": the client's default).
+// line is one server measured: one of this program's (own: "minimal" or
+// "bare"; bin "") or a toolgate binary with args, over stdio or HTTP
+// (transport), with a protocol revision the client pins ("": the
+// client's default).
 type line struct {
 	name      string
-	group     string // the lines compared with one bare line
+	group     string // the lines compared with one minimal line
 	transport string // "stdio" or "http"
 	revision  string
+	own       string
 	bin       string
 	args      []string
 
@@ -160,7 +195,8 @@ const (
 	revisionSessionless = "2026-07-28"
 )
 
-// lines are the lines to measure, in order, each group's bare line first.
+// lines are the lines to measure, in order, each group's minimal line
+// first.
 func (b *bench) lines(filter *regexp.Regexp) []*line {
 	var out []*line
 	add := func(l *line) {
@@ -173,7 +209,8 @@ func (b *bench) lines(filter *regexp.Regexp) []*line {
 		if revision != "" {
 			prefix += " " + revision
 		}
-		add(&line{name: prefix + " bare go-sdk", group: prefix, transport: transport, revision: revision})
+		add(&line{name: prefix + " minimal go-sdk", group: prefix, transport: transport, revision: revision, own: "minimal"})
+		add(&line{name: prefix + " typed go-sdk", group: prefix, transport: transport, revision: revision, own: "bare"})
 		for _, p := range []struct{ dir, what string }{{"memoised", "memoised"}, {"meta", "reading _meta"}} {
 			add(&line{name: prefix + " toolgate " + p.what, group: prefix, transport: transport, revision: revision, bin: b.toolgate, args: args(p.dir)})
 			if b.baseline != "" {
@@ -206,9 +243,9 @@ func (b *bench) measure(l *line) measurement {
 	var pid int
 	var stop func()
 	if l.transport == "stdio" {
-		cs, pid, stop = b.stdio(l.bin, l.args)
+		cs, pid, stop = b.stdio(l.own, l.bin, l.args)
 	} else {
-		cs, pid, stop = b.http(l.bin, l.args, l.revision)
+		cs, pid, stop = b.http(l.own, l.bin, l.args, l.revision)
 	}
 	defer stop()
 	got := cs.InitializeResult().ProtocolVersion
@@ -220,7 +257,7 @@ func (b *bench) measure(l *line) measurement {
 	}
 	l.negotiated = got
 	b.current = l.name
-	return b.drive(context.Background(), cs, pid)
+	return b.drive(context.Background(), []*mcp.ClientSession{cs}, echoCall, pid)
 }
 
 func median(xs []float64) float64 {
@@ -234,6 +271,7 @@ func median(xs []float64) float64 {
 type bench struct {
 	toolgate, self, dir string
 	baseline            string // -baseline, or ""
+	baselineLabel       string
 	inflight, calls     int
 	tokens              string   // the tokens file
 	toolgateEnv         []string // -toolgate-env
@@ -243,6 +281,14 @@ type bench struct {
 	// trail on the cores the servers use.
 	devNull *os.File
 	current string // the line being measured, for errors
+	// transport is the clients' HTTP transport.
+	transport http.RoundTripper
+	// relayServer is the upstream of the relay table (-relay).
+	relayServer string
+	// jwts are the JWT callers' tokens, tokenURL the token endpoint of
+	// their authorization server (relay.go).
+	jwts     []string
+	tokenURL string
 }
 
 // envFlag is a repeatable KEY=VALUE flag.
@@ -290,11 +336,12 @@ func (b *bench) env() []string {
 	return append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(b.dir, "state"))
 }
 
-// stdio connects to one server over stdio: the bare one when bin is "",
+// stdio connects to one server over stdio: this program's own (minimal
+// or bare) when bin is "",
 // else the toolgate binary bin with args. stop ends the session and the
 // server.
-func (b *bench) stdio(bin string, args []string) (cs *mcp.ClientSession, pid int, stop func()) {
-	cmd := exec.Command(b.self, "bare-stdio")
+func (b *bench) stdio(own, bin string, args []string) (cs *mcp.ClientSession, pid int, stop func()) {
+	cmd := exec.Command(b.self, own+"-stdio")
 	cmd.Env = b.env()
 	if bin != "" {
 		cmd = exec.Command(bin, args...)
@@ -310,9 +357,9 @@ func (b *bench) stdio(bin string, args []string) (cs *mcp.ClientSession, pid int
 
 // http connects to one server over streamable HTTP, as stdio does, with
 // the client pinned to protocol revision rev.
-func (b *bench) http(bin string, args []string, rev string) (cs *mcp.ClientSession, pid int, stop func()) {
+func (b *bench) http(own, bin string, args []string, rev string) (cs *mcp.ClientSession, pid int, stop func()) {
 	addr := freeAddr()
-	cmd := exec.Command(b.self, "bare-http", addr)
+	cmd := exec.Command(b.self, own+"-http", addr)
 	cmd.Env = b.env()
 	if bin != "" {
 		cmd = exec.Command(bin, append(args, "--http", addr)...)
@@ -327,7 +374,7 @@ func (b *bench) http(bin string, args []string, rev string) (cs *mcp.ClientSessi
 		_ = cmd.Wait()
 	}
 	waitListening(addr)
-	client := &http.Client{Transport: bearer{http.DefaultTransport}}
+	client := &http.Client{Transport: bearer{next: b.transport, token: token}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "benche2e", Version: "1"}, nil).Connect(context.Background(),
 		&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: client}, &mcp.ClientSessionOptions{ProtocolVersion: rev})
 	if err != nil {
@@ -340,47 +387,69 @@ func (b *bench) http(bin string, args []string, rev string) (cs *mcp.ClientSessi
 	}
 }
 
-type bearer struct{ next http.RoundTripper }
+type bearer struct {
+	next  http.RoundTripper
+	token string
+}
 
 func (t bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+token)
+	r.Header.Set("Authorization", "Bearer "+t.token)
 	return t.next.RoundTrip(r)
 }
 
-// drive calls echo b.calls times, b.inflight at a time, after a warm-up,
-// and returns calls per second and the CPU time the server process (pid)
-// spent per call. Every answer is checked.
-func (b *bench) drive(ctx context.Context, cs *mcp.ClientSession, pid int) measurement {
-	call := func() error {
+// callSpec is the call a line makes: a tool, its arguments and the text
+// its one content item must hold.
+type callSpec struct {
+	tool string
+	args map[string]any
+	want string
+}
+
+// echoCall is the call of the echo lines.
+var echoCall = callSpec{tool: "echo", args: map[string]any{"text": "hello"}, want: "hello"}
+
+// drive calls spec's tool b.calls times, b.inflight at a time (call i on
+// sessions[i%len(sessions)]), after a warm-up, and returns calls per
+// second, the latency percentiles and the CPU time the server process
+// (pid) spent per call. Every answer is checked.
+func (b *bench) drive(ctx context.Context, sessions []*mcp.ClientSession, spec callSpec, pid int) measurement {
+	call := func(cs *mcp.ClientSession) error {
 		// Params of its own for every call: on a 2026-07-28 session the
 		// client writes its protocol entries into the params' _meta.
-		params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}, Meta: mcp.Meta{"festi/runId": "r-1"}}
+		params := &mcp.CallToolParams{Name: spec.tool, Arguments: spec.args, Meta: mcp.Meta{"festi/runId": "r-1"}}
 		res, err := cs.CallTool(ctx, params)
 		switch {
 		case err != nil:
 			return err
 		case len(res.Content) != 1:
-			return fmt.Errorf("echo answered %d content items", len(res.Content))
+			return fmt.Errorf("%s answered %d content items", spec.tool, len(res.Content))
 		}
-		if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "hello" || res.IsError {
-			return fmt.Errorf("echo answered %+v (isError %t)", res.Content[0], res.IsError)
+		if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != spec.want || res.IsError {
+			return fmt.Errorf("%s answered %+v (isError %t)", spec.tool, res.Content[0], res.IsError)
 		}
 		return nil
 	}
-	run := func(n int) time.Duration {
+	run := func(n int) (time.Duration, []time.Duration) {
 		var next atomic.Int64
 		var wg sync.WaitGroup
 		var once sync.Once
 		var failed error
+		lat := make([][]time.Duration, b.inflight)
 		start := time.Now()
-		for range b.inflight {
+		for w := range b.inflight {
 			wg.Go(func() {
-				for next.Add(1) <= int64(n) {
-					if err := call(); err != nil {
+				for {
+					i := next.Add(1)
+					if i > int64(n) {
+						return
+					}
+					t := time.Now()
+					if err := call(sessions[int(i)%len(sessions)]); err != nil {
 						once.Do(func() { failed = err })
 						return
 					}
+					lat[w] = append(lat[w], time.Since(t))
 				}
 			})
 		}
@@ -388,19 +457,22 @@ func (b *bench) drive(ctx context.Context, cs *mcp.ClientSession, pid int) measu
 		if failed != nil {
 			fatal(fmt.Errorf("%s: %w", b.current, failed))
 		}
-		return time.Since(start)
+		return time.Since(start), slices.Concat(lat...)
 	}
 	run(max(b.calls/10, 50))
 	cpu := cpuTime(pid)
-	wall := run(b.calls)
+	wall, lat := run(b.calls)
 	cpu = cpuTime(pid) - cpu
-	return measurement{rate: float64(b.calls) / wall.Seconds(), cpu: cpu / time.Duration(b.calls)}
+	slices.Sort(lat)
+	return measurement{rate: float64(b.calls) / wall.Seconds(), cpu: cpu / time.Duration(b.calls),
+		p50: lat[len(lat)/2], p99: lat[len(lat)*99/100]}
 }
 
 // measurement is one line's result in one round.
 type measurement struct {
-	rate float64       // calls per second
-	cpu  time.Duration // the server's CPU time (user and system) per call
+	rate     float64       // calls per second
+	cpu      time.Duration // the server's CPU time (user and system) per call
+	p50, p99 time.Duration // latency of one call, as the client saw it
 }
 
 // clockTicks is the unit of /proc/PID/stat's CPU times (USER_HZ, 100 on
@@ -454,7 +526,7 @@ func (b *bench) memory(rows, callers int) {
 		}
 		calls := b.calls
 		b.calls = 200
-		b.drive(ctx, cs, cmd.Process.Pid)
+		b.drive(ctx, []*mcp.ClientSession{cs}, echoCall, cmd.Process.Pid)
 		b.calls = calls
 		fmt.Printf("toolgate process, %d rows, %s policy, one caller: RSS %s (peak %s)\n", rows, p,
 			procStatus(cmd.Process.Pid, "VmRSS"), procStatus(cmd.Process.Pid, "VmHWM"))
