@@ -71,10 +71,10 @@ type governed struct {
 // afterLog records every after hook call.
 type afterLog struct {
 	mu   sync.Mutex
-	ends []mcpadapter.CallEnd
+	ends []mcpadapter.Record
 }
 
-func (l *afterLog) record(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+func (l *afterLog) record(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.ends = append(l.ends, *end)
@@ -213,11 +213,11 @@ func testHook(t testing.TB, spec string) mcpadapter.Hook {
 			return mcpadapter.Allow(), nil
 		}
 	case "after-fail":
-		h.After = func(context.Context, *mcpadapter.CallContext, *mcpadapter.CallEnd) error {
+		h.After = func(context.Context, *mcpadapter.CallContext, *mcpadapter.Record) error {
 			return errors.New("after hook failed")
 		}
 	case "after-panic":
-		h.After = func(context.Context, *mcpadapter.CallContext, *mcpadapter.CallEnd) error {
+		h.After = func(context.Context, *mcpadapter.CallContext, *mcpadapter.Record) error {
 			panic("after hook panicked")
 		}
 	default:

@@ -178,8 +178,8 @@ func TestAuditRecords(t *testing.T) {
 			t.Parallel()
 			var buf proctest.Buffer
 			aud := New(&buf, Options{})
-			var seen atomic.Pointer[mcpadapter.CallEnd]
-			capture := mcpadapter.Hook{Name: "capture", After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+			var seen atomic.Pointer[mcpadapter.Record]
+			capture := mcpadapter.Hook{Name: "capture", After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.Record) error {
 				seen.Store(end)
 				return nil
 			}}

@@ -74,7 +74,7 @@ func TestStoreFaults(t *testing.T) {
 	a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: methods,
 		Caller: mcpadapter.StaticCaller(&engine.Caller{Subject: "alice"})})
 	a.AddHook(New(faultStore{NewMemoryStore()}, Options{}).Hook())
-	a.AddHook(mcpadapter.Hook{Name: "record", After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+	a.AddHook(mcpadapter.Hook{Name: "record", After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.Record) error {
 		mu.Lock()
 		defer mu.Unlock()
 		ends = append(ends, end.Outcome)
