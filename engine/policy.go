@@ -375,7 +375,7 @@ func addProvenance(modules map[string]*ast.Module) []provenance {
 		m := modules[n]
 		var added []*ast.Rule
 		for _, r := range m.Rules {
-			abs := r.Path()
+			abs := r.Ref().GroundPrefix()
 			for _, target := range watchedRefs {
 				if !abs.Equal(target) {
 					continue

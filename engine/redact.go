@@ -82,8 +82,7 @@ func constantPatterns(modules map[string]*ast.Module, data map[string]any) (map[
 		}
 		out[s] = re
 	}
-	var strs func(t *ast.Term, loc *ast.Location)
-	strs = func(t *ast.Term, loc *ast.Location) {
+	strs := func(t *ast.Term, loc *ast.Location) {
 		if t == nil || !t.IsGround() {
 			return
 		}
@@ -100,7 +99,7 @@ func constantPatterns(modules map[string]*ast.Module, data map[string]any) (map[
 	}
 	for _, m := range sortedModules(modules) {
 		for _, r := range m.Rules {
-			if !r.Path().Equal(refRedact) {
+			if !r.Ref().GroundPrefix().Equal(refRedact) {
 				continue
 			}
 			for rr := r; rr != nil; rr = rr.Else {

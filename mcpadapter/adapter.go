@@ -151,7 +151,9 @@ func (a *Adapter) NewServer(impl *mcp.Implementation, opts *mcp.ServerOptions) *
 		o.Capabilities.Tools = &mcp.ToolCapabilities{ListChanged: true}
 	}
 	a.catalogServerOptions(&o)
+	//lint:ignore SA1019 earlier protocol revisions have logging (deprecated from 2026-07-28 on)
 	if a.opts.Logging && o.Capabilities.Logging == nil {
+		//lint:ignore SA1019 as above
 		o.Capabilities.Logging = &mcp.LoggingCapabilities{}
 	}
 	s := mcp.NewServer(impl, &o)
@@ -179,6 +181,7 @@ func (a *Adapter) Install(s *mcp.Server) {
 				a.sessions.listed(ss, a.opts.Caller(ctx, req), a.log)
 			case methodSetLevel:
 				res, err := next(ctx, method, req)
+				//lint:ignore SA1019 earlier protocol revisions have logging/setLevel
 				params, _ := req.GetParams().(*mcp.SetLoggingLevelParams)
 				if ss, _ := req.GetSession().(*mcp.ServerSession); err == nil && params != nil {
 					a.levels.set(ss, params.Level, a.log)

@@ -35,8 +35,8 @@ func TestToolNameBoundedInSpans(t *testing.T) {
 			t.Errorf("span name of %d bytes, want %q for a name no row can have", len(sp.Name), "tools/call")
 		}
 		for _, kv := range sp.Attributes {
-			if len(kv.Value.Emit()) > 128 {
-				t.Errorf("attribute %s of %d bytes", kv.Key, len(kv.Value.Emit()))
+			if len(kv.Value.String()) > 128 {
+				t.Errorf("attribute %s of %d bytes", kv.Key, len(kv.Value.String()))
 			}
 		}
 	}

@@ -131,6 +131,7 @@ func OpenStore(ctx context.Context, spec string) (Store, error) {
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
 		return OpenPostgres(ctx, spec)
 	}
+	//lint:ignore ST1005 the message ends with the form of a PostgreSQL URL, as the configuration's does
 	return nil, fmt.Errorf("ledger: unknown store %q: want memory, sqlite:PATH or postgres://...", spec)
 }
 
