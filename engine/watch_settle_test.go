@@ -35,12 +35,12 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// TestSec10HalfWrittenPolicyNeverServed: a policy rewritten in place in two
+// TestHalfWrittenPolicyNeverServed: a policy rewritten in place in two
 // chunks, with a pause between them longer than the watch's debounce, is
 // not loaded until it has kept its size and modification time for the
 // settle window; the valid prefix alone is never served. The clock is
 // fake: every reload attempt is made by the test, at the times it says.
-func TestSec10HalfWrittenPolicyNeverServed(t *testing.T) {
+func TestHalfWrittenPolicyNeverServed(t *testing.T) {
 	t.Parallel()
 	const settle = time.Hour // only the fake clock moves: no reload gets past it by accident
 	clock := &fakeClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
@@ -98,7 +98,7 @@ func TestSec10HalfWrittenPolicyNeverServed(t *testing.T) {
 	require.NoError(t, e.LastError())
 }
 
-// TestSec10HalfWrittenPolicyNeverServedByWatch is the finding as reported,
+// TestHalfWrittenPolicyNeverServedByWatch is the finding as reported,
 // through a running Watch: the policy is written in place, the watch sees
 // the prefix (a reload attempt past the debounce), then the rest is
 // written. No revision without the override is ever installed.
@@ -108,7 +108,7 @@ func TestSec10HalfWrittenPolicyNeverServed(t *testing.T) {
 // chunks, the window cannot end on the prefix; then the clock moves on
 // until the watch has loaded the whole file. The watch's own timers are
 // real and short (Settle), so that it keeps looking.
-func TestSec10HalfWrittenPolicyNeverServedByWatch(t *testing.T) {
+func TestHalfWrittenPolicyNeverServedByWatch(t *testing.T) {
 	t.Parallel()
 	const settle = 10 * time.Millisecond
 	clock := &fakeClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}

@@ -34,11 +34,11 @@ func backgroundVerifier(t *testing.T, jwks string, c *clock, opts ...identity.Op
 	return v, func() { ticks <- time.Time{}; ticks <- time.Time{} }
 }
 
-// TestSec24CachedTokenDroppedWhenItsKeyLeaves: a
+// TestCachedTokenDroppedWhenItsKeyLeaves: a
 // token verified and cached under key k1 is refused once a scheduled check
 // of the key set finds k1 gone, though no uncached token came to force a
 // fetch; a token of the key that stayed is still accepted.
-func TestSec24CachedTokenDroppedWhenItsKeyLeaves(t *testing.T) {
+func TestCachedTokenDroppedWhenItsKeyLeaves(t *testing.T) {
 	t.Parallel()
 	for name, serve := range map[string]func(t *testing.T, file string) string{
 		"file": func(t *testing.T, file string) string { return file },
@@ -78,9 +78,9 @@ func TestSec24CachedTokenDroppedWhenItsKeyLeaves(t *testing.T) {
 	}
 }
 
-// TestSec24CachedTokenDroppedWhenItsKeyIsReplaced: a key replaced under the
+// TestCachedTokenDroppedWhenItsKeyIsReplaced: a key replaced under the
 // same kid is gone too.
-func TestSec24CachedTokenDroppedWhenItsKeyIsReplaced(t *testing.T) {
+func TestCachedTokenDroppedWhenItsKeyIsReplaced(t *testing.T) {
 	t.Parallel()
 	k1, k1b := newRSAKey(t, "k1"), newRSAKey(t, "k1")
 	file := filepath.Join(t.TempDir(), "jwks.json")
@@ -100,12 +100,12 @@ func TestSec24CachedTokenDroppedWhenItsKeyIsReplaced(t *testing.T) {
 	}
 }
 
-// TestSec24SlowKeySetAnswersAtOnce: a key-set
+// TestSlowKeySetAnswersAtOnce: a key-set
 // endpoint that does not answer neither holds NewJWT nor a token: NewJWT
 // returns while the fetch hangs and a token gets ErrUnavailable at once
 // (the endpoint has still not answered, so nothing waited for it); once it
 // answers, tokens verify without a restart.
-func TestSec24SlowKeySetAnswersAtOnce(t *testing.T) {
+func TestSlowKeySetAnswersAtOnce(t *testing.T) {
 	t.Parallel()
 	k := newECKey(t, "k")
 	file := filepath.Join(t.TempDir(), "jwks.json")

@@ -76,11 +76,11 @@ func TestUnknownToolNameNotInSpans(t *testing.T) {
 	}
 }
 
-// TestSec24ClientTraceContextLinkedNotContinuedByDefault: unless the Tracer trusts incoming trace context, a client's
+// TestClientTraceContextLinkedNotContinuedByDefault: unless the Tracer trusts incoming trace context, a client's
 // traceparent (in _meta or the HTTP header) does not choose the trace id
 // that spans, audit and decision logs record, nor its sampling: the span
 // is the root of a trace of toolgate's own, linked to the client's.
-func TestSec24ClientTraceContextLinkedNotContinuedByDefault(t *testing.T) {
+func TestClientTraceContextLinkedNotContinuedByDefault(t *testing.T) {
 	t.Parallel()
 	tr, exp := newInMemoryWith(t, tracing.Options{})
 	for _, r := range []tracing.Request{

@@ -78,7 +78,7 @@ func bundledCopy(t *testing.T, dir, extraSections string) (reg, pol string) {
 	return reg, pol
 }
 
-// TestSec07ImportedToolsClosedAndUntrusted (issue 11, finding 7; docs/contract.md §15):
+// TestImportedToolsClosedAndUntrusted (docs/contract.md §15):
 // an upstream imported with import: true whose tool deleteAll declares
 // readOnlyHint: true. By default no caller is granted the imported row (its
 // section upstream:NAME is one no role holds), so a contractor's call answers
@@ -86,7 +86,7 @@ func bundledCopy(t *testing.T, dir, extraSections string) (reg, pol string) {
 // bundled policy still keeps it from a contractor: the upstream's hints reach
 // policies as upstream_annotations, not annotations, and tools/list shows
 // none. With trust_annotations: true they are the row's annotations.
-func TestSec07ImportedToolsClosedAndUntrusted(t *testing.T) {
+func TestImportedToolsClosedAndUntrusted(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int32
 	upURL := lyingUpstream(t, &runs)
