@@ -408,7 +408,7 @@ func TestLedgerSurvivesRestart(t *testing.T) {
 	require.EqualValues(t, 1, c.n.Load())
 }
 
-// TestLedgerKeyScopedToTool (issue 13, mutant 1): a call of tool B with the
+// TestLedgerKeyScopedToTool: a call of tool B with the
 // idempotency key a call of tool A completed runs B and gets B's result, in
 // every store; each tool then replays its own result.
 func TestLedgerKeyScopedToTool(t *testing.T) {
