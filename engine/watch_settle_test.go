@@ -4,36 +4,18 @@ import (
 	"context"
 	"os"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/testclock"
 )
 
 // The prefix of a policy written in place in chunks: valid Rego on its own,
 // and without the override it drops every hidden tool would show.
 const grantPrefix = "package toolgate.grant\n"
-
-// fakeClock is a settable clock for the settle window.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // TestHalfWrittenPolicyNeverServed: a policy rewritten in place in two
 // chunks, with a pause between them longer than the watch's debounce, is
@@ -43,7 +25,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 func TestHalfWrittenPolicyNeverServed(t *testing.T) {
 	t.Parallel()
 	const settle = time.Hour // only the fake clock moves: no reload gets past it by accident
-	clock := &fakeClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	f := newWatchFixture(t, map[string]string{"grant.rego": hideReport})
 	e, err := engine.New(context.Background(), engine.Source{Registry: f.registry, Policies: f.policies},
 		engine.WithSettle(settle), engine.WithClock(clock.Now))
@@ -111,7 +93,7 @@ func TestHalfWrittenPolicyNeverServed(t *testing.T) {
 func TestHalfWrittenPolicyNeverServedByWatch(t *testing.T) {
 	t.Parallel()
 	const settle = 10 * time.Millisecond
-	clock := &fakeClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	f := newWatchFixture(t, map[string]string{"grant.rego": hideReport})
 	f.start(engine.WatchOptions{Debounce: 5 * time.Millisecond, Settle: settle}, engine.WithClock(clock.Now))
 	require.Equal(t, allButReport, f.granted())

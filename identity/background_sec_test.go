@@ -14,17 +14,18 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/testclock"
 )
 
 // backgroundVerifier is a WithBackground verifier whose checks run on the
 // test's ticks: tick(t) returns once the check before it is done.
-func backgroundVerifier(t *testing.T, jwks string, c *clock, opts ...identity.Option) (*identity.JWT, func()) {
+func backgroundVerifier(t *testing.T, jwks string, c *testclock.Clock, opts ...identity.Option) (*identity.JWT, func()) {
 	t.Helper()
 	ticks := make(chan time.Time)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	opts = append([]identity.Option{identity.WithBackground(), identity.WithKeyCheckTicks(ticks),
-		identity.WithClock(c.now), identity.WithLogger(quietLogger())}, opts...)
+		identity.WithClock(c.Now), identity.WithLogger(quietLogger())}, opts...)
 	v, err := identity.NewJWT(ctx, identity.Settings{Issuer: testIssuer, JWKS: jwks, Resource: testResource}, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +60,7 @@ func TestCachedTokenDroppedWhenItsKeyLeaves(t *testing.T) {
 			if err := v.Ready(); err != nil {
 				t.Fatal(err)
 			}
-			old, kept := k1.sign(t, claimsJSON(c.now(), "")), k2.sign(t, claimsJSON(c.now(), ""))
+			old, kept := k1.sign(t, claimsJSON(c.Now(), "")), k2.sign(t, claimsJSON(c.Now(), ""))
 			for _, tok := range []string{old, kept} {
 				if _, err := v.Verify(t.Context(), tok); err != nil {
 					t.Fatal(err)
@@ -88,7 +89,7 @@ func TestCachedTokenDroppedWhenItsKeyIsReplaced(t *testing.T) {
 	c := newClock()
 	v, check := backgroundVerifier(t, file, c)
 	check()
-	old := k1.sign(t, claimsJSON(c.now(), ""))
+	old := k1.sign(t, claimsJSON(c.Now(), ""))
 	if _, err := v.Verify(t.Context(), old); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestSlowKeySetAnswersAtOnce(t *testing.T) {
 	c := newClock()
 	v, check := backgroundVerifier(t, srv.URL+"/keys", c, identity.WithHTTPClient(&http.Client{}))
 	<-arrived // the first fetch hangs
-	tok := k.sign(t, claimsJSON(c.now(), ""))
+	tok := k.sign(t, claimsJSON(c.Now(), ""))
 	for range 3 {
 		if _, err := v.Verify(t.Context(), tok); !errors.Is(err, identity.ErrUnavailable) {
 			t.Fatalf("while the key set hangs: %v, want ErrUnavailable", err)
@@ -165,7 +166,7 @@ func TestTokenWithoutKidTriesEveryKey(t *testing.T) {
 	writeJWKS(t, file, k1, k2)
 	c := newClock()
 	v := fileVerifier(t, file, c, nil)
-	payload := claimsJSON(c.now(), "")
+	payload := claimsJSON(c.Now(), "")
 	for _, k := range []testKey{k1, k2} {
 		if _, err := v.Verify(t.Context(), sign(t, payload, k.alg, k.priv, "")); err != nil {
 			t.Fatalf("signed by %s, no kid: %v", k.kid, err)
