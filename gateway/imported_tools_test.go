@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -63,17 +62,7 @@ func bundledCopy(t *testing.T, dir, extraSections string) (reg, pol string) {
 	doc := strings.Replace(string(toolgate.ExampleRegistry()), "sections:\n", "sections:\n"+extraSections, 1)
 	require.NoError(t, os.WriteFile(reg, []byte(doc), 0o600))
 	pol = filepath.Join(dir, "rego")
-	require.NoError(t, os.MkdirAll(pol, 0o700))
-	require.NoError(t, fs.WalkDir(toolgate.ExamplePolicies(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(toolgate.ExamplePolicies(), p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(pol, p), b, 0o600)
-	}))
+	require.NoError(t, os.CopyFS(pol, toolgate.ExamplePolicies()))
 	require.NoError(t, os.WriteFile(filepath.Join(pol, "show.rego"), []byte(showRow), 0o600))
 	return reg, pol
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -101,17 +100,7 @@ func writeExample(t testing.TB, dir string, s setup) engine.Source {
 	regPath := filepath.Join(dir, "registry.yaml")
 	require.NoError(t, os.WriteFile(regPath, []byte(reg), 0o644))
 	polDir := filepath.Join(dir, "policies")
-	require.NoError(t, os.MkdirAll(polDir, 0o755))
-	require.NoError(t, fs.WalkDir(toolgate.ExamplePolicies(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(toolgate.ExamplePolicies(), p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(polDir, p), b, 0o644)
-	}))
+	require.NoError(t, os.CopyFS(polDir, toolgate.ExamplePolicies()))
 	for name, src := range s.policies {
 		p := filepath.Join(polDir, name)
 		if src == "" {
