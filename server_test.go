@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -49,17 +48,7 @@ func copyBundled(t *testing.T, dir string) (registry, policies string) {
 	registry = filepath.Join(dir, "registry.yaml")
 	require.NoError(t, os.WriteFile(registry, toolgate.ExampleRegistry(), 0o644))
 	policies = filepath.Join(dir, "rego")
-	require.NoError(t, os.Mkdir(policies, 0o755))
-	require.NoError(t, fs.WalkDir(toolgate.ExamplePolicies(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(toolgate.ExamplePolicies(), p)
-		if err == nil {
-			err = os.WriteFile(filepath.Join(policies, p), b, 0o644)
-		}
-		return err
-	}))
+	require.NoError(t, os.CopyFS(policies, toolgate.ExamplePolicies()))
 	return registry, policies
 }
 

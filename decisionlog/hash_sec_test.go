@@ -35,10 +35,10 @@ func logged(t *testing.T, opts decisionlog.Options, d decisionlog.Decision) (map
 	return ev.Input.Request, string(sink.events[0])
 }
 
-// TestSec24MetaValuesNeverLogged: _meta is the
+// TestMetaValuesNeverLogged: _meta is the
 // client's, and a client may put a token there: a decision-log event
 // names its entries and hashes their values, like the arguments'.
-func TestSec24MetaValuesNeverLogged(t *testing.T) {
+func TestMetaValuesNeverLogged(t *testing.T) {
 	t.Parallel()
 	d := callDecision("c-1")
 	d.Meta = json.RawMessage(`{"festi/runId":"r-1","x-api-key":"S3CRET-key","nested":{"t":"S3CRET-deep"}}`)
@@ -55,11 +55,11 @@ func TestSec24MetaValuesNeverLogged(t *testing.T) {
 	}
 }
 
-// TestSec24KeyedHashes: with a hash key, every
+// TestKeyedHashes: with a hash key, every
 // logged hash of a value (each argument, the arguments object, each _meta
 // entry) is HMAC-SHA256 under that key, so guessing a small value set
 // (an amount, yes/no) from the log needs the key; the event says so.
-func TestSec24KeyedHashes(t *testing.T) {
+func TestKeyedHashes(t *testing.T) {
 	t.Parallel()
 	key := []byte(strings.Repeat("k", 32))
 	mac := func(v string) string {

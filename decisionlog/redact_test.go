@@ -39,10 +39,10 @@ func (n *notifyingBuffer) String() string {
 	return n.b.String()
 }
 
-// TestSec24UploadURLSecretsNeverLogged: sinks take a
+// TestUploadURLSecretsNeverLogged: sinks take a
 // token in the query string (or the user information); a failing upload is
 // logged on every retry, and that line names the sink without them.
-func TestSec24UploadURLSecretsNeverLogged(t *testing.T) {
+func TestUploadURLSecretsNeverLogged(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.NotFoundHandler())
 	srv.Close() // every upload fails to connect

@@ -18,9 +18,8 @@ import (
 // (a memoised decision, a split residual) costs the same at 100 rows as at
 // 4 000 when the callers' values are equal: the values themselves are kept
 // once (canon.go), each caller holds O(1) besides. A copy of anything as
-// large as the registry per caller (issue 18, "Memory": a split residual
-// once held its first call's override set, 100 KiB at 10 000 rows) makes
-// the per-caller growth follow the rows.
+// large as the registry per caller (a split residual that held its first
+// call's override set, say) makes the per-caller growth follow the rows.
 //
 // Not parallel: it reads the live heap, which other tests running at the
 // same time would change.

@@ -13,9 +13,10 @@ import (
 // canonTable keeps one copy of each distinct value a revision memoises per
 // caller: the override sets of memoised decisions and the precomputed
 // values of split ones. Callers with one role set usually get equal
-// values, and at 10 000 rows each copy of a set costs about 200 KiB: 4 096
-// callers would hold 4 096 copies of one set. Entries are weak: a value is
-// dropped once no decision or residual holds it.
+// values, and a set grows with the registry: without the table every
+// cached caller would hold a copy of its own (docs/performance.md,
+// Measurements). Entries are weak: a value is dropped once no decision or
+// residual holds it.
 type canonTable struct {
 	mu sync.Mutex
 	m  map[int][]weak.Pointer[canonValue]

@@ -14,11 +14,11 @@ import (
 // most this many memoised grant decisions and, for a policy evaluated
 // split (one that reads the request, see [Revision.DecisionMode]), as
 // many split residuals; past it, the least recently used caller's entry
-// is dropped. An entry costs O(1) whatever the registry's size, a few
-// hundred bytes (about 0.3 KiB per caller measured at 10 000 rows): the
-// values it refers to (an override set, a split's precomputed values)
-// are kept once per revision for every caller with an equal value, and
-// go with the last entry that holds them. See the package doc, Memory.
+// is dropped. An entry costs O(1) whatever the registry's size
+// (docs/performance.md, Measurements): the values it refers to (an
+// override set, a split's precomputed values) are kept once per revision
+// for every caller with an equal value, and go with the last entry that
+// holds them. See the package doc, Memory.
 const DefaultDecisionCacheSize = 4096
 
 // decisionCache memoises grant decisions per caller fingerprint for one

@@ -139,12 +139,7 @@ func (r *Revision) Call(ctx context.Context, c *Caller, req Request) *CallDecisi
 	if !r.policies.callRules {
 		return d // nothing can deny or answer
 	}
-	idx := r.ToolIndex(req.Tool)
-	var v *callerView
-	if c != nil {
-		v = r.view(c)
-	}
-	in, err := r.input(c, v, &req, idx)
+	in, err := r.callInput(c, &req)
 	if err != nil {
 		d.Err = inputError(refDeny, err)
 		return d
@@ -156,28 +151,9 @@ func (r *Revision) Call(ctx context.Context, c *Caller, req Request) *CallDecisi
 	}
 	b := rs[0].Bindings
 	if arr := b["deny"].(*ast.Array); arr.Len() > 0 {
-		set, ok := arr.Elem(0).Value.(ast.Set)
-		if !ok {
-			d.Err = typeError(refDeny, "deny must be a set of reasons, got %s", ast.ValueName(arr.Elem(0).Value))
+		if d.Deny, d.Err = readReasons(refDeny, arr.Elem(0).Value); d.Err != nil {
 			return d
 		}
-		var err error
-		set.Foreach(func(t *ast.Term) {
-			s, ok := t.Value.(ast.String)
-			switch {
-			case !ok:
-				err = typeError(refDeny, "a deny reason must be a string, got %s %s", ast.ValueName(t.Value), t.Value)
-			case s == "":
-				err = typeError(refDeny, "a deny reason must not be empty")
-			default:
-				d.Deny = append(d.Deny, Reason{Message: string(s)})
-			}
-		})
-		if err != nil {
-			d.Err = err
-			return d
-		}
-		sort.Slice(d.Deny, func(i, j int) bool { return d.Deny[i].Message < d.Deny[j].Message })
 	}
 	if arr := b["result"].(*ast.Array); arr.Len() > 0 {
 		obj, ok := arr.Elem(0).Value.(ast.Object)
@@ -228,14 +204,8 @@ func (r *Revision) Call(ctx context.Context, c *Caller, req Request) *CallDecisi
 		val := arr.Elem(0).Value
 		switch {
 		case p.target.Equal(refDeny):
-			set, ok := val.(ast.Set)
-			if !ok {
-				continue
-			}
-			for k := range d.Deny {
-				if set.Contains(ast.StringTerm(d.Deny[k].Message)) {
-					d.Deny[k].Rules = append(d.Deny[k].Rules, p.loc)
-				}
+			if set, ok := val.(ast.Set); ok {
+				addReasonRule(d.Deny, set, p.loc)
 			}
 		case p.target.Equal(refResult) && d.Result != nil:
 			d.ResultRules = append(d.ResultRules, p.loc)
@@ -265,6 +235,55 @@ func (r *Revision) Call(ctx context.Context, c *Caller, req Request) *CallDecisi
 }
 
 // appendLocation appends l unless ls holds it.
+// callInput is the input document of a call (or a result) of the named
+// row: the row's index, and the caller's view of the rows when there is a
+// caller.
+func (r *Revision) callInput(c *Caller, req *Request) (ast.Value, error) {
+	var v *callerView
+	if c != nil {
+		v = r.view(c)
+	}
+	return r.input(c, v, req, r.ToolIndex(req.Tool))
+}
+
+// readReasons reads the value of a deny rule (ref names it in errors): a
+// set of non-empty strings, the reasons sorted by message. When an element
+// is not one, the error names the last such element, and the reasons are
+// the strings read.
+func readReasons(ref ast.Ref, v ast.Value) ([]Reason, error) {
+	set, ok := v.(ast.Set)
+	if !ok {
+		return nil, typeError(ref, "deny must be a set of reasons, got %s", ast.ValueName(v))
+	}
+	var out []Reason
+	var err error
+	set.Foreach(func(t *ast.Term) {
+		s, ok := t.Value.(ast.String)
+		switch {
+		case !ok:
+			err = typeError(ref, "a deny reason must be a string, got %s %s", ast.ValueName(t.Value), t.Value)
+		case s == "":
+			err = typeError(ref, "a deny reason must not be empty")
+		default:
+			out = append(out, Reason{Message: string(s)})
+		}
+	})
+	if err != nil {
+		return out, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Message < out[j].Message })
+	return out, nil
+}
+
+// addReasonRule adds loc to the rules of each reason that set holds.
+func addReasonRule(reasons []Reason, set ast.Set, loc Location) {
+	for k := range reasons {
+		if set.Contains(ast.StringTerm(reasons[k].Message)) {
+			reasons[k].Rules = append(reasons[k].Rules, loc)
+		}
+	}
+}
+
 func appendLocation(ls []Location, l Location) []Location {
 	if slices.Contains(ls, l) {
 		return ls

@@ -82,8 +82,7 @@ func constantPatterns(modules map[string]*ast.Module, data map[string]any) (map[
 		}
 		out[s] = re
 	}
-	var strs func(t *ast.Term, loc *ast.Location)
-	strs = func(t *ast.Term, loc *ast.Location) {
+	strs := func(t *ast.Term, loc *ast.Location) {
 		if t == nil || !t.IsGround() {
 			return
 		}

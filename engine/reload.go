@@ -135,7 +135,7 @@ func (e *Engine) reload(ctx context.Context, settle time.Duration) (changed bool
 // for byte, those cur was built from, and returns their stamps: a build
 // would then install nothing (install compares the hashes), so reload
 // skips it. Reading and hashing the files is cheap; parsing and compiling
-// them is not (at 10 000 rows a build allocates ~175 MB). With a
+// them is not (a build allocates in proportion to the registry). With a
 // RegistryHook the rows it derives are part of the hash and may change
 // while the files do not (an upstream's tools): it reports false, and the
 // build decides. So it does when a file cannot be read.

@@ -48,12 +48,7 @@ func (r *Revision) Result(ctx context.Context, c *Caller, req Request, result js
 	if !r.policies.resultRules {
 		return d
 	}
-	idx := r.ToolIndex(req.Tool)
-	var v *callerView
-	if c != nil {
-		v = r.view(c)
-	}
-	in, err := r.input(c, v, &req, idx)
+	in, err := r.callInput(c, &req)
 	if err != nil {
 		d.Err = inputError(refResultDeny, err)
 		return d
@@ -75,28 +70,9 @@ func (r *Revision) Result(ctx context.Context, c *Caller, req Request, result js
 	}
 	b := rs[0].Bindings
 	if arr := b["deny"].(*ast.Array); arr.Len() > 0 {
-		set, ok := arr.Elem(0).Value.(ast.Set)
-		if !ok {
-			d.Err = typeError(refResultDeny, "deny must be a set of reasons, got %s", ast.ValueName(arr.Elem(0).Value))
+		if d.Deny, d.Err = readReasons(refResultDeny, arr.Elem(0).Value); d.Err != nil {
 			return d
 		}
-		set.Foreach(func(t *ast.Term) {
-			s, ok := t.Value.(ast.String)
-			switch {
-			case err != nil:
-			case !ok:
-				err = typeError(refResultDeny, "a deny reason must be a string, got %s %s", ast.ValueName(t.Value), t.Value)
-			case s == "":
-				err = typeError(refResultDeny, "a deny reason must not be empty")
-			default:
-				d.Deny = append(d.Deny, Reason{Message: string(s)})
-			}
-		})
-		if err != nil {
-			d.Err = err
-			return d
-		}
-		sort.Slice(d.Deny, func(i, j int) bool { return d.Deny[i].Message < d.Deny[j].Message })
 	}
 	if arr := b["redact"].(*ast.Array); arr.Len() > 0 {
 		set, ok := arr.Elem(0).Value.(ast.Set)
@@ -141,11 +117,7 @@ func (r *Revision) Result(ctx context.Context, c *Caller, req Request, result js
 		}
 		switch {
 		case p.target.Equal(refResultDeny):
-			for k := range d.Deny {
-				if set.Contains(ast.StringTerm(d.Deny[k].Message)) {
-					d.Deny[k].Rules = append(d.Deny[k].Rules, p.loc)
-				}
-			}
+			addReasonRule(d.Deny, set, p.loc)
 		case p.target.Equal(refRedact) && set.Len() > 0:
 			d.RedactRules = appendLocation(d.RedactRules, p.loc)
 		}

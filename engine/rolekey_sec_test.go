@@ -9,11 +9,11 @@ import (
 	"github.com/toolgate/toolgate/engine"
 )
 
-// TestSec24RoleSetsNeverShareACachedView: the
+// TestRoleSetsNeverShareACachedView: the
 // per-revision view of a role set is keyed so that a role holding a NUL
 // ("admin\x00zz") is not the set {admin, zz}, in either order of arrival:
 // the single odd role gets no section, and the two roles keep theirs.
-func TestSec24RoleSetsNeverShareACachedView(t *testing.T) {
+func TestRoleSetsNeverShareACachedView(t *testing.T) {
 	cacheModes(t, testRoleSetsNeverShareACachedView)
 }
 

@@ -30,12 +30,12 @@ var unrepresentable = map[string]string{
 	"invalid UTF-8":               "{\"url\":\"http://169.254.169.254/\xff\"}",
 }
 
-// TestSec01ArgumentsThePolicyCannotSeeFailTheDecision: a tools/call whose
+// TestArgumentsThePolicyCannotSeeFailTheDecision: a tools/call whose
 // arguments cannot be represented exactly fails the grant decision (step 3
 // answers "could not be verified"), for every name alike, with the cache
 // on and off, and whatever the policy reads; the call rules never see a
 // substitute.
-func TestSec01ArgumentsThePolicyCannotSeeFailTheDecision(t *testing.T) {
+func TestArgumentsThePolicyCannotSeeFailTheDecision(t *testing.T) {
 	cacheModes(t, testSec01Arguments)
 }
 
@@ -91,9 +91,9 @@ deny contains "no metadata endpoint" if startswith(input.request.arguments.url, 
 	}
 }
 
-// TestSec01ArgumentsRepresentedExactly: what the input document holds is
+// TestArgumentsRepresentedExactly: what the input document holds is
 // what was sent, numbers as their exact text; non-objects are {}.
-func TestSec01ArgumentsRepresentedExactly(t *testing.T) {
+func TestArgumentsRepresentedExactly(t *testing.T) {
 	t.Parallel()
 	rev := newEngine(t, nil).Current()
 	for args, want := range map[string]string{
@@ -117,11 +117,11 @@ func TestSec01ArgumentsRepresentedExactly(t *testing.T) {
 	require.ErrorIs(t, err, engine.ErrInput)
 }
 
-// TestSec01ClaimsThePolicyCannotSeeFailTheDecision: claims that cannot be
+// TestClaimsThePolicyCannotSeeFailTheDecision: claims that cannot be
 // represented (a float that is not finite, a number beyond OPA's range,
 // invalid UTF-8) used to become {} (or "+Inf") in the input; every decision
 // for such a caller fails instead, and CheckClaims says so up front.
-func TestSec01ClaimsThePolicyCannotSeeFailTheDecision(t *testing.T) {
+func TestClaimsThePolicyCannotSeeFailTheDecision(t *testing.T) {
 	cacheModes(t, func(t *testing.T, opts ...engine.Option) {
 		rev := newEngine(t, map[string]string{"grant.rego": `package toolgate.grant
 

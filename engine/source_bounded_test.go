@@ -20,11 +20,11 @@ import (
 	"github.com/toolgate/toolgate/internal/fsx"
 )
 
-// TestSec13OperatorFilesBounded: a registry, policy or data file that is
+// TestOperatorFilesBounded: a registry, policy or data file that is
 // not a regular file of at most 16 MiB fails to load with an error naming
 // it, at once, at start and on reload; the last good revision keeps
 // serving.
-func TestSec13OperatorFilesBounded(t *testing.T) {
+func TestOperatorFilesBounded(t *testing.T) {
 	t.Parallel()
 	type layout struct {
 		registry string // the registry path; "" is a good registry file
@@ -95,11 +95,11 @@ func TestSec13OperatorFilesBounded(t *testing.T) {
 	}
 }
 
-// TestSec14PoliciesCannotReachTheNetwork: by default a policy calling
+// TestPoliciesCannotReachTheNetwork: by default a policy calling
 // http.send or net.lookup_ip_addr fails to load, naming the built-in and
 // its line, and no request is ever made; capabilities that list http.send
 // (and the host) let it load and run.
-func TestSec14PoliciesCannotReachTheNetwork(t *testing.T) {
+func TestPoliciesCannotReachTheNetwork(t *testing.T) {
 	t.Parallel()
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -4,46 +4,28 @@ import (
 	"context"
 	"os"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/testkit/testclock"
 )
 
 // The prefix of a policy written in place in chunks: valid Rego on its own,
 // and without the override it drops every hidden tool would show.
 const grantPrefix = "package toolgate.grant\n"
 
-// fakeClock is a settable clock for the settle window.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-// TestSec10HalfWrittenPolicyNeverServed: a policy rewritten in place in two
+// TestHalfWrittenPolicyNeverServed: a policy rewritten in place in two
 // chunks, with a pause between them longer than the watch's debounce, is
 // not loaded until it has kept its size and modification time for the
 // settle window; the valid prefix alone is never served. The clock is
 // fake: every reload attempt is made by the test, at the times it says.
-func TestSec10HalfWrittenPolicyNeverServed(t *testing.T) {
+func TestHalfWrittenPolicyNeverServed(t *testing.T) {
 	t.Parallel()
 	const settle = time.Hour // only the fake clock moves: no reload gets past it by accident
-	clock := &fakeClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	f := newWatchFixture(t, map[string]string{"grant.rego": hideReport})
 	e, err := engine.New(context.Background(), engine.Source{Registry: f.registry, Policies: f.policies},
 		engine.WithSettle(settle), engine.WithClock(clock.Now))
@@ -98,7 +80,7 @@ func TestSec10HalfWrittenPolicyNeverServed(t *testing.T) {
 	require.NoError(t, e.LastError())
 }
 
-// TestSec10HalfWrittenPolicyNeverServedByWatch is the finding as reported,
+// TestHalfWrittenPolicyNeverServedByWatch is the finding as reported,
 // through a running Watch: the policy is written in place, the watch sees
 // the prefix (a reload attempt past the debounce), then the rest is
 // written. No revision without the override is ever installed.
@@ -108,10 +90,10 @@ func TestSec10HalfWrittenPolicyNeverServed(t *testing.T) {
 // chunks, the window cannot end on the prefix; then the clock moves on
 // until the watch has loaded the whole file. The watch's own timers are
 // real and short (Settle), so that it keeps looking.
-func TestSec10HalfWrittenPolicyNeverServedByWatch(t *testing.T) {
+func TestHalfWrittenPolicyNeverServedByWatch(t *testing.T) {
 	t.Parallel()
 	const settle = 10 * time.Millisecond
-	clock := &fakeClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	f := newWatchFixture(t, map[string]string{"grant.rego": hideReport})
 	f.start(engine.WatchOptions{Debounce: 5 * time.Millisecond, Settle: settle}, engine.WithClock(clock.Now))
 	require.Equal(t, allButReport, f.granted())

@@ -14,17 +14,18 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/testkit/testclock"
 )
 
 // backgroundVerifier is a WithBackground verifier whose checks run on the
 // test's ticks: tick(t) returns once the check before it is done.
-func backgroundVerifier(t *testing.T, jwks string, c *clock, opts ...identity.Option) (*identity.JWT, func()) {
+func backgroundVerifier(t *testing.T, jwks string, c *testclock.Clock, opts ...identity.Option) (*identity.JWT, func()) {
 	t.Helper()
 	ticks := make(chan time.Time)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	opts = append([]identity.Option{identity.WithBackground(), identity.WithKeyCheckTicks(ticks),
-		identity.WithClock(c.now), identity.WithLogger(quietLogger())}, opts...)
+		identity.WithClock(c.Now), identity.WithLogger(quietLogger())}, opts...)
 	v, err := identity.NewJWT(ctx, identity.Settings{Issuer: testIssuer, JWKS: jwks, Resource: testResource}, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -34,11 +35,11 @@ func backgroundVerifier(t *testing.T, jwks string, c *clock, opts ...identity.Op
 	return v, func() { ticks <- time.Time{}; ticks <- time.Time{} }
 }
 
-// TestSec24CachedTokenDroppedWhenItsKeyLeaves: a
+// TestCachedTokenDroppedWhenItsKeyLeaves: a
 // token verified and cached under key k1 is refused once a scheduled check
 // of the key set finds k1 gone, though no uncached token came to force a
 // fetch; a token of the key that stayed is still accepted.
-func TestSec24CachedTokenDroppedWhenItsKeyLeaves(t *testing.T) {
+func TestCachedTokenDroppedWhenItsKeyLeaves(t *testing.T) {
 	t.Parallel()
 	for name, serve := range map[string]func(t *testing.T, file string) string{
 		"file": func(t *testing.T, file string) string { return file },
@@ -59,7 +60,7 @@ func TestSec24CachedTokenDroppedWhenItsKeyLeaves(t *testing.T) {
 			if err := v.Ready(); err != nil {
 				t.Fatal(err)
 			}
-			old, kept := k1.sign(t, claimsJSON(c.now(), "")), k2.sign(t, claimsJSON(c.now(), ""))
+			old, kept := k1.sign(t, claimsJSON(c.Now(), "")), k2.sign(t, claimsJSON(c.Now(), ""))
 			for _, tok := range []string{old, kept} {
 				if _, err := v.Verify(t.Context(), tok); err != nil {
 					t.Fatal(err)
@@ -78,9 +79,9 @@ func TestSec24CachedTokenDroppedWhenItsKeyLeaves(t *testing.T) {
 	}
 }
 
-// TestSec24CachedTokenDroppedWhenItsKeyIsReplaced: a key replaced under the
+// TestCachedTokenDroppedWhenItsKeyIsReplaced: a key replaced under the
 // same kid is gone too.
-func TestSec24CachedTokenDroppedWhenItsKeyIsReplaced(t *testing.T) {
+func TestCachedTokenDroppedWhenItsKeyIsReplaced(t *testing.T) {
 	t.Parallel()
 	k1, k1b := newRSAKey(t, "k1"), newRSAKey(t, "k1")
 	file := filepath.Join(t.TempDir(), "jwks.json")
@@ -88,7 +89,7 @@ func TestSec24CachedTokenDroppedWhenItsKeyIsReplaced(t *testing.T) {
 	c := newClock()
 	v, check := backgroundVerifier(t, file, c)
 	check()
-	old := k1.sign(t, claimsJSON(c.now(), ""))
+	old := k1.sign(t, claimsJSON(c.Now(), ""))
 	if _, err := v.Verify(t.Context(), old); err != nil {
 		t.Fatal(err)
 	}
@@ -100,12 +101,12 @@ func TestSec24CachedTokenDroppedWhenItsKeyIsReplaced(t *testing.T) {
 	}
 }
 
-// TestSec24SlowKeySetAnswersAtOnce: a key-set
+// TestSlowKeySetAnswersAtOnce: a key-set
 // endpoint that does not answer neither holds NewJWT nor a token: NewJWT
 // returns while the fetch hangs and a token gets ErrUnavailable at once
 // (the endpoint has still not answered, so nothing waited for it); once it
 // answers, tokens verify without a restart.
-func TestSec24SlowKeySetAnswersAtOnce(t *testing.T) {
+func TestSlowKeySetAnswersAtOnce(t *testing.T) {
 	t.Parallel()
 	k := newECKey(t, "k")
 	file := filepath.Join(t.TempDir(), "jwks.json")
@@ -133,7 +134,7 @@ func TestSec24SlowKeySetAnswersAtOnce(t *testing.T) {
 	c := newClock()
 	v, check := backgroundVerifier(t, srv.URL+"/keys", c, identity.WithHTTPClient(&http.Client{}))
 	<-arrived // the first fetch hangs
-	tok := k.sign(t, claimsJSON(c.now(), ""))
+	tok := k.sign(t, claimsJSON(c.Now(), ""))
 	for range 3 {
 		if _, err := v.Verify(t.Context(), tok); !errors.Is(err, identity.ErrUnavailable) {
 			t.Fatalf("while the key set hangs: %v, want ErrUnavailable", err)
@@ -165,7 +166,7 @@ func TestTokenWithoutKidTriesEveryKey(t *testing.T) {
 	writeJWKS(t, file, k1, k2)
 	c := newClock()
 	v := fileVerifier(t, file, c, nil)
-	payload := claimsJSON(c.now(), "")
+	payload := claimsJSON(c.Now(), "")
 	for _, k := range []testKey{k1, k2} {
 		if _, err := v.Verify(t.Context(), sign(t, payload, k.alg, k.priv, "")); err != nil {
 			t.Fatalf("signed by %s, no kid: %v", k.kid, err)

@@ -40,12 +40,12 @@ func TestDiscoveryRFC8414AndRefetchLimit(t *testing.T) {
 
 	c := newClock()
 	v, err := identity.NewJWT(t.Context(), identity.Settings{Issuer: issuer, Resource: testResource},
-		identity.WithClock(c.now), identity.WithLogger(quietLogger()))
+		identity.WithClock(c.Now), identity.WithLogger(quietLogger()))
 	if err != nil || v.Ready() != nil {
 		t.Fatalf("NewJWT: %v, Ready: %v", err, v.Ready())
 	}
 	claims := func() []byte {
-		return []byte(`{"iss":"` + issuer + `","sub":"a","aud":"` + testResource + `","exp":` + itoa(int(c.now().Unix())+3600) + `}`)
+		return []byte(`{"iss":"` + issuer + `","sub":"a","aud":"` + testResource + `","exp":` + itoa(int(c.Now().Unix())+3600) + `}`)
 	}
 	if _, err := v.Verify(t.Context(), k1.sign(t, claims())); err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func TestDiscoveryRFC8414AndRefetchLimit(t *testing.T) {
 	if n := fetches.Load(); n != 1 {
 		t.Errorf("%d fetches of the key set within 30 s, want 1 (at start)", n)
 	}
-	c.advance(identity.RefetchInterval)
+	c.Advance(identity.RefetchInterval)
 	if _, err := v.Verify(t.Context(), k2.sign(t, claims())); err != nil {
 		t.Fatalf("after the limit: %v", err)
 	}
@@ -84,11 +84,11 @@ func TestJWKSURL(t *testing.T) {
 	t.Cleanup(srv.Close)
 	c := newClock()
 	v, err := identity.NewJWT(t.Context(), identity.Settings{Issuer: testIssuer, JWKS: srv.URL + "/keys", Resource: testResource},
-		identity.WithClock(c.now), identity.WithLogger(quietLogger()))
+		identity.WithClock(c.Now), identity.WithLogger(quietLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	caller, err := v.Verify(t.Context(), k.sign(t, claimsJSON(c.now(), "")))
+	caller, err := v.Verify(t.Context(), k.sign(t, claimsJSON(c.Now(), "")))
 	if err != nil || caller.Subject != "alice" {
 		t.Fatalf("Verify: %v %v", caller, err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwk"
 
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/testkit/testclock"
 )
 
 const (
@@ -89,13 +90,13 @@ func (k testKey) sign(t testing.TB, payload []byte) string {
 	return sign(t, payload, k.alg, k.priv, k.kid)
 }
 
-func fileVerifier(t *testing.T, path string, c *clock, mod func(*identity.Settings)) *identity.JWT {
+func fileVerifier(t *testing.T, path string, c *testclock.Clock, mod func(*identity.Settings)) *identity.JWT {
 	t.Helper()
 	s := identity.Settings{Issuer: testIssuer, JWKS: path, Resource: testResource}
 	if mod != nil {
 		mod(&s)
 	}
-	v, err := identity.NewJWT(t.Context(), s, identity.WithClock(c.now), identity.WithLogger(quietLogger()))
+	v, err := identity.NewJWT(t.Context(), s, identity.WithClock(c.Now), identity.WithLogger(quietLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestJWKSFileClaims(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "jwks.json")
 	writeJWKS(t, path, rsaKey, ecKey, edKey)
 	c := newClock()
-	now := c.now()
+	now := c.Now()
 	v := fileVerifier(t, path, c, nil)
 
 	long := `"` + strings.Repeat("x", 5000) + `"`
@@ -210,7 +211,7 @@ func TestJWKSFileRotation(t *testing.T) {
 	writeJWKS(t, path, a)
 	c := newClock()
 	v := fileVerifier(t, path, c, nil)
-	tokA, tokB := a.sign(t, claimsJSON(c.now(), "")), b.sign(t, claimsJSON(c.now(), ""))
+	tokA, tokB := a.sign(t, claimsJSON(c.Now(), "")), b.sign(t, claimsJSON(c.Now(), ""))
 	if _, err := v.Verify(t.Context(), tokA); err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func TestJWKSFileRotation(t *testing.T) {
 		t.Fatalf("b before it is in the file: %v", err)
 	}
 	writeJWKS(t, path, b) // a withdrawn, b added
-	c.advance(2 * time.Second)
+	c.Advance(2 * time.Second)
 	if _, err := v.Verify(t.Context(), tokB); err != nil {
 		t.Fatalf("b after the file changed: %v", err)
 	}
@@ -253,7 +254,7 @@ func TestJWKSKeysNotUsed(t *testing.T) {
 	}
 	c := newClock()
 	v := fileVerifier(t, path, c, nil)
-	payload := claimsJSON(c.now(), "")
+	payload := claimsJSON(c.Now(), "")
 	for name, tok := range map[string]string{
 		"HS256 with the set's oct key": sign(t, payload, jwa.HS256(), secret, "oct"),
 		"RS256 with a 1024-bit key":    sign(t, payload, jwa.RS256(), small, "small"),
@@ -276,7 +277,7 @@ func TestCacheNeverPastExp(t *testing.T) {
 	writeJWKS(t, path, k)
 	c := newClock()
 	v := fileVerifier(t, path, c, nil)
-	tok := k.sign(t, claimsJSON(c.now(), ""))
+	tok := k.sign(t, claimsJSON(c.Now(), ""))
 	first, err := v.Verify(t.Context(), tok)
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +286,7 @@ func TestCacheNeverPastExp(t *testing.T) {
 	if err != nil || second != first {
 		t.Fatalf("not answered from the cache: %p %p %v", first, second, err)
 	}
-	c.advance(2 * time.Hour)
+	c.Advance(2 * time.Hour)
 	if _, err := v.Verify(t.Context(), tok); !errors.Is(err, identity.ErrInvalidToken) {
 		t.Fatalf("past exp: %v", err)
 	}
@@ -302,7 +303,7 @@ func TestJWKSFileKeyReplacedUnderItsKid(t *testing.T) {
 	writeJWKS(t, path, old)
 	c := newClock()
 	v := fileVerifier(t, path, c, nil)
-	if _, err := v.Verify(t.Context(), old.sign(t, claimsJSON(c.now(), ""))); err != nil {
+	if _, err := v.Verify(t.Context(), old.sign(t, claimsJSON(c.Now(), ""))); err != nil {
 		t.Fatal(err)
 	}
 	st, err := os.Stat(path)
@@ -316,12 +317,12 @@ func TestJWKSFileKeyReplacedUnderItsKid(t *testing.T) {
 	if err := os.Chtimes(path, st.ModTime().Add(time.Second), st.ModTime().Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	tok := renewed.sign(t, claimsJSON(c.now(), ""))
+	tok := renewed.sign(t, claimsJSON(c.Now(), ""))
 	if _, err := v.Verify(t.Context(), tok); !errors.Is(err, identity.ErrInvalidToken) {
 		t.Fatalf("the renewed key within the check interval: %v, want the old key still in use", err)
 	}
-	c.advance(identity.FileCheckInterval)
-	if _, err := v.Verify(t.Context(), renewed.sign(t, claimsJSON(c.now(), `,"n":1`))); err != nil {
+	c.Advance(identity.FileCheckInterval)
+	if _, err := v.Verify(t.Context(), renewed.sign(t, claimsJSON(c.Now(), `,"n":1`))); err != nil {
 		t.Fatalf("the renewed key once the check interval has passed: %v", err)
 	}
 }

@@ -27,19 +27,20 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/testkit/testclock"
 )
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // newVerifier returns a verifier trusting p's issuer for p.Resource (and
 // p.ResourceES), with the test clock c.
-func newVerifier(t *testing.T, p *oidctest.Provider, c *clock, mod func(*identity.Settings)) *identity.JWT {
+func newVerifier(t *testing.T, p *oidctest.Provider, c *testclock.Clock, mod func(*identity.Settings)) *identity.JWT {
 	t.Helper()
 	s := identity.Settings{Issuer: p.Issuer, Resource: p.Resource, Audiences: []string{p.Resource, p.ResourceES}}
 	if mod != nil {
 		mod(&s)
 	}
-	v, err := identity.NewJWT(t.Context(), s, identity.WithClock(c.now), identity.WithLogger(quietLogger()))
+	v, err := identity.NewJWT(t.Context(), s, identity.WithClock(c.Now), identity.WithLogger(quietLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,11 +210,11 @@ func TestProviderRefusals(t *testing.T) {
 		if _, err := ev.Verify(t.Context(), good); err != nil {
 			t.Fatal(err)
 		}
-		ec.advance(time.Hour + 30*time.Second) // past exp, within the leeway
+		ec.Advance(time.Hour + 30*time.Second) // past exp, within the leeway
 		if _, err := ev.Verify(t.Context(), good); err != nil {
 			t.Fatalf("within the leeway: %v", err)
 		}
-		ec.advance(time.Minute)
+		ec.Advance(time.Minute)
 		_, err := ev.Verify(t.Context(), good)
 		var ite *identity.InvalidTokenError
 		if !errors.As(err, &ite) || ite.Reason != "token expired" {
@@ -244,7 +245,7 @@ func TestProviderKeyRotation(t *testing.T) {
 	if _, err := v.Verify(t.Context(), fresh); !errors.Is(err, identity.ErrInvalidToken) {
 		t.Fatalf("within the refetch limit: %v, want an invalid token", err)
 	}
-	c.advance(identity.RefetchInterval)
+	c.Advance(identity.RefetchInterval)
 	caller, err := v.Verify(t.Context(), fresh)
 	if err != nil {
 		t.Fatalf("after the refetch limit: %v", err)
@@ -269,7 +270,7 @@ func TestProviderDiscoveryDown(t *testing.T) {
 	c := newClock()
 	var logs bytes.Buffer
 	v, err := identity.NewJWT(t.Context(), identity.Settings{Issuer: issuer, Resource: "http://127.0.0.1/mcp"},
-		identity.WithClock(c.now), identity.WithLogger(slog.New(slog.NewTextHandler(&lockedBuffer{b: &logs}, nil))))
+		identity.WithClock(c.Now), identity.WithLogger(slog.New(slog.NewTextHandler(&lockedBuffer{b: &logs}, nil))))
 	if err != nil {
 		t.Fatalf("NewJWT with the issuer down: %v", err)
 	}
@@ -284,7 +285,7 @@ func TestProviderDiscoveryDown(t *testing.T) {
 	if _, err := v.Verify(t.Context(), tok); !errors.Is(err, identity.ErrUnavailable) {
 		t.Fatalf("before the retry interval: %v, want ErrUnavailable", err)
 	}
-	c.advance(identity.RetryInterval)
+	c.Advance(identity.RetryInterval)
 	caller, err := v.Verify(t.Context(), tok)
 	if err != nil {
 		t.Fatalf("once reachable: %v", err)

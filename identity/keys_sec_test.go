@@ -27,21 +27,21 @@ func TestRefetchNotSpentByACancelledRequest(t *testing.T) {
 	t.Cleanup(srv.Close)
 	c := newClock()
 	v, err := identity.NewJWT(t.Context(), identity.Settings{Issuer: testIssuer, JWKS: srv.URL + "/keys", Resource: testResource},
-		identity.WithClock(c.now), identity.WithLogger(quietLogger()))
+		identity.WithClock(c.Now), identity.WithLogger(quietLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := v.Ready(); err != nil {
 		t.Fatal(err)
 	}
-	c.advance(identity.RefetchInterval) // the start's fetch is not the limit
+	c.Advance(identity.RefetchInterval) // the start's fetch is not the limit
 	writeJWKS(t, keys, k1, k2)          // the issuer rotates
 
 	gone, cancel := context.WithCancel(t.Context())
 	cancel() // the attacker's request: its connection already closed
-	_, _ = v.Verify(gone, k2.sign(t, claimsJSON(c.now(), "")))
+	_, _ = v.Verify(gone, k2.sign(t, claimsJSON(c.Now(), "")))
 
-	if _, err := v.Verify(t.Context(), k2.sign(t, claimsJSON(c.now(), ""))); err != nil {
+	if _, err := v.Verify(t.Context(), k2.sign(t, claimsJSON(c.Now(), ""))); err != nil {
 		t.Fatalf("a token of the rotated key, after a cancelled request spent the refetch: %v", err)
 	}
 }

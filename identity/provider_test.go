@@ -9,6 +9,7 @@ import (
 	"github.com/toolgate/toolgate/internal/testkit/oidctest"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/testkit/testclock"
 )
 
 // startProvider runs the real OpenID provider of testdata/oidc
@@ -20,25 +21,8 @@ func startProvider(t *testing.T, port int) *oidctest.Provider {
 	return oidctest.Start(t, port, "")
 }
 
-// clock is a test clock that moves only when told.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Now()} }
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newClock is a test clock at the real time, which moves only when told.
+func newClock() *testclock.Clock { return testclock.New(time.Now()) }
 
 type lockedWriterMu = sync.Mutex
 

@@ -11,12 +11,12 @@ import (
 	"github.com/toolgate/toolgate/identity"
 )
 
-// TestSec16TokensFileRefusesClaimsAPolicyCannotSee: a tokens file whose
+// TestTokensFileRefusesClaimsAPolicyCannotSee: a tokens file whose
 // claims hold .inf or .nan (YAML), a number beyond OPA's range (JSON), or
 // anything else a policy's input cannot hold exactly used to load, and the
 // claims reached policies as {} (or not as written). The file is refused at
 // load, naming the entry by its digest's prefix and line, never the token.
-func TestSec16TokensFileRefusesClaimsAPolicyCannotSee(t *testing.T) {
+func TestTokensFileRefusesClaimsAPolicyCannotSee(t *testing.T) {
 	t.Parallel()
 	const token = "s3cr3t-token-value"
 	h := identity.HashToken(token)

@@ -159,12 +159,12 @@ func TestTokenRolesNullIsNoRoles(t *testing.T) {
 	}
 }
 
-// TestSec24TokensFileRefusesControlCharactersInNames:
+// TestTokensFileRefusesControlCharactersInNames:
 // a subject or role of the tokens file holding a control or format
 // character (a NUL that could alias a role set, a newline that could forge
 // a log line, a bidi override) is a load error naming the entry and the
 // character; the file is refused whole.
-func TestSec24TokensFileRefusesControlCharactersInNames(t *testing.T) {
+func TestTokensFileRefusesControlCharactersInNames(t *testing.T) {
 	t.Parallel()
 	content := strings.Join([]string{
 		aliceHash + ": {subject: alice, roles: [admin, ww]}",                    // 1: good

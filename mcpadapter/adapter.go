@@ -189,7 +189,9 @@ func (a *Adapter) NewServerLayers(impl *mcp.Implementation, opts *mcp.ServerOpti
 		o.Capabilities.Tools = &mcp.ToolCapabilities{ListChanged: true}
 	}
 	a.catalogServerOptions(&o)
+	//lint:ignore SA1019 earlier protocol revisions have logging (deprecated from 2026-07-28 on)
 	if a.opts.Logging && o.Capabilities.Logging == nil {
+		//lint:ignore SA1019 as above
 		o.Capabilities.Logging = &mcp.LoggingCapabilities{}
 	}
 	s := mcp.NewServer(impl, &o)
@@ -221,6 +223,7 @@ func (a *Adapter) layers(s *mcp.Server) []Layer {
 				a.sessions.listed(ss, a.opts.Caller(ctx, req), a.log)
 			case methodSetLevel:
 				res, err := next(ctx, method, req)
+				//lint:ignore SA1019 earlier protocol revisions have logging/setLevel
 				params, _ := req.GetParams().(*mcp.SetLoggingLevelParams)
 				if ss, _ := req.GetSession().(*mcp.ServerSession); err == nil && params != nil {
 					a.levels.set(ss, params.Level, a.log)

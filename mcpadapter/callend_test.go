@@ -13,8 +13,8 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
-// lastEnd returns the one CallEnd the recording after hook saw.
-func (l *afterLog) lastEnd(t testing.TB) mcpadapter.CallEnd {
+// lastEnd returns the one Record the recording after hook saw.
+func (l *afterLog) lastEnd(t testing.TB) mcpadapter.Record {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -103,7 +103,7 @@ func faultHooks(release <-chan struct{}) []mcpadapter.Hook {
 		}
 		return mcpadapter.Allow(), nil
 	}
-	after := func(_ context.Context, c *mcpadapter.CallContext, _ *mcpadapter.CallEnd) error {
+	after := func(_ context.Context, c *mcpadapter.CallContext, _ *mcpadapter.Record) error {
 		switch fault(c) {
 		case "after-panic":
 			panic("after hook panicked")

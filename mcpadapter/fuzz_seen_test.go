@@ -87,7 +87,8 @@ func (c *captured) take() (map[string]json.RawMessage, int) {
 	return a, n
 }
 
-// FuzzArgumentsSeenAsSent is finding 1 of issue 11 as a property: for any
+// FuzzArgumentsSeenAsSent is rule 1 (a policy sees exactly what runs) as a
+// property: for any
 // arguments, either the call is refused at step 3 ("could not be
 // verified", exactly when the reference says no input can represent them,
 // before any policy or method sees them), or the call rule saw exactly the

@@ -81,7 +81,7 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 		opts: []engine.Option{engine.WithTimeout(10 * time.Second)}})
 	fs := &fuzzServer{g: g, clients: map[string]*rawClient{}}
 	g.adapter.AddHook(metaHook())
-	g.adapter.AddHook(mcpadapter.Hook{Name: "count", After: func(context.Context, *mcpadapter.CallContext, *mcpadapter.CallEnd) error {
+	g.adapter.AddHook(mcpadapter.Hook{Name: "count", After: func(context.Context, *mcpadapter.CallContext, *mcpadapter.Record) error {
 		fs.afters.Add(1)
 		return nil
 	}})

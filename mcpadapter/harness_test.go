@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -71,10 +70,10 @@ type governed struct {
 // afterLog records every after hook call.
 type afterLog struct {
 	mu   sync.Mutex
-	ends []mcpadapter.CallEnd
+	ends []mcpadapter.Record
 }
 
-func (l *afterLog) record(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+func (l *afterLog) record(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.ends = append(l.ends, *end)
@@ -101,17 +100,7 @@ func writeExample(t testing.TB, dir string, s setup) engine.Source {
 	regPath := filepath.Join(dir, "registry.yaml")
 	require.NoError(t, os.WriteFile(regPath, []byte(reg), 0o644))
 	polDir := filepath.Join(dir, "policies")
-	require.NoError(t, os.MkdirAll(polDir, 0o755))
-	require.NoError(t, fs.WalkDir(toolgate.ExamplePolicies(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(toolgate.ExamplePolicies(), p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(polDir, p), b, 0o644)
-	}))
+	require.NoError(t, os.CopyFS(polDir, toolgate.ExamplePolicies()))
 	for name, src := range s.policies {
 		p := filepath.Join(polDir, name)
 		if src == "" {
@@ -213,11 +202,11 @@ func testHook(t testing.TB, spec string) mcpadapter.Hook {
 			return mcpadapter.Allow(), nil
 		}
 	case "after-fail":
-		h.After = func(context.Context, *mcpadapter.CallContext, *mcpadapter.CallEnd) error {
+		h.After = func(context.Context, *mcpadapter.CallContext, *mcpadapter.Record) error {
 			return errors.New("after hook failed")
 		}
 	case "after-panic":
-		h.After = func(context.Context, *mcpadapter.CallContext, *mcpadapter.CallEnd) error {
+		h.After = func(context.Context, *mcpadapter.CallContext, *mcpadapter.Record) error {
 			panic("after hook panicked")
 		}
 	default:

@@ -16,26 +16,9 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/ledger"
+	"github.com/toolgate/toolgate/internal/testkit/testclock"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
-
-// fakeClock is a clock tests move by hand: no sleeps.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // echoLimit limits echo to two calls a minute per subject.
 const echoLimit = `package toolgate.call
@@ -54,7 +37,7 @@ var maxCaller = &engine.Caller{Subject: "max", Roles: []string{"manager"}}
 // (the clock moved, no sleep) the call runs again.
 func TestLimitedAnswerIsExact(t *testing.T) {
 	t.Parallel()
-	clock := &fakeClock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	g := newGoverned(t, setup{
 		caller:   maxCaller,
 		policies: map[string]string{"limits.rego": echoLimit},
@@ -63,16 +46,16 @@ func TestLimitedAnswerIsExact(t *testing.T) {
 	c := g.connectRaw(t, proto20250618)
 	echo := `{"name":"echo","arguments":{"text":"hi"}}`
 	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}`, string(c.call(echo)))
-	clock.Add(500 * time.Millisecond)
+	clock.Advance(500 * time.Millisecond)
 	assert.Equal(t, `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"hi"}]}}`, string(c.call(echo)))
-	clock.Add(29 * time.Second)
+	clock.Advance(29 * time.Second)
 	// The first call leaves the window at +60 s: 30.5 s from now, 31 whole seconds.
 	assert.Equal(t, `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"Rate limit exceeded: two echoes a minute. Try again in 31 s."}],"isError":true}}`,
 		string(c.call(echo)))
-	clock.Add(30 * time.Second)
+	clock.Advance(30 * time.Second)
 	assert.Equal(t, `{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"Rate limit exceeded: two echoes a minute. Try again in 1 s."}],"isError":true}}`,
 		string(c.call(echo)), "half a second is a whole one")
-	clock.Add(500 * time.Millisecond)
+	clock.Advance(500 * time.Millisecond)
 	assert.Equal(t, `{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"hi"}]}}`, string(c.call(echo)), "the window slid")
 	// Other tools are not limited.
 	assert.Equal(t, `{"jsonrpc":"2.0","id":6,"result":{"content":[{"type":"text","text":"3"}]}}`, string(c.call(`{"name":"add","arguments":{"a":1,"b":2}}`)))
@@ -103,7 +86,7 @@ func TestLimitsUnderConcurrentCalls(t *testing.T) {
 limit contains {"key": "echo", "max": 10, "per": "1h", "reason": "ten an hour"} if input.tool.name == "echo"
 `},
 		hookTimeout: time.Minute,
-		limits:      ledger.NewLimiter(ledger.NewMemoryStore(), (&fakeClock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}).Now),
+		limits:      ledger.NewLimiter(ledger.NewMemoryStore(), testclock.New(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)).Now),
 	})
 	var ran, limited atomic.Int64
 	var wg sync.WaitGroup

@@ -54,12 +54,12 @@ func connectAs(t *testing.T, s *mcp.Server, name string, opts *mcp.ClientOptions
 	return cs
 }
 
-// TestSec08ListFallbackNone: a grant policy that parses _meta strictly
+// TestListFallbackNone: a grant policy that parses _meta strictly
 // fails on a malformed value. With the default fallback the listing shows
 // the base decision, hidden tools included (the documented trade-off);
 // with ListFallbackNone it shows nothing, so a client cannot reveal what
 // the override hides. A call is refused either way (step 3).
-func TestSec08ListFallbackNone(t *testing.T) {
+func TestListFallbackNone(t *testing.T) {
 	t.Parallel()
 	const strict = `package toolgate.grant
 
@@ -101,11 +101,11 @@ granted := {t.name | some t in input.tools; t.base; t.name != "execUrl"; level >
 	}
 }
 
-// TestSec09ListChangedOnlyToSessionsWhoseListingChanged: four sessions
+// TestListChangedOnlyToSessionsWhoseListingChanged: four sessions
 // (alice and bob, who listed; a stranger who listed as nobody; quiet, who
 // never listed). Each reload notifies exactly the sessions whose caller's
 // listing it changed; the stranger and quiet get nothing.
-func TestSec09ListChangedOnlyToSessionsWhoseListingChanged(t *testing.T) {
+func TestListChangedOnlyToSessionsWhoseListingChanged(t *testing.T) {
 	t.Parallel()
 	policy := func(alice, bob string) string {
 		return "package toolgate.grant\n\ngrants := {\"alice\": " + alice + ", \"bob\": " + bob + "}\n\ngranted := {x | some x in grants[input.caller.subject]}\n"
@@ -185,11 +185,11 @@ func TestSec09ListChangedOnlyToSessionsWhoseListingChanged(t *testing.T) {
 	require.Zero(t, clients["quiet"].count.Load(), "a session that never listed is never notified")
 }
 
-// TestSec09ListenStreamNotified: under the 2026-07-28 revision a client
+// TestListenStreamNotified: under the 2026-07-28 revision a client
 // hears of changes on its subscriptions/listen stream; the stream's caller
 // is its listing caller, and it is notified when that caller's listing
 // changes.
-func TestSec09ListenStreamNotified(t *testing.T) {
+func TestListenStreamNotified(t *testing.T) {
 	t.Parallel()
 	policy := func(granted string) string { return "package toolgate.grant\n\ngranted := " + granted + "\n" }
 	alice := &engine.Caller{Subject: "alice", Roles: []string{}}

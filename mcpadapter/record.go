@@ -195,12 +195,6 @@ type Record struct {
 	GrantTime, RulesTime, MethodTime time.Duration
 }
 
-// CallEnd is the Record under its first name, kept so that after hooks
-// written against it go on compiling.
-//
-// Deprecated: use Record.
-type CallEnd = Record
-
 // DurationMS is Duration in milliseconds, the unit of the audit trail.
 func (r *Record) DurationMS() float64 { return float64(r.Duration.Microseconds()) / 1000 }
 

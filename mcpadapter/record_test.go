@@ -15,7 +15,7 @@ import (
 
 // TestAnswersAreSPECs pins every answer string of answers.go to SPEC's
 // text, written out here on purpose: the one copy under test is not the
-// reference (issue 13: a typo in an answer string).
+// reference (a typo in an answer string once went unseen).
 func TestAnswersAreSPECs(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "Error: Tool name is required.", mcpadapter.AnswerNameRequired)

@@ -57,7 +57,7 @@ func TestRegression_UndecodableParamsField(t *testing.T) {
 // panic inside the SDK's handler goroutine, which does not recover: one
 // tools/call ended the whole server. Found by FuzzToolsCall in CI. Such a
 // number cannot be represented in the input document either, so the call
-// is now refused at step 3 (docs/contract.md §3, issue 11 finding 1), before binding.
+// is now refused at step 3 (docs/contract.md §3), before binding.
 func TestRegression_HugeExponentArgument(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ args, named string }{

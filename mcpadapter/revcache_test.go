@@ -203,9 +203,9 @@ func liveHeap() uint64 {
 
 // The cache derived from a revision, fully built (every row listed and its
 // schemas compiled), retains little per row: the wire descriptor and a
-// pointer (~200 B). Before issue 18 it kept an SDK descriptor with its own
-// inputSchema maps and a compiled schema per called row: ~2.5 KB per row.
-// The bound is generous; the measure is the live heap, not time.
+// pointer, not an SDK descriptor with its own inputSchema maps and a
+// compiled schema per called row. The bound is generous; the measure is
+// the live heap, not time.
 func TestRevisionCacheRetainsLittlePerRow(t *testing.T) {
 	// Not parallel: it measures the heap.
 	const rows = 5000

@@ -49,14 +49,14 @@ func (r *recordingURL) ran() []string {
 	return append([]string(nil), r.urls...)
 }
 
-// TestSec01SSRFArgumentsThePolicyCannotSee is finding 1 as an attacker sent
-// it, through a go-sdk client: an undeclared argument holding a number
+// TestSSRFArgumentsThePolicyCannotSee is the unrepresentable-argument
+// attack as an attacker sends it, through a go-sdk client: an undeclared argument holding a number
 // beyond OPA's range used to make request.arguments {} for the call rule,
 // which then let the metadata URL through to the method. Now the call is
 // refused at step 3 ("could not be verified"), before hooks never run, the
 // method never runs, and the after hooks see the step 3 failure. Hidden and
 // absent names get the same bytes as the granted one.
-func TestSec01SSRFArgumentsThePolicyCannotSee(t *testing.T) {
+func TestSSRFArgumentsThePolicyCannotSee(t *testing.T) {
 	t.Parallel()
 	for _, cache := range []bool{true, false} {
 		t.Run(fmt.Sprintf("cache=%v", cache), func(t *testing.T) {
@@ -134,10 +134,10 @@ func TestSec01SSRFArgumentsThePolicyCannotSee(t *testing.T) {
 	}
 }
 
-// TestSec01HiddenAndAbsentAgreeOnUnrepresentableArguments: for a caller who
+// TestHiddenAndAbsentAgreeOnUnrepresentableArguments: for a caller who
 // does not see the tool, the refusal is the same as for a name no row has
 // (both step 3), for every unrepresentable argument.
-func TestSec01HiddenAndAbsentAgreeOnUnrepresentableArguments(t *testing.T) {
+func TestHiddenAndAbsentAgreeOnUnrepresentableArguments(t *testing.T) {
 	t.Parallel()
 	g := newGoverned(t, setup{caller: &engine.Caller{Subject: "max", Roles: []string{"manager"}}})
 	for _, proto := range protocols {
@@ -151,12 +151,12 @@ func TestSec01HiddenAndAbsentAgreeOnUnrepresentableArguments(t *testing.T) {
 	}
 }
 
-// TestSec01CallResultIsExactlyACallToolResult: data.toolgate.call.result
+// TestCallResultIsExactlyACallToolResult: data.toolgate.call.result
 // used to be decoded leniently into a CallToolResult, so a misspelt isError
 // answered a success and an unknown content field an empty text. A result
 // the answer would not carry as written is a failure of the call rules
 // (the internal error), never another answer.
-func TestSec01CallResultIsExactlyACallToolResult(t *testing.T) {
+func TestCallResultIsExactlyACallToolResult(t *testing.T) {
 	t.Parallel()
 	for result, want := range map[string]string{
 		`{"content": [{"type": "text", "text": "held"}], "isErr": true}`:                        msgInternal,
@@ -182,12 +182,12 @@ func TestSec01CallResultIsExactlyACallToolResult(t *testing.T) {
 
 const msgInternal = "Error: An internal error occurred while executing the tool."
 
-// TestSec01CaseFoldedKeyIsNotAnotherValue: encoding/json matches object keys
+// TestCaseFoldedKeyIsNotAnotherValue: encoding/json matches object keys
 // to struct fields case-insensitively, so for a method whose parameter is a
 // struct, {"url": A, "URL": B} let the policy read A at
 // input.request.arguments.target.url while the method got B. Such a value
 // is now a value the argument cannot take.
-func TestSec01CaseFoldedKeyIsNotAnotherValue(t *testing.T) {
+func TestCaseFoldedKeyIsNotAnotherValue(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var got []string

@@ -94,12 +94,12 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 		v, err := l.Hook().Before(context.Background(), c)
 		require.NoError(t, err)
-		end := &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeResult, Result: mcpadapter.TextResult("ok", false), Duration: 3 * time.Millisecond}
+		end := &mcpadapter.Record{Outcome: mcpadapter.OutcomeResult, Result: mcpadapter.TextResult("ok", false), Duration: 3 * time.Millisecond}
 		switch {
 		case v.Denied:
-			end = &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeDenied, Reasons: []string{v.Reason}, Duration: time.Millisecond}
+			end = &mcpadapter.Record{Outcome: mcpadapter.OutcomeDenied, Reasons: []string{v.Reason}, Duration: time.Millisecond}
 		case v.Result != nil:
-			end = &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeAnswered, Result: v.Result, Duration: time.Millisecond}
+			end = &mcpadapter.Record{Outcome: mcpadapter.OutcomeAnswered, Result: v.Result, Duration: time.Millisecond}
 		}
 		for _, h := range hooks {
 			require.NoError(t, h.After(context.Background(), c, end))
@@ -110,7 +110,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	call(`{"text":"a"}`) // replay
 	call(`{"text":"a"}`) // replay
 	call(`{"text":"b"}`) // conflict
-	m.Hook().After(context.Background(), &mcpadapter.CallContext{}, &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeRefusedGate, Failed: true, Duration: time.Second, Decision: 2 * time.Millisecond})
+	m.Hook().After(context.Background(), &mcpadapter.CallContext{}, &mcpadapter.Record{Outcome: mcpadapter.OutcomeRefusedGate, Failed: true, Duration: time.Second, Decision: 2 * time.Millisecond})
 	m.ReloadOK()
 	m.ReloadOK()
 	m.ReloadFailed()
@@ -144,7 +144,7 @@ func TestNilMetricsIsANoOp(t *testing.T) {
 	m.LedgerReplay()
 	m.LedgerConflict()
 	m.AuditDropped()
-	require.NoError(t, m.Hook().After(context.Background(), &mcpadapter.CallContext{}, &mcpadapter.CallEnd{}))
+	require.NoError(t, m.Hook().After(context.Background(), &mcpadapter.CallContext{}, &mcpadapter.Record{}))
 }
 
 func TestHandlerServesTextFormat(t *testing.T) {

@@ -8,11 +8,11 @@ import (
 	"github.com/toolgate/toolgate/registry"
 )
 
-// TestSec01RegistryRefusesUnrepresentableValues: annotations and defaults are
+// TestRegistryRefusesUnrepresentableValues: annotations and defaults are
 // part of every policy's input document; a number OPA cannot represent
 // there used to be dropped silently (annotations became {}, the default
 // vanished). The registry is refused at load instead, naming row and field.
-func TestSec01RegistryRefusesUnrepresentableValues(t *testing.T) {
+func TestRegistryRefusesUnrepresentableValues(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, format, doc string

@@ -35,8 +35,8 @@ func TestToolNameBoundedInSpans(t *testing.T) {
 			t.Errorf("span name of %d bytes, want %q for a name no row can have", len(sp.Name), "tools/call")
 		}
 		for _, kv := range sp.Attributes {
-			if len(kv.Value.Emit()) > 128 {
-				t.Errorf("attribute %s of %d bytes", kv.Key, len(kv.Value.Emit()))
+			if len(kv.Value.String()) > 128 {
+				t.Errorf("attribute %s of %d bytes", kv.Key, len(kv.Value.String()))
 			}
 		}
 	}
@@ -76,11 +76,11 @@ func TestUnknownToolNameNotInSpans(t *testing.T) {
 	}
 }
 
-// TestSec24ClientTraceContextLinkedNotContinuedByDefault: unless the Tracer trusts incoming trace context, a client's
+// TestClientTraceContextLinkedNotContinuedByDefault: unless the Tracer trusts incoming trace context, a client's
 // traceparent (in _meta or the HTTP header) does not choose the trace id
 // that spans, audit and decision logs record, nor its sampling: the span
 // is the root of a trace of toolgate's own, linked to the client's.
-func TestSec24ClientTraceContextLinkedNotContinuedByDefault(t *testing.T) {
+func TestClientTraceContextLinkedNotContinuedByDefault(t *testing.T) {
 	t.Parallel()
 	tr, exp := newInMemoryWith(t, tracing.Options{})
 	for _, r := range []tracing.Request{

@@ -86,7 +86,7 @@ func byName(spans tracetest.SpanStubs) map[string]tracetest.SpanStub {
 func attrs(s tracetest.SpanStub) map[attribute.Key]string {
 	out := map[attribute.Key]string{}
 	for _, kv := range s.Attributes {
-		out[kv.Key] = kv.Value.Emit()
+		out[kv.Key] = kv.Value.String()
 	}
 	return out
 }

@@ -55,14 +55,14 @@ tools:
 
 	var (
 		mu   sync.Mutex
-		ends []mcpadapter.CallEnd
+		ends []mcpadapter.Record
 	)
 	a := mcpadapter.New(mcpadapter.Options{
 		Revisions: eng,
 		Methods:   Chain(mcpadapter.Methods{}, p),
 		Caller:    mcpadapter.StaticCaller(&engine.Caller{Subject: "alice"}),
 	})
-	a.AddHook(mcpadapter.Hook{Name: "record", After: func(_ context.Context, _ *mcpadapter.CallContext, e *mcpadapter.CallEnd) error {
+	a.AddHook(mcpadapter.Hook{Name: "record", After: func(_ context.Context, _ *mcpadapter.CallContext, e *mcpadapter.Record) error {
 		mu.Lock()
 		defer mu.Unlock()
 		ends = append(ends, *e)

@@ -17,11 +17,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestSec14NetworkBuiltinsRefusedEverywhere: a policy calling http.send
+// TestNetworkBuiltinsRefusedEverywhere: a policy calling http.send
 // fails to load, naming the built-in and its line, in serve, test, check
 // and explain alike, and the server it names never receives a request;
 // with --capabilities listing http.send it loads in each of them.
-func TestSec14NetworkBuiltinsRefusedEverywhere(t *testing.T) {
+func TestNetworkBuiltinsRefusedEverywhere(t *testing.T) {
 	t.Parallel()
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -12,11 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestSec13OperatorFilesBoundedEverywhere: every command that reads an
+// TestOperatorFilesBoundedEverywhere: every command that reads an
 // operator file (registry, policies, data, tokens, config, capabilities,
 // callers) refuses one that is not a regular file of at most 16 MiB with
 // an error naming it, never a crash or a hang.
-func TestSec13OperatorFilesBoundedEverywhere(t *testing.T) {
+func TestOperatorFilesBoundedEverywhere(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	reg := filepath.Join(dir, "registry.yaml")

@@ -20,31 +20,9 @@ import (
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
+	"github.com/toolgate/toolgate/internal/testkit/benchdata"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 )
-
-// shadowCandidate is the bundled grant policy plus one override: managers
-// lose the tool price.
-const shadowCandidate = `package toolgate.grant
-
-granted := {t.name |
-	some t in input.tools
-	t.base
-	t.annotations.readOnlyHint == true
-	not url_driver(t)
-} if {
-	"contractor" in input.caller.roles
-}
-
-granted := {t.name | some t in input.tools; t.base; t.name != "price"} if {
-	"manager" in input.caller.roles
-	not "contractor" in input.caller.roles
-}
-
-url_driver(t) if t.driver == "url"
-
-url_drivers_decided := true
-`
 
 // TestReplayMatchesShadow: serve the bundled policy over HTTP with
 // --shadow-policy B (B hides price from managers) and --decision-log;
@@ -59,7 +37,7 @@ func TestReplayMatchesShadow(t *testing.T) {
 	call, err := toolgate.Bundled.ReadFile(toolgate.BundledPolicyDir + "/call.rego")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(cand, "call.rego"), call, 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(cand, "grant.rego"), []byte(shadowCandidate), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(cand, "grant.rego"), []byte(benchdata.ManagersLosePrice), 0o600))
 	callers := []*engine.Caller{
 		{Subject: "max", Roles: []string{"manager"}},
 		{Subject: "cora", Roles: []string{"contractor"}},

@@ -13,12 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestSec06SigtermWithSlowBody: SIGTERM while a client is still sending a
+// TestSigtermWithSlowBodyExitsAtOnce: SIGTERM while a client is still sending a
 // request body: the body is cut, the process exits 0 at once instead of
 // waiting out the shutdown grace (10 s) and failing. The exit status is
 // the oracle: a shutdown that waited for the body is cut off at the end of
 // the grace and exits non-zero, so no time is measured.
-func TestSec06SigtermWithSlowBody(t *testing.T) {
+func TestSigtermWithSlowBodyExitsAtOnce(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
 	s := serveHTTP(t)

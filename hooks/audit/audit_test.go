@@ -26,8 +26,7 @@ import (
 )
 
 // specFields are the fields of an audit record, docs/contract.md §10; addedFields
-// those the record adds (issue 12: how the call was decided), always
-// present.
+// those the record adds (how the call was decided), always present.
 var (
 	specFields = []string{"decision_id", "timestamp", "subject", "tool", "method", "outcome",
 		"reason", "error", "duration_ms", "revision", "meta", "arguments_sha256"}
@@ -178,8 +177,8 @@ func TestAuditRecords(t *testing.T) {
 			t.Parallel()
 			var buf proctest.Buffer
 			aud := New(&buf, Options{})
-			var seen atomic.Pointer[mcpadapter.CallEnd]
-			capture := mcpadapter.Hook{Name: "capture", After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+			var seen atomic.Pointer[mcpadapter.Record]
+			capture := mcpadapter.Hook{Name: "capture", After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.Record) error {
 				seen.Store(end)
 				return nil
 			}}
@@ -382,7 +381,7 @@ func TestAuditConcurrentCalls(t *testing.T) {
 
 // TestAuditSaysAnOverrideDecided: a call the policy's granted set let
 // through is "grant": "override"; one the base decision let through is
-// "no_override" (issue 12: the audit line says whether an override decided).
+// "no_override": the audit line says whether an override decided.
 func TestAuditSaysAnOverrideDecided(t *testing.T) {
 	t.Parallel()
 	fsys := fstest.MapFS{

@@ -43,8 +43,8 @@ func (s faultStore) Release(ctx context.Context, key Key, token string) error {
 	return s.Store.Release(ctx, key, token)
 }
 
-// TestStoreFaults is the ledger part of the fault table (issue 8; the rest
-// is in mcpadapter/faults_test.go): a store that fails to claim fails the
+// TestStoreFaults is the ledger part of the fault table (docs/testing.md;
+// the rest is in mcpadapter/faults_test.go): a store that fails to claim fails the
 // call closed (the method never runs), one that fails to complete or to
 // release is logged and ignored (the answer stands). The after hooks see
 // each call once and the next call is served.
@@ -74,7 +74,7 @@ func TestStoreFaults(t *testing.T) {
 	a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: methods,
 		Caller: mcpadapter.StaticCaller(&engine.Caller{Subject: "alice"})})
 	a.AddHook(New(faultStore{NewMemoryStore()}, Options{}).Hook())
-	a.AddHook(mcpadapter.Hook{Name: "record", After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+	a.AddHook(mcpadapter.Hook{Name: "record", After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.Record) error {
 		mu.Lock()
 		defer mu.Unlock()
 		ends = append(ends, end.Outcome)

@@ -45,9 +45,9 @@ func keyMeta(id string) string { return fmt.Sprintf(`{"festi/idempotencyKey":%q}
 // run plays docs/contract.md §5 steps 5 to 8 for hooks the way the adapter does: before
 // halves in order (refusing wins over answering), then the method, then
 // every after half once.
-func run(t testing.TB, hooks []mcpadapter.Hook, call *mcpadapter.CallContext, method func() (*mcp.CallToolResult, error)) *mcpadapter.CallEnd {
+func run(t testing.TB, hooks []mcpadapter.Hook, call *mcpadapter.CallContext, method func() (*mcp.CallToolResult, error)) *mcpadapter.Record {
 	ctx := context.Background()
-	end := func() *mcpadapter.CallEnd {
+	end := func() *mcpadapter.Record {
 		var reasons []string
 		var answer *mcp.CallToolResult
 		var by string
@@ -57,7 +57,7 @@ func run(t testing.TB, hooks []mcpadapter.Hook, call *mcpadapter.CallContext, me
 			}
 			v, err := h.Before(ctx, call)
 			if err != nil {
-				return &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeFailed, Err: err, Failed: true}
+				return &mcpadapter.Record{Outcome: mcpadapter.OutcomeFailed, Err: err, Failed: true}
 			}
 			if v.Denied {
 				reasons = append(reasons, v.Reason)
@@ -66,16 +66,16 @@ func run(t testing.TB, hooks []mcpadapter.Hook, call *mcpadapter.CallContext, me
 			}
 		}
 		if len(reasons) > 0 {
-			return &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeDenied, Result: mcpadapter.TextResult(strings.Join(reasons, "; "), true), Reasons: reasons}
+			return &mcpadapter.Record{Outcome: mcpadapter.OutcomeDenied, Result: mcpadapter.TextResult(strings.Join(reasons, "; "), true), Reasons: reasons}
 		}
 		if answer != nil {
-			return &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeAnswered, Result: answer, AnsweredBy: by}
+			return &mcpadapter.Record{Outcome: mcpadapter.OutcomeAnswered, Result: answer, AnsweredBy: by}
 		}
 		res, err := method()
 		if err != nil {
-			return &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeFailed, Err: err, Failed: true}
+			return &mcpadapter.Record{Outcome: mcpadapter.OutcomeFailed, Err: err, Failed: true}
 		}
-		return &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeResult, Result: res}
+		return &mcpadapter.Record{Outcome: mcpadapter.OutcomeResult, Result: res}
 	}()
 	for _, h := range hooks {
 		if h.After != nil {
@@ -256,7 +256,7 @@ func TestLedgerHook(t *testing.T) {
 		require.Equal(t, "run 1", text(end.Result))
 		// The stuck call finally ends: its claim was taken over, and it
 		// must not overwrite or release its successor's.
-		err = l.Hook().After(context.Background(), stuck, &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeResult, Result: mcpadapter.TextResult("stale", false)})
+		err = l.Hook().After(context.Background(), stuck, &mcpadapter.Record{Outcome: mcpadapter.OutcomeResult, Result: mcpadapter.TextResult("stale", false)})
 		require.ErrorIs(t, err, ErrClaimLost)
 		end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", `{"my/key":"k"}`, args), c.method)
 		require.Equal(t, "run 1", text(end.Result))
@@ -286,7 +286,7 @@ func TestLedgerHook(t *testing.T) {
 		// The before half is inside Claim when the adapter's deadline passes
 		// and the after half runs.
 		<-entered
-		require.NoError(t, l.Hook().After(context.Background(), call, &mcpadapter.CallEnd{Outcome: mcpadapter.OutcomeFailed, Failed: true, Err: errors.New("deadline")}))
+		require.NoError(t, l.Hook().After(context.Background(), call, &mcpadapter.Record{Outcome: mcpadapter.OutcomeFailed, Failed: true, Err: errors.New("deadline")}))
 		close(gate)
 		<-done
 		require.Zero(t, s.claims(t), "the late claim was released by its before half")
@@ -408,7 +408,7 @@ func TestLedgerSurvivesRestart(t *testing.T) {
 	require.EqualValues(t, 1, c.n.Load())
 }
 
-// TestLedgerKeyScopedToTool (issue 13, mutant 1): a call of tool B with the
+// TestLedgerKeyScopedToTool: a call of tool B with the
 // idempotency key a call of tool A completed runs B and gets B's result, in
 // every store; each tool then replays its own result.
 func TestLedgerKeyScopedToTool(t *testing.T) {

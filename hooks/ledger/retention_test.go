@@ -19,11 +19,11 @@ import (
 
 const retention = time.Hour
 
-// TestSec12StoreRetention (issue 11, finding 12; docs/contract.md §10): in every store a
+// TestStoreKeysExpireAfterRetention (docs/contract.md §10): in every store a
 // completed key answers its result for its retention, counted from its
 // completion, then is as if absent (other arguments claim it too), and
 // Prune removes expired keys in bounded runs, leaving the others.
-func TestSec12StoreRetention(t *testing.T) {
+func TestStoreKeysExpireAfterRetention(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	lt := Lifetimes{Lease: lease, Retention: retention}
@@ -107,10 +107,10 @@ func TestSec12StoreRetention(t *testing.T) {
 	}
 }
 
-// TestSec12SharedStoresPruneAbandonedClaims: a running claim whose holder
+// TestSharedStoresPruneAbandonedClaims: a running claim whose holder
 // is gone (older than both lease and retention) is removed from a shared
 // store; a younger one is not.
-func TestSec12SharedStoresPruneAbandonedClaims(t *testing.T) {
+func TestSharedStoresPruneAbandonedClaims(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	lt := Lifetimes{Lease: lease, Retention: retention}
@@ -136,10 +136,10 @@ func TestSec12SharedStoresPruneAbandonedClaims(t *testing.T) {
 	}
 }
 
-// TestSec12MemoryStoreCap: within the retention the memory store keeps at
+// TestMemoryStoreCapDropsOldestCompleted: within the retention the memory store keeps at
 // most MaxKeys completed keys and MaxBytes of results, dropping the oldest
 // completed first; running claims and the key just completed stay.
-func TestSec12MemoryStoreCap(t *testing.T) {
+func TestMemoryStoreCapDropsOldestCompleted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	lt := Lifetimes{Lease: lease, Retention: retention}
@@ -196,10 +196,10 @@ func TestSec12MemoryStoreCap(t *testing.T) {
 	})
 }
 
-// TestSec12SQLiteFileMode: a new SQLite file, and the -wal and -shm files
+// TestSQLiteFilesReadableByOwnerOnly: a new SQLite file, and the -wal and -shm files
 // SQLite adds beside it, are readable by their owner only; an existing
 // file's mode is not changed.
-func TestSec12SQLiteFileMode(t *testing.T) {
+func TestSQLiteFilesReadableByOwnerOnly(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -257,11 +257,11 @@ func (s notifyingStore) Prune(ctx context.Context, now time.Time, lt Lifetimes, 
 	return n, err
 }
 
-// TestSec12LedgerRetention: through the hook, with the ledger's clock, a
+// TestLedgerAnswersRetriesWithinRetention: through the hook, with the ledger's clock, a
 // retry within the retention is answered, one after it runs the call
 // again; Prune and RunPruner remove expired keys (a full batch is followed
 // by the next run at once).
-func TestSec12LedgerRetention(t *testing.T) {
+func TestLedgerAnswersRetriesWithinRetention(t *testing.T) {
 	t.Parallel()
 	const args = `{"idReward":7}`
 	now := t0

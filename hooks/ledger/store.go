@@ -138,6 +138,7 @@ func CreateStore(ctx context.Context, spec string) (Store, error) {
 func parseStore(spec string) (StoreSpec, error) {
 	s, err := ParseStore(spec)
 	if err != nil {
+		//lint:ignore ST1005 the message ends with the form of a PostgreSQL URL, as the configuration's does
 		return s, fmt.Errorf("ledger: unknown store %q: want memory, sqlite:PATH or postgres://...", spec)
 	}
 	return s, nil

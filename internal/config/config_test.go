@@ -321,7 +321,7 @@ func TestUpstreamSectionAndTrustKinds(t *testing.T) {
 
 // TestZeroIsNotTheDefault: a duration or count set to zero (or less) is an
 // error that names the flag or the file's key and line, never a silent
-// default (issue 13: --eval-timeout 0 meant 250ms).
+// default (--eval-timeout 0 once meant 250ms).
 func TestZeroIsNotTheDefault(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{

@@ -60,7 +60,7 @@ func (p *parser) check(i int) error {
 // noExponent reports whether the number b has no exponent part: OPA holds
 // every such number (ast.NumberChecked checks only the exponent forms), so
 // number accepts it.
-func noExponent(b []byte) bool { return bytes.IndexAny(b, "eE") < 0 }
+func noExponent(b []byte) bool { return !bytes.ContainsAny(b, "eE") }
 
 func (p *parser) checkObject(i int) error {
 	var small [smallObject][]byte // the keys so far, decoded

@@ -14,10 +14,10 @@ import (
 	"github.com/toolgate/toolgate/internal/fsx"
 )
 
-// TestSec13OperatorFilesBounded: every kind of file that is not a regular
+// TestOperatorFilesBounded: every kind of file that is not a regular
 // file of at most 16 MiB is refused with an error naming it, at once (a
 // FIFO without a writer must not block).
-func TestSec13OperatorFilesBounded(t *testing.T) {
+func TestOperatorFilesBounded(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")

@@ -85,7 +85,7 @@ c := count(input.caller.roles)
 	names := func(rules []*ast.Rule) []string {
 		var out []string
 		for _, r := range rules {
-			out = append(out, r.Path().String())
+			out = append(out, r.Ref().GroundPrefix().String())
 		}
 		return out
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // TestWalkNamesAMissingDirectory: a policy directory that is not there is
-// named in the error as given, not as os.DirFS's "." (issue 13).
+// named in the error as given, not as os.DirFS's ".".
 func TestWalkNamesAMissingDirectory(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "no-such-policies")
 	_, err := Walk(nil, dir, WalkOptions{})

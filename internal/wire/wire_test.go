@@ -35,11 +35,11 @@ func emptyObjects(n int) []byte {
 	return append(b, "{}]"...)
 }
 
-// TestSec02WalkDoesNotDecode: what the wire layer does not govern it
+// TestWalkDoesNotDecode: what the wire layer does not govern it
 // neither decodes nor encodes: such a body comes back as sent, the same
 // slice, without an allocation, however large. (Not parallel:
 // AllocsPerRun.)
-func TestSec02WalkDoesNotDecode(t *testing.T) {
+func TestWalkDoesNotDecode(t *testing.T) {
 	for name, body := range map[string][]byte{
 		"4 MiB ping":           bigPing(wire.MaxBodyBytes),
 		"a batch of {}":        emptyObjects(wire.MaxBatch*3 - 1),
@@ -114,9 +114,9 @@ func TestRewriteBody(t *testing.T) {
 	})
 }
 
-// TestSec16BatchOverCap: a batch over MaxBatch is refused whole, by
+// TestBatchOverCap: a batch over MaxBatch is refused whole, by
 // RewriteBody and over HTTP (400, JSON-RPC -32600), before the handler.
-func TestSec16BatchOverCap(t *testing.T) {
+func TestBatchOverCap(t *testing.T) {
 	t.Parallel()
 	_, err := wire.RewriteBody(emptyObjects(3*wire.MaxBatch - 1))
 	require.NoError(t, err)
@@ -144,11 +144,12 @@ func serveWire(h http.Handler, body []byte, length int64) int {
 
 var discard = http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) })
 
-// BenchmarkSec02Wire: the server time of the wire layer for the bodies of
-// finding 2 (docs/contract.md §11: linear in the body, small constant).
+// BenchmarkWireLargeBodies: the server time of the wire layer for large
+// bodies, at and just over the 4 MiB cap (docs/contract.md §11: linear in
+// the body, small constant).
 //
-//	go test ./internal/wire -run '^$' -bench Sec02 -benchmem
-func BenchmarkSec02Wire(b *testing.B) {
+//	go test ./internal/wire -run '^$' -bench LargeBodies -benchmem
+func BenchmarkWireLargeBodies(b *testing.B) {
 	over := bytes.Repeat([]byte(" "), wire.MaxBodyBytes+1)
 	for _, bc := range []struct {
 		name   string

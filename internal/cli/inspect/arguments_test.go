@@ -29,7 +29,7 @@ tools:
 `
 
 // TestExplainArgumentsAreTheServedAnswers: with --args, explain binds the
-// arguments as the served call does (issue 13): for each argument problem
+// arguments as the served call does: for each argument problem
 // its answer is, byte for byte, what the served pipeline answers the same
 // call, and what docs/contract.md §5 writes.
 func TestExplainArgumentsAreTheServedAnswers(t *testing.T) {
@@ -97,7 +97,7 @@ func TestExplainWithoutArguments(t *testing.T) {
 	}
 }
 
-// TestCheckArguments: --args must be a JSON object (issue 13); a server
+// TestCheckArguments: --args must be a JSON object; a server
 // reads anything else as {}, a question should not be read as another.
 func TestCheckArguments(t *testing.T) {
 	t.Parallel()

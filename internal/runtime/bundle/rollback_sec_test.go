@@ -13,13 +13,13 @@ import (
 	"github.com/toolgate/toolgate/internal/testkit/bundletest"
 )
 
-// TestSec24RollbackRefused: with
+// TestOlderBundleRevisionRefused: with
 // bundle.refuse_older_revisions, an older bundle, validly signed (a replay
 // by whoever controls the bundle server or the network), is refused like a
 // bad one and the newer keeps serving; "v9" is older than "v10" (version
 // order, not byte order), and a newer one activates after. Without the
 // setting the rollback activates, logged and counted.
-func TestSec24RollbackRefused(t *testing.T) {
+func TestOlderBundleRevisionRefused(t *testing.T) {
 	t.Parallel()
 	for _, refuse := range []bool{true, false} {
 		t.Run(map[bool]string{true: "refused", false: "counted"}[refuse], func(t *testing.T) {

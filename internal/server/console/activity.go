@@ -98,7 +98,7 @@ func NewActivity(backlog int) *Activity {
 // constant time and never waits on a subscriber, so it runs on the
 // call's goroutine.
 func (a *Activity) Hook() mcpadapter.Hook {
-	return mcpadapter.Hook{Name: HookName, Prompt: true, After: func(_ context.Context, call *mcpadapter.CallContext, end *mcpadapter.CallEnd) error {
+	return mcpadapter.Hook{Name: HookName, Prompt: true, After: func(_ context.Context, call *mcpadapter.CallContext, end *mcpadapter.Record) error {
 		a.see(call.Caller)
 		a.Publish(EventOf(audit.NewRecord(call, end)))
 		return nil

@@ -75,13 +75,13 @@ func guids(n int, extra ...string) string {
 	return string(b)
 }
 
-// TestSec24DenyRulesSeeWholeClaims: a deny rule over
+// TestDenyRulesSeeWholeClaims: a deny rule over
 // the caller's claims refuses the suspended user whatever the shape of the
 // claims: a groups claim of 200 GUIDs (over 4096 bytes) and a groups claim
 // that is the 33rd member both reach the policy whole, from real signed
 // JWTs and from the tokens file, through the served front door. Before,
 // claims were bounded like _meta and the rule let the user through.
-func TestSec24DenyRulesSeeWholeClaims(t *testing.T) {
+func TestDenyRulesSeeWholeClaims(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	reg, pol := bundledCopy(t, dir, "")

@@ -29,13 +29,13 @@ type syncBuffer struct{ proctest.Buffer }
 
 func (*syncBuffer) Close() error { return nil }
 
-// TestSec04DemoTokenOnlyForBareBundledOnLoopback: the public demo token
+// TestDemoTokenOnlyForBareBundledOnLoopback: the public demo token
 // (printed in the README) works only when the server serves nothing but the
 // bundled example on a loopback address (docs/contract.md §11). Served on every
 // interface, or with an upstream or a host method added, it is an ordinary
 // Authorization header of a server without --tokens: the caller is nobody,
 // sees no tool and runs nothing; the start-up message says so.
-func TestSec04DemoTokenOnlyForBareBundledOnLoopback(t *testing.T) {
+func TestDemoTokenOnlyForBareBundledOnLoopback(t *testing.T) {
 	t.Parallel()
 	extra := mcpadapter.Methods{}
 	extra.Register("host.deleteAll", func(context.Context, struct{}) (string, error) { return "deleted", nil })
@@ -110,12 +110,12 @@ func TestSec04DemoTokenOnlyForBareBundledOnLoopback(t *testing.T) {
 	}
 }
 
-// TestSec04DemoTokenNotWithABundle: a bundle is not the bundled example,
+// TestDemoTokenNotWithABundle: a bundle is not the bundled example,
 // even though it names no registry or policy directory: served on
 // loopback without --tokens, the public demo token is nobody, and the
 // console does not call the bundle "the bundled example". Not parallel:
 // the state directory is set through the environment.
-func TestSec04DemoTokenNotWithABundle(t *testing.T) {
+func TestDemoTokenNotWithABundle(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	raw := exampleBundle(t, "prod-7", "")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(raw) }))

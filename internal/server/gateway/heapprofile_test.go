@@ -22,8 +22,8 @@ import (
 
 var heapProfiles = flag.String("heapprofiles", "", "`dir`: TestHeapProfileAtTenThousandRows writes heap profiles of the served gateway there (it is skipped without)")
 
-// TestHeapProfileAtTenThousandRows is a developer's tool, not a check
-// (issue 18): it serves the gateway as `toolgate serve --stdio` does, with
+// TestHeapProfileAtTenThousandRows is a developer's tool, not a check: it
+// serves the gateway as `toolgate serve --stdio` does, with
 // the binary's defaults, 10 000 rows and a memoised grant policy, in this
 // process, and writes heap profiles after start-up (start.pprof), after 8
 // concurrent first calls, 200 more and a listing (served.pprof), and after

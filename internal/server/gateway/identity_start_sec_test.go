@@ -38,13 +38,13 @@ func waitFor(t testing.TB, buf *syncBuffer, sub string) {
 	}
 }
 
-// TestSec24SlowKeySetHoldsNeitherStartNorRequests: a
+// TestSlowKeySetHoldsNeitherStartNorRequests: a
 // key-set endpoint that does not answer holds neither the start (the
 // gateway is serving while that fetch is still pending, not abandoned by a
 // timeout) nor a JWT request (503 with Retry-After while the endpoint has
 // still not answered); once it answers, the same token is served without
 // a restart.
-func TestSec24SlowKeySetHoldsNeitherStartNorRequests(t *testing.T) {
+func TestSlowKeySetHoldsNeitherStartNorRequests(t *testing.T) {
 	t.Parallel()
 	iss := newJWKSIssuer(t)
 	keys, err := os.ReadFile(iss.path)
@@ -93,12 +93,12 @@ func TestSec24SlowKeySetHoldsNeitherStartNorRequests(t *testing.T) {
 	require.Equal(t, managerTools, listNames(t, cs))
 }
 
-// TestSec24IssuerOnEveryAddressNeedsAResource: with
+// TestIssuerOnEveryAddressNeedsAResource: with
 // an issuer, a gateway listening on every address without auth.resource
 // does not start (the resource it would advertise, http://[::]:PORT/mcp
 // or http://0.0.0.0:PORT/mcp, is no URI a client uses), for an embedder
 // that skipped config validation too; with a resource it starts.
-func TestSec24IssuerOnEveryAddressNeedsAResource(t *testing.T) {
+func TestIssuerOnEveryAddressNeedsAResource(t *testing.T) {
 	t.Parallel()
 	iss := newJWKSIssuer(t)
 	for _, addr := range []string{"0.0.0.0:0", "[::]:0", ":0"} {
@@ -117,11 +117,11 @@ func TestSec24IssuerOnEveryAddressNeedsAResource(t *testing.T) {
 	}
 }
 
-// TestSec24GatewayEvery401NamesTheMetadata: served
+// TestGatewayEvery401NamesTheMetadata: served
 // with an issuer, every 401 of the gateway to a request without a token
 // names the Protected Resource Metadata: /mcp, /approvals and the console's
 // API alike.
-func TestSec24GatewayEvery401NamesTheMetadata(t *testing.T) {
+func TestGatewayEvery401NamesTheMetadata(t *testing.T) {
 	t.Parallel()
 	iss := newJWKSIssuer(t)
 	g := startIdentity(t, gateway.Config{Stdout: &syncBuffer{},

@@ -17,11 +17,11 @@ import (
 	"github.com/toolgate/toolgate/internal/server/gateway"
 )
 
-// TestSec08ListFallbackNoneOverHTTP: listFallback none, set in the
+// TestListFallbackNoneOverHTTP: listFallback none, set in the
 // configuration, reaches the served listing: a malformed _meta that makes a
 // strict policy fail lists nothing, where the default lists the base
 // decision with the hidden tool.
-func TestSec08ListFallbackNoneOverHTTP(t *testing.T) {
+func TestListFallbackNoneOverHTTP(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	reg := filepath.Join(dir, "registry.yaml")
@@ -62,9 +62,9 @@ granted := {t.name | some t in input.tools; t.base; t.name != "execUrl"; level >
 	}
 }
 
-// TestSec14CapabilitiesWired: serve refuses a policy calling http.send,
+// TestServeLoadsNetworkBuiltinsOnlyWhenCapabilitiesListThem: serve refuses a policy calling http.send,
 // naming it, unless the configured capabilities file lists it.
-func TestSec14CapabilitiesWired(t *testing.T) {
+func TestServeLoadsNetworkBuiltinsOnlyWhenCapabilitiesListThem(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	reg := filepath.Join(dir, "registry.yaml")

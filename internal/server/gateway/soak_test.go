@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/toolgate/toolgate/internal/config"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -100,21 +99,9 @@ func TestSoak(t *testing.T) {
 	reg := filepath.Join(dir, "registry.yaml")
 	require.NoError(t, os.WriteFile(reg, toolgate.ExampleRegistry(), 0o644))
 	pol := filepath.Join(dir, "rego")
-	require.NoError(t, os.MkdirAll(pol, 0o755))
-	require.NoError(t, fs.WalkDir(toolgate.ExamplePolicies(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(toolgate.ExamplePolicies(), p)
-		if err != nil {
-			return err
-		}
-		// The soak grant replaces the example's contractor override.
-		if p == "grant.rego" {
-			b = []byte(soakGrant)
-		}
-		return os.WriteFile(filepath.Join(pol, p), b, 0o644)
-	}))
+	require.NoError(t, os.CopyFS(pol, toolgate.ExamplePolicies()))
+	// The soak grant replaces the example's contractor override.
+	require.NoError(t, os.WriteFile(filepath.Join(pol, "grant.rego"), []byte(soakGrant), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(pol, "soak_call.rego"), []byte(soakCall), 0o644))
 	revision := func(v string) []byte {
 		hidden := map[string]string{"A": "inner", "B": "fail"}[v]

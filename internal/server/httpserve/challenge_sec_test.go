@@ -23,13 +23,13 @@ var bareUnauthorized = http.HandlerFunc(func(w http.ResponseWriter, r *http.Requ
 	http.Error(w, "a bearer token is required", http.StatusUnauthorized)
 })
 
-// TestSec24Every401NamesTheMetadata: with JWT
+// TestEvery401NamesTheMetadata: with JWT
 // callers, every 401 names the Protected Resource Metadata, so a client
 // learns where to get a token: the handlers mounted beside /mcp (approvals,
 // console, routes) answering nobody, and the SDK's own refusal of a token
 // that expired after it was verified. Without JWT there is no metadata to
 // name and the bare challenge stays.
-func TestSec24Every401NamesTheMetadata(t *testing.T) {
+func TestEvery401NamesTheMetadata(t *testing.T) {
 	t.Parallel()
 	iss := newIssuer(t)
 	want := `Bearer resource_metadata="` + testMetaURL + `"`

@@ -24,7 +24,7 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
-// These tests pin docs/contract.md §11 (issue 11's findings, by number).
+// These tests pin docs/contract.md §11: what an anonymous request may cost.
 
 // listen serves srv on a loopback port until the test ends; it returns the
 // address and a channel with ListenAndServe's result.
@@ -69,10 +69,10 @@ func mcpPost(addr string, length int, extra string) string {
 	return fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n%s\r\n", addr, length, extra)
 }
 
-// TestSec02BodyOver4MiBIs413: a body over 4 MiB gets 413: at once when
+// TestBodyOver4MiBIs413: a body over 4 MiB gets 413: at once when
 // Content-Length says so (without waiting for the body), and once the limit
 // is passed when it comes chunked.
-func TestSec02BodyOver4MiBIs413(t *testing.T) {
+func TestBodyOver4MiBIs413(t *testing.T) {
 	t.Parallel()
 	srv := httpserve.New(httpserve.Options{Server: newFixture(t).server})
 	_, addr, _ := listen(t, srv)
@@ -130,10 +130,10 @@ func initSession(t *testing.T, url, proto, token string) string {
 	return id
 }
 
-// TestSec16BatchCap: a 2025-03-26 batch of more than mcpadapter.MaxBatch
+// TestBatchOverCapRefusedWhole: a 2025-03-26 batch of more than mcpadapter.MaxBatch
 // messages is refused whole with HTTP 400 and a JSON-RPC error; one of
 // MaxBatch is served.
-func TestSec16BatchCap(t *testing.T) {
+func TestBatchOverCapRefusedWhole(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, httpserve.Options{Server: newFixture(t).server})
 	url := ts.URL + "/mcp"
@@ -181,9 +181,9 @@ func emptyObjects(n int) []byte {
 	return append(b, "{}]"...)
 }
 
-// TestSec03SessionCap: past MaxSessions, initialize gets 503; the
+// TestSessionsCappedAtMaxSessions: past MaxSessions, initialize gets 503; the
 // sessions, goroutines and heap stay bounded.
-func TestSec03SessionCap(t *testing.T) {
+func TestSessionsCappedAtMaxSessions(t *testing.T) {
 	t.Parallel()
 	const max, tries = 1000, 10000
 	f := newFixture(t)
@@ -248,9 +248,9 @@ func TestSec03SessionCap(t *testing.T) {
 	assert.Less(t, after.HeapAlloc, before.HeapAlloc+200<<20)
 }
 
-// TestSec03IdleSessionExpires: a session without requests for
+// TestIdleSessionExpires: a session without requests for
 // SessionTimeout is closed; its id is then unknown.
-func TestSec03IdleSessionExpires(t *testing.T) {
+func TestIdleSessionExpires(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	srv := httpserve.New(httpserve.Options{Server: f.server, SessionTimeout: 100 * time.Millisecond})
@@ -266,10 +266,10 @@ func TestSec03IdleSessionExpires(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
 
-// TestSec16SessionBoundToOpener: a session serves only requests with the
+// TestSessionBoundToOpener: a session serves only requests with the
 // credentials of whoever opened it (nobody, or a subject), whatever the
 // method; the others get 403 and leave the session alive.
-func TestSec16SessionBoundToOpener(t *testing.T) {
+func TestSessionBoundToOpener(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t)})
 	url := ts.URL + "/mcp"
@@ -318,9 +318,9 @@ func httptest_NewServer(t *testing.T, h http.Handler) *struct{ URL string } {
 	return &struct{ URL string }{URL: "http://" + addr}
 }
 
-// TestSec05HealthzShort: /healthz tells anyone status and revision only;
+// TestHealthzShortUnlessOperatorVerbose: /healthz tells anyone status and revision only;
 // the rest is for the operator role at ?verbose=1.
-func TestSec05HealthzShort(t *testing.T) {
+func TestHealthzShortUnlessOperatorVerbose(t *testing.T) {
 	t.Parallel()
 	full := map[string]any{"status": "degraded", "revision": 2, "hash": "abc", "last_error": "registry: tools[8] (execUrl): unknown field", "reloads": 3}
 	ts := startServer(t, httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t), Health: func() any { return full }})
@@ -369,10 +369,10 @@ func getWith(t *testing.T, url, token string, header map[string]string) (int, st
 	return resp.StatusCode, string(body)
 }
 
-// TestSec11HostAndOrigin: on a loopback listener a non-loopback Host is
+// TestHostAndOriginChecked: on a loopback listener a non-loopback Host is
 // refused on every path (DNS rebinding); an Origin must be the listener's
 // own or an allowed one.
-func TestSec11HostAndOrigin(t *testing.T) {
+func TestHostAndOriginChecked(t *testing.T) {
 	t.Parallel()
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "up 1\n") })
 	ts := startServer(t, httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t), Metrics: metrics,
@@ -409,9 +409,9 @@ func TestSec11HostAndOrigin(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
 }
 
-// TestSec15MetricsOperatorOnly: /metrics is for the operator role, or
+// TestMetricsOperatorOnly: /metrics is for the operator role, or
 // anyone at MetricsAddr.
-func TestSec15MetricsOperatorOnly(t *testing.T) {
+func TestMetricsOperatorOnly(t *testing.T) {
 	t.Parallel()
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "up 1\n") })
 	maddr := freeAddr(t)
@@ -445,9 +445,9 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// TestSec06SlowBodyTimesOut: a body that does not arrive within
+// TestSlowBodyTimesOut: a body that does not arrive within
 // ReadTimeout is answered 408 and its connection closed.
-func TestSec06SlowBodyTimesOut(t *testing.T) {
+func TestSlowBodyTimesOut(t *testing.T) {
 	t.Parallel()
 	srv := httpserve.New(httpserve.Options{Server: newFixture(t).server, ReadTimeout: 200 * time.Millisecond})
 	_, addr, _ := listen(t, srv)
@@ -455,12 +455,12 @@ func TestSec06SlowBodyTimesOut(t *testing.T) {
 	assert.Equal(t, "HTTP/1.1 408 Request Timeout", line)
 }
 
-// TestSec06SlowConnections: 2 000 connections sending a body slowly leave
+// TestSlowConnectionsLeaveHealthzAnswering: 2 000 connections sending a body slowly leave
 // /healthz answering; SIGTERM (the context ending) with slow bodies
 // pending returns nil at once, not after the grace period (a shutdown that
 // waited for the bodies is cut off at the end of the grace and returns an
 // error, so no time is measured).
-func TestSec06SlowConnections(t *testing.T) {
+func TestSlowConnectionsLeaveHealthzAnswering(t *testing.T) {
 	t.Parallel()
 	const slow = 2000
 	srv := httpserve.New(httpserve.Options{Server: newFixture(t).server})
@@ -498,12 +498,13 @@ func TestSec06SlowConnections(t *testing.T) {
 	}
 }
 
-// BenchmarkSec02Server: server time of a POST /mcp through the whole
+// BenchmarkServerLargeBodies: server time of a POST /mcp through the whole
 // handler chain (Host, Origin, caller, session gate, body, wire layer) for
-// the bodies of finding 2; the SDK refuses what passes.
+// large bodies (1 MiB of empty objects, and bodies just over the 4 MiB cap);
+// the SDK refuses what passes.
 //
-//	go test ./internal/server/httpserve -run '^$' -bench Sec02 -benchmem
-func BenchmarkSec02Server(b *testing.B) {
+//	go test ./internal/server/httpserve -run '^$' -bench LargeBodies -benchmem
+func BenchmarkServerLargeBodies(b *testing.B) {
 	f := newFixture(b)
 	srv := httpserve.New(httpserve.Options{Server: f.server})
 	over := bytes.Repeat([]byte(" "), mcpadapter.MaxBodyBytes+1)
@@ -534,10 +535,10 @@ func BenchmarkSec02Server(b *testing.B) {
 	}
 }
 
-// TestSec06ConnectionCap: at MaxConnections, idle keep-alive connections
+// TestConnectionCapNeverHoldsHealthz: at MaxConnections, idle keep-alive connections
 // make room for a new one, and slow bodies do once their deadline passes:
 // the cap never holds /healthz for good.
-func TestSec06ConnectionCap(t *testing.T) {
+func TestConnectionCapNeverHoldsHealthz(t *testing.T) {
 	t.Parallel()
 	const max = 3
 	srv := httpserve.New(httpserve.Options{Server: newFixture(t).server, MaxConnections: max, ReadTimeout: 300 * time.Millisecond})
@@ -570,10 +571,10 @@ func TestSec06ConnectionCap(t *testing.T) {
 	})
 }
 
-// TestSec04IsLoopback: which addresses count as loopback, for the Host
+// TestIsLoopback: which addresses count as loopback, for the Host
 // check and for the demo token (docs/contract.md §11). Anything that binds, or may
 // resolve to, another interface does not.
-func TestSec04IsLoopback(t *testing.T) {
+func TestIsLoopback(t *testing.T) {
 	t.Parallel()
 	for addr, want := range map[string]bool{
 		"127.0.0.1:8787":   true,

@@ -88,7 +88,7 @@ func newFixture(t testing.TB) *fixture {
 		}
 	})
 	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: m, Caller: httpserve.CallerFromRequest})
-	a.AddHook(mcpadapter.Hook{Name: "count", After: func(context.Context, *mcpadapter.CallContext, *mcpadapter.CallEnd) error {
+	a.AddHook(mcpadapter.Hook{Name: "count", After: func(context.Context, *mcpadapter.CallContext, *mcpadapter.Record) error {
 		f.afters.Add(1)
 		return nil
 	}})

@@ -20,31 +20,9 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/internal/server/shadow"
+	"github.com/toolgate/toolgate/internal/testkit/benchdata"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
-
-// candidateB is the bundled grant policy plus one override: managers lose
-// the tool price.
-const candidateB = `package toolgate.grant
-
-granted := {t.name |
-	some t in input.tools
-	t.base
-	t.annotations.readOnlyHint == true
-	not url_driver(t)
-} if {
-	"contractor" in input.caller.roles
-}
-
-granted := {t.name | some t in input.tools; t.base; t.name != "price"} if {
-	"manager" in input.caller.roles
-	not "contractor" in input.caller.roles
-}
-
-url_driver(t) if t.driver == "url"
-
-url_drivers_decided := true
-`
 
 // writeCandidate writes the bundled policies with grant.rego replaced.
 func writeCandidate(t *testing.T, grant string) string {
@@ -66,7 +44,7 @@ func TestShadowShowsExactlyTheCandidatesDifferences(t *testing.T) {
 	ctx := context.Background()
 	serving, err := engine.New(ctx, toolgate.Source("", ""))
 	require.NoError(t, err)
-	candEng, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, candidateB)))
+	candEng, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, benchdata.ManagersLosePrice)))
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var got []string

@@ -1,7 +1,8 @@
 // Package benchdata is what toolgate's benchmarks share: the generated
 // registry, the grant policies they measure and the bare go-sdk server they
 // compare against (engine's and mcpadapter's benchmarks, internal/testkit/benche2e,
-// httpserve's). One copy, so that every benchmark measures the same thing.
+// httpserve's), and the candidate policy the shadow and replay tests serve.
+// One copy, so that every benchmark measures the same thing.
 package benchdata
 
 import (
@@ -32,6 +33,18 @@ granted := {t.name |
 }
 
 url_driver(t) if t.driver == "url"
+`
+
+// ManagersLosePrice is the bundled grant policy with one override more:
+// managers lose the tool price. The shadow and replay tests serve it as the
+// candidate beside the bundled policy, which it differs from in exactly that.
+const ManagersLosePrice = Memoised + `
+granted := {t.name | some t in input.tools; t.base; t.name != "price"} if {
+	"manager" in input.caller.roles
+	not "contractor" in input.caller.roles
+}
+
+url_drivers_decided := true
 `
 
 // ReadsMeta is Memoised with an opt-out in _meta: it reads input.request,

@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -64,20 +63,6 @@ func guideBlocks(t *testing.T, root string) []block {
 		out = append(out, pageBlocks(t, root, p)...)
 	}
 	return out
-}
-
-// allText is the text of every page, joined: for checks that a name is
-// documented somewhere.
-func allText(t *testing.T, root string) string {
-	t.Helper()
-	var b strings.Builder
-	for _, p := range docPages(t, root) {
-		md, err := os.ReadFile(filepath.Join(root, p))
-		require.NoError(t, err)
-		b.Write(md)
-		b.WriteString("\n")
-	}
-	return b.String()
 }
 
 // readPage reads one page of the checkout.

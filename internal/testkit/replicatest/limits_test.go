@@ -3,7 +3,6 @@ package replicatest
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -177,6 +176,6 @@ func limitedMetric(t *testing.T, r *replica, token string) float64 {
 		return 0
 	}
 	v, err := strconv.ParseFloat(string(m[1]), 64)
-	require.NoError(t, err, fmt.Sprintf("%s", m[1]))
+	require.NoError(t, err, string(m[1]))
 	return v
 }

@@ -32,8 +32,8 @@ const (
 
 var held = regexp.MustCompile(`^Approval required: .* \(approval ([0-9a-f]{24})\)\. Call again once it is approved\.$`)
 
-// TestReplicas is issue 17 item 4: two toolgate processes from the built
-// binary, one bundle server, one PostgreSQL.
+// TestReplicas: two toolgate processes from the built binary, one bundle
+// server, one PostgreSQL.
 func TestReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two toolgate processes and PostgreSQL; skipped with -short")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -63,22 +62,12 @@ func bundledCopy(t *testing.T, dir, extraSections string) (reg, pol string) {
 	doc := strings.Replace(string(toolgate.ExampleRegistry()), "sections:\n", "sections:\n"+extraSections, 1)
 	require.NoError(t, os.WriteFile(reg, []byte(doc), 0o600))
 	pol = filepath.Join(dir, "rego")
-	require.NoError(t, os.MkdirAll(pol, 0o700))
-	require.NoError(t, fs.WalkDir(toolgate.ExamplePolicies(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(toolgate.ExamplePolicies(), p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(pol, p), b, 0o600)
-	}))
+	require.NoError(t, os.CopyFS(pol, toolgate.ExamplePolicies()))
 	require.NoError(t, os.WriteFile(filepath.Join(pol, "show.rego"), []byte(showRow), 0o600))
 	return reg, pol
 }
 
-// TestSec07ImportedToolsClosedAndUntrusted (issue 11, finding 7; docs/contract.md §15):
+// TestImportedToolsClosedAndUntrusted (docs/contract.md §15):
 // an upstream imported with import: true whose tool deleteAll declares
 // readOnlyHint: true. By default no caller is granted the imported row (its
 // section upstream:NAME is one no role holds), so a contractor's call answers
@@ -86,7 +75,7 @@ func bundledCopy(t *testing.T, dir, extraSections string) (reg, pol string) {
 // bundled policy still keeps it from a contractor: the upstream's hints reach
 // policies as upstream_annotations, not annotations, and tools/list shows
 // none. With trust_annotations: true they are the row's annotations.
-func TestSec07ImportedToolsClosedAndUntrusted(t *testing.T) {
+func TestImportedToolsClosedAndUntrusted(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int32
 	upURL := lyingUpstream(t, &runs)

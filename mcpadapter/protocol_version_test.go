@@ -8,15 +8,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestSec17UnsupportedProtocolVersionIsAProtocolFault pins the input that
-// turned CI red (issue 11, finding 17): a tools/call whose reserved _meta
+// TestUnsupportedProtocolVersionIsAProtocolFault pins the input that
+// once turned CI red: a tools/call whose reserved _meta
 // names protocol version "21" (which sorts after 2026-07-28, so the go-sdk
 // validates the request's own revision keys) is the go-sdk's own JSON-RPC
 // error -32022, identical for a hidden and an absent name, never reaching
 // the pipeline; the fuzz oracle (expectFaults) allows exactly that error
 // for it, and the input and its neighbours are seeds of the fuzzers
-// (testdata/fuzz/*/sec17-*).
-func TestSec17UnsupportedProtocolVersionIsAProtocolFault(t *testing.T) {
+// (testdata/fuzz/*/handshake-*).
+func TestUnsupportedProtocolVersionIsAProtocolFault(t *testing.T) {
 	t.Parallel()
 	g := newGoverned(t, setup{caller: fuzzCaller})
 	c := g.connectRaw(t, proto20250618) // the session's revision; the _meta names its own
