@@ -278,6 +278,36 @@ func TestRelayMultiRoundTrip(t *testing.T) {
 	}
 }
 
+// TestRelayLogLevel: the upstream's log messages reach the client
+// filtered by the level it set with logging/setLevel, which is forwarded
+// upstream before a call whose level differs (docs/contract.md §16): at
+// "error" the interact tool's info message is not relayed, and after the
+// client sets "info" the next call's is. Messages of one connection arrive
+// in order, so had the first call's message been relayed it would be
+// there before the second's.
+func TestRelayLogLevel(t *testing.T) {
+	t.Parallel()
+	httpUp, _ := httpConfig(t, "up")
+	for name, up := range map[string]Config{"http": httpUp, "stdio": stdioConfig("up")} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newRelayFront(t, up)
+			cs, got := f.connect("alice", nil)
+			require.NoError(t, cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "error"}))
+			params := &mcp.CallToolParams{Name: "interact", Arguments: map[string]any{"label": "quiet"}}
+			params.SetProgressToken("t1")
+			assert.Equal(t, "quiet sampled=alice:quiet elicited=accept:alice:quiet roots=file:///alice", callText(t.Context(), t, cs, params))
+			got.await(t, 0, 2)
+			require.NoError(t, cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}))
+			params = &mcp.CallToolParams{Name: "interact", Arguments: map[string]any{"label": "loud"}}
+			assert.Equal(t, "loud sampled=alice:loud elicited=accept:alice:loud roots=file:///alice", callText(t.Context(), t, cs, params))
+			got.await(t, 1, 2)
+			logs, _ := got.snapshot()
+			assert.Equal(t, []string{"loud"}, logs, "the message below the level set was not relayed")
+		})
+	}
+}
+
 // TestRelayMultiRoundTripOlderUpstream: a client of the 2026-07-28
 // revision in front of an upstream that speaks only an older one (here a
 // stateful streamable HTTP server, which the go-sdk cannot serve on
