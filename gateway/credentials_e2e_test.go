@@ -272,6 +272,18 @@ func TestUpstreamCredentialsE2E(t *testing.T) {
 	bs, err := connectToken(t, g.url, proto, bob)
 	require.NoError(t, err)
 
+	t.Run("a token-exchange upstream's tools are its registry rows, listed before it is reached", func(t *testing.T) {
+		// It is connected on behalf of its first caller, not at start: no
+		// call has reached it yet, and its rows are listed as policy grants
+		// them, the same for every caller.
+		require.Empty(t, txUp.accepted(), "nothing reached the upstream yet")
+		for _, cs := range []*mcp.ClientSession{as, bs} {
+			names := listNames(t, cs)
+			require.Contains(t, names, "whoami_tx")
+			require.Contains(t, names, "whoami_txs")
+		}
+	})
+
 	t.Run("static header from the environment", func(t *testing.T) {
 		require.Equal(t, "static", who(t, as, "whoami_static").Sub)
 	})
