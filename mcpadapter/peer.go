@@ -118,8 +118,11 @@ func (p *Peer) RequestState() string {
 // false when it asked for none.
 func (p *Peer) LogLevel() (level mcp.LoggingLevel, ok bool) {
 	if p.req.Params != nil {
-		if lv, isString := p.req.Params.GetMeta()[mcp.MetaKeyLogLevel].(string); isString && knownLevel(lv) {
-			return mcp.LoggingLevel(lv), true
+		meta := p.req.Params.GetMeta()
+		if v, _ := meta[mcp.MetaKeyProtocolVersion].(string); v >= multiRoundTripRevision || p.ProtocolVersion() >= multiRoundTripRevision {
+			if lv, isString := meta[mcp.MetaKeyLogLevel].(string); isString && knownLevel(lv) {
+				return mcp.LoggingLevel(lv), true
+			}
 		}
 	}
 	return p.a.levels.get(p.ss)

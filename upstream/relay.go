@@ -366,7 +366,10 @@ func (c *conn) callRelayed(ctx context.Context, peer *mcpadapter.Peer, tool stri
 	reuse := false
 	defer func() { c.release(cs, reuse, ctx.Err() != nil) }()
 	lv, levelSet := peer.LogLevel()
-	perRequestLevel := key.version >= multiRoundTripRevision
+	perRequestLevel := false // the revision the upstream session speaks has no logging/setLevel
+	if ir := cs.s.cs.InitializeResult(); ir != nil {
+		perRequestLevel = ir.ProtocolVersion >= multiRoundTripRevision
+	}
 	if cs.logging && levelSet && !perRequestLevel && lv != cs.level {
 		if err := cs.s.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: lv}); err == nil {
 			cs.level = lv

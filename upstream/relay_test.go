@@ -312,7 +312,8 @@ func TestRelayLogLevel(t *testing.T) {
 // revision in front of an upstream that speaks only an older one (here a
 // stateful streamable HTTP server, which the go-sdk cannot serve on
 // 2026-07-28). The upstream's calls get the older revision; its progress
-// reaches the calling client, and its sampling, elicitation and roots
+// and log messages (at the level the client sends with the call, set
+// upstream with logging/setLevel) reach the calling client, and its sampling, elicitation and roots
 // requests, which that client's revision cannot carry, fail at once (the
 // upstream never waits), as they would for a client without the
 // capability: the relay does not turn a request into an input-required
@@ -326,9 +327,13 @@ func TestRelayMultiRoundTripOlderUpstream(t *testing.T) {
 	defer cancel()
 	params := &mcp.CallToolParams{Name: "interact", Arguments: map[string]any{"label": "L"}}
 	params.SetProgressToken("tok")
+	// The level the client sends with the call reaches the older upstream
+	// as its logging/setLevel.
+	params.Meta[mcp.MetaKeyLogLevel] = "info"
 	assert.Equal(t, "L sampled=error elicited=error roots=error", callText(ctx, t, cs, params))
-	got.await(t, 0, 2)
-	_, progress := got.snapshot()
+	got.await(t, 1, 2)
+	logs, progress := got.snapshot()
+	assert.Equal(t, []string{"L"}, logs)
 	assert.Equal(t, []string{"tok 1/2 L", "tok 2/2 L"}, progress)
 }
 
