@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,10 +174,15 @@ func TestHiddenIsAbsentForEveryCallerCatalog(t *testing.T) {
 						{"resources/read", func(u string) string { return fmt.Sprintf(`{"uri":%q,"_meta":%s}`, u, meta) }},
 					}
 					if proto != proto20260728 {
-						uriProbes = append(uriProbes, probe{"resources/subscribe", func(u string) string { return fmt.Sprintf(`{"uri":%q,"_meta":%s}`, u, meta) }})
+						uriProbes = append(uriProbes,
+							probe{"resources/subscribe", func(u string) string { return fmt.Sprintf(`{"uri":%q,"_meta":%s}`, u, meta) }},
+							probe{"resources/unsubscribe", func(u string) string { return fmt.Sprintf(`{"uri":%q,"_meta":%s}`, u, meta) }})
 					}
 					check := func(p probe, hidden []string, absent string) {
 						abs := string(normaliseID(c.request(p.method, p.params(absent))))
+						if p.method == "resources/read" || p.method == "resources/subscribe" {
+							require.Contains(t, abs, `"error":{"code":-32602,"message":"Resource not found"`, "the SDK's answer for a URI nothing serves (MCP's -32602)")
+						}
 						if mi < 3 {
 							key := proto + p.method + absent + meta
 							if want, ok := absentAnswers[key]; ok {
@@ -208,6 +214,97 @@ func TestHiddenIsAbsentForEveryCallerCatalog(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// countingCatalog counts what reaches the catalog (the upstreams).
+type countingCatalog struct {
+	testCatalog
+	calls atomic.Int64
+}
+
+func (c *countingCatalog) GetPrompt(ctx context.Context, p *registry.Prompt, params *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	c.calls.Add(1)
+	return c.testCatalog.GetPrompt(ctx, p, params)
+}
+func (c *countingCatalog) Resources(ctx context.Context) []mcpadapter.CatalogResource {
+	c.calls.Add(1)
+	return c.testCatalog.Resources(ctx)
+}
+func (c *countingCatalog) Templates(ctx context.Context) []mcpadapter.CatalogTemplate {
+	c.calls.Add(1)
+	return c.testCatalog.Templates(ctx)
+}
+func (c *countingCatalog) ReadResource(ctx context.Context, up string, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+	c.calls.Add(1)
+	return c.testCatalog.ReadResource(ctx, up, p)
+}
+func (c *countingCatalog) Subscribe(ctx context.Context, up, uri string) error {
+	c.calls.Add(1)
+	return nil
+}
+func (c *countingCatalog) Unsubscribe(ctx context.Context, up, uri string) error {
+	c.calls.Add(1)
+	return nil
+}
+func (c *countingCatalog) Complete(ctx context.Context, up string, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	c.calls.Add(1)
+	return c.testCatalog.Complete(ctx, up, p)
+}
+
+// TestCatalogCostsNobodyNothing: an anonymous caller (nobody) gets no
+// prompt or resource, even under a policy that grants every one to
+// everyone, and none of its catalog requests reaches an upstream — not a
+// listing, a read, a subscription or a completion (the anonymous cost cap:
+// nobody's requests cost no upstream work). A signed-in caller under the
+// same policy does reach it (the counter can move).
+func TestCatalogCostsNobodyNothing(t *testing.T) {
+	t.Parallel()
+	const grantAll = "package toolgate.grant\n\nprompts := {p.name | some p in input.prompts}\n\nresource := true\n"
+	hook := engine.WithRegistryHook(func(_ context.Context, reg *registry.Registry) (*registry.Registry, error) {
+		out := *reg
+		out.Prompts = testPrompts
+		return &out, nil
+	})
+	requests := []struct{ method, params string }{
+		{"prompts/list", `{}`},
+		{"prompts/get", `{"name":"up.public"}`},
+		{"resources/list", `{}`},
+		{"resources/templates/list", `{}`},
+		{"resources/read", `{"uri":"file:///public/a.txt"}`},
+		{"resources/read", `{"uri":"file:///notes/today"}`},
+		{"completion/complete", `{"ref":{"type":"ref/prompt","name":"up.secret"},"argument":{"name":"topic","value":"t"}}`},
+		{"completion/complete", `{"ref":{"type":"ref/resource","uri":"file:///notes/{name}"},"argument":{"name":"name","value":"t"}}`},
+	}
+	for _, ck := range []struct {
+		name   string
+		caller *engine.Caller
+	}{{"nobody", nil}, {"signed in", &engine.Caller{Subject: "max"}}} {
+		cat := &countingCatalog{}
+		g := newGoverned(t, setup{caller: ck.caller, catalog: cat, policies: map[string]string{"catalog.rego": grantAll}, opts: []engine.Option{hook}})
+		for _, proto := range []string{proto20250618, proto20260728} {
+			c := g.connectRaw(t, proto)
+			reqs := requests
+			if proto != proto20260728 {
+				reqs = append(reqs, struct{ method, params string }{"resources/subscribe", `{"uri":"file:///public/a.txt"}`},
+					struct{ method, params string }{"resources/unsubscribe", `{"uri":"file:///public/a.txt"}`})
+			}
+			for range 20 {
+				for _, r := range reqs {
+					resp := string(c.request(r.method, r.params))
+					if ck.caller == nil {
+						for _, leak := range []string{"for everyone", "prompt public", "content of", `"name":"a.txt"`, `"values":["x"]`} {
+							require.NotContains(t, resp, leak, "%s %s", r.method, resp)
+						}
+					}
+				}
+			}
+		}
+		if ck.caller == nil {
+			require.Zero(t, cat.calls.Load(), "nobody's catalog requests reached the upstreams")
+		} else {
+			require.Positive(t, cat.calls.Load(), "a signed-in caller's reach them")
 		}
 	}
 }

@@ -291,7 +291,7 @@ func (c *rawClient) roundTrip(req string) []byte {
 	require.NoError(c.t, err, req)
 	r, ok := msg.(*jsonrpc.Request)
 	require.True(c.t, ok)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	require.NoError(c.t, c.conn.Write(ctx, msg))
 	for {

@@ -114,9 +114,30 @@ func (p *Peer) RequestState() string {
 	return p.req.Params.RequestState
 }
 
-// LogLevel is the level the client set with logging/setLevel on its
-// session; ok is false when it set none.
-func (p *Peer) LogLevel() (level mcp.LoggingLevel, ok bool) { return p.a.levels.get(p.ss) }
+// LogLevel is the level the client asked for: on the 2026-07-28
+// revision, which has no logging/setLevel, the one in the call's _meta;
+// otherwise the one it set with logging/setLevel on its session. ok is
+// false when it asked for none.
+func (p *Peer) LogLevel() (level mcp.LoggingLevel, ok bool) {
+	if p.req.Params != nil {
+		meta := p.req.Params.GetMeta()
+		if v, _ := meta[mcp.MetaKeyProtocolVersion].(string); v >= multiRoundTripRevision || p.ProtocolVersion() >= multiRoundTripRevision {
+			if lv, isString := meta[mcp.MetaKeyLogLevel].(string); isString && knownLevel(lv) {
+				return mcp.LoggingLevel(lv), true
+			}
+		}
+	}
+	return p.a.levels.get(p.ss)
+}
+
+// knownLevel reports whether lv is one of MCP's log levels.
+func knownLevel(lv string) bool {
+	switch lv {
+	case "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency":
+		return true
+	}
+	return false
+}
 
 // Progress sends the client a notifications/progress for the call, when
 // it asked for progress (sent a progressToken); it does nothing otherwise.

@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/audit"
 	"github.com/toolgate/toolgate/hooks/ledger"
+	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/metrics"
 	"github.com/toolgate/toolgate/registry"
@@ -162,4 +163,46 @@ func TestHandlerServesTextFormat(t *testing.T) {
 func TestHookIsPrompt(t *testing.T) {
 	t.Parallel()
 	require.True(t, metrics.New().Hook().Prompt)
+}
+
+// TestApprovalWebhookCounted: the approval webhook's outcomes, wired as
+// the gateway wires them (WebhookOptions.OnResult: Metrics.ApprovalWebhook),
+// reach /metrics as toolgate_approval_webhook_total{result}: events sent,
+// and requests coalesced when the queue was full (docs/contract.md §13:
+// what the webhook could not send one by one is counted, not dropped
+// silently).
+func TestApprovalWebhookCounted(t *testing.T) {
+	t.Parallel()
+	m := metrics.New()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	first, release := make(chan struct{}), make(chan struct{})
+	got := make(chan struct{}, 8)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev approvals.WebhookEvent
+		_ = json.NewDecoder(r.Body).Decode(&ev)
+		if ev.ID == "r0" {
+			close(first)
+			<-release
+		}
+		got <- struct{}{}
+	}))
+	defer hook.Close()
+	wh := approvals.NewWebhook(hook.URL, approvals.WebhookOptions{Queue: 1, OnResult: m.ApprovalWebhook})
+	wh.Notify(approvals.Request{ID: "r0", Subject: "alice", Tool: "wipe"})
+	<-first // r0 is being sent; the queue holds one more
+	for i := 1; i <= 4; i++ {
+		wh.Notify(approvals.Request{ID: "r" + string(rune('0'+i)), Subject: "alice", Tool: "wipe"})
+	}
+	close(release)
+	defer wh.Close()
+	for range 3 { // r0, r1 and the summary of r2, r3, r4
+		<-got
+	}
+	// The third is counted once its answer is read, after the handler ran.
+	require.Eventually(t, func() bool {
+		return counter(t, scrape(t, srv.URL), "toolgate_approval_webhook_total", "result", approvals.WebhookSent) == 3
+	}, time.Minute, time.Millisecond)
+	fams := scrape(t, srv.URL)
+	require.Equal(t, 3.0, counter(t, fams, "toolgate_approval_webhook_total", "result", approvals.WebhookCoalesced))
 }

@@ -3,9 +3,11 @@ package tracing_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -199,6 +201,38 @@ func TestListSpanContinuesTheHeaderTraceparent(t *testing.T) {
 	}
 	if spans := exp.GetSpans(); len(spans) != 3 || spans[2].Name != "prompts/list" {
 		t.Errorf("prompts/list: spans %+v", spans)
+	}
+	// Each of them, a prompts/get and a resources/read among them: a
+	// server span named by the method, without the name or URI the client
+	// sent.
+	for method, r := range map[string]mcp.Request{
+		"prompts/get":              &mcp.GetPromptRequest{Params: &mcp.GetPromptParams{Name: "client-named-prompt"}},
+		"resources/list":           &mcp.ListResourcesRequest{Params: &mcp.ListResourcesParams{}},
+		"resources/templates/list": &mcp.ListResourceTemplatesRequest{Params: &mcp.ListResourceTemplatesParams{}},
+		"resources/read":           &mcp.ReadResourceRequest{Params: &mcp.ReadResourceParams{URI: "file:///client-named-uri"}},
+		"resources/subscribe":      &mcp.SubscribeRequest{Params: &mcp.SubscribeParams{URI: "file:///client-named-uri"}},
+		"resources/unsubscribe":    &mcp.UnsubscribeRequest{Params: &mcp.UnsubscribeParams{URI: "file:///client-named-uri"}},
+		"completion/complete": &mcp.CompleteRequest{Params: &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "client-named-prompt"},
+			Argument: mcp.CompleteParamsArgument{Name: "a", Value: "client-named-value"}}},
+	} {
+		before := len(exp.GetSpans())
+		if _, err := h(context.Background(), method, r); err != nil {
+			t.Fatal(err)
+		}
+		spans := exp.GetSpans()
+		if len(spans) != before+1 {
+			t.Errorf("%s: %d spans, want one more than %d", method, len(spans), before)
+			continue
+		}
+		sp := spans[len(spans)-1]
+		if sp.Name != method || sp.SpanKind != trace.SpanKindServer {
+			t.Errorf("%s: span %q of kind %v", method, sp.Name, sp.SpanKind)
+		}
+		for k, v := range attrs(sp) {
+			if strings.Contains(fmt.Sprint(v), "client-named") {
+				t.Errorf("%s: attribute %s = %v holds what the client named", method, k, v)
+			}
+		}
 	}
 }
 

@@ -370,15 +370,26 @@ func (c *conn) callRelayed(ctx context.Context, peer *mcpadapter.Peer, tool stri
 	cs.prev.Store(cs.call.Swap(rc))
 	reuse := false
 	defer func() { c.release(cs, reuse, ctx.Err() != nil) }()
-	if cs.logging {
-		if lv, set := peer.LogLevel(); set && lv != cs.level {
-			if err := cs.s.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: lv}); err == nil {
-				cs.level = lv
-			}
+	lv, levelSet := peer.LogLevel()
+	perRequestLevel := false // the revision the upstream session speaks has no logging/setLevel
+	if ir := cs.s.cs.InitializeResult(); ir != nil {
+		perRequestLevel = ir.ProtocolVersion >= multiRoundTripRevision
+	}
+	if cs.logging && levelSet && !perRequestLevel && lv != cs.level {
+		if err := cs.s.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: lv}); err == nil {
+			cs.level = lv
 		}
 	}
 	params := &mcp.CallToolParams{Name: tool, Arguments: args, Meta: traceMeta(ctx),
 		InputResponses: peer.InputResponses(), RequestState: peer.RequestState()}
+	if levelSet && perRequestLevel {
+		// This revision has no logging/setLevel: the level the client
+		// asked for goes with the call, as the client sent it.
+		if params.Meta == nil {
+			params.Meta = mcp.Meta{}
+		}
+		params.Meta[mcp.MetaKeyLogLevel] = lv
+	}
 	if rc.token != nil {
 		if params.Meta == nil {
 			params.Meta = mcp.Meta{}
@@ -586,6 +597,11 @@ func (c *conn) openCaller(ctx context.Context, key relayKey, peer *mcpadapter.Pe
 	c.pool.log.Debug("upstream: caller session opened", slog.String("upstream", c.cfg.Name), slog.String("owner", key.owner))
 	return cs, nil
 }
+
+// multiRoundTripRevision is the first protocol revision without
+// server-to-client requests or logging/setLevel (input-required results
+// and a log level per request instead).
+const multiRoundTripRevision = "2026-07-28"
 
 // errNoCall answers an upstream's request that arrives when no call holds
 // the session.

@@ -129,6 +129,11 @@ func (l *peerLog) snapshot() (logs, progress []string) {
 // and roots answered with the subject in them; onSample runs before the
 // sampling answer (a test's barrier).
 func (f *relayFront) connect(subject string, onSample func(context.Context)) (*mcp.ClientSession, *peerLog) {
+	return f.connectRevision(subject, onSample, legacyRevision)
+}
+
+// connectRevision is connect on a protocol revision of the caller's choice.
+func (f *relayFront) connectRevision(subject string, onSample func(context.Context), revision string) (*mcp.ClientSession, *peerLog) {
 	t := f.t
 	ct, st := mcp.NewInMemoryTransports()
 	kept := &keptTransport{Transport: st}
@@ -161,8 +166,9 @@ func (f *relayFront) connect(subject string, onSample func(context.Context)) (*m
 	client.AddRoots(&mcp.Root{URI: "file:///" + subject})
 	// The revision with server-to-client requests (2026-07-28 has input
 	// requests instead: the upstream session mirrors the client's).
-	cs, err := client.Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: legacyRevision})
+	cs, err := client.Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: revision})
 	require.NoError(t, err)
+	require.Equal(t, revision, cs.InitializeResult().ProtocolVersion, "the revision asked for is the one spoken")
 	t.Cleanup(func() { _ = cs.Close() })
 	require.NoError(t, cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}))
 	return cs, got
@@ -207,6 +213,130 @@ func TestRelay(t *testing.T) {
 			assert.Len(t, progress, 2, "no progressToken, no progress")
 		})
 	}
+}
+
+// TestRelayMultiRoundTrip: on the 2026-07-28 revision, which has no
+// server-to-client requests, what replaces them is relayed the same way
+// (docs/contract.md §16, docs/relay.md): the upstream's input-required
+// result (sampling, elicitation and roots asked in inputRequests, with a
+// requestState) goes to the calling client, whose SDK answers and retries
+// the call; the retried call brings its inputResponses and requestState
+// to the upstream, which answers from them. Progress and log messages of
+// both rounds reach that client. Two callers at once, many rounds, over
+// streamable HTTP and stdio: each sees only its own.
+func TestRelayMultiRoundTrip(t *testing.T) {
+	t.Parallel()
+	// The go-sdk serves this revision over streamable HTTP only without
+	// sessions (a stateful handler answers its discover on the revision
+	// before; see TestRelayMultiRoundTripOlderUpstream).
+	srv := testserver.New(testserver.Options{})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(ts.Close)
+	httpUp := Config{Name: "up", URL: ts.URL, Timeout: 5 * time.Second}
+	for name, up := range map[string]Config{"http": httpUp, "stdio": stdioConfig("up")} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newRelayFront(t, up)
+			as, alog := f.connectRevision("alice", nil, testserver.MultiRoundTripRevision)
+			bs, blog := f.connectRevision("bob", nil, testserver.MultiRoundTripRevision)
+			const rounds = 10
+			var wg sync.WaitGroup
+			for _, c := range []struct {
+				subject string
+				cs      *mcp.ClientSession
+			}{{"alice", as}, {"bob", bs}} {
+				wg.Go(func() {
+					for i := range rounds {
+						label := fmt.Sprintf("%s-%d", c.subject, i)
+						params := &mcp.CallToolParams{Name: "interact", Arguments: map[string]any{"label": label}}
+						params.SetProgressToken("tok-" + label)
+						// This revision has no logging/setLevel: the level
+						// comes with each request.
+						params.Meta[mcp.MetaKeyLogLevel] = "info"
+						assert.Equal(t, fmt.Sprintf("%[1]s sampled=%[2]s:%[1]s elicited=accept:%[2]s:%[1]s roots=file:///%[2]s state=ok", label, c.subject),
+							callText(t.Context(), t, c.cs, params))
+					}
+				})
+			}
+			wg.Wait()
+			for _, c := range []struct {
+				subject string
+				log     *peerLog
+			}{{"alice", alog}, {"bob", blog}} {
+				// Each round logs once and reports progress 1/2 in its
+				// first call, 2/2 in the retried one.
+				c.log.await(t, rounds, 2*rounds)
+				logs, progress := c.log.snapshot()
+				require.Len(t, logs, rounds, "%s: %q", c.subject, logs)
+				require.Len(t, progress, 2*rounds, "%s: %q", c.subject, progress)
+				for _, l := range logs {
+					assert.True(t, strings.HasPrefix(l, c.subject+"-"), "%s got the log message %q", c.subject, l)
+				}
+				for _, p := range progress {
+					assert.True(t, strings.HasPrefix(p, "tok-"+c.subject+"-"), "%s got the progress %q", c.subject, p)
+				}
+			}
+		})
+	}
+}
+
+// TestRelayLogLevel: the upstream's log messages reach the client
+// filtered by the level it set with logging/setLevel, which is forwarded
+// upstream before a call whose level differs (docs/contract.md §16): at
+// "error" the interact tool's info message is not relayed, and after the
+// client sets "info" the next call's is. Messages of one connection arrive
+// in order, so had the first call's message been relayed it would be
+// there before the second's.
+func TestRelayLogLevel(t *testing.T) {
+	t.Parallel()
+	httpUp, _ := httpConfig(t, "up")
+	for name, up := range map[string]Config{"http": httpUp, "stdio": stdioConfig("up")} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newRelayFront(t, up)
+			cs, got := f.connect("alice", nil)
+			require.NoError(t, cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "error"}))
+			params := &mcp.CallToolParams{Name: "interact", Arguments: map[string]any{"label": "quiet"}}
+			params.SetProgressToken("t1")
+			assert.Equal(t, "quiet sampled=alice:quiet elicited=accept:alice:quiet roots=file:///alice", callText(t.Context(), t, cs, params))
+			got.await(t, 0, 2)
+			require.NoError(t, cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}))
+			params = &mcp.CallToolParams{Name: "interact", Arguments: map[string]any{"label": "loud"}}
+			assert.Equal(t, "loud sampled=alice:loud elicited=accept:alice:loud roots=file:///alice", callText(t.Context(), t, cs, params))
+			got.await(t, 1, 2)
+			logs, _ := got.snapshot()
+			assert.Equal(t, []string{"loud"}, logs, "the message below the level set was not relayed")
+		})
+	}
+}
+
+// TestRelayMultiRoundTripOlderUpstream: a client of the 2026-07-28
+// revision in front of an upstream that speaks only an older one (here a
+// stateful streamable HTTP server, which the go-sdk cannot serve on
+// 2026-07-28). The upstream's calls get the older revision; its progress
+// and log messages (at the level the client sends with the call, set
+// upstream with logging/setLevel) reach the calling client, and its sampling, elicitation and roots
+// requests, which that client's revision cannot carry, fail at once (the
+// upstream never waits), as they would for a client without the
+// capability: the relay does not turn a request into an input-required
+// result in the middle of an upstream call.
+func TestRelayMultiRoundTripOlderUpstream(t *testing.T) {
+	t.Parallel()
+	httpUp, _ := httpConfig(t, "up")
+	f := newRelayFront(t, httpUp)
+	cs, got := f.connectRevision("alice", nil, testserver.MultiRoundTripRevision)
+	ctx, cancel := context.WithTimeout(t.Context(), failureBound)
+	defer cancel()
+	params := &mcp.CallToolParams{Name: "interact", Arguments: map[string]any{"label": "L"}}
+	params.SetProgressToken("tok")
+	// The level the client sends with the call reaches the older upstream
+	// as its logging/setLevel.
+	params.Meta[mcp.MetaKeyLogLevel] = "info"
+	assert.Equal(t, "L sampled=error elicited=error roots=error", callText(ctx, t, cs, params))
+	got.await(t, 1, 2)
+	logs, progress := got.snapshot()
+	assert.Equal(t, []string{"L"}, logs)
+	assert.Equal(t, []string{"tok 1/2 L", "tok 2/2 L"}, progress)
 }
 
 // TestRelayMissingCapability: a client that declared no sampling,

@@ -239,7 +239,11 @@ func (l *Ledger) after(ctx context.Context, call *mcpadapter.CallContext, end *m
 	if token == "" {
 		return nil // this call claimed nothing: a replay, a refusal, a failed claim
 	}
-	if end.Outcome != mcpadapter.OutcomeResult || end.Result == nil {
+	// An input-required result (2026-07-28: the method asks the client
+	// and the client calls again, with the same key, bringing the answers)
+	// is not the call's outcome: stored, it would be answered to that very
+	// retry, which would ask again forever.
+	if end.Outcome != mcpadapter.OutcomeResult || end.Result == nil || end.Result.InputRequests != nil || end.Result.NeedsInput() {
 		return l.release(ctx, call, c.key, token)
 	}
 	result, err := json.Marshal(end.Result)

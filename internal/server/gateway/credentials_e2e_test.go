@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -34,6 +35,7 @@ import (
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/oidctest"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
+	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -158,8 +160,12 @@ func randomSecret(prefix string) string {
 func TestUpstreamCredentialsE2E(t *testing.T) {
 	gwSecret := randomSecret("gw-SECRET-")
 	staticSecret := randomSecret("static-SECRET-")
+	fileSecret := randomSecret("file-SECRET-") // a header from ${file:PATH}
+	envSecret := randomSecret("env-SECRET-")   // a stdio upstream's env from ${VAR}
+	envFileSecret := randomSecret("envfile-SECRET-")
 	t.Setenv("TG_E2E_CLIENT_SECRET", gwSecret)
 	t.Setenv("TG_E2E_STATIC", staticSecret)
+	t.Setenv("TG_E2E_ENV", envSecret)
 
 	port := oidctest.FreePort(t)
 	resource := "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
@@ -172,23 +178,37 @@ func TestUpstreamCredentialsE2E(t *testing.T) {
 	txsUp := startAuthUpstream(t, false, verify)
 	ccUp := startAuthUpstream(t, false, verify)
 	staticUp := startAuthUpstream(t, false, func(tok string) (*auth.TokenInfo, error) {
-		if tok != staticSecret {
-			return nil, fmt.Errorf("not the API key")
+		switch tok {
+		case staticSecret:
+			return &auth.TokenInfo{UserID: "static", Expiration: time.Now().Add(time.Hour)}, nil
+		case fileSecret:
+			return &auth.TokenInfo{UserID: "filed", Expiration: time.Now().Add(time.Hour)}, nil
 		}
-		return &auth.TokenInfo{UserID: "static", Expiration: time.Now().Add(time.Hour)}, nil
+		return nil, fmt.Errorf("not the API key")
 	})
 	down := httptest.NewServer(http.NotFoundHandler())
 	downURL := down.URL + "/mcp"
 	down.Close()
 
 	dir := t.TempDir()
+	// Secrets read from files end with a newline, which is not part of them.
+	keyFile, envKeyFile := filepath.Join(dir, "api-key"), filepath.Join(dir, "env-key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(fileSecret+"\n"), 0o600))
+	require.NoError(t, os.WriteFile(envKeyFile, []byte(envFileSecret+"\n"), 0o600))
+	// A stdio upstream whose tool env answers its environment, and whose
+	// tool crash ends its process.
+	stdioBin := proctest.Build(t, "./internal/testkit/testserver/cmd/upstreamtest")
 	reg := filepath.Join(dir, "registry.yaml")
 	require.NoError(t, os.WriteFile(reg, []byte(`tools:
   - {name: whoami_tx, method: "upstream:tx/whoami"}
   - {name: whoami_txs, method: "upstream:txs/whoami"}
   - {name: whoami_cc, method: "upstream:cc/whoami"}
   - {name: whoami_static, method: "upstream:static/whoami"}
+  - {name: whoami_filed, method: "upstream:filed/whoami"}
   - {name: whoami_down, method: "upstream:down/whoami"}
+  - {name: env_stdio, method: "upstream:envd/env"}
+  - {name: crash_stdio, method: "upstream:envd/crash"}
+  - {name: boom, method: boom}
 `), 0o600))
 	pol := filepath.Join(dir, "rego")
 	require.NoError(t, os.MkdirAll(pol, 0o700))
@@ -210,9 +230,18 @@ func TestUpstreamCredentialsE2E(t *testing.T) {
 			{Name: "txs", URL: txsUp.url, Auth: &txAuth},
 			{Name: "cc", URL: ccUp.url, Auth: ccAuth},
 			{Name: "static", URL: staticUp.url, Headers: map[string]string{"Authorization": "Bearer ${TG_E2E_STATIC}"}},
+			{Name: "filed", URL: staticUp.url, Headers: map[string]string{"Authorization": "Bearer ${file:" + keyFile + "}"}},
 			{Name: "down", URL: downURL, Auth: ccAuth},
+			{Name: "envd", Command: stdioBin + " -env-tool", Env: map[string]string{"API_KEY": "${TG_E2E_ENV}", "FILE_KEY": "${file:" + envKeyFile + "}"}},
 		}}
-	g := startIdentity(t, gateway.Config{Serve: serve, Stderr: &stderr,
+	// A Go method that panics, formatting the caller's access token into
+	// its panic: the recovered panic is logged and audited, and the token
+	// prints as redacted.
+	boom := mcpadapter.Methods{}
+	boom.Register("boom", func(ctx context.Context, _ struct{}) (string, error) {
+		panic(fmt.Sprintf("boom: token %v %+v %#v", identity.AccessTokenFrom(ctx), identity.AccessTokenFrom(ctx), identity.AccessTokenFrom(ctx)))
+	})
+	g := startIdentity(t, gateway.Config{Serve: serve, Stderr: &stderr, ExtraMethods: boom,
 		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, port)
 
 	alice := p.Token(t, "alice", resource)
@@ -243,8 +272,57 @@ func TestUpstreamCredentialsE2E(t *testing.T) {
 	bs, err := connectToken(t, g.url, proto, bob)
 	require.NoError(t, err)
 
+	t.Run("a token-exchange upstream's tools are its registry rows, listed before it is reached", func(t *testing.T) {
+		// It is connected on behalf of its first caller, not at start: no
+		// call has reached it yet, and its rows are listed as policy grants
+		// them, the same for every caller.
+		require.Empty(t, txUp.accepted(), "nothing reached the upstream yet")
+		for _, cs := range []*mcp.ClientSession{as, bs} {
+			names := listNames(t, cs)
+			require.Contains(t, names, "whoami_tx")
+			require.Contains(t, names, "whoami_txs")
+		}
+	})
+
 	t.Run("static header from the environment", func(t *testing.T) {
 		require.Equal(t, "static", who(t, as, "whoami_static").Sub)
+	})
+
+	t.Run("static header from a file", func(t *testing.T) {
+		require.Equal(t, "filed", who(t, as, "whoami_filed").Sub, "the file's content, its trailing newline removed")
+	})
+
+	t.Run("stdio upstream: its env from the environment and a file, none of toolgate's secrets", func(t *testing.T) {
+		// The env tool's answer holds the secrets given to it: the
+		// upstream's own output, so it is not among the answers checked
+		// below.
+		res, err := as.CallTool(t.Context(), &mcp.CallToolParams{Name: "env_stdio", Arguments: map[string]any{}})
+		require.NoError(t, err)
+		require.False(t, res.IsError)
+		env := map[string]string{}
+		for line := range strings.SplitSeq(res.Content[0].(*mcp.TextContent).Text, "\n") {
+			k, v, _ := strings.Cut(line, "=")
+			env[k] = v
+		}
+		require.Equal(t, envSecret, env["API_KEY"])
+		require.Equal(t, envFileSecret, env["FILE_KEY"])
+		for k, v := range env {
+			require.NotContains(t, k, "TG_E2E", "toolgate's environment stays its own")
+			require.NotContains(t, v, gwSecret)
+			require.NotContains(t, v, staticSecret)
+		}
+		// The process ends in the middle of a call: the internal answer,
+		// and the failure logged, without the environment it had.
+		text, isErr := call(t, as, "crash_stdio")
+		require.True(t, isErr)
+		require.Equal(t, internalError, text)
+	})
+
+	t.Run("a panic is answered with the internal error", func(t *testing.T) {
+		text, isErr := call(t, as, "boom")
+		require.True(t, isErr)
+		require.Equal(t, internalError, text)
+		require.Contains(t, logs.String(), "boom: token", "the panic is logged")
 	})
 
 	t.Run("client credentials: toolgate's own token, renewed after expiry and on 401", func(t *testing.T) {
@@ -372,6 +450,79 @@ func TestUpstreamCredentialsE2E(t *testing.T) {
 	health, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(health))
+
+	// The console's pages and JSON, as the operator and as alice (a JWT
+	// caller without the operator role), the activity tail included.
+	var consoleOut strings.Builder
+	page := func(token, method, path, body string, want int) {
+		t.Helper()
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req, _ := http.NewRequestWithContext(t.Context(), method, g.base+path, rd)
+		req.Header.Set("Authorization", "Bearer "+token)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, want, resp.StatusCode, "%s %s: %s", method, path, b)
+		fmt.Fprintf(&consoleOut, "%s %s\n%s\n", method, path, b)
+	}
+	opsToken := tokenFor(ops)
+	for _, path := range []string{"/console/", "/console/api/config", "/console/api/me", "/console/api/status", "/console/api/callers", "/console/api/approvals"} {
+		page(opsToken, http.MethodGet, path, "", http.StatusOK)
+	}
+	callers := `[{"subject":"alice-app"},{"subject":"ops","roles":["admin"]},{"subject":"carol","roles":["reader"]}]`
+	page(opsToken, http.MethodPost, "/console/api/matrix", `{"callers":`+callers+`}`, http.StatusOK)
+	for _, tool := range []string{"whoami_tx", "whoami_cc", "whoami_static", "whoami_filed", "env_stdio", "boom"} {
+		page(opsToken, http.MethodPost, "/console/api/explain", `{"caller":{"subject":"alice-app"},"tool":"`+tool+`"}`, http.StatusOK)
+	}
+	page(alice, http.MethodGet, "/console/api/me", "", http.StatusOK)
+	page(alice, http.MethodGet, "/console/api/status", "", http.StatusForbidden)
+	page(alice, http.MethodGet, "/console/api/approvals", "", http.StatusOK)
+	func() {
+		// The activity tail's backlog, read up to the last call made
+		// (to the upstream that is down), whose event it holds.
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // bounds a failure only
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.base+"/console/api/activity", nil)
+		req.Header.Set("Authorization", "Bearer "+opsToken)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		var tail strings.Builder
+		buf := make([]byte, 4096)
+		for !strings.Contains(tail.String(), `"tool":"whoami_down"`) {
+			n, err := resp.Body.Read(buf)
+			tail.Write(buf[:n])
+			require.NoError(t, err, "the activity tail so far: %s", tail.String())
+		}
+		require.Contains(t, tail.String(), `"tool":"whoami_tx"`)
+		require.Contains(t, tail.String(), `"tool":"boom"`)
+		fmt.Fprintf(&consoleOut, "GET /console/api/activity\n%s\n", tail.String())
+	}()
+
+	// toolgate explain, the binary, with alice's token (verified against
+	// the provider) and with a token it refuses.
+	bin := proctest.Build(t, "./cmd/toolgate")
+	var explainOut strings.Builder
+	tokenFile := filepath.Join(dir, "alice.jwt")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(alice), 0o600))
+	for _, args := range [][]string{
+		{"--token", tokenFile, "--issuer", p.Issuer, "--resource", resource, "--tool", "whoami_tx"},
+		{"--token", tokenFile, "--issuer", p.Issuer, "--resource", resource, "--tool", "whoami_tx", "--format", "json", "--input"},
+		{"--token", tokenFile, "--issuer", p.Issuer, "--resource", "https://elsewhere.example/mcp", "--tool", "whoami_tx"},
+	} {
+		cmd := exec.CommandContext(t.Context(), bin, append([]string{"explain", "--registry", reg, "--policy", pol}, args...)...)
+		out, _ := cmd.CombinedOutput()
+		fmt.Fprintf(&explainOut, "%s\n%s\n", strings.Join(args, " "), out)
+	}
+	require.Contains(t, explainOut.String(), "alice-app", "explain verified alice's token")
 	require.NoError(t, g.stop(), "a clean shutdown flushes decision logs and spans")
 
 	// Configurations that cannot start name the variable or file, never a value.
@@ -405,6 +556,12 @@ func TestUpstreamCredentialsE2E(t *testing.T) {
 	var checkOut bytes.Buffer
 	require.NoError(t, rep.WriteText(&checkOut))
 	require.NoError(t, rep.WriteJSON(&checkOut))
+	// And the binary's: its output and exit status, in text and JSON.
+	for _, format := range []string{"text", "json"} {
+		out, _ := exec.CommandContext(t.Context(), bin, "check", "--registry", reg, "--policy", pol, "--config", cfgFile, "--format", format).CombinedOutput()
+		require.Contains(t, string(out), "credential_literal", "%s", out)
+		checkOut.Write(out)
+	}
 	var literal []string
 	for _, w := range rep.Warnings {
 		if w.Code == inspect.CodeCredentialLiteral {
@@ -423,9 +580,11 @@ func TestUpstreamCredentialsE2E(t *testing.T) {
 		"log": logs.String(), "stderr": stderr.String(), "audit": string(auditData), "decision log": string(dlogData),
 		"spans": spans.String(), "healthz": string(health), "answers": strings.Join(answers, "\n"),
 		"start errors": strings.Join(startErrs, "\n"), "check": checkOut.String(),
+		"console": consoleOut.String(), "explain": explainOut.String(),
 	}
 	require.NotEmpty(t, outputs["spans"], "spans were exported")
-	secrets := map[string]string{"client secret": gwSecret, "static header": staticSecret, "alice's token": alice, "bob's token": bob, "nobody's token": nobody}
+	secrets := map[string]string{"client secret": gwSecret, "static header": staticSecret, "header from a file": fileSecret,
+		"stdio env": envSecret, "stdio env from a file": envFileSecret, "alice's token": alice, "bob's token": bob, "nobody's token": nobody}
 	for i, tok := range append(txUp.accepted(), ccUp.accepted()...) {
 		secrets[fmt.Sprintf("upstream token %d", i)] = tok
 	}

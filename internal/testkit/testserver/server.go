@@ -21,7 +21,11 @@
 //     ({"answer": string}, label as the message) and for its roots, each
 //     when the client declared the capability (or always, with force),
 //     reports progress 2/2, and answers what it got:
-//     "LABEL sampled=... elicited=... roots=..."
+//     "LABEL sampled=... elicited=... roots=..."; on the 2026-07-28
+//     revision (no server-to-client requests) it asks in an input-required
+//     result instead (ids "sample", "elicit", "roots", requestState
+//     "asked:LABEL"), and answers the same from the inputResponses of the
+//     retried call, with " state=ok" when its requestState came back
 //   - with Options.StageFile: mutate {stage int}, which changes hello and
 //     adds a tool (SetStage), for pinning tests
 package testserver
@@ -194,6 +198,9 @@ func New(opts Options) *mcp.Server {
 	}
 	mcp.AddTool(s, &mcp.Tool{Name: "interact", Description: "Talks to its client during the call."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in interactIn) (*mcp.CallToolResult, any, error) {
+			if multiRoundTrip(req) {
+				return interactRounds(ctx, req, in.Label, in.Force), nil, nil
+			}
 			return text(interact(ctx, req, in.Label, in.Force), false), nil, nil
 		})
 
@@ -230,6 +237,103 @@ func New(opts Options) *mcp.Server {
 			})
 	}
 	return s
+}
+
+// MultiRoundTripRevision is the first revision whose servers ask their
+// clients in input-required results, not in requests of their own.
+const MultiRoundTripRevision = "2026-07-28"
+
+// multiRoundTrip reports whether req came on a revision with
+// input-required results: the revision in its _meta, or its session's (a
+// sessionless one has none: the newest).
+func multiRoundTrip(req *mcp.CallToolRequest) bool {
+	if v, ok := req.Params.GetMeta()[mcp.MetaKeyProtocolVersion].(string); ok {
+		return v >= MultiRoundTripRevision
+	}
+	ip := req.Session.InitializeParams()
+	return ip == nil || ip.ProtocolVersion >= MultiRoundTripRevision
+}
+
+// interactRounds is the interact tool on a revision with input-required
+// results: the first round reports progress 1/2, logs the label and asks
+// (what the client declared, or everything with force); the retried call
+// that brings the answers reports progress 2/2 and answers.
+func interactRounds(ctx context.Context, req *mcp.CallToolRequest, label string, force bool) *mcp.CallToolResult {
+	ss := req.Session
+	tok := req.Params.GetProgressToken()
+	caps := req.ClientCapabilities()
+	if caps == nil {
+		caps = &mcp.ClientCapabilities{}
+	}
+	in := req.Params.InputResponses
+	if len(in) == 0 {
+		if tok != nil {
+			_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2, Message: label})
+		}
+		_ = ss.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "interact", Data: label})
+		ask := mcp.InputRequestMap{}
+		if caps.Sampling != nil || force {
+			ask["sample"] = &mcp.CreateMessageParams{MaxTokens: 10,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: label}}}}
+		}
+		if caps.Elicitation != nil || force {
+			ask["elicit"] = &mcp.ElicitParams{Message: label, RequestedSchema: map[string]any{
+				"type": "object", "properties": map[string]any{"answer": map[string]any{"type": "string"}}}}
+		}
+		if caps.RootsV2 != nil || caps.Roots.ListChanged || force {
+			ask["roots"] = &mcp.ListRootsParams{}
+		}
+		if len(ask) > 0 {
+			return &mcp.CallToolResult{InputRequests: ask, RequestState: "asked:" + label}
+		}
+	}
+	out := []string{label}
+	switch r := in["sample"].(type) {
+	case nil:
+		out = append(out, "sampled=none")
+	case *mcp.CreateMessageWithToolsResult:
+		var texts []string
+		for _, c := range r.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				texts = append(texts, tc.Text)
+			}
+		}
+		out = append(out, "sampled="+strings.Join(texts, ""))
+	default:
+		out = append(out, fmt.Sprintf("sampled=%T", r))
+	}
+	switch r := in["elicit"].(type) {
+	case nil:
+		out = append(out, "elicited=none")
+	case *mcp.ElicitResult:
+		a, _ := r.Content["answer"].(string)
+		out = append(out, "elicited="+r.Action+":"+a)
+	default:
+		out = append(out, fmt.Sprintf("elicited=%T", r))
+	}
+	switch r := in["roots"].(type) {
+	case nil:
+		out = append(out, "roots=none")
+	case *mcp.ListRootsResult:
+		var uris []string
+		for _, root := range r.Roots {
+			uris = append(uris, root.URI)
+		}
+		out = append(out, "roots="+strings.Join(uris, ","))
+	default:
+		out = append(out, fmt.Sprintf("roots=%T", r))
+	}
+	if len(in) > 0 {
+		state := "lost"
+		if req.Params.RequestState == "asked:"+label {
+			state = "ok"
+		}
+		out = append(out, "state="+state)
+	}
+	if tok != nil {
+		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 2, Total: 2, Message: label})
+	}
+	return text(strings.Join(out, " "), false)
 }
 
 // interact is the interact tool.
