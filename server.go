@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/internal/version"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/store"
 )
 
 // Options configure a governed MCP server (New). Only Methods is required.
@@ -187,7 +188,7 @@ func (s *Server) buildEngine(ctx context.Context) error {
 	}
 	s.eng = eng
 	if s.opts.Limits == nil {
-		s.opts.Limits = ledger.NewLimiter(ledger.NewMemoryStore(), nil)
+		s.opts.Limits = ledger.NewLimiter(store.NewMemoryStore(), nil)
 	}
 	return nil
 }

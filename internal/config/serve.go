@@ -15,9 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
+	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -285,7 +285,7 @@ func (s *Serve) SetDefaults() error {
 		on := defaultWatch
 		s.Watch = &on
 	}
-	if _, err := ledger.ParseStore(cmp.Or(s.Ledger, "sqlite:")); err != nil {
+	if _, err := store.ParseStore(cmp.Or(s.Ledger, "sqlite:")); err != nil {
 		return nil // Validate reports it
 	}
 	spec, err := s.LedgerStore()
@@ -300,14 +300,14 @@ func (s *Serve) SetDefaults() error {
 const LedgerFileName = "ledger.db"
 
 // LedgerStore is the ledger's store (Ledger, parsed by
-// ledger.ParseStore): "" and "sqlite:" with no path are LedgerFileName in
+// store.ParseStore): "" and "sqlite:" with no path are LedgerFileName in
 // StateDir.
-func (s *Serve) LedgerStore() (ledger.StoreSpec, error) {
-	spec, err := ledger.ParseStore(cmp.Or(s.Ledger, "sqlite:"))
+func (s *Serve) LedgerStore() (store.StoreSpec, error) {
+	spec, err := store.ParseStore(cmp.Or(s.Ledger, "sqlite:"))
 	if err != nil {
 		return spec, err
 	}
-	if spec.Kind == ledger.KindSQLite && spec.Path == "" {
+	if spec.Kind == store.KindSQLite && spec.Path == "" {
 		dir, err := StateDir()
 		if err != nil {
 			return spec, err
@@ -370,7 +370,7 @@ func (s *Serve) ledgerProblems() []Problem {
 	if s.Ledger == "" {
 		return nil
 	}
-	if _, err := ledger.ParseStore(s.Ledger); err != nil {
+	if _, err := store.ParseStore(s.Ledger); err != nil {
 		return []Problem{problem("ledger", "%v", err)}
 	}
 	return nil
