@@ -210,6 +210,15 @@ type Upstream struct {
 	Auth       *upstream.Auth
 }
 
+// PoolConfigs maps the upstream settings to the pool's configuration.
+func PoolConfigs(ups []Upstream) []upstream.Config {
+	out := make([]upstream.Config, len(ups))
+	for i, u := range ups {
+		out[i] = u.PoolConfig()
+	}
+	return out
+}
+
 // PoolConfig is the upstream pool's configuration of u; its secrets
 // (${VAR}, ${file:PATH}) are resolved when the pool is made.
 func (u Upstream) PoolConfig() upstream.Config {

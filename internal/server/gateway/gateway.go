@@ -333,7 +333,7 @@ func (g *Gateway) buildUpstreams() error {
 	if err != nil {
 		return err
 	}
-	pool, err := upstream.NewPool(UpstreamConfigs(cfg.Upstreams), &upstream.Options{Logger: log, Stderr: cfg.Stderr, ToolsChanged: toolsChanged,
+	pool, err := upstream.NewPool(config.PoolConfigs(cfg.Upstreams), &upstream.Options{Logger: log, Stderr: cfg.Stderr, ToolsChanged: toolsChanged,
 		Pins: pinsPath, OnDrift: func(server, _ string) { g.m.UpstreamDrift(server) }})
 	if err != nil {
 		return err
