@@ -54,6 +54,7 @@ import (
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/upstream"
+	"github.com/toolgate/toolgate/watch"
 )
 
 // Version is reported to MCP clients as the server's version (serverInfo),
@@ -424,7 +425,7 @@ func (g *Gateway) coreOptions(src engine.Source) toolgate.Options {
 		// §16): its messages are relayed to the calling client.
 		Logging: func() bool { return g.pool != nil && g.pool.OffersLogging() },
 		Watch:   cfg.WatchOn(),
-		WatchOptions: engine.WatchOptions{OnReload: func(_, next *engine.Revision) {
+		WatchOptions: watch.Options{OnReload: func(_, next *engine.Revision) {
 			warnMismatches(g.log, next.Registry(), g.methods)
 		}},
 		Metrics:        g.m,
