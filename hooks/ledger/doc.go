@@ -21,10 +21,8 @@
 //
 // A completed key answers for Options.Retention (24 hours), counted from
 // its completion; after that it is as if absent (a retry runs the call
-// again) and [Ledger.RunPruner] removes it, in bounded batches. The memory
-// store is also capped within the retention (100 000 completed keys,
-// 64 MiB of results: the oldest completed keys go first; running claims
-// never). A new SQLite file is created readable by its owner only.
+// again) and [Ledger.RunPruner] removes it, in bounded batches (the
+// stores' own bounds are package store's).
 //
 // A key that is not a non-empty string leaves the call alone. A store that
 // fails makes the before half fail, so the call fails closed; the after
