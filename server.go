@@ -18,6 +18,8 @@ import (
 	"github.com/toolgate/toolgate/internal/version"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/watch"
 )
 
 // Options configure a governed MCP server (New). Only Methods is required.
@@ -78,7 +80,7 @@ type Options struct {
 	Watch bool
 	// WatchOptions tune watching (debounce, settle) and tell the host of
 	// each reload; used with Watch.
-	WatchOptions engine.WatchOptions
+	WatchOptions watch.Options
 	// Logger receives failures in full detail; nil discards them.
 	Logger *slog.Logger
 	// Implementation names the server to its clients; nil is toolgate, at
@@ -187,7 +189,7 @@ func (s *Server) buildEngine(ctx context.Context) error {
 	}
 	s.eng = eng
 	if s.opts.Limits == nil {
-		s.opts.Limits = ledger.NewLimiter(ledger.NewMemoryStore(), nil)
+		s.opts.Limits = ledger.NewLimiter(store.NewMemoryStore(), nil)
 	}
 	return nil
 }
@@ -334,7 +336,7 @@ func (s *Server) watch() {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := s.eng.Watch(bg, wo); err != nil && !errors.Is(err, engine.ErrNotWatchable) && bg.Err() == nil {
+		if err := watch.Run(bg, s.eng, wo); err != nil && !errors.Is(err, watch.ErrNotWatchable) && bg.Err() == nil {
 			s.log.Error("toolgate: watching files failed; reload is off", slog.Any("error", err))
 		}
 	}()

@@ -26,8 +26,8 @@
 // rule undefined (which would drop an override and fail open), and each
 // evaluation has a deadline ([WithTimeout], default 250 ms).
 //
-// [Engine.Watch] follows the files (docs/contract.md §9): it reloads on change,
-// debounced, never believes a disappearance before a settle window has
+// [Engine.Reload] (and package watch, which calls it when the files change,
+// debounced: docs/contract.md §9) never believes a disappearance before a settle window has
 // passed, so an editor's save never serves a revision without its policy,
 // and loads a changed file only once it has stopped changing for that
 // window, so a policy written in chunks is never served half-written.

@@ -60,8 +60,8 @@ func WithTimeout(d time.Duration) Option {
 // reports. Nil discards them.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
-// WithSettle sets the settle window that Reload honours (docs/contract.md §9); Watch
-// uses it unless WatchOptions.Settle is set. Zero or negative keeps
+// WithSettle sets the settle window that Reload honours (docs/contract.md §9); a watch
+// (package watch) uses it unless watch.Options.Settle is set. Zero or negative keeps
 // DefaultSettle: the window cannot be switched off.
 func WithSettle(d time.Duration) Option {
 	return func(o *options) {
@@ -145,8 +145,8 @@ func (e *Engine) Source() Source {
 // so it may block that long.
 // It returns ctx.Err() when ctx ends first.
 //
-// Reload may be called while Watch runs; its swaps and failures reach the
-// watch's OnReload and OnError too.
+// Reload may be called while a watch runs (package watch); its swaps and
+// failures reach the watch's OnReload and OnError too.
 func (e *Engine) Reload(ctx context.Context) (bool, error) {
 	for {
 		changed, wait, err := e.reload(ctx, e.opts.settle)

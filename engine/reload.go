@@ -49,7 +49,7 @@ func (e *Engine) Status() Status {
 	return s
 }
 
-// listener receives the swaps and failures of every reload while a Watch runs.
+// listener receives the swaps and failures of every reload (Listen, Subscribe).
 type listener struct {
 	onReload func(old, new *Revision)
 	onError  func(error)
@@ -324,10 +324,34 @@ func (e *Engine) failed(cur *Revision, err error) {
 	}
 }
 
+// Subscribe calls onReload after every swap to a new revision and onError
+// with the error of every failed reload from now on (either may be nil),
+// whoever made them, until the returned stop is called: what a file
+// watcher (package watch) reports to its host. The rules of Listen apply
+// to both.
+func (e *Engine) Subscribe(onReload func(old, new *Revision), onError func(error)) (stop func()) {
+	return e.addListener(&listener{onReload: onReload, onError: onError})
+}
+
+// ReloadAttempt is one reload attempt, without waiting, as a file watcher
+// makes it: it reports how long the settle window (settle; zero or
+// negative: the engine's, WithSettle) still holds the reload back, and
+// how long to wait before trying again. Its swaps and failures are logged
+// and reach the listeners like Reload's.
+func (e *Engine) ReloadAttempt(ctx context.Context, settle time.Duration) (changed bool, wait time.Duration, err error) {
+	if settle <= 0 {
+		settle = e.opts.settle
+	}
+	return e.reload(ctx, settle)
+}
+
+// Logger is the logger the engine was given (WithLogger), nil when none.
+func (e *Engine) Logger() *slog.Logger { return e.opts.logger }
+
 // Listen calls onReload after every swap to a new revision from now on,
-// whoever made it (Watch, or a host's Reload, for instance after an
+// whoever made it (a watch, or a host's Reload, for instance after an
 // upstream's tools changed), until the returned stop is called. The rules
-// of WatchOptions.OnReload apply: calls come one at a time, in the order of
+// of watch.Options.OnReload apply: calls come one at a time, in the order of
 // the swaps, from the goroutine that reloaded; onReload must not call
 // Reload.
 func (e *Engine) Listen(onReload func(old, new *Revision)) (stop func()) {

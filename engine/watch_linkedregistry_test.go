@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/watch"
 )
 
 // TestWatchFollowsALinkedRegistry: when the registry is a symbolic link to
@@ -22,7 +22,7 @@ func TestWatchFollowsALinkedRegistry(t *testing.T) {
 	f.write(target, testRegistry)
 	require.NoError(t, os.Remove(f.registry))
 	require.NoError(t, os.Symlink(target, f.registry))
-	f.start(engine.WatchOptions{Debounce: 5 * time.Millisecond, Settle: time.Millisecond})
+	f.start(watch.Options{Debounce: 5 * time.Millisecond, Settle: time.Millisecond})
 	require.Equal(t, allButReport, f.granted())
 
 	f.write(target, strings.Replace(testRegistry, "name: execUrl", "name: runUrl", 1))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/testkit/testclock"
+	"github.com/toolgate/toolgate/watch"
 )
 
 // The prefix of a policy written in place in chunks: valid Rego on its own,
@@ -47,7 +48,7 @@ func TestHalfWrittenPolicyNeverServed(t *testing.T) {
 
 	// The watch's debounce has passed (the pause of the finding): the
 	// prefix is on disk, and a reload is attempted.
-	clock.Advance(engine.DefaultDebounce + time.Millisecond)
+	clock.Advance(watch.DefaultDebounce + time.Millisecond)
 	changed, wait, err = e.ReloadOnce(context.Background())
 	require.NoError(t, err)
 	require.False(t, changed, "the valid prefix was loaded")
@@ -95,7 +96,7 @@ func TestHalfWrittenPolicyNeverServedByWatch(t *testing.T) {
 	const settle = 10 * time.Millisecond
 	clock := testclock.New(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	f := newWatchFixture(t, map[string]string{"grant.rego": hideReport})
-	f.start(engine.WatchOptions{Debounce: 5 * time.Millisecond, Settle: settle}, engine.WithClock(clock.Now))
+	f.start(watch.Options{Debounce: 5 * time.Millisecond, Settle: settle}, engine.WithClock(clock.Now))
 	require.Equal(t, allButReport, f.granted())
 
 	file, err := os.OpenFile(f.pol("grant.rego"), os.O_WRONLY|os.O_TRUNC, 0)

@@ -8,14 +8,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/watch"
 )
 
 // watchFrom runs Watch on e until the test ends.
-func watchFrom(t *testing.T, e *engine.Engine, wo engine.WatchOptions) {
+func watchFrom(t *testing.T, e *engine.Engine, wo watch.Options) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- e.Watch(ctx, wo) }()
+	go func() { done <- watch.Run(ctx, e, wo) }()
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-done)
@@ -31,7 +32,7 @@ func TestWatchOnAnUnchangedTreeBuildsNothing(t *testing.T) {
 	e, err := engine.New(context.Background(), engine.Source{Registry: f.registry, Policies: f.policies})
 	require.NoError(t, err)
 	first := e.Current()
-	watchFrom(t, e, engine.WatchOptions{Settle: time.Millisecond})
+	watchFrom(t, e, watch.Options{Settle: time.Millisecond})
 	require.Eventually(t, func() bool { attempts, _ := e.ReloadCounts(); return attempts > 0 }, failureBound, time.Millisecond,
 		"Watch never tried its first reload")
 	_, builds := e.ReloadCounts()
@@ -60,7 +61,7 @@ func TestWatchPicksUpAChangeMadeBeforeIt(t *testing.T) {
 	f.e = e
 	require.Equal(t, allButReport, f.granted())
 	f.write(f.pol("grant.rego"), grantEcho) // before Watch has any watch
-	watchFrom(t, e, engine.WatchOptions{Settle: time.Millisecond})
+	watchFrom(t, e, watch.Options{Settle: time.Millisecond})
 	f.waitGranted(onlyEcho)
 	st := e.Status()
 	require.EqualValues(t, 2, st.Revision)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
+	"github.com/toolgate/toolgate/watch"
 )
 
 // Grant policies for carol (admin), whose base decision is
@@ -91,7 +92,7 @@ func (f *watchFixture) renameOver(path, content string) {
 	require.NoError(f.t, os.Rename(tmp, path))
 }
 
-func (f *watchFixture) start(wo engine.WatchOptions, opts ...engine.Option) *watchFixture {
+func (f *watchFixture) start(wo watch.Options, opts ...engine.Option) *watchFixture {
 	f.t.Helper()
 	logger := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e, err := engine.New(context.Background(), engine.Source{Registry: f.registry, Policies: f.policies}, append([]engine.Option{engine.WithLogger(logger)}, opts...)...)
@@ -116,7 +117,7 @@ func (f *watchFixture) start(wo engine.WatchOptions, opts ...engine.Option) *wat
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- e.Watch(ctx, wo) }()
+	go func() { done <- watch.Run(ctx, e, wo) }()
 	f.t.Cleanup(func() {
 		cancel()
 		require.NoError(f.t, <-done)
@@ -173,7 +174,7 @@ func (f *watchFixture) requireEveryRevisionHas(file string) {
 
 func TestWatchInPlaceWrite(t *testing.T) {
 	t.Parallel()
-	f := newWatchFixture(t, map[string]string{"grant.rego": grantEcho}).start(engine.WatchOptions{})
+	f := newWatchFixture(t, map[string]string{"grant.rego": grantEcho}).start(watch.Options{})
 	require.Equal(t, onlyEcho, f.granted())
 	f.write(f.pol("grant.rego"), grantGetReward)
 	f.waitGranted(onlyGetReward)
@@ -186,7 +187,7 @@ func TestWatchInPlaceWrite(t *testing.T) {
 
 func TestWatchRenameOnSave(t *testing.T) {
 	t.Parallel()
-	f := newWatchFixture(t, map[string]string{"grant.rego": grantEcho}).start(engine.WatchOptions{})
+	f := newWatchFixture(t, map[string]string{"grant.rego": grantEcho}).start(watch.Options{})
 	f.renameOver(f.pol("grant.rego"), grantGetReward)
 	f.waitGranted(onlyGetReward)
 	f.renameOver(f.pol("grant.rego"), grantEcho)
@@ -205,7 +206,7 @@ func TestWatchVimSaveNeverServesTheGap(t *testing.T) {
 	// settle window, not the debounce, must be what protects. A settle
 	// window long enough for the test to write the file once the gap is
 	// noticed, also on a loaded machine.
-	f.start(engine.WatchOptions{Debounce: 5 * time.Millisecond, Settle: time.Second})
+	f.start(watch.Options{Debounce: 5 * time.Millisecond, Settle: time.Second})
 	require.Equal(t, allButReport, f.granted())
 
 	stop := make(chan struct{})
@@ -244,7 +245,7 @@ func TestWatchVimSaveNeverServesTheGap(t *testing.T) {
 
 func TestWatchDeleteThenRecreate(t *testing.T) {
 	t.Parallel()
-	f := newWatchFixture(t, map[string]string{"grant.rego": hideReport}).start(engine.WatchOptions{Debounce: 5 * time.Millisecond, Settle: time.Second})
+	f := newWatchFixture(t, map[string]string{"grant.rego": hideReport}).start(watch.Options{Debounce: 5 * time.Millisecond, Settle: time.Second})
 	p := f.pol("grant.rego")
 	require.NoError(t, os.Remove(p))
 	f.waitNoticedGap()
@@ -258,7 +259,7 @@ func TestWatchRealDeletionAfterSettle(t *testing.T) {
 	t.Parallel()
 	const settle = 150 * time.Millisecond
 	f := newWatchFixture(t, map[string]string{"grant.rego": hideReport, "other.rego": "package other\n\nx := 1\n"})
-	f.start(engine.WatchOptions{Debounce: 5 * time.Millisecond, Settle: settle})
+	f.start(watch.Options{Debounce: 5 * time.Millisecond, Settle: settle})
 	deleted := time.Now()
 	require.NoError(t, os.Remove(f.pol("grant.rego")))
 	f.waitGranted(carolBase)
@@ -271,7 +272,7 @@ func TestWatchRealDeletionAfterSettle(t *testing.T) {
 
 func TestWatchNewSubdirectory(t *testing.T) {
 	t.Parallel()
-	f := newWatchFixture(t, nil).start(engine.WatchOptions{})
+	f := newWatchFixture(t, nil).start(watch.Options{})
 	require.Equal(t, carolBase, f.granted())
 	require.NoError(t, os.MkdirAll(f.pol("team/nested"), 0o755))
 	f.write(f.pol("team/nested/grant.rego"), grantEcho)
@@ -294,7 +295,7 @@ func TestWatchConfigMapSwap(t *testing.T) {
 	require.NoError(t, os.Symlink("..2026_a", f.pol("..data")))
 	require.NoError(t, os.Symlink("..data/grant.rego", f.pol("grant.rego")))
 	require.NoError(t, os.Symlink("..data/data.json", f.pol("data.json")))
-	f.start(engine.WatchOptions{})
+	f.start(watch.Options{})
 	require.Equal(t, onlyEcho, f.granted())
 	want := []string{f.pol("data.json"), f.pol("grant.rego")}
 	require.Equal(t, want, f.e.Current().PolicyFiles(), "dot-directories are not loaded")
@@ -317,7 +318,7 @@ func TestWatchConfigMapSwap(t *testing.T) {
 
 func TestWatchSyntaxErrorKeepsLastGood(t *testing.T) {
 	t.Parallel()
-	f := newWatchFixture(t, map[string]string{"grant.rego": grantEcho}).start(engine.WatchOptions{Debounce: 20 * time.Millisecond})
+	f := newWatchFixture(t, map[string]string{"grant.rego": grantEcho}).start(watch.Options{Debounce: 20 * time.Millisecond})
 	good := f.e.Current()
 	const broken = "package toolgate.grant\n\ngranted := {\"getReward\"\n"
 	// Atomic saves here: a torn in-place write could fail with another error.
@@ -349,7 +350,7 @@ func TestWatchSyntaxErrorKeepsLastGood(t *testing.T) {
 
 func TestWatchRegistrySchemaError(t *testing.T) {
 	t.Parallel()
-	f := newWatchFixture(t, nil).start(engine.WatchOptions{})
+	f := newWatchFixture(t, nil).start(watch.Options{})
 	good := f.e.Current()
 	f.renameOver(f.registry, "tools:\n  - { name: echo, method: demo.echo, arguments: [{ name: text, type: nosuchtype }] }\n")
 	require.Eventually(t, func() bool { return f.e.LastError() != nil }, failureBound, 2*time.Millisecond)
@@ -363,7 +364,7 @@ func TestWatchRegistrySchemaError(t *testing.T) {
 
 func TestWatchRegistryMissing(t *testing.T) {
 	t.Parallel()
-	f := newWatchFixture(t, nil).start(engine.WatchOptions{Debounce: 5 * time.Millisecond, Settle: 50 * time.Millisecond})
+	f := newWatchFixture(t, nil).start(watch.Options{Debounce: 5 * time.Millisecond, Settle: 50 * time.Millisecond})
 	good := f.e.Current()
 	require.NoError(t, os.Remove(f.registry))
 	require.Eventually(t, func() bool { return f.e.LastError() != nil }, failureBound, 2*time.Millisecond)
@@ -407,14 +408,14 @@ func TestReloadWaitsForTheSettleWindow(t *testing.T) {
 func TestWatchNeedsFiles(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, nil)
-	require.ErrorIs(t, e.Watch(context.Background(), engine.WatchOptions{}), engine.ErrNotWatchable)
+	require.ErrorIs(t, watch.Run(context.Background(), e, watch.Options{}), watch.ErrNotWatchable)
 }
 
 // TestWatchLatency measures edit-to-effect latency over in-place writes and
 // renames. It is reported, not asserted beyond a sanity bound (the goal is
 // p99 < 500 ms with the default debounce).
 func TestWatchLatency(t *testing.T) {
-	f := newWatchFixture(t, map[string]string{"grant.rego": grantEcho}).start(engine.WatchOptions{})
+	f := newWatchFixture(t, map[string]string{"grant.rego": grantEcho}).start(watch.Options{})
 	const edits = 20
 	var lat []time.Duration
 	for i := range edits {
@@ -442,7 +443,7 @@ func TestWatchLatency(t *testing.T) {
 	slices.Sort(lat)
 	pct := func(p int) time.Duration { return lat[min(len(lat)-1, (len(lat)*p+99)/100-1)] }
 	t.Logf("edit-to-effect latency over %d edits (debounce %v): p50 %v, p99 %v, min %v, max %v",
-		edits, engine.DefaultDebounce, pct(50), pct(99), lat[0], lat[len(lat)-1])
+		edits, watch.DefaultDebounce, pct(50), pct(99), lat[0], lat[len(lat)-1])
 	require.Equal(t, uint64(edits), f.e.Status().Reloads)
 }
 
@@ -452,7 +453,7 @@ func TestReloadRace(t *testing.T) {
 	// The evaluation deadline is generous: on a loaded machine under -race,
 	// eight spinning readers starve each other, which is not a policy failure.
 	f := newWatchFixture(t, map[string]string{"grant.rego": grantEcho}).
-		start(engine.WatchOptions{Debounce: 2 * time.Millisecond}, engine.WithTimeout(10*time.Second))
+		start(watch.Options{Debounce: 2 * time.Millisecond}, engine.WithTimeout(10*time.Second))
 	// An odd number of rewrites: the last content differs from the first, so
 	// at least one reload installs it (files that keep changing are loaded
 	// only once they have settled, docs/contract.md §9).
@@ -508,41 +509,4 @@ func TestReloadRace(t *testing.T) {
 	require.Zero(t, failures.Load(), "first: %v", firstBad.Load())
 	require.Zero(t, mixes.Load(), "first: %v", firstBad.Load())
 	require.Positive(t, st.Reloads)
-}
-
-func ExampleEngine_Watch() {
-	dir, err := os.MkdirTemp("", "toolgate-watch")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(dir)
-	src := engine.Source{Registry: filepath.Join(dir, "registry.yaml"), Policies: filepath.Join(dir, "rego")}
-	_ = os.Mkdir(src.Policies, 0o755)
-	_ = os.WriteFile(src.Registry, []byte("tools:\n  - { name: echo, method: demo.echo }\n  - { name: add, method: demo.add }\n"), 0o644)
-	grant := filepath.Join(src.Policies, "grant.rego")
-	_ = os.WriteFile(grant, []byte("package toolgate.grant\n\ngranted := {\"echo\"}\n"), 0o644)
-
-	e, err := engine.New(context.Background(), src)
-	if err != nil {
-		panic(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	reloaded := make(chan *engine.Revision, 1)
-	go e.Watch(ctx, engine.WatchOptions{OnReload: func(_, rev *engine.Revision) { reloaded <- rev }})
-
-	ann := &engine.Caller{Subject: "ann"}
-	list := engine.Request{Method: engine.MethodList}
-	fmt.Println(e.Current().Number(), e.Current().Grant(ctx, ann, list).Granted())
-
-	// An editor saves: write a temporary file, rename it over.
-	_ = os.WriteFile(grant+".tmp", []byte("package toolgate.grant\n\ngranted := {\"add\"}\n"), 0o644)
-	_ = os.Rename(grant+".tmp", grant)
-	rev := <-reloaded
-	fmt.Println(rev.Number(), rev.Grant(ctx, ann, list).Granted())
-	fmt.Println(e.Status().LastError == "")
-	// Output:
-	// 1 [echo]
-	// 2 [add]
-	// true
 }

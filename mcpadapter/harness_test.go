@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/store"
 )
 
 // Protocol revisions the SDK serves (docs/contract.md §6).
@@ -131,10 +132,10 @@ func newGoverned(t testing.TB, s setup) *governed {
 		Logger:      logger,
 		HookTimeout: cmp.Or(s.hookTimeout, 300*time.Millisecond),
 		Catalog:     s.catalog,
-		Approvals: approvals.New(ledger.NewMemoryStore(), approvals.Options{
+		Approvals: approvals.New(store.NewMemoryStore(), approvals.Options{
 			NewID: func() string { return fmt.Sprintf("%024x", ids.Add(1)) },
 		}),
-		Limits: cmp.Or[mcpadapter.Limits](s.limits, ledger.NewLimiter(ledger.NewMemoryStore(), nil)),
+		Limits: cmp.Or[mcpadapter.Limits](s.limits, ledger.NewLimiter(store.NewMemoryStore(), nil)),
 	})
 	for _, name := range s.hooks {
 		g.adapter.AddHook(testHook(t, name))

@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/testkit/testclock"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/store"
 )
 
 // echoLimit limits echo to two calls a minute per subject.
@@ -41,7 +42,7 @@ func TestLimitedAnswerIsExact(t *testing.T) {
 	g := newGoverned(t, setup{
 		caller:   maxCaller,
 		policies: map[string]string{"limits.rego": echoLimit},
-		limits:   ledger.NewLimiter(ledger.NewMemoryStore(), clock.Now),
+		limits:   ledger.NewLimiter(store.NewMemoryStore(), clock.Now),
 	})
 	c := g.connectRaw(t, proto20250618)
 	echo := `{"name":"echo","arguments":{"text":"hi"}}`
@@ -86,7 +87,7 @@ func TestLimitsUnderConcurrentCalls(t *testing.T) {
 limit contains {"key": "echo", "max": 10, "per": "1h", "reason": "ten an hour"} if input.tool.name == "echo"
 `},
 		hookTimeout: time.Minute,
-		limits:      ledger.NewLimiter(ledger.NewMemoryStore(), testclock.New(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)).Now),
+		limits:      ledger.NewLimiter(store.NewMemoryStore(), testclock.New(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)).Now),
 	})
 	var ran, limited atomic.Int64
 	var wg sync.WaitGroup

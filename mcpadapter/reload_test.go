@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/watch"
 )
 
 // Two policy versions: A grants echo only, B grants add only (to everyone).
@@ -37,7 +38,7 @@ func watched(t *testing.T, caller *engine.Caller) (*engine.Engine, *mcpadapter.A
 	handled := make(chan reloaded, 4096)
 	go func() {
 		defer close(done)
-		_ = eng.Watch(ctx, engine.WatchOptions{
+		_ = watch.Run(ctx, eng, watch.Options{
 			Debounce: 5 * time.Millisecond,
 			// The settle window has its own tests in engine; here it
 			// only slows the reloads down.

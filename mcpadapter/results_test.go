@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/store"
 )
 
 // structuredRow is a tool whose method returns text, an image and
@@ -162,9 +163,9 @@ func TestResultRulesFailClosed(t *testing.T) {
 // result (the method does not run again).
 func TestLedgerReplaysTheRedactedResult(t *testing.T) {
 	t.Parallel()
-	store := ledger.NewMemoryStore()
+	st := store.NewMemoryStore()
 	var stored []byte
-	g := newGoverned(t, setup{caller: maxCaller, extraHooks: []mcpadapter.Hook{ledger.New(store, ledger.Options{}).Hook(),
+	g := newGoverned(t, setup{caller: maxCaller, extraHooks: []mcpadapter.Hook{ledger.New(st, ledger.Options{}).Hook(),
 		{Name: "peek", After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.Record) error {
 			stored, _ = json.Marshal(end.Result)
 			return nil
@@ -179,9 +180,9 @@ func TestLedgerReplaysTheRedactedResult(t *testing.T) {
 	assert.JSONEq(t, want, string(stored), "the after hooks (the ledger among them) saw the redacted result")
 	assert.Equal(t, `{"jsonrpc":"2.0","id":3,"result":`+want+`}`, string(c.call(echo)), "replayed: the redacted result")
 	assert.Equal(t, []string{"result", "result", "answered"}, g.after.outcomes())
-	res, err := store.Claim(context.Background(), ledger.Key{Subject: ledger.Principal(mcpadapter.SourceLocal, "max"), Tool: "echo", ID: "k-2"},
-		canon.SHA256(json.RawMessage(`{"text":"token ghp_abcdefghijklmnopqrstuvwxyz0123456789"}`)), time.Now(), ledger.Lifetimes{})
+	res, err := st.Claim(context.Background(), store.Key{Subject: ledger.Principal(mcpadapter.SourceLocal, "max"), Tool: "echo", ID: "k-2"},
+		canon.SHA256(json.RawMessage(`{"text":"token ghp_abcdefghijklmnopqrstuvwxyz0123456789"}`)), time.Now(), store.Lifetimes{})
 	require.NoError(t, err)
-	require.Equal(t, ledger.Completed, res.State)
+	require.Equal(t, store.Completed, res.State)
 	assert.NotContains(t, string(res.Result), "ghp_", "the store never held the credential")
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/metrics"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/store"
 )
 
 func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
@@ -83,7 +84,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	require.Contains(t, fams, "go_goroutines")
 
 	// Wire the ledger and an auditor whose writer blocks forever.
-	l := ledger.New(ledger.NewMemoryStore(), ledger.Options{OnReplay: m.LedgerReplay, OnConflict: m.LedgerConflict})
+	l := ledger.New(store.NewMemoryStore(), ledger.Options{OnReplay: m.LedgerReplay, OnConflict: m.LedgerConflict})
 	stuck := blocked{entered: make(chan struct{})}
 	aud := audit.New(stuck, audit.Options{Buffer: 1, CloseTimeout: time.Millisecond, OnDrop: m.AuditDropped})
 	hooks := []mcpadapter.Hook{l.Hook(), aud.Hook(), m.Hook()}

@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/internal/fsx"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -170,15 +171,15 @@ func runExplainCommand(ctx context.Context, e *env) int {
 		Result:    json.RawMessage(result),
 	}}
 	if ledgerSpec != "" {
-		store, err := ledger.OpenStore(ctx, ledgerSpec)
+		st, err := store.OpenStore(ctx, ledgerSpec)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "toolgate explain: --ledger: %v\n", err)
 			return 2
 		}
-		defer store.Close()
-		ls, ok := store.(ledger.LimitStore)
+		defer st.Close()
+		ls, ok := st.(store.LimitStore)
 		if !ok {
-			fmt.Fprintf(e.stderr, "toolgate explain: --ledger: the store %T counts no rate limits\n", store)
+			fmt.Fprintf(e.stderr, "toolgate explain: --ledger: the store %T counts no rate limits\n", st)
 			return 2
 		}
 		p.opts.Limits = ledger.NewLimiter(ls, nil)

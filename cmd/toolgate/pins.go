@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/toolgate/toolgate/internal/cli/pinreview"
 	"github.com/toolgate/toolgate/internal/config"
-	"github.com/toolgate/toolgate/internal/server/gateway"
 )
 
 func init() {
@@ -18,14 +18,14 @@ const pinsSynopsis = "pins check [serve flags] | pins accept [serve flags] (--al
 
 // pinsParams is `toolgate pins check|accept` once its flags are read.
 type pinsParams struct {
-	opts  gateway.PinsOptions
+	opts  pinreview.Options
 	check bool
 	all   bool
 	tools []string
 }
 
-// runPins maps the flags (serve's, docs/contract.md §15) to gateway.CheckPins or
-// gateway.AcceptPins.
+// runPins maps the flags (serve's, docs/contract.md §15) to pinreview.Check or
+// pinreview.Accept.
 func runPins(ctx context.Context, e *env) int {
 	if len(e.args) == 0 || (e.args[0] != "check" && e.args[0] != "accept") {
 		fmt.Fprintf(e.stderr, "usage: toolgate %s\n", pinsSynopsis)
@@ -55,7 +55,7 @@ func runPins(ctx context.Context, e *env) int {
 		fmt.Fprintf(e.stderr, "toolgate %s: %v\n", fs.Name(), err)
 		return 2
 	}
-	p.opts = gateway.PinsOptions{Serve: *s, Stdout: e.stdout, Stderr: e.stderr,
+	p.opts = pinreview.Options{Serve: *s, Stdout: e.stdout, Stderr: e.stderr,
 		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	return p.run(ctx, e, fs)
 }
@@ -64,7 +64,7 @@ func runPins(ctx context.Context, e *env) int {
 // not be listed) or accepts (exit 1 on error).
 func (p *pinsParams) run(ctx context.Context, e *env, fs *flag.FlagSet) int {
 	if p.check {
-		drift, err := gateway.CheckPins(ctx, p.opts)
+		drift, err := pinreview.Check(ctx, p.opts)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "toolgate %s: %v\n", fs.Name(), err)
 			return 1
@@ -74,7 +74,7 @@ func (p *pinsParams) run(ctx context.Context, e *env, fs *flag.FlagSet) int {
 		}
 		return 0
 	}
-	if err := gateway.AcceptPins(ctx, p.opts, p.tools, p.all); err != nil {
+	if err := pinreview.Accept(ctx, p.opts, p.tools, p.all); err != nil {
 		fmt.Fprintf(e.stderr, "toolgate %s: %v\n", fs.Name(), err)
 		return 1
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/store"
 )
 
 // TestLedgerThroughAdapters: two adapters (two replicas), each with its own
@@ -47,7 +48,7 @@ func TestLedgerThroughAdapters(t *testing.T) {
 			s, second := kind.open(t)
 			subject := "alice/" + newToken()
 			var replicas []*mcpadapter.Adapter
-			for _, st := range []Store{s, second()} {
+			for _, st := range []store.Store{s, second()} {
 				a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: methods,
 					Caller: mcpadapter.StaticCaller(&engine.Caller{Subject: subject})})
 				a.AddHook(New(st, Options{}).Hook())

@@ -21,36 +21,25 @@
 //
 // A completed key answers for Options.Retention (24 hours), counted from
 // its completion; after that it is as if absent (a retry runs the call
-// again) and [Ledger.RunPruner] removes it, in bounded batches. The memory
-// store is also capped within the retention (100 000 completed keys,
-// 64 MiB of results: the oldest completed keys go first; running claims
-// never). A new SQLite file is created readable by its owner only.
+// again) and [Ledger.RunPruner] removes it, in bounded batches (the
+// stores' own bounds are package store's).
 //
 // A key that is not a non-empty string leaves the call alone. A store that
 // fails makes the before half fail, so the call fails closed; the after
 // half logs its store failures (the key then stays running until its lease
 // ends).
 //
-// Stores: [NewMemoryStore] (one process), [OpenSQLite] (a file: survives
-// restarts; the default of toolgate serve) and [OpenPostgres] (shared by
-// replicas). [OpenStore] reads the --ledger flag's forms.
+// The keys live in a [store.Store] (memory, SQLite or PostgreSQL: package
+// store), beside the approval requests and the rate limits' counts;
+// [NewLimiter] makes the adapter's mcpadapter.Limits of a
+// [store.LimitStore], and [Ledger.Prune] also removes counted calls whose
+// windows ended.
 //
-// Each store also keeps the approval requests of docs/contract.md §13 beside the keys
-// ([ApprovalStore]: a table toolgate_approvals in SQLite and PostgreSQL),
-// built from the same single-statement compare-and-swap steps; the
-// hooks/approvals package gives them their meaning.
-//
-// Each store also counts calls under the rate limits of docs/contract.md §18
-// ([LimitStore]: a table toolgate_limits), one transaction per call, so
-// that replicas sharing a store share the limits; [NewLimiter] makes the
-// adapter's mcpadapter.Limits of it, and [Ledger.Prune] removes counted
-// calls whose windows ended.
-//
-//	store, err := ledger.OpenSQLite(filepath.Join(stateDir, "ledger.db"))
+//	st, err := store.OpenSQLite(filepath.Join(stateDir, "ledger.db"))
 //	if err != nil { ... }
-//	defer store.Close()
-//	led := ledger.New(store, ledger.Options{})
+//	defer st.Close()
+//	led := ledger.New(st, ledger.Options{})
 //	go led.RunPruner(ctx, 0) // until ctx is done
 //	adapter.AddHook(led.Hook())
-//	// adapter built with mcpadapter.Options{Limits: ledger.NewLimiter(store, nil), ...}
+//	// adapter built with mcpadapter.Options{Limits: ledger.NewLimiter(st, nil), ...}
 package ledger

@@ -14,29 +14,30 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/store"
 )
 
 // faultStore is a Store whose calls fail for the idempotency keys that name
 // the failure.
-type faultStore struct{ Store }
+type faultStore struct{ store.Store }
 
 var errStore = errors.New("ledger store: connection refused (postgres://db:5432)")
 
-func (s faultStore) Claim(ctx context.Context, key Key, h string, now time.Time, lt Lifetimes) (ClaimResult, error) {
+func (s faultStore) Claim(ctx context.Context, key store.Key, h string, now time.Time, lt store.Lifetimes) (store.ClaimResult, error) {
 	if key.ID == "claim-error" {
-		return ClaimResult{}, errStore
+		return store.ClaimResult{}, errStore
 	}
 	return s.Store.Claim(ctx, key, h, now, lt)
 }
 
-func (s faultStore) Complete(ctx context.Context, key Key, token string, result []byte, now time.Time) error {
+func (s faultStore) Complete(ctx context.Context, key store.Key, token string, result []byte, now time.Time) error {
 	if key.ID == "complete-error" {
 		return errStore
 	}
 	return s.Store.Complete(ctx, key, token, result, now)
 }
 
-func (s faultStore) Release(ctx context.Context, key Key, token string) error {
+func (s faultStore) Release(ctx context.Context, key store.Key, token string) error {
 	if key.ID == "release-error" {
 		return errStore
 	}
@@ -73,7 +74,7 @@ func TestStoreFaults(t *testing.T) {
 	})
 	a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: methods,
 		Caller: mcpadapter.StaticCaller(&engine.Caller{Subject: "alice"})})
-	a.AddHook(New(faultStore{NewMemoryStore()}, Options{}).Hook())
+	a.AddHook(New(faultStore{store.NewMemoryStore()}, Options{}).Hook())
 	a.AddHook(mcpadapter.Hook{Name: "record", After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.Record) error {
 		mu.Lock()
 		defer mu.Unlock()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/store"
 )
 
 // The exact refusals of docs/contract.md §10.
@@ -24,9 +25,9 @@ const (
 // Defaults of Options.
 const (
 	DefaultMetaKey = "festi/idempotencyKey"
-	DefaultLease   = 10 * time.Minute
+	DefaultLease   = store.DefaultLease
 	// DefaultRetention is how long a completed key is kept (docs/contract.md §10).
-	DefaultRetention = 24 * time.Hour
+	DefaultRetention = store.DefaultRetention
 	// DefaultPruneBatch is how many keys one Prune run removes at most.
 	DefaultPruneBatch = 1000
 	// DefaultPruneInterval is how often RunPruner prunes.
@@ -63,22 +64,22 @@ type Options struct {
 // Ledger is the idempotency ledger of docs/contract.md §10 over a Store. It is safe for
 // concurrent use; several Ledgers (replicas) may share one Store's database.
 type Ledger struct {
-	store Store
+	store store.Store
 	opts  Options
 	log   *slog.Logger
 }
 
 // New returns a Ledger over store. The Ledger does not own the store: close
 // it yourself once the hooks no longer run.
-func New(store Store, opts Options) *Ledger {
+func New(s store.Store, opts Options) *Ledger {
 	if opts.MetaKey == "" {
 		opts.MetaKey = DefaultMetaKey
 	}
 	if opts.Lease <= 0 {
-		opts.Lease = DefaultLease
+		opts.Lease = store.DefaultLease
 	}
 	if opts.Retention <= 0 {
-		opts.Retention = DefaultRetention
+		opts.Retention = store.DefaultRetention
 	}
 	if opts.PruneBatch <= 0 {
 		opts.PruneBatch = DefaultPruneBatch
@@ -90,11 +91,11 @@ func New(store Store, opts Options) *Ledger {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Ledger{store: store, opts: opts, log: log}
+	return &Ledger{store: s, opts: opts, log: log}
 }
 
-func (l *Ledger) lifetimes() Lifetimes {
-	return Lifetimes{Lease: l.opts.Lease, Retention: l.opts.Retention}
+func (l *Ledger) lifetimes() store.Lifetimes {
+	return store.Lifetimes{Lease: l.opts.Lease, Retention: l.opts.Retention}
 }
 
 // Prune removes, once, at most Options.PruneBatch keys whose retention (or,
@@ -107,7 +108,7 @@ func (l *Ledger) Prune(ctx context.Context) (int, error) {
 	if err != nil {
 		return n, err
 	}
-	if ls, ok := l.store.(LimitStore); ok {
+	if ls, ok := l.store.(store.LimitStore); ok {
 		m, err := ls.PruneLimits(ctx, now, l.opts.PruneBatch)
 		return max(n, m), err
 	}
@@ -180,7 +181,7 @@ type valueKey struct{ l *Ledger }
 // then runs while Claim may still be on its way back.
 type claim struct {
 	mu       sync.Mutex
-	key      Key
+	key      store.Key
 	token    string // set once Claim answered Claimed
 	finished bool   // the after half ran
 }
@@ -190,14 +191,14 @@ func (l *Ledger) before(ctx context.Context, call *mcpadapter.CallContext) (mcpa
 		return mcpadapter.Allow(), nil
 	}
 	id, _ := call.Meta.String(l.opts.MetaKey)
-	c := &claim{key: Key{Subject: Principal(call.Source, call.Caller.Subject), Tool: call.Name, ID: id}}
+	c := &claim{key: store.Key{Subject: Principal(call.Source, call.Caller.Subject), Tool: call.Name, ID: id}}
 	call.SetValue(valueKey{l}, c)
 	res, err := l.store.Claim(ctx, c.key, canon.SHA256(call.Arguments), l.opts.Now(), l.lifetimes())
 	if err != nil {
 		return mcpadapter.Verdict{}, err
 	}
 	switch res.State {
-	case Claimed:
+	case store.Claimed:
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.finished {
@@ -207,7 +208,7 @@ func (l *Ledger) before(ctx context.Context, call *mcpadapter.CallContext) (mcpa
 		}
 		c.token = res.Token
 		return mcpadapter.Allow(), nil
-	case Completed:
+	case store.Completed:
 		var stored mcp.CallToolResult
 		if err := json.Unmarshal(res.Result, &stored); err != nil {
 			return mcpadapter.Verdict{}, fmt.Errorf("ledger: stored result of key %q is unreadable: %w", id, err)
@@ -216,9 +217,9 @@ func (l *Ledger) before(ctx context.Context, call *mcpadapter.CallContext) (mcpa
 			l.opts.OnReplay()
 		}
 		return mcpadapter.Answer(&stored), nil
-	case Running:
+	case store.Running:
 		return mcpadapter.Deny(MsgRunning), nil
-	case Conflict:
+	case store.Conflict:
 		if l.opts.OnConflict != nil {
 			l.opts.OnConflict()
 		}
@@ -262,7 +263,7 @@ func (l *Ledger) after(ctx context.Context, call *mcpadapter.CallContext, end *m
 	return nil
 }
 
-func (l *Ledger) release(ctx context.Context, call *mcpadapter.CallContext, key Key, token string) error {
+func (l *Ledger) release(ctx context.Context, call *mcpadapter.CallContext, key store.Key, token string) error {
 	err := l.store.Release(ctx, key, token)
 	if err != nil {
 		l.log.Error("ledger: releasing the key failed; it stays running until its lease ends",

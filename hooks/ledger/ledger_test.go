@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/store"
 )
 
 // newCall builds the CallContext the adapter would for a call of tool
@@ -117,7 +118,7 @@ func TestLedgerHook(t *testing.T) {
 
 	t.Run("no usable key: the ledger does nothing", func(t *testing.T) {
 		t.Parallel()
-		l := New(NewMemoryStore(), Options{})
+		l := New(store.NewMemoryStore(), Options{})
 		var c counter
 		for _, meta := range []string{`{}`, `{"festi/idempotencyKey":""}`, `{"festi/idempotencyKey":7}`,
 			`{"festi/idempotencyKey":{"a":"b"}}`, `{"festi/idempotencyKey":null}`, `[]`} {
@@ -132,7 +133,7 @@ func TestLedgerHook(t *testing.T) {
 	t.Run("completed key answers the stored result", func(t *testing.T) {
 		t.Parallel()
 		var replays atomic.Int32
-		l := New(NewMemoryStore(), Options{OnReplay: func() { replays.Add(1) }})
+		l := New(store.NewMemoryStore(), Options{OnReplay: func() { replays.Add(1) }})
 		var c counter
 		end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
 		require.Equal(t, "run 1", text(end.Result))
@@ -150,7 +151,7 @@ func TestLedgerHook(t *testing.T) {
 
 	t.Run("a method's error result completes too", func(t *testing.T) {
 		t.Parallel()
-		l := New(NewMemoryStore(), Options{})
+		l := New(store.NewMemoryStore(), Options{})
 		end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), func() (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "upstream says no"}}, IsError: true,
 				StructuredContent: map[string]any{"code": json.Number("42")}}, nil
@@ -165,7 +166,7 @@ func TestLedgerHook(t *testing.T) {
 
 	t.Run("running key is refused", func(t *testing.T) {
 		t.Parallel()
-		l := New(NewMemoryStore(), Options{})
+		l := New(store.NewMemoryStore(), Options{})
 		first := newCall("alice", keyMeta("k"), args)
 		v, err := l.Hook().Before(context.Background(), first)
 		require.NoError(t, err)
@@ -183,7 +184,7 @@ func TestLedgerHook(t *testing.T) {
 	t.Run("different arguments conflict", func(t *testing.T) {
 		t.Parallel()
 		var conflicts atomic.Int32
-		l := New(NewMemoryStore(), Options{OnConflict: func() { conflicts.Add(1) }})
+		l := New(store.NewMemoryStore(), Options{OnConflict: func() { conflicts.Add(1) }})
 		var c counter
 		run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
 		end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), `{"idReward":8}`), c.method)
@@ -207,7 +208,7 @@ func TestLedgerHook(t *testing.T) {
 	for _, r := range releases {
 		t.Run("released after "+r.name, func(t *testing.T) {
 			t.Parallel()
-			l := New(NewMemoryStore(), Options{})
+			l := New(store.NewMemoryStore(), Options{})
 			end := run(t, r.hooks(l), newCall("alice", keyMeta("k"), args), r.method)
 			require.Equal(t, r.want, end.Outcome)
 			var c counter
@@ -219,7 +220,7 @@ func TestLedgerHook(t *testing.T) {
 
 	t.Run("a replay refused by another hook releases nothing", func(t *testing.T) {
 		t.Parallel()
-		l := New(NewMemoryStore(), Options{})
+		l := New(store.NewMemoryStore(), Options{})
 		var c counter
 		run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
 		end := run(t, []mcpadapter.Hook{l.Hook(), deny}, newCall("alice", keyMeta("k"), args), c.method)
@@ -231,8 +232,8 @@ func TestLedgerHook(t *testing.T) {
 
 	t.Run("two ledgers on one adapter keep their claims apart", func(t *testing.T) {
 		t.Parallel()
-		a := New(NewMemoryStore(), Options{})
-		b := New(NewMemoryStore(), Options{MetaKey: "other/key"})
+		a := New(store.NewMemoryStore(), Options{})
+		b := New(store.NewMemoryStore(), Options{MetaKey: "other/key"})
 		var c counter
 		meta := `{"festi/idempotencyKey":"k","other/key":"k"}`
 		run(t, []mcpadapter.Hook{a.Hook(), b.Hook()}, newCall("alice", meta, args), c.method)
@@ -244,7 +245,7 @@ func TestLedgerHook(t *testing.T) {
 	t.Run("configured key and lease; takeover by the clock", func(t *testing.T) {
 		t.Parallel()
 		now := t0
-		l := New(NewMemoryStore(), Options{MetaKey: "my/key", Lease: time.Second, Now: func() time.Time { return now }})
+		l := New(store.NewMemoryStore(), Options{MetaKey: "my/key", Lease: time.Second, Now: func() time.Time { return now }})
 		stuck := newCall("alice", `{"my/key":"k"}`, args)
 		_, err := l.Hook().Before(context.Background(), stuck)
 		require.NoError(t, err)
@@ -257,7 +258,7 @@ func TestLedgerHook(t *testing.T) {
 		// The stuck call finally ends: its claim was taken over, and it
 		// must not overwrite or release its successor's.
 		err = l.Hook().After(context.Background(), stuck, &mcpadapter.Record{Outcome: mcpadapter.OutcomeResult, Result: mcpadapter.TextResult("stale", false)})
-		require.ErrorIs(t, err, ErrClaimLost)
+		require.ErrorIs(t, err, store.ErrClaimLost)
 		end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", `{"my/key":"k"}`, args), c.method)
 		require.Equal(t, "run 1", text(end.Result))
 	})
@@ -274,7 +275,7 @@ func TestLedgerHook(t *testing.T) {
 
 	t.Run("after half abandoned before the claim returned", func(t *testing.T) {
 		t.Parallel()
-		s := NewMemoryStore()
+		s := store.NewMemoryStore()
 		gate, entered := make(chan struct{}), make(chan struct{})
 		l := New(slowStore{Store: s, gate: gate, entered: entered}, Options{})
 		call := newCall("alice", keyMeta("k"), args)
@@ -289,37 +290,31 @@ func TestLedgerHook(t *testing.T) {
 		require.NoError(t, l.Hook().After(context.Background(), call, &mcpadapter.Record{Outcome: mcpadapter.OutcomeFailed, Failed: true, Err: errors.New("deadline")}))
 		close(gate)
 		<-done
-		require.Zero(t, s.claims(t), "the late claim was released by its before half")
+		require.Zero(t, claims(s), "the late claim was released by its before half")
 	})
-}
-
-func (s *MemoryStore) claims(testing.TB) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.rows)
 }
 
 type brokenStore struct{}
 
-func (brokenStore) Claim(context.Context, Key, string, time.Time, Lifetimes) (ClaimResult, error) {
-	return ClaimResult{}, errors.New("store down")
+func (brokenStore) Claim(context.Context, store.Key, string, time.Time, store.Lifetimes) (store.ClaimResult, error) {
+	return store.ClaimResult{}, errors.New("store down")
 }
-func (brokenStore) Complete(context.Context, Key, string, []byte, time.Time) error {
+func (brokenStore) Complete(context.Context, store.Key, string, []byte, time.Time) error {
 	return errors.New("store down")
 }
-func (brokenStore) Prune(context.Context, time.Time, Lifetimes, int) (int, error) {
+func (brokenStore) Prune(context.Context, time.Time, store.Lifetimes, int) (int, error) {
 	return 0, errors.New("store down")
 }
-func (brokenStore) Release(context.Context, Key, string) error { return errors.New("store down") }
-func (brokenStore) Close() error                               { return nil }
+func (brokenStore) Release(context.Context, store.Key, string) error { return errors.New("store down") }
+func (brokenStore) Close() error                                     { return nil }
 
 // slowStore holds Claim until gate closes, saying when it entered.
 type slowStore struct {
-	Store
+	store.Store
 	gate, entered chan struct{}
 }
 
-func (s slowStore) Claim(ctx context.Context, k Key, h string, now time.Time, lt Lifetimes) (ClaimResult, error) {
+func (s slowStore) Claim(ctx context.Context, k store.Key, h string, now time.Time, lt store.Lifetimes) (store.ClaimResult, error) {
 	close(s.entered)
 	<-s.gate
 	return s.Store.Claim(ctx, k, h, now, lt)
@@ -398,7 +393,7 @@ func TestLedgerSurvivesRestart(t *testing.T) {
 	path := t.TempDir() + "/ledger.db"
 	var c counter
 	for i := range 2 {
-		s, err := OpenSQLite(path)
+		s, err := store.OpenSQLite(path)
 		require.NoError(t, err)
 		end := run(t, []mcpadapter.Hook{New(s, Options{}).Hook()}, newCall("alice", keyMeta("k"), `{"idReward":7}`), c.method)
 		require.Equal(t, "run 1", text(end.Result))

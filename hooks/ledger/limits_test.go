@@ -2,9 +2,6 @@ package ledger
 
 import (
 	"context"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,204 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/store"
 )
-
-// eachLimitStore runs test, in parallel, on a store of every kind as a
-// LimitStore, with a function opening a second handle on the same data
-// (another process's, for SQLite and PostgreSQL).
-func eachLimitStore(t *testing.T, test func(t *testing.T, s LimitStore, again func() LimitStore)) {
-	t.Helper()
-	for _, kind := range storeKinds {
-		t.Run(kind.name, func(t *testing.T) {
-			t.Parallel()
-			s, again := kind.open(t)
-			ls, ok := s.(LimitStore)
-			require.True(t, ok, "%T counts no limits", s)
-			test(t, ls, func() LimitStore { return again().(LimitStore) })
-		})
-	}
-}
-
-// TestLimitsAdmitExactlyMaxUnderConcurrency (docs/contract.md §18): 50 concurrent
-// calls against max 10 admit exactly 10, in each store, through two
-// handles on it (SQLite and PostgreSQL: as two processes would).
-func TestLimitsAdmitExactlyMaxUnderConcurrency(t *testing.T) {
-	t.Parallel()
-	eachLimitStore(t, func(t *testing.T, s1 LimitStore, again func() LimitStore) {
-		s2 := again()
-		lim := []LimitRequest{{Key: "subject:alice/" + newToken(), Max: 10, Per: time.Minute}}
-		var admitted atomic.Int64
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range 50 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				s := s1
-				if i%2 == 1 {
-					s = s2
-				}
-				ok, counts, err := s.AdmitCall(context.Background(), lim, t0.Add(time.Duration(i)*time.Millisecond))
-				if !assert.NoError(t, err) {
-					return
-				}
-				assert.Len(t, counts, 1)
-				if ok {
-					admitted.Add(1)
-				}
-			}()
-		}
-		close(start)
-		wg.Wait()
-		assert.Equal(t, int64(10), admitted.Load())
-		ok, counts, err := s1.PeekLimits(context.Background(), lim, t0.Add(time.Second))
-		require.NoError(t, err)
-		assert.False(t, ok)
-		assert.Equal(t, int64(10), counts[0].Count)
-	})
-}
-
-// TestLimitsWindowSlides: a window slides. After max calls, the next is
-// refused with the wait until the oldest leaves the window; once it has
-// (the clock moved, no sleep), a call is admitted again; calls refused
-// are not counted.
-func TestLimitsWindowSlides(t *testing.T) {
-	t.Parallel()
-	eachLimitStore(t, func(t *testing.T, s LimitStore, _ func() LimitStore) {
-		ctx := context.Background()
-		lim := []LimitRequest{{Key: "k/" + newToken(), Max: 2, Per: time.Minute}}
-		admit := func(at time.Time) (bool, LimitCount) {
-			t.Helper()
-			ok, counts, err := s.AdmitCall(ctx, lim, at)
-			require.NoError(t, err)
-			require.Len(t, counts, 1)
-			return ok, counts[0]
-		}
-		ok, c := admit(t0)
-		assert.True(t, ok)
-		assert.Equal(t, LimitCount{}, c)
-		ok, c = admit(t0.Add(20 * time.Second))
-		assert.True(t, ok)
-		assert.Equal(t, LimitCount{Count: 1}, c)
-		for range 3 { // refused calls are not counted
-			ok, c = admit(t0.Add(30 * time.Second))
-			assert.False(t, ok)
-			assert.Equal(t, LimitCount{Count: 2, Wait: 30 * time.Second}, c)
-		}
-		// The first call leaves the window at t0+1m exactly: a window is
-		// the last Per, the call at its start is out.
-		ok, c = admit(t0.Add(time.Minute))
-		assert.True(t, ok, "the window slid past the first call")
-		assert.Equal(t, LimitCount{Count: 1}, c)
-		ok, c = admit(t0.Add(time.Minute + time.Second))
-		assert.False(t, ok)
-		assert.Equal(t, LimitCount{Count: 2, Wait: 19 * time.Second}, c, "until the call at t0+20s leaves")
-	})
-}
-
-// TestLimitsAreAllOrNothing: a call under two limits is counted under
-// neither when one refuses it; one key shared by two limits counts a call
-// once.
-func TestLimitsAreAllOrNothing(t *testing.T) {
-	t.Parallel()
-	eachLimitStore(t, func(t *testing.T, s LimitStore, _ func() LimitStore) {
-		ctx := context.Background()
-		tag := newToken()
-		subject := LimitRequest{Key: "subject/" + tag, Max: 5, Per: time.Hour}
-		tool := LimitRequest{Key: "tool/" + tag, Max: 1, Per: time.Hour}
-		ok, _, err := s.AdmitCall(ctx, []LimitRequest{subject, tool}, t0)
-		require.NoError(t, err)
-		require.True(t, ok)
-		ok, counts, err := s.AdmitCall(ctx, []LimitRequest{subject, tool}, t0.Add(time.Second))
-		require.NoError(t, err)
-		assert.False(t, ok)
-		assert.Equal(t, []LimitCount{{Count: 1}, {Count: 1, Wait: time.Hour - time.Second}}, counts)
-		_, counts, err = s.PeekLimits(ctx, []LimitRequest{subject}, t0.Add(2*time.Second))
-		require.NoError(t, err)
-		assert.Equal(t, int64(1), counts[0].Count, "the refused call was not counted under the subject")
-
-		// One key, a rate and a quota: counted once.
-		burst := LimitRequest{Key: "shared/" + tag, Max: 2, Per: time.Second}
-		daily := LimitRequest{Key: burst.Key, Max: 3, Per: 24 * time.Hour}
-		for i, want := range []bool{true, true, false} {
-			ok, _, err := s.AdmitCall(ctx, []LimitRequest{burst, daily}, t0.Add(time.Duration(i)*time.Millisecond))
-			require.NoError(t, err)
-			assert.Equal(t, want, ok, "call %d", i)
-		}
-		ok, counts, err = s.AdmitCall(ctx, []LimitRequest{burst, daily}, t0.Add(2*time.Second))
-		require.NoError(t, err)
-		assert.True(t, ok, "the burst window slid; the quota has room for one more")
-		assert.Equal(t, []LimitCount{{Count: 0}, {Count: 2}}, counts)
-		ok, counts, err = s.AdmitCall(ctx, []LimitRequest{burst, daily}, t0.Add(3*time.Second))
-		require.NoError(t, err)
-		assert.False(t, ok)
-		assert.Equal(t, LimitCount{Count: 3, Wait: 24*time.Hour - 3*time.Second}, counts[1])
-	})
-}
-
-// TestLimitsLongKeys: a key of any length counts (a policy may build keys
-// from argument values); keys that share a long prefix stay apart.
-func TestLimitsLongKeys(t *testing.T) {
-	t.Parallel()
-	eachLimitStore(t, func(t *testing.T, s LimitStore, _ func() LimitStore) {
-		ctx := context.Background()
-		long := strings.Repeat("k", 10_000) + newToken()
-		a := LimitRequest{Key: long + "a", Max: 1, Per: time.Minute}
-		b := LimitRequest{Key: long + "b", Max: 1, Per: time.Minute}
-		ok, _, err := s.AdmitCall(ctx, []LimitRequest{a}, t0)
-		require.NoError(t, err)
-		assert.True(t, ok)
-		ok, counts, err := s.AdmitCall(ctx, []LimitRequest{a}, t0)
-		require.NoError(t, err)
-		assert.False(t, ok)
-		assert.Equal(t, LimitCount{Count: 1, Wait: time.Minute}, counts[0])
-		ok, _, err = s.AdmitCall(ctx, []LimitRequest{b}, t0)
-		require.NoError(t, err)
-		assert.True(t, ok, "another long key")
-	})
-}
-
-// TestLimitsPrune: counted calls are pruned once their longest window
-// ended, like ledger keys, in bounded batches; younger ones are kept and
-// still count.
-func TestLimitsPrune(t *testing.T) {
-	t.Parallel()
-	eachLimitStore(t, func(t *testing.T, s LimitStore, _ func() LimitStore) {
-		ctx := context.Background()
-		tag := newToken()
-		short := LimitRequest{Key: "short/" + tag, Max: 100, Per: time.Minute}
-		long := LimitRequest{Key: "long/" + tag, Max: 100, Per: time.Hour}
-		for i := range 3 {
-			_, _, err := s.AdmitCall(ctx, []LimitRequest{short}, t0.Add(time.Duration(i)*time.Second))
-			require.NoError(t, err)
-		}
-		_, _, err := s.AdmitCall(ctx, []LimitRequest{long}, t0)
-		require.NoError(t, err)
-		n, err := s.PruneLimits(ctx, t0.Add(2*time.Minute), 2)
-		require.NoError(t, err)
-		assert.Equal(t, 2, n, "a batch")
-		n, err = s.PruneLimits(ctx, t0.Add(2*time.Minute), 100)
-		require.NoError(t, err)
-		assert.Equal(t, 1, n, "the rest of the short window's calls; the hour's call stays")
-		_, counts, err := s.PeekLimits(ctx, []LimitRequest{long}, t0.Add(2*time.Minute))
-		require.NoError(t, err)
-		assert.Equal(t, int64(1), counts[0].Count)
-
-		// The ledger's pruner prunes them too.
-		l := New(s.(Store), Options{Now: func() time.Time { return t0.Add(2 * time.Hour) }})
-		n, err = l.Prune(ctx)
-		require.NoError(t, err)
-		assert.Equal(t, 1, n)
-	})
-}
 
 // TestLimiter: the Limiter reads engine limits, answers each limit's state
 // in order, and fails closed when the store cannot answer.
 func TestLimiter(t *testing.T) {
 	t.Parallel()
 	now := t0
-	l := NewLimiter(NewMemoryStore(), func() time.Time { return now })
+	l := NewLimiter(store.NewMemoryStore(), func() time.Time { return now })
 	ctx := context.Background()
 	lims := []engine.Limit{{Key: "a", Max: 1, Per: time.Minute, Reason: "one a minute"}}
 	ck, err := l.Admit(ctx, lims)
@@ -226,9 +34,28 @@ func TestLimiter(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ck.Admitted)
 
-	closed, err := OpenSQLite(t.TempDir() + "/closed.db")
+	closed, err := store.OpenSQLite(t.TempDir() + "/closed.db")
 	require.NoError(t, err)
 	require.NoError(t, closed.Close())
 	_, err = NewLimiter(closed, nil).Admit(ctx, lims)
 	assert.ErrorIs(t, err, ErrLimitStore)
+}
+
+// TestLedgerPrunerPrunesLimits: counted calls whose longest window ended
+// are pruned by the ledger's pruner too, in every store.
+func TestLedgerPrunerPrunesLimits(t *testing.T) {
+	t.Parallel()
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := kind.open(t)
+			long := store.LimitRequest{Key: "long/" + newToken(), Max: 100, Per: time.Hour}
+			_, _, err := s.(store.LimitStore).AdmitCall(ctx, []store.LimitRequest{long}, t0)
+			require.NoError(t, err)
+			l := New(s, Options{Now: func() time.Time { return t0.Add(2 * time.Hour) }})
+			n, err := l.Prune(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, 1, n)
+		})
+	}
 }

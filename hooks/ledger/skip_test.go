@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/toolgate/toolgate/store"
 )
 
 // TestHookIsPromptForUnkeyedCalls: for a call without an idempotency key,
@@ -12,7 +14,7 @@ import (
 // keyed call they are not.
 func TestHookIsPromptForUnkeyedCalls(t *testing.T) {
 	t.Parallel()
-	h := New(NewMemoryStore(), Options{}).Hook()
+	h := New(store.NewMemoryStore(), Options{}).Hook()
 	assert.NotNil(t, h.PromptFor)
 	assert.True(t, h.PromptFor(newCall("max", `{}`, `{}`)), "no _meta key")
 	assert.True(t, h.PromptFor(newCall("max", `{"festi/idempotencyKey":""}`, `{}`)), "an empty key")

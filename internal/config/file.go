@@ -8,8 +8,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/fsx"
+	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -305,7 +305,7 @@ func (s *Serve) resolve(dir string) {
 	if k := s.DecisionLogHashKey; k != "" && !strings.HasPrefix(k, "${") {
 		abs(&s.DecisionLogHashKey)
 	}
-	if spec, err := ledger.ParseStore(s.Ledger); err == nil && spec.IsFile() {
+	if spec, err := store.ParseStore(s.Ledger); err == nil && spec.IsFile() {
 		abs(&spec.Path)
 		s.Ledger = spec.String()
 	}

@@ -15,9 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
+	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -210,6 +210,15 @@ type Upstream struct {
 	Auth       *upstream.Auth
 }
 
+// PoolConfigs maps the upstream settings to the pool's configuration.
+func PoolConfigs(ups []Upstream) []upstream.Config {
+	out := make([]upstream.Config, len(ups))
+	for i, u := range ups {
+		out[i] = u.PoolConfig()
+	}
+	return out
+}
+
 // PoolConfig is the upstream pool's configuration of u; its secrets
 // (${VAR}, ${file:PATH}) are resolved when the pool is made.
 func (u Upstream) PoolConfig() upstream.Config {
@@ -285,7 +294,7 @@ func (s *Serve) SetDefaults() error {
 		on := defaultWatch
 		s.Watch = &on
 	}
-	if _, err := ledger.ParseStore(cmp.Or(s.Ledger, "sqlite:")); err != nil {
+	if _, err := store.ParseStore(cmp.Or(s.Ledger, "sqlite:")); err != nil {
 		return nil // Validate reports it
 	}
 	spec, err := s.LedgerStore()
@@ -300,14 +309,14 @@ func (s *Serve) SetDefaults() error {
 const LedgerFileName = "ledger.db"
 
 // LedgerStore is the ledger's store (Ledger, parsed by
-// ledger.ParseStore): "" and "sqlite:" with no path are LedgerFileName in
+// store.ParseStore): "" and "sqlite:" with no path are LedgerFileName in
 // StateDir.
-func (s *Serve) LedgerStore() (ledger.StoreSpec, error) {
-	spec, err := ledger.ParseStore(cmp.Or(s.Ledger, "sqlite:"))
+func (s *Serve) LedgerStore() (store.StoreSpec, error) {
+	spec, err := store.ParseStore(cmp.Or(s.Ledger, "sqlite:"))
 	if err != nil {
 		return spec, err
 	}
-	if spec.Kind == ledger.KindSQLite && spec.Path == "" {
+	if spec.Kind == store.KindSQLite && spec.Path == "" {
 		dir, err := StateDir()
 		if err != nil {
 			return spec, err
@@ -370,7 +379,7 @@ func (s *Serve) ledgerProblems() []Problem {
 	if s.Ledger == "" {
 		return nil
 	}
-	if _, err := ledger.ParseStore(s.Ledger); err != nil {
+	if _, err := store.ParseStore(s.Ledger); err != nil {
 		return []Problem{problem("ledger", "%v", err)}
 	}
 	return nil

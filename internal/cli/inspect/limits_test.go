@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/store"
 )
 
 // TestExplainLimitWouldRefuse: explain shows which limit would refuse a
@@ -30,10 +31,10 @@ limit contains {"key": sprintf("echo/%s", [input.caller.subject]), "max": 2, "pe
 	require.NoError(t, err)
 	ann := &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	store := ledger.NewMemoryStore()
-	lim := ledger.NewLimiter(store, func() time.Time { return now })
+	st := store.NewMemoryStore()
+	lim := ledger.NewLimiter(st, func() time.Time { return now })
 	for range 2 {
-		ok, _, err := store.AdmitCall(context.Background(), []ledger.LimitRequest{{Key: "echo/ann", Max: 2, Per: time.Minute}}, now.Add(-15*time.Second))
+		ok, _, err := st.AdmitCall(context.Background(), []store.LimitRequest{{Key: "echo/ann", Max: 2, Per: time.Minute}}, now.Add(-15*time.Second))
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
@@ -55,9 +56,9 @@ limit contains {"key": sprintf("echo/%s", [input.caller.subject]), "max": 2, "pe
 }
 
 // failingStore is a limit store that cannot answer.
-type failingStore struct{ ledger.LimitStore }
+type failingStore struct{ store.LimitStore }
 
-func (failingStore) PeekLimits(context.Context, []ledger.LimitRequest, time.Time) (bool, []ledger.LimitCount, error) {
+func (failingStore) PeekLimits(context.Context, []store.LimitRequest, time.Time) (bool, []store.LimitCount, error) {
 	return false, nil, errors.New("connection refused")
 }
 

@@ -3,7 +3,7 @@
 // policy directory recursively (symlinked directories through their
 // targets, and the directories holding the targets of symlinked files),
 // and tells the events that may change what a load reads from the others.
-// engine.Engine.Watch is its one user.
+// watch.Run is its one user.
 package fswatch
 
 import (

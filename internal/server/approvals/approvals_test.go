@@ -15,35 +15,35 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/internal/testkit/pgtest"
+	"github.com/toolgate/toolgate/store"
 )
 
 // storeKinds opens a fresh store of each kind; PostgreSQL only where
 // TOOLGATE_TEST_POSTGRES names one (scripts/pg-start).
 var storeKinds = []struct {
 	name string
-	open func(t testing.TB) ledger.ApprovalStore
+	open func(t testing.TB) store.ApprovalStore
 }{
-	{"memory", func(testing.TB) ledger.ApprovalStore { return ledger.NewMemoryStore() }},
-	{"sqlite", func(t testing.TB) ledger.ApprovalStore {
-		s, err := ledger.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
+	{"memory", func(testing.TB) store.ApprovalStore { return store.NewMemoryStore() }},
+	{"sqlite", func(t testing.TB) store.ApprovalStore {
+		s, err := store.OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close() })
 		return s
 	}},
-	{"postgres", func(t testing.TB) ledger.ApprovalStore { return isolatedPostgres(t)() }},
+	{"postgres", func(t testing.TB) store.ApprovalStore { return isolatedPostgres(t)() }},
 }
 
 // isolatedPostgres returns an opener of stores on a schema of the test's
 // own in the test database (dropped when it ends); without the database it
 // skips, or fails under CI (internal/testkit/pgtest).
-func isolatedPostgres(t testing.TB) func() *ledger.PostgresStore {
+func isolatedPostgres(t testing.TB) func() *store.PostgresStore {
 	t.Helper()
 	dsn := pgtest.Schema(t, "approvals_test")
-	return func() *ledger.PostgresStore {
-		s, err := ledger.OpenPostgres(context.Background(), dsn)
+	return func() *store.PostgresStore {
+		s, err := store.OpenPostgres(context.Background(), dsn)
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close() })
 		return s
@@ -130,7 +130,7 @@ func TestApprovalLifecycle(t *testing.T) {
 
 func TestApprovalRefusedOnce(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, ledger.NewMemoryStore())
+	e := newEnv(t, store.NewMemoryStore())
 	as := e.connect(t, alice, nil)
 	text, _ := call(t, as, "wipe", "db1")
 	id := heldID(t, text)
@@ -146,7 +146,7 @@ func TestApprovalRefusedOnce(t *testing.T) {
 
 func TestApprovalExpires(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, ledger.NewMemoryStore())
+	e := newEnv(t, store.NewMemoryStore())
 	as := e.connect(t, alice, nil)
 
 	// An undecided request expires after the ttl (10m): a new one opens.
@@ -180,7 +180,7 @@ func TestApprovalExpires(t *testing.T) {
 
 func TestApproverRules(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, ledger.NewMemoryStore())
+	e := newEnv(t, store.NewMemoryStore())
 	text, _ := call(t, e.connect(t, selfish, nil), "wipe", "db1")
 	id := heldID(t, text)
 	for _, tc := range []struct {
@@ -223,15 +223,15 @@ func TestApproverRules(t *testing.T) {
 // request is recorded.
 func TestHiddenToolNeverHeld(t *testing.T) {
 	t.Parallel()
-	store := ledger.NewMemoryStore()
-	e := newEnv(t, store)
+	st := store.NewMemoryStore()
+	e := newEnv(t, st)
 	as := e.connect(t, alice, nil)
 	text, isErr := call(t, as, "secret", "x")
 	assert.True(t, isErr)
 	assert.Equal(t, "Error: Unknown tool 'secret'.", text)
 	text2, _ := call(t, as, "nosuchtool", "x")
 	assert.Equal(t, "Error: Unknown tool 'nosuchtool'.", text2)
-	pending, err := store.PendingApprovals(context.Background(), e.clock.Now(), ledger.PendingQuery{Roles: []string{"admin"}, Limit: 100})
+	pending, err := st.PendingApprovals(context.Background(), e.clock.Now(), store.PendingQuery{Roles: []string{"admin"}, Limit: 100})
 	require.NoError(t, err)
 	assert.Empty(t, pending)
 }

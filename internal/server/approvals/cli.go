@@ -8,19 +8,19 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/toolgate/toolgate/hooks/ledger"
+	"github.com/toolgate/toolgate/store"
 )
 
 // OpenStore opens the approval store of a --ledger value ("memory",
 // "sqlite:PATH" or a postgres:// DSN; serve's default when spec is
 // "sqlite:" with a path filled in by the caller), creating a SQLite file's
 // directory as serve does. Close the returned closer.
-func OpenStore(ctx context.Context, spec string) (ledger.ApprovalStore, io.Closer, error) {
-	st, err := ledger.CreateStore(ctx, spec)
+func OpenStore(ctx context.Context, spec string) (store.ApprovalStore, io.Closer, error) {
+	st, err := store.CreateStore(ctx, spec)
 	if err != nil {
 		return nil, nil, err
 	}
-	as, ok := st.(ledger.ApprovalStore)
+	as, ok := st.(store.ApprovalStore)
 	if !ok {
 		st.Close()
 		return nil, nil, fmt.Errorf("ledger: the store %T keeps no approval requests", st)
@@ -74,7 +74,7 @@ func WriteList(w io.Writer, list []Request, asJSON bool) error {
 // WriteDecision writes one line saying what was decided.
 func WriteDecision(w io.Writer, r Request) error {
 	verb := "approved"
-	if r.Status == string(ledger.ApprovalRefused) {
+	if r.Status == string(store.ApprovalRefused) {
 		verb = "refused"
 	}
 	_, err := fmt.Fprintf(w, "%s %s: %s by %s, tool %s, requested by %s\n", verb, r.ID, verb, r.DecidedBy, r.Tool, r.Subject)

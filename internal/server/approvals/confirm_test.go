@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/hooks/ledger"
+	"github.com/toolgate/toolgate/store"
 )
 
 // TestConfirmation: data.toolgate.call.confirm asks the user through MCP
@@ -31,7 +31,7 @@ func TestConfirmation(t *testing.T) {
 		for _, proto := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
 			t.Run(tc.name+"/"+proto, func(t *testing.T) {
 				t.Parallel()
-				e := newEnv(t, ledger.NewMemoryStore())
+				e := newEnv(t, store.NewMemoryStore())
 				var asked []string
 				var opts *mcp.ClientOptions
 				if tc.handler != nil {
@@ -76,7 +76,7 @@ func TestUnaskedConfirmationAnswersIgnored(t *testing.T) {
 	for _, proto := range []string{"2025-06-18", "2026-07-28"} {
 		t.Run(proto, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, ledger.NewMemoryStore())
+			e := newEnv(t, store.NewMemoryStore())
 			cs := e.connectProto(t, alice, nil, proto) // no elicitation capability
 			for _, state := range []string{"", "forged"} {
 				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"target": "t"},

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/hooks/ledger"
+	"github.com/toolgate/toolgate/store"
 )
 
 // Errors of Decide, for errors.Is. The HTTP endpoints map them to 404,
@@ -88,7 +88,7 @@ func (g *Gate) PendingPage(ctx context.Context, caller *engine.Caller, after str
 	if err != nil {
 		return nil, "", err
 	}
-	recs, err := g.store.PendingApprovals(ctx, g.opts.Now(), ledger.PendingQuery{Roles: caller.Roles, NotSubject: caller.Subject, After: cur, Limit: limit + 1})
+	recs, err := g.store.PendingApprovals(ctx, g.opts.Now(), store.PendingQuery{Roles: caller.Roles, NotSubject: caller.Subject, After: cur, Limit: limit + 1})
 	if err != nil {
 		return nil, "", err
 	}
@@ -96,7 +96,7 @@ func (g *Gate) PendingPage(ctx context.Context, caller *engine.Caller, after str
 	if len(recs) > limit {
 		recs = recs[:limit]
 		last := recs[limit-1]
-		next = formatCursor(ledger.Cursor{Created: last.Created, ID: last.ID})
+		next = formatCursor(store.Cursor{Created: last.Created, ID: last.ID})
 	}
 	for i := range recs {
 		r := requestOf(&recs[i])
@@ -109,20 +109,20 @@ func (g *Gate) PendingPage(ctx context.Context, caller *engine.Caller, after str
 
 // A cursor is "NANOS.ID": the creation time (Unix nanoseconds) and id of
 // the last request of a page.
-func formatCursor(c ledger.Cursor) string {
+func formatCursor(c store.Cursor) string {
 	return strconv.FormatInt(c.Created.UnixNano(), 10) + "." + c.ID
 }
 
-func parseCursor(s string) (ledger.Cursor, error) {
+func parseCursor(s string) (store.Cursor, error) {
 	if s == "" {
-		return ledger.Cursor{}, nil
+		return store.Cursor{}, nil
 	}
 	ns, id, ok := strings.Cut(s, ".")
 	n, err := strconv.ParseInt(ns, 10, 64)
 	if !ok || err != nil || id == "" || len(s) > 128 {
-		return ledger.Cursor{}, ErrBadCursor
+		return store.Cursor{}, ErrBadCursor
 	}
-	return ledger.Cursor{Created: time.Unix(0, n), ID: id}, nil
+	return store.Cursor{Created: time.Unix(0, n), ID: id}, nil
 }
 
 // Decide approves (approve true) or refuses the pending request id on
@@ -134,7 +134,7 @@ func (g *Gate) Decide(ctx context.Context, caller *engine.Caller, id string, app
 		note = strings.ToValidUTF8(note[:MaxNoteBytes], "")
 	}
 	rec, err := g.store.ApprovalByID(ctx, id)
-	if errors.Is(err, ledger.ErrApprovalNotFound) {
+	if errors.Is(err, store.ErrApprovalNotFound) {
 		return Request{}, ErrNotFound
 	}
 	if err != nil {
@@ -148,7 +148,7 @@ func (g *Gate) Decide(ctx context.Context, caller *engine.Caller, id string, app
 		return Request{}, ErrNotFound
 	}
 	now := g.opts.Now()
-	if rec.Status != ledger.ApprovalPending {
+	if rec.Status != store.ApprovalPending {
 		return r, ErrNotPending
 	}
 	if now.After(rec.Expires) {
@@ -158,15 +158,15 @@ func (g *Gate) Decide(ctx context.Context, caller *engine.Caller, id string, app
 		return r, ErrNotPending
 	}
 	to := rec
-	to.Status, to.DecidedBy, to.DecidedAt, to.Note = ledger.ApprovalRefused, caller.Subject, now, note
+	to.Status, to.DecidedBy, to.DecidedAt, to.Note = store.ApprovalRefused, caller.Subject, now, note
 	state := StateRefused
 	if approve {
-		to.Status, state = ledger.ApprovalApproved, StateApproved
+		to.Status, state = store.ApprovalApproved, StateApproved
 	}
 	// An approval lasts its ttl from the decision; a refusal is answered
 	// once within the same time.
 	to.Expires = now.Add(rec.TTL)
-	ok, err := g.store.TransitionApproval(ctx, ledger.ApprovalPending, to)
+	ok, err := g.store.TransitionApproval(ctx, store.ApprovalPending, to)
 	if err != nil {
 		return r, err
 	}

@@ -6,10 +6,10 @@ import (
 	"fmt"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/store"
 )
 
 // A call held for approval, approved by another person, then run once.
@@ -18,7 +18,7 @@ import (
 func ExampleGate() {
 	ctx := context.Background()
 	n := 0
-	gate := approvals.New(ledger.NewMemoryStore(), approvals.Options{
+	gate := approvals.New(store.NewMemoryStore(), approvals.Options{
 		NewID: func() string { n++; return fmt.Sprintf("req-%d", n) },
 	})
 	rule := &engine.Approval{Reason: "wiping needs an admin", Approvers: []string{"admin"}, TTL: engine.DefaultApprovalTTL}

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/store"
 )
 
 // Defaults of Options.
@@ -89,7 +89,7 @@ type Options struct {
 
 // Gate holds calls for approval in an approval store.
 type Gate struct {
-	store ledger.ApprovalStore
+	store store.ApprovalStore
 	opts  Options
 	log   *slog.Logger
 
@@ -98,7 +98,7 @@ type Gate struct {
 }
 
 // New returns a Gate over store. It panics when store is nil.
-func New(store ledger.ApprovalStore, opts Options) *Gate {
+func New(store store.ApprovalStore, opts Options) *Gate {
 	if store == nil {
 		panic("approvals: a store is required")
 	}
@@ -154,7 +154,7 @@ type Request struct {
 	Note          string    `json:"note,omitempty"`
 }
 
-func requestOf(r *ledger.ApprovalRecord) Request {
+func requestOf(r *store.ApprovalRecord) Request {
 	return Request{ID: r.ID, Source: r.Key.Source, Subject: r.Key.Subject, Tool: r.Key.Tool, Arguments: r.Arguments, ArgumentsText: ArgumentsText(r.Arguments), Reason: r.Reason,
 		Approvers: r.Approvers, Status: string(r.Status), Created: r.Created.UTC(), Expires: r.Expires.UTC(),
 		DecidedBy: r.DecidedBy, DecidedAt: utcOrZero(r.DecidedAt), Note: r.Note}
@@ -183,12 +183,12 @@ func (g *Gate) Check(ctx context.Context, call *mcpadapter.CallContext, rule *en
 		source = mcpadapter.SourceLocal
 	}
 	g.rememberRoles(rule.Approvers)
-	key := ledger.ApprovalKey{Source: source, Subject: call.Caller.Subject, Tool: call.Tool.Name, ArgsHash: canon.SHA256(call.Arguments)}
+	key := store.ApprovalKey{Source: source, Subject: call.Caller.Subject, Tool: call.Tool.Name, ArgsHash: canon.SHA256(call.Arguments)}
 	for range maxRounds {
 		now := g.opts.Now()
 		rec, err := g.store.LiveApproval(ctx, key)
 		switch {
-		case errors.Is(err, ledger.ErrApprovalNotFound):
+		case errors.Is(err, store.ErrApprovalNotFound):
 			args := canon.JSON(call.Arguments)
 			if len(args) > g.opts.MaxArgumentBytes {
 				return mcpadapter.ApprovalCheck{State: mcpadapter.ApprovalNotRecorded, Message: ArgumentsTooLarge(g.opts.MaxArgumentBytes)}, nil
@@ -204,9 +204,9 @@ func (g *Gate) Check(ctx context.Context, call *mcpadapter.CallContext, rule *en
 					return mcpadapter.ApprovalCheck{State: mcpadapter.ApprovalNotRecorded, Message: TooManyPending(g.opts.MaxPending)}, nil
 				}
 			}
-			rec = ledger.ApprovalRecord{
+			rec = store.ApprovalRecord{
 				ID: g.opts.NewID(), Key: key, Arguments: args, Reason: rule.Reason,
-				Approvers: slices.Clone(rule.Approvers), TTL: rule.TTL, Status: ledger.ApprovalPending,
+				Approvers: slices.Clone(rule.Approvers), TTL: rule.TTL, Status: store.ApprovalPending,
 				Created: now, Expires: now.Add(rule.TTL),
 			}
 			ok, err := g.store.CreateApproval(ctx, rec)
@@ -233,12 +233,12 @@ func (g *Gate) Check(ctx context.Context, call *mcpadapter.CallContext, rule *en
 			continue
 		}
 		switch rec.Status {
-		case ledger.ApprovalPending:
+		case store.ApprovalPending:
 			return mcpadapter.ApprovalCheck{State: mcpadapter.ApprovalHeld, ID: rec.ID}, nil
-		case ledger.ApprovalApproved:
+		case store.ApprovalApproved:
 			to := rec
-			to.Status = ledger.ApprovalConsumed
-			ok, err := g.store.TransitionApproval(ctx, ledger.ApprovalApproved, to)
+			to.Status = store.ApprovalConsumed
+			ok, err := g.store.TransitionApproval(ctx, store.ApprovalApproved, to)
 			if err != nil {
 				return mcpadapter.ApprovalCheck{}, err
 			}
@@ -246,10 +246,10 @@ func (g *Gate) Check(ctx context.Context, call *mcpadapter.CallContext, rule *en
 				g.state(StateConsumed)
 				return mcpadapter.ApprovalCheck{State: mcpadapter.ApprovalConsumed, ID: rec.ID, ApprovedBy: rec.DecidedBy}, nil
 			}
-		case ledger.ApprovalRefused:
+		case store.ApprovalRefused:
 			to := rec
-			to.Status = ledger.ApprovalClosed
-			ok, err := g.store.TransitionApproval(ctx, ledger.ApprovalRefused, to)
+			to.Status = store.ApprovalClosed
+			ok, err := g.store.TransitionApproval(ctx, store.ApprovalRefused, to)
 			if err != nil {
 				return mcpadapter.ApprovalCheck{}, err
 			}
@@ -266,11 +266,11 @@ func (g *Gate) Check(ctx context.Context, call *mcpadapter.CallContext, rule *en
 }
 
 // expire marks a live request past its expiry as expired.
-func (g *Gate) expire(ctx context.Context, rec ledger.ApprovalRecord) error {
+func (g *Gate) expire(ctx context.Context, rec store.ApprovalRecord) error {
 	from := rec.Status
-	rec.Status = ledger.ApprovalExpired
+	rec.Status = store.ApprovalExpired
 	ok, err := g.store.TransitionApproval(ctx, from, rec)
-	if err == nil && ok && from != ledger.ApprovalRefused {
+	if err == nil && ok && from != store.ApprovalRefused {
 		g.state(StateExpired)
 	}
 	return err
@@ -312,7 +312,7 @@ func (g *Gate) IsApprover(ctx context.Context, caller *engine.Caller) bool {
 		}
 	}
 	g.mu.Unlock()
-	recs, err := g.store.PendingApprovals(ctx, g.opts.Now(), ledger.PendingQuery{Roles: caller.Roles, NotSubject: caller.Subject, Limit: 1})
+	recs, err := g.store.PendingApprovals(ctx, g.opts.Now(), store.PendingQuery{Roles: caller.Roles, NotSubject: caller.Subject, Limit: 1})
 	return err == nil && len(recs) > 0
 }
 

@@ -21,13 +21,13 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/audit"
-	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/internal/server/httpserve"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/store"
 )
 
 // The registry and policy of the tests: wipe needs an admin's approval,
@@ -130,19 +130,19 @@ func (s *syncBuffer) records(t testing.TB) []audit.Record {
 
 func tokenFor(c *engine.Caller) string { return "token-of-" + c.Subject }
 
-func newEnv(t testing.TB, store ledger.ApprovalStore) *env {
+func newEnv(t testing.TB, store store.ApprovalStore) *env {
 	t.Helper()
 	return newEnvPolicy(t, store, testPolicy)
 }
 
 // newEnvPolicy is newEnv with another call policy.
-func newEnvPolicy(t testing.TB, store ledger.ApprovalStore, policy string) *env {
+func newEnvPolicy(t testing.TB, store store.ApprovalStore, policy string) *env {
 	t.Helper()
 	return newEnvOptions(t, store, policy, approvals.Options{})
 }
 
 // newEnvOptions is newEnvPolicy with gate options (its clock is the env's).
-func newEnvOptions(t testing.TB, store ledger.ApprovalStore, policy string, opts approvals.Options) *env {
+func newEnvOptions(t testing.TB, store store.ApprovalStore, policy string, opts approvals.Options) *env {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "registry.yaml"), []byte(testRegistry), 0o600))

@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/store"
 )
 
 // TestPendingCapPerRequester: a requester with MaxPending requests
@@ -24,7 +24,7 @@ import (
 // requester is not affected; once one is decided there is room again.
 func TestPendingCapPerRequester(t *testing.T) {
 	t.Parallel()
-	e := newEnvOptions(t, ledger.NewMemoryStore(), testPolicy, approvals.Options{MaxPending: 3})
+	e := newEnvOptions(t, store.NewMemoryStore(), testPolicy, approvals.Options{MaxPending: 3})
 	as := e.connect(t, alice, nil)
 	var ids []string
 	for i := range 3 {
@@ -53,13 +53,13 @@ func TestPendingCapPerRequester(t *testing.T) {
 // ArgumentsTooLarge; nothing is recorded. Smaller ones are held.
 func TestArgumentsTooLargeToHold(t *testing.T) {
 	t.Parallel()
-	store := ledger.NewMemoryStore()
-	e := newEnvOptions(t, store, testPolicy, approvals.Options{MaxArgumentBytes: 100})
+	st := store.NewMemoryStore()
+	e := newEnvOptions(t, st, testPolicy, approvals.Options{MaxArgumentBytes: 100})
 	as := e.connect(t, alice, nil)
 	text, isErr := call(t, as, "wipe", strings.Repeat("x", 100))
 	assert.True(t, isErr)
 	assert.Equal(t, "The arguments are too large to hold for approval (at most 100 bytes).", text)
-	pending, err := store.PendingApprovals(context.Background(), e.clock.Now(), ledger.PendingQuery{Roles: []string{"admin"}, Limit: 10})
+	pending, err := st.PendingApprovals(context.Background(), e.clock.Now(), store.PendingQuery{Roles: []string{"admin"}, Limit: 10})
 	require.NoError(t, err)
 	assert.Empty(t, pending)
 	text, _ = call(t, as, "wipe", strings.Repeat("x", 50))
@@ -73,15 +73,15 @@ func TestListingSelectsByRoleInTheStore(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind.name, func(t *testing.T) {
 			t.Parallel()
-			store := kind.open(t)
+			st := kind.open(t)
 			ctx := context.Background()
 			now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 			add := func(i int, role string) string {
 				id := fmt.Sprintf("%s-%05d", role, i)
-				ok, err := store.CreateApproval(ctx, ledger.ApprovalRecord{ID: id,
-					Key:       ledger.ApprovalKey{Source: "token", Subject: "mallory", Tool: "wipe", ArgsHash: id},
+				ok, err := st.CreateApproval(ctx, store.ApprovalRecord{ID: id,
+					Key:       store.ApprovalKey{Source: "token", Subject: "mallory", Tool: "wipe", ArgsHash: id},
 					Arguments: json.RawMessage(`{}`), Reason: "r", Approvers: []string{role}, TTL: time.Hour,
-					Status: ledger.ApprovalPending, Created: now.Add(time.Duration(i) * time.Millisecond), Expires: now.Add(time.Hour)})
+					Status: store.ApprovalPending, Created: now.Add(time.Duration(i) * time.Millisecond), Expires: now.Add(time.Hour)})
 				require.NoError(t, err)
 				require.True(t, ok)
 				return id
@@ -90,7 +90,7 @@ func TestListingSelectsByRoleInTheStore(t *testing.T) {
 				add(i, "ops")
 			}
 			wanted := add(1500, "admin")
-			g := approvals.New(store, approvals.Options{Now: func() time.Time { return now }})
+			g := approvals.New(st, approvals.Options{Now: func() time.Time { return now }})
 			admin := &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
 			list, err := g.Pending(ctx, admin)
 			require.NoError(t, err)
@@ -127,10 +127,10 @@ func TestListingSelectsByRoleInTheStore(t *testing.T) {
 			list, err = g.Pending(ctx, &engine.Caller{Subject: "mallory", Roles: []string{"admin", "ops"}})
 			require.NoError(t, err)
 			assert.Empty(t, list)
-			n, err := store.CountPending(ctx, "token", "mallory", now)
+			n, err := st.CountPending(ctx, "token", "mallory", now)
 			require.NoError(t, err)
 			assert.Equal(t, 1501, n)
-			n, err = store.CountPending(ctx, "jwt", "mallory", now)
+			n, err = st.CountPending(ctx, "jwt", "mallory", now)
 			require.NoError(t, err)
 			assert.Zero(t, n)
 		})
@@ -141,7 +141,7 @@ func TestListingSelectsByRoleInTheStore(t *testing.T) {
 // answers next until the last page; a bad cursor or limit is 400.
 func TestListingPagesOverHTTP(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, ledger.NewMemoryStore())
+	e := newEnv(t, store.NewMemoryStore())
 	as := e.connect(t, alice, nil)
 	for i := range 5 {
 		text, _ := call(t, as, "wipe", fmt.Sprint("db", i))
@@ -181,9 +181,9 @@ func TestApprovalsKeyedBySource(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind.name, func(t *testing.T) {
 			t.Parallel()
-			store := kind.open(t)
+			st := kind.open(t)
 			now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-			g := approvals.New(store, approvals.Options{Now: func() time.Time { return now }})
+			g := approvals.New(st, approvals.Options{Now: func() time.Time { return now }})
 			ctx := context.Background()
 			rule := &engine.Approval{Reason: "r", Approvers: []string{"admin"}, TTL: time.Hour}
 			root := &engine.Caller{Subject: "root", Roles: []string{"ops"}}
@@ -220,7 +220,7 @@ func TestApprovalsKeyedBySource(t *testing.T) {
 // is told they may not decide it.
 func TestDecidingAnIDOneMayNotSeeIsNotFound(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, ledger.NewMemoryStore())
+	e := newEnv(t, store.NewMemoryStore())
 	text, _ := call(t, e.connect(t, alice, nil), "wipe", "db1")
 	id := heldID(t, text)
 	code, unknown := e.do(t, carol, "POST", "/approvals/0123456789abcdef01234567/approve", "")

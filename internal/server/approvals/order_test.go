@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/hooks/ledger"
+	"github.com/toolgate/toolgate/store"
 )
 
 // TestStep5Order: refusing wins, then approval, then answers (docs/contract.md §13);
@@ -25,14 +25,14 @@ approval := {"reason": "", "approvers": ["admin"]} if input.tool.name == "free"
 
 result := {"content": [{"type": "text", "text": "answered by policy"}]} if input.request.arguments.target == "answer"
 `
-	store := ledger.NewMemoryStore()
-	e := newEnvPolicy(t, store, policy)
+	st := store.NewMemoryStore()
+	e := newEnvPolicy(t, st, policy)
 	as := e.connect(t, alice, nil)
 
 	text, isErr := call(t, as, "wipe", "denied")
 	assert.True(t, isErr)
 	assert.Equal(t, "no wiping that", text, "refusing wins over approval")
-	pending, err := store.PendingApprovals(context.Background(), e.clock.Now(), ledger.PendingQuery{Roles: []string{"admin"}, Limit: 10})
+	pending, err := st.PendingApprovals(context.Background(), e.clock.Now(), store.PendingQuery{Roles: []string{"admin"}, Limit: 10})
 	require.NoError(t, err)
 	assert.Empty(t, pending, "a refused call records no request")
 

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/hooks/ledger"
+	"github.com/toolgate/toolgate/store"
 )
 
 // TestStoreCompareAndSwap pins the atomic steps the gate is built from, for
@@ -23,9 +23,9 @@ func TestStoreCompareAndSwap(t *testing.T) {
 			st := kind.open(t)
 			ctx := context.Background()
 			now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-			key := ledger.ApprovalKey{Subject: "alice", Tool: "wipe", ArgsHash: "h"}
-			rec := ledger.ApprovalRecord{ID: "r1", Key: key, Arguments: []byte(`{"a":1}`), Reason: "r", Approvers: []string{"admin"},
-				TTL: time.Hour, Status: ledger.ApprovalPending, Created: now, Expires: now.Add(time.Hour)}
+			key := store.ApprovalKey{Subject: "alice", Tool: "wipe", ArgsHash: "h"}
+			rec := store.ApprovalRecord{ID: "r1", Key: key, Arguments: []byte(`{"a":1}`), Reason: "r", Approvers: []string{"admin"},
+				TTL: time.Hour, Status: store.ApprovalPending, Created: now, Expires: now.Add(time.Hour)}
 			ok, err := st.CreateApproval(ctx, rec)
 			require.NoError(t, err)
 			require.True(t, ok)
@@ -43,11 +43,11 @@ func TestStoreCompareAndSwap(t *testing.T) {
 			assert.True(t, got.Expires.Equal(now.Add(time.Hour)))
 
 			approved := got
-			approved.Status, approved.DecidedBy, approved.DecidedAt = ledger.ApprovalApproved, "bob", now
-			ok, err = st.TransitionApproval(ctx, ledger.ApprovalPending, approved)
+			approved.Status, approved.DecidedBy, approved.DecidedAt = store.ApprovalApproved, "bob", now
+			ok, err = st.TransitionApproval(ctx, store.ApprovalPending, approved)
 			require.NoError(t, err)
 			require.True(t, ok)
-			ok, err = st.TransitionApproval(ctx, ledger.ApprovalPending, approved)
+			ok, err = st.TransitionApproval(ctx, store.ApprovalPending, approved)
 			require.NoError(t, err)
 			require.False(t, ok, "no longer pending")
 
@@ -56,13 +56,13 @@ func TestStoreCompareAndSwap(t *testing.T) {
 			var wg sync.WaitGroup
 			start := make(chan struct{})
 			consumed := approved
-			consumed.Status = ledger.ApprovalConsumed
+			consumed.Status = store.ApprovalConsumed
 			for range n {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					<-start
-					if ok, err := st.TransitionApproval(ctx, ledger.ApprovalApproved, consumed); err == nil && ok {
+					if ok, err := st.TransitionApproval(ctx, store.ApprovalApproved, consumed); err == nil && ok {
 						wins.Add(1)
 					}
 				}()
@@ -72,16 +72,16 @@ func TestStoreCompareAndSwap(t *testing.T) {
 			assert.EqualValues(t, 1, wins.Load(), "an approval is consumed once")
 
 			_, err = st.LiveApproval(ctx, key)
-			require.ErrorIs(t, err, ledger.ErrApprovalNotFound, "a consumed request frees its key")
+			require.ErrorIs(t, err, store.ErrApprovalNotFound, "a consumed request frees its key")
 			ok, err = st.CreateApproval(ctx, dup)
 			require.NoError(t, err)
 			require.True(t, ok)
 			byID, err := st.ApprovalByID(ctx, "r1")
 			require.NoError(t, err)
-			assert.Equal(t, ledger.ApprovalConsumed, byID.Status)
+			assert.Equal(t, store.ApprovalConsumed, byID.Status)
 			assert.Equal(t, "bob", byID.DecidedBy)
 			_, err = st.ApprovalByID(ctx, "nope")
-			require.ErrorIs(t, err, ledger.ErrApprovalNotFound)
+			require.ErrorIs(t, err, store.ErrApprovalNotFound)
 		})
 	}
 }

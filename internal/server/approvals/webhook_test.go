@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/server/approvals"
+	"github.com/toolgate/toolgate/store"
 )
 
 // TestWebhookRetries: a webhook that fails is tried again; the event
@@ -66,7 +66,7 @@ func TestWebhookNeverBlocksTheCall(t *testing.T) {
 	for range 5 { // more than the queue holds: dropped, never blocking
 		wh.Notify(approvals.Request{ID: "x"})
 	}
-	e := newEnvOptions(t, ledger.NewMemoryStore(), testPolicy, approvals.Options{OnRequest: wh.Notify})
+	e := newEnvOptions(t, store.NewMemoryStore(), testPolicy, approvals.Options{OnRequest: wh.Notify})
 	as := e.connect(t, alice, nil)
 	text, _ := call(t, as, "wipe", "db1")
 	id := heldID(t, text)

@@ -19,11 +19,11 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/internal/server/console"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/store"
 )
 
 // fixture is a console over the bundled example, a real approval gate
@@ -51,7 +51,7 @@ func newFixtureCalls(t *testing.T, calls bool, policy string) *fixture {
 	ctx := t.Context()
 	eng, err := engine.New(ctx, toolgate.Source("", policy))
 	require.NoError(t, err)
-	gate := approvals.New(ledger.NewMemoryStore(), approvals.Options{})
+	gate := approvals.New(store.NewMemoryStore(), approvals.Options{})
 	act := console.NewActivity(0)
 	done := make(chan struct{})
 	var callsFn func(ctx context.Context, c *engine.Caller, tool string, meta json.RawMessage) *engine.CallDecision

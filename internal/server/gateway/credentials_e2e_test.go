@@ -31,6 +31,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/cli/inspect"
+	"github.com/toolgate/toolgate/internal/cli/pinreview"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/oidctest"
@@ -619,14 +620,14 @@ func TestPinsUseServeCredentials(t *testing.T) {
 		Headers: map[string]string{"Authorization": "Bearer ${TG_PINS_KEY}"}}}}
 	var out, logs proctest.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	require.NoError(t, gateway.AcceptPins(t.Context(), gateway.PinsOptions{Serve: serve, Stdout: &out, Logger: log}, nil, true))
+	require.NoError(t, pinreview.Accept(t.Context(), pinreview.Options{Serve: serve, Stdout: &out, Logger: log}, nil, true))
 	require.Contains(t, out.String(), "accepted: saas.whoami")
-	drift, err := gateway.CheckPins(t.Context(), gateway.PinsOptions{Serve: serve, Stdout: &out, Logger: log})
+	drift, err := pinreview.Check(t.Context(), pinreview.Options{Serve: serve, Stdout: &out, Logger: log})
 	require.NoError(t, err)
 	require.False(t, drift)
 
 	t.Setenv("TG_PINS_KEY", "not-the-key")
-	_, err = gateway.CheckPins(t.Context(), gateway.PinsOptions{Serve: serve, Stdout: &out, Logger: log})
+	_, err = pinreview.Check(t.Context(), pinreview.Options{Serve: serve, Stdout: &out, Logger: log})
 	require.Error(t, err, "without the credential the upstream cannot be reviewed")
 	for _, s := range []string{out.String(), logs.String(), err.Error()} {
 		require.NotContains(t, s, secret)

@@ -52,7 +52,9 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/metrics"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/upstream"
+	"github.com/toolgate/toolgate/watch"
 )
 
 // Version is reported to MCP clients as the server's version (serverInfo),
@@ -332,7 +334,7 @@ func (g *Gateway) buildUpstreams() error {
 	if err != nil {
 		return err
 	}
-	pool, err := upstream.NewPool(UpstreamConfigs(cfg.Upstreams), &upstream.Options{Logger: log, Stderr: cfg.Stderr, ToolsChanged: toolsChanged,
+	pool, err := upstream.NewPool(config.PoolConfigs(cfg.Upstreams), &upstream.Options{Logger: log, Stderr: cfg.Stderr, ToolsChanged: toolsChanged,
 		Pins: pinsPath, OnDrift: func(server, _ string) { g.m.UpstreamDrift(server) }})
 	if err != nil {
 		return err
@@ -423,7 +425,7 @@ func (g *Gateway) coreOptions(src engine.Source) toolgate.Options {
 		// §16): its messages are relayed to the calling client.
 		Logging: func() bool { return g.pool != nil && g.pool.OffersLogging() },
 		Watch:   cfg.WatchOn(),
-		WatchOptions: engine.WatchOptions{OnReload: func(_, next *engine.Revision) {
+		WatchOptions: watch.Options{OnReload: func(_, next *engine.Revision) {
 			warnMismatches(g.log, next.Registry(), g.methods)
 		}},
 		Metrics:        g.m,
@@ -445,21 +447,21 @@ func (g *Gateway) coreOptions(src engine.Source) toolgate.Options {
 // gate over the same store and the audit trail.
 func (g *Gateway) buildHooks() error {
 	cfg, log, m := &g.cfg, g.log, g.m
-	store, err := openLedger(g.ctx, &cfg.Serve)
+	st, err := openLedger(g.ctx, &cfg.Serve)
 	if err != nil {
 		return err
 	}
-	g.onClose(store.Close)
-	g.ledger = ledger.New(store, ledger.Options{Logger: log, OnReplay: m.LedgerReplay, OnConflict: m.LedgerConflict, Retention: cfg.LedgerRetention, MetaKey: cfg.IdempotencyKey})
+	g.onClose(st.Close)
+	g.ledger = ledger.New(st, ledger.Options{Logger: log, OnReplay: m.LedgerReplay, OnConflict: m.LedgerConflict, Retention: cfg.LedgerRetention, MetaKey: cfg.IdempotencyKey})
 	g.goUntilClose(func(ctx context.Context) { g.ledger.RunPruner(ctx, 0) })
-	if g.gate, err = g.openApprovals(store); err != nil {
+	if g.gate, err = g.openApprovals(st); err != nil {
 		return err
 	}
 	// Rate limits count in the same store, so replicas share them
 	// (docs/contract.md §18); the ledger's pruner removes expired counts.
-	ls, ok := store.(ledger.LimitStore)
+	ls, ok := st.(store.LimitStore)
 	if !ok {
-		return fmt.Errorf("ledger: the store %T counts no rate limits", store)
+		return fmt.Errorf("ledger: the store %T counts no rate limits", st)
 	}
 	g.limits = ledger.NewLimiter(ls, nil)
 	auditW, closeAudit, err := openAudit(cfg.Audit, cfg.Stderr)
@@ -753,7 +755,7 @@ func health(eng *engine.Engine, b *bundle.Client) Health {
 	return h
 }
 
-func openLedger(ctx context.Context, s *config.Serve) (ledger.Store, error) {
+func openLedger(ctx context.Context, s *config.Serve) (store.Store, error) {
 	spec, err := s.LedgerStore()
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
@@ -763,10 +765,10 @@ func openLedger(ctx context.Context, s *config.Serve) (ledger.Store, error) {
 
 // openApprovals builds the approval gate over the ledger's store (docs/contract.md
 // §13), with its pruner and, when configured, its webhook.
-func (g *Gateway) openApprovals(store ledger.Store) (*approvals.Gate, error) {
-	as, ok := store.(ledger.ApprovalStore)
+func (g *Gateway) openApprovals(st store.Store) (*approvals.Gate, error) {
+	as, ok := st.(store.ApprovalStore)
 	if !ok {
-		return nil, fmt.Errorf("ledger: the store %T keeps no approval requests", store)
+		return nil, fmt.Errorf("ledger: the store %T keeps no approval requests", st)
 	}
 	opts := approvals.Options{Logger: g.log, OnState: g.m.Approval, MaxPending: g.cfg.MaxPendingApprovals}
 	if g.cfg.ApprovalWebhook != "" {

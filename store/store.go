@@ -1,4 +1,4 @@
-package ledger
+package store
 
 import (
 	"context"
@@ -63,6 +63,14 @@ type ClaimResult struct {
 // by the token any more: it was taken over after its lease, released, or
 // never claimed.
 var ErrClaimLost = errors.New("ledger: claim lost (taken over, released or never held)")
+
+// Defaults of Lifetimes.
+const (
+	// DefaultLease is how long a running claim holds its key.
+	DefaultLease = 10 * time.Minute
+	// DefaultRetention is how long a completed key is kept (docs/contract.md §10).
+	DefaultRetention = 24 * time.Hour
+)
 
 // Lifetimes bound how long a store holds a key. A zero field takes its
 // default.

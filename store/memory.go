@@ -1,4 +1,4 @@
-package ledger
+package store
 
 import (
 	"container/list"
@@ -171,3 +171,10 @@ func (s *MemoryStore) drop(r *memRow) {
 
 // Close implements Store; the keys are kept until the store is dropped.
 func (s *MemoryStore) Close() error { return nil }
+
+// Len is how many keys s holds, running or completed.
+func (s *MemoryStore) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.rows)
+}

@@ -1,4 +1,8 @@
-package engine
+// Package watch reloads an engine whenever its registry, policies or data
+// change on disk (docs/contract.md §9): the file watching and the
+// debounce live here, so that package engine holds decisions only (it
+// compiles and evaluates, and reloads when asked).
+package watch
 
 import (
 	"context"
@@ -6,19 +10,20 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/runtime/fswatch"
 )
 
-// DefaultDebounce is how long Watch waits for a burst of file events to end
+// DefaultDebounce is how long Run waits for a burst of file events to end
 // before it reloads.
 const DefaultDebounce = 100 * time.Millisecond
 
-// ErrNotWatchable is returned by Watch for a Source read from an fs.FS: only
+// ErrNotWatchable is returned by Run for a Source read from an fs.FS: only
 // files of the operating system can be watched.
 var ErrNotWatchable = errors.New("engine: a source on an fs.FS cannot be watched")
 
-// WatchOptions configures Watch. The zero value is ready to use.
-type WatchOptions struct {
+// Options configures Run. The zero value is ready to use.
+type Options struct {
 	// Debounce is how long the file events of one burst are collected before
 	// a reload (default DefaultDebounce). A burst that does not end still
 	// reloads after four times Debounce.
@@ -32,24 +37,24 @@ type WatchOptions struct {
 	// DefaultSettle).
 	Settle time.Duration
 	// OnReload, if set, is called after every swap to a new revision while
-	// Watch runs, also for swaps made by a host's own Reload. Calls come one
+	// Run runs, also for swaps made by a host's own Reload. Calls come one
 	// at a time, in the order of the swaps, from the goroutine that
 	// reloaded; they must not call Reload.
-	OnReload func(old, new *Revision)
+	OnReload func(old, new *engine.Revision)
 	// OnError, if set, is called with the error of every failed reload
-	// while Watch runs (the log has each distinct error once). The same
+	// while Run runs (the log has each distinct error once). The same
 	// rules as for OnReload apply.
 	OnError func(error)
 }
 
-func (o WatchOptions) debounce() time.Duration {
+func (o Options) debounce() time.Duration {
 	if o.Debounce > 0 {
 		return o.Debounce
 	}
 	return DefaultDebounce
 }
 
-// Watch reloads the engine whenever its registry, policies or data change,
+// Run reloads e whenever its registry, policies or data change,
 // until ctx is done; it then returns nil. It fails at once when the source
 // cannot be watched (ErrNotWatchable, or the file system refuses watches).
 //
@@ -65,23 +70,30 @@ func (o WatchOptions) debounce() time.Duration {
 // window, so an edit takes effect after about Debounce + Settle, and a
 // file rewritten more often than that takes effect once the writes stop.
 //
-// Changes made before Watch has set up its watches are not missed: it tries
+// Changes made before Run has set up its watches are not missed: it tries
 // a reload once after setting them up, which compiles nothing when the
 // files are byte for byte those the serving revision was built from. A host may call Reload itself at any
-// time, with or without Watch.
-func (e *Engine) Watch(ctx context.Context, opts WatchOptions) error {
+// time, with or without Run.
+func Run(ctx context.Context, e *engine.Engine, opts Options) error {
 	src := e.Source()
-	if src.registryFS() != nil && src.policyFS() != nil {
+	regFS, polFS := src.RegistryFS, src.PolicyFS
+	if regFS == nil {
+		regFS = src.FS
+	}
+	if polFS == nil {
+		polFS = src.FS
+	}
+	if regFS != nil && polFS != nil {
 		return ErrNotWatchable
 	}
 	var reg, pol string
-	if src.registryFS() == nil {
+	if regFS == nil {
 		reg = src.Registry
 	}
-	if src.policyFS() == nil {
+	if polFS == nil {
 		pol = src.Policies
 	}
-	w, err := fswatch.New(reg, pol, e.opts.logger)
+	w, err := fswatch.New(reg, pol, e.Logger())
 	if err != nil {
 		return fmt.Errorf("watch: %w", err)
 	}
@@ -89,12 +101,8 @@ func (e *Engine) Watch(ctx context.Context, opts WatchOptions) error {
 	if err := w.Sync(); err != nil {
 		return err
 	}
-	defer e.addListener(&listener{onReload: opts.OnReload, onError: opts.OnError})()
+	defer e.Subscribe(opts.OnReload, opts.OnError)()
 
-	settle := opts.Settle
-	if settle <= 0 {
-		settle = e.opts.settle
-	}
 	debounce := opts.debounce()
 	maxWait := 4 * debounce
 
@@ -145,7 +153,7 @@ func (e *Engine) Watch(ctx context.Context, opts WatchOptions) error {
 			if err := w.Sync(); err != nil {
 				w.Warn("toolgate: file watch error", err)
 			}
-			_, wait, _ := e.reload(ctx, settle) // reported to the log and the listeners
+			_, wait, _ := e.ReloadAttempt(ctx, opts.Settle) // reported to the log and the listeners
 			if wait > 0 {
 				schedule(time.Now().Add(wait))
 			}
