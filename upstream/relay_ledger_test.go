@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/testkit/testserver"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/store"
 )
 
 // TestRelayMultiRoundTripWithIdempotencyKey: on the 2026-07-28 revision a
@@ -35,7 +36,7 @@ func TestRelayMultiRoundTripWithIdempotencyKey(t *testing.T) {
 	require.NoError(t, err)
 	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: p, Logging: true,
 		Caller: func(context.Context, mcp.Request) *engine.Caller { return &engine.Caller{Subject: "alice"} }})
-	a.AddHook(ledger.New(ledger.NewMemoryStore(), ledger.Options{}).Hook())
+	a.AddHook(ledger.New(store.NewMemoryStore(), ledger.Options{}).Hook())
 	server := a.NewServer(&mcp.Implementation{Name: "front"}, nil)
 	ct, st := mcp.NewInMemoryTransports()
 	_, err = server.Connect(t.Context(), st, nil)
