@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Grant policies for carol (admin), whose base decision is
@@ -531,7 +532,7 @@ func ExampleEngine_Watch() {
 	reloaded := make(chan *engine.Revision, 1)
 	go e.Watch(ctx, engine.WatchOptions{OnReload: func(_, rev *engine.Revision) { reloaded <- rev }})
 
-	ann := &engine.Caller{Subject: "ann"}
+	ann := &toolcall.Caller{Subject: "ann"}
 	list := engine.Request{Method: engine.MethodList}
 	fmt.Println(e.Current().Number(), e.Current().Grant(ctx, ann, list).Granted())
 

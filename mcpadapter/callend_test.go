@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // lastEnd returns the one Record the recording after hook saw.
@@ -54,7 +54,7 @@ func TestAfterHooksSeeTheCallsDuration(t *testing.T) {
 			t.Parallel()
 			// The slow hooks get a generous deadline: a loaded machine must
 			// not turn their sleep into a hook failure.
-			s := setup{caller: &engine.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute}
+			s := setup{caller: &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute}
 			if tc.hook != nil {
 				s.extraHooks = []mcpadapter.Hook{*tc.hook}
 			}
@@ -74,7 +74,7 @@ func TestAfterHooksSeeTheCallsDuration(t *testing.T) {
 	t.Run("refused at the gate", func(t *testing.T) {
 		t.Parallel()
 		g := newGoverned(t, setup{
-			caller:   &engine.Caller{Subject: "max", Roles: []string{"manager"}},
+			caller:   &toolcall.Caller{Subject: "max", Roles: []string{"manager"}},
 			policies: map[string]string{"grant.rego": "package toolgate.grant\n\ngranted := {\"echo\"} if input.caller\n\ngranted := {\"add\"} if input.caller\n"},
 		})
 		c := g.connectRaw(t, proto20250618)
@@ -122,7 +122,7 @@ func TestAfterHooksSeeEveryDenyReason(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			g := newGoverned(t, setup{
-				caller:   &engine.Caller{Subject: "ann", Roles: []string{"admin"}},
+				caller:   &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}},
 				hooks:    tc.hooks,
 				policies: map[string]string{"denials.rego": callDenials},
 			})
@@ -140,7 +140,7 @@ func TestAfterHooksSeeEveryDenyReason(t *testing.T) {
 	}
 	t.Run("nothing refuses", func(t *testing.T) {
 		t.Parallel()
-		g := newGoverned(t, setup{caller: &engine.Caller{Subject: "ann", Roles: []string{"admin"}}, policies: map[string]string{"denials.rego": callDenials}})
+		g := newGoverned(t, setup{caller: &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}, policies: map[string]string{"denials.rego": callDenials}})
 		c := g.connectRaw(t, proto20250618)
 		c.call(`{"name":"echo","arguments":{"text":"x"},"_meta":{"deny":false}}`)
 		end := g.after.lastEnd(t)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 func Example() {
@@ -40,7 +41,7 @@ tools:
 	}) (string, error) {
 		return a.Text, nil
 	})
-	alice := &engine.Caller{Subject: "alice", Roles: []string{"user"}}
+	alice := &toolcall.Caller{Subject: "alice", Roles: []string{"user"}}
 	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: mcpadapter.StaticCaller(alice)})
 	server := a.NewServer(&mcp.Implementation{Name: "example", Version: "1"}, nil)
 
@@ -107,7 +108,7 @@ deny contains "Rewards are closed today." if input.request.meta.closed == true
 	}) (string, error) {
 		panic("a dry run runs no method")
 	})
-	alice := &engine.Caller{Subject: "alice"}
+	alice := &toolcall.Caller{Subject: "alice"}
 	for _, o := range []mcpadapter.DryRunOptions{
 		{Name: "getReward", Arguments: json.RawMessage(`{"idReward": 7}`), Meta: json.RawMessage(`{"closed": true}`)},
 		{Name: "getReward", Arguments: json.RawMessage(`{"idReward": "seven"}`)},

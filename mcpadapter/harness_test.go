@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Protocol revisions the SDK serves (docs/contract.md §6).
@@ -42,7 +43,7 @@ var protocols = []string{proto20250618, proto20251125, proto20260728}
 type setup struct {
 	registry string            // replaces the bundled registry when set
 	policies map[string]string // policy files added or replaced (empty content removes)
-	caller   *engine.Caller
+	caller   *toolcall.Caller
 	hooks    []string // test hooks by name, see testHook
 	opts     []engine.Option
 	// extraHooks are registered after hooks, before the recording hook.

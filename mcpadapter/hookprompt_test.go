@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestPromptHookRunsWithoutTheDeadline: a hook marked Prompt runs without
@@ -42,7 +42,7 @@ func TestPromptHookRunsWithoutTheDeadline(t *testing.T) {
 			return mcpadapter.Allow(), nil
 		}},
 	}
-	s := setup{caller: &engine.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute, extraHooks: hooks}
+	s := setup{caller: &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute, extraHooks: hooks}
 	g := newGoverned(t, s)
 	c := g.connectRaw(t, proto20250618)
 	c.call(`{"name":"echo","arguments":{"text":"x"}}`)
@@ -88,7 +88,7 @@ func TestPromptForIsPerCall(t *testing.T) {
 			seen(ctx)
 			return nil
 		}}
-	g := newGoverned(t, setup{caller: &engine.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute, extraHooks: []mcpadapter.Hook{h}})
+	g := newGoverned(t, setup{caller: &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute, extraHooks: []mcpadapter.Hook{h}})
 	c := g.connectRaw(t, proto20250618)
 	c.call(`{"name":"echo","arguments":{"text":"x"}}`)
 	c.call(`{"name":"echo","arguments":{"text":"x"},"_meta":{"k":"v"}}`)

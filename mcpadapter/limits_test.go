@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/testkit/testclock"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // echoLimit limits echo to two calls a minute per subject.
@@ -28,7 +29,7 @@ limit contains {"key": sprintf("echo/%s", [input.caller.subject]), "max": 2, "pe
 }
 `
 
-var maxCaller = &engine.Caller{Subject: "max", Roles: []string{"manager"}}
+var maxCaller = &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}
 
 // TestLimitedAnswerIsExact (docs/contract.md §18): past its limit a call answers
 // `Rate limit exceeded: <reason>. Try again in <N> s.` (isError, byte for
@@ -136,7 +137,7 @@ limit contains {"key": input.tool.name, "max": 1, "per": "1m", "reason": "one a 
 	})
 	t.Run("a limit wins over an approval and an answer", func(t *testing.T) {
 		t.Parallel()
-		admin := &engine.Caller{Subject: "ada", Roles: []string{"admin"}}
+		admin := &toolcall.Caller{Subject: "ada", Roles: []string{"admin"}}
 		g := newGoverned(t, setup{caller: admin, policies: map[string]string{"limits.rego": oneAMinute,
 			"answer.rego": "package toolgate.call\n\nresult := {\"content\": [{\"type\": \"text\", \"text\": \"answered\"}]} if input.tool.name == \"echo\"\n"}})
 		c := g.connectRaw(t, proto20250618)

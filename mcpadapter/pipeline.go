@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The call pipeline of docs/contract.md §5 is written once, below. A served call
@@ -60,7 +61,7 @@ type callInput struct {
 	meta string
 	// caller and revision are asked for in this order, and only once the
 	// step before needs them.
-	caller func() *engine.Caller
+	caller func() *toolcall.Caller
 	// source names the caller's identity source; nil: SourceLocal.
 	source   func() string
 	revision func() *revisionCache
@@ -100,7 +101,7 @@ func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *Record {
 		args:        p.Arguments,
 		bind:        true,
 		meta:        w.Meta,
-		caller:      func() *engine.Caller { return a.opts.Caller(ctx, req) },
+		caller:      func() *toolcall.Caller { return a.opts.Caller(ctx, req) },
 		source: func() string {
 			if a.opts.Source == nil {
 				return SourceLocal
@@ -142,7 +143,7 @@ type DryRunOptions struct {
 	// Revision is the registry and policies to decide with (required).
 	Revision *engine.Revision
 	// Caller is who calls; nil is nobody.
-	Caller *engine.Caller
+	Caller *toolcall.Caller
 	// Name is the tool name as sent (an integer name as its decimal
 	// string); NameInvalid says there is no usable one (step 1).
 	Name        string
@@ -184,7 +185,7 @@ func DryRun(ctx context.Context, o DryRunOptions) *Record {
 		args:        o.Arguments,
 		bind:        len(o.Arguments) > 0,
 		meta:        string(o.Meta),
-		caller:      func() *engine.Caller { return o.Caller },
+		caller:      func() *toolcall.Caller { return o.Caller },
 		revision:    func() *revisionCache { return rc },
 		start:       time.Now(),
 	}

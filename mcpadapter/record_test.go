@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestAnswersAreSPECs pins every answer string of answers.go to SPEC's
@@ -58,7 +59,7 @@ func TestRecordNamesWhoDecided(t *testing.T) {
 	policies := map[string]string{"denials.rego": recordDenials, "grant.rego": recordGrant}
 	t.Run("denied by a hook and by rules", func(t *testing.T) {
 		t.Parallel()
-		g := newGoverned(t, setup{caller: &engine.Caller{Subject: "ann", Roles: []string{"admin"}}, hooks: []string{"deny:Hook says no."}, policies: policies})
+		g := newGoverned(t, setup{caller: &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}, hooks: []string{"deny:Hook says no."}, policies: policies})
 		c := g.connectRaw(t, proto20250618)
 		c.call(`{"name":"echo","arguments":{"text":"x"},"_meta":{"deny":true}}`)
 		rec := g.after.lastEnd(t)
@@ -85,7 +86,7 @@ func TestRecordNamesWhoDecided(t *testing.T) {
 	t.Run("an override grants, the method answers", func(t *testing.T) {
 		t.Parallel()
 		const ms = 5
-		g := newGoverned(t, setup{caller: &engine.Caller{Subject: "nick", Roles: []string{"narrow"}}, policies: policies})
+		g := newGoverned(t, setup{caller: &toolcall.Caller{Subject: "nick", Roles: []string{"narrow"}}, policies: policies})
 		c := g.connectRaw(t, proto20250618)
 		c.call(fmt.Sprintf(`{"name":"sleep","arguments":{"ms":%d}}`, ms))
 		rec := g.after.lastEnd(t)
@@ -108,7 +109,7 @@ func TestRecordNamesWhoDecided(t *testing.T) {
 		t.Parallel()
 		g := newGoverned(t, setup{policies: policies})
 		rev := g.eng.Current()
-		rec := mcpadapter.DryRun(context.Background(), mcpadapter.DryRunOptions{Revision: rev, Caller: &engine.Caller{Subject: "nick", Roles: []string{"narrow"}}, Name: "getReward"})
+		rec := mcpadapter.DryRun(context.Background(), mcpadapter.DryRunOptions{Revision: rev, Caller: &toolcall.Caller{Subject: "nick", Roles: []string{"narrow"}}, Name: "getReward"})
 		require.Equal(t, mcpadapter.StageUnknown, rec.Stage)
 		require.True(t, rec.Dry)
 		require.Equal(t, engine.Override, rec.Grant.Outcome)

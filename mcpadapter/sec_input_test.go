@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // ssrfPolicy is what an operator writes to keep a URL driver off the cloud
@@ -64,7 +65,7 @@ func TestSSRFArgumentsThePolicyCannotSee(t *testing.T) {
 			rec := &recordingURL{}
 			var befores atomic.Int64
 			g := newGoverned(t, setup{
-				caller:   &engine.Caller{Subject: "mallory", Roles: []string{"admin"}},
+				caller:   &toolcall.Caller{Subject: "mallory", Roles: []string{"admin"}},
 				policies: map[string]string{"ssrf.rego": ssrfPolicy},
 				methods:  rec.methods(),
 				opts:     []engine.Option{engine.WithDecisionCache(cache)},
@@ -139,7 +140,7 @@ func TestSSRFArgumentsThePolicyCannotSee(t *testing.T) {
 // (both step 3), for every unrepresentable argument.
 func TestHiddenAndAbsentAgreeOnUnrepresentableArguments(t *testing.T) {
 	t.Parallel()
-	g := newGoverned(t, setup{caller: &engine.Caller{Subject: "max", Roles: []string{"manager"}}})
+	g := newGoverned(t, setup{caller: &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}})
 	for _, proto := range protocols {
 		c := g.connectRaw(t, proto)
 		for _, args := range []string{`{"x":1e100000}`, `{"a":1,"a":1}`, `{"a":"\udc00"}`, `{"a":[[-1e99999999999]]}`} {

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/metrics"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
@@ -90,7 +91,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		c := &mcpadapter.CallContext{
 			DecisionID: "d", Name: "echo", Tool: &registry.Tool{Name: "echo", Method: "demo.echo"}, Method: "demo.echo",
 			Arguments: json.RawMessage(args), Meta: engine.BoundMeta(json.RawMessage(`{"festi/idempotencyKey":"k"}`)),
-			Caller: &engine.Caller{Subject: "alice"}, Start: time.Now(),
+			Caller: &toolcall.Caller{Subject: "alice"}, Start: time.Now(),
 		}
 		v, err := l.Hook().Before(context.Background(), c)
 		require.NoError(t, err)

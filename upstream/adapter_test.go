@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The governed call end to end: rows dispatching to upstream tools through
@@ -46,7 +47,7 @@ tools:
 	a := mcpadapter.New(mcpadapter.Options{
 		Revisions: eng,
 		Methods:   Chain(mcpadapter.Methods{}, p),
-		Caller:    mcpadapter.StaticCaller(&engine.Caller{Subject: "alice"}),
+		Caller:    mcpadapter.StaticCaller(&toolcall.Caller{Subject: "alice"}),
 	})
 	callTool := func(name, args string) *mcp.CallToolResult {
 		return a.Call(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name, Arguments: json.RawMessage(args)}})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestLedgerThroughAdapters: two adapters (two replicas), each with its own
@@ -49,7 +50,7 @@ func TestLedgerThroughAdapters(t *testing.T) {
 			var replicas []*mcpadapter.Adapter
 			for _, st := range []Store{s, second()} {
 				a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: methods,
-					Caller: mcpadapter.StaticCaller(&engine.Caller{Subject: subject})})
+					Caller: mcpadapter.StaticCaller(&toolcall.Caller{Subject: subject})})
 				a.AddHook(New(st, Options{}).Hook())
 				replicas = append(replicas, a)
 			}

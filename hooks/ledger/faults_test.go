@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // faultStore is a Store whose calls fail for the idempotency keys that name
@@ -72,7 +73,7 @@ func TestStoreFaults(t *testing.T) {
 		return "", errors.New("boom")
 	})
 	a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: methods,
-		Caller: mcpadapter.StaticCaller(&engine.Caller{Subject: "alice"})})
+		Caller: mcpadapter.StaticCaller(&toolcall.Caller{Subject: "alice"})})
 	a.AddHook(New(faultStore{NewMemoryStore()}, Options{}).Hook())
 	a.AddHook(mcpadapter.Hook{Name: "record", After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.Record) error {
 		mu.Lock()

@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // newCall builds the CallContext the adapter would for a call of tool
@@ -35,7 +36,7 @@ func newToolCall(subject, tool, meta, args string) *mcpadapter.CallContext {
 		Method:     "demo." + tool,
 		Arguments:  json.RawMessage(args),
 		Meta:       engine.BoundMeta(json.RawMessage(meta)),
-		Caller:     &engine.Caller{Subject: subject},
+		Caller:     &toolcall.Caller{Subject: subject},
 		Start:      time.Now(),
 	}
 }

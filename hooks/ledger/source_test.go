@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/testkit/pgtest"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 type sourceKey struct{}
@@ -46,7 +47,7 @@ func TestStoredResultsNeverReplayAcrossSources(t *testing.T) {
 			})
 			s, _ := kind.open(t)
 			a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: methods,
-				Caller: mcpadapter.StaticCaller(&engine.Caller{Subject: "alice"}),
+				Caller: mcpadapter.StaticCaller(&toolcall.Caller{Subject: "alice"}),
 				Source: func(ctx context.Context, _ mcp.Request) string { return ctx.Value(sourceKey{}).(string) }})
 			a.AddHook(New(s, Options{}).Hook())
 			key := mcp.Meta{"festi/idempotencyKey": "order-" + newToken()}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestExplainAnswersAreTheServedAnswers: for each stage at which Explain
@@ -40,14 +41,14 @@ result := {"content": [{"type": "text", "text": "answered by a rule"}]} if input
 	e, err := engine.New(context.Background(), src)
 	require.NoError(t, err)
 	var (
-		admin   = &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
-		noRoles = &engine.Caller{Subject: "nora", Claims: map[string]any{"scope": "x"}}
+		admin   = &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
+		noRoles = &toolcall.Caller{Subject: "nora", Claims: map[string]any{"scope": "x"}}
 	)
 	// spec are docs/contract.md §5's literals, written out here on purpose: neither
 	// copy under test is the reference.
 	cases := []struct {
 		name   string
-		caller *engine.Caller
+		caller *toolcall.Caller
 		tool   string
 		meta   string
 		stage  string

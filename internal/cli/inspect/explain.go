@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/internal/cli/lines"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The exact answers of docs/contract.md §5 that Explain can predict: the served
@@ -50,7 +51,7 @@ type ExplainOptions struct {
 	// Revision is the registry and policies to explain (required).
 	Revision *engine.Revision
 	// Caller is whom to explain for; nil is nobody.
-	Caller *engine.Caller
+	Caller *toolcall.Caller
 	// Tool, when not empty, is the name of a tools/call to explain.
 	Tool string
 	// Meta is the raw _meta of the request; it is bounded (docs/contract.md §3) first.
@@ -101,7 +102,7 @@ type Explanation struct {
 	// Revision is the revision's content hash.
 	Revision string `json:"revision"`
 	// Caller is the caller explained; nil is nobody.
-	Caller *engine.Caller `json:"caller"`
+	Caller *toolcall.Caller `json:"caller"`
 	// Mode is how the grant decision was reached: no_override (the base
 	// decision stands), override, failed or nobody.
 	Mode string `json:"mode"`
@@ -293,7 +294,7 @@ func ReadResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 
 // baseWhy says in words why the base decision for one row is what
 // engine.Base (its one home) decides.
-func baseWhy(reg *registry.Registry, t *registry.Tool, c *engine.Caller) string {
+func baseWhy(reg *registry.Registry, t *registry.Tool, c *toolcall.Caller) string {
 	base := engine.Base(reg, t, c)
 	switch {
 	case c == nil:
@@ -316,7 +317,7 @@ func baseWhy(reg *registry.Registry, t *registry.Tool, c *engine.Caller) string 
 }
 
 // explainCall says in words what the dry run of a call decided.
-func explainCall(rev *engine.Revision, c *engine.Caller, name string, rec *mcpadapter.Record) *CallExplanation {
+func explainCall(rev *engine.Revision, c *toolcall.Caller, name string, rec *mcpadapter.Record) *CallExplanation {
 	ce := &CallExplanation{Tool: name, Stage: string(rec.Stage), Answer: rec.Answer(), Rules: rec.DecidingRules()}
 	t := rev.Tool(name)
 	if t != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 const baseRegistry = `
@@ -118,7 +119,7 @@ func TestCheckReachNamesHiddenTools(t *testing.T) {
 	t.Parallel()
 	rep := Check(context.Background(), CheckOptions{
 		Source:  source(baseRegistry, nil),
-		Callers: []engine.Caller{{Subject: "sam", Roles: []string{"staff"}}},
+		Callers: []toolcall.Caller{{Subject: "sam", Roles: []string{"staff"}}},
 	})
 	require.Len(t, rep.Warnings, 1)
 	w := rep.Warnings[0]
@@ -221,7 +222,7 @@ result := {"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "
 	})
 	e, err := engine.New(context.Background(), src)
 	require.NoError(t, err)
-	admin := &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
+	admin := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
 	for _, tc := range []struct {
 		name, tool, args, meta string
 		stage, answer          string
@@ -264,7 +265,7 @@ func TestCheckCatalogRules(t *testing.T) {
 	t.Parallel()
 	rep := Check(context.Background(), CheckOptions{
 		Source:  source(baseRegistry, map[string]string{"r.rego": "package toolgate.grant\n\nresource := \"yes\"\n\nprompts := \"all\"\n"}),
-		Callers: []engine.Caller{{Subject: "sam", Roles: []string{"staff"}}},
+		Callers: []toolcall.Caller{{Subject: "sam", Roles: []string{"staff"}}},
 	})
 	var codes []string
 	for _, e := range rep.Errors {

@@ -34,6 +34,7 @@ import (
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/oidctest"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
+	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -192,8 +193,8 @@ func TestUpstreamCredentialsE2E(t *testing.T) {
 `), 0o600))
 	pol := filepath.Join(dir, "rego")
 	require.NoError(t, os.MkdirAll(pol, 0o700))
-	ops := &engine.Caller{Subject: "ops", Roles: []string{"admin"}}
-	carol := &engine.Caller{Subject: "carol", Roles: []string{"reader"}}
+	ops := &toolcall.Caller{Subject: "ops", Roles: []string{"admin"}}
+	carol := &toolcall.Caller{Subject: "carol", Roles: []string{"reader"}}
 	auditPath := filepath.Join(dir, "audit.jsonl")
 	dlogPath := filepath.Join(dir, "decisions.jsonl")
 	otlp, spans := spanSink(t)
