@@ -41,13 +41,13 @@ func TestAfterHooksSeeTheCallsDuration(t *testing.T) {
 		name    string
 		hook    *mcpadapter.Hook
 		params  string
-		outcome mcpadapter.CallOutcome
+		outcome toolcall.Outcome
 	}{
-		{"result", nil, fmt.Sprintf(`{"name":"sleep","arguments":{"ms":%d}}`, minimum.Milliseconds()), mcpadapter.OutcomeResult},
-		{"denied", new(slow(mcpadapter.Deny("no."), nil)), `{"name":"echo","arguments":{"text":"x"}}`, mcpadapter.OutcomeDenied},
-		{"answered", new(slow(mcpadapter.Answer(mcpadapter.TextResult("hi", false)), nil)), `{"name":"echo","arguments":{"text":"x"}}`, mcpadapter.OutcomeAnswered},
-		{"failed", new(slow(mcpadapter.Verdict{}, errors.New("hook failed"))), `{"name":"echo","arguments":{"text":"x"}}`, mcpadapter.OutcomeFailed},
-		{"failed binding", new(slow(mcpadapter.Allow(), nil)), `{"name":"echo","arguments":{}}`, mcpadapter.OutcomeFailed},
+		{"result", nil, fmt.Sprintf(`{"name":"sleep","arguments":{"ms":%d}}`, minimum.Milliseconds()), toolcall.OutcomeResult},
+		{"denied", new(slow(mcpadapter.Deny("no."), nil)), `{"name":"echo","arguments":{"text":"x"}}`, toolcall.OutcomeDenied},
+		{"answered", new(slow(mcpadapter.Answer(mcpadapter.TextResult("hi", false)), nil)), `{"name":"echo","arguments":{"text":"x"}}`, toolcall.OutcomeAnswered},
+		{"failed", new(slow(mcpadapter.Verdict{}, errors.New("hook failed"))), `{"name":"echo","arguments":{"text":"x"}}`, toolcall.OutcomeFailed},
+		{"failed binding", new(slow(mcpadapter.Allow(), nil)), `{"name":"echo","arguments":{}}`, toolcall.OutcomeFailed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,7 +82,7 @@ func TestAfterHooksSeeTheCallsDuration(t *testing.T) {
 		c.call(`{"name":"echo","arguments":{"text":"x"}}`)
 		roundTrip := time.Since(sent)
 		end := g.after.lastEnd(t)
-		require.Equal(t, mcpadapter.OutcomeRefusedGate, end.Outcome)
+		require.Equal(t, toolcall.OutcomeRefusedGate, end.Outcome)
 		require.Positive(t, end.Decision, "the grant decision was evaluated")
 		require.GreaterOrEqual(t, end.Duration, end.Decision, "the duration covers the decision")
 		require.LessOrEqual(t, end.Duration, roundTrip, "the duration is this call's")
@@ -129,7 +129,7 @@ func TestAfterHooksSeeEveryDenyReason(t *testing.T) {
 			c := g.connectRaw(t, proto20250618)
 			res := toolResult(t, c.call(fmt.Sprintf(`{"name":%q,"arguments":{"text":"x","key":"k"},"_meta":%s}`, tc.tool, tc.meta)))
 			end := g.after.lastEnd(t)
-			require.Equal(t, mcpadapter.OutcomeDenied, end.Outcome)
+			require.Equal(t, toolcall.OutcomeDenied, end.Outcome)
 			require.Equal(t, tc.reasons, end.Reasons, "every reason, in order")
 			require.Equal(t, tc.answeredBy, end.AnsweredBy)
 			require.False(t, end.Failed)
@@ -144,7 +144,7 @@ func TestAfterHooksSeeEveryDenyReason(t *testing.T) {
 		c := g.connectRaw(t, proto20250618)
 		c.call(`{"name":"echo","arguments":{"text":"x"},"_meta":{"deny":false}}`)
 		end := g.after.lastEnd(t)
-		require.Equal(t, mcpadapter.OutcomeResult, end.Outcome)
+		require.Equal(t, toolcall.OutcomeResult, end.Outcome)
 		require.Empty(t, end.Reasons)
 		require.Empty(t, end.AnsweredBy)
 	})

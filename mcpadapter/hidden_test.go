@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -113,7 +112,7 @@ func testHiddenIsAbsent(t *testing.T, calls int, opts ...engine.Option) {
 			// hooks of a step 3 refusal: random objects may send a key
 			// twice, which no input document can represent (docs/contract.md §3).
 			for _, o := range g.after.outcomes() {
-				require.Equal(t, string(mcpadapter.OutcomeRefusedGate), o, "a hook ran for a hidden or absent tool")
+				require.Equal(t, string(toolcall.OutcomeRefusedGate), o, "a hook ran for a hidden or absent tool")
 			}
 		}
 	}

@@ -47,7 +47,7 @@ func TestPromptHookRunsWithoutTheDeadline(t *testing.T) {
 	c := g.connectRaw(t, proto20250618)
 	c.call(`{"name":"echo","arguments":{"text":"x"}}`)
 	end := g.after.lastEnd(t)
-	require.Equal(t, mcpadapter.OutcomeResult, end.Outcome)
+	require.Equal(t, toolcall.OutcomeResult, end.Outcome)
 	assert.EqualValues(t, 2, ran.Load(), "both halves ran")
 	assert.False(t, promptDeadline.Load(), "the prompt before half ran without the guard")
 	assert.False(t, afterDeadline.Load(), "the prompt after half ran without the guard")
@@ -59,7 +59,7 @@ func TestPromptHookRunsWithoutTheDeadline(t *testing.T) {
 	g = newGoverned(t, setup{caller: s.caller, extraHooks: []mcpadapter.Hook{panics}})
 	c = g.connectRaw(t, proto20250618)
 	c.call(`{"name":"echo","arguments":{"text":"x"}}`)
-	assert.Equal(t, mcpadapter.OutcomeFailed, g.after.lastEnd(t).Outcome, "a prompt hook's panic fails the call")
+	assert.Equal(t, toolcall.OutcomeFailed, g.after.lastEnd(t).Outcome, "a prompt hook's panic fails the call")
 }
 
 // TestPromptForIsPerCall: a hook whose PromptFor says so for a call runs

@@ -65,9 +65,9 @@ func TestLimitedAnswerIsExact(t *testing.T) {
 	g.after.mu.Lock()
 	end := g.after.ends[2]
 	g.after.mu.Unlock()
-	assert.Equal(t, mcpadapter.StageLimited, end.Stage)
+	assert.Equal(t, toolcall.StageLimited, end.Stage)
 	assert.Equal(t, []string{"Rate limit exceeded: two echoes a minute. Try again in 31 s."}, end.Reasons)
-	assert.Equal(t, mcpadapter.ByLimit, end.Answerer.Kind)
+	assert.Equal(t, toolcall.ByLimit, end.Answerer.Kind)
 	require.Len(t, end.Limits, 1)
 	assert.Equal(t, int64(2), end.Limits[0].Count)
 	assert.Equal(t, "echo/max", end.Limits[0].Limit.Key)
@@ -185,7 +185,7 @@ func TestLimitsFailClosed(t *testing.T) {
 			assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Error: An internal error occurred while executing the tool."}],"isError":true}}`,
 				string(c.call(`{"name":"echo","arguments":{"text":"hi"}}`)))
 			end := g.after.lastEnd(t)
-			assert.Equal(t, mcpadapter.StageRuleFailed, end.Stage)
+			assert.Equal(t, toolcall.StageRuleFailed, end.Stage)
 			assert.Contains(t, end.Err.Error(), "data.toolgate.call.limit")
 		})
 	}
@@ -204,7 +204,7 @@ limit := {"key": "k", "max": 1, "per": "1m", "reason": "r"}
 		c := g.connectRaw(t, proto20250618)
 		assert.Equal(t, mcpadapter.AnswerInternal, resultText(t, toolResult(t, c.call(`{"name":"echo","arguments":{"text":"hi"}}`))))
 		end := g.after.lastEnd(t)
-		assert.Equal(t, mcpadapter.OutcomeFailed, end.Outcome)
+		assert.Equal(t, toolcall.OutcomeFailed, end.Outcome)
 		assert.Contains(t, end.Err.Error(), "connection refused")
 		assert.NotContains(t, g.logs.String(), `text":"hi`)
 	})

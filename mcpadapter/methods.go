@@ -10,14 +10,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolgate/toolgate/toolcall"
 )
-
-// Arg is one argument bound for a method: a declared argument's name and its
-// validated JSON value (sent or defaulted).
-type Arg struct {
-	Name  string
-	Value json.RawMessage
-}
 
 // Invocation runs a bound call. Anything it returns as an error, or any
 // panic inside it, is a failure inside the tool.
@@ -30,7 +24,7 @@ type Method interface {
 	HasArgument(name string) bool
 	// Bind turns validated arguments into an invocation. A value the
 	// method's parameter cannot hold is an *ArgumentError (ArgInvalid).
-	Bind(args []Arg) (Invocation, error)
+	Bind(args []toolcall.Arg) (Invocation, error)
 }
 
 // MethodSet resolves a row's method name to a Method.
@@ -153,21 +147,21 @@ func (g *goMethod) HasArgument(name string) bool {
 	return ok
 }
 
-func (g *goMethod) Bind(args []Arg) (Invocation, error) {
+func (g *goMethod) Bind(args []toolcall.Arg) (Invocation, error) {
 	pv := reflect.New(g.args)
 	for _, a := range args {
 		i, ok := g.fields[a.Name]
 		if !ok {
-			return nil, &ArgumentError{Problem: ArgUnknown, Name: a.Name}
+			return nil, &toolcall.ArgumentError{Problem: toolcall.ArgUnknown, Name: a.Name}
 		}
 		f := pv.Elem().Field(i)
 		if foldedKey(f.Type(), a.Value) {
-			return nil, &ArgumentError{Problem: ArgInvalid, Name: a.Name, Err: fmt.Errorf("an object key matches a field of the method's parameter of Go type %s only case-insensitively", f.Type())}
+			return nil, &toolcall.ArgumentError{Problem: toolcall.ArgInvalid, Name: a.Name, Err: fmt.Errorf("an object key matches a field of the method's parameter of Go type %s only case-insensitively", f.Type())}
 		}
 		if err := json.Unmarshal(a.Value, f.Addr().Interface()); err != nil {
 			// The decoder's text may quote the value; argument values are
 			// not logged, so say only what the value had to fit.
-			return nil, &ArgumentError{Problem: ArgInvalid, Name: a.Name, Err: fmt.Errorf("the value does not fit the method's parameter of Go type %s", f.Type())}
+			return nil, &toolcall.ArgumentError{Problem: toolcall.ArgInvalid, Name: a.Name, Err: fmt.Errorf("the value does not fit the method's parameter of Go type %s", f.Type())}
 		}
 	}
 	return func(ctx context.Context) (*mcp.CallToolResult, error) {

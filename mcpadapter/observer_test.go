@@ -87,17 +87,17 @@ func TestObserverHearsEveryGrantDecision(t *testing.T) {
 	require.Len(t, calls, 3)
 	add, hidden, absent := calls[0], calls[1], calls[2]
 	require.Equal(t, "add", add.name)
-	require.Equal(t, mcpadapter.StageRun, add.rec.Stage)
-	require.Equal(t, mcpadapter.OutcomeResult, add.rec.Outcome)
+	require.Equal(t, toolcall.StageRun, add.rec.Stage)
+	require.Equal(t, toolcall.OutcomeResult, add.rec.Outcome)
 	require.True(t, add.rec.Grant.Granted)
 	require.Equal(t, 1, add.afterRan, "the observer is told after the after hooks")
 	require.Equal(t, g.eng.Current(), add.rev)
 
 	for _, c := range []seenCall{hidden, absent} {
-		require.Equal(t, mcpadapter.StageUnknown, c.rec.Stage, c.name)
-		require.Equal(t, mcpadapter.CallOutcome(""), c.rec.Outcome, c.name)
+		require.Equal(t, toolcall.StageUnknown, c.rec.Stage, c.name)
+		require.Equal(t, toolcall.Outcome(""), c.rec.Outcome, c.name)
 		require.False(t, c.rec.Grant.Granted, c.name)
-		require.Equal(t, mcpadapter.ByGate, c.rec.Answerer.Kind, c.name)
+		require.Equal(t, toolcall.ByGate, c.rec.Answerer.Kind, c.name)
 		require.NotEmpty(t, c.id, c.name)
 	}
 	require.Equal(t, "Error: Unknown tool 'execUrl'.", hidden.rec.Answer())
@@ -151,7 +151,7 @@ func TestObserverHearsFailedGrantDecision(t *testing.T) {
 
 	calls, lists := s.snapshot()
 	require.Len(t, calls, 1)
-	require.Equal(t, mcpadapter.StageNotVerified, calls[0].rec.Stage)
+	require.Equal(t, toolcall.StageNotVerified, calls[0].rec.Stage)
 	require.Equal(t, engine.Failed, calls[0].rec.Grant.Outcome)
 	require.Error(t, calls[0].rec.Grant.Err)
 	require.Len(t, lists, 1)

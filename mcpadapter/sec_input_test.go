@@ -110,7 +110,7 @@ func TestSSRFArgumentsThePolicyCannotSee(t *testing.T) {
 					require.True(t, res.IsError, "%s (%s): %+v", name, proto, res)
 					require.Equal(t, "Error: Tool access could not be verified.", resultText(t, res), "%s (%s)", name, proto)
 					require.Equal(t, b0, befores.Load(), "%s: before hooks ran", name)
-					require.Equal(t, []string{string(mcpadapter.OutcomeRefusedGate)}, g.after.outcomes(), name)
+					require.Equal(t, []string{string(toolcall.OutcomeRefusedGate)}, g.after.outcomes(), name)
 					require.Equal(t, []string{"https://example.com/"}, rec.ran(), "%s: the method ran", name)
 				}
 			}
@@ -175,7 +175,7 @@ func TestCallResultIsExactlyACallToolResult(t *testing.T) {
 		require.Equal(t, want, resultText(t, res), result)
 		if want == msgInternal {
 			require.True(t, res.IsError)
-			require.Equal(t, []string{string(mcpadapter.OutcomeFailed)}, g.after.outcomes())
+			require.Equal(t, []string{string(toolcall.OutcomeFailed)}, g.after.outcomes())
 			require.Contains(t, g.logs.String(), "not a CallToolResult")
 		}
 	}

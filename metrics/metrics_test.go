@@ -95,12 +95,12 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 		v, err := l.Hook().Before(context.Background(), c)
 		require.NoError(t, err)
-		end := &mcpadapter.Record{Outcome: mcpadapter.OutcomeResult, Result: mcpadapter.TextResult("ok", false), Duration: 3 * time.Millisecond}
+		end := &mcpadapter.Record{Outcome: toolcall.OutcomeResult, Result: mcpadapter.TextResult("ok", false), Duration: 3 * time.Millisecond}
 		switch {
 		case v.Denied:
-			end = &mcpadapter.Record{Outcome: mcpadapter.OutcomeDenied, Reasons: []string{v.Reason}, Duration: time.Millisecond}
+			end = &mcpadapter.Record{Outcome: toolcall.OutcomeDenied, Reasons: []string{v.Reason}, Duration: time.Millisecond}
 		case v.Result != nil:
-			end = &mcpadapter.Record{Outcome: mcpadapter.OutcomeAnswered, Result: v.Result, Duration: time.Millisecond}
+			end = &mcpadapter.Record{Outcome: toolcall.OutcomeAnswered, Result: v.Result, Duration: time.Millisecond}
 		}
 		for _, h := range hooks {
 			require.NoError(t, h.After(context.Background(), c, end))
@@ -111,7 +111,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	call(`{"text":"a"}`) // replay
 	call(`{"text":"a"}`) // replay
 	call(`{"text":"b"}`) // conflict
-	m.Hook().After(context.Background(), &mcpadapter.CallContext{}, &mcpadapter.Record{Outcome: mcpadapter.OutcomeRefusedGate, Failed: true, Duration: time.Second, Decision: 2 * time.Millisecond})
+	m.Hook().After(context.Background(), &mcpadapter.CallContext{}, &mcpadapter.Record{Outcome: toolcall.OutcomeRefusedGate, Failed: true, Duration: time.Second, Decision: 2 * time.Millisecond})
 	m.ReloadOK()
 	m.ReloadOK()
 	m.ReloadFailed()

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/tracing"
 )
 
@@ -54,7 +55,7 @@ func newInMemoryWith(t *testing.T, opts tracing.Options) (*tracing.Tracer, *trac
 type fakeMethod struct{ res *mcp.CallToolResult }
 
 func (fakeMethod) HasArgument(string) bool { return true }
-func (m fakeMethod) Bind([]mcpadapter.Arg) (mcpadapter.Invocation, error) {
+func (m fakeMethod) Bind([]toolcall.Arg) (mcpadapter.Invocation, error) {
 	return func(context.Context) (*mcp.CallToolResult, error) { return m.res, nil }, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // WrapHook returns h with each half running in its span (StartHook). When t
@@ -83,7 +84,7 @@ type tracedMethod struct {
 	name, upstream string
 }
 
-func (m tracedMethod) Bind(args []mcpadapter.Arg) (mcpadapter.Invocation, error) {
+func (m tracedMethod) Bind(args []toolcall.Arg) (mcpadapter.Invocation, error) {
 	inv, err := m.Method.Bind(args)
 	if err != nil || inv == nil {
 		return inv, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/testkit/testserver"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -39,7 +40,7 @@ func ExamplePool() {
 
 	// What a row with method upstream:demo/hello runs.
 	m, _ := methods.Method("upstream:demo/hello")
-	inv, _ := m.Bind([]mcpadapter.Arg{{Name: "name", Value: []byte(`"ann"`)}})
+	inv, _ := m.Bind([]toolcall.Arg{{Name: "name", Value: []byte(`"ann"`)}})
 	res, err := inv(context.Background())
 	fmt.Println(res.Content[0].(*mcp.TextContent).Text, err)
 

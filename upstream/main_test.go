@@ -19,6 +19,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/testkit/testserver"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // upstreamBin is the test upstream built once for every test.
@@ -94,7 +95,7 @@ func call(ctx context.Context, t *testing.T, set mcpadapter.MethodSet, method st
 	t.Helper()
 	m, ok := set.Method(method)
 	require.True(t, ok, "method %s resolves", method)
-	var bound []mcpadapter.Arg
+	var bound []toolcall.Arg
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for k := range args {
 			if !yield(k) {
@@ -104,7 +105,7 @@ func call(ctx context.Context, t *testing.T, set mcpadapter.MethodSet, method st
 	}) {
 		b, err := json.Marshal(args[name])
 		require.NoError(t, err)
-		bound = append(bound, mcpadapter.Arg{Name: name, Value: b})
+		bound = append(bound, toolcall.Arg{Name: name, Value: b})
 	}
 	inv, err := m.Bind(bound)
 	require.NoError(t, err)

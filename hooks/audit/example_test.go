@@ -26,8 +26,8 @@ func ExampleNewRecord() {
 	}
 	rule := engine.Location{File: "rego/call.rego", Row: 9, Col: 1}
 	end := &mcpadapter.Record{
-		Stage:    mcpadapter.StageDenied,
-		Outcome:  mcpadapter.OutcomeDenied,
+		Stage:    toolcall.StageDenied,
+		Outcome:  toolcall.OutcomeDenied,
 		Grant:    mcpadapter.GrantRecord{Outcome: engine.NoOverride},
 		Denials:  []mcpadapter.Denial{{Reason: "Closed on Sundays.", Rules: []engine.Location{rule}}},
 		Reasons:  []string{"Closed on Sundays."},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The exact refusals of docs/contract.md §10.
@@ -239,7 +240,7 @@ func (l *Ledger) after(ctx context.Context, call *mcpadapter.CallContext, end *m
 	if token == "" {
 		return nil // this call claimed nothing: a replay, a refusal, a failed claim
 	}
-	if end.Outcome != mcpadapter.OutcomeResult || end.Result == nil {
+	if end.Outcome != toolcall.OutcomeResult || end.Result == nil {
 		return l.release(ctx, call, c.key, token)
 	}
 	result, err := json.Marshal(end.Result)

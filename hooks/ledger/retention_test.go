@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 const retention = time.Hour
@@ -275,11 +276,11 @@ func TestLedgerAnswersRetriesWithinRetention(t *testing.T) {
 		require.Equal(t, "run 1", text(run(t, hooks, newCall("alice", keyMeta("k"), args), c.method).Result))
 		now = t0.Add(retention)
 		end := run(t, hooks, newCall("alice", keyMeta("k"), args), c.method)
-		require.Equal(t, mcpadapter.OutcomeAnswered, end.Outcome)
+		require.Equal(t, toolcall.OutcomeAnswered, end.Outcome)
 		require.Equal(t, "run 1", text(end.Result))
 		now = t0.Add(retention + time.Nanosecond)
 		end = run(t, hooks, newCall("alice", keyMeta("k"), args), c.method)
-		require.Equal(t, mcpadapter.OutcomeResult, end.Outcome)
+		require.Equal(t, toolcall.OutcomeResult, end.Outcome)
 		require.Equal(t, "run 2", text(end.Result))
 	})
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/ledger"
-	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -73,7 +72,7 @@ func TestExplainLimitStoreFails(t *testing.T) {
 	require.NoError(t, err)
 	x := Explain(context.Background(), ExplainOptions{Revision: e.Current(), Caller: &toolcall.Caller{Subject: "ann", Roles: []string{}}, Tool: "echo",
 		Limits: ledger.NewLimiter(failingStore{}, nil)})
-	assert.Equal(t, string(mcpadapter.StageHookFailed), x.Call.Stage)
+	assert.Equal(t, string(toolcall.StageHookFailed), x.Call.Stage)
 	assert.Equal(t, AnswerInternal, x.Call.Answer)
 	assert.Contains(t, x.Call.Failure, "connection refused")
 }

@@ -136,7 +136,7 @@ func (a *Activity) Publish(e Event) {
 	a.ring[a.next] = e
 	a.next = (a.next + 1) % len(a.ring)
 	a.full = a.full || a.next == 0
-	if e.Outcome == string(mcpadapter.OutcomeHeld) || e.ApprovalID != "" {
+	if e.Outcome == string(toolcall.OutcomeHeld) || e.ApprovalID != "" {
 		a.queue++
 	}
 	a.wakeLocked()

@@ -319,7 +319,7 @@ func TestTailHasNoArgumentValues(t *testing.T) {
 		call := &mcpadapter.CallContext{DecisionID: "d-" + name, Name: name, Tool: rev.Tool(name), Method: rev.Tool(name).Method,
 			Arguments: json.RawMessage(`{"text":"` + secret + `"}`), Meta: engine.BoundMeta(json.RawMessage(`{"k":"` + secret + `"}`)),
 			Caller: caller, Revision: rev, Start: time.Now()}
-		require.NoError(t, hook.After(t.Context(), call, &mcpadapter.Record{Outcome: mcpadapter.OutcomeFailed, Err: errors.New("boom: " + secret)}))
+		require.NoError(t, hook.After(t.Context(), call, &mcpadapter.Record{Outcome: toolcall.OutcomeFailed, Err: errors.New("boom: " + secret)}))
 	}
 	var event strings.Builder
 	for {
@@ -373,7 +373,7 @@ func TestApprovalEventsForApprovers(t *testing.T) {
 	rev := f.eng.Current()
 	call := &mcpadapter.CallContext{DecisionID: "d-1", Name: "resetCounter", Tool: rev.Tool("resetCounter"), Method: "demo.count",
 		Arguments: json.RawMessage(`{"key":"k"}`), Caller: people["tok-contractor"], Revision: rev, Start: time.Now()}
-	require.NoError(t, f.act.Hook().After(t.Context(), call, &mcpadapter.Record{Outcome: mcpadapter.OutcomeHeld, ApprovalID: "a1"}))
+	require.NoError(t, f.act.Hook().After(t.Context(), call, &mcpadapter.Record{Outcome: toolcall.OutcomeHeld, ApprovalID: "a1"}))
 	var got strings.Builder
 	for !strings.HasSuffix(got.String(), "\n\n") || got.Len() < 3 {
 		line, err := rd.ReadString('\n')
