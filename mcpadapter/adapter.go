@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -48,7 +49,7 @@ type Options struct {
 	// Revisions supplies the registry and policies (required).
 	Revisions Revisions
 	// Methods resolves rows' methods (required).
-	Methods MethodSet
+	Methods methods.Set
 	// Caller identifies the caller of each request; nil: everyone is nobody.
 	Caller CallerFunc
 	// Source names the identity source of each request's caller

@@ -3,6 +3,7 @@ package mcpadapter
 import (
 	"fmt"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -46,3 +47,8 @@ func ApprovalRequired(reason, id string) string {
 // ApprovalRefused is the answer, given once, to the call whose request an
 // approver refused.
 func ApprovalRefused(id string) string { return fmt.Sprintf("Approval %s was refused.", id) }
+
+// TextResult is a CallToolResult with one text content item.
+func TextResult(text string, isError bool) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isError}
+}

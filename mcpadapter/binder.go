@@ -10,6 +10,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -18,7 +19,7 @@ import (
 // argument in declared order, and returns them ready for the method: sent
 // or defaulted values of declared arguments only. The first wrong argument
 // is named; its text comes from the row, never from the validator.
-func bind(t *registry.Tool, schemas []*jsonschema.Schema, m Method, raw json.RawMessage) ([]toolcall.Arg, error) {
+func bind(t *registry.Tool, schemas []*jsonschema.Schema, m methods.Method, raw json.RawMessage) ([]toolcall.Arg, error) {
 	var sent map[string]json.RawMessage
 	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && trimmed[0] == '{' {
 		// The grant decision already read this object exactly (docs/contract.md §3);

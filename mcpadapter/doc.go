@@ -31,13 +31,13 @@
 // layer is what gives integer tool names, a _meta that is not an object and
 // undecodable params their SPEC answers, and keeps _meta in wire order.
 //
-//	methods := mcpadapter.Methods{}
-//	methods.Register("demo.echo", func(ctx context.Context, a struct {
+//	tools := methods.Map{}
+//	tools.Register("demo.echo", func(ctx context.Context, a struct {
 //		Text string `json:"text"`
 //	}) (string, error) {
 //		return a.Text, nil
 //	})
-//	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: callerOf})
+//	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: tools, Caller: callerOf})
 //	server := a.NewServer(&mcp.Implementation{Name: "shop"}, nil)
 //	err := server.Run(ctx, mcpadapter.WrapTransport(&mcp.StdioTransport{}))
 //

@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/hooks/audit"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -158,7 +159,7 @@ func TestFaults(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	var probes atomic.Int64
-	methods := mcpadapter.Methods{}
+	methods := methods.Map{}
 	methods.Register("test.probe", func(context.Context, struct{}) (string, error) {
 		probes.Add(1)
 		return "probe ran", nil

@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -49,7 +50,7 @@ type setup struct {
 	// extraHooks are registered after hooks, before the recording hook.
 	extraHooks []mcpadapter.Hook
 	// methods are registered besides the demo methods.
-	methods mcpadapter.Methods
+	methods methods.Map
 	// hookTimeout replaces the adapter's short hook deadline (300 ms) when
 	// set, for hooks that take time on purpose.
 	hookTimeout time.Duration

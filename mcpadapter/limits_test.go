@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/testkit/testclock"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -212,7 +213,7 @@ limit := {"key": "k", "max": 1, "per": "1m", "reason": "r"}
 		t.Parallel()
 		eng, err := engine.New(context.Background(), writeExample(t, t.TempDir(), setup{policies: map[string]string{"limits.rego": echoLimit}}))
 		require.NoError(t, err)
-		a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: mcpadapter.Methods{}, Caller: mcpadapter.StaticCaller(maxCaller)})
+		a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods.Map{}, Caller: mcpadapter.StaticCaller(maxCaller)})
 		res := a.Call(context.Background(), callRequest(`{"name":"echo","arguments":{"text":"hi"}}`))
 		assert.Equal(t, mcpadapter.AnswerInternal, mcpadapter.ResultText(res))
 	})

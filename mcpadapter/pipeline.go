@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -29,7 +30,7 @@ type pipeline struct {
 	// the method runs. nil in a dry run.
 	a *Adapter
 	// methods resolve rows' methods; nil: the run stops before binding.
-	methods MethodSet
+	methods methods.Set
 	// locate evaluates the grant decision with the rules that defined it
 	// (engine.Revision.Explain), for a dry run.
 	locate bool
@@ -156,7 +157,7 @@ type DryRunOptions struct {
 	Meta json.RawMessage
 	// Methods resolve rows' methods, for binding the arguments; nil: the
 	// run stops before binding.
-	Methods MethodSet
+	Methods methods.Set
 	// Limits, when set, is read (never counted in) for the counters of
 	// the call's rate limits: a limit that would refuse decides the run
 	// (StageLimited). nil: the limits are only reported, in the
@@ -376,7 +377,7 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 		return
 	}
 	args, err := bind(row, schemas, m, call.Arguments)
-	var inv Invocation
+	var inv methods.Invocation
 	if err == nil {
 		inv, err = p.bindMethod(ctx, m, args)
 		// The method names the argument; the answer is the row's.
@@ -439,9 +440,9 @@ func (p *pipeline) dryResult(ctx context.Context, call *CallContext, ereq *engin
 // bindMethod binds args for m: a Go method whose binding only decodes
 // into its parameter on the call's goroutine (a panic still an error),
 // another as guard runs it.
-func (p *pipeline) bindMethod(ctx context.Context, m Method, args []toolcall.Arg) (Invocation, error) {
-	var inv Invocation
-	if bindsPromptly(m) {
+func (p *pipeline) bindMethod(ctx context.Context, m methods.Method, args []toolcall.Arg) (methods.Invocation, error) {
+	var inv methods.Invocation
+	if methods.BindsPromptly(m) {
 		err := safely(func() error {
 			var err error
 			inv, err = m.Bind(args)
@@ -452,8 +453,8 @@ func (p *pipeline) bindMethod(ctx context.Context, m Method, args []toolcall.Arg
 	return p.bindGuarded(ctx, m, args)
 }
 
-func (p *pipeline) bindGuarded(ctx context.Context, m Method, args []toolcall.Arg) (Invocation, error) {
-	var inv Invocation
+func (p *pipeline) bindGuarded(ctx context.Context, m methods.Method, args []toolcall.Arg) (methods.Invocation, error) {
+	var inv methods.Invocation
 	err := p.guard(ctx, func(context.Context) error {
 		var err error
 		inv, err = m.Bind(args)

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -27,8 +28,8 @@ const structuredRow = `
       - { name: text, type: string, required: true }
 `
 
-func reportMethods(t testing.TB) mcpadapter.Methods {
-	m := mcpadapter.Methods{}
+func reportMethods(t testing.TB) methods.Map {
+	m := methods.Map{}
 	m.Register("test.report", func(_ context.Context, a struct {
 		Text string `json:"text"`
 	}) (*mcp.CallToolResult, error) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -31,8 +32,8 @@ type recordingURL struct {
 	urls []string
 }
 
-func (r *recordingURL) methods() mcpadapter.Methods {
-	m := mcpadapter.Methods{}
+func (r *recordingURL) methods() methods.Map {
+	m := methods.Map{}
 	m.Register("demo.execUrl", func(_ context.Context, a struct {
 		URL string `json:"url"`
 	}) (string, error) {
@@ -192,7 +193,7 @@ func TestCaseFoldedKeyIsNotAnotherValue(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var got []string
-	methods := mcpadapter.Methods{}
+	methods := methods.Map{}
 	methods.Register("rec.fetch", func(_ context.Context, a struct {
 		Target struct {
 			URL string `json:"url"`

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -46,7 +47,7 @@ tools:
 	p := newPool(t, memoryConfig("up"), Config{Name: "gone", Command: []string{"/nonexistent/upstream"}, Timeout: time.Hour})
 	a := mcpadapter.New(mcpadapter.Options{
 		Revisions: eng,
-		Methods:   Chain(mcpadapter.Methods{}, p),
+		Methods:   Chain(methods.Map{}, p),
 		Caller:    mcpadapter.StaticCaller(&toolcall.Caller{Subject: "alice"}),
 	})
 	callTool := func(name, args string) *mcp.CallToolResult {

@@ -9,7 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/internal/testkit/testserver"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/upstream"
 )
@@ -35,8 +35,8 @@ func ExamplePool() {
 		panic(err)
 	}
 	defer pool.Close()
-	// Go tool methods first, then the upstreams: the adapter's MethodSet.
-	methods := upstream.Chain(mcpadapter.Methods{}, pool)
+	// Go tool methods first, then the upstreams: the adapter's methods.Set.
+	methods := upstream.Chain(methods.Map{}, pool)
 
 	// What a row with method upstream:demo/hello runs.
 	m, _ := methods.Method("upstream:demo/hello")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -60,7 +61,7 @@ tools:
 	)
 	a := mcpadapter.New(mcpadapter.Options{
 		Revisions: eng,
-		Methods:   Chain(mcpadapter.Methods{}, p),
+		Methods:   Chain(methods.Map{}, p),
 		Caller:    mcpadapter.StaticCaller(&toolcall.Caller{Subject: "alice"}),
 	})
 	a.AddHook(mcpadapter.Hook{Name: "record", After: func(_ context.Context, _ *mcpadapter.CallContext, e *mcpadapter.Record) error {

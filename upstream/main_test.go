@@ -18,7 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/toolgate/toolgate/internal/testkit/testserver"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -91,7 +91,7 @@ func (w testWriter) Write(b []byte) (int, error) {
 }
 
 // call resolves method in set, binds args (in name order) and runs it.
-func call(ctx context.Context, t *testing.T, set mcpadapter.MethodSet, method string, args map[string]any) (*mcp.CallToolResult, error) {
+func call(ctx context.Context, t *testing.T, set methods.Set, method string, args map[string]any) (*mcp.CallToolResult, error) {
 	t.Helper()
 	m, ok := set.Method(method)
 	require.True(t, ok, "method %s resolves", method)

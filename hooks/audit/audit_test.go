@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -82,7 +83,7 @@ func newAdapter(t *testing.T, hooks ...mcpadapter.Hook) *mcpadapter.Adapter {
 	}
 	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(10*time.Second))
 	require.NoError(t, err)
-	methods := mcpadapter.Methods{}
+	methods := methods.Map{}
 	methods.Register("demo.echo", func(_ context.Context, a struct {
 		Text string `json:"text"`
 	}) (string, error) {
@@ -391,7 +392,7 @@ func TestAuditSaysAnOverrideDecided(t *testing.T) {
 	}
 	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"})
 	require.NoError(t, err)
-	methods := mcpadapter.Methods{}
+	methods := methods.Map{}
 	methods.Register("demo.echo", func(context.Context, struct {
 		Text string `json:"text"`
 	}) (string, error) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -34,7 +35,7 @@ func TestLedgerThroughAdapters(t *testing.T) {
 	// hold, set by each subtest before its concurrent calls, keeps the
 	// method running until the others have been answered.
 	var hold func()
-	methods := mcpadapter.Methods{}
+	methods := methods.Map{}
 	methods.Register("demo.count", func(_ context.Context, a struct {
 		Key string `json:"key"`
 	}) (string, error) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -62,7 +63,7 @@ func TestStoreFaults(t *testing.T) {
 		runs int
 		ends []toolcall.Outcome
 	)
-	methods := mcpadapter.Methods{}
+	methods := methods.Map{}
 	methods.Register("test.probe", func(context.Context, struct{}) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/testkit/pgtest"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -39,7 +40,7 @@ func TestStoredResultsNeverReplayAcrossSources(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind.name, func(t *testing.T) {
 			var runs atomic.Int32
-			methods := mcpadapter.Methods{}
+			methods := methods.Map{}
 			methods.Register("demo.count", func(_ context.Context, a struct {
 				Key string `json:"key"`
 			}) (string, error) {

@@ -72,7 +72,7 @@ result := {"content": [{"type": "text", "text": "answered by a rule"}]} if input
 			require.Equal(t, tc.stage, x.Call.Stage)
 			require.Equal(t, tc.spec, x.Call.Answer, "explain's answer is docs/contract.md §5's")
 
-			a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: methods(), Caller: mcpadapter.StaticCaller(tc.caller)})
+			a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: demoMethods(), Caller: mcpadapter.StaticCaller(tc.caller)})
 			var meta mcp.Meta
 			require.NoError(t, json.Unmarshal([]byte(tc.meta), &meta))
 			res := a.Call(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: tc.tool, Arguments: json.RawMessage(`{}`), Meta: meta}})

@@ -11,7 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/cli/lines"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/schema"
 	"github.com/toolgate/toolgate/toolcall"
@@ -25,7 +25,7 @@ type CheckOptions struct {
 	// Methods resolves rows' methods; nil skips the method checks. Rows
 	// whose method is upstream:SERVER/TOOL are never checked here: an
 	// upstream's tools are known only once it is connected.
-	Methods mcpadapter.MethodSet
+	Methods methods.Set
 	// Callers and RoleSets are whom the URL-driver reach is measured for:
 	// every caller, then a caller with each role combination (no subject,
 	// no claims). With neither, every combination of the roles the
@@ -241,7 +241,7 @@ func withStubRegistry(src engine.Source) (engine.Source, func(), error) {
 
 // checkMethods reports rows whose method is not registered and declared
 // arguments their method does not take.
-func checkMethods(reg *registry.Registry, ms mcpadapter.MethodSet, file string, r *CheckReport) {
+func checkMethods(reg *registry.Registry, ms methods.Set, file string, r *CheckReport) {
 	for i := range reg.Tools {
 		t := &reg.Tools[i]
 		if strings.HasPrefix(t.Method, "upstream:") {

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/cli/lines"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -64,7 +65,7 @@ type ExplainOptions struct {
 	Arguments json.RawMessage
 	// Methods are the methods the server dispatches to (required to bind
 	// Arguments); nil: the explanation stops before binding.
-	Methods mcpadapter.MethodSet
+	Methods methods.Set
 	// Prompt, when not empty, is a prompt whose decision to explain
 	// (docs/contract.md §16): the revision's imported prompts.
 	Prompt string

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -46,8 +46,8 @@ func codes(fs []Finding) []string {
 	return out
 }
 
-func methods() mcpadapter.MethodSet {
-	m := mcpadapter.Methods{}
+func demoMethods() methods.Set {
+	m := methods.Map{}
 	m.Register("demo.echo", func(_ context.Context, a struct {
 		Text string `json:"text"`
 	}) (string, error) {
@@ -86,8 +86,8 @@ func TestCheck(t *testing.T) {
 			errors:   []string{CodeGrantFailed, CodeGrantFailed}, warnings: []string{}},
 		{name: "methods: unknown method and argument; upstream rows are not checked", registry: baseRegistry,
 			policies: map[string]string{"grant.rego": decided},
-			opts: CheckOptions{Methods: mcpadapter.Methods{"demo.echo": methods().(mcpadapter.Methods)["demo.report"],
-				"demo.fetch": methods().(mcpadapter.Methods)["demo.fetch"]}},
+			opts: CheckOptions{Methods: methods.Map{"demo.echo": demoMethods().(methods.Map)["demo.report"],
+				"demo.fetch": demoMethods().(methods.Map)["demo.fetch"]}},
 			errors: []string{CodeArgumentUnknown, CodeMethodUnknown}, warnings: []string{CodeURLReach}},
 		{name: "invalid registry: its problems and still the policies' diagnostics",
 			registry: "tools: [{ name: echo }, { name: 1, method: x }]",

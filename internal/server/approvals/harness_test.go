@@ -28,6 +28,7 @@ import (
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -154,7 +155,7 @@ func newEnvOptions(t testing.TB, store ledger.ApprovalStore, policy string, opts
 	require.NoError(t, err)
 
 	e := &env{clock: newClock(), audit: &syncBuffer{}, runs: map[string]int{}}
-	methods := mcpadapter.Methods{}
+	methods := methods.Map{}
 	methods.Register("test.run", func(_ context.Context, a struct {
 		Target string `json:"target"`
 	}) (string, error) {

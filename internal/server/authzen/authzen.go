@@ -29,7 +29,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/cli/inspect"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -70,7 +70,7 @@ type Options struct {
 	// Methods are the methods rows dispatch to: arguments sent as
 	// resource.properties.arguments are bound against them as a call
 	// would bind them. Nil: evaluations stop before binding.
-	Methods mcpadapter.MethodSet
+	Methods methods.Set
 	// Caller is the caller of an HTTP request (httpserve.RequestCaller);
 	// nil is nobody (required).
 	Caller func(*http.Request) *toolcall.Caller
