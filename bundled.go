@@ -11,7 +11,7 @@
 //
 //	srv, err := toolgate.New(ctx, toolgate.Options{
 //		Registry: "registry.yaml", Policies: "rego",
-//		Methods:  methods, // mcpadapter.Methods
+//		Methods:  methods, // methods.Map
 //		Caller:   caller,  // who is calling: mcpadapter.CallerFunc
 //		Audit:    os.Stderr,
 //		Watch:    true,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestBundledExampleLoads loads the bundled registry and policies the way
@@ -21,15 +22,15 @@ func TestBundledExampleLoads(t *testing.T) {
 	require.Empty(t, rev.Registry().Warnings())
 	list := engine.Request{Method: engine.MethodList}
 	cases := []struct {
-		caller  *engine.Caller
+		caller  *toolcall.Caller
 		outcome engine.Outcome
 		granted []string
 	}{
-		{&engine.Caller{Subject: "ann", Roles: []string{"admin"}}, engine.NoOverride,
+		{&toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}, engine.NoOverride,
 			[]string{"echo", "add", "getReward", "price", "fail", "inner", "count", "sleep", "execUrl", "resetCounter"}},
-		{&engine.Caller{Subject: "max", Roles: []string{"manager"}}, engine.NoOverride,
+		{&toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, engine.NoOverride,
 			[]string{"echo", "add", "getReward", "price", "fail", "inner", "count", "sleep"}},
-		{&engine.Caller{Subject: "cid", Roles: []string{"manager", "contractor"}}, engine.Override,
+		{&toolcall.Caller{Subject: "cid", Roles: []string{"manager", "contractor"}}, engine.Override,
 			[]string{"echo", "add", "getReward", "price", "fail", "inner", "sleep"}},
 	}
 	for _, tc := range cases {

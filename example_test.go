@@ -9,9 +9,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Serve the bundled example governed for a contractor, over an in-memory
@@ -23,7 +23,7 @@ func Example() {
 	srv, err := toolgate.New(ctx, toolgate.Options{
 		// Registry: "registry.yaml", Policies: "rego", // "": the bundled example
 		Methods: demo.Methods(),
-		Caller:  mcpadapter.StaticCaller(&engine.Caller{Subject: "cid", Roles: []string{"contractor"}}),
+		Caller:  mcpadapter.StaticCaller(&toolcall.Caller{Subject: "cid", Roles: []string{"contractor"}}),
 	})
 	if err != nil {
 		log.Fatal(err)

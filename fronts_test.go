@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestMCPServerForSharesTheServer: a second MCP server of one Server (the
@@ -30,11 +30,11 @@ func TestMCPServerForSharesTheServer(t *testing.T) {
 	srv, err := toolgate.New(ctx, toolgate.Options{
 		Registry: reg, Policies: pol,
 		Methods: demo.Methods(),
-		Caller:  mcpadapter.StaticCaller(&engine.Caller{Subject: "ann", Roles: []string{"admin"}}),
+		Caller:  mcpadapter.StaticCaller(&toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}),
 		Audit:   &trail,
 	})
 	require.NoError(t, err)
-	other := srv.MCPServerFor(mcpadapter.StaticCaller(&engine.Caller{Subject: "bob", Roles: []string{"admin"}}), nil)
+	other := srv.MCPServerFor(mcpadapter.StaticCaller(&toolcall.Caller{Subject: "bob", Roles: []string{"admin"}}), nil)
 	require.Equal(t, []string{mcpadapter.LayerGovernance}, srv.Layers())
 
 	changed := make(chan string, 10)
@@ -104,7 +104,7 @@ func TestOptionsMiddlewareInTheList(t *testing.T) {
 	}
 	srv, err := toolgate.New(ctx, toolgate.Options{
 		Methods:    demo.Methods(),
-		Caller:     mcpadapter.StaticCaller(&engine.Caller{Subject: "ann", Roles: []string{"admin"}}),
+		Caller:     mcpadapter.StaticCaller(&toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}),
 		Middleware: []mcp.Middleware{record("first"), record("second")},
 	})
 	require.NoError(t, err)

@@ -13,9 +13,9 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/decisionlog"
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/tracing"
 )
 
@@ -52,7 +52,7 @@ func TestServerDecisionLogAndTracing(t *testing.T) {
 	trail := &lockedBuffer{}
 	s, err := toolgate.New(ctx, toolgate.Options{
 		Methods:     demo.Methods(),
-		Caller:      mcpadapter.StaticCaller(&engine.Caller{Subject: "max", Roles: []string{"manager"}}),
+		Caller:      mcpadapter.StaticCaller(&toolcall.Caller{Subject: "max", Roles: []string{"manager"}}),
 		Audit:       trail,
 		DecisionLog: dl,
 		Tracer:      tr,

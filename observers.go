@@ -4,6 +4,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 )
 
 // Tracer puts a Server's requests, hooks and methods in spans (SPEC §14);
@@ -21,7 +22,7 @@ type Tracer interface {
 	// WrapHook returns h with each half in its span.
 	WrapHook(h mcpadapter.Hook) mcpadapter.Hook
 	// WrapMethods returns ms with each method's run in its span.
-	WrapMethods(ms mcpadapter.MethodSet) mcpadapter.MethodSet
+	WrapMethods(ms methods.Set) methods.Set
 }
 
 // DecisionLog records a Server's grant and call decisions (SPEC §14);

@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/internal/version"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/watch"
 )
@@ -33,8 +34,8 @@ type Options struct {
 	// an fs.FS, say.
 	Source *engine.Source
 	// Methods resolves the rows' methods (required): an
-	// mcpadapter.Methods of Go functions, an upstream pool, or both.
-	Methods mcpadapter.MethodSet
+	// methods.Map of Go functions, an upstream pool, or both.
+	Methods methods.Set
 	// Caller says on whose behalf each request is made; nil: everyone is
 	// nobody, who sees no tool. Over HTTP it reads the request's
 	// credentials (req.GetExtra()). Server.MCPServerFor serves other

@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the audit writer and the test.
@@ -65,7 +65,7 @@ func TestServerReloadNotifiesAndAuditCloses(t *testing.T) {
 	srv, err := toolgate.New(ctx, toolgate.Options{
 		Registry: reg, Policies: pol,
 		Methods: demo.Methods(),
-		Caller:  mcpadapter.StaticCaller(&engine.Caller{Subject: "ann", Roles: []string{"admin"}}),
+		Caller:  mcpadapter.StaticCaller(&toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}),
 		Audit:   &trail,
 	})
 	require.NoError(t, err)
@@ -137,7 +137,7 @@ func TestServerHandlerWraps(t *testing.T) {
 	t.Parallel()
 	srv, err := toolgate.New(context.Background(), toolgate.Options{
 		Methods: demo.Methods(),
-		Caller:  mcpadapter.StaticCaller(&engine.Caller{Subject: "ann", Roles: []string{"admin"}}),
+		Caller:  mcpadapter.StaticCaller(&toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}),
 	})
 	require.NoError(t, err)
 	defer srv.Close()
@@ -182,7 +182,7 @@ func TestServeAnswersBeforeEOF(t *testing.T) {
 	defer cancel()
 	srv, err := toolgate.New(ctx, toolgate.Options{
 		Methods: demo.Methods(),
-		Caller:  mcpadapter.StaticCaller(&engine.Caller{Subject: "ann", Roles: []string{"admin"}}),
+		Caller:  mcpadapter.StaticCaller(&toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}),
 	})
 	require.NoError(t, err)
 	defer srv.Close()

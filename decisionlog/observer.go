@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Observer returns the adapter observer (mcpadapter.Adapter.AddObserver)
@@ -84,7 +85,7 @@ func (l *Logger) observeCall(ctx context.Context, call *mcpadapter.CallContext, 
 	grant.Metrics = map[string]any{"timer_toolgate_grant_ns": rec.GrantTime.Nanoseconds()}
 	grant.Custom = map[string]any{"call_decision_id": call.DecisionID}
 	l.Log(grant)
-	if rec.Stage == mcpadapter.StageUnknown {
+	if rec.Stage == toolcall.StageUnknown {
 		return // step 4: hidden is absent, no call decision
 	}
 

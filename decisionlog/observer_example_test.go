@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The adapter's decisions reach the log through its observer: a listing,
@@ -22,7 +23,7 @@ func ExampleLogger_Observer() {
 	sink := &memSink{}
 	l := decisionlog.New(sink, decisionlog.Options{})
 	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: demo.Methods(),
-		Caller: mcpadapter.StaticCaller(&engine.Caller{Subject: "max", Roles: []string{"manager"}})})
+		Caller: mcpadapter.StaticCaller(&toolcall.Caller{Subject: "max", Roles: []string{"manager"}})})
 	a.AddObserver(l.Observer())
 	ct, st := mcp.NewInMemoryTransports()
 	ss, _ := a.NewServer(&mcp.Implementation{Name: "toolgate"}, nil).Connect(ctx, mcpadapter.WrapTransport(st), nil)

@@ -17,12 +17,13 @@ import (
 	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/hooks/audit"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // observed serves the bundled example to caller with the decision-log
 // observer and the audit trail, runs do against it, and returns the
 // events (decoded with OPA's own type) and the audit lines.
-func observed(t *testing.T, caller *engine.Caller, do func(cs *mcp.ClientSession)) (*engine.Engine, []logs.EventV1, []audit.Record) {
+func observed(t *testing.T, caller *toolcall.Caller, do func(cs *mcp.ClientSession)) (*engine.Engine, []logs.EventV1, []audit.Record) {
 	t.Helper()
 	ctx := context.Background()
 	eng, err := engine.New(ctx, toolgate.Source("", ""))
@@ -71,7 +72,7 @@ func observed(t *testing.T, caller *engine.Caller, do func(cs *mcp.ClientSession
 // revision the audit line names.
 func TestObserverLogsEveryDecision(t *testing.T) {
 	t.Parallel()
-	max := &engine.Caller{Subject: "max", Roles: []string{"manager"}}
+	max := &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}
 	eng, events, lines := observed(t, max, func(cs *mcp.ClientSession) {
 		_, err := cs.ListTools(context.Background(), nil)
 		require.NoError(t, err)

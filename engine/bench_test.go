@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/testkit/benchdata"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The policies and the registry the benchmarks measure (internal/testkit/benchdata):
@@ -45,7 +46,7 @@ func benchRevision(b *testing.B, n int, policy string) (*engine.Revision, string
 }
 
 var (
-	benchCaller = &engine.Caller{Subject: "cid", Roles: []string{"manager", "contractor"}, Claims: map[string]any{}}
+	benchCaller = &toolcall.Caller{Subject: "cid", Roles: []string{"manager", "contractor"}, Claims: map[string]any{}}
 	benchReq    = engine.Request{
 		Method:    engine.MethodCall,
 		Tool:      "echo",
@@ -256,7 +257,7 @@ func benchColdConcurrent(b *testing.B, policy string) {
 	settle(b)
 	for b.Loop() {
 		rounds++
-		c := &engine.Caller{Subject: fmt.Sprintf("cold-%d", rounds), Roles: benchCaller.Roles, Claims: map[string]any{}}
+		c := &toolcall.Caller{Subject: fmt.Sprintf("cold-%d", rounds), Roles: benchCaller.Roles, Claims: map[string]any{}}
 		var wg sync.WaitGroup
 		for range inFlight {
 			wg.Go(func() {

@@ -4,21 +4,14 @@ import (
 	"slices"
 
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
-
-// Caller is who a call is made on behalf of. A nil *Caller is nobody: no
-// tool is granted and no policy is asked.
-type Caller struct {
-	Subject string         `json:"subject"`
-	Roles   []string       `json:"roles"`
-	Claims  map[string]any `json:"claims"`
-}
 
 // Base reports the registry's own permission default for one row (docs/contract.md §2):
 // nobody gets nothing; a row without a section is granted to every signed-in
 // caller; a row with a section is granted iff one of the caller's roles is
 // listed for it, and a section the registry does not declare grants nobody.
-func Base(reg *registry.Registry, t *registry.Tool, c *Caller) bool {
+func Base(reg *registry.Registry, t *registry.Tool, c *toolcall.Caller) bool {
 	if c == nil {
 		return false
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/testkit/benchdata"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestPerCallerMemoryIndependentOfRows: what a revision keeps per caller
@@ -61,7 +62,7 @@ func TestPerRoleSetMemoryIsWordsPerRow(t *testing.T) {
 	rev := e.Current()
 	ask := func(role string) {
 		// Every role set sees the same rows: only the view differs.
-		c := &engine.Caller{Subject: "s", Roles: []string{"contractor", role}}
+		c := &toolcall.Caller{Subject: "s", Roles: []string{"contractor", role}}
 		ok, err := rev.Grant(ctx, c, benchReq).Allowed("echo")
 		require.NoError(t, err)
 		require.True(t, ok, "echo is not granted")
@@ -90,7 +91,7 @@ func perCallerHeap(t *testing.T, rows, callers int, policy string) float64 {
 	require.NoError(t, err)
 	rev := e.Current()
 	ask := func(subject string) {
-		c := &engine.Caller{Subject: subject, Roles: []string{"manager", "contractor"}}
+		c := &toolcall.Caller{Subject: subject, Roles: []string{"manager", "contractor"}}
 		ok, err := rev.Grant(ctx, c, benchReq).Allowed("echo")
 		require.NoError(t, err)
 		require.True(t, ok, "echo is not granted")

@@ -3,11 +3,12 @@ package engine
 import (
 	"context"
 
-	"github.com/toolgate/toolgate/registry"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolgate/toolgate/registry"
 )
 
 // DefaultTimeout is the default deadline of one policy evaluation.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // testRegistry has one row per base-decision case of docs/contract.md §2.
@@ -43,10 +44,10 @@ tools:
 `
 
 var (
-	alice   = &engine.Caller{Subject: "alice", Roles: []string{"manager"}}
-	bob     = &engine.Caller{Subject: "bob"}
-	carol   = &engine.Caller{Subject: "carol", Roles: []string{"admin"}}
-	dave    = &engine.Caller{Subject: "dave", Roles: []string{"contractor", "manager"}}
+	alice   = &toolcall.Caller{Subject: "alice", Roles: []string{"manager"}}
+	bob     = &toolcall.Caller{Subject: "bob"}
+	carol   = &toolcall.Caller{Subject: "carol", Roles: []string{"admin"}}
+	dave    = &toolcall.Caller{Subject: "dave", Roles: []string{"contractor", "manager"}}
 	listReq = engine.Request{Method: engine.MethodList}
 )
 
@@ -84,7 +85,7 @@ func TestBaseDecision(t *testing.T) { cacheModes(t, testBaseDecision) }
 func testBaseDecision(t *testing.T, opts ...engine.Option) {
 	rev := newEngine(t, nil, opts...).Current()
 	cases := []struct {
-		caller *engine.Caller
+		caller *toolcall.Caller
 		want   []string
 	}{
 		{nil, nil},                         // nobody: no tool at all
@@ -117,7 +118,7 @@ func testGrantOverride(t *testing.T, opts ...engine.Option) {
 	cases := []struct {
 		name    string
 		policy  string
-		caller  *engine.Caller
+		caller  *toolcall.Caller
 		outcome engine.Outcome
 		granted []string
 	}{

@@ -12,6 +12,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Grant evaluates the grant decision for a caller and request. It never
@@ -34,7 +35,7 @@ import (
 // evaluates the rest. The answer is the one a whole evaluation gives,
 // failures included. WithDecisionCache(false) evaluates every decision
 // whole.
-func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDecision {
+func (r *Revision) Grant(ctx context.Context, c *toolcall.Caller, req Request) *GrantDecision {
 	if c == nil {
 		return r.nobody
 	}
@@ -45,7 +46,7 @@ func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDeci
 	if dc == nil {
 		if sg := r.split(); sg != nil {
 			var buf [192]byte
-			return r.grantSplit(ctx, sg, c, &req, appendFingerprint(buf[:0], c))
+			return r.grantSplit(ctx, sg, c, &req, c.AppendFingerprint(buf[:0]))
 		}
 		return r.grant(ctx, c, &req)
 	}
@@ -58,7 +59,7 @@ func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDeci
 		}
 	}
 	var buf [192]byte
-	key := appendFingerprint(buf[:0], c)
+	key := c.AppendFingerprint(buf[:0])
 	if d := dc.Get(key); d != nil {
 		return d
 	}
@@ -66,14 +67,14 @@ func (r *Revision) Grant(ctx context.Context, c *Caller, req Request) *GrantDeci
 }
 
 // grant evaluates the grant decision for a signed-in caller.
-func (r *Revision) grant(ctx context.Context, c *Caller, req *Request) *GrantDecision {
+func (r *Revision) grant(ctx context.Context, c *toolcall.Caller, req *Request) *GrantDecision {
 	d, _ := r.evalGrant(ctx, r.policies.grantQ, c, req)
 	return d
 }
 
 // evalGrant evaluates q, a grant query binding g, for a signed-in caller;
 // it returns the decision and, unless the evaluation failed, the bindings.
-func (r *Revision) evalGrant(ctx context.Context, q rego.PreparedEvalQuery, c *Caller, req *Request) (*GrantDecision, rego.Vars) {
+func (r *Revision) evalGrant(ctx context.Context, q rego.PreparedEvalQuery, c *toolcall.Caller, req *Request) (*GrantDecision, rego.Vars) {
 	d := &GrantDecision{Revision: r}
 	d.view = r.view(c)
 	in, err := r.input(c, d.view, req, -1)
@@ -95,7 +96,7 @@ func (r *Revision) evalGrant(ctx context.Context, q rego.PreparedEvalQuery, c *C
 
 // inputFailed is the failed decision for a request whose input cannot be
 // built.
-func (r *Revision) inputFailed(c *Caller, err error) *GrantDecision {
+func (r *Revision) inputFailed(c *toolcall.Caller, err error) *GrantDecision {
 	return &GrantDecision{Revision: r, view: r.view(c), Outcome: Failed, Err: inputError(refGranted, err)}
 }
 
@@ -131,7 +132,7 @@ func (r *Revision) readGranted(d *GrantDecision, b any) {
 
 // Call evaluates the toolgate.call rules for an accepted call of the named
 // row. The caller is signed in (a call by nobody never gets here).
-func (r *Revision) Call(ctx context.Context, c *Caller, req Request) *CallDecision {
+func (r *Revision) Call(ctx context.Context, c *toolcall.Caller, req Request) *CallDecision {
 	if sp := recordingSpan(ctx, SpanRules); sp != nil {
 		return r.tracedCall(ctx, sp, c, req)
 	}
@@ -238,7 +239,7 @@ func (r *Revision) Call(ctx context.Context, c *Caller, req Request) *CallDecisi
 // callInput is the input document of a call (or a result) of the named
 // row: the row's index, and the caller's view of the rows when there is a
 // caller.
-func (r *Revision) callInput(c *Caller, req *Request) (ast.Value, error) {
+func (r *Revision) callInput(c *toolcall.Caller, req *Request) (ast.Value, error) {
 	var v *callerView
 	if c != nil {
 		v = r.view(c)
@@ -359,7 +360,7 @@ func readApproval(v ast.Value) (*Approval, error) {
 // Explain evaluates the grant decision like Grant and also finds the rules
 // that defined granted. It is slower than Grant and meant for tools such as
 // `toolgate explain`, not the hot path.
-func (r *Revision) Explain(ctx context.Context, c *Caller, req Request) *GrantDecision {
+func (r *Revision) Explain(ctx context.Context, c *toolcall.Caller, req Request) *GrantDecision {
 	if c == nil {
 		return &GrantDecision{Revision: r, Outcome: Nobody}
 	}
@@ -389,7 +390,7 @@ func (r *Revision) Explain(ctx context.Context, c *Caller, req Request) *GrantDe
 
 // URLDriversDecided reports whether data.toolgate.grant.url_drivers_decided
 // is true for the caller (docs/contract.md §7).
-func (r *Revision) URLDriversDecided(ctx context.Context, c *Caller) (bool, error) {
+func (r *Revision) URLDriversDecided(ctx context.Context, c *toolcall.Caller) (bool, error) {
 	if c == nil {
 		return false, nil
 	}

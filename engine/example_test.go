@@ -6,6 +6,7 @@ import (
 	"testing/fstest"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 func Example() {
@@ -28,7 +29,7 @@ granted := {"echo"} if "contractor" in input.caller.roles
 		return
 	}
 	rev := e.Current()
-	for _, c := range []*engine.Caller{
+	for _, c := range []*toolcall.Caller{
 		{Subject: "ann", Roles: []string{"admin"}},
 		{Subject: "cid", Roles: []string{"admin", "contractor"}},
 		nil,

@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/open-policy-agent/opa/v1/ast"
+import (
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/toolgate/toolgate/toolcall"
+)
 
 // SharesGranted reports whether two override decisions hold one copy of
 // their set.
@@ -12,12 +15,12 @@ func SharesGranted(a, b *GrantDecision) bool {
 func (r *Revision) CanonValues() int { return r.canon.len() }
 
 // Preloaded is the number of values the split residual of c holds.
-func (r *Revision) Preloaded(c *Caller) int {
+func (r *Revision) Preloaded(c *toolcall.Caller) int {
 	sg := r.split()
 	if sg == nil {
 		return -1
 	}
-	res := sg.res.Get(appendFingerprint(nil, c))
+	res := sg.res.Get(c.AppendFingerprint(nil))
 	if res == nil {
 		return 0
 	}
@@ -26,8 +29,8 @@ func (r *Revision) Preloaded(c *Caller) int {
 
 // PreloadedSets are the sets among the values the split residual of c
 // holds: shared with every evaluation of c that starts from now on.
-func (r *Revision) PreloadedSets(c *Caller) []ast.Set {
-	res := r.split().res.Get(appendFingerprint(nil, c))
+func (r *Revision) PreloadedSets(c *toolcall.Caller) []ast.Set {
+	res := r.split().res.Get(c.AppendFingerprint(nil))
 	if res == nil {
 		return nil
 	}
@@ -48,7 +51,7 @@ func HasRowFlags(d *GrantDecision) bool { return d.allowed != nil }
 
 // ReusedLast reports whether the split residual of c holds, as the last
 // override set checked, the set d holds.
-func (r *Revision) ReusedLast(c *Caller, d *GrantDecision) bool {
-	res := r.split().res.Get(appendFingerprint(nil, c))
+func (r *Revision) ReusedLast(c *toolcall.Caller, d *GrantDecision) bool {
+	res := r.split().res.Get(c.AppendFingerprint(nil))
 	return res != nil && res.last.Load() != nil && res.last.Load() == d.canon
 }

@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/toolgate/toolgate/toolcall"
+
 // Evaluations counts the policy evaluations the revision ran, for tests
 // that check what the decision cache saves.
 func (r *Revision) Evaluations() uint64 { return r.evals.Load() }
@@ -13,7 +15,7 @@ func (r *Revision) CachedDecisions() int {
 }
 
 // Fingerprint is a caller's decision cache key.
-func Fingerprint(c *Caller) string { return string(appendFingerprint(nil, c)) }
+func Fingerprint(c *toolcall.Caller) string { return string(c.AppendFingerprint(nil)) }
 
 // NewDecisionCacheForTest exposes the LRU with a small bound.
 func NewDecisionCacheForTest(max int) (get func(key string) *GrantDecision, put func(key string, d *GrantDecision)) {

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/topdown"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // flights deduplicates the cold evaluations of memoised grant decisions:
@@ -34,7 +35,7 @@ type flight struct {
 // is the leader's own (its context ended, or its evaluation passed its
 // deadline, or its request's input could not be built) is not shared
 // either: the waiters then start a new round.
-func (r *Revision) grantOnce(ctx context.Context, c *Caller, req *Request, key []byte) *GrantDecision {
+func (r *Revision) grantOnce(ctx context.Context, c *toolcall.Caller, req *Request, key []byte) *GrantDecision {
 	dc, fl := r.decisions, &r.flights
 	for {
 		fl.mu.Lock()
@@ -68,7 +69,7 @@ func (r *Revision) grantOnce(ctx context.Context, c *Caller, req *Request, key [
 }
 
 // lead evaluates the decision of round f and ends the round.
-func (r *Revision) lead(ctx context.Context, c *Caller, req *Request, key []byte, f *flight) (d *GrantDecision) {
+func (r *Revision) lead(ctx context.Context, c *toolcall.Caller, req *Request, key []byte, f *flight) (d *GrantDecision) {
 	fl := &r.flights
 	defer func() {
 		// Cached (or failed) first, then the round ends: a call that
@@ -112,7 +113,7 @@ func shared(err error) bool {
 // ended is the failed decision of a call whose context ended before its
 // evaluation could: the failure an evaluation cut short by it reports
 // (KindCanceled or KindTimeout, OPA's eval_cancel_error).
-func (r *Revision) ended(ctx context.Context, c *Caller) *GrantDecision {
+func (r *Revision) ended(ctx context.Context, c *toolcall.Caller) *GrantDecision {
 	err := fmt.Errorf("%w: %w", ctx.Err(), &topdown.Error{Code: topdown.CancelErr, Message: "caller cancelled query execution"})
 	return &GrantDecision{Revision: r, view: r.view(c), Outcome: Failed, Err: policyError(refGranted, err, ctx)}
 }

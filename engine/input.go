@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/exactjson"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Methods a Request can carry.
@@ -215,7 +216,7 @@ type viewCache struct {
 // roleKey is the canonical key of a caller's role set: the base decision
 // depends on nothing else. Each role is length-prefixed, so no role's bytes
 // (a NUL, a separator) can make two different sets share a key.
-func roleKey(c *Caller) string {
+func roleKey(c *toolcall.Caller) string {
 	roles := slices.Clone(c.Roles)
 	slices.Sort(roles)
 	roles = slices.Compact(roles)
@@ -226,7 +227,7 @@ func roleKey(c *Caller) string {
 	return string(b)
 }
 
-func (r *Revision) view(c *Caller) *callerView {
+func (r *Revision) view(c *toolcall.Caller) *callerView {
 	key := roleKey(c)
 	r.views.mu.RLock()
 	v := r.views.views[key]
@@ -307,7 +308,7 @@ func claimsValue(claims map[string]any) (ast.Value, error) {
 	return v, nil
 }
 
-func callerTerm(c *Caller) (*ast.Term, error) {
+func callerTerm(c *toolcall.Caller) (*ast.Term, error) {
 	if c == nil {
 		return ast.NullTerm(), nil
 	}
@@ -373,7 +374,7 @@ func CheckArguments(raw json.RawMessage) error {
 // input builds the input document of one decision. tool, when not nil, is
 // the index of the resolved row, added as "tool" for the call rules. It
 // fails with an *InputError when a part cannot be represented exactly.
-func (r *Revision) input(c *Caller, v *callerView, req *Request, tool int) (ast.Value, error) {
+func (r *Revision) input(c *toolcall.Caller, v *callerView, req *Request, tool int) (ast.Value, error) {
 	reqKV := [][2]*ast.Term{{keyMethod, ast.StringTerm(req.Method)}}
 	switch req.Method {
 	case MethodCall:
@@ -420,7 +421,7 @@ func (r *Revision) input(c *Caller, v *callerView, req *Request, tool int) (ast.
 // InputDocument returns, as JSON, the input document the revision builds for
 // a caller and request (and, for call rules, the named tool). It is what
 // policy authors read and what schema/input.schema.json describes.
-func (r *Revision) InputDocument(c *Caller, req Request, withTool bool) ([]byte, error) {
+func (r *Revision) InputDocument(c *toolcall.Caller, req Request, withTool bool) ([]byte, error) {
 	var v *callerView
 	if c != nil {
 		v = r.view(c)

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/schema"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestInputDocumentMatchesSchema validates documents the engine builds
@@ -24,7 +25,7 @@ func TestInputDocumentMatchesSchema(t *testing.T) {
 	meta := engine.BoundMeta(json.RawMessage(`{"festi/runId":"r-1","n":12345678901234567890.5,"deep":{"a":[1,{"b":null}]}}`))
 	cases := []struct {
 		name     string
-		caller   *engine.Caller
+		caller   *toolcall.Caller
 		req      engine.Request
 		withTool bool
 	}{
@@ -33,7 +34,7 @@ func TestInputDocumentMatchesSchema(t *testing.T) {
 		{"call", carol, engine.Request{Method: engine.MethodCall, Tool: "getReward", Arguments: json.RawMessage(`{"idReward":7}`), Meta: meta}, false},
 		{"call rules", carol, engine.Request{Method: engine.MethodCall, Tool: "getReward", Arguments: json.RawMessage(`{"idReward":7}`)}, true},
 		{"call with non-object arguments", bob, engine.Request{Method: engine.MethodCall, Tool: "nothing", Arguments: json.RawMessage(`[1,2]`)}, false},
-		{"claims", &engine.Caller{Subject: "x", Roles: []string{}, Claims: map[string]any{"team": "a", "n": 1}}, engine.Request{Method: engine.MethodList}, false},
+		{"claims", &toolcall.Caller{Subject: "x", Roles: []string{}, Claims: map[string]any{"team": "a", "n": 1}}, engine.Request{Method: engine.MethodList}, false},
 	}
 	imported := newEngine(t, nil, engine.WithRegistryHook(withImportedRows)).Current()
 	for _, tc := range cases {

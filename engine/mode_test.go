@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 func TestDecisionMode(t *testing.T) {
@@ -114,12 +115,12 @@ func TestDecisionCacheIsHit(t *testing.T) {
 	require.Same(t, list, call, "list and call read one value")
 	require.Equal(t, []string{"echo", "getReward"}, call.Granted())
 	// Another Caller value with the same fingerprint.
-	again := rev.Grant(ctx, &engine.Caller{Subject: "dave", Roles: []string{"contractor", "manager"}, Claims: map[string]any{}}, listReq)
+	again := rev.Grant(ctx, &toolcall.Caller{Subject: "dave", Roles: []string{"contractor", "manager"}, Claims: map[string]any{}}, listReq)
 	require.Same(t, list, again)
 	require.EqualValues(t, 1, rev.Evaluations())
 
 	// Every part of the caller is in the key.
-	for _, c := range []*engine.Caller{
+	for _, c := range []*toolcall.Caller{
 		{Subject: "dave2", Roles: []string{"contractor", "manager"}},
 		{Subject: "dave", Roles: []string{"manager", "contractor"}}, // a policy may read roles[0]
 		{Subject: "dave", Roles: []string{"contractor", "manager", "manager"}},
@@ -184,7 +185,7 @@ func TestDecisionCacheIsBounded(t *testing.T) {
 
 func TestFingerprint(t *testing.T) {
 	t.Parallel()
-	same := [][2]*engine.Caller{
+	same := [][2]*toolcall.Caller{
 		{{Subject: "a"}, {Subject: "a", Roles: []string{}, Claims: map[string]any{}}},
 		{{Subject: "a", Claims: map[string]any{"x": []any{1.0, "b"}, "y": map[string]any{"k": true}}},
 			{Subject: "a", Claims: map[string]any{"y": map[string]any{"k": true}, "x": []any{1.0, "b"}}}},
@@ -192,7 +193,7 @@ func TestFingerprint(t *testing.T) {
 	for _, p := range same {
 		require.Equal(t, engine.Fingerprint(p[0]), engine.Fingerprint(p[1]))
 	}
-	differ := []*engine.Caller{
+	differ := []*toolcall.Caller{
 		{Subject: "a"},
 		{Subject: "a", Roles: []string{""}},
 		{Subject: "a", Roles: []string{"b"}},

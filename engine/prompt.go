@@ -4,6 +4,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Prompts are governed as tools are, by the same one decision
@@ -49,7 +50,7 @@ func (r *Revision) buildPrompts() error {
 
 // viewPrompts adds the caller's base decision per prompt and its
 // input.prompts to v.
-func (r *Revision) viewPrompts(v *callerView, c *Caller) {
+func (r *Revision) viewPrompts(v *callerView, c *toolcall.Caller) {
 	n := len(r.reg.Prompts)
 	if n == 0 {
 		v.prompts = ast.ArrayTerm()
@@ -70,7 +71,7 @@ func (r *Revision) viewPrompts(v *callerView, c *Caller) {
 
 // BaseSection is the base decision (docs/contract.md §2) for something in
 // section ("" : no section) for caller c.
-func BaseSection(reg *registry.Registry, section string, c *Caller) bool {
+func BaseSection(reg *registry.Registry, section string, c *toolcall.Caller) bool {
 	return Base(reg, &registry.Tool{Section: section}, c)
 }
 

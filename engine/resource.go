@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Resource is one resource of an upstream as a decision sees it:
@@ -63,7 +64,7 @@ func (r *Revision) ResourcesDecided() bool { return r.policies.resourceQ != nil 
 // decision of res.Section, overridden by data.toolgate.grant.resource when
 // that is defined — a boolean, evaluated with the input document of req
 // plus input.resource. Anything but a boolean fails the decision.
-func (r *Revision) GrantResource(ctx context.Context, c *Caller, req Request, res *Resource) ResourceDecision {
+func (r *Revision) GrantResource(ctx context.Context, c *toolcall.Caller, req Request, res *Resource) ResourceDecision {
 	if c == nil {
 		return ResourceDecision{Outcome: Nobody}
 	}
@@ -116,7 +117,7 @@ func resourceTerm(res *Resource) *ast.Term {
 
 // ResourceInputDocument returns, as JSON, the input document a resource
 // decision evaluates (what `toolgate explain --resource` shows).
-func (r *Revision) ResourceInputDocument(c *Caller, req Request, res *Resource) ([]byte, error) {
+func (r *Revision) ResourceInputDocument(c *toolcall.Caller, req Request, res *Resource) ([]byte, error) {
 	doc, err := r.InputDocument(c, req, false)
 	if err != nil || c == nil {
 		return doc, err

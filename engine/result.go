@@ -10,6 +10,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/toolgate/toolgate/internal/exactjson"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // ResultDecision is the answer of the result rules (data.toolgate.result,
@@ -43,7 +44,7 @@ func (r *Revision) HasResultRules() bool { return r.policies.resultRules }
 // structuredContent, isError: see schema/input.schema.json), put beside
 // the call's input as input.result; one that cannot be represented exactly
 // is a failure. Result never returns nil.
-func (r *Revision) Result(ctx context.Context, c *Caller, req Request, result json.RawMessage) *ResultDecision {
+func (r *Revision) Result(ctx context.Context, c *toolcall.Caller, req Request, result json.RawMessage) *ResultDecision {
 	d := &ResultDecision{Revision: r}
 	if !r.policies.resultRules {
 		return d

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestRoleSetsNeverShareACachedView: the
@@ -18,11 +19,11 @@ func TestRoleSetsNeverShareACachedView(t *testing.T) {
 }
 
 func testRoleSetsNeverShareACachedView(t *testing.T, opts ...engine.Option) {
-	two := &engine.Caller{Subject: "two", Roles: []string{"admin", "zz"}}
-	one := &engine.Caller{Subject: "one", Roles: []string{"admin\x00zz"}}
+	two := &toolcall.Caller{Subject: "two", Roles: []string{"admin", "zz"}}
+	one := &toolcall.Caller{Subject: "one", Roles: []string{"admin\x00zz"}}
 	twoWant := []string{"echo", "getReward", "report", "execUrl"}
 	oneWant := []string{"echo", "execUrl"}
-	for _, order := range [][]*engine.Caller{{two, one}, {one, two}} {
+	for _, order := range [][]*toolcall.Caller{{two, one}, {one, two}} {
 		rev := newEngine(t, nil, opts...).Current()
 		for _, c := range order {
 			want := oneWant

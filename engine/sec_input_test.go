@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // unrepresentable are arguments objects the input document cannot hold
@@ -134,7 +135,7 @@ granted := {"echo"} if input.caller.claims.level < 3
 			"nested inf":   {"team": map[string]any{"levels": []any{1, math.Inf(-1)}}},
 			"invalid utf8": {"team": "\xff"},
 		} {
-			c := &engine.Caller{Subject: "eve", Roles: []string{"manager"}, Claims: claims}
+			c := &toolcall.Caller{Subject: "eve", Roles: []string{"manager"}, Claims: claims}
 			err := engine.CheckClaims(claims)
 			var ie *engine.InputError
 			require.ErrorAs(t, err, &ie, name)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/grantmode"
 	"github.com/toolgate/toolgate/internal/lru"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // splitGrant is the split evaluation of a grant policy that reads the
@@ -349,7 +350,7 @@ func precomputable(c *ast.Compiler, origins map[string]splitOrigin) []ast.Ref {
 // grantSplit is Grant for a split revision: the request-dependent rest is
 // evaluated with the caller's values preloaded, and what the call computed
 // of the precomputable values is kept for the next.
-func (r *Revision) grantSplit(ctx context.Context, sg *splitGrant, c *Caller, req *Request, key []byte) *GrantDecision {
+func (r *Revision) grantSplit(ctx context.Context, sg *splitGrant, c *toolcall.Caller, req *Request, key []byte) *GrantDecision {
 	res := sg.res.Get(key)
 	if res == nil {
 		res = &residual{view: r.view(c), first: make(chan struct{})}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // splitShapes are grant policies that read the request, each in a shape
@@ -169,7 +170,7 @@ func FuzzSplitEquivalence(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, shape, subject, roles uint8, list bool, tool string, meta []byte) {
 		split, whole := splitEnginesFor(t, int(shape)%len(splitShapes))
-		c := &engine.Caller{Subject: []string{"alice", "bob", "carol", "dave"}[subject%4]}
+		c := &toolcall.Caller{Subject: []string{"alice", "bob", "carol", "dave"}[subject%4]}
 		for i, r := range []string{"manager", "admin", "contractor"} {
 			if roles&(1<<i) != 0 {
 				c.Roles = append(c.Roles, r)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestSplitMode pins which of the fuzzer's shapes are split, and that
@@ -115,7 +116,7 @@ func TestSplitConcurrent(t *testing.T) {
 	rev := newEngine(t, policies).Current()
 	whole := newEngine(t, policies, engine.WithDecisionCache(false)).Current()
 	ctx := context.Background()
-	callers := []*engine.Caller{bob, carol, dave}
+	callers := []*toolcall.Caller{bob, carol, dave}
 	reqs := []engine.Request{listReq, {Method: engine.MethodList, Meta: engine.BoundMeta(json.RawMessage(`{"deny":true}`))}}
 	var wg sync.WaitGroup
 	for g := range 8 {
@@ -142,18 +143,18 @@ func TestEqualValuesAreShared(t *testing.T) {
 	ctx := context.Background()
 	rev := newEngine(t, map[string]string{"grant.rego": contractorPolicy}).Current()
 	a := rev.Grant(ctx, dave, listReq)
-	b := rev.Grant(ctx, &engine.Caller{Subject: "erin", Roles: dave.Roles}, listReq)
+	b := rev.Grant(ctx, &toolcall.Caller{Subject: "erin", Roles: dave.Roles}, listReq)
 	require.NotSame(t, a, b)
 	require.Equal(t, engine.Override, a.Outcome)
 	require.True(t, engine.SharesGranted(a, b), "equal override sets are one copy")
 	require.Equal(t, 1, rev.CanonValues())
 
 	split := newEngine(t, map[string]string{"grant.rego": "package toolgate.grant\n\n" + splitShapes[2] + "\n"}).Current()
-	for _, c := range []*engine.Caller{dave, {Subject: "erin", Roles: dave.Roles}} {
+	for _, c := range []*toolcall.Caller{dave, {Subject: "erin", Roles: dave.Roles}} {
 		require.Equal(t, []string{"echo", "getReward", "execUrl"}, split.Grant(ctx, c, listReq).Granted())
 	}
 	require.Equal(t, 1, split.CanonValues(), "one precomputed value for both callers")
-	x, y := split.Grant(ctx, dave, listReq), split.Grant(ctx, &engine.Caller{Subject: "erin", Roles: dave.Roles}, listReq)
+	x, y := split.Grant(ctx, dave, listReq), split.Grant(ctx, &toolcall.Caller{Subject: "erin", Roles: dave.Roles}, listReq)
 	require.True(t, engine.SharesGranted(x, y))
 }
 
@@ -167,8 +168,8 @@ func TestSplitKeepsTheSetOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rev := newEngine(t, map[string]string{"grant.rego": "package toolgate.grant\n\n" + splitShapes[2] + "\n"}).Current()
-	erin := &engine.Caller{Subject: "erin", Roles: dave.Roles}
-	for _, c := range []*engine.Caller{dave, erin} {
+	erin := &toolcall.Caller{Subject: "erin", Roles: dave.Roles}
+	for _, c := range []*toolcall.Caller{dave, erin} {
 		first := rev.Grant(ctx, c, listReq)
 		require.Equal(t, []string{"echo", "getReward", "execUrl"}, first.Granted())
 		require.True(t, rev.ReusedLast(c, first), "the residual holds the canonical copy")

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The grammar FuzzSplitRowsEquivalence builds grant policies from: a
@@ -219,7 +220,7 @@ func FuzzSplitRowsEquivalence(f *testing.F) {
 		if err != nil {
 			return // refused alike
 		}
-		c := &engine.Caller{Subject: []string{"alice", "bob", "carol", "dave"}[subject%4]}
+		c := &toolcall.Caller{Subject: []string{"alice", "bob", "carol", "dave"}[subject%4]}
 		for i, r := range []string{"manager", "admin", "contractor"} {
 			if roles&(1<<i) != 0 {
 				c.Roles = append(c.Roles, r)

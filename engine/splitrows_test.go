@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/testkit/benchdata"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestSplitRowsMode pins which comprehensions have their rows split, and
@@ -56,7 +57,7 @@ n := "x"`, false, nil},
 			}
 			// Whatever the mode, the answers are the whole evaluation's.
 			w := newEngine(t, policies, append(tc.opts, engine.WithDecisionCache(false))...).Current()
-			for _, c := range []*engine.Caller{alice, bob, carol, dave} {
+			for _, c := range []*toolcall.Caller{alice, bob, carol, dave} {
 				for _, meta := range []string{`{}`, `{"hide":"echo"}`} {
 					req := engine.Request{Method: engine.MethodCall, Tool: "echo", Meta: engine.BoundMeta(json.RawMessage(meta))}
 					want := w.Grant(context.Background(), c, req)
@@ -158,7 +159,7 @@ func TestSplitRowsConcurrent(t *testing.T) {
 	require.Contains(t, why, "the rows of the comprehension")
 	whole := newEngine(t, policies, engine.WithDecisionCache(false)).Current()
 	ctx := context.Background()
-	callers := []*engine.Caller{bob, carol, dave}
+	callers := []*toolcall.Caller{bob, carol, dave}
 	reqs := []engine.Request{listReq, {Method: engine.MethodList, Meta: engine.BoundMeta(json.RawMessage(`{"hide":"echo"}`))}}
 	var wg sync.WaitGroup
 	for g := range 8 {

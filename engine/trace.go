@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/toolgate/toolgate/toolcall"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -43,11 +44,11 @@ func recordingSpan(ctx context.Context, step string) trace.Span {
 }
 
 // tracedGrant is Grant inside a SpanGrant child of parent.
-func (r *Revision) tracedGrant(ctx context.Context, parent trace.Span, c *Caller, req Request) *GrantDecision {
+func (r *Revision) tracedGrant(ctx context.Context, parent trace.Span, c *toolcall.Caller, req Request) *GrantDecision {
 	cached := false
 	if dc := r.decisions; dc != nil {
 		var buf [192]byte
-		cached = dc.Get(appendFingerprint(buf[:0], c)) != nil
+		cached = dc.Get(c.AppendFingerprint(buf[:0])) != nil
 	}
 	ctx, s := parent.TracerProvider().Tracer(traceScope).Start(ctx, SpanGrant)
 	defer s.End()
@@ -64,7 +65,7 @@ func (r *Revision) tracedGrant(ctx context.Context, parent trace.Span, c *Caller
 }
 
 // tracedCall is Call inside a SpanRules child of parent.
-func (r *Revision) tracedCall(ctx context.Context, parent trace.Span, c *Caller, req Request) *CallDecision {
+func (r *Revision) tracedCall(ctx context.Context, parent trace.Span, c *toolcall.Caller, req Request) *CallDecision {
 	ctx, s := parent.TracerProvider().Tracer(traceScope).Start(ctx, SpanRules)
 	defer s.End()
 	d := r.Call(ctx, c, req)

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // BenchmarkAuthenticate measures one request's authentication through the
@@ -76,7 +76,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 // same digests, the same constant-time scan of every entry.
 type hashTokens struct {
 	hashes  [][sha256.Size]byte
-	callers []*engine.Caller
+	callers []*toolcall.Caller
 }
 
 func newHashTokens(entries map[string]identity.TokenEntry) *hashTokens {
@@ -85,17 +85,17 @@ func newHashTokens(entries map[string]identity.TokenEntry) *hashTokens {
 		var sum [sha256.Size]byte
 		_, _ = hex.Decode(sum[:], []byte(k))
 		h.hashes = append(h.hashes, sum)
-		h.callers = append(h.callers, &engine.Caller{Subject: e.Subject, Roles: e.Roles})
+		h.callers = append(h.callers, &toolcall.Caller{Subject: e.Subject, Roles: e.Roles})
 	}
 	return h
 }
 
-func (h *hashTokens) Lookup(token string) (*engine.Caller, bool) {
+func (h *hashTokens) Lookup(token string) (*toolcall.Caller, bool) {
 	return h.LookupHash(sha256.Sum256([]byte(token)))
 }
 
-func (h *hashTokens) LookupHash(sum [sha256.Size]byte) (*engine.Caller, bool) {
-	var found *engine.Caller
+func (h *hashTokens) LookupHash(sum [sha256.Size]byte) (*toolcall.Caller, bool) {
+	var found *toolcall.Caller
 	for i := range h.hashes {
 		if subtle.ConstantTimeCompare(sum[:], h.hashes[i][:]) == 1 {
 			found = h.callers[i]
@@ -104,5 +104,5 @@ func (h *hashTokens) LookupHash(sum [sha256.Size]byte) (*engine.Caller, bool) {
 	if found == nil {
 		return nil, false
 	}
-	return &engine.Caller{Subject: found.Subject, Roles: slices.Clone(found.Roles)}, true
+	return &toolcall.Caller{Subject: found.Subject, Roles: slices.Clone(found.Roles)}, true
 }

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // DefaultCacheSize is the number of verified tokens kept by default.
@@ -23,7 +23,7 @@ type tokenCache struct {
 
 type cacheEntry struct {
 	key    [sha256.Size]byte
-	caller *engine.Caller
+	caller *toolcall.Caller
 	exp    time.Time
 }
 
@@ -32,13 +32,13 @@ func newTokenCache(max int) *tokenCache {
 }
 
 // get returns the caller cached for key if its token has not expired at now.
-func (c *tokenCache) get(key [sha256.Size]byte, now time.Time) (*engine.Caller, bool) {
+func (c *tokenCache) get(key [sha256.Size]byte, now time.Time) (*toolcall.Caller, bool) {
 	caller, _, ok := c.lookup(key, now)
 	return caller, ok
 }
 
 // lookup is get, also returning the token's exp.
-func (c *tokenCache) lookup(key [sha256.Size]byte, now time.Time) (*engine.Caller, time.Time, bool) {
+func (c *tokenCache) lookup(key [sha256.Size]byte, now time.Time) (*toolcall.Caller, time.Time, bool) {
 	if c.max <= 0 {
 		return nil, time.Time{}, false
 	}
@@ -58,7 +58,7 @@ func (c *tokenCache) lookup(key [sha256.Size]byte, now time.Time) (*engine.Calle
 	return e.caller, e.exp, true
 }
 
-func (c *tokenCache) put(key [sha256.Size]byte, caller *engine.Caller, exp time.Time) {
+func (c *tokenCache) put(key [sha256.Size]byte, caller *toolcall.Caller, exp time.Time) {
 	if c.max <= 0 {
 		return
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestCacheBoundedLRU: the cache holds at most max entries, the least
@@ -15,7 +15,7 @@ func TestCacheBoundedLRU(t *testing.T) {
 	now := time.Now()
 	c := newTokenCache(2)
 	k := func(s string) [sha256.Size]byte { return sha256.Sum256([]byte(s)) }
-	a, b, d := &engine.Caller{Subject: "a"}, &engine.Caller{Subject: "b"}, &engine.Caller{Subject: "d"}
+	a, b, d := &toolcall.Caller{Subject: "a"}, &toolcall.Caller{Subject: "b"}, &toolcall.Caller{Subject: "d"}
 	c.put(k("a"), a, now.Add(time.Hour))
 	c.put(k("b"), b, now.Add(time.Hour))
 	if _, ok := c.get(k("a"), now); !ok { // a is now the most recent

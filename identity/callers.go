@@ -8,14 +8,14 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/fsx"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // LoadCallers reads a callers fixture file: a YAML or JSON list of
 // {subject, roles, claims}, as `toolgate check --callers FILE` takes it.
 // Its entries have the shape of a tokens file's values.
-func LoadCallers(path string) ([]engine.Caller, error) {
+func LoadCallers(path string) ([]toolcall.Caller, error) {
 	data, err := fsx.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("callers: %w", err)
@@ -31,7 +31,7 @@ func LoadCallers(path string) ([]engine.Caller, error) {
 // YAML). Every entry needs a non-empty subject; roles and claims may be
 // left out; any other key is refused, so a misspelt "role" is not silently
 // a caller without roles.
-func ParseCallers(data []byte) ([]engine.Caller, error) {
+func ParseCallers(data []byte) ([]toolcall.Caller, error) {
 	var doc any
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, err
@@ -39,7 +39,7 @@ func ParseCallers(data []byte) ([]engine.Caller, error) {
 	if doc == nil {
 		return nil, errors.New("no callers")
 	}
-	// Through JSON, so the decoding rules are engine.Caller's own.
+	// Through JSON, so the decoding rules are toolcall.Caller's own.
 	enc, err := json.Marshal(doc)
 	if err != nil {
 		return nil, err
@@ -47,7 +47,7 @@ func ParseCallers(data []byte) ([]engine.Caller, error) {
 	dec := json.NewDecoder(bytes.NewReader(enc))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
-	var cs []engine.Caller
+	var cs []toolcall.Caller
 	if err := dec.Decode(&cs); err != nil {
 		return nil, fmt.Errorf("want a list of {subject, roles, claims}: %w", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Authenticator tells who an HTTP request is made on behalf of. It returns
@@ -14,14 +14,14 @@ import (
 // ErrNoToken, an *InvalidTokenError (ErrInvalidToken), or ErrUnavailable.
 // Implementations are safe for concurrent use.
 type Authenticator interface {
-	Authenticate(ctx context.Context, r *http.Request) (*engine.Caller, error)
+	Authenticate(ctx context.Context, r *http.Request) (*toolcall.Caller, error)
 }
 
 // TokenLookup finds the caller a static bearer token stands for, by the
 // token's hash (*Tokens satisfies it). The caller returned is the
 // receiver's to keep.
 type TokenLookup interface {
-	Lookup(token string) (*engine.Caller, bool)
+	Lookup(token string) (*toolcall.Caller, bool)
 }
 
 // HashLookup is a TokenLookup that also finds a token by its SHA-256, so
@@ -30,12 +30,12 @@ type TokenLookup interface {
 // Tokens.LookupHash does.
 type HashLookup interface {
 	TokenLookup
-	LookupHash(sum [sha256.Size]byte) (*engine.Caller, bool)
+	LookupHash(sum [sha256.Size]byte) (*toolcall.Caller, bool)
 }
 
 // Verifier checks a bearer token and returns its caller; *JWT is one.
 type Verifier interface {
-	Verify(ctx context.Context, token string) (*engine.Caller, error)
+	Verify(ctx context.Context, token string) (*toolcall.Caller, error)
 }
 
 // Chain is the HTTP caller source of docs/contract.md §12: the tokens file first (by
@@ -69,14 +69,14 @@ const (
 )
 
 // Authenticate implements Authenticator.
-func (c Chain) Authenticate(ctx context.Context, r *http.Request) (*engine.Caller, error) {
+func (c Chain) Authenticate(ctx context.Context, r *http.Request) (*toolcall.Caller, error) {
 	caller, _, err := c.Identify(ctx, r)
 	return caller, err
 }
 
 // Identify is Authenticate, also saying which source the caller came from
 // (SourceNone for nobody and on error).
-func (c Chain) Identify(ctx context.Context, r *http.Request) (*engine.Caller, Source, error) {
+func (c Chain) Identify(ctx context.Context, r *http.Request) (*toolcall.Caller, Source, error) {
 	caller, src, _, err := c.IdentifyUntil(ctx, r)
 	return caller, src, err
 }
@@ -85,7 +85,7 @@ func (c Chain) Identify(ctx context.Context, r *http.Request) (*engine.Caller, S
 // expires: a JWT's exp when JWT is a *JWT, else the zero time (a
 // tokens-file token, or nobody, does not expire). A transport ends what
 // outlives a request, such as a notification stream, at that time.
-func (c Chain) IdentifyUntil(ctx context.Context, r *http.Request) (*engine.Caller, Source, time.Time, error) {
+func (c Chain) IdentifyUntil(ctx context.Context, r *http.Request) (*toolcall.Caller, Source, time.Time, error) {
 	token, err := BearerToken(r)
 	if err != nil {
 		return nil, SourceNone, time.Time{}, err
@@ -111,7 +111,7 @@ func (c Chain) IdentifyUntil(ctx context.Context, r *http.Request) (*engine.Call
 		}
 	}
 	var (
-		caller *engine.Caller
+		caller *toolcall.Caller
 		exp    time.Time
 	)
 	switch v, ok := c.JWT.(*JWT); {

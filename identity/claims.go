@@ -12,8 +12,8 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/exactjson"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // maxClaimsDepth bounds the nesting the claims decoder follows. Tokens are
@@ -43,7 +43,7 @@ const maxClaimsDepth = 32
 // sees it), since a verified token is already bounded by MaxTokenLen.
 // Numbers keep their exact text (json.Number). A payload the policy could
 // not see exactly (a lone surrogate escape, say) is refused.
-func CallerFromClaims(payload []byte, s Settings) (*engine.Caller, error) {
+func CallerFromClaims(payload []byte, s Settings) (*toolcall.Caller, error) {
 	all, err := decodeClaims(payload)
 	if err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ func CallerFromClaims(payload []byte, s Settings) (*engine.Caller, error) {
 	if _, err := exactjson.Value(payload); err != nil {
 		return nil, invalid("claims cannot be represented exactly", err)
 	}
-	return &engine.Caller{
+	return &toolcall.Caller{
 		Subject: subject,
 		Roles:   roles,
 		Claims:  all,

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 func TestBearerToken(t *testing.T) {
@@ -194,6 +194,6 @@ func TestClaimPaths(t *testing.T) {
 
 type verifierFunc func(string) error
 
-func (f verifierFunc) Verify(_ context.Context, token string) (*engine.Caller, error) {
+func (f verifierFunc) Verify(_ context.Context, token string) (*toolcall.Caller, error) {
 	return nil, errors.New("not called")
 }

@@ -15,8 +15,7 @@ import (
 
 	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/lestrrat-go/jwx/v3/jwt"
-
-	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Leeway is the clock skew allowed on exp, nbf and iat (docs/contract.md §12).
@@ -126,7 +125,7 @@ func (v *JWT) Settings() Settings { return v.settings }
 // Authenticate implements Authenticator for JWT callers alone: a request
 // without a token gets ErrNoToken. Use Chain to add the tokens file or to
 // allow anonymous requests.
-func (v *JWT) Authenticate(ctx context.Context, r *http.Request) (*engine.Caller, error) {
+func (v *JWT) Authenticate(ctx context.Context, r *http.Request) (*toolcall.Caller, error) {
 	return Chain{JWT: v}.Authenticate(ctx, r)
 }
 
@@ -136,7 +135,7 @@ func (v *JWT) Authenticate(ctx context.Context, r *http.Request) (*engine.Caller
 // verify, or an error matching ErrUnavailable when no key set could be
 // fetched yet. A token verified before is answered from the cache until
 // its exp, without checking its signature again.
-func (v *JWT) Verify(ctx context.Context, token string) (*engine.Caller, error) {
+func (v *JWT) Verify(ctx context.Context, token string) (*toolcall.Caller, error) {
 	if len(token) > MaxTokenLen {
 		return nil, invalid("bearer token longer than 16 KiB", nil)
 	}
@@ -146,7 +145,7 @@ func (v *JWT) Verify(ctx context.Context, token string) (*engine.Caller, error) 
 
 // verifyHashed is Verify for a token whose SHA-256 is key, also returning
 // the token's exp.
-func (v *JWT) verifyHashed(ctx context.Context, token string, key [sha256.Size]byte) (*engine.Caller, time.Time, error) {
+func (v *JWT) verifyHashed(ctx context.Context, token string, key [sha256.Size]byte) (*toolcall.Caller, time.Time, error) {
 	now := v.now()
 	if c, exp, ok := v.cache.lookup(key, now); ok {
 		return c, exp, nil
@@ -179,7 +178,7 @@ type header struct {
 	Kid string `json:"kid"`
 }
 
-func (v *JWT) verify(ctx context.Context, token string, now time.Time) (*engine.Caller, time.Time, error) {
+func (v *JWT) verify(ctx context.Context, token string, now time.Time) (*toolcall.Caller, time.Time, error) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
 		return nil, time.Time{}, invalid("not a JWT (compact JWS with three parts)", nil)

@@ -52,6 +52,15 @@ const (
 // minRSABits is the smallest RSA key accepted (NIST SP 800-131A).
 const minRSABits = 2048
 
+func init() {
+	// A key set's keys are judged one by one (parseKeySet): an RSA key under
+	// minRSABits is left out and named, not a reason to refuse the whole
+	// set. jwx's own floors would refuse the set at parse; OPA's topdown
+	// turns them off the same way at init, so what a key set yields does
+	// not depend on whether the program links OPA.
+	jwk.Configure(jwk.WithMinRSAPublicExponent(0), jwk.WithMinRSAModulusBits(0))
+}
+
 // verifyKey is one usable public key of a key set.
 type verifyKey struct {
 	kid  string

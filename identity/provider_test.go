@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/testkit/oidctest"
+	"github.com/toolgate/toolgate/toolcall"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/testkit/testclock"
 )
 
@@ -31,10 +31,10 @@ func itoa(i int) string { return strconv.Itoa(i) }
 // fakeTokens is a tokens file: token -> subject.
 type fakeTokens map[string]string
 
-func (f fakeTokens) Lookup(token string) (*engine.Caller, bool) {
+func (f fakeTokens) Lookup(token string) (*toolcall.Caller, bool) {
 	s, ok := f[token]
 	if !ok {
 		return nil, false
 	}
-	return &engine.Caller{Subject: s}, true
+	return &toolcall.Caller{Subject: s}, true
 }

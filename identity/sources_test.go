@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestStatic: the stdio caller is nobody without a subject, and keeps no
@@ -18,15 +18,15 @@ func TestStatic(t *testing.T) {
 	require.Nil(t, identity.Static("", []string{"admin"}))
 	roles := []string{"manager"}
 	c := identity.Static("max", roles)
-	require.Equal(t, &engine.Caller{Subject: "max", Roles: []string{"manager"}}, c)
+	require.Equal(t, &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, c)
 	roles[0] = "admin"
 	require.Equal(t, []string{"manager"}, c.Roles)
 	require.Equal(t, []string{}, identity.Static("max", nil).Roles, "no roles is an empty list, never null")
 }
 
-type fixedVerifier map[string]*engine.Caller
+type fixedVerifier map[string]*toolcall.Caller
 
-func (v fixedVerifier) Verify(_ context.Context, token string) (*engine.Caller, error) {
+func (v fixedVerifier) Verify(_ context.Context, token string) (*toolcall.Caller, error) {
 	if c, ok := v[token]; ok {
 		return c, nil
 	}

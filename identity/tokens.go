@@ -13,9 +13,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/exactjson"
 	"github.com/toolgate/toolgate/internal/fsx"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Tokens is the caller source of a tokens file (docs/contract.md §8): it maps bearer
@@ -28,12 +28,12 @@ type Tokens struct {
 
 type tokenEntry struct {
 	hash   [sha256.Size]byte
-	caller *engine.Caller
+	caller *toolcall.Caller
 }
 
 // TokenEntry is one identity of a tokens file: the caller a token stands
 // for, {subject, roles, claims}, the caller's one shape (docs/contract.md §2).
-type TokenEntry = engine.Caller
+type TokenEntry = toolcall.Caller
 
 // HashToken returns the lowercase hex SHA-256 digest of token: the key
 // under which a tokens file lists it.
@@ -97,7 +97,7 @@ func (t *Tokens) add(key string, e TokenEntry) (TokenProblem, bool) {
 			return TokenProblem{Key: key[:12], Message: "the same token is listed twice"}, false
 		}
 	}
-	t.entries = append(t.entries, tokenEntry{hash: h, caller: &engine.Caller{
+	t.entries = append(t.entries, tokenEntry{hash: h, caller: &toolcall.Caller{
 		Subject: e.Subject,
 		Roles:   slices.Clone(e.Roles),
 		Claims:  e.Claims,
@@ -109,9 +109,12 @@ func (t *Tokens) add(key string, e TokenEntry) (TokenProblem, bool) {
 // can. Every decision reads the claims in its input document, which holds
 // them exactly or not at all (docs/contract.md §3): YAML's .inf and .nan, a number beyond
 // OPA's range or a string that is not valid UTF-8 would make every decision
-// for that caller fail, so the file is refused at load instead.
+// for that caller fail, so the file is refused at load instead. The check is
+// the engine's own conversion (exactjson.GoValue, what engine.CheckClaims
+// runs), called here directly so that an identity source links no policy
+// engine.
 func claimsProblem(claims map[string]any) string {
-	err := engine.CheckClaims(claims)
+	_, err := exactjson.GoValue(claims)
 	if err == nil {
 		return ""
 	}
@@ -136,7 +139,7 @@ func (t *Tokens) Len() int {
 
 // Lookup returns the caller that token stands for: LookupHash of the
 // token's SHA-256. The caller returned is a copy the receiver may keep.
-func (t *Tokens) Lookup(token string) (*engine.Caller, bool) {
+func (t *Tokens) Lookup(token string) (*toolcall.Caller, bool) {
 	if t == nil {
 		return nil, false
 	}
@@ -151,11 +154,11 @@ func (t *Tokens) Lookup(token string) (*engine.Caller, bool) {
 // returned is a copy the receiver may keep. With LookupHash, Tokens is an
 // HashLookup: the chain hashes a token once for the
 // tokens file and the verified-JWT cache.
-func (t *Tokens) LookupHash(sum [sha256.Size]byte) (*engine.Caller, bool) {
+func (t *Tokens) LookupHash(sum [sha256.Size]byte) (*toolcall.Caller, bool) {
 	if t == nil {
 		return nil, false
 	}
-	var found *engine.Caller
+	var found *toolcall.Caller
 	for i := range t.entries {
 		if subtle.ConstantTimeCompare(sum[:], t.entries[i].hash[:]) == 1 {
 			found = t.entries[i].caller
@@ -169,11 +172,11 @@ func (t *Tokens) LookupHash(sum [sha256.Size]byte) (*engine.Caller, bool) {
 
 // CloneCaller returns a copy of c that shares nothing mutable with it
 // (roles and the top level of claims are copied); nil for nil.
-func CloneCaller(c *engine.Caller) *engine.Caller {
+func CloneCaller(c *toolcall.Caller) *toolcall.Caller {
 	if c == nil {
 		return nil
 	}
-	return &engine.Caller{Subject: c.Subject, Roles: slices.Clone(c.Roles), Claims: maps.Clone(c.Claims)}
+	return &toolcall.Caller{Subject: c.Subject, Roles: slices.Clone(c.Roles), Claims: maps.Clone(c.Claims)}
 }
 
 // TokenProblem is one invalid entry of a tokens file.

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 func writeFile(t *testing.T, name, content string) string {
@@ -42,7 +42,7 @@ func TestLoadTokens(t *testing.T) {
 			assert.Equal(t, 2, tok.Len())
 			c, ok := tok.Lookup("alice-token")
 			require.True(t, ok)
-			assert.Equal(t, &engine.Caller{Subject: "alice", Roles: []string{"manager"}, Claims: map[string]any{"team": "payments", "level": 3}}, c)
+			assert.Equal(t, &toolcall.Caller{Subject: "alice", Roles: []string{"manager"}, Claims: map[string]any{"team": "payments", "level": 3}}, c)
 			c, ok = tok.Lookup("bob-token")
 			require.True(t, ok)
 			assert.Equal(t, "bob", c.Subject)

@@ -18,6 +18,8 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/methods"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Revisions is where the adapter reads the revision a decision uses; an
@@ -27,15 +29,15 @@ type Revisions interface {
 }
 
 // CallerFunc says on whose behalf a request is made; nil is nobody.
-type CallerFunc func(ctx context.Context, req mcp.Request) *engine.Caller
+type CallerFunc func(ctx context.Context, req mcp.Request) *toolcall.Caller
 
 // SourceLocal is the CallContext.Source of a caller the operator names
 // (stdio's --as, StaticCaller), not one authenticated per request.
 const SourceLocal = "local"
 
 // StaticCaller is a CallerFunc that always answers c (for stdio).
-func StaticCaller(c *engine.Caller) CallerFunc {
-	return func(context.Context, mcp.Request) *engine.Caller { return c }
+func StaticCaller(c *toolcall.Caller) CallerFunc {
+	return func(context.Context, mcp.Request) *toolcall.Caller { return c }
 }
 
 // DefaultHookTimeout bounds one hook run; a hook still running past it has
@@ -47,7 +49,7 @@ type Options struct {
 	// Revisions supplies the registry and policies (required).
 	Revisions Revisions
 	// Methods resolves rows' methods (required).
-	Methods MethodSet
+	Methods methods.Set
 	// Caller identifies the caller of each request; nil: everyone is nobody.
 	Caller CallerFunc
 	// Source names the identity source of each request's caller

@@ -1,6 +1,11 @@
 package mcpadapter
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolgate/toolgate/toolcall"
+)
 
 // Every exact answer a governed tools/call can get from toolgate itself
 // (docs/contract.md §5, §13) is written here, once: the adapter answers with them,
@@ -15,30 +20,14 @@ const (
 	AnswerNotVerified = "Error: Tool access could not be verified."
 	// AnswerInternal: a before hook, a toolgate.call rule or the method
 	// failed, or the arguments could not be bound for another reason than
-	// an argument's.
-	AnswerInternal = "Error: An internal error occurred while executing the tool."
+	// an argument's. Its text is written once, in toolcall, where
+	// ArgumentError renders it too.
+	AnswerInternal = toolcall.AnswerInternal
 )
 
 // AnswerUnknownTool is the answer for nobody (step 2), for a hidden tool and
 // for a name no row has (step 4): byte for byte the same.
 func AnswerUnknownTool(name string) string { return fmt.Sprintf("Error: Unknown tool '%s'.", name) }
-
-// The argument answers of docs/contract.md §5, rendered by ArgumentError.Message.
-func answerMissingArgument(name string) string {
-	return fmt.Sprintf("Error: Missing required argument '%s'.", name)
-}
-
-func answerInvalidArgument(name, typ string) string {
-	return fmt.Sprintf("Error: Invalid value for argument '%s': expected %s.", name, typ)
-}
-
-func answerInvalidInternalArgument(name string) string {
-	return fmt.Sprintf("Error: Invalid value for argument '%s'.", name)
-}
-
-func answerUnknownArgument(name string) string {
-	return fmt.Sprintf("Error: Unknown argument '%s'.", name)
-}
 
 // The exact answers of docs/contract.md §13.
 const (
@@ -58,3 +47,8 @@ func ApprovalRequired(reason, id string) string {
 // ApprovalRefused is the answer, given once, to the call whose request an
 // approver refused.
 func ApprovalRefused(id string) string { return fmt.Sprintf("Approval %s was refused.", id) }
+
+// TextResult is a CallToolResult with one text content item.
+func TextResult(text string, isError bool) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isError}
+}

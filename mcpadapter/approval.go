@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/canon"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Approvals holds the calls that data.toolgate.call.approval names until a
@@ -65,9 +66,9 @@ var ErrNoApprovals = errors.New("an approval rule holds the call but the server 
 // reports whether that decided the call (held, refused, failed). A call
 // that consumed an approval goes on, the approval in rec.
 func (a *Adapter) checkApproval(ctx context.Context, call *CallContext, rule *engine.Approval, rec *Record) bool {
-	by := Answerer{Kind: ByApproval, Rules: rule.Rules}
+	by := Answerer{Kind: toolcall.ByApproval, Rules: rule.Rules}
 	if a.opts.Approvals == nil {
-		rec.fail(StageHookFailed, by, ErrNoApprovals)
+		rec.fail(toolcall.StageHookFailed, by, ErrNoApprovals)
 		return true
 	}
 	var ck ApprovalCheck
@@ -84,7 +85,7 @@ func (a *Adapter) checkApproval(ctx context.Context, call *CallContext, rule *en
 		err = errors.New("approval check returned no id")
 	}
 	if err != nil {
-		rec.fail(StageHookFailed, by, fmt.Errorf("approvals: %w", err))
+		rec.fail(toolcall.StageHookFailed, by, fmt.Errorf("approvals: %w", err))
 		return true
 	}
 	switch ck.State {
@@ -95,16 +96,16 @@ func (a *Adapter) checkApproval(ctx context.Context, call *CallContext, rule *en
 		rec.held(rule, ck.ID)
 		return true
 	case ApprovalNotRecorded:
-		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = StageDenied, OutcomeDenied, by, "approval"
+		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = toolcall.StageDenied, toolcall.OutcomeDenied, by, "approval"
 		rec.Result, rec.Reasons = TextResult(ck.Message, true), []string{ck.Message}
 		return true
 	case ApprovalRefusedOnce:
 		text := ApprovalRefused(ck.ID)
-		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = StageDenied, OutcomeDenied, by, "approval"
+		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = toolcall.StageDenied, toolcall.OutcomeDenied, by, "approval"
 		rec.Result, rec.Reasons, rec.ApprovalID = TextResult(text, true), []string{text}, ck.ID
 		return true
 	}
-	rec.fail(StageHookFailed, by, fmt.Errorf("approvals: unknown state %d", ck.State))
+	rec.fail(toolcall.StageHookFailed, by, fmt.Errorf("approvals: unknown state %d", ck.State))
 	return true
 }
 
@@ -142,9 +143,9 @@ const multiRoundTripRevision = "2026-07-28"
 // for (a client that sends one up front, or replays one for other
 // arguments) is ignored and the question asked.
 func (a *Adapter) confirm(ctx context.Context, req *mcp.CallToolRequest, call *CallContext, question string, rec *Record) bool {
-	by := Answerer{Kind: ByConfirmation, Rules: rec.CallDecision.ConfirmRules}
+	by := Answerer{Kind: toolcall.ByConfirmation, Rules: rec.CallDecision.ConfirmRules}
 	no := func(text string) bool {
-		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = StageDenied, OutcomeDenied, by, "confirmation"
+		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = toolcall.StageDenied, toolcall.OutcomeDenied, by, "confirmation"
 		rec.Result, rec.Reasons = TextResult(text, true), []string{text}
 		return true
 	}
@@ -184,12 +185,12 @@ func (a *Adapter) confirm(ctx context.Context, req *mcp.CallToolRequest, call *C
 	if ip.ProtocolVersion >= multiRoundTripRevision {
 		res := &mcp.CallToolResult{Content: []mcp.Content{}, InputRequests: mcp.InputRequestMap{confirmInputID: params},
 			RequestState: a.confirmState(call, question, time.Now().Add(confirmStateTTL))}
-		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy, rec.Result = StageAnswered, OutcomeAnswered, by, "confirmation", res
+		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy, rec.Result = toolcall.StageAnswered, toolcall.OutcomeAnswered, by, "confirmation", res
 		return true
 	}
 	res, err := ss.Elicit(ctx, params)
 	if err != nil {
-		rec.fail(StageHookFailed, by, fmt.Errorf("confirmation: %w", err))
+		rec.fail(toolcall.StageHookFailed, by, fmt.Errorf("confirmation: %w", err))
 		return true
 	}
 	return answered(res)

@@ -1,63 +1,13 @@
 package mcpadapter
 
-import "github.com/toolgate/toolgate/registry"
-
-// ArgumentProblem says what is wrong with an argument.
-type ArgumentProblem int
-
-const (
-	// ArgMissing: a required argument was not sent.
-	ArgMissing ArgumentProblem = iota + 1
-	// ArgInvalid: a value the argument cannot take.
-	ArgInvalid
-	// ArgUnknown: the row declares an argument the method does not have.
-	ArgUnknown
+import (
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
-
-// ArgumentError is a failure to bind a call to its method. The caller's
-// text is rendered from its fields (docs/contract.md §5), never from Err, which keeps
-// the validator's or decoder's detail for the log.
-type ArgumentError struct {
-	Problem ArgumentProblem
-	// Name is the argument's name as the row declares it.
-	Name string
-	// Type is the row's declared type.
-	Type string
-	// Internal reports that Type names an internal type (its name is then
-	// not shown to the caller).
-	Internal bool
-	// Err is the underlying failure, for logs only.
-	Err error
-}
-
-// Message is the exact answer the caller receives.
-func (e *ArgumentError) Message() string {
-	switch e.Problem {
-	case ArgMissing:
-		return answerMissingArgument(e.Name)
-	case ArgInvalid:
-		if e.Internal {
-			return answerInvalidInternalArgument(e.Name)
-		}
-		return answerInvalidArgument(e.Name, e.Type)
-	case ArgUnknown:
-		return answerUnknownArgument(e.Name)
-	}
-	return AnswerInternal
-}
-
-func (e *ArgumentError) Error() string {
-	if e.Err != nil {
-		return e.Message() + " (" + e.Err.Error() + ")"
-	}
-	return e.Message()
-}
-
-func (e *ArgumentError) Unwrap() error { return e.Err }
 
 // argumentError is the ArgumentError of the row's declared argument a:
 // name, type and whether the type is internal come from the row, whatever
 // the validator or the method said.
-func argumentError(a *registry.Argument, p ArgumentProblem, err error) *ArgumentError {
-	return &ArgumentError{Problem: p, Name: a.Name, Type: a.Type, Internal: !registry.IsPrimitive(a.Type), Err: err}
+func argumentError(a *registry.Argument, p toolcall.ArgumentProblem, err error) *toolcall.ArgumentError {
+	return &toolcall.ArgumentError{Problem: p, Name: a.Name, Type: a.Type, Internal: !registry.IsPrimitive(a.Type), Err: err}
 }

@@ -5,8 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestArgumentErrorText: the caller's answer is docs/contract.md §5's text from the
@@ -16,14 +15,14 @@ func TestArgumentErrorText(t *testing.T) {
 	t.Parallel()
 	cause := errors.New("jsonschema: /idReward: expected integer")
 	for _, tc := range []struct {
-		err       mcpadapter.ArgumentError
+		err       toolcall.ArgumentError
 		message   string
 		wantCause bool
 	}{
-		{mcpadapter.ArgumentError{Problem: mcpadapter.ArgMissing, Name: "idReward"}, "Error: Missing required argument 'idReward'.", false},
-		{mcpadapter.ArgumentError{Problem: mcpadapter.ArgInvalid, Name: "idReward", Type: "int", Err: cause}, "Error: Invalid value for argument 'idReward': expected int.", true},
-		{mcpadapter.ArgumentError{Problem: mcpadapter.ArgInvalid, Name: "price", Type: "Money", Internal: true, Err: cause}, "Error: Invalid value for argument 'price'.", true},
-		{mcpadapter.ArgumentError{Problem: mcpadapter.ArgUnknown, Name: "rewardId"}, "Error: Unknown argument 'rewardId'.", false},
+		{toolcall.ArgumentError{Problem: toolcall.ArgMissing, Name: "idReward"}, "Error: Missing required argument 'idReward'.", false},
+		{toolcall.ArgumentError{Problem: toolcall.ArgInvalid, Name: "idReward", Type: "int", Err: cause}, "Error: Invalid value for argument 'idReward': expected int.", true},
+		{toolcall.ArgumentError{Problem: toolcall.ArgInvalid, Name: "price", Type: "Money", Internal: true, Err: cause}, "Error: Invalid value for argument 'price'.", true},
+		{toolcall.ArgumentError{Problem: toolcall.ArgUnknown, Name: "rewardId"}, "Error: Unknown argument 'rewardId'.", false},
 	} {
 		require.Equal(t, tc.message, tc.err.Message())
 		if tc.wantCause {

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/internal/testkit/benchdata"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // benchRegistry generates a registry of n rows, each described
@@ -44,7 +45,7 @@ func benchEngine(b *testing.B, n int, callRules bool, opts ...engine.Option) *en
 }
 
 // contractor sees an override: the read-only rows the base decision grants.
-var contractor = &engine.Caller{Subject: "cid", Roles: []string{"manager", "contractor"}}
+var contractor = &toolcall.Caller{Subject: "cid", Roles: []string{"manager", "contractor"}}
 
 func BenchmarkList(b *testing.B) {
 	for _, n := range []int{1000} {

@@ -10,14 +10,16 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // bind validates the arguments as sent against the row, argument by
 // argument in declared order, and returns them ready for the method: sent
 // or defaulted values of declared arguments only. The first wrong argument
 // is named; its text comes from the row, never from the validator.
-func bind(t *registry.Tool, schemas []*jsonschema.Schema, m Method, raw json.RawMessage) ([]Arg, error) {
+func bind(t *registry.Tool, schemas []*jsonschema.Schema, m methods.Method, raw json.RawMessage) ([]toolcall.Arg, error) {
 	var sent map[string]json.RawMessage
 	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && trimmed[0] == '{' {
 		// The grant decision already read this object exactly (docs/contract.md §3);
@@ -26,18 +28,18 @@ func bind(t *registry.Tool, schemas []*jsonschema.Schema, m Method, raw json.Raw
 			return nil, fmt.Errorf("read the arguments object: %w", err)
 		}
 	}
-	args := make([]Arg, 0, len(t.Arguments))
+	args := make([]toolcall.Arg, 0, len(t.Arguments))
 	for j := range t.Arguments {
 		a := &t.Arguments[j]
-		argErr := func(p ArgumentProblem, err error) error { return argumentError(a, p, err) }
+		argErr := func(p toolcall.ArgumentProblem, err error) error { return argumentError(a, p, err) }
 		if !m.HasArgument(a.Name) {
-			return nil, argErr(ArgUnknown, fmt.Errorf("the method has no argument %q", a.Name))
+			return nil, argErr(toolcall.ArgUnknown, fmt.Errorf("the method has no argument %q", a.Name))
 		}
 		v, ok := sent[a.Name]
 		if !ok {
 			switch {
 			case a.Required:
-				return nil, argErr(ArgMissing, nil)
+				return nil, argErr(toolcall.ArgMissing, nil)
 			case a.Default != nil:
 				v = a.Default
 			default:
@@ -46,18 +48,18 @@ func bind(t *registry.Tool, schemas []*jsonschema.Schema, m Method, raw json.Raw
 		}
 		val, err := decodeValue(v)
 		if err != nil {
-			return nil, argErr(ArgInvalid, err)
+			return nil, argErr(toolcall.ArgInvalid, err)
 		}
 		// The validator panics on numbers it cannot represent (a huge
 		// exponent makes big.Rat refuse the value): a value it cannot take.
 		if err := safely(func() error { return schemas[j].Validate(val) }); err != nil {
 			var pe *PanicError
 			if errors.As(err, &pe) {
-				return nil, argErr(ArgInvalid, errors.New("the validator could not read the value"))
+				return nil, argErr(toolcall.ArgInvalid, errors.New("the validator could not read the value"))
 			}
-			return nil, argErr(ArgInvalid, violation(err))
+			return nil, argErr(toolcall.ArgInvalid, violation(err))
 		}
-		args = append(args, Arg{Name: a.Name, Value: v})
+		args = append(args, toolcall.Arg{Name: a.Name, Value: v})
 	}
 	return args, nil
 }

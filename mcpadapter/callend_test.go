@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // lastEnd returns the one Record the recording after hook saw.
@@ -41,20 +41,20 @@ func TestAfterHooksSeeTheCallsDuration(t *testing.T) {
 		name    string
 		hook    *mcpadapter.Hook
 		params  string
-		outcome mcpadapter.CallOutcome
+		outcome toolcall.Outcome
 	}{
-		{"result", nil, fmt.Sprintf(`{"name":"sleep","arguments":{"ms":%d}}`, minimum.Milliseconds()), mcpadapter.OutcomeResult},
-		{"denied", new(slow(mcpadapter.Deny("no."), nil)), `{"name":"echo","arguments":{"text":"x"}}`, mcpadapter.OutcomeDenied},
-		{"answered", new(slow(mcpadapter.Answer(mcpadapter.TextResult("hi", false)), nil)), `{"name":"echo","arguments":{"text":"x"}}`, mcpadapter.OutcomeAnswered},
-		{"failed", new(slow(mcpadapter.Verdict{}, errors.New("hook failed"))), `{"name":"echo","arguments":{"text":"x"}}`, mcpadapter.OutcomeFailed},
-		{"failed binding", new(slow(mcpadapter.Allow(), nil)), `{"name":"echo","arguments":{}}`, mcpadapter.OutcomeFailed},
+		{"result", nil, fmt.Sprintf(`{"name":"sleep","arguments":{"ms":%d}}`, minimum.Milliseconds()), toolcall.OutcomeResult},
+		{"denied", new(slow(mcpadapter.Deny("no."), nil)), `{"name":"echo","arguments":{"text":"x"}}`, toolcall.OutcomeDenied},
+		{"answered", new(slow(mcpadapter.Answer(mcpadapter.TextResult("hi", false)), nil)), `{"name":"echo","arguments":{"text":"x"}}`, toolcall.OutcomeAnswered},
+		{"failed", new(slow(mcpadapter.Verdict{}, errors.New("hook failed"))), `{"name":"echo","arguments":{"text":"x"}}`, toolcall.OutcomeFailed},
+		{"failed binding", new(slow(mcpadapter.Allow(), nil)), `{"name":"echo","arguments":{}}`, toolcall.OutcomeFailed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			// The slow hooks get a generous deadline: a loaded machine must
 			// not turn their sleep into a hook failure.
-			s := setup{caller: &engine.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute}
+			s := setup{caller: &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute}
 			if tc.hook != nil {
 				s.extraHooks = []mcpadapter.Hook{*tc.hook}
 			}
@@ -74,7 +74,7 @@ func TestAfterHooksSeeTheCallsDuration(t *testing.T) {
 	t.Run("refused at the gate", func(t *testing.T) {
 		t.Parallel()
 		g := newGoverned(t, setup{
-			caller:   &engine.Caller{Subject: "max", Roles: []string{"manager"}},
+			caller:   &toolcall.Caller{Subject: "max", Roles: []string{"manager"}},
 			policies: map[string]string{"grant.rego": "package toolgate.grant\n\ngranted := {\"echo\"} if input.caller\n\ngranted := {\"add\"} if input.caller\n"},
 		})
 		c := g.connectRaw(t, proto20250618)
@@ -82,7 +82,7 @@ func TestAfterHooksSeeTheCallsDuration(t *testing.T) {
 		c.call(`{"name":"echo","arguments":{"text":"x"}}`)
 		roundTrip := time.Since(sent)
 		end := g.after.lastEnd(t)
-		require.Equal(t, mcpadapter.OutcomeRefusedGate, end.Outcome)
+		require.Equal(t, toolcall.OutcomeRefusedGate, end.Outcome)
 		require.Positive(t, end.Decision, "the grant decision was evaluated")
 		require.GreaterOrEqual(t, end.Duration, end.Decision, "the duration covers the decision")
 		require.LessOrEqual(t, end.Duration, roundTrip, "the duration is this call's")
@@ -122,14 +122,14 @@ func TestAfterHooksSeeEveryDenyReason(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			g := newGoverned(t, setup{
-				caller:   &engine.Caller{Subject: "ann", Roles: []string{"admin"}},
+				caller:   &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}},
 				hooks:    tc.hooks,
 				policies: map[string]string{"denials.rego": callDenials},
 			})
 			c := g.connectRaw(t, proto20250618)
 			res := toolResult(t, c.call(fmt.Sprintf(`{"name":%q,"arguments":{"text":"x","key":"k"},"_meta":%s}`, tc.tool, tc.meta)))
 			end := g.after.lastEnd(t)
-			require.Equal(t, mcpadapter.OutcomeDenied, end.Outcome)
+			require.Equal(t, toolcall.OutcomeDenied, end.Outcome)
 			require.Equal(t, tc.reasons, end.Reasons, "every reason, in order")
 			require.Equal(t, tc.answeredBy, end.AnsweredBy)
 			require.False(t, end.Failed)
@@ -140,11 +140,11 @@ func TestAfterHooksSeeEveryDenyReason(t *testing.T) {
 	}
 	t.Run("nothing refuses", func(t *testing.T) {
 		t.Parallel()
-		g := newGoverned(t, setup{caller: &engine.Caller{Subject: "ann", Roles: []string{"admin"}}, policies: map[string]string{"denials.rego": callDenials}})
+		g := newGoverned(t, setup{caller: &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}, policies: map[string]string{"denials.rego": callDenials}})
 		c := g.connectRaw(t, proto20250618)
 		c.call(`{"name":"echo","arguments":{"text":"x"},"_meta":{"deny":false}}`)
 		end := g.after.lastEnd(t)
-		require.Equal(t, mcpadapter.OutcomeResult, end.Outcome)
+		require.Equal(t, toolcall.OutcomeResult, end.Outcome)
 		require.Empty(t, end.Reasons)
 		require.Empty(t, end.AnsweredBy)
 	})

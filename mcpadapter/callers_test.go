@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // callerKinds are the shapes of caller that hidden ≡ absent must hold for
@@ -23,18 +24,18 @@ import (
 // for that shape.
 var callerKinds = []struct {
 	name   string
-	caller *engine.Caller
+	caller *toolcall.Caller
 }{
 	{"nobody", nil},
-	{"no roles (nil)", &engine.Caller{Subject: "nora"}},
-	{"no roles (empty)", &engine.Caller{Subject: "nemo", Roles: []string{}}},
-	{"no roles, claims", &engine.Caller{Subject: "clara", Claims: map[string]any{"scope": "tools:read", "email": "clara@example.com", "groups": []any{"ops"}}}},
-	{"one role, base", &engine.Caller{Subject: "max", Roles: []string{"manager"}}},
-	{"one role, override", &engine.Caller{Subject: "cora", Roles: []string{"contractor"}}},
-	{"one role no section lists", &engine.Caller{Subject: "aud", Roles: []string{"auditor"}}},
-	{"many roles", &engine.Caller{Subject: "mo", Roles: []string{"auditor", "manager", "ops"}}},
-	{"many roles, override", &engine.Caller{Subject: "cid", Roles: []string{"manager", "contractor"}}},
-	{"many roles, claims", &engine.Caller{Subject: "cla2", Roles: []string{"manager", "ops"}, Claims: map[string]any{"scope": "a b", "nested": map[string]any{"x": 1}}}},
+	{"no roles (nil)", &toolcall.Caller{Subject: "nora"}},
+	{"no roles (empty)", &toolcall.Caller{Subject: "nemo", Roles: []string{}}},
+	{"no roles, claims", &toolcall.Caller{Subject: "clara", Claims: map[string]any{"scope": "tools:read", "email": "clara@example.com", "groups": []any{"ops"}}}},
+	{"one role, base", &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}},
+	{"one role, override", &toolcall.Caller{Subject: "cora", Roles: []string{"contractor"}}},
+	{"one role no section lists", &toolcall.Caller{Subject: "aud", Roles: []string{"auditor"}}},
+	{"many roles", &toolcall.Caller{Subject: "mo", Roles: []string{"auditor", "manager", "ops"}}},
+	{"many roles, override", &toolcall.Caller{Subject: "cid", Roles: []string{"manager", "contractor"}}},
+	{"many roles, claims", &toolcall.Caller{Subject: "cla2", Roles: []string{"manager", "ops"}, Claims: map[string]any{"scope": "a b", "nested": map[string]any{"x": 1}}}},
 }
 
 // hiddenRows returns the names of the bundled example's rows that the
@@ -142,7 +143,7 @@ func TestHiddenIsAbsentForEveryCaller(t *testing.T) {
 // above are hidden by the decision, not by the caller being ignored).
 func TestNoRolesCallerIsServed(t *testing.T) {
 	t.Parallel()
-	for _, c := range []*engine.Caller{{Subject: "nora"}, {Subject: "clara", Claims: map[string]any{"scope": "x"}}} {
+	for _, c := range []*toolcall.Caller{{Subject: "nora"}, {Subject: "clara", Claims: map[string]any{"scope": "x"}}} {
 		g := newGoverned(t, setup{caller: c})
 		cs := g.connectSDK(t, proto20250618, nil)
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})

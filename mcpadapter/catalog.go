@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Catalog is where the prompts, resources, resource templates and
@@ -243,7 +244,7 @@ func (a *Adapter) serveCatalog(ctx context.Context, method string, req mcp.Reque
 // hear of it.
 type CatalogRecord struct {
 	Method   string
-	Caller   *engine.Caller
+	Caller   *toolcall.Caller
 	Revision *engine.Revision
 	// Name is the prompt name or the URI as sent.
 	Name string

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // testCatalog is a Catalog of fixed prompts, resources and templates of
@@ -79,7 +80,7 @@ resource := false if {
 }
 `
 
-func newCatalogGoverned(t testing.TB, c *engine.Caller, cache bool) *governed {
+func newCatalogGoverned(t testing.TB, c *toolcall.Caller, cache bool) *governed {
 	hook := engine.WithRegistryHook(func(_ context.Context, reg *registry.Registry) (*registry.Registry, error) {
 		out := *reg
 		out.Prompts = testPrompts
@@ -279,8 +280,8 @@ func TestCatalogCostsNobodyNothing(t *testing.T) {
 	}
 	for _, ck := range []struct {
 		name   string
-		caller *engine.Caller
-	}{{"nobody", nil}, {"signed in", &engine.Caller{Subject: "max"}}} {
+		caller *toolcall.Caller
+	}{{"nobody", nil}, {"signed in", &toolcall.Caller{Subject: "max"}}} {
 		cat := &countingCatalog{}
 		g := newGoverned(t, setup{caller: ck.caller, catalog: cat, policies: map[string]string{"catalog.rego": grantAll}, opts: []engine.Option{hook}})
 		for _, proto := range []string{proto20250618, proto20260728} {
@@ -313,7 +314,7 @@ func TestCatalogCostsNobodyNothing(t *testing.T) {
 // listings show it can get, read, subscribe to and complete.
 func TestCatalogServedWhenGranted(t *testing.T) {
 	t.Parallel()
-	g := newCatalogGoverned(t, &engine.Caller{Subject: "max", Roles: []string{"manager"}}, true)
+	g := newCatalogGoverned(t, &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, true)
 	cs := g.connectSDK(t, proto20250618, nil)
 	ctx := context.Background()
 	pl, err := cs.ListPrompts(ctx, nil)
@@ -339,7 +340,7 @@ func FuzzCatalogHiddenIsAbsent(f *testing.F) {
 	f.Add(`{"a":{"b":{"c":{"d":{"e":1}}}}}`, `[1]`)
 	f.Add(`{"n":1e400}`, `{"topic":123456789012345678901234567890}`)
 	f.Add(`null`, `"x"`)
-	g := newCatalogGoverned(f, &engine.Caller{Subject: "cora", Roles: []string{"contractor"}}, true)
+	g := newCatalogGoverned(f, &toolcall.Caller{Subject: "cora", Roles: []string{"contractor"}}, true)
 	var clients []*rawClient
 	for _, proto := range []string{proto20250618, proto20260728} {
 		clients = append(clients, g.connectRaw(f, proto))
@@ -412,7 +413,7 @@ func TestCatalogNotifications(t *testing.T) {
 		out.Prompts = testPrompts
 		return &out, nil
 	})
-	g := newGoverned(t, setup{caller: &engine.Caller{Subject: "max", Roles: []string{"manager"}}, catalog: cat,
+	g := newGoverned(t, setup{caller: &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, catalog: cat,
 		policies: map[string]string{"catalog.rego": catalogGrant}, opts: []engine.Option{hook}})
 	listChanged := make(chan struct{}, 4)
 	updated := make(chan string, 4)

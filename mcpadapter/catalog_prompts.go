@@ -12,14 +12,15 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // promptDecision is the grant decision for a prompts method.
-func (a *Adapter) promptDecision(ctx context.Context, caller *engine.Caller, rev *engine.Revision, method, name string, args json.RawMessage, meta mcp.Meta) *engine.GrantDecision {
+func (a *Adapter) promptDecision(ctx context.Context, caller *toolcall.Caller, rev *engine.Revision, method, name string, args json.RawMessage, meta mcp.Meta) *engine.GrantDecision {
 	return rev.Grant(ctx, caller, engine.Request{Method: method, Prompt: name, Arguments: args, Meta: engine.BoundMeta(rawMeta(meta))})
 }
 
-func (a *Adapter) listPrompts(ctx context.Context, caller *engine.Caller, req *mcp.ListPromptsRequest) *mcp.ListPromptsResult {
+func (a *Adapter) listPrompts(ctx context.Context, caller *toolcall.Caller, req *mcp.ListPromptsRequest) *mcp.ListPromptsResult {
 	res := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}
 	res.CacheScope = "private"
 	if caller == nil {
@@ -62,7 +63,7 @@ func promptDescriptor(p *registry.Prompt) *mcp.Prompt {
 	return out
 }
 
-func (a *Adapter) getPrompt(ctx context.Context, caller *engine.Caller, req *mcp.GetPromptRequest) (mcp.Result, error) {
+func (a *Adapter) getPrompt(ctx context.Context, caller *toolcall.Caller, req *mcp.GetPromptRequest) (mcp.Result, error) {
 	if req.Params == nil {
 		return nil, unknownPrompt("")
 	}

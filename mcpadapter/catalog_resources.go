@@ -10,10 +10,11 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // resourceDecision decides one resource (or template) for caller.
-func (a *Adapter) resourceDecision(ctx context.Context, caller *engine.Caller, rev *engine.Revision, method, uri string, meta mcp.Meta, res *engine.Resource) engine.ResourceDecision {
+func (a *Adapter) resourceDecision(ctx context.Context, caller *toolcall.Caller, rev *engine.Revision, method, uri string, meta mcp.Meta, res *engine.Resource) engine.ResourceDecision {
 	d := rev.GrantResource(ctx, caller, engine.Request{Method: method, URI: uri, Meta: engine.BoundMeta(rawMeta(meta))}, res)
 	if d.Outcome == engine.Failed {
 		a.log.Error(method+": resource decision failed", slog.String("subject", caller.Subject),
@@ -38,7 +39,7 @@ func templateOf(t CatalogTemplate, uri string) *engine.Resource {
 	return &engine.Resource{URI: uri, Name: t.Template.Name, MIMEType: t.Template.MIMEType, Upstream: t.Upstream, Section: t.Section, Template: t.Template.URITemplate}
 }
 
-func (a *Adapter) listResources(ctx context.Context, caller *engine.Caller, req *mcp.ListResourcesRequest) *mcp.ListResourcesResult {
+func (a *Adapter) listResources(ctx context.Context, caller *toolcall.Caller, req *mcp.ListResourcesRequest) *mcp.ListResourcesResult {
 	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
 	res.CacheScope = "private"
 	if caller == nil {
@@ -57,7 +58,7 @@ func (a *Adapter) listResources(ctx context.Context, caller *engine.Caller, req 
 	return res
 }
 
-func (a *Adapter) listTemplates(ctx context.Context, caller *engine.Caller, req *mcp.ListResourceTemplatesRequest) *mcp.ListResourceTemplatesResult {
+func (a *Adapter) listTemplates(ctx context.Context, caller *toolcall.Caller, req *mcp.ListResourceTemplatesRequest) *mcp.ListResourceTemplatesResult {
 	res := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}}
 	res.CacheScope = "private"
 	if caller == nil {
@@ -106,7 +107,7 @@ func ResolveResource(ctx context.Context, cat Catalog, uri string) *engine.Resou
 // allowedResource resolves uri and decides it strictly: the resource
 // when caller may read it, nil when it is hidden or nothing serves it
 // (the same answer follows).
-func (a *Adapter) allowedResource(ctx context.Context, caller *engine.Caller, method, uri string, meta mcp.Meta, rec *CatalogRecord) *engine.Resource {
+func (a *Adapter) allowedResource(ctx context.Context, caller *toolcall.Caller, method, uri string, meta mcp.Meta, rec *CatalogRecord) *engine.Resource {
 	if caller == nil {
 		return nil
 	}
@@ -126,7 +127,7 @@ func (a *Adapter) allowedResource(ctx context.Context, caller *engine.Caller, me
 	return res
 }
 
-func (a *Adapter) readResource(ctx context.Context, caller *engine.Caller, req *mcp.ReadResourceRequest) (mcp.Result, error) {
+func (a *Adapter) readResource(ctx context.Context, caller *toolcall.Caller, req *mcp.ReadResourceRequest) (mcp.Result, error) {
 	if req.Params == nil {
 		return nil, unknownResource("")
 	}
@@ -147,7 +148,7 @@ func (a *Adapter) readResource(ctx context.Context, caller *engine.Caller, req *
 	return out, nil
 }
 
-func (a *Adapter) complete(ctx context.Context, caller *engine.Caller, req *mcp.CompleteRequest, method string, next mcp.MethodHandler) (mcp.Result, error) {
+func (a *Adapter) complete(ctx context.Context, caller *toolcall.Caller, req *mcp.CompleteRequest, method string, next mcp.MethodHandler) (mcp.Result, error) {
 	p := req.Params
 	if p == nil || p.Ref == nil || p.Argument.Name == "" {
 		return next(ctx, method, req) // the SDK's own validation answer

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // catalogSessions remembers, per session, the caller of its
@@ -18,17 +19,17 @@ import (
 // the resource.
 type catalogSessions struct {
 	mu      sync.Mutex
-	callers map[*mcp.ServerSession]*engine.Caller
+	callers map[*mcp.ServerSession]*toolcall.Caller
 	subs    map[*mcp.ServerSession]map[string]string // URI → upstream
 }
 
 // subscribed records that ss subscribed to uri as c; it reports whether
 // the session was not subscribed to it yet.
-func (k *catalogSessions) subscribed(ss *mcp.ServerSession, c *engine.Caller, uri, upstream string) bool {
+func (k *catalogSessions) subscribed(ss *mcp.ServerSession, c *toolcall.Caller, uri, upstream string) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.callers == nil {
-		k.callers = map[*mcp.ServerSession]*engine.Caller{}
+		k.callers = map[*mcp.ServerSession]*toolcall.Caller{}
 		k.subs = map[*mcp.ServerSession]map[string]string{}
 	}
 	k.callers[ss] = c
@@ -66,7 +67,7 @@ func (k *catalogSessions) unsubscribed(ss *mcp.ServerSession, uri string) (upstr
 	return upstream, ok
 }
 
-func (k *catalogSessions) caller(ss *mcp.ServerSession) *engine.Caller {
+func (k *catalogSessions) caller(ss *mcp.ServerSession) *toolcall.Caller {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.callers[ss]
@@ -82,7 +83,7 @@ func (k *catalogSessions) dropSession(ss *mcp.ServerSession) map[string]string {
 	return subs
 }
 
-func (a *Adapter) subscribe(ctx context.Context, caller *engine.Caller, req *mcp.SubscribeRequest, method string, next mcp.MethodHandler) (mcp.Result, error) {
+func (a *Adapter) subscribe(ctx context.Context, caller *toolcall.Caller, req *mcp.SubscribeRequest, method string, next mcp.MethodHandler) (mcp.Result, error) {
 	if req.Params == nil {
 		return nil, unknownResource("")
 	}

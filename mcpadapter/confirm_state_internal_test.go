@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-
-	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestConfirmStateBindsTheCall: a confirmation's requestState counts only
@@ -18,7 +17,7 @@ func TestConfirmStateBindsTheCall(t *testing.T) {
 	a := &Adapter{}
 	a.confirmKey[0] = 1
 	mk := func(args, subject, source string) *CallContext {
-		return &CallContext{Name: "pay", Arguments: json.RawMessage(args), Caller: &engine.Caller{Subject: subject}, Source: source}
+		return &CallContext{Name: "pay", Arguments: json.RawMessage(args), Caller: &toolcall.Caller{Subject: subject}, Source: source}
 	}
 	call := mk(`{"amount":1}`, "alice", "token")
 	state := a.confirmState(call, "Pay?", time.Now().Add(time.Minute))

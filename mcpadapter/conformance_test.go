@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/testkit/conformance"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden responses of testdata/conformance")
@@ -31,9 +32,9 @@ func loadFixtures(t testing.TB) []*fixture {
 	require.NoError(t, err)
 	var out []*fixture
 	for _, f := range fs {
-		var c *engine.Caller
+		var c *toolcall.Caller
 		if f.Caller != nil {
-			c = &engine.Caller{Subject: f.Caller.Subject, Roles: f.Caller.Roles, Claims: f.Caller.Claims}
+			c = &toolcall.Caller{Subject: f.Caller.Subject, Roles: f.Caller.Roles, Claims: f.Caller.Claims}
 		}
 		out = append(out, &fixture{Fixture: f, setup: setup{caller: c, hooks: f.Hooks, registry: f.Registry, policies: f.Policies}})
 	}

@@ -11,12 +11,12 @@
 // An accepted call runs the before hooks (in registration order), then the
 // toolgate.call rules; refusing wins over answering. Then its arguments are
 // bound against the row's JSON Schema (the inputSchema tools/list shows)
-// and its Method runs. Every answer is a CallToolResult; none is a JSON-RPC
-// error, and none carries a validator's, decoder's or runtime's text:
-// argument answers are rendered from an *ArgumentError's fields, failures
-// get one generic answer and are logged in full. After hooks run exactly
-// once for every call that reached the hooks or was refused by a failing
-// grant decision.
+// and its method (a [methods.Method]) runs. Every answer is a
+// CallToolResult; none is a JSON-RPC error, and none carries a validator's,
+// decoder's or runtime's text: argument answers are rendered from a
+// [*toolcall.ArgumentError]'s fields, failures get one generic answer and
+// are logged in full. After hooks run exactly once for every call that
+// reached the hooks or was refused by a failing grant decision.
 //
 // The step machine is written once: each call produces a [Record] (the
 // stage it reached, the grant decision, every deny reason with the hook or
@@ -31,13 +31,13 @@
 // layer is what gives integer tool names, a _meta that is not an object and
 // undecodable params their SPEC answers, and keeps _meta in wire order.
 //
-//	methods := mcpadapter.Methods{}
-//	methods.Register("demo.echo", func(ctx context.Context, a struct {
+//	tools := methods.Map{}
+//	tools.Register("demo.echo", func(ctx context.Context, a struct {
 //		Text string `json:"text"`
 //	}) (string, error) {
 //		return a.Text, nil
 //	})
-//	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: callerOf})
+//	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: tools, Caller: callerOf})
 //	server := a.NewServer(&mcp.Implementation{Name: "shop"}, nil)
 //	err := server.Run(ctx, mcpadapter.WrapTransport(&mcp.StdioTransport{}))
 //

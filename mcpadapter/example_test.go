@@ -10,6 +10,8 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 func Example() {
@@ -34,14 +36,14 @@ tools:
 		fmt.Println(err)
 		return
 	}
-	methods := mcpadapter.Methods{}
-	methods.Register("demo.echo", func(_ context.Context, a struct {
+	tools := methods.Map{}
+	tools.Register("demo.echo", func(_ context.Context, a struct {
 		Text string `json:"text"`
 	}) (string, error) {
 		return a.Text, nil
 	})
-	alice := &engine.Caller{Subject: "alice", Roles: []string{"user"}}
-	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: mcpadapter.StaticCaller(alice)})
+	alice := &toolcall.Caller{Subject: "alice", Roles: []string{"user"}}
+	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: tools, Caller: mcpadapter.StaticCaller(alice)})
 	server := a.NewServer(&mcp.Implementation{Name: "example", Version: "1"}, nil)
 
 	ct, st := mcp.NewInMemoryTransports()
@@ -101,19 +103,19 @@ deny contains "Rewards are closed today." if input.request.meta.closed == true
 		fmt.Println(err)
 		return
 	}
-	methods := mcpadapter.Methods{}
-	methods.Register("demo.getReward", func(context.Context, struct {
+	tools := methods.Map{}
+	tools.Register("demo.getReward", func(context.Context, struct {
 		IDReward int `json:"idReward"`
 	}) (string, error) {
 		panic("a dry run runs no method")
 	})
-	alice := &engine.Caller{Subject: "alice"}
+	alice := &toolcall.Caller{Subject: "alice"}
 	for _, o := range []mcpadapter.DryRunOptions{
 		{Name: "getReward", Arguments: json.RawMessage(`{"idReward": 7}`), Meta: json.RawMessage(`{"closed": true}`)},
 		{Name: "getReward", Arguments: json.RawMessage(`{"idReward": "seven"}`)},
 		{Name: "getReward", Arguments: json.RawMessage(`{"idReward": 7}`)},
 	} {
-		o.Revision, o.Caller, o.Methods = eng.Current(), alice, methods
+		o.Revision, o.Caller, o.Methods = eng.Current(), alice, tools
 		rec := mcpadapter.DryRun(ctx, o)
 		fmt.Printf("%s: %q", rec.Stage, rec.Answer())
 		for _, d := range rec.Denials {

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // approvalID is the request id in an approval answer: the store's when
@@ -55,7 +56,7 @@ func TestExplainAgreesWithTheServedCall(t *testing.T) {
 				// explain asks about a named tool; the pipeline's dry run
 				// answers a nameless call as served.
 				dry := mcpadapter.DryRun(context.Background(), mcpadapter.DryRunOptions{Revision: g.eng.Current(), Caller: s.caller, NameInvalid: true})
-				require.Equal(t, mcpadapter.StageNameRequired, dry.Stage)
+				require.Equal(t, toolcall.StageNameRequired, dry.Stage)
 				require.Equal(t, resultText(t, served), dry.Answer())
 				require.Nil(t, rec, "no hook hears of a nameless call")
 				return
@@ -69,7 +70,7 @@ func TestExplainAgreesWithTheServedCall(t *testing.T) {
 				require.NotNil(t, rec, "a call explain says runs reaches the hooks")
 				// It ran; the result rules may then withhold its result
 				// (docs/contract.md §18), which explain tells only given a result.
-				require.Contains(t, []mcpadapter.Stage{mcpadapter.StageRun, mcpadapter.StageWithheld, mcpadapter.StageResultFailed}, rec.Stage,
+				require.Contains(t, []toolcall.Stage{toolcall.StageRun, toolcall.StageWithheld, toolcall.StageResultFailed}, rec.Stage,
 					"explain says the method runs: it ran")
 				require.True(t, rec.Bound)
 				require.True(t, x.Call.Bound, "explain bound the arguments as served")

@@ -17,6 +17,8 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/hooks/audit"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The fault table: every fault is switched on by the _meta entry "fault" of
@@ -157,7 +159,7 @@ func TestFaults(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	var probes atomic.Int64
-	methods := mcpadapter.Methods{}
+	methods := methods.Map{}
 	methods.Register("test.probe", func(context.Context, struct{}) (string, error) {
 		probes.Add(1)
 		return "probe ran", nil
@@ -206,29 +208,29 @@ func TestFaults(t *testing.T) {
 		fault   string
 		tool    string
 		want    string
-		outcome mcpadapter.CallOutcome
+		outcome toolcall.Outcome
 		ran     bool // the method ran
 	}{
-		{fault: "grant-builtin-error", want: notVerified, outcome: mcpadapter.OutcomeRefusedGate},
-		{fault: "grant-conflict", want: notVerified, outcome: mcpadapter.OutcomeRefusedGate},
-		{fault: "grant-loop", want: notVerified, outcome: mcpadapter.OutcomeRefusedGate},
-		{fault: "grant-wrong-type", want: notVerified, outcome: mcpadapter.OutcomeRefusedGate},
-		{fault: "grant-loop", tool: "noSuchTool", want: notVerified, outcome: mcpadapter.OutcomeRefusedGate},
-		{fault: "call-builtin-error", want: internal, outcome: mcpadapter.OutcomeFailed},
-		{fault: "call-loop", want: internal, outcome: mcpadapter.OutcomeFailed},
-		{fault: "call-reason-not-a-string", want: internal, outcome: mcpadapter.OutcomeFailed},
-		{fault: "call-empty-reason", want: internal, outcome: mcpadapter.OutcomeFailed},
-		{fault: "call-result-wrong-type", want: internal, outcome: mcpadapter.OutcomeFailed},
-		{fault: "hook-panic", want: internal, outcome: mcpadapter.OutcomeFailed},
-		{fault: "hook-error", want: internal, outcome: mcpadapter.OutcomeFailed},
-		{fault: "hook-empty-reason", want: internal, outcome: mcpadapter.OutcomeFailed},
-		{fault: "hook-block", want: internal, outcome: mcpadapter.OutcomeFailed},
-		{fault: "method-panic", tool: "boom", want: internal, outcome: mcpadapter.OutcomeFailed},
-		{fault: "after-panic", want: "probe ran", outcome: mcpadapter.OutcomeResult, ran: true},
-		{fault: "after-error", want: "probe ran", outcome: mcpadapter.OutcomeResult, ran: true},
-		{fault: "after-block", want: "probe ran", outcome: mcpadapter.OutcomeResult, ran: true},
-		{fault: "audit-error", want: "probe ran", outcome: mcpadapter.OutcomeResult, ran: true},
-		{fault: "audit-block", want: "probe ran", outcome: mcpadapter.OutcomeResult, ran: true},
+		{fault: "grant-builtin-error", want: notVerified, outcome: toolcall.OutcomeRefusedGate},
+		{fault: "grant-conflict", want: notVerified, outcome: toolcall.OutcomeRefusedGate},
+		{fault: "grant-loop", want: notVerified, outcome: toolcall.OutcomeRefusedGate},
+		{fault: "grant-wrong-type", want: notVerified, outcome: toolcall.OutcomeRefusedGate},
+		{fault: "grant-loop", tool: "noSuchTool", want: notVerified, outcome: toolcall.OutcomeRefusedGate},
+		{fault: "call-builtin-error", want: internal, outcome: toolcall.OutcomeFailed},
+		{fault: "call-loop", want: internal, outcome: toolcall.OutcomeFailed},
+		{fault: "call-reason-not-a-string", want: internal, outcome: toolcall.OutcomeFailed},
+		{fault: "call-empty-reason", want: internal, outcome: toolcall.OutcomeFailed},
+		{fault: "call-result-wrong-type", want: internal, outcome: toolcall.OutcomeFailed},
+		{fault: "hook-panic", want: internal, outcome: toolcall.OutcomeFailed},
+		{fault: "hook-error", want: internal, outcome: toolcall.OutcomeFailed},
+		{fault: "hook-empty-reason", want: internal, outcome: toolcall.OutcomeFailed},
+		{fault: "hook-block", want: internal, outcome: toolcall.OutcomeFailed},
+		{fault: "method-panic", tool: "boom", want: internal, outcome: toolcall.OutcomeFailed},
+		{fault: "after-panic", want: "probe ran", outcome: toolcall.OutcomeResult, ran: true},
+		{fault: "after-error", want: "probe ran", outcome: toolcall.OutcomeResult, ran: true},
+		{fault: "after-block", want: "probe ran", outcome: toolcall.OutcomeResult, ran: true},
+		{fault: "audit-error", want: "probe ran", outcome: toolcall.OutcomeResult, ran: true},
+		{fault: "audit-block", want: "probe ran", outcome: toolcall.OutcomeResult, ran: true},
 	}
 	// call sends one call and returns its text, the after hooks' outcomes and
 	// how many times the probe ran.

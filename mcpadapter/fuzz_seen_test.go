@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 )
 
 // seenRegistry has one row whose method records what it is given, with an
@@ -114,7 +114,7 @@ func FuzzArgumentsSeenAsSent(f *testing.F) {
 	}
 	prints := &printLog{}
 	rec := &captured{}
-	methods := mcpadapter.Methods{}
+	methods := methods.Map{}
 	methods.Register("rec.capture", func(_ context.Context, a struct {
 		URL json.RawMessage `json:"url"`
 		O   json.RawMessage `json:"o"`

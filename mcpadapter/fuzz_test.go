@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The fuzzers drive the whole pipeline (wire layer, SDK decoding, docs/contract.md §5)
@@ -29,7 +30,7 @@ import (
 
 // fuzzCaller is the caller of the fuzz server: a manager sees every row but
 // execUrl and resetCounter (section reports).
-var fuzzCaller = &engine.Caller{Subject: "max", Roles: []string{"manager"}}
+var fuzzCaller = &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}
 
 // fuzzHidden is a tool the fuzz caller may not see; fuzzAbsent names no row.
 const (

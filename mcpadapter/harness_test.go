@@ -26,7 +26,9 @@ import (
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Protocol revisions the SDK serves (docs/contract.md §6).
@@ -43,13 +45,13 @@ var protocols = []string{proto20250618, proto20251125, proto20260728}
 type setup struct {
 	registry string            // replaces the bundled registry when set
 	policies map[string]string // policy files added or replaced (empty content removes)
-	caller   *engine.Caller
+	caller   *toolcall.Caller
 	hooks    []string // test hooks by name, see testHook
 	opts     []engine.Option
 	// extraHooks are registered after hooks, before the recording hook.
 	extraHooks []mcpadapter.Hook
 	// methods are registered besides the demo methods.
-	methods mcpadapter.Methods
+	methods methods.Map
 	// hookTimeout replaces the adapter's short hook deadline (300 ms) when
 	// set, for hooks that take time on purpose.
 	hookTimeout time.Duration

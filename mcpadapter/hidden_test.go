@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // randomJSON returns a random JSON value: scalars, non-objects, deep
@@ -81,11 +81,11 @@ func TestHiddenIsAbsent(t *testing.T) {
 func testHiddenIsAbsent(t *testing.T, calls int, opts ...engine.Option) {
 	r := rand.New(rand.NewPCG(1, 2))
 	cases := []struct {
-		caller *engine.Caller
+		caller *toolcall.Caller
 		hidden string
 	}{
-		{&engine.Caller{Subject: "max", Roles: []string{"manager"}}, "execUrl"},             // base refuses
-		{&engine.Caller{Subject: "cid", Roles: []string{"manager", "contractor"}}, "count"}, // override leaves out
+		{&toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, "execUrl"},             // base refuses
+		{&toolcall.Caller{Subject: "cid", Roles: []string{"manager", "contractor"}}, "count"}, // override leaves out
 		{nil, "echo"}, // nobody
 	}
 	const absent = "absentToolName"
@@ -112,7 +112,7 @@ func testHiddenIsAbsent(t *testing.T, calls int, opts ...engine.Option) {
 			// hooks of a step 3 refusal: random objects may send a key
 			// twice, which no input document can represent (docs/contract.md §3).
 			for _, o := range g.after.outcomes() {
-				require.Equal(t, string(mcpadapter.OutcomeRefusedGate), o, "a hook ran for a hidden or absent tool")
+				require.Equal(t, string(toolcall.OutcomeRefusedGate), o, "a hook ran for a hidden or absent tool")
 			}
 		}
 	}

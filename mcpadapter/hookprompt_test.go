@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestPromptHookRunsWithoutTheDeadline: a hook marked Prompt runs without
@@ -42,12 +42,12 @@ func TestPromptHookRunsWithoutTheDeadline(t *testing.T) {
 			return mcpadapter.Allow(), nil
 		}},
 	}
-	s := setup{caller: &engine.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute, extraHooks: hooks}
+	s := setup{caller: &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute, extraHooks: hooks}
 	g := newGoverned(t, s)
 	c := g.connectRaw(t, proto20250618)
 	c.call(`{"name":"echo","arguments":{"text":"x"}}`)
 	end := g.after.lastEnd(t)
-	require.Equal(t, mcpadapter.OutcomeResult, end.Outcome)
+	require.Equal(t, toolcall.OutcomeResult, end.Outcome)
 	assert.EqualValues(t, 2, ran.Load(), "both halves ran")
 	assert.False(t, promptDeadline.Load(), "the prompt before half ran without the guard")
 	assert.False(t, afterDeadline.Load(), "the prompt after half ran without the guard")
@@ -59,7 +59,7 @@ func TestPromptHookRunsWithoutTheDeadline(t *testing.T) {
 	g = newGoverned(t, setup{caller: s.caller, extraHooks: []mcpadapter.Hook{panics}})
 	c = g.connectRaw(t, proto20250618)
 	c.call(`{"name":"echo","arguments":{"text":"x"}}`)
-	assert.Equal(t, mcpadapter.OutcomeFailed, g.after.lastEnd(t).Outcome, "a prompt hook's panic fails the call")
+	assert.Equal(t, toolcall.OutcomeFailed, g.after.lastEnd(t).Outcome, "a prompt hook's panic fails the call")
 }
 
 // TestPromptForIsPerCall: a hook whose PromptFor says so for a call runs
@@ -88,7 +88,7 @@ func TestPromptForIsPerCall(t *testing.T) {
 			seen(ctx)
 			return nil
 		}}
-	g := newGoverned(t, setup{caller: &engine.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute, extraHooks: []mcpadapter.Hook{h}})
+	g := newGoverned(t, setup{caller: &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute, extraHooks: []mcpadapter.Hook{h}})
 	c := g.connectRaw(t, proto20250618)
 	c.call(`{"name":"echo","arguments":{"text":"x"}}`)
 	c.call(`{"name":"echo","arguments":{"text":"x"},"_meta":{"k":"v"}}`)

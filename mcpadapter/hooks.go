@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // CallContext is what hooks see of one tools/call. The adapter builds it
@@ -32,7 +33,7 @@ type CallContext struct {
 	Meta engine.Meta
 	// Caller is who the call is made for; never nil for a call that reaches
 	// the hooks.
-	Caller *engine.Caller
+	Caller *toolcall.Caller
 	// Source is the identity source the caller came from (Options.Source):
 	// "token", "jwt", or SourceLocal. A subject of one source is never
 	// another's: hooks that keep state per caller (approvals, idempotency

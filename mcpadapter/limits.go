@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Limits counts calls under the rate limits and quotas of
@@ -83,7 +84,7 @@ func (p *pipeline) limit(ctx context.Context, limits []engine.Limit, rec *Record
 	for _, l := range limits {
 		rules = appendNew(rules, l.Rules...)
 	}
-	by := Answerer{Kind: ByLimit, Rules: rules}
+	by := Answerer{Kind: toolcall.ByLimit, Rules: rules}
 	store := p.limits
 	if p.a != nil {
 		store = p.a.opts.Limits
@@ -92,7 +93,7 @@ func (p *pipeline) limit(ctx context.Context, limits []engine.Limit, rec *Record
 		if p.a == nil {
 			return false // a dry run without the store: the limits are in rec.CallDecision
 		}
-		rec.fail(StageHookFailed, by, ErrNoLimits)
+		rec.fail(toolcall.StageHookFailed, by, ErrNoLimits)
 		return true
 	}
 	var ck LimitCheck
@@ -112,7 +113,7 @@ func (p *pipeline) limit(ctx context.Context, limits []engine.Limit, rec *Record
 		err = errors.New("the limit store refused the call under no limit")
 	}
 	if err != nil {
-		rec.fail(StageHookFailed, by, fmt.Errorf("limits: %w", err))
+		rec.fail(toolcall.StageHookFailed, by, fmt.Errorf("limits: %w", err))
 		return true
 	}
 	rec.Limits = ck.States
@@ -121,8 +122,8 @@ func (p *pipeline) limit(ctx context.Context, limits []engine.Limit, rec *Record
 	}
 	s := ck.refusing()
 	text := RateLimited(s.Limit.Reason, s.Wait)
-	rec.Stage, rec.Outcome, rec.AnsweredBy = StageLimited, OutcomeLimited, "limit"
-	rec.Answerer = Answerer{Kind: ByLimit, Rules: s.Limit.Rules}
+	rec.Stage, rec.Outcome, rec.AnsweredBy = toolcall.StageLimited, toolcall.OutcomeLimited, "limit"
+	rec.Answerer = Answerer{Kind: toolcall.ByLimit, Rules: s.Limit.Rules}
 	rec.Result, rec.Reasons = TextResult(text, true), []string{text}
 	return true
 }

@@ -18,7 +18,9 @@ import (
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/testkit/testclock"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // echoLimit limits echo to two calls a minute per subject.
@@ -29,7 +31,7 @@ limit contains {"key": sprintf("echo/%s", [input.caller.subject]), "max": 2, "pe
 }
 `
 
-var maxCaller = &engine.Caller{Subject: "max", Roles: []string{"manager"}}
+var maxCaller = &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}
 
 // TestLimitedAnswerIsExact (docs/contract.md §18): past its limit a call answers
 // `Rate limit exceeded: <reason>. Try again in <N> s.` (isError, byte for
@@ -65,9 +67,9 @@ func TestLimitedAnswerIsExact(t *testing.T) {
 	g.after.mu.Lock()
 	end := g.after.ends[2]
 	g.after.mu.Unlock()
-	assert.Equal(t, mcpadapter.StageLimited, end.Stage)
+	assert.Equal(t, toolcall.StageLimited, end.Stage)
 	assert.Equal(t, []string{"Rate limit exceeded: two echoes a minute. Try again in 31 s."}, end.Reasons)
-	assert.Equal(t, mcpadapter.ByLimit, end.Answerer.Kind)
+	assert.Equal(t, toolcall.ByLimit, end.Answerer.Kind)
 	require.Len(t, end.Limits, 1)
 	assert.Equal(t, int64(2), end.Limits[0].Count)
 	assert.Equal(t, "echo/max", end.Limits[0].Limit.Key)
@@ -137,7 +139,7 @@ limit contains {"key": input.tool.name, "max": 1, "per": "1m", "reason": "one a 
 	})
 	t.Run("a limit wins over an approval and an answer", func(t *testing.T) {
 		t.Parallel()
-		admin := &engine.Caller{Subject: "ada", Roles: []string{"admin"}}
+		admin := &toolcall.Caller{Subject: "ada", Roles: []string{"admin"}}
 		g := newGoverned(t, setup{caller: admin, policies: map[string]string{"limits.rego": oneAMinute,
 			"answer.rego": "package toolgate.call\n\nresult := {\"content\": [{\"type\": \"text\", \"text\": \"answered\"}]} if input.tool.name == \"echo\"\n"}})
 		c := g.connectRaw(t, proto20250618)
@@ -185,7 +187,7 @@ func TestLimitsFailClosed(t *testing.T) {
 			assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Error: An internal error occurred while executing the tool."}],"isError":true}}`,
 				string(c.call(`{"name":"echo","arguments":{"text":"hi"}}`)))
 			end := g.after.lastEnd(t)
-			assert.Equal(t, mcpadapter.StageRuleFailed, end.Stage)
+			assert.Equal(t, toolcall.StageRuleFailed, end.Stage)
 			assert.Contains(t, end.Err.Error(), "data.toolgate.call.limit")
 		})
 	}
@@ -204,7 +206,7 @@ limit := {"key": "k", "max": 1, "per": "1m", "reason": "r"}
 		c := g.connectRaw(t, proto20250618)
 		assert.Equal(t, mcpadapter.AnswerInternal, resultText(t, toolResult(t, c.call(`{"name":"echo","arguments":{"text":"hi"}}`))))
 		end := g.after.lastEnd(t)
-		assert.Equal(t, mcpadapter.OutcomeFailed, end.Outcome)
+		assert.Equal(t, toolcall.OutcomeFailed, end.Outcome)
 		assert.Contains(t, end.Err.Error(), "connection refused")
 		assert.NotContains(t, g.logs.String(), `text":"hi`)
 	})
@@ -212,7 +214,7 @@ limit := {"key": "k", "max": 1, "per": "1m", "reason": "r"}
 		t.Parallel()
 		eng, err := engine.New(context.Background(), writeExample(t, t.TempDir(), setup{policies: map[string]string{"limits.rego": echoLimit}}))
 		require.NoError(t, err)
-		a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: mcpadapter.Methods{}, Caller: mcpadapter.StaticCaller(maxCaller)})
+		a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods.Map{}, Caller: mcpadapter.StaticCaller(maxCaller)})
 		res := a.Call(context.Background(), callRequest(`{"name":"echo","arguments":{"text":"hi"}}`))
 		assert.Equal(t, mcpadapter.AnswerInternal, mcpadapter.ResultText(res))
 	})

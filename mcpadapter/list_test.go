@@ -7,8 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
-
-	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 func toolNames(res *mcp.ListToolsResult) []string {
@@ -26,17 +25,17 @@ func TestList(t *testing.T) {
 	failing := map[string]string{"grant.rego": "package toolgate.grant\n\ngranted := {\"echo\"} if input.caller\n\ngranted := {\"add\"} if input.caller\n"}
 	cases := []struct {
 		name     string
-		caller   *engine.Caller
+		caller   *toolcall.Caller
 		policies map[string]string
 		want     []string
 		logged   string
 	}{
 		{"nobody sees nothing", nil, nil, []string{}, ""},
-		{"base decision, registry order", &engine.Caller{Subject: "max", Roles: []string{"manager"}}, nil,
+		{"base decision, registry order", &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, nil,
 			[]string{"echo", "add", "getReward", "price", "fail", "inner", "count", "sleep"}, ""},
-		{"override", &engine.Caller{Subject: "cid", Roles: []string{"manager", "contractor"}}, nil,
+		{"override", &toolcall.Caller{Subject: "cid", Roles: []string{"manager", "contractor"}}, nil,
 			[]string{"echo", "add", "getReward", "price", "fail", "inner", "sleep"}, ""},
-		{"a failing policy falls back to the base decision, logged", &engine.Caller{Subject: "max", Roles: []string{"manager"}}, failing,
+		{"a failing policy falls back to the base decision, logged", &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, failing,
 			[]string{"echo", "add", "getReward", "price", "fail", "inner", "count", "sleep"}, "grant decision failed"},
 	}
 	for _, tc := range cases {
@@ -64,7 +63,7 @@ func TestList(t *testing.T) {
 // schema arguments are bound against (one function builds both).
 func TestListShowsTheBindingSchema(t *testing.T) {
 	t.Parallel()
-	g := newGoverned(t, setup{caller: &engine.Caller{Subject: "ann", Roles: []string{"admin"}}})
+	g := newGoverned(t, setup{caller: &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}})
 	cs := g.connectSDK(t, proto20250618, nil)
 	res, err := cs.ListTools(context.Background(), nil)
 	require.NoError(t, err)
@@ -98,7 +97,7 @@ func TestListPassesAnnotationsThrough(t *testing.T) {
     method: demo.echo
 `
 	for _, proto := range protocols {
-		g := newGoverned(t, setup{caller: &engine.Caller{Subject: "max"}, registry: reg})
+		g := newGoverned(t, setup{caller: &toolcall.Caller{Subject: "max"}, registry: reg})
 		c := g.connectRaw(t, proto)
 		req, ok := c.prepare(`{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`)
 		require.True(t, ok)

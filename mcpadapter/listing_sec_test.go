@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // secRegistry: two rows every signed-in caller has by the base decision.
@@ -69,7 +70,7 @@ level := to_number(input.request.meta["x/level"]) if input.request.meta["x/level
 
 granted := {t.name | some t in input.tools; t.base; t.name != "execUrl"; level >= 0}
 `
-	alice := &engine.Caller{Subject: "alice", Roles: []string{}}
+	alice := &toolcall.Caller{Subject: "alice", Roles: []string{}}
 	malformed := mcp.Meta{"x/level": "not a number"}
 	for _, tc := range []struct {
 		name     string
@@ -112,14 +113,14 @@ func TestListChangedOnlyToSessionsWhoseListingChanged(t *testing.T) {
 	}
 	// The caller is the client's name: alice, bob and quiet are signed in;
 	// anyone else is nobody.
-	byName := func(_ context.Context, req mcp.Request) *engine.Caller {
+	byName := func(_ context.Context, req mcp.Request) *toolcall.Caller {
 		ss, _ := req.GetSession().(*mcp.ServerSession)
 		if ss == nil || ss.InitializeParams() == nil || ss.InitializeParams().ClientInfo == nil {
 			return nil
 		}
 		switch name := ss.InitializeParams().ClientInfo.Name; name {
 		case "alice", "bob", "quiet":
-			return &engine.Caller{Subject: name, Roles: []string{}}
+			return &toolcall.Caller{Subject: name, Roles: []string{}}
 		}
 		return nil
 	}
@@ -192,7 +193,7 @@ func TestListChangedOnlyToSessionsWhoseListingChanged(t *testing.T) {
 func TestListenStreamNotified(t *testing.T) {
 	t.Parallel()
 	policy := func(granted string) string { return "package toolgate.grant\n\ngranted := " + granted + "\n" }
-	alice := &engine.Caller{Subject: "alice", Roles: []string{}}
+	alice := &toolcall.Caller{Subject: "alice", Roles: []string{}}
 	eng, a, s, grant := secServer(t, policy(`{"echo"}`), mcpadapter.Options{Caller: mcpadapter.StaticCaller(alice)})
 	got := make(chan struct{}, 4)
 	ct, st := mcp.NewInMemoryTransports()

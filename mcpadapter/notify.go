@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // maxListingSessions bounds the sessions whose listing caller the adapter
@@ -34,7 +35,7 @@ const methodToolsListChanged = "notifications/tools/list_changed"
 // is remembered, so neither is ever notified.
 type listingSessions struct {
 	mu      sync.Mutex
-	callers map[*mcp.ServerSession]*engine.Caller
+	callers map[*mcp.ServerSession]*toolcall.Caller
 	owed    map[*mcp.ServerSession]bool
 	warned  bool
 }
@@ -42,7 +43,7 @@ type listingSessions struct {
 // listed records that ss listed (or listens) as caller c; nil c is
 // nobody, kept as nil (so that a session alternating between a caller and
 // nobody has one waiter, not one per change) and never notified.
-func (l *listingSessions) listed(ss *mcp.ServerSession, c *engine.Caller, log *slog.Logger) {
+func (l *listingSessions) listed(ss *mcp.ServerSession, c *toolcall.Caller, log *slog.Logger) {
 	if ss == nil {
 		return
 	}
@@ -67,7 +68,7 @@ func (l *listingSessions) listed(ss *mcp.ServerSession, c *engine.Caller, log *s
 		return
 	}
 	if l.callers == nil {
-		l.callers = map[*mcp.ServerSession]*engine.Caller{}
+		l.callers = map[*mcp.ServerSession]*toolcall.Caller{}
 	}
 	l.callers[ss] = c
 	go func() {
@@ -80,10 +81,10 @@ func (l *listingSessions) listed(ss *mcp.ServerSession, c *engine.Caller, log *s
 }
 
 // snapshot returns the sessions and their callers.
-func (l *listingSessions) snapshot() map[*mcp.ServerSession]*engine.Caller {
+func (l *listingSessions) snapshot() map[*mcp.ServerSession]*toolcall.Caller {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make(map[*mcp.ServerSession]*engine.Caller, len(l.callers))
+	out := make(map[*mcp.ServerSession]*toolcall.Caller, len(l.callers))
 	for ss, c := range l.callers {
 		if c != nil {
 			out[ss] = c
@@ -189,7 +190,7 @@ func (a *Adapter) NotifyListingChanged(ctx context.Context, s *mcp.Server, prev,
 
 // listing is what the caller's tools/list sends, as wire descriptors; nil
 // for a nil revision.
-func (a *Adapter) listing(ctx context.Context, rc *revisionCache, c *engine.Caller) []json.RawMessage {
+func (a *Adapter) listing(ctx context.Context, rc *revisionCache, c *toolcall.Caller) []json.RawMessage {
 	if rc == nil {
 		return nil
 	}

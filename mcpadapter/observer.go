@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Observer is told of every grant decision the adapter takes and of how
@@ -40,7 +41,7 @@ type Observer struct {
 // ListRecord is one tools/list's grant decision, read leniently (SPEC §6).
 type ListRecord struct {
 	// Caller is who listed; never nil.
-	Caller *engine.Caller
+	Caller *toolcall.Caller
 	// Revision is the revision the decision read.
 	Revision *engine.Revision
 	// Meta is the bounded _meta.

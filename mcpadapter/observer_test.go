@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // seen is what one observer was told.
@@ -59,7 +60,7 @@ func (s *seen) snapshot() ([]seenCall, []mcpadapter.ListRecord) {
 // row has, told alike. An accepted call is told after its after hooks.
 func TestObserverHearsEveryGrantDecision(t *testing.T) {
 	t.Parallel()
-	max := &engine.Caller{Subject: "max", Roles: []string{"manager"}}
+	max := &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}
 	g := newGoverned(t, setup{caller: max})
 	s := observe(g)
 	cs := g.connectSDK(t, proto20250618, nil)
@@ -86,17 +87,17 @@ func TestObserverHearsEveryGrantDecision(t *testing.T) {
 	require.Len(t, calls, 3)
 	add, hidden, absent := calls[0], calls[1], calls[2]
 	require.Equal(t, "add", add.name)
-	require.Equal(t, mcpadapter.StageRun, add.rec.Stage)
-	require.Equal(t, mcpadapter.OutcomeResult, add.rec.Outcome)
+	require.Equal(t, toolcall.StageRun, add.rec.Stage)
+	require.Equal(t, toolcall.OutcomeResult, add.rec.Outcome)
 	require.True(t, add.rec.Grant.Granted)
 	require.Equal(t, 1, add.afterRan, "the observer is told after the after hooks")
 	require.Equal(t, g.eng.Current(), add.rev)
 
 	for _, c := range []seenCall{hidden, absent} {
-		require.Equal(t, mcpadapter.StageUnknown, c.rec.Stage, c.name)
-		require.Equal(t, mcpadapter.CallOutcome(""), c.rec.Outcome, c.name)
+		require.Equal(t, toolcall.StageUnknown, c.rec.Stage, c.name)
+		require.Equal(t, toolcall.Outcome(""), c.rec.Outcome, c.name)
 		require.False(t, c.rec.Grant.Granted, c.name)
-		require.Equal(t, mcpadapter.ByGate, c.rec.Answerer.Kind, c.name)
+		require.Equal(t, toolcall.ByGate, c.rec.Answerer.Kind, c.name)
 		require.NotEmpty(t, c.id, c.name)
 	}
 	require.Equal(t, "Error: Unknown tool 'execUrl'.", hidden.rec.Answer())
@@ -110,11 +111,11 @@ func TestObserverNotToldWithoutGrantDecision(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name   string
-		caller *engine.Caller
+		caller *toolcall.Caller
 		params string
 	}{
 		{"nobody", nil, `{"name":"add","arguments":{"a":1,"b":2}}`},
-		{"no name", &engine.Caller{Subject: "max", Roles: []string{"manager"}}, `{"arguments":{}}`},
+		{"no name", &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, `{"arguments":{}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -138,7 +139,7 @@ func TestObserverNotToldWithoutGrantDecision(t *testing.T) {
 func TestObserverHearsFailedGrantDecision(t *testing.T) {
 	t.Parallel()
 	conflict := "package toolgate.grant\n\ngranted := {\"echo\"} if input.caller\n\ngranted := {\"add\"} if input.caller\n"
-	g := newGoverned(t, setup{caller: &engine.Caller{Subject: "ann", Roles: []string{"admin"}}, policies: map[string]string{"grant.rego": conflict}})
+	g := newGoverned(t, setup{caller: &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}, policies: map[string]string{"grant.rego": conflict}})
 	s := observe(g)
 	cs := g.connectSDK(t, proto20250618, nil)
 	ctx := context.Background()
@@ -150,7 +151,7 @@ func TestObserverHearsFailedGrantDecision(t *testing.T) {
 
 	calls, lists := s.snapshot()
 	require.Len(t, calls, 1)
-	require.Equal(t, mcpadapter.StageNotVerified, calls[0].rec.Stage)
+	require.Equal(t, toolcall.StageNotVerified, calls[0].rec.Stage)
 	require.Equal(t, engine.Failed, calls[0].rec.Grant.Outcome)
 	require.Error(t, calls[0].rec.Grant.Err)
 	require.Len(t, lists, 1)
@@ -163,7 +164,7 @@ func TestObserverHearsFailedGrantDecision(t *testing.T) {
 // logged.
 func TestObserverPanicIgnored(t *testing.T) {
 	t.Parallel()
-	g := newGoverned(t, setup{caller: &engine.Caller{Subject: "max", Roles: []string{"manager"}}})
+	g := newGoverned(t, setup{caller: &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}})
 	g.adapter.AddObserver(mcpadapter.Observer{
 		Name: "boom",
 		Call: func(context.Context, *mcpadapter.CallContext, *mcpadapter.Record) { panic("boom") },

@@ -9,8 +9,7 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Peer is the client of the tools/call being served, as the method that
@@ -26,7 +25,7 @@ type Peer struct {
 	a      *Adapter
 	req    *mcp.CallToolRequest
 	ss     *mcp.ServerSession
-	caller *engine.Caller
+	caller *toolcall.Caller
 }
 
 type peerKey struct{}
@@ -40,7 +39,7 @@ func PeerOf(ctx context.Context) *Peer {
 
 // withPeer attaches the call's Peer to ctx: one allocation for the Peer
 // and one for the context, per call (never per message).
-func (a *Adapter) withPeer(ctx context.Context, req *mcp.CallToolRequest, caller *engine.Caller) context.Context {
+func (a *Adapter) withPeer(ctx context.Context, req *mcp.CallToolRequest, caller *toolcall.Caller) context.Context {
 	if req == nil || req.Session == nil {
 		return ctx
 	}
@@ -52,7 +51,7 @@ func (a *Adapter) withPeer(ctx context.Context, req *mcp.CallToolRequest, caller
 var ErrNoPeer = errors.New("mcpadapter: the calling client did not declare this capability")
 
 // Caller is the caller of the call, as the policy saw it.
-func (p *Peer) Caller() *engine.Caller { return p.caller }
+func (p *Peer) Caller() *toolcall.Caller { return p.caller }
 
 // Owner is the key of the caller's identity, the identity source and the
 // subject ("token:alice", "jwt:alice"), as HTTP sessions are bound to it;

@@ -14,7 +14,9 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/wire"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The call pipeline of docs/contract.md §5 is written once, below. A served call
@@ -28,7 +30,7 @@ type pipeline struct {
 	// the method runs. nil in a dry run.
 	a *Adapter
 	// methods resolve rows' methods; nil: the run stops before binding.
-	methods MethodSet
+	methods methods.Set
 	// locate evaluates the grant decision with the rules that defined it
 	// (engine.Revision.Explain), for a dry run.
 	locate bool
@@ -60,7 +62,7 @@ type callInput struct {
 	meta string
 	// caller and revision are asked for in this order, and only once the
 	// step before needs them.
-	caller func() *engine.Caller
+	caller func() *toolcall.Caller
 	// source names the caller's identity source; nil: SourceLocal.
 	source   func() string
 	revision func() *revisionCache
@@ -100,7 +102,7 @@ func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *Record {
 		args:        p.Arguments,
 		bind:        true,
 		meta:        w.Meta,
-		caller:      func() *engine.Caller { return a.opts.Caller(ctx, req) },
+		caller:      func() *toolcall.Caller { return a.opts.Caller(ctx, req) },
 		source: func() string {
 			if a.opts.Source == nil {
 				return SourceLocal
@@ -119,11 +121,11 @@ func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *Record {
 	// Every grant decision is observed (SPEC §14), the step 4 refusals
 	// too: a hidden name and one no row has take the same path here.
 	defer a.observeCall(ctx, call, rec)
-	if rec.Stage == StageUnknown {
+	if rec.Stage == toolcall.StageUnknown {
 		return rec // step 4: no hook hears of it
 	}
 	switch {
-	case rec.Stage == StageNotVerified:
+	case rec.Stage == toolcall.StageNotVerified:
 		a.log.Error("tools/call: grant decision failed; refusing",
 			slog.String("decision_id", call.DecisionID), slog.String("subject", call.Caller.Subject),
 			slog.String("revision", call.Revision.String()), slog.Any("error", rec.Err))
@@ -142,7 +144,7 @@ type DryRunOptions struct {
 	// Revision is the registry and policies to decide with (required).
 	Revision *engine.Revision
 	// Caller is who calls; nil is nobody.
-	Caller *engine.Caller
+	Caller *toolcall.Caller
 	// Name is the tool name as sent (an integer name as its decimal
 	// string); NameInvalid says there is no usable one (step 1).
 	Name        string
@@ -155,7 +157,7 @@ type DryRunOptions struct {
 	Meta json.RawMessage
 	// Methods resolve rows' methods, for binding the arguments; nil: the
 	// run stops before binding.
-	Methods MethodSet
+	Methods methods.Set
 	// Limits, when set, is read (never counted in) for the counters of
 	// the call's rate limits: a limit that would refuse decides the run
 	// (StageLimited). nil: the limits are only reported, in the
@@ -184,7 +186,7 @@ func DryRun(ctx context.Context, o DryRunOptions) *Record {
 		args:        o.Arguments,
 		bind:        len(o.Arguments) > 0,
 		meta:        string(o.Meta),
-		caller:      func() *engine.Caller { return o.Caller },
+		caller:      func() *toolcall.Caller { return o.Caller },
 		revision:    func() *revisionCache { return rc },
 		start:       time.Now(),
 	}
@@ -200,7 +202,7 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*CallContext, *Recor
 	rec := &Record{Dry: p.a == nil, Grant: GrantRecord{Row: -1}}
 	// Step 1.
 	if in.nameInvalid {
-		rec.Stage, rec.Answerer, rec.Result = StageNameRequired, Answerer{Kind: ByGate}, TextResult(AnswerNameRequired, true)
+		rec.Stage, rec.Answerer, rec.Result = toolcall.StageNameRequired, Answerer{Kind: toolcall.ByGate}, TextResult(AnswerNameRequired, true)
 		return nil, rec
 	}
 	name := in.name
@@ -208,7 +210,7 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*CallContext, *Recor
 	caller := in.caller()
 	if caller == nil {
 		rec.Grant.Outcome = engine.Nobody
-		rec.Stage, rec.Answerer, rec.Result = StageNobody, Answerer{Kind: ByGate}, TextResult(AnswerUnknownTool(name), true)
+		rec.Stage, rec.Answerer, rec.Result = toolcall.StageNobody, Answerer{Kind: toolcall.ByGate}, TextResult(AnswerUnknownTool(name), true)
 		return nil, rec
 	}
 	rc := in.revision()
@@ -240,15 +242,15 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*CallContext, *Recor
 	allowed, err := d.Allowed(name)
 	if err != nil {
 		rec.Grant.Err, rec.Grant.Rules = err, failureRules(err)
-		rec.fail(StageNotVerified, Answerer{Kind: ByGate, Rules: rec.Grant.Rules}, err)
-		rec.Outcome, rec.Result = OutcomeRefusedGate, TextResult(AnswerNotVerified, true)
+		rec.fail(toolcall.StageNotVerified, Answerer{Kind: toolcall.ByGate, Rules: rec.Grant.Rules}, err)
+		rec.Outcome, rec.Result = toolcall.OutcomeRefusedGate, TextResult(AnswerNotVerified, true)
 		return call, rec
 	}
 	rec.Grant.Granted = allowed
 	// Step 4: hidden is absent.
 	if !allowed {
-		rec.Stage, rec.Result = StageUnknown, TextResult(AnswerUnknownTool(name), true)
-		rec.Answerer = Answerer{Kind: ByGate}
+		rec.Stage, rec.Result = toolcall.StageUnknown, TextResult(AnswerUnknownTool(name), true)
+		rec.Answerer = Answerer{Kind: toolcall.ByGate}
 		if idx >= 0 && d.Outcome == engine.Override {
 			rec.Answerer.Rules = d.Rules
 		}
@@ -281,17 +283,17 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 				err = errors.New("denied with an empty reason")
 			}
 			if err != nil {
-				rec.fail(StageHookFailed, Answerer{Kind: ByHook, Name: h.Name}, fmt.Errorf("before hook %q: %w", h.Name, err))
+				rec.fail(toolcall.StageHookFailed, Answerer{Kind: toolcall.ByHook, Name: h.Name}, fmt.Errorf("before hook %q: %w", h.Name, err))
 				return
 			}
 			switch {
 			case v.Denied:
 				rec.Denials = append(rec.Denials, Denial{Reason: v.Reason, Hook: h.Name})
 				if deniedBy == "" {
-					deniedBy, denier = h.Name, Answerer{Kind: ByHook, Name: h.Name}
+					deniedBy, denier = h.Name, Answerer{Kind: toolcall.ByHook, Name: h.Name}
 				}
 			case v.Result != nil && answer == nil:
-				answer, answeredBy, answerer = v.Result, h.Name, Answerer{Kind: ByHook, Name: h.Name}
+				answer, answeredBy, answerer = v.Result, h.Name, Answerer{Kind: toolcall.ByHook, Name: h.Name}
 			}
 		}
 	}
@@ -301,15 +303,15 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 	rec.Decision += rec.RulesTime
 	rec.CallDecision = cd
 	if cd.Err != nil {
-		rec.fail(StageRuleFailed, Answerer{Kind: ByRule, Rules: failureRules(cd.Err)}, fmt.Errorf("toolgate.call rules: %w", cd.Err))
+		rec.fail(toolcall.StageRuleFailed, Answerer{Kind: toolcall.ByRule, Rules: failureRules(cd.Err)}, fmt.Errorf("toolgate.call rules: %w", cd.Err))
 		return
 	}
 	for _, r := range cd.Deny {
 		rec.Denials = append(rec.Denials, Denial{Reason: r.Message, Rules: r.Rules})
 		if deniedBy == "" {
-			deniedBy, denier = "policy", Answerer{Kind: ByRule}
+			deniedBy, denier = "policy", Answerer{Kind: toolcall.ByRule}
 		}
-		if denier.Kind == ByRule {
+		if denier.Kind == toolcall.ByRule {
 			denier.Rules = appendNew(denier.Rules, r.Rules...)
 		}
 	}
@@ -318,7 +320,7 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 		for i, d := range rec.Denials {
 			reasons[i] = d.Reason
 		}
-		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = StageDenied, OutcomeDenied, denier, deniedBy
+		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = toolcall.StageDenied, toolcall.OutcomeDenied, denier, deniedBy
 		rec.Result, rec.Reasons = TextResult(strings.Join(reasons, "; "), true), reasons
 		return
 	}
@@ -340,13 +342,13 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 	if answer == nil && cd.Result != nil {
 		res, err := policyResult(cd.Result)
 		if err != nil {
-			rec.fail(StageRuleFailed, Answerer{Kind: ByRule, Rules: cd.ResultRules}, err)
+			rec.fail(toolcall.StageRuleFailed, Answerer{Kind: toolcall.ByRule, Rules: cd.ResultRules}, err)
 			return
 		}
-		answer, answeredBy, answerer = res, "policy", Answerer{Kind: ByRule, Rules: cd.ResultRules}
+		answer, answeredBy, answerer = res, "policy", Answerer{Kind: toolcall.ByRule, Rules: cd.ResultRules}
 	}
 	if answer != nil {
-		rec.Stage, rec.Outcome, rec.Result, rec.AnsweredBy, rec.Answerer = StageAnswered, OutcomeAnswered, answer, answeredBy, answerer
+		rec.Stage, rec.Outcome, rec.Result, rec.AnsweredBy, rec.Answerer = toolcall.StageAnswered, toolcall.OutcomeAnswered, answer, answeredBy, answerer
 		return
 	}
 	// The user confirms a call that will run.
@@ -359,23 +361,23 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 	// Step 6: bind the arguments.
 	row := call.Tool
 	if p.methods == nil || !in.bind {
-		rec.Stage = StageRun // a dry run that does not know them
+		rec.Stage = toolcall.StageRun // a dry run that does not know them
 		p.dryResult(ctx, call, ereq, rec)
 		return
 	}
-	binding := Answerer{Kind: ByBinding}
+	binding := Answerer{Kind: toolcall.ByBinding}
 	m, ok := p.methods.Method(row.Method)
 	if !ok {
-		rec.fail(StageArguments, binding, fmt.Errorf("tool %s: no method %q is registered", row.Name, row.Method))
+		rec.fail(toolcall.StageArguments, binding, fmt.Errorf("tool %s: no method %q is registered", row.Name, row.Method))
 		return
 	}
 	schemas, err := rc.argSchemas(idx)
 	if err != nil {
-		rec.fail(StageArguments, binding, err)
+		rec.fail(toolcall.StageArguments, binding, err)
 		return
 	}
 	args, err := bind(row, schemas, m, call.Arguments)
-	var inv Invocation
+	var inv methods.Invocation
 	if err == nil {
 		inv, err = p.bindMethod(ctx, m, args)
 		// The method names the argument; the answer is the row's.
@@ -387,14 +389,14 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 	}
 	if err != nil {
 		if ae := asArgumentError(err); ae != nil {
-			rec.fail(StageArguments, binding, ae)
+			rec.fail(toolcall.StageArguments, binding, ae)
 			rec.Argument, rec.Result = ae, TextResult(ae.Message(), true)
 			return
 		}
-		rec.fail(StageArguments, binding, fmt.Errorf("bind arguments: %w", err))
+		rec.fail(toolcall.StageArguments, binding, fmt.Errorf("bind arguments: %w", err))
 		return
 	}
-	rec.Stage, rec.Bound, rec.Answerer = StageRun, true, Answerer{Kind: ByMethod, Name: row.Method}
+	rec.Stage, rec.Bound, rec.Answerer = toolcall.StageRun, true, Answerer{Kind: toolcall.ByMethod, Name: row.Method}
 	if p.a == nil {
 		p.dryResult(ctx, call, ereq, rec) // a dry run runs no method
 		return
@@ -415,10 +417,10 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 		err = errors.New("method returned no result")
 	}
 	if err != nil {
-		rec.fail(StageRun, rec.Answerer, fmt.Errorf("method %s: %w", row.Method, err))
+		rec.fail(toolcall.StageRun, rec.Answerer, fmt.Errorf("method %s: %w", row.Method, err))
 		return
 	}
-	rec.Outcome, rec.Result = OutcomeResult, res
+	rec.Outcome, rec.Result = toolcall.OutcomeResult, res
 	if call.Revision.HasResultRules() {
 		p.results(ctx, call, ereq, rec)
 	}
@@ -438,9 +440,9 @@ func (p *pipeline) dryResult(ctx context.Context, call *CallContext, ereq *engin
 // bindMethod binds args for m: a Go method whose binding only decodes
 // into its parameter on the call's goroutine (a panic still an error),
 // another as guard runs it.
-func (p *pipeline) bindMethod(ctx context.Context, m Method, args []Arg) (Invocation, error) {
-	var inv Invocation
-	if bindsPromptly(m) {
+func (p *pipeline) bindMethod(ctx context.Context, m methods.Method, args []toolcall.Arg) (methods.Invocation, error) {
+	var inv methods.Invocation
+	if methods.BindsPromptly(m) {
 		err := safely(func() error {
 			var err error
 			inv, err = m.Bind(args)
@@ -451,8 +453,8 @@ func (p *pipeline) bindMethod(ctx context.Context, m Method, args []Arg) (Invoca
 	return p.bindGuarded(ctx, m, args)
 }
 
-func (p *pipeline) bindGuarded(ctx context.Context, m Method, args []Arg) (Invocation, error) {
-	var inv Invocation
+func (p *pipeline) bindGuarded(ctx context.Context, m methods.Method, args []toolcall.Arg) (methods.Invocation, error) {
+	var inv methods.Invocation
 	err := p.guard(ctx, func(context.Context) error {
 		var err error
 		inv, err = m.Bind(args)
@@ -464,11 +466,11 @@ func (p *pipeline) bindGuarded(ctx context.Context, m Method, args []Arg) (Invoc
 // asArgumentError is the *ArgumentError in err's chain, or nil. (A
 // function of its own: the target errors.As writes escapes, and is then
 // allocated only for a call that failed.)
-func asArgumentError(err error) *ArgumentError {
+func asArgumentError(err error) *toolcall.ArgumentError {
 	if err == nil {
 		return nil
 	}
-	var ae *ArgumentError
+	var ae *toolcall.ArgumentError
 	if errors.As(err, &ae) {
 		return ae
 	}
@@ -486,15 +488,15 @@ func (p *pipeline) guard(ctx context.Context, f func(context.Context) error) err
 }
 
 // fail ends the call with the generic internal error (docs/contract.md §5).
-func (r *Record) fail(stage Stage, by Answerer, err error) {
-	r.Stage, r.Outcome, r.Answerer = stage, OutcomeFailed, by
+func (r *Record) fail(stage toolcall.Stage, by Answerer, err error) {
+	r.Stage, r.Outcome, r.Answerer = stage, toolcall.OutcomeFailed, by
 	r.Result, r.Err, r.Failed = TextResult(AnswerInternal, true), err, true
 }
 
 // held ends the call held for an approval under rule, request id.
 func (r *Record) held(rule *engine.Approval, id string) {
 	text := ApprovalRequired(rule.Reason, id)
-	r.Stage, r.Outcome, r.Answerer, r.AnsweredBy = StageHeld, OutcomeHeld, Answerer{Kind: ByApproval, Rules: rule.Rules}, "policy"
+	r.Stage, r.Outcome, r.Answerer, r.AnsweredBy = toolcall.StageHeld, toolcall.OutcomeHeld, Answerer{Kind: toolcall.ByApproval, Rules: rule.Rules}, "policy"
 	r.Result, r.Reasons, r.ApprovalID = TextResult(text, true), []string{text}, id
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestAnswersAreSPECs pins every answer string of answers.go to SPEC's
@@ -22,13 +23,13 @@ func TestAnswersAreSPECs(t *testing.T) {
 	require.Equal(t, "Error: Tool access could not be verified.", mcpadapter.AnswerNotVerified)
 	require.Equal(t, "Error: An internal error occurred while executing the tool.", mcpadapter.AnswerInternal)
 	require.Equal(t, "Error: Unknown tool 'it's'.", mcpadapter.AnswerUnknownTool("it's"))
-	arg := func(p mcpadapter.ArgumentProblem, typ string, internal bool) string {
-		return (&mcpadapter.ArgumentError{Problem: p, Name: "idReward", Type: typ, Internal: internal}).Message()
+	arg := func(p toolcall.ArgumentProblem, typ string, internal bool) string {
+		return (&toolcall.ArgumentError{Problem: p, Name: "idReward", Type: typ, Internal: internal}).Message()
 	}
-	require.Equal(t, "Error: Missing required argument 'idReward'.", arg(mcpadapter.ArgMissing, "int", false))
-	require.Equal(t, "Error: Invalid value for argument 'idReward': expected int.", arg(mcpadapter.ArgInvalid, "int", false))
-	require.Equal(t, "Error: Invalid value for argument 'idReward'.", arg(mcpadapter.ArgInvalid, "Money", true))
-	require.Equal(t, "Error: Unknown argument 'idReward'.", arg(mcpadapter.ArgUnknown, "int", false))
+	require.Equal(t, "Error: Missing required argument 'idReward'.", arg(toolcall.ArgMissing, "int", false))
+	require.Equal(t, "Error: Invalid value for argument 'idReward': expected int.", arg(toolcall.ArgInvalid, "int", false))
+	require.Equal(t, "Error: Invalid value for argument 'idReward'.", arg(toolcall.ArgInvalid, "Money", true))
+	require.Equal(t, "Error: Unknown argument 'idReward'.", arg(toolcall.ArgUnknown, "int", false))
 	require.Equal(t, "Approval required: needs a lead (approval 42). Call again once it is approved.", mcpadapter.ApprovalRequired("needs a lead", "42"))
 	require.Equal(t, "Approval 42 was refused.", mcpadapter.ApprovalRefused("42"))
 	require.Equal(t, "The call was not confirmed.", mcpadapter.MsgNotConfirmed)
@@ -58,11 +59,11 @@ func TestRecordNamesWhoDecided(t *testing.T) {
 	policies := map[string]string{"denials.rego": recordDenials, "grant.rego": recordGrant}
 	t.Run("denied by a hook and by rules", func(t *testing.T) {
 		t.Parallel()
-		g := newGoverned(t, setup{caller: &engine.Caller{Subject: "ann", Roles: []string{"admin"}}, hooks: []string{"deny:Hook says no."}, policies: policies})
+		g := newGoverned(t, setup{caller: &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}, hooks: []string{"deny:Hook says no."}, policies: policies})
 		c := g.connectRaw(t, proto20250618)
 		c.call(`{"name":"echo","arguments":{"text":"x"},"_meta":{"deny":true}}`)
 		rec := g.after.lastEnd(t)
-		require.Equal(t, mcpadapter.StageDenied, rec.Stage)
+		require.Equal(t, toolcall.StageDenied, rec.Stage)
 		require.Equal(t, engine.NoOverride, rec.Grant.Outcome)
 		require.True(t, rec.Grant.Granted)
 		require.Len(t, rec.Denials, 3)
@@ -78,23 +79,23 @@ func TestRecordNamesWhoDecided(t *testing.T) {
 			require.Equal(t, want.row, d.Rules[0].Row, "the rule's line")
 			require.Regexp(t, `denials\.rego:\d+$`, d.Rules[0].String())
 		}
-		require.Equal(t, mcpadapter.Answerer{Kind: mcpadapter.ByHook, Name: "deny:Hook says no."}, rec.Answerer)
+		require.Equal(t, mcpadapter.Answerer{Kind: toolcall.ByHook, Name: "deny:Hook says no."}, rec.Answerer)
 		require.Len(t, rec.DecidingRules(), 2)
 		require.Equal(t, "Hook says no.; Rule a refuses.; Rule z refuses.", rec.Answer())
 	})
 	t.Run("an override grants, the method answers", func(t *testing.T) {
 		t.Parallel()
 		const ms = 5
-		g := newGoverned(t, setup{caller: &engine.Caller{Subject: "nick", Roles: []string{"narrow"}}, policies: policies})
+		g := newGoverned(t, setup{caller: &toolcall.Caller{Subject: "nick", Roles: []string{"narrow"}}, policies: policies})
 		c := g.connectRaw(t, proto20250618)
 		c.call(fmt.Sprintf(`{"name":"sleep","arguments":{"ms":%d}}`, ms))
 		rec := g.after.lastEnd(t)
-		require.Equal(t, mcpadapter.StageRun, rec.Stage)
-		require.Equal(t, mcpadapter.OutcomeResult, rec.Outcome)
+		require.Equal(t, toolcall.StageRun, rec.Stage)
+		require.Equal(t, toolcall.OutcomeResult, rec.Outcome)
 		require.Equal(t, engine.Override, rec.Grant.Outcome, "the override decided")
 		require.True(t, rec.Bound)
 		require.False(t, rec.Dry)
-		require.Equal(t, mcpadapter.Answerer{Kind: mcpadapter.ByMethod, Name: "demo.sleep"}, rec.Answerer)
+		require.Equal(t, mcpadapter.Answerer{Kind: toolcall.ByMethod, Name: "demo.sleep"}, rec.Answerer)
 		require.Empty(t, rec.Denials)
 		require.Empty(t, rec.Reasons)
 		// The method sleeps: what is measured, not a synchronisation.
@@ -108,8 +109,8 @@ func TestRecordNamesWhoDecided(t *testing.T) {
 		t.Parallel()
 		g := newGoverned(t, setup{policies: policies})
 		rev := g.eng.Current()
-		rec := mcpadapter.DryRun(context.Background(), mcpadapter.DryRunOptions{Revision: rev, Caller: &engine.Caller{Subject: "nick", Roles: []string{"narrow"}}, Name: "getReward"})
-		require.Equal(t, mcpadapter.StageUnknown, rec.Stage)
+		rec := mcpadapter.DryRun(context.Background(), mcpadapter.DryRunOptions{Revision: rev, Caller: &toolcall.Caller{Subject: "nick", Roles: []string{"narrow"}}, Name: "getReward"})
+		require.Equal(t, toolcall.StageUnknown, rec.Stage)
 		require.True(t, rec.Dry)
 		require.Equal(t, engine.Override, rec.Grant.Outcome)
 		require.NotEmpty(t, rec.Grant.Rules, "a dry run locates the override")

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/watch"
 )
 
@@ -25,7 +26,7 @@ const (
 )
 
 // watched is a governed server over files in a temp dir, with Watch on.
-func watched(t *testing.T, caller *engine.Caller) (*engine.Engine, *mcpadapter.Adapter, *mcp.Server, string, <-chan reloaded) {
+func watched(t *testing.T, caller *toolcall.Caller) (*engine.Engine, *mcpadapter.Adapter, *mcp.Server, string, <-chan reloaded) {
 	t.Helper()
 	src := writeExample(t, t.TempDir(), setup{policies: map[string]string{"grant.rego": policyA}})
 	eng, err := engine.New(context.Background(), src, engine.WithTimeout(10*time.Second))
@@ -102,7 +103,7 @@ func writeAtomically(t *testing.T, path, content string) {
 // call never mixes them.
 func TestReloadRace(t *testing.T) {
 	t.Parallel()
-	caller := &engine.Caller{Subject: "max", Roles: []string{"manager"}}
+	caller := &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}
 	eng, _, s, grantPath, handled := watched(t, caller)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -168,7 +169,7 @@ func TestReloadRace(t *testing.T) {
 // and not after one that does not.
 func TestListChangedAfterReload(t *testing.T) {
 	t.Parallel()
-	caller := &engine.Caller{Subject: "max", Roles: []string{"manager"}}
+	caller := &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}
 	eng, _, s, grantPath, handled := watched(t, caller)
 	changed := make(chan struct{}, 16)
 	g := &governed{server: s}

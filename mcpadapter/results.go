@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The result rules of docs/contract.md §18: when a method or upstream returns,
@@ -42,10 +43,10 @@ var errResultTooLarge = fmt.Errorf("the result has more than %d bytes of text fo
 // replaces it with what the caller receives: the result withheld, redacted
 // or as it was; a failure withholds it (internal error).
 func (p *pipeline) results(ctx context.Context, call *CallContext, ereq *engine.Request, rec *Record) {
-	by := Answerer{Kind: ByResultRule}
+	by := Answerer{Kind: toolcall.ByResultRule}
 	doc, sc, err := resultDocument(rec.Result)
 	if err != nil {
-		rec.fail(StageResultFailed, by, fmt.Errorf("result rules: %w", err))
+		rec.fail(toolcall.StageResultFailed, by, fmt.Errorf("result rules: %w", err))
 		return
 	}
 	t := time.Now()
@@ -56,7 +57,7 @@ func (p *pipeline) results(ctx context.Context, call *CallContext, ereq *engine.
 	rec.ResultDecision = rd
 	if rd.Err != nil {
 		by.Rules = failureRules(rd.Err)
-		rec.fail(StageResultFailed, by, fmt.Errorf("result rules: %w", rd.Err))
+		rec.fail(toolcall.StageResultFailed, by, fmt.Errorf("result rules: %w", rd.Err))
 		return
 	}
 	if len(rd.Deny) > 0 {
@@ -66,7 +67,7 @@ func (p *pipeline) results(ctx context.Context, call *CallContext, ereq *engine.
 			rec.Denials = append(rec.Denials, Denial{Reason: r.Message, Rules: r.Rules})
 			by.Rules = appendNew(by.Rules, r.Rules...)
 		}
-		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = StageWithheld, OutcomeWithheld, by, "policy"
+		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = toolcall.StageWithheld, toolcall.OutcomeWithheld, by, "policy"
 		rec.Result, rec.Reasons = TextResult(ResultWithheld(reasons), true), reasons
 		return
 	}
@@ -75,7 +76,7 @@ func (p *pipeline) results(ctx context.Context, call *CallContext, ereq *engine.
 	}
 	res, changed, err := redactResult(rec.Result, sc, rd.Redact)
 	if err != nil {
-		rec.fail(StageResultFailed, Answerer{Kind: ByResultRule, Rules: rd.RedactRules}, fmt.Errorf("result rules: redact: %w", err))
+		rec.fail(toolcall.StageResultFailed, Answerer{Kind: toolcall.ByResultRule, Rules: rd.RedactRules}, fmt.Errorf("result rules: redact: %w", err))
 		return
 	}
 	if changed {

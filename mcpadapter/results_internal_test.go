@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/exactjson"
 	"github.com/toolgate/toolgate/schema"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestResultDocumentMatchesSchema: input.result as the adapter builds it,
@@ -29,7 +30,7 @@ func TestResultDocumentMatchesSchema(t *testing.T) {
 	}
 	eng, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"})
 	require.NoError(t, err)
-	caller := &engine.Caller{Subject: "max", Roles: []string{}, Claims: map[string]any{}}
+	caller := &toolcall.Caller{Subject: "max", Roles: []string{}, Claims: map[string]any{}}
 	base, err := eng.Current().InputDocument(caller, engine.Request{Method: engine.MethodCall, Tool: "echo", Arguments: json.RawMessage(`{}`)}, true)
 	require.NoError(t, err)
 	for name, res := range map[string]*mcp.CallToolResult{

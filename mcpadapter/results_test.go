@@ -15,7 +15,9 @@ import (
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // structuredRow is a tool whose method returns text, an image and
@@ -27,8 +29,8 @@ const structuredRow = `
       - { name: text, type: string, required: true }
 `
 
-func reportMethods(t testing.TB) mcpadapter.Methods {
-	m := mcpadapter.Methods{}
+func reportMethods(t testing.TB) methods.Map {
+	m := methods.Map{}
 	m.Register("test.report", func(_ context.Context, a struct {
 		Text string `json:"text"`
 	}) (*mcp.CallToolResult, error) {
@@ -69,7 +71,7 @@ func TestResultRedacted(t *testing.T) {
 		`"structuredContent":{"key AKIAIOSFODNN7EXAMPLE and AKIAIOSFODNN7EXAMPLE":"a key is a name, not a value","nested":["key [redacted] and [redacted]",12345678901234567890,true],"text":"key [redacted] and [redacted]"}}}`,
 		string(got))
 	end := g.after.lastEnd(t)
-	assert.Equal(t, mcpadapter.OutcomeResult, end.Outcome)
+	assert.Equal(t, toolcall.OutcomeResult, end.Outcome)
 	assert.True(t, end.Redacted)
 	assert.Equal(t, "key [redacted] and [redacted]", mcpadapter.ResultText(end.Result), "after hooks see the result as the caller gets it")
 
@@ -102,8 +104,8 @@ deny contains sprintf("%s may not see images", [input.caller.subject]) if {
 	got := c.call(`{"name":"report","arguments":{"text":"secret"}}`)
 	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Error: The result was withheld: it names a secret; max may not see images."}],"isError":true}}`, string(got))
 	end := g.after.lastEnd(t)
-	assert.Equal(t, mcpadapter.OutcomeWithheld, end.Outcome)
-	assert.Equal(t, mcpadapter.StageWithheld, end.Stage)
+	assert.Equal(t, toolcall.OutcomeWithheld, end.Outcome)
+	assert.Equal(t, toolcall.StageWithheld, end.Stage)
 	assert.Equal(t, []string{"it names a secret", "max may not see images"}, end.Reasons)
 	require.Len(t, end.Denials, 2)
 	assert.NotEmpty(t, end.Denials[0].Rules)
@@ -142,8 +144,8 @@ func TestResultRulesFailClosed(t *testing.T) {
 			got := c.call(`{"name":"report","arguments":` + string(args) + `}`)
 			assert.Equal(t, internal, string(got))
 			end := g.after.lastEnd(t)
-			assert.Equal(t, mcpadapter.StageResultFailed, end.Stage)
-			assert.Equal(t, mcpadapter.OutcomeFailed, end.Outcome)
+			assert.Equal(t, toolcall.StageResultFailed, end.Stage)
+			assert.Equal(t, toolcall.OutcomeFailed, end.Outcome)
 			assert.ErrorContains(t, end.Err, tc.err)
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/schema"
 )
@@ -155,7 +156,7 @@ func TestArgumentSchemaErrorNamesTheRow(t *testing.T) {
 func TestConcurrentFirstRequestsShareOneCache(t *testing.T) {
 	t.Parallel()
 	e := engineOf(t, &registry.Registry{Tools: sharingRows()})
-	a := New(Options{Revisions: e, Methods: Methods{}})
+	a := New(Options{Revisions: e, Methods: methods.Map{}})
 	const n = 8
 	var start, done sync.WaitGroup
 	start.Add(1)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // ssrfPolicy is what an operator writes to keep a URL driver off the cloud
@@ -30,8 +32,8 @@ type recordingURL struct {
 	urls []string
 }
 
-func (r *recordingURL) methods() mcpadapter.Methods {
-	m := mcpadapter.Methods{}
+func (r *recordingURL) methods() methods.Map {
+	m := methods.Map{}
 	m.Register("demo.execUrl", func(_ context.Context, a struct {
 		URL string `json:"url"`
 	}) (string, error) {
@@ -64,7 +66,7 @@ func TestSSRFArgumentsThePolicyCannotSee(t *testing.T) {
 			rec := &recordingURL{}
 			var befores atomic.Int64
 			g := newGoverned(t, setup{
-				caller:   &engine.Caller{Subject: "mallory", Roles: []string{"admin"}},
+				caller:   &toolcall.Caller{Subject: "mallory", Roles: []string{"admin"}},
 				policies: map[string]string{"ssrf.rego": ssrfPolicy},
 				methods:  rec.methods(),
 				opts:     []engine.Option{engine.WithDecisionCache(cache)},
@@ -109,7 +111,7 @@ func TestSSRFArgumentsThePolicyCannotSee(t *testing.T) {
 					require.True(t, res.IsError, "%s (%s): %+v", name, proto, res)
 					require.Equal(t, "Error: Tool access could not be verified.", resultText(t, res), "%s (%s)", name, proto)
 					require.Equal(t, b0, befores.Load(), "%s: before hooks ran", name)
-					require.Equal(t, []string{string(mcpadapter.OutcomeRefusedGate)}, g.after.outcomes(), name)
+					require.Equal(t, []string{string(toolcall.OutcomeRefusedGate)}, g.after.outcomes(), name)
 					require.Equal(t, []string{"https://example.com/"}, rec.ran(), "%s: the method ran", name)
 				}
 			}
@@ -139,7 +141,7 @@ func TestSSRFArgumentsThePolicyCannotSee(t *testing.T) {
 // (both step 3), for every unrepresentable argument.
 func TestHiddenAndAbsentAgreeOnUnrepresentableArguments(t *testing.T) {
 	t.Parallel()
-	g := newGoverned(t, setup{caller: &engine.Caller{Subject: "max", Roles: []string{"manager"}}})
+	g := newGoverned(t, setup{caller: &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}})
 	for _, proto := range protocols {
 		c := g.connectRaw(t, proto)
 		for _, args := range []string{`{"x":1e100000}`, `{"a":1,"a":1}`, `{"a":"\udc00"}`, `{"a":[[-1e99999999999]]}`} {
@@ -174,7 +176,7 @@ func TestCallResultIsExactlyACallToolResult(t *testing.T) {
 		require.Equal(t, want, resultText(t, res), result)
 		if want == msgInternal {
 			require.True(t, res.IsError)
-			require.Equal(t, []string{string(mcpadapter.OutcomeFailed)}, g.after.outcomes())
+			require.Equal(t, []string{string(toolcall.OutcomeFailed)}, g.after.outcomes())
 			require.Contains(t, g.logs.String(), "not a CallToolResult")
 		}
 	}
@@ -191,7 +193,7 @@ func TestCaseFoldedKeyIsNotAnotherValue(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var got []string
-	methods := mcpadapter.Methods{}
+	methods := methods.Map{}
 	methods.Register("rec.fetch", func(_ context.Context, a struct {
 		Target struct {
 			URL string `json:"url"`

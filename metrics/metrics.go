@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // HookName is the name the metrics hook registers under.
@@ -113,7 +114,7 @@ func New() *Metrics {
 	for _, s := range approvalStates {
 		m.approvals.WithLabelValues(s)
 	}
-	for _, o := range mcpadapter.Outcomes {
+	for _, o := range toolcall.Outcomes {
 		m.calls.WithLabelValues(string(o))
 	}
 	m.reg.MustRegister(m.calls, m.duration, m.decision, m.reloads, m.reloadFailures, m.replays, m.conflicts, m.auditDropped, m.upstreamDrift, m.approvals, m.webhook, m.streams, m.limited,
@@ -134,7 +135,7 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) Hook() mcpadapter.Hook {
 	return mcpadapter.Hook{Name: HookName, Prompt: true, After: func(_ context.Context, call *mcpadapter.CallContext, end *mcpadapter.Record) error {
 		m.ObserveCall(end.Outcome, end.Duration.Seconds())
-		if end.Outcome == mcpadapter.OutcomeLimited {
+		if end.Outcome == toolcall.OutcomeLimited {
 			m.Limited(call.Name)
 		}
 		if m != nil {
@@ -145,7 +146,7 @@ func (m *Metrics) Hook() mcpadapter.Hook {
 }
 
 // ObserveCall counts one call with its outcome and duration in seconds.
-func (m *Metrics) ObserveCall(outcome mcpadapter.CallOutcome, seconds float64) {
+func (m *Metrics) ObserveCall(outcome toolcall.Outcome, seconds float64) {
 	if m == nil {
 		return
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/metrics"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
@@ -92,16 +93,16 @@ func TestMetricsEndpoint(t *testing.T) {
 		c := &mcpadapter.CallContext{
 			DecisionID: "d", Name: "echo", Tool: &registry.Tool{Name: "echo", Method: "demo.echo"}, Method: "demo.echo",
 			Arguments: json.RawMessage(args), Meta: engine.BoundMeta(json.RawMessage(`{"festi/idempotencyKey":"k"}`)),
-			Caller: &engine.Caller{Subject: "alice"}, Start: time.Now(),
+			Caller: &toolcall.Caller{Subject: "alice"}, Start: time.Now(),
 		}
 		v, err := l.Hook().Before(context.Background(), c)
 		require.NoError(t, err)
-		end := &mcpadapter.Record{Outcome: mcpadapter.OutcomeResult, Result: mcpadapter.TextResult("ok", false), Duration: 3 * time.Millisecond}
+		end := &mcpadapter.Record{Outcome: toolcall.OutcomeResult, Result: mcpadapter.TextResult("ok", false), Duration: 3 * time.Millisecond}
 		switch {
 		case v.Denied:
-			end = &mcpadapter.Record{Outcome: mcpadapter.OutcomeDenied, Reasons: []string{v.Reason}, Duration: time.Millisecond}
+			end = &mcpadapter.Record{Outcome: toolcall.OutcomeDenied, Reasons: []string{v.Reason}, Duration: time.Millisecond}
 		case v.Result != nil:
-			end = &mcpadapter.Record{Outcome: mcpadapter.OutcomeAnswered, Result: v.Result, Duration: time.Millisecond}
+			end = &mcpadapter.Record{Outcome: toolcall.OutcomeAnswered, Result: v.Result, Duration: time.Millisecond}
 		}
 		for _, h := range hooks {
 			require.NoError(t, h.After(context.Background(), c, end))
@@ -112,7 +113,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	call(`{"text":"a"}`) // replay
 	call(`{"text":"a"}`) // replay
 	call(`{"text":"b"}`) // conflict
-	m.Hook().After(context.Background(), &mcpadapter.CallContext{}, &mcpadapter.Record{Outcome: mcpadapter.OutcomeRefusedGate, Failed: true, Duration: time.Second, Decision: 2 * time.Millisecond})
+	m.Hook().After(context.Background(), &mcpadapter.CallContext{}, &mcpadapter.Record{Outcome: toolcall.OutcomeRefusedGate, Failed: true, Duration: time.Second, Decision: 2 * time.Millisecond})
 	m.ReloadOK()
 	m.ReloadOK()
 	m.ReloadFailed()

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/tracing"
 )
 
@@ -37,7 +38,7 @@ func BenchmarkCallSpans(b *testing.B) {
 				},
 				After: func(context.Context, *mcpadapter.CallContext, *mcpadapter.Record) error { return nil },
 			})
-			ms := tr.WrapMethods(mcpadapter.Methods{"demo.getReward": fakeMethod{res: &mcp.CallToolResult{}}})
+			ms := tr.WrapMethods(methods.Map{"demo.getReward": fakeMethod{res: &mcp.CallToolResult{}}})
 			h := tr.Middleware(nil)(pipeline(hook, ms))
 			req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "getReward", Meta: mcp.Meta{"traceparent": traceparent}}}
 			ctx := context.Background()

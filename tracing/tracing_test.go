@@ -20,6 +20,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
+	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/tracing"
 )
 
@@ -56,14 +58,14 @@ func newInMemoryWith(t *testing.T, opts tracing.Options) (*tracing.Tracer, *trac
 type fakeMethod struct{ res *mcp.CallToolResult }
 
 func (fakeMethod) HasArgument(string) bool { return true }
-func (m fakeMethod) Bind([]mcpadapter.Arg) (mcpadapter.Invocation, error) {
+func (m fakeMethod) Bind([]toolcall.Arg) (methods.Invocation, error) {
 	return func(context.Context) (*mcp.CallToolResult, error) { return m.res, nil }, nil
 }
 
 // pipeline stands in for the adapter: a before hook, the method, an after
 // hook, each in its span (the grant decision's and the call rules' spans are
 // the engine's, tested there).
-func pipeline(hook mcpadapter.Hook, ms mcpadapter.MethodSet) mcp.MethodHandler {
+func pipeline(hook mcpadapter.Hook, ms methods.Set) mcp.MethodHandler {
 	return func(ctx context.Context, _ string, _ mcp.Request) (mcp.Result, error) {
 		call := &mcpadapter.CallContext{Name: "getReward"}
 		if _, err := hook.Before(ctx, call); err != nil {
@@ -104,7 +106,7 @@ func TestCallSpansContinueTheMetaTraceparent(t *testing.T) {
 			return errors.New("disk full")
 		},
 	})
-	ms := tr.WrapMethods(mcpadapter.Methods{"demo.getReward": fakeMethod{res: &mcp.CallToolResult{IsError: true}}})
+	ms := tr.WrapMethods(methods.Map{"demo.getReward": fakeMethod{res: &mcp.CallToolResult{IsError: true}}})
 	h := tr.Middleware(nil)(pipeline(hook, ms))
 	req := &mcp.CallToolRequest{
 		Params: &mcp.CallToolParamsRaw{Name: "getReward", Meta: mcp.Meta{"traceparent": traceparent}},
@@ -249,8 +251,8 @@ func TestOffMakesNoSpansAndDoesNotAllocate(t *testing.T) {
 	if got := tr.WrapHook(h); got.Before != nil || got.After != nil {
 		t.Error("WrapHook wrapped while off")
 	}
-	ms := mcpadapter.Methods{}
-	if _, ok := tr.WrapMethods(ms).(mcpadapter.Methods); !ok {
+	ms := methods.Map{}
+	if _, ok := tr.WrapMethods(ms).(methods.Map); !ok {
 		t.Error("WrapMethods wrapped while off")
 	}
 	ctx := context.Background()
@@ -376,7 +378,7 @@ func (upstreamMethod) UpstreamTool() string { return "search" }
 func TestUpstreamMethodIsAClientSpan(t *testing.T) {
 	t.Parallel()
 	tr, exp := newInMemory(t)
-	ms := tr.WrapMethods(mcpadapter.Methods{"upstream:docs/search": upstreamMethod{fakeMethod{res: &mcp.CallToolResult{}}}})
+	ms := tr.WrapMethods(methods.Map{"upstream:docs/search": upstreamMethod{fakeMethod{res: &mcp.CallToolResult{}}}})
 	m, ok := ms.Method("upstream:docs/search")
 	if !ok {
 		t.Fatal("method not found")

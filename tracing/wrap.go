@@ -6,6 +6,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // WrapHook returns h with each half running in its span (StartHook). When t
@@ -53,7 +55,7 @@ type Upstream interface {
 
 // WrapMethods returns ms with each method's invocation running in its span
 // (StartMethod). When t is off it returns ms itself.
-func (t *Tracer) WrapMethods(ms mcpadapter.MethodSet) mcpadapter.MethodSet {
+func (t *Tracer) WrapMethods(ms methods.Set) methods.Set {
 	if !t.Enabled() {
 		return ms
 	}
@@ -62,10 +64,10 @@ func (t *Tracer) WrapMethods(ms mcpadapter.MethodSet) mcpadapter.MethodSet {
 
 type tracedMethods struct {
 	t  *Tracer
-	ms mcpadapter.MethodSet
+	ms methods.Set
 }
 
-func (m tracedMethods) Method(name string) (mcpadapter.Method, bool) {
+func (m tracedMethods) Method(name string) (methods.Method, bool) {
 	x, ok := m.ms.Method(name)
 	if !ok {
 		return x, ok
@@ -78,12 +80,12 @@ func (m tracedMethods) Method(name string) (mcpadapter.Method, bool) {
 }
 
 type tracedMethod struct {
-	mcpadapter.Method
+	methods.Method
 	t              *Tracer
 	name, upstream string
 }
 
-func (m tracedMethod) Bind(args []mcpadapter.Arg) (mcpadapter.Invocation, error) {
+func (m tracedMethod) Bind(args []toolcall.Arg) (methods.Invocation, error) {
 	inv, err := m.Method.Bind(args)
 	if err != nil || inv == nil {
 		return inv, err

@@ -13,6 +13,8 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The governed call end to end: rows dispatching to upstream tools through
@@ -45,8 +47,8 @@ tools:
 	p := newPool(t, memoryConfig("up"), Config{Name: "gone", Command: []string{"/nonexistent/upstream"}, Timeout: time.Hour})
 	a := mcpadapter.New(mcpadapter.Options{
 		Revisions: eng,
-		Methods:   Chain(mcpadapter.Methods{}, p),
-		Caller:    mcpadapter.StaticCaller(&engine.Caller{Subject: "alice"}),
+		Methods:   Chain(methods.Map{}, p),
+		Caller:    mcpadapter.StaticCaller(&toolcall.Caller{Subject: "alice"}),
 	})
 	callTool := func(name, args string) *mcp.CallToolResult {
 		return a.Call(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name, Arguments: json.RawMessage(args)}})

@@ -4,7 +4,7 @@
 // `--upstream NAME=URL` (streamable HTTP) (docs/contract.md §1, §8).
 //
 // A [Pool] holds one MCP client session per upstream and is the
-// [mcpadapter.MethodSet] for those methods; [Chain] puts it behind the Go
+// [methods.Set] for those methods; [Chain] puts it behind the Go
 // tool methods:
 //
 //	pool, err := upstream.NewPool(cfgs, &upstream.Options{Logger: log})

@@ -9,7 +9,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/internal/testkit/testserver"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
+	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -34,12 +35,12 @@ func ExamplePool() {
 		panic(err)
 	}
 	defer pool.Close()
-	// Go tool methods first, then the upstreams: the adapter's MethodSet.
-	methods := upstream.Chain(mcpadapter.Methods{}, pool)
+	// Go tool methods first, then the upstreams: the adapter's methods.Set.
+	methods := upstream.Chain(methods.Map{}, pool)
 
 	// What a row with method upstream:demo/hello runs.
 	m, _ := methods.Method("upstream:demo/hello")
-	inv, _ := m.Bind([]mcpadapter.Arg{{Name: "name", Value: []byte(`"ann"`)}})
+	inv, _ := m.Bind([]toolcall.Arg{{Name: "name", Value: []byte(`"ann"`)}})
 	res, err := inv(context.Background())
 	fmt.Println(res.Content[0].(*mcp.TextContent).Text, err)
 

@@ -14,6 +14,8 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestUpstreamFaults is the upstream part of the fault table (the rest is
@@ -59,8 +61,8 @@ tools:
 	)
 	a := mcpadapter.New(mcpadapter.Options{
 		Revisions: eng,
-		Methods:   Chain(mcpadapter.Methods{}, p),
-		Caller:    mcpadapter.StaticCaller(&engine.Caller{Subject: "alice"}),
+		Methods:   Chain(methods.Map{}, p),
+		Caller:    mcpadapter.StaticCaller(&toolcall.Caller{Subject: "alice"}),
 	})
 	a.AddHook(mcpadapter.Hook{Name: "record", After: func(_ context.Context, _ *mcpadapter.CallContext, e *mcpadapter.Record) error {
 		mu.Lock()
@@ -68,14 +70,14 @@ tools:
 		ends = append(ends, *e)
 		return nil
 	}})
-	callTool := func(name, args string) (string, []mcpadapter.CallOutcome, []error) {
+	callTool := func(name, args string) (string, []toolcall.Outcome, []error) {
 		mu.Lock()
 		ends = nil
 		mu.Unlock()
 		res := a.Call(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name, Arguments: json.RawMessage(args)}})
 		mu.Lock()
 		defer mu.Unlock()
-		var outcomes []mcpadapter.CallOutcome
+		var outcomes []toolcall.Outcome
 		var errs []error
 		for _, e := range ends {
 			outcomes = append(outcomes, e.Outcome)
@@ -107,14 +109,14 @@ tools:
 		t.Run(tc.name, func(t *testing.T) {
 			text, outcomes, _ := callTool("greet", `{"name":"before"}`)
 			require.Equal(t, "hello, before", text)
-			require.Equal(t, []mcpadapter.CallOutcome{mcpadapter.OutcomeResult}, outcomes)
+			require.Equal(t, []toolcall.Outcome{toolcall.OutcomeResult}, outcomes)
 
 			if tc.during != nil {
 				go tc.during()
 			}
 			text, outcomes, errs := callTool(tc.tool, tc.args)
 			require.Equal(t, internal, text)
-			require.Equal(t, []mcpadapter.CallOutcome{mcpadapter.OutcomeFailed}, outcomes, "the after hooks see the failure once")
+			require.Equal(t, []toolcall.Outcome{toolcall.OutcomeFailed}, outcomes, "the after hooks see the failure once")
 			// What ended the call is in its error, not in how long it took:
 			// a dead process is noticed at once, not at the time-out.
 			if tc.timeout {
@@ -125,7 +127,7 @@ tools:
 
 			text, outcomes, _ = callTool("greet", `{"name":"after"}`)
 			require.Equal(t, "hello, after", text, "the next call is served")
-			require.Equal(t, []mcpadapter.CallOutcome{mcpadapter.OutcomeResult}, outcomes)
+			require.Equal(t, []toolcall.Outcome{toolcall.OutcomeResult}, outcomes)
 		})
 	}
 }

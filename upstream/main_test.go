@@ -18,7 +18,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/toolgate/toolgate/internal/testkit/testserver"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // upstreamBin is the test upstream built once for every test.
@@ -90,11 +91,11 @@ func (w testWriter) Write(b []byte) (int, error) {
 }
 
 // call resolves method in set, binds args (in name order) and runs it.
-func call(ctx context.Context, t *testing.T, set mcpadapter.MethodSet, method string, args map[string]any) (*mcp.CallToolResult, error) {
+func call(ctx context.Context, t *testing.T, set methods.Set, method string, args map[string]any) (*mcp.CallToolResult, error) {
 	t.Helper()
 	m, ok := set.Method(method)
 	require.True(t, ok, "method %s resolves", method)
-	var bound []mcpadapter.Arg
+	var bound []toolcall.Arg
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for k := range args {
 			if !yield(k) {
@@ -104,7 +105,7 @@ func call(ctx context.Context, t *testing.T, set mcpadapter.MethodSet, method st
 	}) {
 		b, err := json.Marshal(args[name])
 		require.NoError(t, err)
-		bound = append(bound, mcpadapter.Arg{Name: name, Value: b})
+		bound = append(bound, toolcall.Arg{Name: name, Value: b})
 	}
 	inv, err := m.Bind(bound)
 	require.NoError(t, err)

@@ -7,6 +7,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // method is one upstream tool, as a row's method.
@@ -35,7 +37,7 @@ func (m *method) HasArgument(name string) bool {
 
 // Bind builds the call's arguments object from the validated arguments;
 // it never fails.
-func (m *method) Bind(args []mcpadapter.Arg) (mcpadapter.Invocation, error) {
+func (m *method) Bind(args []toolcall.Arg) (methods.Invocation, error) {
 	obj := make(map[string]json.RawMessage, len(args))
 	for _, a := range args {
 		obj[a.Name] = a.Value

@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -90,7 +90,7 @@ type Options struct {
 
 // Pool holds one MCP client session per upstream server and resolves rows'
 // `upstream:SERVER/TOOL` methods to its tools (it is an
-// [mcpadapter.MethodSet]).
+// [methods.Set]).
 //
 // Sessions are opened on first use (or by Connect) and re-opened on the
 // next call after one broke. Every call is bounded by its upstream's
@@ -234,10 +234,10 @@ func ParseMethod(method string) (server, tool string, ok bool) {
 	return registry.ParseUpstreamMethod(method)
 }
 
-// Method implements [mcpadapter.MethodSet]: `upstream:SERVER/TOOL` for a
+// Method implements [methods.Set]: `upstream:SERVER/TOOL` for a
 // configured SERVER resolves, whether or not the upstream is up or lists
 // TOOL (a call to a tool it lacks fails inside the tool).
-func (p *Pool) Method(name string) (mcpadapter.Method, bool) {
+func (p *Pool) Method(name string) (methods.Method, bool) {
 	server, tool, ok := ParseMethod(name)
 	if !ok {
 		return nil, false
@@ -249,15 +249,15 @@ func (p *Pool) Method(name string) (mcpadapter.Method, bool) {
 	return &method{conn: c, tool: tool}, true
 }
 
-// Chain returns a MethodSet that resolves a name with the first of sets
+// Chain returns a Set that resolves a name with the first of sets
 // that has it; nil sets are skipped.
-func Chain(sets ...mcpadapter.MethodSet) mcpadapter.MethodSet {
+func Chain(sets ...methods.Set) methods.Set {
 	return chain(sets)
 }
 
-type chain []mcpadapter.MethodSet
+type chain []methods.Set
 
-func (ch chain) Method(name string) (mcpadapter.Method, bool) {
+func (ch chain) Method(name string) (methods.Method, bool) {
 	for _, s := range ch {
 		if s == nil {
 			continue

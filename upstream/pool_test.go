@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/internal/testkit/testserver"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 )
 
 // transports runs f against an upstream over stdio (a subprocess), over
@@ -86,7 +86,7 @@ func TestMethodResolution(t *testing.T) {
 	require.True(t, ok)
 	assert.True(t, m.HasArgument("whatever"))
 
-	goMethods := mcpadapter.Methods{}
+	goMethods := methods.Map{}
 	goMethods.Register("demo.echo", func(_ context.Context, in struct{ Text string }) (string, error) { return in.Text, nil })
 	set := Chain(nil, goMethods, p)
 	_, ok = set.Method("demo.echo")

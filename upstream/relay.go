@@ -16,9 +16,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The relay (docs/contract.md §16, docs/relay.md).
@@ -84,7 +84,7 @@ type SessionFor struct {
 	Owner string
 	// Caller is the caller as the policy saw it; nil for the shared
 	// session.
-	Caller *engine.Caller
+	Caller *toolcall.Caller
 	// Token is the caller's verified access token, for an upstream that
 	// exchanges it (docs/contract.md §17); nil for the shared session and
 	// for callers without one.

@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/testkit/testserver"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // relayRegistry grants interact and slow of the upstream "up" to every
@@ -46,7 +47,7 @@ type relayFront struct {
 	t      testing.TB
 	server *mcp.Server
 	mu     sync.Mutex
-	caller map[*mcp.ServerSession]*engine.Caller
+	caller map[*mcp.ServerSession]*toolcall.Caller
 	conns  map[string]mcp.Connection // the server end of each subject's transport
 }
 
@@ -71,9 +72,9 @@ func newRelayFrontPool(t testing.TB, p *Pool) *relayFront {
 	t.Helper()
 	eng, err := engine.New(t.Context(), relayRegistry, engine.WithTimeout(10*time.Second))
 	require.NoError(t, err)
-	f := &relayFront{t: t, caller: map[*mcp.ServerSession]*engine.Caller{}, conns: map[string]mcp.Connection{}}
+	f := &relayFront{t: t, caller: map[*mcp.ServerSession]*toolcall.Caller{}, conns: map[string]mcp.Connection{}}
 	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: p, Logging: true,
-		Caller: func(_ context.Context, req mcp.Request) *engine.Caller {
+		Caller: func(_ context.Context, req mcp.Request) *toolcall.Caller {
 			ss, _ := req.GetSession().(*mcp.ServerSession)
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -140,7 +141,7 @@ func (f *relayFront) connectRevision(subject string, onSample func(context.Conte
 	ss, err := f.server.Connect(t.Context(), kept, nil)
 	require.NoError(t, err)
 	f.mu.Lock()
-	f.caller[ss] = &engine.Caller{Subject: subject}
+	f.caller[ss] = &toolcall.Caller{Subject: subject}
 	f.conns[subject] = kept.conn
 	f.mu.Unlock()
 	got := &peerLog{changed: make(chan struct{})}
@@ -356,7 +357,7 @@ func TestRelayMissingCapability(t *testing.T) {
 	ss, err := f.server.Connect(t.Context(), st, nil)
 	require.NoError(t, err)
 	f.mu.Lock()
-	f.caller[ss] = &engine.Caller{Subject: "carl"}
+	f.caller[ss] = &toolcall.Caller{Subject: "carl"}
 	f.mu.Unlock()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bare"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}).Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: legacyRevision})
 	require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/watch"
 )
 
@@ -32,7 +33,7 @@ func ExampleRun() {
 	reloaded := make(chan *engine.Revision, 1)
 	go watch.Run(ctx, e, watch.Options{OnReload: func(_, rev *engine.Revision) { reloaded <- rev }})
 
-	ann := &engine.Caller{Subject: "ann"}
+	ann := &toolcall.Caller{Subject: "ann"}
 	list := engine.Request{Method: engine.MethodList}
 	fmt.Println(e.Current().Number(), e.Current().Grant(ctx, ann, list).Granted())
 

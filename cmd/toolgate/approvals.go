@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/approvals"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 func init() {
@@ -42,7 +42,7 @@ func runApprovalsCommand(ctx context.Context, e *env) int {
 		positional = append(positional, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	p := approvalsParams{caller: &engine.Caller{Subject: subject, Roles: []string(roles)}, note: note, store: store, json: format == "json"}
+	p := approvalsParams{caller: &toolcall.Caller{Subject: subject, Roles: []string(roles)}, note: note, store: store, json: format == "json"}
 	switch {
 	case len(positional) == 1 && positional[0] == "list":
 		p.action = "list"
@@ -70,7 +70,7 @@ func runApprovalsCommand(ctx context.Context, e *env) int {
 type approvalsParams struct {
 	action string // list, approve or refuse
 	id     string
-	caller *engine.Caller
+	caller *toolcall.Caller
 	note   string
 	store  string
 	json   bool

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -93,7 +94,7 @@ func runExplainCommand(ctx context.Context, e *env) int {
 		cfg.Import = true
 		ups = append(ups, cfg)
 	}
-	var caller *engine.Caller
+	var caller *toolcall.Caller
 	var header []string // what the text output says of a token, first
 	switch {
 	case tokenFile != "" && (subject != "" || claims != "" || len(roles) > 0):
@@ -110,7 +111,7 @@ func runExplainCommand(ctx context.Context, e *env) int {
 		if auth.SubjectClaim != "" || auth.RolesClaim != "" {
 			return usageError(fs, e.stderr, "--subject-claim and --roles-claim read a token's claims: give --token, or --claims without --as")
 		}
-		caller = &engine.Caller{Subject: subject, Roles: []string(roles), Claims: map[string]any{}}
+		caller = &toolcall.Caller{Subject: subject, Roles: []string(roles), Claims: map[string]any{}}
 		if caller.Roles == nil {
 			caller.Roles = []string{}
 		}
@@ -258,7 +259,7 @@ func (p *explainParams) run(ctx context.Context, e *env) int {
 // settings serve would use and returns its caller and the lines saying so.
 // A token that does not verify is exit 1, with the reason the server only
 // logs: the operator is asking why.
-func tokenCaller(ctx context.Context, e *env, file string, auth identity.Settings, httpAddr string) (*engine.Caller, []string, int) {
+func tokenCaller(ctx context.Context, e *env, file string, auth identity.Settings, httpAddr string) (*toolcall.Caller, []string, int) {
 	var raw []byte
 	var err error
 	if file == "-" {
@@ -311,7 +312,7 @@ func reasonOf(err error) string {
 
 // claimsHeader says where the caller came from: the token's state, the
 // claim paths read, and the claims the policy sees.
-func claimsHeader(state string, s identity.Settings, c *engine.Caller) []string {
+func claimsHeader(state string, s identity.Settings, c *toolcall.Caller) []string {
 	claims, err := json.Marshal(c.Claims)
 	if err != nil {
 		claims = []byte("(cannot be shown: " + err.Error() + ")")

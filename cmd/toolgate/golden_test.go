@@ -12,8 +12,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 )
 
 var update = flag.Bool("update", false, "rewrite the .golden files under testdata/golden")
@@ -79,12 +78,12 @@ func quoteArgs(args []string) []string {
 
 // specMethods are Go methods with the arguments of docs/contract.md §8's demo methods,
 // so the golden output of check does not depend on the binary's own.
-func specMethods() mcpadapter.MethodSet {
+func specMethods() methods.Set {
 	type money struct {
 		Amount   string `json:"amount"`
 		Currency string `json:"currency"`
 	}
-	m := mcpadapter.Methods{}
+	m := methods.Map{}
 	m.Register("demo.echo", func(_ context.Context, a struct {
 		Text string `json:"text"`
 	}) (string, error) {

@@ -16,12 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/benchdata"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestReplayMatchesShadow: serve the bundled policy over HTTP with
@@ -38,7 +38,7 @@ func TestReplayMatchesShadow(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(cand, "call.rego"), call, 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(cand, "grant.rego"), []byte(benchdata.ManagersLosePrice), 0o600))
-	callers := []*engine.Caller{
+	callers := []*toolcall.Caller{
 		{Subject: "max", Roles: []string{"manager"}},
 		{Subject: "cora", Roles: []string{"contractor"}},
 		{Subject: "root", Roles: []string{"admin"}},

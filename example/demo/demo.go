@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 )
 
 // Money is the internal type of schema/types/Money.json.
@@ -32,8 +32,8 @@ type Reward struct {
 
 // Methods returns a fresh set of the nine demo methods. Each set has its own
 // counters (demo.count).
-func Methods() mcpadapter.Methods {
-	m := mcpadapter.Methods{}
+func Methods() methods.Map {
+	m := methods.Map{}
 	var (
 		mu       sync.Mutex
 		counters = map[string]int64{}

@@ -30,6 +30,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 )
 
 //go:embed registry.yaml policy
@@ -43,19 +44,19 @@ type Reward struct {
 }
 
 // shop returns the Go methods the registry's rows dispatch to.
-func shop() mcpadapter.Methods {
-	methods := mcpadapter.Methods{}
-	methods.Register("shop.getReward", func(ctx context.Context, a struct {
+func shop() methods.Map {
+	tools := methods.Map{}
+	tools.Register("shop.getReward", func(ctx context.Context, a struct {
 		IDReward int `json:"idReward"`
 	}) (Reward, error) {
 		return Reward{ID: a.IDReward, Points: 10 * a.IDReward, Label: fmt.Sprintf("reward %d", a.IDReward)}, nil
 	})
-	methods.Register("shop.deleteReward", func(ctx context.Context, a struct {
+	tools.Register("shop.deleteReward", func(ctx context.Context, a struct {
 		IDReward int `json:"idReward"`
 	}) (string, error) {
 		return fmt.Sprintf("deleted reward %d", a.IDReward), nil
 	})
-	return methods
+	return tools
 }
 
 type roles []string

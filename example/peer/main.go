@@ -29,6 +29,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 )
 
 //go:embed registry.yaml policy
@@ -84,11 +85,11 @@ func main() {
 }
 
 func run(ctx context.Context, as string) error {
-	methods := mcpadapter.Methods{}
-	methods.Register("notes.draft", draft)
+	tools := methods.Map{}
+	tools.Register("notes.draft", draft)
 	srv, err := toolgate.New(ctx, toolgate.Options{
 		Source:         &engine.Source{RegistryFS: builtin, Registry: "registry.yaml", PolicyFS: builtin, Policies: "policy"},
-		Methods:        methods,
+		Methods:        tools,
 		Caller:         mcpadapter.StaticCaller(identity.Static(as, nil)),
 		Audit:          os.Stderr,
 		Implementation: &mcp.Implementation{Name: "notes", Version: "1"},

@@ -62,7 +62,7 @@ type Record struct {
 	// from the adapter's Record.
 
 	// Stage is the step of docs/contract.md §5 at which the call was decided
-	// (mcpadapter.Stage: run, denied, held, answered, arguments,
+	// (toolcall.Stage: run, denied, held, answered, arguments,
 	// rule_failed, hook_failed, not_verified).
 	Stage string `json:"stage"`
 	// Grant is how the grant decision came out: no_override (the base

@@ -23,6 +23,8 @@ import (
 	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // specFields are the fields of an audit record, docs/contract.md §10; addedFields
@@ -81,7 +83,7 @@ func newAdapter(t *testing.T, hooks ...mcpadapter.Hook) *mcpadapter.Adapter {
 	}
 	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(10*time.Second))
 	require.NoError(t, err)
-	methods := mcpadapter.Methods{}
+	methods := methods.Map{}
 	methods.Register("demo.echo", func(_ context.Context, a struct {
 		Text string `json:"text"`
 	}) (string, error) {
@@ -95,8 +97,8 @@ func newAdapter(t *testing.T, hooks ...mcpadapter.Hook) *mcpadapter.Adapter {
 	a := mcpadapter.New(mcpadapter.Options{
 		Revisions: e,
 		Methods:   methods,
-		Caller: func(ctx context.Context, _ mcp.Request) *engine.Caller {
-			c, _ := ctx.Value(callerKey{}).(*engine.Caller)
+		Caller: func(ctx context.Context, _ mcp.Request) *toolcall.Caller {
+			c, _ := ctx.Value(callerKey{}).(*toolcall.Caller)
 			return c
 		},
 	})
@@ -111,7 +113,7 @@ type callerKey struct{}
 func callAs(a *mcpadapter.Adapter, subject, tool string, meta mcp.Meta) *mcp.CallToolResult {
 	ctx := context.Background()
 	if subject != "" {
-		ctx = context.WithValue(ctx, callerKey{}, &engine.Caller{
+		ctx = context.WithValue(ctx, callerKey{}, &toolcall.Caller{
 			Subject: subject, Roles: []string{"user"}, Claims: map[string]any{"token": secretToken},
 		})
 	}
@@ -390,7 +392,7 @@ func TestAuditSaysAnOverrideDecided(t *testing.T) {
 	}
 	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"})
 	require.NoError(t, err)
-	methods := mcpadapter.Methods{}
+	methods := methods.Map{}
 	methods.Register("demo.echo", func(context.Context, struct {
 		Text string `json:"text"`
 	}) (string, error) {
@@ -399,7 +401,7 @@ func TestAuditSaysAnOverrideDecided(t *testing.T) {
 	for subject, want := range map[string]string{"carol": "override", "alice": "no_override"} {
 		var buf proctest.Buffer
 		aud := New(&buf, Options{})
-		a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: methods, Caller: mcpadapter.StaticCaller(&engine.Caller{Subject: subject})})
+		a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: methods, Caller: mcpadapter.StaticCaller(&toolcall.Caller{Subject: subject})})
 		a.AddHook(aud.Hook())
 		res := a.Call(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "echo", Arguments: json.RawMessage(`{"text":"x"}`)}})
 		require.False(t, res.IsError)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // StageCatalog is the Stage of a record of a decision on a prompt or a
@@ -30,14 +31,14 @@ func (a *Auditor) Observer() mcpadapter.Observer {
 }
 
 func (a *Auditor) catalog(ctx context.Context, rec *mcpadapter.CatalogRecord) {
-	outcome := mcpadapter.OutcomeResult
+	outcome := toolcall.OutcomeResult
 	switch {
 	case rec.Outcome == engine.Failed:
-		outcome = mcpadapter.OutcomeRefusedGate
+		outcome = toolcall.OutcomeRefusedGate
 	case !rec.Allowed:
 		return
 	case rec.Err != nil:
-		outcome = mcpadapter.OutcomeFailed
+		outcome = toolcall.OutcomeFailed
 	}
 	r := Record{
 		DecisionID: newCatalogID(),

@@ -8,6 +8,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/audit"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // NewRecord is what the hook writes for one call: the arguments only as a
@@ -20,13 +21,13 @@ func ExampleNewRecord() {
 		Method:     "demo.getReward",
 		Arguments:  json.RawMessage(`{"idReward": 7}`),
 		Meta:       engine.BoundMeta(json.RawMessage(`{"festi/runId":"r-1"}`)),
-		Caller:     &engine.Caller{Subject: "alice"},
+		Caller:     &toolcall.Caller{Subject: "alice"},
 		Start:      time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC),
 	}
 	rule := engine.Location{File: "rego/call.rego", Row: 9, Col: 1}
 	end := &mcpadapter.Record{
-		Stage:    mcpadapter.StageDenied,
-		Outcome:  mcpadapter.OutcomeDenied,
+		Stage:    toolcall.StageDenied,
+		Outcome:  toolcall.OutcomeDenied,
 		Grant:    mcpadapter.GrantRecord{Outcome: engine.NoOverride},
 		Denials:  []mcpadapter.Denial{{Reason: "Closed on Sundays.", Rules: []engine.Location{rule}}},
 		Reasons:  []string{"Closed on Sundays."},

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 func TestAuditRecordCarriesTheTraceID(t *testing.T) {
@@ -21,7 +22,7 @@ func TestAuditRecordCarriesTheTraceID(t *testing.T) {
 	var buf bytes.Buffer // written by the auditor's goroutine, read after Close
 	a := New(&buf, Options{})
 	call := &mcpadapter.CallContext{DecisionID: "d-1", Name: "echo", Arguments: json.RawMessage(`{}`), Start: time.Now()}
-	end := &mcpadapter.Record{Outcome: mcpadapter.OutcomeResult}
+	end := &mcpadapter.Record{Outcome: toolcall.OutcomeResult}
 	h := a.Hook()
 	if err := h.After(traced, call, end); err != nil {
 		t.Fatal(err)

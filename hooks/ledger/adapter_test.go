@@ -16,7 +16,9 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestLedgerThroughAdapters: two adapters (two replicas), each with its own
@@ -34,7 +36,7 @@ func TestLedgerThroughAdapters(t *testing.T) {
 	// hold, set by each subtest before its concurrent calls, keeps the
 	// method running until the others have been answered.
 	var hold func()
-	methods := mcpadapter.Methods{}
+	methods := methods.Map{}
 	methods.Register("demo.count", func(_ context.Context, a struct {
 		Key string `json:"key"`
 	}) (string, error) {
@@ -50,7 +52,7 @@ func TestLedgerThroughAdapters(t *testing.T) {
 			var replicas []*mcpadapter.Adapter
 			for _, st := range []store.Store{s, second()} {
 				a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: methods,
-					Caller: mcpadapter.StaticCaller(&engine.Caller{Subject: subject})})
+					Caller: mcpadapter.StaticCaller(&toolcall.Caller{Subject: subject})})
 				a.AddHook(New(st, Options{}).Hook())
 				replicas = append(replicas, a)
 			}

@@ -14,7 +14,9 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // faultStore is a Store whose calls fail for the idempotency keys that name
@@ -60,9 +62,9 @@ func TestStoreFaults(t *testing.T) {
 	var (
 		mu   sync.Mutex
 		runs int
-		ends []mcpadapter.CallOutcome
+		ends []toolcall.Outcome
 	)
-	methods := mcpadapter.Methods{}
+	methods := methods.Map{}
 	methods.Register("test.probe", func(context.Context, struct{}) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -73,7 +75,7 @@ func TestStoreFaults(t *testing.T) {
 		return "", errors.New("boom")
 	})
 	a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: methods,
-		Caller: mcpadapter.StaticCaller(&engine.Caller{Subject: "alice"})})
+		Caller: mcpadapter.StaticCaller(&toolcall.Caller{Subject: "alice"})})
 	a.AddHook(New(faultStore{store.NewMemoryStore()}, Options{}).Hook())
 	a.AddHook(mcpadapter.Hook{Name: "record", After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.Record) error {
 		mu.Lock()
@@ -81,7 +83,7 @@ func TestStoreFaults(t *testing.T) {
 		ends = append(ends, end.Outcome)
 		return nil
 	}})
-	call := func(tool string, meta mcp.Meta) (string, []mcpadapter.CallOutcome, int) {
+	call := func(tool string, meta mcp.Meta) (string, []toolcall.Outcome, int) {
 		mu.Lock()
 		ends, runs = nil, 0
 		mu.Unlock()
@@ -94,22 +96,22 @@ func TestStoreFaults(t *testing.T) {
 	const internal = "Error: An internal error occurred while executing the tool."
 	for _, tc := range []struct {
 		key, tool, want string
-		outcome         mcpadapter.CallOutcome
+		outcome         toolcall.Outcome
 		runs            int
 	}{
-		{key: "claim-error", tool: "probe", want: internal, outcome: mcpadapter.OutcomeFailed},
-		{key: "complete-error", tool: "probe", want: "probe ran", outcome: mcpadapter.OutcomeResult, runs: 1},
-		{key: "release-error", tool: "boom", want: internal, outcome: mcpadapter.OutcomeFailed},
+		{key: "claim-error", tool: "probe", want: internal, outcome: toolcall.OutcomeFailed},
+		{key: "complete-error", tool: "probe", want: "probe ran", outcome: toolcall.OutcomeResult, runs: 1},
+		{key: "release-error", tool: "boom", want: internal, outcome: toolcall.OutcomeFailed},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
 			text, outcomes, runs := call(tc.tool, mcp.Meta{"festi/idempotencyKey": tc.key})
 			require.Equal(t, tc.want, text)
-			require.Equal(t, []mcpadapter.CallOutcome{tc.outcome}, outcomes, "the after hooks see the call once")
+			require.Equal(t, []toolcall.Outcome{tc.outcome}, outcomes, "the after hooks see the call once")
 			require.Equal(t, tc.runs, runs)
 
 			text, outcomes, runs = call("probe", mcp.Meta{"festi/idempotencyKey": "next-" + tc.key})
 			require.Equal(t, "probe ran", text, "the next call is served")
-			require.Equal(t, []mcpadapter.CallOutcome{mcpadapter.OutcomeResult}, outcomes)
+			require.Equal(t, []toolcall.Outcome{toolcall.OutcomeResult}, outcomes)
 			require.Equal(t, 1, runs)
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The exact refusals of docs/contract.md §10.
@@ -244,7 +245,7 @@ func (l *Ledger) after(ctx context.Context, call *mcpadapter.CallContext, end *m
 	// and the client calls again, with the same key, bringing the answers)
 	// is not the call's outcome: stored, it would be answered to that very
 	// retry, which would ask again forever.
-	if end.Outcome != mcpadapter.OutcomeResult || end.Result == nil || end.Result.InputRequests != nil || end.Result.NeedsInput() {
+	if end.Outcome != toolcall.OutcomeResult || end.Result == nil || end.Result.InputRequests != nil || end.Result.NeedsInput() {
 		return l.release(ctx, call, c.key, token)
 	}
 	result, err := json.Marshal(end.Result)

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // newCall builds the CallContext the adapter would for a call of tool
@@ -36,7 +37,7 @@ func newToolCall(subject, tool, meta, args string) *mcpadapter.CallContext {
 		Method:     "demo." + tool,
 		Arguments:  json.RawMessage(args),
 		Meta:       engine.BoundMeta(json.RawMessage(meta)),
-		Caller:     &engine.Caller{Subject: subject},
+		Caller:     &toolcall.Caller{Subject: subject},
 		Start:      time.Now(),
 	}
 }
@@ -58,7 +59,7 @@ func run(t testing.TB, hooks []mcpadapter.Hook, call *mcpadapter.CallContext, me
 			}
 			v, err := h.Before(ctx, call)
 			if err != nil {
-				return &mcpadapter.Record{Outcome: mcpadapter.OutcomeFailed, Err: err, Failed: true}
+				return &mcpadapter.Record{Outcome: toolcall.OutcomeFailed, Err: err, Failed: true}
 			}
 			if v.Denied {
 				reasons = append(reasons, v.Reason)
@@ -67,16 +68,16 @@ func run(t testing.TB, hooks []mcpadapter.Hook, call *mcpadapter.CallContext, me
 			}
 		}
 		if len(reasons) > 0 {
-			return &mcpadapter.Record{Outcome: mcpadapter.OutcomeDenied, Result: mcpadapter.TextResult(strings.Join(reasons, "; "), true), Reasons: reasons}
+			return &mcpadapter.Record{Outcome: toolcall.OutcomeDenied, Result: mcpadapter.TextResult(strings.Join(reasons, "; "), true), Reasons: reasons}
 		}
 		if answer != nil {
-			return &mcpadapter.Record{Outcome: mcpadapter.OutcomeAnswered, Result: answer, AnsweredBy: by}
+			return &mcpadapter.Record{Outcome: toolcall.OutcomeAnswered, Result: answer, AnsweredBy: by}
 		}
 		res, err := method()
 		if err != nil {
-			return &mcpadapter.Record{Outcome: mcpadapter.OutcomeFailed, Err: err, Failed: true}
+			return &mcpadapter.Record{Outcome: toolcall.OutcomeFailed, Err: err, Failed: true}
 		}
-		return &mcpadapter.Record{Outcome: mcpadapter.OutcomeResult, Result: res}
+		return &mcpadapter.Record{Outcome: toolcall.OutcomeResult, Result: res}
 	}()
 	for _, h := range hooks {
 		if h.After != nil {
@@ -124,7 +125,7 @@ func TestLedgerHook(t *testing.T) {
 			`{"festi/idempotencyKey":{"a":"b"}}`, `{"festi/idempotencyKey":null}`, `[]`} {
 			for range 2 {
 				end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", meta, args), c.method)
-				require.Equal(t, mcpadapter.OutcomeResult, end.Outcome, meta)
+				require.Equal(t, toolcall.OutcomeResult, end.Outcome, meta)
 			}
 		}
 		require.EqualValues(t, 12, c.n.Load())
@@ -139,7 +140,7 @@ func TestLedgerHook(t *testing.T) {
 		require.Equal(t, "run 1", text(end.Result))
 		for range 3 {
 			end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), `{ "idReward" : 7 }`), c.method)
-			require.Equal(t, mcpadapter.OutcomeAnswered, end.Outcome)
+			require.Equal(t, toolcall.OutcomeAnswered, end.Outcome)
 			require.Equal(t, HookName, end.AnsweredBy)
 			require.Equal(t, "run 1", text(end.Result))
 		}
@@ -156,9 +157,9 @@ func TestLedgerHook(t *testing.T) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "upstream says no"}}, IsError: true,
 				StructuredContent: map[string]any{"code": json.Number("42")}}, nil
 		})
-		require.Equal(t, mcpadapter.OutcomeResult, end.Outcome)
+		require.Equal(t, toolcall.OutcomeResult, end.Outcome)
 		end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), nil)
-		require.Equal(t, mcpadapter.OutcomeAnswered, end.Outcome)
+		require.Equal(t, toolcall.OutcomeAnswered, end.Outcome)
 		require.True(t, end.Result.IsError)
 		require.Equal(t, "upstream says no", text(end.Result))
 		require.Equal(t, map[string]any{"code": float64(42)}, end.Result.StructuredContent)
@@ -173,7 +174,7 @@ func TestLedgerHook(t *testing.T) {
 		require.Equal(t, mcpadapter.Allow(), v)
 		var c counter
 		end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
-		require.Equal(t, mcpadapter.OutcomeDenied, end.Outcome)
+		require.Equal(t, toolcall.OutcomeDenied, end.Outcome)
 		require.Equal(t, []string{MsgRunning}, end.Reasons)
 		require.Zero(t, c.n.Load())
 		// The refused call's after half released nothing: still running.
@@ -188,7 +189,7 @@ func TestLedgerHook(t *testing.T) {
 		var c counter
 		run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
 		end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), `{"idReward":8}`), c.method)
-		require.Equal(t, mcpadapter.OutcomeDenied, end.Outcome)
+		require.Equal(t, toolcall.OutcomeDenied, end.Outcome)
 		require.Equal(t, MsgConflict, text(end.Result))
 		require.EqualValues(t, 1, conflicts.Load())
 		require.EqualValues(t, 1, c.n.Load())
@@ -198,12 +199,12 @@ func TestLedgerHook(t *testing.T) {
 		name   string
 		hooks  func(l *Ledger) []mcpadapter.Hook
 		method func() (*mcp.CallToolResult, error)
-		want   mcpadapter.CallOutcome
+		want   toolcall.Outcome
 	}{
-		{"failure", func(l *Ledger) []mcpadapter.Hook { return []mcpadapter.Hook{l.Hook()} }, failing, mcpadapter.OutcomeFailed},
-		{"refusal by a later hook", func(l *Ledger) []mcpadapter.Hook { return []mcpadapter.Hook{l.Hook(), deny} }, nil, mcpadapter.OutcomeDenied},
-		{"refusal by an earlier hook", func(l *Ledger) []mcpadapter.Hook { return []mcpadapter.Hook{deny, l.Hook()} }, nil, mcpadapter.OutcomeDenied},
-		{"answer by another hook", func(l *Ledger) []mcpadapter.Hook { return []mcpadapter.Hook{answer, l.Hook()} }, nil, mcpadapter.OutcomeAnswered},
+		{"failure", func(l *Ledger) []mcpadapter.Hook { return []mcpadapter.Hook{l.Hook()} }, failing, toolcall.OutcomeFailed},
+		{"refusal by a later hook", func(l *Ledger) []mcpadapter.Hook { return []mcpadapter.Hook{l.Hook(), deny} }, nil, toolcall.OutcomeDenied},
+		{"refusal by an earlier hook", func(l *Ledger) []mcpadapter.Hook { return []mcpadapter.Hook{deny, l.Hook()} }, nil, toolcall.OutcomeDenied},
+		{"answer by another hook", func(l *Ledger) []mcpadapter.Hook { return []mcpadapter.Hook{answer, l.Hook()} }, nil, toolcall.OutcomeAnswered},
 	}
 	for _, r := range releases {
 		t.Run("released after "+r.name, func(t *testing.T) {
@@ -213,7 +214,7 @@ func TestLedgerHook(t *testing.T) {
 			require.Equal(t, r.want, end.Outcome)
 			var c counter
 			end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), `{"idReward":9}`), c.method)
-			require.Equal(t, mcpadapter.OutcomeResult, end.Outcome, "the key is free again, also for other arguments")
+			require.Equal(t, toolcall.OutcomeResult, end.Outcome, "the key is free again, also for other arguments")
 			require.EqualValues(t, 1, c.n.Load())
 		})
 	}
@@ -224,9 +225,9 @@ func TestLedgerHook(t *testing.T) {
 		var c counter
 		run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
 		end := run(t, []mcpadapter.Hook{l.Hook(), deny}, newCall("alice", keyMeta("k"), args), c.method)
-		require.Equal(t, mcpadapter.OutcomeDenied, end.Outcome)
+		require.Equal(t, toolcall.OutcomeDenied, end.Outcome)
 		end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
-		require.Equal(t, mcpadapter.OutcomeAnswered, end.Outcome)
+		require.Equal(t, toolcall.OutcomeAnswered, end.Outcome)
 		require.EqualValues(t, 1, c.n.Load())
 	})
 
@@ -238,7 +239,7 @@ func TestLedgerHook(t *testing.T) {
 		meta := `{"festi/idempotencyKey":"k","other/key":"k"}`
 		run(t, []mcpadapter.Hook{a.Hook(), b.Hook()}, newCall("alice", meta, args), c.method)
 		end := run(t, []mcpadapter.Hook{a.Hook(), b.Hook()}, newCall("alice", meta, args), c.method)
-		require.Equal(t, mcpadapter.OutcomeAnswered, end.Outcome)
+		require.Equal(t, toolcall.OutcomeAnswered, end.Outcome)
 		require.EqualValues(t, 1, c.n.Load())
 	})
 
@@ -257,7 +258,7 @@ func TestLedgerHook(t *testing.T) {
 		require.Equal(t, "run 1", text(end.Result))
 		// The stuck call finally ends: its claim was taken over, and it
 		// must not overwrite or release its successor's.
-		err = l.Hook().After(context.Background(), stuck, &mcpadapter.Record{Outcome: mcpadapter.OutcomeResult, Result: mcpadapter.TextResult("stale", false)})
+		err = l.Hook().After(context.Background(), stuck, &mcpadapter.Record{Outcome: toolcall.OutcomeResult, Result: mcpadapter.TextResult("stale", false)})
 		require.ErrorIs(t, err, store.ErrClaimLost)
 		end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", `{"my/key":"k"}`, args), c.method)
 		require.Equal(t, "run 1", text(end.Result))
@@ -268,7 +269,7 @@ func TestLedgerHook(t *testing.T) {
 		l := New(brokenStore{}, Options{})
 		var c counter
 		end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
-		require.Equal(t, mcpadapter.OutcomeFailed, end.Outcome)
+		require.Equal(t, toolcall.OutcomeFailed, end.Outcome)
 		require.ErrorContains(t, end.Err, "store down")
 		require.Zero(t, c.n.Load())
 	})
@@ -287,7 +288,7 @@ func TestLedgerHook(t *testing.T) {
 		// The before half is inside Claim when the adapter's deadline passes
 		// and the after half runs.
 		<-entered
-		require.NoError(t, l.Hook().After(context.Background(), call, &mcpadapter.Record{Outcome: mcpadapter.OutcomeFailed, Failed: true, Err: errors.New("deadline")}))
+		require.NoError(t, l.Hook().After(context.Background(), call, &mcpadapter.Record{Outcome: toolcall.OutcomeFailed, Failed: true, Err: errors.New("deadline")}))
 		close(gate)
 		<-done
 		require.Zero(t, claims(s), "the late claim was released by its before half")
@@ -360,11 +361,11 @@ func TestLedgerConcurrency(t *testing.T) {
 						close(othersEnded)
 					}
 					switch end.Outcome {
-					case mcpadapter.OutcomeResult:
-					case mcpadapter.OutcomeAnswered:
+					case toolcall.OutcomeResult:
+					case toolcall.OutcomeAnswered:
 						replays.Add(1)
 						assert.Equal(t, "run 1", text(end.Result))
-					case mcpadapter.OutcomeDenied:
+					case toolcall.OutcomeDenied:
 						refusals.Add(1)
 						assert.Equal(t, []string{MsgRunning}, end.Reasons)
 					default:
@@ -379,7 +380,7 @@ func TestLedgerConcurrency(t *testing.T) {
 			require.Zero(t, replays.Load())
 			for _, l := range replicas {
 				end := run(t, []mcpadapter.Hook{l.Hook()}, newCall(subject, keyMeta("k"), `{"idReward":7}`), slow)
-				require.Equal(t, mcpadapter.OutcomeAnswered, end.Outcome)
+				require.Equal(t, toolcall.OutcomeAnswered, end.Outcome)
 				require.Equal(t, "run 1", text(end.Result))
 			}
 		})
@@ -397,7 +398,7 @@ func TestLedgerSurvivesRestart(t *testing.T) {
 		require.NoError(t, err)
 		end := run(t, []mcpadapter.Hook{New(s, Options{}).Hook()}, newCall("alice", keyMeta("k"), `{"idReward":7}`), c.method)
 		require.Equal(t, "run 1", text(end.Result))
-		require.Equal(t, []mcpadapter.CallOutcome{mcpadapter.OutcomeResult, mcpadapter.OutcomeAnswered}[i], end.Outcome)
+		require.Equal(t, []toolcall.Outcome{toolcall.OutcomeResult, toolcall.OutcomeAnswered}[i], end.Outcome)
 		require.NoError(t, s.Close())
 	}
 	require.EqualValues(t, 1, c.n.Load())
@@ -425,16 +426,16 @@ func TestLedgerKeyScopedToTool(t *testing.T) {
 			}
 			const args = `{"idReward":7}`
 			end := run(t, []mcpadapter.Hook{l.Hook()}, newToolCall(subject, "toolA", keyMeta("k"), args), methodA)
-			require.Equal(t, mcpadapter.OutcomeResult, end.Outcome)
+			require.Equal(t, toolcall.OutcomeResult, end.Outcome)
 			end = run(t, []mcpadapter.Hook{l.Hook()}, newToolCall(subject, "toolB", keyMeta("k"), args), methodB)
-			require.Equal(t, mcpadapter.OutcomeResult, end.Outcome, "B ran: the key A completed is not B's")
+			require.Equal(t, toolcall.OutcomeResult, end.Outcome, "B ran: the key A completed is not B's")
 			require.Equal(t, "B's result", text(end.Result))
 			for _, c := range []struct {
 				tool, want string
 				method     func() (*mcp.CallToolResult, error)
 			}{{"toolA", "A's result", methodA}, {"toolB", "B's result", methodB}} {
 				end = run(t, []mcpadapter.Hook{l.Hook()}, newToolCall(subject, c.tool, keyMeta("k"), args), c.method)
-				require.Equal(t, mcpadapter.OutcomeAnswered, end.Outcome, c.tool)
+				require.Equal(t, toolcall.OutcomeAnswered, end.Outcome, c.tool)
 				require.Equal(t, c.want, text(end.Result), c.tool)
 			}
 			require.EqualValues(t, 1, runsA.n.Load())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 const retention = time.Hour
@@ -62,11 +63,11 @@ func TestLedgerAnswersRetriesWithinRetention(t *testing.T) {
 		require.Equal(t, "run 1", text(run(t, hooks, newCall("alice", keyMeta("k"), args), c.method).Result))
 		now = t0.Add(retention)
 		end := run(t, hooks, newCall("alice", keyMeta("k"), args), c.method)
-		require.Equal(t, mcpadapter.OutcomeAnswered, end.Outcome)
+		require.Equal(t, toolcall.OutcomeAnswered, end.Outcome)
 		require.Equal(t, "run 1", text(end.Result))
 		now = t0.Add(retention + time.Nanosecond)
 		end = run(t, hooks, newCall("alice", keyMeta("k"), args), c.method)
-		require.Equal(t, mcpadapter.OutcomeResult, end.Outcome)
+		require.Equal(t, toolcall.OutcomeResult, end.Outcome)
 		require.Equal(t, "run 2", text(end.Result))
 	})
 

@@ -15,6 +15,8 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 type sourceKey struct{}
@@ -33,7 +35,7 @@ func TestStoredResultsNeverReplayAcrossSources(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind.name, func(t *testing.T) {
 			var runs atomic.Int32
-			methods := mcpadapter.Methods{}
+			methods := methods.Map{}
 			methods.Register("demo.count", func(_ context.Context, a struct {
 				Key string `json:"key"`
 			}) (string, error) {
@@ -41,7 +43,7 @@ func TestStoredResultsNeverReplayAcrossSources(t *testing.T) {
 			})
 			s, _ := kind.open(t)
 			a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: methods,
-				Caller: mcpadapter.StaticCaller(&engine.Caller{Subject: "alice"}),
+				Caller: mcpadapter.StaticCaller(&toolcall.Caller{Subject: "alice"}),
 				Source: func(ctx context.Context, _ mcp.Request) string { return ctx.Value(sourceKey{}).(string) }})
 			a.AddHook(New(s, Options{}).Hook())
 			key := mcp.Meta{"festi/idempotencyKey": "order-" + newToken()}

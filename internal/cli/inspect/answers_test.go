@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestExplainAnswersAreTheServedAnswers: for each stage at which Explain
@@ -40,14 +41,14 @@ result := {"content": [{"type": "text", "text": "answered by a rule"}]} if input
 	e, err := engine.New(context.Background(), src)
 	require.NoError(t, err)
 	var (
-		admin   = &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
-		noRoles = &engine.Caller{Subject: "nora", Claims: map[string]any{"scope": "x"}}
+		admin   = &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
+		noRoles = &toolcall.Caller{Subject: "nora", Claims: map[string]any{"scope": "x"}}
 	)
 	// spec are docs/contract.md §5's literals, written out here on purpose: neither
 	// copy under test is the reference.
 	cases := []struct {
 		name   string
-		caller *engine.Caller
+		caller *toolcall.Caller
 		tool   string
 		meta   string
 		stage  string
@@ -71,7 +72,7 @@ result := {"content": [{"type": "text", "text": "answered by a rule"}]} if input
 			require.Equal(t, tc.stage, x.Call.Stage)
 			require.Equal(t, tc.spec, x.Call.Answer, "explain's answer is docs/contract.md §5's")
 
-			a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: methods(), Caller: mcpadapter.StaticCaller(tc.caller)})
+			a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: demoMethods(), Caller: mcpadapter.StaticCaller(tc.caller)})
 			var meta mcp.Meta
 			require.NoError(t, json.Unmarshal([]byte(tc.meta), &meta))
 			res := a.Call(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: tc.tool, Arguments: json.RawMessage(`{}`), Meta: meta}})

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestExplainApproval: explain shows the approval rule and the
@@ -25,7 +26,7 @@ confirm := "Echo this?" if input.tool.name == "echo"
 	})
 	e, err := engine.New(context.Background(), src)
 	require.NoError(t, err)
-	admin := &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
+	admin := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
 
 	x := Explain(context.Background(), ExplainOptions{Revision: e.Current(), Caller: admin, Tool: "fetch"})
 	require.NotNil(t, x.Call)

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // argsRegistry has rows of the demo methods with every kind of argument
@@ -36,7 +37,7 @@ func TestExplainArgumentsAreTheServedAnswers(t *testing.T) {
 	t.Parallel()
 	e, err := engine.New(context.Background(), source(argsRegistry, nil))
 	require.NoError(t, err)
-	for _, caller := range []*engine.Caller{
+	for _, caller := range []*toolcall.Caller{
 		{Subject: "nora"},
 		{Subject: "ann", Roles: []string{"admin", "manager"}, Claims: map[string]any{"team": "x"}},
 	} {
@@ -84,7 +85,7 @@ func TestExplainWithoutArguments(t *testing.T) {
 	t.Parallel()
 	e, err := engine.New(context.Background(), source(argsRegistry, nil))
 	require.NoError(t, err)
-	c := &engine.Caller{Subject: "nora"}
+	c := &toolcall.Caller{Subject: "nora"}
 	for _, o := range []ExplainOptions{
 		{Revision: e.Current(), Caller: c, Tool: "getReward", Methods: demo.Methods()},
 		{Revision: e.Current(), Caller: c, Tool: "getReward", Methods: demo.Methods(), Arguments: json.RawMessage("")},

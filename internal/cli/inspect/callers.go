@@ -7,14 +7,15 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // LoadCallers reads a callers fixture file: identity.LoadCallers, the one
 // decoder of caller files.
-func LoadCallers(path string) ([]engine.Caller, error) { return identity.LoadCallers(path) }
+func LoadCallers(path string) ([]toolcall.Caller, error) { return identity.LoadCallers(path) }
 
 // ParseCallers decodes a callers fixture document: identity.ParseCallers.
-func ParseCallers(data []byte) ([]engine.Caller, error) { return identity.ParseCallers(data) }
+func ParseCallers(data []byte) ([]toolcall.Caller, error) { return identity.ParseCallers(data) }
 
 // MaxRoleSetRoles is the most roles whose every combination RoleSets lists
 // (2^8 = 256 combinations).

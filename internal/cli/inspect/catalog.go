@@ -8,6 +8,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/cli/lines"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // PromptExplanation is the decision on one prompt (docs/contract.md §16),
@@ -68,7 +69,7 @@ type PromptRow struct {
 	Override bool `json:"override"`
 }
 
-func promptRows(rev *engine.Revision, c *engine.Caller, d *engine.GrantDecision) []PromptRow {
+func promptRows(rev *engine.Revision, c *toolcall.Caller, d *engine.GrantDecision) []PromptRow {
 	prompts := rev.Registry().Prompts
 	if len(prompts) == 0 {
 		return nil
@@ -87,7 +88,7 @@ func promptRows(rev *engine.Revision, c *engine.Caller, d *engine.GrantDecision)
 	return out
 }
 
-func explainPrompt(ctx context.Context, rev *engine.Revision, c *engine.Caller, name string, args json.RawMessage, meta engine.Meta) *PromptExplanation {
+func explainPrompt(ctx context.Context, rev *engine.Revision, c *toolcall.Caller, name string, args json.RawMessage, meta engine.Meta) *PromptExplanation {
 	x := &PromptExplanation{Name: name}
 	p := rev.Prompt(name)
 	if p != nil {
@@ -121,7 +122,7 @@ func explainPrompt(ctx context.Context, rev *engine.Revision, c *engine.Caller, 
 	return x
 }
 
-func explainResource(ctx context.Context, rev *engine.Revision, c *engine.Caller, uri string, res *engine.Resource, meta engine.Meta) *ResourceExplanation {
+func explainResource(ctx context.Context, rev *engine.Revision, c *toolcall.Caller, uri string, res *engine.Resource, meta engine.Meta) *ResourceExplanation {
 	x := &ResourceExplanation{URI: uri, Outcome: engine.NoOverride.String()}
 	if res == nil {
 		x.DecidedBy, x.Answer = "no upstream lists it and no template matches it", mcpadapter.AnswerUnknownResource

@@ -11,9 +11,10 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/cli/lines"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/schema"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // CheckOptions says what Check validates and for whom it measures the
@@ -24,12 +25,12 @@ type CheckOptions struct {
 	// Methods resolves rows' methods; nil skips the method checks. Rows
 	// whose method is upstream:SERVER/TOOL are never checked here: an
 	// upstream's tools are known only once it is connected.
-	Methods mcpadapter.MethodSet
+	Methods methods.Set
 	// Callers and RoleSets are whom the URL-driver reach is measured for:
 	// every caller, then a caller with each role combination (no subject,
 	// no claims). With neither, every combination of the roles the
 	// registry's sections and the policies name is tried (see RoleSetsFor).
-	Callers  []engine.Caller
+	Callers  []toolcall.Caller
 	RoleSets [][]string
 	// Capabilities are the built-ins policies may call, as the server has
 	// them (docs/contract.md §11); nil is engine.DefaultCapabilities.
@@ -60,9 +61,9 @@ type CheckReport struct {
 	PolicyFiles []string `json:"policy_files"`
 	// Callers are the callers the URL-driver reach was measured for; empty
 	// when the registry or the policies did not load.
-	Callers  []engine.Caller `json:"callers"`
-	Errors   []Finding       `json:"errors"`
-	Warnings []Finding       `json:"warnings"`
+	Callers  []toolcall.Caller `json:"callers"`
+	Errors   []Finding         `json:"errors"`
+	Warnings []Finding         `json:"warnings"`
 }
 
 // OK reports whether the check found no error.
@@ -97,7 +98,7 @@ func (r *CheckReport) warnf(f Finding, format string, args ...any) {
 func Check(ctx context.Context, opts CheckOptions) *CheckReport {
 	src := opts.Source
 	r := &CheckReport{Registry: src.Registry, Policies: src.Policies, URLDrivers: []string{}, PolicyFiles: []string{},
-		Callers: []engine.Caller{}, Errors: []Finding{}, Warnings: []Finding{}}
+		Callers: []toolcall.Caller{}, Errors: []Finding{}, Warnings: []Finding{}}
 	reg := checkRegistry(src, r)
 	checkTypes(r)
 	if opts.Config != "" {
@@ -240,7 +241,7 @@ func withStubRegistry(src engine.Source) (engine.Source, func(), error) {
 
 // checkMethods reports rows whose method is not registered and declared
 // arguments their method does not take.
-func checkMethods(reg *registry.Registry, ms mcpadapter.MethodSet, file string, r *CheckReport) {
+func checkMethods(reg *registry.Registry, ms methods.Set, file string, r *CheckReport) {
 	for i := range reg.Tools {
 		t := &reg.Tools[i]
 		if strings.HasPrefix(t.Method, "upstream:") {
@@ -264,7 +265,7 @@ func checkMethods(reg *registry.Registry, ms mcpadapter.MethodSet, file string, 
 // checkReach measures, caller by caller, what granted URL drivers reach.
 func checkReach(ctx context.Context, rev *engine.Revision, opts CheckOptions, r *CheckReport) {
 	reg := rev.Registry()
-	callers := append([]engine.Caller(nil), opts.Callers...)
+	callers := append([]toolcall.Caller(nil), opts.Callers...)
 	sets := opts.RoleSets
 	if len(opts.Callers) == 0 && len(opts.RoleSets) == 0 {
 		var capped bool
@@ -276,7 +277,7 @@ func checkReach(ctx context.Context, rev *engine.Revision, opts CheckOptions, r 
 		}
 	}
 	for _, s := range sets {
-		callers = append(callers, engine.Caller{Roles: append([]string{}, s...), Claims: map[string]any{}})
+		callers = append(callers, toolcall.Caller{Roles: append([]string{}, s...), Claims: map[string]any{}})
 	}
 	r.Callers = callers
 	reported := map[string]bool{}
@@ -338,7 +339,7 @@ func checkReach(ctx context.Context, rev *engine.Revision, opts CheckOptions, r 
 }
 
 // policyFinding locates a policy failure at its rule when OPA said where.
-func policyFinding(code string, err error, c *engine.Caller) Finding {
+func policyFinding(code string, err error, c *toolcall.Caller) Finding {
 	f := Finding{Code: code, Caller: c}
 	var pe *engine.PolicyError
 	if errors.As(err, &pe) {

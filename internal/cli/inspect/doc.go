@@ -7,7 +7,7 @@
 //
 //	rep := inspect.Check(ctx, inspect.CheckOptions{
 //		Source:  engine.Source{Registry: "registry.yaml", Policies: "rego"},
-//		Methods: methods, // the mcpadapter.MethodSet the server dispatches to
+//		Methods: methods, // the methods.Set the server dispatches to
 //	})
 //	rep.WriteText(os.Stdout)
 //	if !rep.OK() { ... }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/cli/inspect"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // exampleFS is a registry with a URL driver every signed-in caller gets,
@@ -53,7 +54,7 @@ func ExampleExplain() {
 	}
 	x := inspect.Explain(context.Background(), inspect.ExplainOptions{
 		Revision: e.Current(),
-		Caller:   &engine.Caller{Subject: "carol", Roles: []string{"contractor"}},
+		Caller:   &toolcall.Caller{Subject: "carol", Roles: []string{"contractor"}},
 		Tool:     "report",
 	})
 	fmt.Println(x.Mode, x.OverrideRules, x.Granted)

@@ -15,7 +15,9 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/cli/lines"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The exact answers of docs/contract.md §5 that Explain can predict: the served
@@ -29,20 +31,20 @@ const (
 func AnswerUnknownTool(name string) string { return mcpadapter.AnswerUnknownTool(name) }
 
 // Stages at which Explain says a tools/call would be decided: the served
-// pipeline's (mcpadapter.Stage).
+// pipeline's (toolcall.Stage).
 const (
-	StageNobody       = string(mcpadapter.StageNobody)       // step 2: nobody signed in: Unknown tool
-	StageNotVerified  = string(mcpadapter.StageNotVerified)  // step 3: the grant decision fails
-	StageUnknown      = string(mcpadapter.StageUnknown)      // step 4: hidden, or no row has the name
-	StageRuleFailed   = string(mcpadapter.StageRuleFailed)   // step 5: the toolgate.call rules fail
-	StageDenied       = string(mcpadapter.StageDenied)       // step 5: refused with reasons
-	StageHeld         = string(mcpadapter.StageHeld)         // step 5: an approval rule holds the call until a person approves it (docs/contract.md §13)
-	StageLimited      = string(mcpadapter.StageLimited)      // step 5: a rate limit refuses the call (docs/contract.md §18)
-	StageAnswered     = string(mcpadapter.StageAnswered)     // step 5: a rule answers instead of the method
-	StageArguments    = string(mcpadapter.StageArguments)    // step 6: the arguments do not bind: an argument answer
-	StageRun          = string(mcpadapter.StageRun)          // steps 6-7: the arguments are bound and the method runs
-	StageWithheld     = string(mcpadapter.StageWithheld)     // after step 7: a result rule withholds the given result (docs/contract.md §18)
-	StageResultFailed = string(mcpadapter.StageResultFailed) // after step 7: the result rules fail on the given result: withheld
+	StageNobody       = string(toolcall.StageNobody)       // step 2: nobody signed in: Unknown tool
+	StageNotVerified  = string(toolcall.StageNotVerified)  // step 3: the grant decision fails
+	StageUnknown      = string(toolcall.StageUnknown)      // step 4: hidden, or no row has the name
+	StageRuleFailed   = string(toolcall.StageRuleFailed)   // step 5: the toolgate.call rules fail
+	StageDenied       = string(toolcall.StageDenied)       // step 5: refused with reasons
+	StageHeld         = string(toolcall.StageHeld)         // step 5: an approval rule holds the call until a person approves it (docs/contract.md §13)
+	StageLimited      = string(toolcall.StageLimited)      // step 5: a rate limit refuses the call (docs/contract.md §18)
+	StageAnswered     = string(toolcall.StageAnswered)     // step 5: a rule answers instead of the method
+	StageArguments    = string(toolcall.StageArguments)    // step 6: the arguments do not bind: an argument answer
+	StageRun          = string(toolcall.StageRun)          // steps 6-7: the arguments are bound and the method runs
+	StageWithheld     = string(toolcall.StageWithheld)     // after step 7: a result rule withholds the given result (docs/contract.md §18)
+	StageResultFailed = string(toolcall.StageResultFailed) // after step 7: the result rules fail on the given result: withheld
 )
 
 // ExplainOptions is one question to Explain: a caller, and optionally a call.
@@ -50,7 +52,7 @@ type ExplainOptions struct {
 	// Revision is the registry and policies to explain (required).
 	Revision *engine.Revision
 	// Caller is whom to explain for; nil is nobody.
-	Caller *engine.Caller
+	Caller *toolcall.Caller
 	// Tool, when not empty, is the name of a tools/call to explain.
 	Tool string
 	// Meta is the raw _meta of the request; it is bounded (docs/contract.md §3) first.
@@ -63,7 +65,7 @@ type ExplainOptions struct {
 	Arguments json.RawMessage
 	// Methods are the methods the server dispatches to (required to bind
 	// Arguments); nil: the explanation stops before binding.
-	Methods mcpadapter.MethodSet
+	Methods methods.Set
 	// Prompt, when not empty, is a prompt whose decision to explain
 	// (docs/contract.md §16): the revision's imported prompts.
 	Prompt string
@@ -101,7 +103,7 @@ type Explanation struct {
 	// Revision is the revision's content hash.
 	Revision string `json:"revision"`
 	// Caller is the caller explained; nil is nobody.
-	Caller *engine.Caller `json:"caller"`
+	Caller *toolcall.Caller `json:"caller"`
 	// Mode is how the grant decision was reached: no_override (the base
 	// decision stands), override, failed or nobody.
 	Mode string `json:"mode"`
@@ -293,7 +295,7 @@ func ReadResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 
 // baseWhy says in words why the base decision for one row is what
 // engine.Base (its one home) decides.
-func baseWhy(reg *registry.Registry, t *registry.Tool, c *engine.Caller) string {
+func baseWhy(reg *registry.Registry, t *registry.Tool, c *toolcall.Caller) string {
 	base := engine.Base(reg, t, c)
 	switch {
 	case c == nil:
@@ -316,7 +318,7 @@ func baseWhy(reg *registry.Registry, t *registry.Tool, c *engine.Caller) string 
 }
 
 // explainCall says in words what the dry run of a call decided.
-func explainCall(rev *engine.Revision, c *engine.Caller, name string, rec *mcpadapter.Record) *CallExplanation {
+func explainCall(rev *engine.Revision, c *toolcall.Caller, name string, rec *mcpadapter.Record) *CallExplanation {
 	ce := &CallExplanation{Tool: name, Stage: string(rec.Stage), Answer: rec.Answer(), Rules: rec.DecidingRules()}
 	t := rev.Tool(name)
 	if t != nil {
@@ -327,11 +329,11 @@ func explainCall(rev *engine.Revision, c *engine.Caller, name string, rec *mcpad
 		cd = &engine.CallDecision{}
 	}
 	switch rec.Stage {
-	case mcpadapter.StageNobody:
+	case toolcall.StageNobody:
 		ce.DecidedBy = "nobody is signed in"
-	case mcpadapter.StageNotVerified:
+	case toolcall.StageNotVerified:
 		ce.DecidedBy, ce.Failure = "the grant decision failed", rec.Grant.Err.Error()
-	case mcpadapter.StageUnknown:
+	case toolcall.StageUnknown:
 		switch {
 		case t == nil:
 			ce.DecidedBy = "no row has this name"
@@ -340,40 +342,40 @@ func explainCall(rev *engine.Revision, c *engine.Caller, name string, rec *mcpad
 		default:
 			ce.DecidedBy = "the base decision: " + baseWhy(rev.Registry(), t, c)
 		}
-	case mcpadapter.StageRuleFailed:
+	case toolcall.StageRuleFailed:
 		ce.DecidedBy, ce.Failure = "the toolgate.call rules failed", rec.Err.Error()
 		if cd.Err != nil {
 			ce.Failure = cd.Err.Error()
 		}
-	case mcpadapter.StageDenied:
+	case toolcall.StageDenied:
 		ce.DecidedBy = "data.toolgate.call.deny"
 		for _, dn := range rec.Denials {
 			ce.Reasons = append(ce.Reasons, engine.Reason{Message: dn.Reason, Rules: dn.Rules})
 		}
-	case mcpadapter.StageHookFailed: // in a dry run, only the limit store (--ledger) fails so
+	case toolcall.StageHookFailed:
 		ce.DecidedBy, ce.Failure = "the limit store could not answer: the call fails closed", rec.Err.Error()
-	case mcpadapter.StageLimited:
+	case toolcall.StageLimited:
 		ce.DecidedBy = "data.toolgate.call.limit: a limit's counter is full"
-	case mcpadapter.StageWithheld:
+	case toolcall.StageWithheld:
 		ce.DecidedBy = "data.toolgate.result.deny: the result is withheld"
 		for _, dn := range rec.Denials {
 			ce.Reasons = append(ce.Reasons, engine.Reason{Message: dn.Reason, Rules: dn.Rules})
 		}
-	case mcpadapter.StageResultFailed:
+	case toolcall.StageResultFailed:
 		ce.DecidedBy, ce.Failure = "the result rules failed: the result is withheld", rec.Err.Error()
-	case mcpadapter.StageHeld:
+	case toolcall.StageHeld:
 		ce.Approval, ce.Confirm = cd.Approval, cd.Confirm
 		ce.DecidedBy = "data.toolgate.call.approval: held until one of " + strings.Join(cd.Approval.Approvers, ", ") +
 			" approves, then the identical call goes on once"
-	case mcpadapter.StageAnswered:
+	case toolcall.StageAnswered:
 		ce.Result, ce.Answer = json.RawMessage(cd.Result), resultText(cd.Result)
 		ce.DecidedBy = "data.toolgate.call.result"
-	case mcpadapter.StageArguments:
+	case toolcall.StageArguments:
 		ce.DecidedBy = "the arguments, bound against the row's declaration"
 		if rec.Argument == nil {
 			ce.Failure = rec.Err.Error()
 		}
-	case mcpadapter.StageRun:
+	case toolcall.StageRun:
 		ce.Confirm, ce.Bound, ce.Answer = rec.Confirm, rec.Bound, ""
 		if rec.Result != nil { // a given result, after the result rules
 			ce.Answer, ce.Redacted = rec.Answer(), rec.Redacted

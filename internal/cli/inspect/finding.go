@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Codes of the findings Check reports. They are stable: scripts match on
@@ -54,7 +54,7 @@ type Finding struct {
 	// document, without Row), e.g. "arguments[0].name".
 	Field string `json:"field,omitempty"`
 	// Caller is the caller or role combination a reach finding is about.
-	Caller *engine.Caller `json:"caller,omitempty"`
+	Caller *toolcall.Caller `json:"caller,omitempty"`
 	// Tools lists the tools a finding names: for url_driver_reach the
 	// hidden ones, for granted_unknown the names no row has.
 	Tools []string `json:"tools,omitempty"`
@@ -100,7 +100,7 @@ func (f Finding) String() string {
 
 // CallerLabel names a caller for people: `alice (roles: manager, admin)`,
 // `(no roles)` for a caller without roles; "nobody" for nil.
-func CallerLabel(c *engine.Caller) string {
+func CallerLabel(c *toolcall.Caller) string {
 	if c == nil {
 		return "nobody"
 	}

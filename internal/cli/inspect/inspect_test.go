@@ -15,8 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 const baseRegistry = `
@@ -45,8 +46,8 @@ func codes(fs []Finding) []string {
 	return out
 }
 
-func methods() mcpadapter.MethodSet {
-	m := mcpadapter.Methods{}
+func demoMethods() methods.Set {
+	m := methods.Map{}
 	m.Register("demo.echo", func(_ context.Context, a struct {
 		Text string `json:"text"`
 	}) (string, error) {
@@ -85,8 +86,8 @@ func TestCheck(t *testing.T) {
 			errors:   []string{CodeGrantFailed, CodeGrantFailed}, warnings: []string{}},
 		{name: "methods: unknown method and argument; upstream rows are not checked", registry: baseRegistry,
 			policies: map[string]string{"grant.rego": decided},
-			opts: CheckOptions{Methods: mcpadapter.Methods{"demo.echo": methods().(mcpadapter.Methods)["demo.report"],
-				"demo.fetch": methods().(mcpadapter.Methods)["demo.fetch"]}},
+			opts: CheckOptions{Methods: methods.Map{"demo.echo": demoMethods().(methods.Map)["demo.report"],
+				"demo.fetch": demoMethods().(methods.Map)["demo.fetch"]}},
 			errors: []string{CodeArgumentUnknown, CodeMethodUnknown}, warnings: []string{CodeURLReach}},
 		{name: "invalid registry: its problems and still the policies' diagnostics",
 			registry: "tools: [{ name: echo }, { name: 1, method: x }]",
@@ -118,7 +119,7 @@ func TestCheckReachNamesHiddenTools(t *testing.T) {
 	t.Parallel()
 	rep := Check(context.Background(), CheckOptions{
 		Source:  source(baseRegistry, nil),
-		Callers: []engine.Caller{{Subject: "sam", Roles: []string{"staff"}}},
+		Callers: []toolcall.Caller{{Subject: "sam", Roles: []string{"staff"}}},
 	})
 	require.Len(t, rep.Warnings, 1)
 	w := rep.Warnings[0]
@@ -221,7 +222,7 @@ result := {"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "
 	})
 	e, err := engine.New(context.Background(), src)
 	require.NoError(t, err)
-	admin := &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
+	admin := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
 	for _, tc := range []struct {
 		name, tool, args, meta string
 		stage, answer          string
@@ -264,7 +265,7 @@ func TestCheckCatalogRules(t *testing.T) {
 	t.Parallel()
 	rep := Check(context.Background(), CheckOptions{
 		Source:  source(baseRegistry, map[string]string{"r.rego": "package toolgate.grant\n\nresource := \"yes\"\n\nprompts := \"all\"\n"}),
-		Callers: []engine.Caller{{Subject: "sam", Roles: []string{"staff"}}},
+		Callers: []toolcall.Caller{{Subject: "sam", Roles: []string{"staff"}}},
 	})
 	var codes []string
 	for _, e := range rep.Errors {

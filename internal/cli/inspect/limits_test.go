@@ -12,8 +12,8 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/ledger"
-	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestExplainLimitWouldRefuse: explain shows which limit would refuse a
@@ -29,7 +29,7 @@ limit contains {"key": sprintf("echo/%s", [input.caller.subject]), "max": 2, "pe
 	})
 	e, err := engine.New(context.Background(), src)
 	require.NoError(t, err)
-	ann := &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
+	ann := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	st := store.NewMemoryStore()
 	lim := ledger.NewLimiter(st, func() time.Time { return now })
@@ -51,7 +51,7 @@ limit contains {"key": sprintf("echo/%s", [input.caller.subject]), "max": 2, "pe
 		require.NoError(t, x.WriteText(&out))
 		assert.Contains(t, out.String(), `limit     echo/ann: 2 per 1m0s, "two a minute" (rego/limits.rego:3); 2 of 2: refuses, admits again in 45 s`)
 	}
-	x := Explain(context.Background(), ExplainOptions{Revision: e.Current(), Caller: &engine.Caller{Subject: "bob", Roles: []string{}}, Tool: "echo", Limits: lim})
+	x := Explain(context.Background(), ExplainOptions{Revision: e.Current(), Caller: &toolcall.Caller{Subject: "bob", Roles: []string{}}, Tool: "echo", Limits: lim})
 	assert.Equal(t, StageRun, x.Call.Stage, "another subject's counter is empty")
 }
 
@@ -71,9 +71,9 @@ func TestExplainLimitStoreFails(t *testing.T) {
 	})
 	e, err := engine.New(context.Background(), src)
 	require.NoError(t, err)
-	x := Explain(context.Background(), ExplainOptions{Revision: e.Current(), Caller: &engine.Caller{Subject: "ann", Roles: []string{}}, Tool: "echo",
+	x := Explain(context.Background(), ExplainOptions{Revision: e.Current(), Caller: &toolcall.Caller{Subject: "ann", Roles: []string{}}, Tool: "echo",
 		Limits: ledger.NewLimiter(failingStore{}, nil)})
-	assert.Equal(t, string(mcpadapter.StageHookFailed), x.Call.Stage)
+	assert.Equal(t, string(toolcall.StageHookFailed), x.Call.Stage)
 	assert.Equal(t, AnswerInternal, x.Call.Answer)
 	assert.Contains(t, x.Call.Failure, "connection refused")
 }

@@ -1,7 +1,7 @@
 package inspect
 
 import (
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -10,7 +10,7 @@ import (
 // (rows whose method is upstream:SERVER/TOOL are skipped); file names the
 // registry in each finding. `toolgate serve` logs them at start and on
 // every reload, so serve and check agree on what will not work.
-func MethodFindings(reg *registry.Registry, ms mcpadapter.MethodSet, file string) []Finding {
+func MethodFindings(reg *registry.Registry, ms methods.Set, file string) []Finding {
 	var r CheckReport
 	checkMethods(reg, ms, file, &r)
 	return r.Errors

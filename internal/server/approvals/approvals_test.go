@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/internal/testkit/pgtest"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // storeKinds opens a fresh store of each kind; PostgreSQL only where
@@ -185,7 +185,7 @@ func TestApproverRules(t *testing.T) {
 	id := heldID(t, text)
 	for _, tc := range []struct {
 		name   string
-		caller *engine.Caller
+		caller *toolcall.Caller
 		path   string
 		body   string
 		want   int

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Errors of Decide, for errors.Is. The HTTP endpoints map them to 404,
@@ -33,7 +33,7 @@ const MaxNoteBytes = 1024
 // MayDecide reports whether caller may approve or refuse r: a signed-in
 // caller with one of its approver roles and a subject other than the
 // requester's.
-func MayDecide(caller *engine.Caller, r *Request) bool {
+func MayDecide(caller *toolcall.Caller, r *Request) bool {
 	if caller == nil || caller.Subject == "" || caller.Subject == r.Subject {
 		return false
 	}
@@ -47,14 +47,14 @@ func MayDecide(caller *engine.Caller, r *Request) bool {
 
 // Pending returns the first page (DefaultListLimit) of the pending
 // requests caller may decide, oldest first.
-func (g *Gate) Pending(ctx context.Context, caller *engine.Caller) ([]Request, error) {
+func (g *Gate) Pending(ctx context.Context, caller *toolcall.Caller) ([]Request, error) {
 	list, _, err := g.PendingPage(ctx, caller, "", DefaultListLimit)
 	return list, err
 }
 
 // AllPending returns every pending request caller may decide, oldest
 // first, read page by page (`toolgate approvals list`).
-func (g *Gate) AllPending(ctx context.Context, caller *engine.Caller) ([]Request, error) {
+func (g *Gate) AllPending(ctx context.Context, caller *toolcall.Caller) ([]Request, error) {
 	var all []Request
 	after := ""
 	for {
@@ -78,7 +78,7 @@ var ErrBadCursor = errors.New("approvals: not a cursor of this listing")
 // the oldest), and the cursor of the next page ("" at the end). The store
 // selects them by the caller's roles, so requests for other approvers
 // never crowd a page out.
-func (g *Gate) PendingPage(ctx context.Context, caller *engine.Caller, after string, limit int) ([]Request, string, error) {
+func (g *Gate) PendingPage(ctx context.Context, caller *toolcall.Caller, after string, limit int) ([]Request, string, error) {
 	out := []Request{}
 	if caller == nil || caller.Subject == "" || len(caller.Roles) == 0 {
 		return out, "", nil
@@ -129,7 +129,7 @@ func parseCursor(s string) (store.Cursor, error) {
 // behalf of caller, with an optional note, and returns the request as
 // decided. Errors: ErrNotFound, ErrForbidden, ErrNotPending, or the
 // store's.
-func (g *Gate) Decide(ctx context.Context, caller *engine.Caller, id string, approve bool, note string) (Request, error) {
+func (g *Gate) Decide(ctx context.Context, caller *toolcall.Caller, id string, approve bool, note string) (Request, error) {
 	if len(note) > MaxNoteBytes {
 		note = strings.ToValidUTF8(note[:MaxNoteBytes], "")
 	}

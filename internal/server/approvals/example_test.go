@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // A call held for approval, approved by another person, then run once.
@@ -24,7 +25,7 @@ func ExampleGate() {
 	rule := &engine.Approval{Reason: "wiping needs an admin", Approvers: []string{"admin"}, TTL: engine.DefaultApprovalTTL}
 	call := &mcpadapter.CallContext{
 		Name: "wipe", Tool: &registry.Tool{Name: "wipe"}, Arguments: json.RawMessage(`{"target":"db1"}`),
-		Caller: &engine.Caller{Subject: "alice", Roles: []string{"contractor"}},
+		Caller: &toolcall.Caller{Subject: "alice", Roles: []string{"contractor"}},
 	}
 
 	ck, _ := gate.Check(ctx, call, rule)
@@ -32,7 +33,7 @@ func ExampleGate() {
 
 	_, err := gate.Decide(ctx, call.Caller, ck.ID, true, "")
 	fmt.Println(err) // the requester cannot approve her own call
-	r, _ := gate.Decide(ctx, &engine.Caller{Subject: "bob", Roles: []string{"admin"}}, ck.ID, true, "ok")
+	r, _ := gate.Decide(ctx, &toolcall.Caller{Subject: "bob", Roles: []string{"admin"}}, ck.ID, true, "ok")
 	fmt.Println(r.Status, r.DecidedBy)
 
 	ck, _ = gate.Check(ctx, call, rule)

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Defaults of Options.
@@ -300,7 +301,7 @@ func (g *Gate) rememberRoles(roles []string) {
 // changes: a caller with a role an approval rule named since start, or
 // who may decide a request pending now (one recorded by another
 // replica, or before a restart).
-func (g *Gate) IsApprover(ctx context.Context, caller *engine.Caller) bool {
+func (g *Gate) IsApprover(ctx context.Context, caller *toolcall.Caller) bool {
 	if caller == nil || caller.Subject == "" {
 		return false
 	}

@@ -27,7 +27,9 @@ import (
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The registry and policy of the tests: wipe needs an admin's approval,
@@ -66,10 +68,10 @@ confirm := "Run ask on this target?" if input.tool.name == "ask"
 `
 
 var (
-	alice   = &engine.Caller{Subject: "alice", Roles: []string{"contractor"}}
-	bob     = &engine.Caller{Subject: "bob", Roles: []string{"admin"}}
-	carol   = &engine.Caller{Subject: "carol", Roles: []string{"manager"}}
-	selfish = &engine.Caller{Subject: "selfish", Roles: []string{"admin"}}
+	alice   = &toolcall.Caller{Subject: "alice", Roles: []string{"contractor"}}
+	bob     = &toolcall.Caller{Subject: "bob", Roles: []string{"admin"}}
+	carol   = &toolcall.Caller{Subject: "carol", Roles: []string{"manager"}}
+	selfish = &toolcall.Caller{Subject: "selfish", Roles: []string{"admin"}}
 )
 
 // clock is an injectable clock.
@@ -128,7 +130,7 @@ func (s *syncBuffer) records(t testing.TB) []audit.Record {
 	return out
 }
 
-func tokenFor(c *engine.Caller) string { return "token-of-" + c.Subject }
+func tokenFor(c *toolcall.Caller) string { return "token-of-" + c.Subject }
 
 func newEnv(t testing.TB, store store.ApprovalStore) *env {
 	t.Helper()
@@ -153,7 +155,7 @@ func newEnvOptions(t testing.TB, store store.ApprovalStore, policy string, opts 
 	require.NoError(t, err)
 
 	e := &env{clock: newClock(), audit: &syncBuffer{}, runs: map[string]int{}}
-	methods := mcpadapter.Methods{}
+	methods := methods.Map{}
 	methods.Register("test.run", func(_ context.Context, a struct {
 		Target string `json:"target"`
 	}) (string, error) {
@@ -170,7 +172,7 @@ func newEnvOptions(t testing.TB, store store.ApprovalStore, policy string, opts 
 		Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))})
 	a.AddHook(aud.Hook())
 	entries := map[string]identity.TokenEntry{}
-	for _, c := range []*engine.Caller{alice, bob, carol, selfish} {
+	for _, c := range []*toolcall.Caller{alice, bob, carol, selfish} {
 		entries[identity.HashToken(tokenFor(c))] = identity.TokenEntry{Subject: c.Subject, Roles: c.Roles}
 	}
 	tokens, err := identity.NewTokens(entries)
@@ -188,14 +190,14 @@ func newEnvOptions(t testing.TB, store store.ApprovalStore, policy string, opts 
 
 // connect opens a go-sdk session as caller; opts may set an elicitation
 // handler.
-func (e *env) connect(t testing.TB, caller *engine.Caller, opts *mcp.ClientOptions) *mcp.ClientSession {
+func (e *env) connect(t testing.TB, caller *toolcall.Caller, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	return e.connectProto(t, caller, opts, "")
 }
 
 // connectProto is connect under a protocol revision ("": the client's
 // latest).
-func (e *env) connectProto(t testing.TB, caller *engine.Caller, opts *mcp.ClientOptions, proto string) *mcp.ClientSession {
+func (e *env) connectProto(t testing.TB, caller *toolcall.Caller, opts *mcp.ClientOptions, proto string) *mcp.ClientSession {
 	t.Helper()
 	tr := &http.Transport{}
 	client := mcp.NewClient(&mcp.Implementation{Name: "approvals-test", Version: "1"}, opts)
@@ -228,7 +230,7 @@ func heldID(t testing.TB, text string) string {
 
 // do sends an HTTP request to the approvals endpoints as caller (nil:
 // without credentials) and returns the status and body.
-func (e *env) do(t testing.TB, caller *engine.Caller, method, path, body string) (int, string) {
+func (e *env) do(t testing.TB, caller *toolcall.Caller, method, path, body string) (int, string) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {

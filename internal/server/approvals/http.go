@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // maxBodyBytes bounds the body of a decision ({"note": "..."}).
@@ -29,7 +29,7 @@ const maxBodyBytes = 8 << 10
 // Nobody gets 401, the requester deciding their own request 403, an
 // unknown id or one the caller may not see 404 (alike: the answer never
 // tells whether an id exists), a request no longer pending 409.
-func (g *Gate) Handler(callerOf func(*http.Request) *engine.Caller) http.Handler {
+func (g *Gate) Handler(callerOf func(*http.Request) *toolcall.Caller) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /approvals", func(w http.ResponseWriter, r *http.Request) {
 		c := callerOf(r)

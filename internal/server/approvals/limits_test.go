@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestPendingCapPerRequester: a requester with MaxPending requests
@@ -91,14 +92,14 @@ func TestListingSelectsByRoleInTheStore(t *testing.T) {
 			}
 			wanted := add(1500, "admin")
 			g := approvals.New(st, approvals.Options{Now: func() time.Time { return now }})
-			admin := &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
+			admin := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
 			list, err := g.Pending(ctx, admin)
 			require.NoError(t, err)
 			require.Len(t, list, 1)
 			assert.Equal(t, wanted, list[0].ID)
 
 			// An ops approver pages through all 1 500, oldest first.
-			ops := &engine.Caller{Subject: "otto", Roles: []string{"ops"}}
+			ops := &toolcall.Caller{Subject: "otto", Roles: []string{"ops"}}
 			var seen []string
 			after := ""
 			for {
@@ -124,7 +125,7 @@ func TestListingSelectsByRoleInTheStore(t *testing.T) {
 			assert.Len(t, all, 1500, "`toolgate approvals list` reads every page")
 
 			// The requester never sees their own.
-			list, err = g.Pending(ctx, &engine.Caller{Subject: "mallory", Roles: []string{"admin", "ops"}})
+			list, err = g.Pending(ctx, &toolcall.Caller{Subject: "mallory", Roles: []string{"admin", "ops"}})
 			require.NoError(t, err)
 			assert.Empty(t, list)
 			n, err := st.CountPending(ctx, "token", "mallory", now)
@@ -186,7 +187,7 @@ func TestApprovalsKeyedBySource(t *testing.T) {
 			g := approvals.New(st, approvals.Options{Now: func() time.Time { return now }})
 			ctx := context.Background()
 			rule := &engine.Approval{Reason: "r", Approvers: []string{"admin"}, TTL: time.Hour}
-			root := &engine.Caller{Subject: "root", Roles: []string{"ops"}}
+			root := &toolcall.Caller{Subject: "root", Roles: []string{"ops"}}
 			callAs := func(source string) *mcpadapter.CallContext {
 				return &mcpadapter.CallContext{Name: "wipe", Tool: &registry.Tool{Name: "wipe"}, Arguments: json.RawMessage(`{"target":"prod"}`),
 					Caller: root, Source: source}
@@ -194,7 +195,7 @@ func TestApprovalsKeyedBySource(t *testing.T) {
 			ck, err := g.Check(ctx, callAs("token"), rule)
 			require.NoError(t, err)
 			require.Equal(t, mcpadapter.ApprovalHeld, ck.State)
-			_, err = g.Decide(ctx, &engine.Caller{Subject: "ann", Roles: []string{"admin"}}, ck.ID, true, "")
+			_, err = g.Decide(ctx, &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}, ck.ID, true, "")
 			require.NoError(t, err)
 
 			other, err := g.Check(ctx, callAs("jwt"), rule)
@@ -207,7 +208,7 @@ func TestApprovalsKeyedBySource(t *testing.T) {
 			assert.Equal(t, mcpadapter.ApprovalConsumed, mine.State)
 			assert.Equal(t, ck.ID, mine.ID)
 
-			r, err := g.Decide(ctx, &engine.Caller{Subject: "ann", Roles: []string{"admin"}}, other.ID, false, "")
+			r, err := g.Decide(ctx, &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}, other.ID, false, "")
 			require.NoError(t, err)
 			assert.Equal(t, "jwt", r.Source)
 		})

@@ -29,7 +29,8 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/cli/inspect"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Paths of the Authorization API 1.0 HTTPS binding.
@@ -69,10 +70,10 @@ type Options struct {
 	// Methods are the methods rows dispatch to: arguments sent as
 	// resource.properties.arguments are bound against them as a call
 	// would bind them. Nil: evaluations stop before binding.
-	Methods mcpadapter.MethodSet
+	Methods methods.Set
 	// Caller is the caller of an HTTP request (httpserve.RequestCaller);
 	// nil is nobody (required).
-	Caller func(*http.Request) *engine.Caller
+	Caller func(*http.Request) *toolcall.Caller
 	// PDPRoles are the roles that may ask (--pdp-role). Empty: nobody may.
 	PDPRoles []string
 	// AdminRole is the operator role: its holders get the reasons.
@@ -385,7 +386,7 @@ func errorContext(status int, msg string) map[string]any {
 // a token's, docs/contract.md §12). Another property is refused: the
 // policy would not see it, and a decision is never taken on other input
 // than the one sent.
-func subjectCaller(s *Subject) (*engine.Caller, error) {
+func subjectCaller(s *Subject) (*toolcall.Caller, error) {
 	if s == nil || s.Type == "" || s.ID == "" {
 		return nil, errors.New("subject.type and subject.id are required")
 	}
@@ -396,7 +397,7 @@ func subjectCaller(s *Subject) (*engine.Caller, error) {
 	if err := strict(s.Properties, &p, "subject.properties"); err != nil {
 		return nil, err
 	}
-	c := &engine.Caller{Subject: s.ID, Roles: p.Roles}
+	c := &toolcall.Caller{Subject: s.ID, Roles: p.Roles}
 	if c.Roles == nil {
 		c.Roles = []string{}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/internal/server/authzen"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // FuzzEvaluation sends any body to both endpoints as a caller with the PDP
@@ -23,10 +24,10 @@ func FuzzEvaluation(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	pep := &engine.Caller{Subject: "pep", Roles: []string{"pdp"}}
+	pep := &toolcall.Caller{Subject: "pep", Roles: []string{"pdp"}}
 	mux := http.NewServeMux()
 	for p, h := range authzen.Routes(authzen.Options{Revisions: eng, Methods: demo.Methods(),
-		Caller: func(*http.Request) *engine.Caller { return pep }, PDPRoles: []string{"pdp"}, AdminRole: "admin"}) {
+		Caller: func(*http.Request) *toolcall.Caller { return pep }, PDPRoles: []string{"pdp"}, AdminRole: "admin"}) {
 		mux.Handle(p, h)
 	}
 	for _, s := range []string{

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/audit"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Defaults of the Activity.
@@ -73,7 +73,7 @@ type Activity struct {
 	queue uint64        // approval-queue changes so far
 	wake  chan struct{} // closed (and replaced) at each event or change
 	subs  int
-	seen  []engine.Caller
+	seen  []toolcall.Caller
 	seenK map[string]bool
 }
 
@@ -105,7 +105,7 @@ func (a *Activity) Hook() mcpadapter.Hook {
 	}}
 }
 
-func (a *Activity) see(c *engine.Caller) {
+func (a *Activity) see(c *toolcall.Caller) {
 	if c == nil || c.Subject == "" {
 		return
 	}
@@ -116,12 +116,12 @@ func (a *Activity) see(c *engine.Caller) {
 		return
 	}
 	a.seenK[k] = true
-	a.seen = append(a.seen, engine.Caller{Subject: c.Subject, Roles: slices.Clone(c.Roles)})
+	a.seen = append(a.seen, toolcall.Caller{Subject: c.Subject, Roles: slices.Clone(c.Roles)})
 }
 
 // Seen returns the callers seen since start (subject and roles), in the
 // order first seen, at most 1000.
-func (a *Activity) Seen() []engine.Caller {
+func (a *Activity) Seen() []toolcall.Caller {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.seen)
@@ -136,7 +136,7 @@ func (a *Activity) Publish(e Event) {
 	a.ring[a.next] = e
 	a.next = (a.next + 1) % len(a.ring)
 	a.full = a.full || a.next == 0
-	if e.Outcome == string(mcpadapter.OutcomeHeld) || e.ApprovalID != "" {
+	if e.Outcome == string(toolcall.OutcomeHeld) || e.ApprovalID != "" {
 		a.queue++
 	}
 	a.wakeLocked()
@@ -234,7 +234,7 @@ const keepAlive = 25 * time.Second
 // activity streams the tail as server-sent events: the backlog, then each
 // event as it happens ("event: activity"), and "event: approvals" when the
 // approval queue changed.
-func (c *Console) activity(w http.ResponseWriter, r *http.Request, _ *engine.Caller, _ bool) {
+func (c *Console) activity(w http.ResponseWriter, r *http.Request, _ *toolcall.Caller, _ bool) {
 	q := r.URL.Query()
 	c.stream(w, r, &filter{subject: q.Get("subject"), tool: q.Get("tool"), outcome: q.Get("outcome")})
 }
@@ -244,7 +244,7 @@ func (c *Console) activity(w http.ResponseWriter, r *http.Request, _ *engine.Cal
 // operator or an approver (Options.Approver). Anyone else holds no
 // stream: 204 with Retry-After, after which the page reads the list and
 // asks again (a role may have become an approver's meanwhile).
-func (c *Console) approvalEvents(w http.ResponseWriter, r *http.Request, caller *engine.Caller, op bool) {
+func (c *Console) approvalEvents(w http.ResponseWriter, r *http.Request, caller *toolcall.Caller, op bool) {
 	if !op && (c.opts.Approver == nil || !c.opts.Approver(r.Context(), caller)) {
 		w.Header().Set("Retry-After", strconv.Itoa(notApproverRetry))
 		w.Header().Set("Cache-Control", "no-store")

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/internal/server/console"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestMatrixPromptsAndResources (docs/contract.md §16): the matrix shows
@@ -46,14 +47,14 @@ resource := false if {
 	require.NoError(t, err)
 	resources := []engine.Resource{{URI: "file:///public/a", Upstream: "up"}, {URI: "file:///private/b", Upstream: "up"}}
 	c := console.New(console.Options{
-		Auth: func(r *http.Request) (*engine.Caller, bool) {
-			return &engine.Caller{Subject: "ops", Roles: []string{"admin"}}, true
+		Auth: func(r *http.Request) (*toolcall.Caller, bool) {
+			return &toolcall.Caller{Subject: "ops", Roles: []string{"admin"}}, true
 		},
-		Explainer: console.ExplainerFunc(func(ctx context.Context, c *engine.Caller, tool string, meta json.RawMessage) *inspect.Explanation {
+		Explainer: console.ExplainerFunc(func(ctx context.Context, c *toolcall.Caller, tool string, meta json.RawMessage) *inspect.Explanation {
 			return inspect.Explain(ctx, inspect.ExplainOptions{Revision: eng.Current(), Caller: c, Tool: tool, Meta: meta})
 		}),
 		Resources: func(context.Context) []engine.Resource { return resources },
-		DecideResource: func(ctx context.Context, c *engine.Caller, res *engine.Resource) engine.ResourceDecision {
+		DecideResource: func(ctx context.Context, c *toolcall.Caller, res *engine.Resource) engine.ResourceDecision {
 			return eng.Current().GrantResource(ctx, c, engine.Request{Method: engine.MethodResourcesList}, res)
 		},
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/internal/server/approvals"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Prefix is the path the console is served under.
@@ -22,20 +23,20 @@ const Prefix = "/console"
 // Authenticator tells who sent a request and whether they hold the
 // operator role. The transport has already refused a token that does not
 // verify (401); caller nil is nobody.
-type Authenticator func(r *http.Request) (caller *engine.Caller, operator bool)
+type Authenticator func(r *http.Request) (caller *toolcall.Caller, operator bool)
 
 // Explainer explains the grant decision for a caller and, with tool set, a
 // tools/call of it, with the serving pipeline (inspect.Explain over the
 // revision serving).
 type Explainer interface {
-	Explain(ctx context.Context, caller *engine.Caller, tool string, meta json.RawMessage) *inspect.Explanation
+	Explain(ctx context.Context, caller *toolcall.Caller, tool string, meta json.RawMessage) *inspect.Explanation
 }
 
 // ExplainerFunc adapts a function to Explainer.
-type ExplainerFunc func(ctx context.Context, caller *engine.Caller, tool string, meta json.RawMessage) *inspect.Explanation
+type ExplainerFunc func(ctx context.Context, caller *toolcall.Caller, tool string, meta json.RawMessage) *inspect.Explanation
 
 // Explain implements Explainer.
-func (f ExplainerFunc) Explain(ctx context.Context, c *engine.Caller, tool string, meta json.RawMessage) *inspect.Explanation {
+func (f ExplainerFunc) Explain(ctx context.Context, c *toolcall.Caller, tool string, meta json.RawMessage) *inspect.Explanation {
 	return f(ctx, c, tool, meta)
 }
 
@@ -44,8 +45,8 @@ func (f ExplainerFunc) Explain(ctx context.Context, c *engine.Caller, tool strin
 // the cursor of the next ("" at the end); Decide returns
 // approvals.ErrNotFound, ErrForbidden or ErrNotPending.
 type Approvals interface {
-	PendingPage(ctx context.Context, caller *engine.Caller, after string, limit int) ([]approvals.Request, string, error)
-	Decide(ctx context.Context, caller *engine.Caller, id string, approve bool, note string) (approvals.Request, error)
+	PendingPage(ctx context.Context, caller *toolcall.Caller, after string, limit int) ([]approvals.Request, string, error)
+	Decide(ctx context.Context, caller *toolcall.Caller, id string, approve bool, note string) (approvals.Request, error)
 }
 
 // Status is what the status view shows: the revision serving, where it
@@ -105,14 +106,14 @@ type Options struct {
 	// call (engine.Revision.Call on the revision serving): the matrix
 	// reads a cell's step 5 from it, which is much cheaper than a whole
 	// explanation per cell. Nil: the matrix asks Explainer per cell.
-	Calls func(ctx context.Context, caller *engine.Caller, tool string, meta json.RawMessage) *engine.CallDecision
+	Calls func(ctx context.Context, caller *toolcall.Caller, tool string, meta json.RawMessage) *engine.CallDecision
 	// Resources, when set with DecideResource, lists the resources and
 	// templates of importing upstreams (a template with its URI template
 	// as URI and Template) that the matrix shows below tools and prompts;
 	// DecideResource decides one for a caller on the revision serving
 	// (engine.Revision.GrantResource, docs/contract.md §16).
 	Resources      func(ctx context.Context) []engine.Resource
-	DecideResource func(ctx context.Context, caller *engine.Caller, res *engine.Resource) engine.ResourceDecision
+	DecideResource func(ctx context.Context, caller *toolcall.Caller, res *engine.Resource) engine.ResourceDecision
 	// Approvals, when nil, shows an empty queue.
 	Approvals Approvals
 	// Status, when nil, answers 404 at /console/api/status.
@@ -121,7 +122,7 @@ type Options struct {
 	Activity *Activity
 	// Callers are the callers the matrix offers first (the callers file
 	// of `toolgate check`); those the Activity saw follow.
-	Callers []engine.Caller
+	Callers []toolcall.Caller
 	// OAuth, when set, makes the sign-in page offer the issuer.
 	OAuth *OAuth
 	// Done ends every live stream when closed (the server shutting down).
@@ -138,7 +139,7 @@ type Options struct {
 	// Approver reports whether a caller without the operator role may
 	// follow the approval queue's changes (GET
 	// /console/api/approvals/events); nil: operators only.
-	Approver func(ctx context.Context, caller *engine.Caller) bool
+	Approver func(ctx context.Context, caller *toolcall.Caller) bool
 	// MaxSubscribers caps the live streams at once; one more gets 503.
 	// Zero is DefaultMaxSubscribers, negative no cap.
 	MaxSubscribers int
@@ -207,7 +208,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.mux.ServeHTTP(w, r)
 }
 
-type handler func(w http.ResponseWriter, r *http.Request, caller *engine.Caller, operator bool)
+type handler func(w http.ResponseWriter, r *http.Request, caller *toolcall.Caller, operator bool)
 
 // signedIn serves anyone signed in; nobody gets 401.
 func (c *Console) signedIn(h handler) http.HandlerFunc {
@@ -223,7 +224,7 @@ func (c *Console) signedIn(h handler) http.HandlerFunc {
 
 // operator serves the operator role only: nobody gets 401, anyone else 403.
 func (c *Console) operator(h handler) http.HandlerFunc {
-	return c.signedIn(func(w http.ResponseWriter, r *http.Request, caller *engine.Caller, op bool) {
+	return c.signedIn(func(w http.ResponseWriter, r *http.Request, caller *toolcall.Caller, op bool) {
 		if !op {
 			httpError(w, http.StatusForbidden, "the console needs the operator role")
 			return
@@ -243,7 +244,7 @@ type Me struct {
 	Operator bool     `json:"operator"`
 }
 
-func (c *Console) me(w http.ResponseWriter, _ *http.Request, caller *engine.Caller, op bool) {
+func (c *Console) me(w http.ResponseWriter, _ *http.Request, caller *toolcall.Caller, op bool) {
 	roles := caller.Roles
 	if roles == nil {
 		roles = []string{}
@@ -253,7 +254,7 @@ func (c *Console) me(w http.ResponseWriter, _ *http.Request, caller *engine.Call
 
 // listApprovals answers a page of the requests the caller may decide
 // (?after=CURSOR), oldest first, and "next" when there are more.
-func (c *Console) listApprovals(w http.ResponseWriter, r *http.Request, caller *engine.Caller, _ bool) {
+func (c *Console) listApprovals(w http.ResponseWriter, r *http.Request, caller *toolcall.Caller, _ bool) {
 	list, next := []approvals.Request{}, ""
 	if c.opts.Approvals != nil {
 		var err error
@@ -280,7 +281,7 @@ func (c *Console) listApprovals(w http.ResponseWriter, r *http.Request, caller *
 const maxBody = 1 << 20
 
 func (c *Console) decide(approve bool) handler {
-	return func(w http.ResponseWriter, r *http.Request, caller *engine.Caller, _ bool) {
+	return func(w http.ResponseWriter, r *http.Request, caller *toolcall.Caller, _ bool) {
 		var body struct {
 			Note string `json:"note"`
 		}
@@ -309,7 +310,7 @@ func (c *Console) decide(approve bool) handler {
 	}
 }
 
-func (c *Console) status(w http.ResponseWriter, _ *http.Request, _ *engine.Caller, _ bool) {
+func (c *Console) status(w http.ResponseWriter, _ *http.Request, _ *toolcall.Caller, _ bool) {
 	if c.opts.Status == nil {
 		httpError(w, http.StatusNotFound, "no status source")
 		return
@@ -320,11 +321,11 @@ func (c *Console) status(w http.ResponseWriter, _ *http.Request, _ *engine.Calle
 // Caller is a caller the matrix offers, and where it was found: "file"
 // (Options.Callers) or "seen" (made a call since start).
 type Caller struct {
-	engine.Caller
+	toolcall.Caller
 	From string `json:"from"`
 }
 
-func (c *Console) callers(w http.ResponseWriter, _ *http.Request, _ *engine.Caller, _ bool) {
+func (c *Console) callers(w http.ResponseWriter, _ *http.Request, _ *toolcall.Caller, _ bool) {
 	out := []Caller{}
 	seen := map[string]bool{}
 	for _, k := range c.opts.Callers {
@@ -341,7 +342,7 @@ func (c *Console) callers(w http.ResponseWriter, _ *http.Request, _ *engine.Call
 
 // parseCallers reads a callers file as `toolgate check --callers` does
 // (inspect.ParseCallers: YAML or JSON), sent as {"document": "..."}.
-func (c *Console) parseCallers(w http.ResponseWriter, r *http.Request, _ *engine.Caller, _ bool) {
+func (c *Console) parseCallers(w http.ResponseWriter, r *http.Request, _ *toolcall.Caller, _ bool) {
 	var body struct {
 		Document string `json:"document"`
 	}
@@ -360,7 +361,7 @@ func (c *Console) parseCallers(w http.ResponseWriter, r *http.Request, _ *engine
 	writeJSON(w, http.StatusOK, map[string]any{"callers": out})
 }
 
-func callerKey(c *engine.Caller) string {
+func callerKey(c *toolcall.Caller) string {
 	roles := slices.Clone(c.Roles)
 	slices.Sort(roles)
 	return c.Subject + "\x00" + strings.Join(roles, "\x00")

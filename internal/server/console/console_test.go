@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/internal/server/console"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // fixture is a console over the bundled example, a real approval gate
@@ -35,7 +36,7 @@ type fixture struct {
 	act  *console.Activity
 }
 
-var people = map[string]*engine.Caller{
+var people = map[string]*toolcall.Caller{
 	"tok-ops":        {Subject: "ops", Roles: []string{"admin"}},
 	"tok-approver":   {Subject: "ann", Roles: []string{"approver"}},
 	"tok-contractor": {Subject: "carl", Roles: []string{"contractor"}},
@@ -54,20 +55,20 @@ func newFixtureCalls(t *testing.T, calls bool, policy string) *fixture {
 	gate := approvals.New(store.NewMemoryStore(), approvals.Options{})
 	act := console.NewActivity(0)
 	done := make(chan struct{})
-	var callsFn func(ctx context.Context, c *engine.Caller, tool string, meta json.RawMessage) *engine.CallDecision
+	var callsFn func(ctx context.Context, c *toolcall.Caller, tool string, meta json.RawMessage) *engine.CallDecision
 	if calls {
-		callsFn = func(ctx context.Context, c *engine.Caller, tool string, meta json.RawMessage) *engine.CallDecision {
+		callsFn = func(ctx context.Context, c *toolcall.Caller, tool string, meta json.RawMessage) *engine.CallDecision {
 			return eng.Current().Call(ctx, c, engine.Request{Method: engine.MethodCall, Tool: tool, Meta: engine.BoundMeta(meta)})
 		}
 	}
 	c := console.New(console.Options{
 		Calls: callsFn,
-		Auth: func(r *http.Request) (*engine.Caller, bool) {
+		Auth: func(r *http.Request) (*toolcall.Caller, bool) {
 			tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			c := people[tok]
 			return c, c != nil && c.Subject == "ops"
 		},
-		Explainer: console.ExplainerFunc(func(ctx context.Context, c *engine.Caller, tool string, meta json.RawMessage) *inspect.Explanation {
+		Explainer: console.ExplainerFunc(func(ctx context.Context, c *toolcall.Caller, tool string, meta json.RawMessage) *inspect.Explanation {
 			return inspect.Explain(ctx, inspect.ExplainOptions{Revision: eng.Current(), Caller: c, Tool: tool, Meta: meta})
 		}),
 		Approvals: gate,
@@ -98,7 +99,7 @@ func (f *fixture) do(t *testing.T, method, path, token, body string) (int, []byt
 
 // hold records an approval request for caller's call of tool, as the
 // adapter does when the approval rule holds it.
-func (f *fixture) hold(t *testing.T, caller *engine.Caller, tool string, args string, approvers ...string) string {
+func (f *fixture) hold(t *testing.T, caller *toolcall.Caller, tool string, args string, approvers ...string) string {
 	t.Helper()
 	row := f.eng.Current().Tool(tool)
 	require.NotNil(t, row, tool)
@@ -318,7 +319,7 @@ func TestTailHasNoArgumentValues(t *testing.T) {
 		call := &mcpadapter.CallContext{DecisionID: "d-" + name, Name: name, Tool: rev.Tool(name), Method: rev.Tool(name).Method,
 			Arguments: json.RawMessage(`{"text":"` + secret + `"}`), Meta: engine.BoundMeta(json.RawMessage(`{"k":"` + secret + `"}`)),
 			Caller: caller, Revision: rev, Start: time.Now()}
-		require.NoError(t, hook.After(t.Context(), call, &mcpadapter.Record{Outcome: mcpadapter.OutcomeFailed, Err: errors.New("boom: " + secret)}))
+		require.NoError(t, hook.After(t.Context(), call, &mcpadapter.Record{Outcome: toolcall.OutcomeFailed, Err: errors.New("boom: " + secret)}))
 	}
 	var event strings.Builder
 	for {
@@ -338,7 +339,7 @@ func TestTailHasNoArgumentValues(t *testing.T) {
 	assert.Equal(t, "carl", e.Subject)
 	assert.Equal(t, "failed", e.Outcome)
 	assert.Len(t, e.ArgumentsSHA256, 64)
-	assert.Equal(t, []engine.Caller{{Subject: "carl", Roles: []string{"contractor"}}}, f.act.Seen())
+	assert.Equal(t, []toolcall.Caller{{Subject: "carl", Roles: []string{"contractor"}}}, f.act.Seen())
 	// The backlog too holds no value.
 	for _, e := range f.act.Backlog() {
 		b, _ := json.Marshal(e)
@@ -372,7 +373,7 @@ func TestApprovalEventsForApprovers(t *testing.T) {
 	rev := f.eng.Current()
 	call := &mcpadapter.CallContext{DecisionID: "d-1", Name: "resetCounter", Tool: rev.Tool("resetCounter"), Method: "demo.count",
 		Arguments: json.RawMessage(`{"key":"k"}`), Caller: people["tok-contractor"], Revision: rev, Start: time.Now()}
-	require.NoError(t, f.act.Hook().After(t.Context(), call, &mcpadapter.Record{Outcome: mcpadapter.OutcomeHeld, ApprovalID: "a1"}))
+	require.NoError(t, f.act.Hook().After(t.Context(), call, &mcpadapter.Record{Outcome: toolcall.OutcomeHeld, ApprovalID: "a1"}))
 	var got strings.Builder
 	for !strings.HasSuffix(got.String(), "\n\n") || got.Len() < 3 {
 		line, err := rd.ReadString('\n')

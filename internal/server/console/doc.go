@@ -16,7 +16,7 @@
 // and so no cross-site request to forge.
 //
 //	c := console.New(console.Options{
-//		Auth:      func(r *http.Request) (*engine.Caller, bool) { ... },
+//		Auth:      func(r *http.Request) (*toolcall.Caller, bool) { ... },
 //		Explainer: console.ExplainerFunc(...), // inspect.Explain over the revision serving
 //		Approvals: gate,                       // *approvals.Gate
 //		Activity:  act,                        // adapter.AddHook(act.Hook())

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/internal/server/console"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The console over the bundled example, asked for one cell of the matrix
@@ -25,10 +26,10 @@ func Example() {
 	}
 	c := console.New(console.Options{
 		// A real server reads the caller from the request's bearer token.
-		Auth: func(*http.Request) (*engine.Caller, bool) {
-			return &engine.Caller{Subject: "olga", Roles: []string{"admin"}}, true
+		Auth: func(*http.Request) (*toolcall.Caller, bool) {
+			return &toolcall.Caller{Subject: "olga", Roles: []string{"admin"}}, true
 		},
-		Explainer: console.ExplainerFunc(func(ctx context.Context, c *engine.Caller, tool string, meta json.RawMessage) *inspect.Explanation {
+		Explainer: console.ExplainerFunc(func(ctx context.Context, c *toolcall.Caller, tool string, meta json.RawMessage) *inspect.Explanation {
 			return inspect.Explain(ctx, inspect.ExplainOptions{Revision: eng.Current(), Caller: c, Tool: tool, Meta: meta})
 		}),
 	})

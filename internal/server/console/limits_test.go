@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestTailShowsLimitedAndWithheld (docs/contract.md §18): a call a rate limit
@@ -22,7 +23,7 @@ func TestTailShowsLimitedAndWithheld(t *testing.T) {
 	hook := f.act.Hook()
 	rev := f.eng.Current()
 	caller := people["tok-contractor"]
-	for _, o := range []mcpadapter.CallOutcome{mcpadapter.OutcomeLimited, mcpadapter.OutcomeWithheld} {
+	for _, o := range []toolcall.Outcome{toolcall.OutcomeLimited, toolcall.OutcomeWithheld} {
 		call := &mcpadapter.CallContext{DecisionID: "d-" + string(o), Name: "echo", Tool: rev.Tool("echo"), Method: rev.Tool("echo").Method,
 			Arguments: json.RawMessage(`{}`), Meta: engine.BoundMeta(nil), Caller: caller, Revision: rev, Start: time.Now()}
 		reason := "Rate limit exceeded: two a minute. Try again in 31 s."
@@ -35,7 +36,7 @@ func TestTailShowsLimitedAndWithheld(t *testing.T) {
 	assert.Equal(t, []string{"limited", "withheld"}, got)
 	page, err := os.ReadFile("assets/index.html")
 	require.NoError(t, err)
-	for _, o := range mcpadapter.Outcomes {
+	for _, o := range toolcall.Outcomes {
 		assert.Contains(t, string(page), "<option>"+string(o)+"</option>", "the outcome filter offers %s", o)
 	}
 }

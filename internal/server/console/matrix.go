@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/cli/inspect"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Cell states of the matrix.
@@ -31,7 +32,7 @@ const (
 
 // MatrixRequest is the body of POST /console/api/matrix.
 type MatrixRequest struct {
-	Callers []engine.Caller `json:"callers"`
+	Callers []toolcall.Caller `json:"callers"`
 	// Meta is the _meta of the calls explained (bounded as a request's).
 	Meta json.RawMessage `json:"meta,omitempty"`
 	// Q keeps the rows whose name, section or method contains it
@@ -52,10 +53,10 @@ type Matrix struct {
 
 // MatrixColumn is one caller's grant decision.
 type MatrixColumn struct {
-	Caller     engine.Caller `json:"caller"`
-	Mode       string        `json:"mode"`
-	Evaluation string        `json:"evaluation"`
-	Granted    int           `json:"granted"`
+	Caller     toolcall.Caller `json:"caller"`
+	Mode       string          `json:"mode"`
+	Evaluation string          `json:"evaluation"`
+	Granted    int             `json:"granted"`
 }
 
 // Kinds of matrix rows besides tools (docs/contract.md §16).
@@ -76,7 +77,7 @@ type MatrixRow struct {
 	Cells   []string `json:"cells"`
 }
 
-func (c *Console) matrix(w http.ResponseWriter, r *http.Request, _ *engine.Caller, _ bool) {
+func (c *Console) matrix(w http.ResponseWriter, r *http.Request, _ *toolcall.Caller, _ bool) {
 	var req MatrixRequest
 	if !readJSON(w, r, &req, false) {
 		return
@@ -195,7 +196,7 @@ func resourceCell(d engine.ResourceDecision) string {
 
 // cell classifies one caller × tool: the grant decision, then, for a
 // granted tool, what a call would get at step 5.
-func (c *Console) cell(r *http.Request, k *engine.Caller, x *inspect.Explanation, row *inspect.RowExplanation, meta json.RawMessage) string {
+func (c *Console) cell(r *http.Request, k *toolcall.Caller, x *inspect.Explanation, row *inspect.RowExplanation, meta json.RawMessage) string {
 	switch {
 	case x.Mode == engine.Nobody.String():
 		return CellNobody
@@ -232,9 +233,9 @@ func (c *Console) cell(r *http.Request, k *engine.Caller, x *inspect.Explanation
 
 // ExplainRequest is the body of POST /console/api/explain.
 type ExplainRequest struct {
-	Caller *engine.Caller  `json:"caller"`
-	Tool   string          `json:"tool"`
-	Meta   json.RawMessage `json:"meta,omitempty"`
+	Caller *toolcall.Caller `json:"caller"`
+	Tool   string           `json:"tool"`
+	Meta   json.RawMessage  `json:"meta,omitempty"`
 }
 
 // CellExplanation is the answer: the grant decision for the caller, the
@@ -242,7 +243,7 @@ type ExplainRequest struct {
 // answer, what decided and the rules, file:line).
 type CellExplanation struct {
 	Revision      string                   `json:"revision"`
-	Caller        *engine.Caller           `json:"caller"`
+	Caller        *toolcall.Caller         `json:"caller"`
 	Mode          string                   `json:"mode"`
 	OverrideRules []engine.Location        `json:"override_rules,omitempty"`
 	Failure       string                   `json:"failure,omitempty"`
@@ -252,7 +253,7 @@ type CellExplanation struct {
 	Call          *inspect.CallExplanation `json:"call"`
 }
 
-func (c *Console) explain(w http.ResponseWriter, r *http.Request, _ *engine.Caller, _ bool) {
+func (c *Console) explain(w http.ResponseWriter, r *http.Request, _ *toolcall.Caller, _ bool) {
 	var req ExplainRequest
 	if !readJSON(w, r, &req, false) {
 		return

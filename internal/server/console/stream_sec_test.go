@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/internal/server/console"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestStreamsOutliveNoCredential: the caller of a live stream is known
@@ -27,10 +27,10 @@ import (
 // the page's reconnect presents the credential again.
 func TestStreamsOutliveNoCredential(t *testing.T) {
 	t.Parallel()
-	ops := &engine.Caller{Subject: "ops", Roles: []string{"admin"}}
+	ops := &toolcall.Caller{Subject: "ops", Roles: []string{"admin"}}
 	c := console.New(console.Options{
-		Auth: func(*http.Request) (*engine.Caller, bool) { return ops, true },
-		Explainer: console.ExplainerFunc(func(context.Context, *engine.Caller, string, json.RawMessage) *inspect.Explanation {
+		Auth: func(*http.Request) (*toolcall.Caller, bool) { return ops, true },
+		Explainer: console.ExplainerFunc(func(context.Context, *toolcall.Caller, string, json.RawMessage) *inspect.Explanation {
 			return nil
 		}),
 		StreamLifetime: time.Millisecond,
@@ -57,11 +57,11 @@ func TestStreamsOutliveNoCredential(t *testing.T) {
 // server's stream caps (OpenStream's refusal is a 429 with its reason).
 func TestConsoleStreamsCapped(t *testing.T) {
 	t.Parallel()
-	ops := &engine.Caller{Subject: "ops", Roles: []string{"admin"}}
+	ops := &toolcall.Caller{Subject: "ops", Roles: []string{"admin"}}
 	var refuse atomic.Bool
 	c := console.New(console.Options{
-		Auth: func(*http.Request) (*engine.Caller, bool) { return ops, true },
-		Explainer: console.ExplainerFunc(func(context.Context, *engine.Caller, string, json.RawMessage) *inspect.Explanation {
+		Auth: func(*http.Request) (*toolcall.Caller, bool) { return ops, true },
+		Explainer: console.ExplainerFunc(func(context.Context, *toolcall.Caller, string, json.RawMessage) *inspect.Explanation {
 			return nil
 		}),
 		MaxSubscribers: 1,

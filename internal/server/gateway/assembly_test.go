@@ -10,11 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/tracing"
 )
 
@@ -39,7 +39,7 @@ func callSpanNames(t *testing.T, ctx context.Context, cs *mcp.ClientSession, abs
 func TestOneAssembly(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	ops := &engine.Caller{Subject: "ops", Roles: []string{"manager", "reader"}}
+	ops := &toolcall.Caller{Subject: "ops", Roles: []string{"manager", "reader"}}
 
 	// The front door, traced to its own OTLP sink.
 	frontSinks := newObserveSinks(t)

@@ -13,20 +13,20 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // pdpCallers ask the AuthZEN endpoints: a PEP with the PDP role, one with
 // the PDP and the operator role, and one without the PDP role.
 var (
-	pep      = &engine.Caller{Subject: "pep", Roles: []string{"pdp"}}
-	pepAdmin = &engine.Caller{Subject: "pep-admin", Roles: []string{"pdp", "admin"}}
-	notPEP   = &engine.Caller{Subject: "max", Roles: []string{"manager"}}
+	pep      = &toolcall.Caller{Subject: "pep", Roles: []string{"pdp"}}
+	pepAdmin = &toolcall.Caller{Subject: "pep-admin", Roles: []string{"pdp", "admin"}}
+	notPEP   = &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}
 )
 
 // startPDP serves the bundled example with PDP role "pdp" and returns
@@ -35,7 +35,7 @@ func startPDP(t *testing.T) (string, *gateway.Gateway) {
 	t.Helper()
 	dir := t.TempDir()
 	entries := map[string]identity.TokenEntry{}
-	for _, c := range []*engine.Caller{pep, pepAdmin, notPEP} {
+	for _, c := range []*toolcall.Caller{pep, pepAdmin, notPEP} {
 		entries[identity.HashToken(tokenFor(c))] = identity.TokenEntry{Subject: c.Subject, Roles: c.Roles}
 	}
 	b, err := json.Marshal(entries)
@@ -52,7 +52,7 @@ func startPDP(t *testing.T) (string, *gateway.Gateway) {
 
 // post sends body to base+path as caller (nil: no token) and returns the
 // status and body.
-func azPost(t *testing.T, base, path string, caller *engine.Caller, body string) (int, string) {
+func azPost(t *testing.T, base, path string, caller *toolcall.Caller, body string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
 	require.NoError(t, err)
@@ -73,7 +73,7 @@ type azDecision struct {
 	Context  map[string]any `json:"context"`
 }
 
-func evalRequest(subject *engine.Caller, action, tool string, args string) string {
+func evalRequest(subject *toolcall.Caller, action, tool string, args string) string {
 	props := map[string]any{"roles": subject.Roles}
 	if subject.Claims != nil {
 		props["claims"] = subject.Claims
@@ -105,7 +105,7 @@ func TestAuthZENDecisionsEqualExplain(t *testing.T) {
 		tools = append(tools, r.Name)
 	}
 	tools = append(tools, "noRowHasThisName")
-	subjects := append([]*engine.Caller{{Subject: "nora", Roles: []string{}}, {Subject: "root", Roles: []string{"admin"}}}, httpCallers...)
+	subjects := append([]*toolcall.Caller{{Subject: "nora", Roles: []string{}}, {Subject: "root", Roles: []string{"admin"}}}, httpCallers...)
 	args := map[string]string{"echo": `{"text":"hi"}`, "add": `{"a":1}`, "getReward": `{"idReward":"x"}`, "count": `{"key":"k"}`}
 	var batch []json.RawMessage
 	var want []bool
@@ -161,7 +161,7 @@ func TestAuthZENDecisionsEqualExplain(t *testing.T) {
 func TestAuthZENHiddenIsAbsent(t *testing.T) {
 	t.Parallel()
 	base, _ := startPDP(t)
-	nora := &engine.Caller{Subject: "nora", Roles: []string{}}
+	nora := &toolcall.Caller{Subject: "nora", Roles: []string{}}
 	for _, action := range []string{"tools/call", "tools/list"} {
 		_, hidden := azPost(t, base, "/access/v1/evaluation", pep, evalRequest(nora, action, "getReward", ""))
 		_, absent := azPost(t, base, "/access/v1/evaluation", pep, evalRequest(nora, action, "getRewardd", ""))
@@ -179,11 +179,11 @@ func TestAuthZENHiddenIsAbsent(t *testing.T) {
 func TestAuthZENAuth(t *testing.T) {
 	t.Parallel()
 	base, _ := startPDP(t)
-	body := evalRequest(&engine.Caller{Subject: "max", Roles: []string{"manager"}}, "tools/call", "echo", "")
+	body := evalRequest(&toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, "tools/call", "echo", "")
 	for _, path := range []string{"/access/v1/evaluation", "/access/v1/evaluations"} {
 		status, _ := azPost(t, base, path, nil, body)
 		require.Equal(t, http.StatusUnauthorized, status, path)
-		status, _ = azPost(t, base, path, &engine.Caller{Subject: "stranger"}, body)
+		status, _ = azPost(t, base, path, &toolcall.Caller{Subject: "stranger"}, body)
 		require.Equal(t, http.StatusUnauthorized, status, path)
 		status, _ = azPost(t, base, path, notPEP, body)
 		require.Equal(t, http.StatusForbidden, status, path)
@@ -252,7 +252,7 @@ func TestAuthZENSpecExamples(t *testing.T) {
 }
 
 // catalogEval is an evaluation request of a prompts/get or resources/read.
-func catalogEval(subject *engine.Caller, action, typ, id string, args map[string]string) string {
+func catalogEval(subject *toolcall.Caller, action, typ, id string, args map[string]string) string {
 	res := map[string]any{"type": typ, "id": id}
 	if args != nil {
 		res["properties"] = map[string]any{"arguments": args}
@@ -277,11 +277,11 @@ func catalogEval(subject *engine.Caller, action, typ, id string, args map[string
 func TestAuthZENCatalogDecisionsEqualServing(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ann := &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
-	carl := &engine.Caller{Subject: "carl", Roles: []string{"contractor"}}
-	sam := &engine.Caller{Subject: "sam", Roles: []string{"viewer"}}
-	nora := &engine.Caller{Subject: "nora", Roles: []string{}}
-	subjects := []*engine.Caller{ann, carl, sam, nora}
+	ann := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
+	carl := &toolcall.Caller{Subject: "carl", Roles: []string{"contractor"}}
+	sam := &toolcall.Caller{Subject: "sam", Roles: []string{"viewer"}}
+	nora := &toolcall.Caller{Subject: "nora", Roles: []string{}}
+	subjects := []*toolcall.Caller{ann, carl, sam, nora}
 	reg := filepath.Join(dir, "registry.yaml")
 	require.NoError(t, os.WriteFile(reg, []byte("sections:\n  \"upstream:ev\": { roles: [admin, contractor] }\ntools: []\n"), 0o600))
 	pol := filepath.Join(dir, "rego")
@@ -290,7 +290,7 @@ func TestAuthZENCatalogDecisionsEqualServing(t *testing.T) {
 	watch := false
 	var gw *gateway.Gateway
 	g := startGateway(t, gateway.Config{
-		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, append([]*engine.Caller{pep, pepAdmin}, subjects...)...),
+		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, append([]*toolcall.Caller{pep, pepAdmin}, subjects...)...),
 			Upstreams: []config.Upstream{{Name: "ev", Command: everythingServer(t), Import: true}},
 			Ledger:    "memory", Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch, PDPRoles: []string{"pdp"}},
 		Stderr: io.Discard,

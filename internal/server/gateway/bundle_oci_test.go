@@ -12,11 +12,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/bundletest"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // exampleBundle is the bundled example as a bundle of revision rev, with
@@ -43,8 +43,8 @@ func TestBundleFromOCIRegistry(t *testing.T) {
 	tokenFile := filepath.Join(dir, "registry-token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte("registry-token\n"), 0o600))
 
-	ops := &engine.Caller{Subject: "ops", Roles: []string{"manager", "reader"}}
-	admin := &engine.Caller{Subject: "root", Roles: []string{"admin"}}
+	ops := &toolcall.Caller{Subject: "ops", Roles: []string{"manager", "reader"}}
+	admin := &toolcall.Caller{Subject: "root", Roles: []string{"admin"}}
 	one := int64(1)
 	g := startGateway(t, gateway.Config{Serve: config.Serve{
 		Tokens: writeTokens(t, dir, ops, admin), Ledger: "memory", Audit: filepath.Join(dir, "audit.jsonl"),

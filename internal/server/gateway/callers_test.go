@@ -11,16 +11,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // httpCallers are the kinds of caller a tokens file can name, besides
 // nobody: without roles (with and without claims), one role, many roles,
 // with claims.
-var httpCallers = []*engine.Caller{
+var httpCallers = []*toolcall.Caller{
 	{Subject: "nora"},
 	{Subject: "clara", Claims: map[string]any{"scope": "tools:read", "email": "clara@example.com"}},
 	{Subject: "max", Roles: []string{"manager"}},
@@ -51,7 +51,7 @@ func TestHiddenIsAbsentOverHTTPForEveryCaller(t *testing.T) {
 	ctx := context.Background()
 	for _, proto := range protocols {
 		absentAnswer := ""
-		for _, c := range append([]*engine.Caller{nil}, httpCallers...) {
+		for _, c := range append([]*toolcall.Caller{nil}, httpCallers...) {
 			who := "nobody"
 			if c != nil {
 				who = c.Subject

@@ -19,10 +19,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 var (
@@ -74,14 +74,14 @@ resource := false if {
 
 // catalogGateway serves the conformance server over stdio, imported, its
 // section granted to admin and contractor.
-func catalogGateway(t *testing.T, callers ...*engine.Caller) *running {
+func catalogGateway(t *testing.T, callers ...*toolcall.Caller) *running {
 	t.Helper()
 	return catalogGatewayIn(t, t.TempDir(), callers...)
 }
 
 // catalogGatewayIn is catalogGateway with its files (audit.jsonl,
 // decisions.jsonl) in dir.
-func catalogGatewayIn(t *testing.T, dir string, callers ...*engine.Caller) *running {
+func catalogGatewayIn(t *testing.T, dir string, callers ...*toolcall.Caller) *running {
 	t.Helper()
 	bin := everythingServer(t)
 	reg := filepath.Join(dir, "registry.yaml")
@@ -135,9 +135,9 @@ func rpcError(t *testing.T, err error) error {
 // not exist.
 func TestCatalogThroughGateway(t *testing.T) {
 	t.Parallel()
-	admin := &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
-	contractor := &engine.Caller{Subject: "carl", Roles: []string{"contractor"}}
-	stranger := &engine.Caller{Subject: "sam", Roles: []string{"viewer"}}
+	admin := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
+	contractor := &toolcall.Caller{Subject: "carl", Roles: []string{"contractor"}}
+	stranger := &toolcall.Caller{Subject: "sam", Roles: []string{"viewer"}}
 	g := catalogGateway(t, admin, contractor, stranger)
 	ctx := context.Background()
 	allPrompts := []string{"ev.test_simple_prompt", "ev.test_prompt_with_arguments", "ev.test_prompt_with_embedded_resource", "ev.test_prompt_with_image", "ev.test_input_required_result_prompt"}
@@ -226,7 +226,7 @@ func TestCatalogThroughGateway(t *testing.T) {
 // the caller on the revision that carries cache hints.
 func TestCatalogCacheScopePrivate(t *testing.T) {
 	t.Parallel()
-	admin := &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
+	admin := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
 	g := catalogGateway(t, admin)
 	ctx := context.Background()
 	cs := connect(t, ctx, g.url, "2026-07-28", admin)
@@ -246,7 +246,7 @@ func TestCatalogCacheScopePrivate(t *testing.T) {
 // updates its watched resource every few seconds).
 func TestCatalogResourceUpdated(t *testing.T) {
 	t.Parallel()
-	admin := &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
+	admin := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
 	g := catalogGateway(t, admin)
 	ctx := context.Background()
 	updated := make(chan string, 8)
@@ -270,7 +270,7 @@ func TestCatalogResourceUpdated(t *testing.T) {
 
 // connectWith is connect with the given client and the standalone SSE
 // stream open (notifications outside a request arrive on it).
-func connectWith(t *testing.T, ctx context.Context, client *mcp.Client, url, proto string, caller *engine.Caller) *mcp.ClientSession {
+func connectWith(t *testing.T, ctx context.Context, client *mcp.Client, url, proto string, caller *toolcall.Caller) *mcp.ClientSession {
 	t.Helper()
 	tr := &http.Transport{}
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: mcptest.Bearer{Token: tokenFor(caller), Next: tr}}},
@@ -286,8 +286,8 @@ func connectWith(t *testing.T, ctx context.Context, client *mcp.Client, url, pro
 // one, none for a hidden one.
 func TestCatalogDecisionsOnRecord(t *testing.T) {
 	t.Parallel()
-	admin := &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
-	contractor := &engine.Caller{Subject: "carl", Roles: []string{"contractor"}}
+	admin := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
+	contractor := &toolcall.Caller{Subject: "carl", Roles: []string{"contractor"}}
 	dir := t.TempDir()
 	g := catalogGatewayIn(t, dir, admin, contractor)
 	ctx := context.Background()
@@ -339,7 +339,7 @@ func TestCatalogDecisionsOnRecord(t *testing.T) {
 // prompts, and the sessions are told (docs/contract.md §16).
 func TestCatalogPromptsListChanged(t *testing.T) {
 	t.Parallel()
-	admin := &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
+	admin := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
 	g := catalogGateway(t, admin)
 	ctx := context.Background()
 	changed := make(chan struct{}, 8)

@@ -11,10 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/server/httpserve"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // baseConfig is a gateway of the bundled example on 127.0.0.1:0 with an
@@ -37,7 +37,7 @@ func (nopCloser) Close() error { return nil }
 // releases the port; a second Close is harmless.
 func TestNewRunClose(t *testing.T) {
 	t.Parallel()
-	ann := &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
+	ann := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
 	cfg := baseConfig(t)
 	cfg.Tokens = writeTokens(t, t.TempDir(), ann)
 	var built *gateway.Gateway

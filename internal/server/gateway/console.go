@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/internal/server/httpserve"
 	"github.com/toolgate/toolgate/internal/server/shadow"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // consoleClientID is the OAuth client id the console signs in with, as a
@@ -30,14 +31,14 @@ func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *conso
 		adminRole = httpserve.DefaultAdminRole
 	}
 	opts := console.Options{
-		Auth: func(r *http.Request) (*engine.Caller, bool) {
+		Auth: func(r *http.Request) (*toolcall.Caller, bool) {
 			c := httpserve.RequestCaller(r)
 			return c, c != nil && slices.Contains(c.Roles, adminRole)
 		},
-		Explainer: console.ExplainerFunc(func(ctx context.Context, c *engine.Caller, tool string, meta json.RawMessage) *inspect.Explanation {
+		Explainer: console.ExplainerFunc(func(ctx context.Context, c *toolcall.Caller, tool string, meta json.RawMessage) *inspect.Explanation {
 			return inspect.Explain(ctx, inspect.ExplainOptions{Revision: eng.Current(), Caller: c, Tool: tool, Meta: meta})
 		}),
-		Calls: func(ctx context.Context, c *engine.Caller, tool string, meta json.RawMessage) *engine.CallDecision {
+		Calls: func(ctx context.Context, c *toolcall.Caller, tool string, meta json.RawMessage) *engine.CallDecision {
 			return eng.Current().Call(ctx, c, engine.Request{Method: engine.MethodCall, Tool: tool, Meta: engine.BoundMeta(meta)})
 		},
 		Approvals:  gate,
@@ -66,7 +67,7 @@ func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *conso
 			}
 			return out
 		}
-		opts.DecideResource = func(ctx context.Context, c *engine.Caller, res *engine.Resource) engine.ResourceDecision {
+		opts.DecideResource = func(ctx context.Context, c *toolcall.Caller, res *engine.Resource) engine.ResourceDecision {
 			return eng.Current().GrantResource(ctx, c, engine.Request{Method: engine.MethodResourcesList}, res)
 		}
 	}

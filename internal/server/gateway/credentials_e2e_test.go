@@ -36,7 +36,8 @@ import (
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/oidctest"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
+	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -213,8 +214,8 @@ func TestUpstreamCredentialsE2E(t *testing.T) {
 `), 0o600))
 	pol := filepath.Join(dir, "rego")
 	require.NoError(t, os.MkdirAll(pol, 0o700))
-	ops := &engine.Caller{Subject: "ops", Roles: []string{"admin"}}
-	carol := &engine.Caller{Subject: "carol", Roles: []string{"reader"}}
+	ops := &toolcall.Caller{Subject: "ops", Roles: []string{"admin"}}
+	carol := &toolcall.Caller{Subject: "carol", Roles: []string{"reader"}}
 	auditPath := filepath.Join(dir, "audit.jsonl")
 	dlogPath := filepath.Join(dir, "decisions.jsonl")
 	otlp, spans := spanSink(t)
@@ -238,7 +239,7 @@ func TestUpstreamCredentialsE2E(t *testing.T) {
 	// A Go method that panics, formatting the caller's access token into
 	// its panic: the recovered panic is logged and audited, and the token
 	// prints as redacted.
-	boom := mcpadapter.Methods{}
+	boom := methods.Map{}
 	boom.Register("boom", func(ctx context.Context, _ struct{}) (string, error) {
 		panic(fmt.Sprintf("boom: token %v %+v %#v", identity.AccessTokenFrom(ctx), identity.AccessTokenFrom(ctx), identity.AccessTokenFrom(ctx)))
 	})

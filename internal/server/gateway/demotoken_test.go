@@ -21,7 +21,7 @@ import (
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 )
 
 // syncBuffer is a Buffer the gateway may close.
@@ -37,13 +37,13 @@ func (*syncBuffer) Close() error { return nil }
 // sees no tool and runs nothing; the start-up message says so.
 func TestDemoTokenOnlyForBareBundledOnLoopback(t *testing.T) {
 	t.Parallel()
-	extra := mcpadapter.Methods{}
+	extra := methods.Map{}
 	extra.Register("host.deleteAll", func(context.Context, struct{}) (string, error) { return "deleted", nil })
 	cases := []struct {
 		name      string
 		addr      string
 		upstreams []config.Upstream
-		extra     mcpadapter.Methods
+		extra     methods.Map
 		demo      bool
 	}{
 		{name: "bundled alone on 127.0.0.1", addr: "127.0.0.1:0", demo: true},

@@ -50,6 +50,7 @@ import (
 	"github.com/toolgate/toolgate/internal/version"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/metrics"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/store"
@@ -82,7 +83,7 @@ type Config struct {
 	Ready func(net.Addr)
 	// ExtraMethods are Go tool methods served besides BuiltinMethods; one
 	// of the same name wins.
-	ExtraMethods mcpadapter.Methods
+	ExtraMethods methods.Map
 	// IdentityOptions configure the JWT verifier when Auth is enabled
 	// (an HTTP client trusting the organisation's CA, say); the logger is
 	// the gateway's unless one is given.
@@ -99,7 +100,7 @@ type Config struct {
 // BuiltinMethods returns the Go tool methods compiled into the binary, the
 // demo methods of docs/contract.md §8: what rows served by `toolgate serve` dispatch
 // to, and what `toolgate check` checks rows against.
-func BuiltinMethods() mcpadapter.MethodSet { return demo.Methods() }
+func BuiltinMethods() methods.Set { return demo.Methods() }
 
 // Bundled reports whether the configuration serves the bundled example:
 // no registry, no policy directory and no bundle (a bundle names neither,
@@ -146,7 +147,7 @@ type Gateway struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	methods mcpadapter.MethodSet
+	methods methods.Set
 	pool    *upstream.Pool
 	engOpts []engine.Option
 	engRef  atomic.Pointer[engine.Engine]
@@ -795,7 +796,7 @@ func openAudit(spec string, stderr io.Writer) (io.Writer, func() error, error) {
 // warnMismatches logs what `toolgate check` reports of the rows and the
 // methods at hand (inspect.MethodFindings): rows whose method is not
 // registered or lacks a declared argument, whose calls will fail.
-func warnMismatches(log *slog.Logger, reg *registry.Registry, methods mcpadapter.MethodSet) {
+func warnMismatches(log *slog.Logger, reg *registry.Registry, methods methods.Set) {
 	for _, f := range inspect.MethodFindings(reg, methods, "") {
 		log.Warn("toolgate: a row does not fit its method; its calls fail", slog.String("tool", f.Tool), slog.String("field", f.Field), slog.String("problem", f.Message))
 	}

@@ -13,20 +13,20 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Protocol revisions the go-sdk serves (docs/contract.md §6).
 var protocols = []string{"2025-06-18", "2025-11-25", "2026-07-28"}
 
 // tokenFor is the bearer token the tests give a caller.
-func tokenFor(c *engine.Caller) string { return "token-of-" + c.Subject }
+func tokenFor(c *toolcall.Caller) string { return "token-of-" + c.Subject }
 
 // writeTokens writes a tokens file (docs/contract.md §8) for callers.
-func writeTokens(t testing.TB, dir string, callers ...*engine.Caller) string {
+func writeTokens(t testing.TB, dir string, callers ...*toolcall.Caller) string {
 	t.Helper()
 	m := map[string]identity.TokenEntry{}
 	for _, c := range callers {
@@ -88,7 +88,7 @@ func startGateway(t testing.TB, cfg gateway.Config) *running {
 // connect opens a go-sdk streamable HTTP session under proto as caller (nil:
 // nobody, no Authorization header). The transport's idle connections are
 // closed with the session.
-func connect(t testing.TB, ctx context.Context, url, proto string, caller *engine.Caller) *mcp.ClientSession {
+func connect(t testing.TB, ctx context.Context, url, proto string, caller *toolcall.Caller) *mcp.ClientSession {
 	t.Helper()
 	tr := &http.Transport{}
 	var rt http.RoundTripper = tr

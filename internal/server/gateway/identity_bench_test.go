@@ -17,11 +17,11 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // BenchmarkGovernedCallAuth measures one governed tools/call (add, the
@@ -62,7 +62,7 @@ func BenchmarkGovernedCallAuth(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tokens := writeTokens(b, dir, &engine.Caller{Subject: "ops", Roles: []string{"manager", "reader"}})
+	tokens := writeTokens(b, dir, &toolcall.Caller{Subject: "ops", Roles: []string{"manager", "reader"}})
 	auth := identity.Settings{Issuer: issuer, JWKS: jwksPath, Resource: resource}
 	serve := func(cache int) *running {
 		log := &syncBuffer{}

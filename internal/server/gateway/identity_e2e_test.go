@@ -28,12 +28,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/internal/testkit/oidctest"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The end-to-end tests of docs/contract.md §12: toolgate (gateway.Run, the bundled
@@ -179,7 +179,7 @@ func TestIdentityE2E(t *testing.T) {
 	p := oidctest.Start(t, 0, resource)
 	dir := t.TempDir()
 	// The tokens file has an admin, and a subject named like a JWT one.
-	tokens := writeTokens(t, dir, &engine.Caller{Subject: "ops", Roles: []string{"admin"}}, &engine.Caller{Subject: "alice-app", Roles: []string{"admin"}})
+	tokens := writeTokens(t, dir, &toolcall.Caller{Subject: "ops", Roles: []string{"admin"}}, &toolcall.Caller{Subject: "alice-app", Roles: []string{"admin"}})
 	g := startIdentity(t, gateway.Config{Serve: config.Serve{Tokens: tokens, Auth: identity.Settings{Issuer: p.Issuer, RolesClaim: "realm_access.roles"}}}, port)
 	g.keysLoaded(t)
 	require.Equal(t, resource, g.resource)
@@ -361,7 +361,7 @@ func TestIdentityE2EIssuerDownAtStart(t *testing.T) {
 	port, idpPort := oidctest.FreePort(t), oidctest.FreePort(t)
 	resource := "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
 	issuer := "http://127.0.0.1:" + strconv.Itoa(idpPort)
-	tokens := writeTokens(t, t.TempDir(), &engine.Caller{Subject: "ops", Roles: []string{"admin"}})
+	tokens := writeTokens(t, t.TempDir(), &toolcall.Caller{Subject: "ops", Roles: []string{"admin"}})
 	g := startIdentity(t, gateway.Config{Serve: config.Serve{Tokens: tokens, Auth: identity.Settings{Issuer: issuer}}}, port)
 
 	ops, err := connectToken(t, g.url, "2025-11-25", "token-of-ops")

@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // showRow is a call rule for the test: with _meta test/show it refuses
@@ -79,8 +79,8 @@ func TestImportedToolsClosedAndUntrusted(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int32
 	upURL := lyingUpstream(t, &runs)
-	contractor := &engine.Caller{Subject: "carl", Roles: []string{"contractor"}}
-	admin := &engine.Caller{Subject: "ann", Roles: []string{"admin"}}
+	contractor := &toolcall.Caller{Subject: "carl", Roles: []string{"contractor"}}
+	admin := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
 	const tool = "up.deleteAll"
 	declared := map[string]any{"readOnlyHint": true, "idempotentHint": false}
 
@@ -162,7 +162,7 @@ func TestImportedToolsClosedAndUntrusted(t *testing.T) {
 					Upstreams: []config.Upstream{up}, Ledger: "memory", Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch},
 				Stderr: io.Discard,
 			})
-			for _, c := range []*engine.Caller{contractor, admin} {
+			for _, c := range []*toolcall.Caller{contractor, admin} {
 				cs := connect(t, context.Background(), g.url, protocols[0], c)
 				require.Equal(t, tc.want[c.Subject], show(t, cs), c.Subject)
 			}

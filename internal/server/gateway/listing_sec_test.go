@@ -12,9 +12,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestListFallbackNoneOverHTTP: listFallback none, set in the
@@ -36,7 +36,7 @@ level := to_number(input.request.meta["x/level"]) if input.request.meta["x/level
 
 granted := {t.name | some t in input.tools; t.base; t.name != "execUrl"; level >= 0}
 `), 0o600))
-	alice := &engine.Caller{Subject: "alice", Roles: []string{}}
+	alice := &toolcall.Caller{Subject: "alice", Roles: []string{}}
 	tokens := writeTokens(t, dir, alice)
 	off := false
 	for _, tc := range []struct {

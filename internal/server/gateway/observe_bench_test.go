@@ -10,10 +10,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // BenchmarkGovernedCallObserve measures one governed tools/call (add, the
@@ -29,7 +29,7 @@ func BenchmarkGovernedCallObserve(b *testing.B) {
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
 	defer sink.Close()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ops := &engine.Caller{Subject: "ops", Roles: []string{"manager", "reader"}}
+	ops := &toolcall.Caller{Subject: "ops", Roles: []string{"manager", "reader"}}
 	tokens := writeTokens(b, dir, ops)
 	for _, c := range []struct {
 		name        string

@@ -20,10 +20,10 @@ import (
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // observeSinks are a loopback decision-log service (decoding with OPA's own
@@ -98,8 +98,8 @@ func TestObserveDecisionLogsAndTraces(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	sinks := newObserveSinks(t)
-	ops := &engine.Caller{Subject: "ops", Roles: []string{"manager", "reader"}}
-	admin := &engine.Caller{Subject: "root", Roles: []string{"admin"}}
+	ops := &toolcall.Caller{Subject: "ops", Roles: []string{"manager", "reader"}}
+	admin := &toolcall.Caller{Subject: "root", Roles: []string{"admin"}}
 	auditPath := filepath.Join(dir, "audit.jsonl")
 	g := startGateway(t, gateway.Config{Serve: config.Serve{
 		Tokens: writeTokens(t, dir, ops, admin), Ledger: "memory", Audit: auditPath,
@@ -204,7 +204,7 @@ func TestObserveTraceFromHTTPHeader(t *testing.T) {
 	const headerTrace = "0af7651916cd43dd8448eb211c80319c"
 	dir := t.TempDir()
 	sinks := newObserveSinks(t)
-	ops := &engine.Caller{Subject: "ops", Roles: []string{"manager", "reader"}}
+	ops := &toolcall.Caller{Subject: "ops", Roles: []string{"manager", "reader"}}
 	g := startGateway(t, gateway.Config{Serve: config.Serve{
 		Tokens: writeTokens(t, dir, ops), Ledger: "memory", Audit: filepath.Join(dir, "audit.jsonl"), OtelEndpoint: sinks.otlp.URL, TrustTraceparent: true,
 	}})

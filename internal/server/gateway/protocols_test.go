@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/toolgate/toolgate/internal/config"
 	"maps"
 	"os"
 	"path/filepath"
@@ -12,10 +11,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/toolcall"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 )
 
@@ -39,7 +40,7 @@ var httpFixtures = []string{
 type httpFixture struct {
 	name     string
 	comment  string
-	caller   *engine.Caller
+	caller   *toolcall.Caller
 	params   mcp.CallToolParams
 	response string // the result, without _meta and resultType
 }
@@ -62,8 +63,8 @@ func loadHTTPFixture(t *testing.T, name string) *httpFixture {
 	}
 	f := &httpFixture{name: name, comment: strings.TrimSpace(text[:locs[0][0]])}
 	var s struct {
-		Caller *engine.Caller `json:"caller"`
-		Hooks  []string       `json:"hooks"`
+		Caller *toolcall.Caller `json:"caller"`
+		Hooks  []string         `json:"hooks"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(sections["setup"]), &s))
 	require.Empty(t, s.Hooks, "%s: needs test hooks the gateway does not have", name)
@@ -105,11 +106,11 @@ func resultOnly(t testing.TB, b []byte) string {
 func TestProtocolsOverHTTP(t *testing.T) {
 	t.Parallel()
 	var fixtures []*httpFixture
-	var callers []*engine.Caller
+	var callers []*toolcall.Caller
 	for _, name := range httpFixtures {
 		f := loadHTTPFixture(t, name)
 		fixtures = append(fixtures, f)
-		if f.caller != nil && !slices.ContainsFunc(callers, func(c *engine.Caller) bool { return c.Subject == f.caller.Subject }) {
+		if f.caller != nil && !slices.ContainsFunc(callers, func(c *toolcall.Caller) bool { return c.Subject == f.caller.Subject }) {
 			callers = append(callers, f.caller)
 		}
 	}
@@ -123,7 +124,7 @@ func TestProtocolsOverHTTP(t *testing.T) {
 			g := startGateway(t, gateway.Config{Serve: config.Serve{Tokens: tokens, Ledger: "memory", Audit: filepath.Join(t.TempDir(), "audit.jsonl")}})
 			ctx := context.Background()
 			sessions := map[string]*mcp.ClientSession{}
-			session := func(c *engine.Caller) *mcp.ClientSession {
+			session := func(c *toolcall.Caller) *mcp.ClientSession {
 				key := ""
 				if c != nil {
 					key = c.Subject
@@ -135,7 +136,7 @@ func TestProtocolsOverHTTP(t *testing.T) {
 				sessions[key] = cs
 				return cs
 			}
-			call := func(c *engine.Caller, p mcp.CallToolParams) string {
+			call := func(c *toolcall.Caller, p mcp.CallToolParams) string {
 				// The SDK client adds its per-request keys to _meta in place
 				// (2026-07-28): give each call a copy of the shared fixture's.
 				p.Meta = maps.Clone(p.Meta)

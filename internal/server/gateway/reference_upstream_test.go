@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/oidctest"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // upstreamsDir holds the pinned reference MCP servers (scripts/upstreams-setup).
@@ -51,8 +51,8 @@ func TestReferenceUpstreamCatalog(t *testing.T) {
 	node := oidctest.RequireNode(t, upstreamsDir, "the reference MCP servers are not installed: run scripts/upstreams-setup")
 	script, err := filepath.Abs(filepath.Join(upstreamsDir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"))
 	require.NoError(t, err)
-	writer := &engine.Caller{Subject: "wes", Roles: []string{"writer"}}
-	contractor := &engine.Caller{Subject: "carl", Roles: []string{"contractor"}}
+	writer := &toolcall.Caller{Subject: "wes", Roles: []string{"writer"}}
+	contractor := &toolcall.Caller{Subject: "carl", Roles: []string{"contractor"}}
 	dir := t.TempDir()
 	reg := filepath.Join(dir, "registry.yaml")
 	require.NoError(t, os.WriteFile(reg, []byte("sections:\n  \"upstream:ev\": { roles: [writer, contractor] }\ntools: []\n"), 0o600))

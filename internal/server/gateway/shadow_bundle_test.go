@@ -16,12 +16,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/server/shadow"
 	"github.com/toolgate/toolgate/internal/testkit/bundletest"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // hidePriceFromManagers is the bundled grant policy plus one override:
@@ -87,13 +87,13 @@ func (p *polledServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // shadowHealth reads the shadow of /healthz?verbose=1 as root.
-func shadowHealth(t *testing.T, base string, root *engine.Caller) shadow.Status {
+func shadowHealth(t *testing.T, base string, root *toolcall.Caller) shadow.Status {
 	t.Helper()
 	return shadowAt(t, base+"/healthz?verbose=1", root)
 }
 
 // shadowAt reads the shadow member of the JSON document at url as root.
-func shadowAt(t *testing.T, url string, root *engine.Caller) shadow.Status {
+func shadowAt(t *testing.T, url string, root *toolcall.Caller) shadow.Status {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	require.NoError(t, err)
@@ -112,7 +112,7 @@ func shadowAt(t *testing.T, url string, root *engine.Caller) shadow.Status {
 
 // metricValue reads one sample (name and labels as /metrics prints them)
 // from /metrics as root.
-func metricValue(t *testing.T, base string, root *engine.Caller, sample string) string {
+func metricValue(t *testing.T, base string, root *toolcall.Caller, sample string) string {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, base+"/metrics", nil)
 	require.NoError(t, err)
@@ -183,8 +183,8 @@ func TestShadowBundle(t *testing.T) {
 	mux.Handle("/next.tar.gz", cand)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	max := &engine.Caller{Subject: "max", Roles: []string{"manager"}}
-	root := &engine.Caller{Subject: "root", Roles: []string{"admin"}}
+	max := &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}
+	root := &toolcall.Caller{Subject: "root", Roles: []string{"admin"}}
 	one := int64(1)
 	logPath := filepath.Join(dir, "decisions.jsonl")
 	g := startGateway(t, gateway.Config{Serve: config.Serve{Tokens: writeTokens(t, dir, max, root), Ledger: "memory",
@@ -249,8 +249,8 @@ func TestShadowBundleThatDoesNotCompileIsNeverEvaluated(t *testing.T) {
 	require.NoError(t, err)
 	srv := httptest.NewServer(bundletest.NewServer(broken))
 	defer srv.Close()
-	max := &engine.Caller{Subject: "max", Roles: []string{"manager"}}
-	root := &engine.Caller{Subject: "root", Roles: []string{"admin"}}
+	max := &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}
+	root := &toolcall.Caller{Subject: "root", Roles: []string{"admin"}}
 	logPath := filepath.Join(dir, "decisions.jsonl")
 	g := startGateway(t, gateway.Config{Serve: config.Serve{Tokens: writeTokens(t, dir, max, root), Ledger: "memory",
 		Audit: filepath.Join(dir, "audit.jsonl"), DecisionLog: logPath, Shadow: config.Shadow{Bundle: srv.URL + "/next.tar.gz"}}})

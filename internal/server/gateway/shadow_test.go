@@ -12,9 +12,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestShadowCandidateThatDoesNotCompileIsReported: serving goes on with a
@@ -26,7 +26,7 @@ func TestShadowCandidateThatDoesNotCompileIsReported(t *testing.T) {
 	cand := filepath.Join(dir, "next")
 	require.NoError(t, os.MkdirAll(cand, 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(cand, "grant.rego"), []byte("package toolgate.grant\n\ngranted := {x |\n"), 0o600))
-	root := &engine.Caller{Subject: "root", Roles: []string{"admin"}}
+	root := &toolcall.Caller{Subject: "root", Roles: []string{"admin"}}
 	tokens := writeTokens(t, dir, root)
 	g := startGateway(t, gateway.Config{Serve: config.Serve{Tokens: tokens, Ledger: "memory", Audit: filepath.Join(dir, "audit.jsonl"),
 		Shadow: config.Shadow{Policy: cand}}})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/toolgate/toolgate/internal/config"
 	"io"
 	"net/http"
 	"os"
@@ -17,12 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/toolcall"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 )
 
@@ -117,8 +118,8 @@ func TestSoak(t *testing.T) {
 	}
 	require.NoError(t, writePolicy("A"))
 
-	caller := &engine.Caller{Subject: "soak", Roles: []string{"manager", "soak"}}
-	operator := &engine.Caller{Subject: "operator", Roles: []string{"admin"}}
+	caller := &toolcall.Caller{Subject: "soak", Roles: []string{"manager", "soak"}}
+	operator := &toolcall.Caller{Subject: "operator", Roles: []string{"admin"}}
 	tokens := writeTokens(t, dir, caller, operator)
 	auditPath := filepath.Join(dir, "audit.jsonl")
 	watch := true

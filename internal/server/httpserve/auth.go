@@ -12,14 +12,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // principal is who a request is made on behalf of: its caller (nil:
 // nobody) and the key of that caller as a session's owner.
 type principal struct {
-	caller *engine.Caller
+	caller *toolcall.Caller
 	// owner is "" for nobody, "token:SUBJECT" for a caller of the tokens
 	// file, "jwt:SUBJECT" for a caller of the authorization server: a
 	// subject of one source never owns a session of the other's. It is
@@ -160,7 +160,7 @@ func (s *Server) verify(_ context.Context, _ string, r *http.Request) (*auth.Tok
 // without a valid bearer token, 403 for a caller without the role.
 func (s *Server) operator(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var caller *engine.Caller
+		var caller *toolcall.Caller
 		if s.authOn() {
 			p, err := s.identify(r)
 			if err != nil && !errors.Is(err, identity.ErrNoToken) {

@@ -12,12 +12,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
-// callerKey is the TokenInfo.Extra entry that carries the *engine.Caller
+// callerKey is the TokenInfo.Extra entry that carries the *toolcall.Caller
 // of an authenticated request from authenticate to CallerFromRequest: the
 // go-sdk hands a request's TokenInfo to the method handlers, and nothing
 // else of the HTTP request.
@@ -353,8 +353,8 @@ type requestCallerKey struct{}
 
 // RequestCaller is the caller of a request served to Options.Approvals
 // and Options.Console; nil is nobody.
-func RequestCaller(r *http.Request) *engine.Caller {
-	c, _ := r.Context().Value(requestCallerKey{}).(*engine.Caller)
+func RequestCaller(r *http.Request) *toolcall.Caller {
+	c, _ := r.Context().Value(requestCallerKey{}).(*toolcall.Caller)
 	return c
 }
 
@@ -490,7 +490,7 @@ func (s *Server) writeHealth(w http.ResponseWriter, body []byte, err error) {
 // CallerFromRequest is the mcpadapter.CallerFunc of a Server: the caller
 // of the bearer token the request came with, nil (nobody) without one.
 // It returns a copy the adapter may keep.
-func CallerFromRequest(_ context.Context, req mcp.Request) *engine.Caller {
+func CallerFromRequest(_ context.Context, req mcp.Request) *toolcall.Caller {
 	if req == nil {
 		return nil
 	}

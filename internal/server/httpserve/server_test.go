@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/server/httpserve"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/methods"
 )
 
 const testRegistry = `
@@ -72,7 +73,7 @@ func newFixture(t testing.TB) *fixture {
 	require.NoError(t, err)
 
 	f := &fixture{started: make(chan struct{}, 1), release: make(chan struct{})}
-	m := mcpadapter.Methods{}
+	m := methods.Map{}
 	m.Register("demo.echo", func(_ context.Context, a struct {
 		Text string `json:"text"`
 	}) (string, error) {

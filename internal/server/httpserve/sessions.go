@@ -7,8 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // sessions keeps account of the MCP sessions of a Server: who opened each
@@ -145,11 +144,11 @@ func ownerOf(req mcp.Request) string {
 }
 
 // callerOf is the caller a request's bearer token stands for; nil: nobody.
-func callerOf(req mcp.Request) *engine.Caller {
+func callerOf(req mcp.Request) *toolcall.Caller {
 	extra := req.GetExtra()
 	if extra == nil || extra.TokenInfo == nil {
 		return nil
 	}
-	c, _ := extra.TokenInfo.Extra[callerKey].(*engine.Caller)
+	c, _ := extra.TokenInfo.Extra[callerKey].(*toolcall.Caller)
 	return c
 }

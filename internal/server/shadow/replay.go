@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // maxEventLine bounds one decision-log line replay reads.
@@ -87,7 +88,7 @@ func Replay(ctx context.Context, r io.Reader, cand *engine.Revision) (*ReplayRes
 			continue
 		}
 		out.Decisions++
-		caller := &engine.Caller{Subject: ev.Input.Caller.Subject, Roles: ev.Input.Caller.Roles, Claims: map[string]any{}}
+		caller := &toolcall.Caller{Subject: ev.Input.Caller.Subject, Roles: ev.Input.Caller.Roles, Claims: map[string]any{}}
 		if caller.Roles == nil {
 			caller.Roles = []string{}
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Kinds of difference (the counter's kind label).
@@ -278,7 +279,7 @@ func (s *Shadow) Observer() mcpadapter.Observer {
 	return mcpadapter.Observer{Name: "shadow", Call: s.observeCall, List: s.observeList}
 }
 
-func cloneCaller(c *engine.Caller) *engine.Caller {
+func cloneCaller(c *toolcall.Caller) *toolcall.Caller {
 	if c == nil {
 		return nil
 	}
@@ -313,7 +314,7 @@ func (s *Shadow) observeCall(_ context.Context, call *mcpadapter.CallContext, re
 // withRules, its toolgate.call rules: the same engine calls the served
 // pipeline makes at steps 3 to 5. locate evaluates the grant decision
 // again with the rules that defined it, for a difference.
-func (s *Shadow) decideCall(ctx context.Context, caller *engine.Caller, name string, args, meta json.RawMessage, withRules bool) (Side, func() *engine.GrantDecision) {
+func (s *Shadow) decideCall(ctx context.Context, caller *toolcall.Caller, name string, args, meta json.RawMessage, withRules bool) (Side, func() *engine.GrantDecision) {
 	cand := s.candidate()
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)

@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/internal/server/shadow"
 	"github.com/toolgate/toolgate/internal/testkit/benchdata"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // writeCandidate writes the bundled policies with grant.rego replaced.
@@ -59,7 +60,7 @@ func TestShadowShowsExactlyTheCandidatesDifferences(t *testing.T) {
 	defer stop()
 	go sh.Run(runCtx)
 
-	callers := []*engine.Caller{
+	callers := []*toolcall.Caller{
 		{Subject: "max", Roles: []string{"manager"}},
 		{Subject: "cora", Roles: []string{"contractor"}},
 		{Subject: "root", Roles: []string{"admin"}},
@@ -153,7 +154,7 @@ granted := {t.name | some t in input.tools; t.base} if {
 	logPath := filepath.Join(t.TempDir(), "decisions.jsonl")
 	dl, err := decisionlog.Open(logPath, decisionlog.Options{})
 	require.NoError(t, err)
-	a := mcpadapter.New(mcpadapter.Options{Revisions: serving, Methods: demo.Methods(), Caller: mcpadapter.StaticCaller(&engine.Caller{Subject: "max", Roles: []string{"manager"}})})
+	a := mcpadapter.New(mcpadapter.Options{Revisions: serving, Methods: demo.Methods(), Caller: mcpadapter.StaticCaller(&toolcall.Caller{Subject: "max", Roles: []string{"manager"}})})
 	a.AddObserver(dl.Observer())
 	srv := a.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
 	st, ct := mcp.NewInMemoryTransports()
@@ -189,8 +190,8 @@ func TestShadowCandidateThatDoesNotCompileIsNeverEvaluated(t *testing.T) {
 	sh := shadow.New(shadow.Options{Err: err})
 	serving, err := engine.New(ctx, toolgate.Source("", ""))
 	require.NoError(t, err)
-	rec := mcpadapter.DryRun(ctx, mcpadapter.DryRunOptions{Revision: serving.Current(), Caller: &engine.Caller{Subject: "a", Roles: []string{"admin"}}, Name: "echo"})
-	sh.Observer().Call(ctx, &mcpadapter.CallContext{Name: "echo", Caller: &engine.Caller{Subject: "a"}, Revision: serving.Current()}, rec)
+	rec := mcpadapter.DryRun(ctx, mcpadapter.DryRunOptions{Revision: serving.Current(), Caller: &toolcall.Caller{Subject: "a", Roles: []string{"admin"}}, Name: "echo"})
+	sh.Observer().Call(ctx, &mcpadapter.CallContext{Name: "echo", Caller: &toolcall.Caller{Subject: "a"}, Revision: serving.Current()}, rec)
 	st := sh.Status()
 	require.Contains(t, st.Error, "grant.rego")
 	require.Empty(t, st.Candidate)
@@ -209,7 +210,7 @@ func TestShadowQueueFullDropsCounted(t *testing.T) {
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
 	sh := shadow.New(shadow.Options{Candidate: cand.Current(), QueueSize: 1, Registerer: reg})
-	max := &engine.Caller{Subject: "max", Roles: []string{"manager"}}
+	max := &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}
 	for range 3 {
 		rec := mcpadapter.DryRun(ctx, mcpadapter.DryRunOptions{Revision: serving.Current(), Caller: max, Name: "price"})
 		sh.Observer().Call(ctx, &mcpadapter.CallContext{Name: "price", Caller: max, Revision: serving.Current()}, rec)

@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/example/demo"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Memoised is the bundled example's grant policy: it reads the caller's
@@ -117,7 +117,7 @@ func BareServer() *mcp.Server {
 	}
 	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(ctx context.Context, _ *mcp.CallToolRequest, in args) (*mcp.CallToolResult, any, error) {
 		text, _ := json.Marshal(in.Text)
-		inv, err := echo.Bind([]mcpadapter.Arg{{Name: "text", Value: text}})
+		inv, err := echo.Bind([]toolcall.Arg{{Name: "text", Value: text}})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -140,7 +140,7 @@ func MinimalServer() *mcp.Server {
 		if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
 			return nil, err
 		}
-		inv, err := echo.Bind([]mcpadapter.Arg{{Name: "text", Value: in.Text}})
+		inv, err := echo.Bind([]toolcall.Arg{{Name: "text", Value: in.Text}})
 		if err != nil {
 			return nil, err
 		}

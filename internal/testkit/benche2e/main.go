@@ -56,6 +56,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/testkit/benchdata"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 func main() {
@@ -549,12 +550,12 @@ func (b *bench) engineMemory(rows, callers int, name, policy string) {
 	}
 	rev := e.Current()
 	req := engine.Request{Method: engine.MethodCall, Tool: "echo", Arguments: json.RawMessage(`{"text":"hello"}`)}
-	if _, err := rev.Grant(ctx, &engine.Caller{Subject: "warm", Roles: []string{"manager", "contractor"}}, req).Allowed("echo"); err != nil {
+	if _, err := rev.Grant(ctx, &toolcall.Caller{Subject: "warm", Roles: []string{"manager", "contractor"}}, req).Allowed("echo"); err != nil {
 		fatal(err)
 	}
 	before := benchdata.LiveHeap()
 	for i := range callers {
-		c := &engine.Caller{Subject: fmt.Sprintf("caller-%d", i), Roles: []string{"manager", "contractor"}}
+		c := &toolcall.Caller{Subject: fmt.Sprintf("caller-%d", i), Roles: []string{"manager", "contractor"}}
 		if ok, err := rev.Grant(ctx, c, req).Allowed("echo"); !ok || err != nil {
 			fatal(fmt.Errorf("echo is not granted to %s: %v", c.Subject, err))
 		}

@@ -149,12 +149,12 @@ func TestReadmeGoSnippets(t *testing.T) {
 // naming the README line.
 func TestBuildSnippetsFails(t *testing.T) {
 	root := checkout(t)
-	wrap := "package main\n\nimport \"github.com/toolgate/toolgate/engine\"\n\nfunc main() {\n" + placeholder + "\n}\n"
+	wrap := "package main\n\nimport \"github.com/toolgate/toolgate/toolcall\"\n\nfunc main() {\n" + placeholder + "\n}\n"
 	for name, c := range map[string]struct {
 		md   string
 		want string
 	}{
-		"unused variable": {"<!-- readme:go-wrap\n" + wrap + "-->\n```go\nc := engine.Caller{}\n```\n", "declared and not used"},
+		"unused variable": {"<!-- readme:go-wrap\n" + wrap + "-->\n```go\nc := toolcall.Caller{}\n```\n", "declared and not used"},
 		"vet":             {"```go\npackage main\n\nimport \"fmt\"\n\nfunc main() { fmt.Printf(\"%d\", \"x\") }\n```\n", "go vet"},
 		"no wrap":         {"text\n\n```go\nx := 1\n```\n", "README.md:3: this ```go block is not a whole file"},
 		"unknown package": {"```go\npackage main\n\nimport _ \"github.com/toolgate/toolgate/nosuch\"\n\nfunc main() {}\n```\n", "README.md:4"},
@@ -175,7 +175,7 @@ func TestBuildSnippetsFails(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "docs/embedding.md:6")
 	// And the same machinery accepts a good wrapped fragment.
-	blocks, err = parseBlocks("<!-- readme:go-wrap\n" + wrap + "-->\n\n```go\n_ = engine.Caller{Subject: \"a\"}\n```\n")
+	blocks, err = parseBlocks("<!-- readme:go-wrap\n" + wrap + "-->\n\n```go\n_ = toolcall.Caller{Subject: \"a\"}\n```\n")
 	require.NoError(t, err)
 	require.NoError(t, buildSnippets(t.Context(), root, blocks, t.TempDir()))
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestUpstreamsWorkedPolicy evaluates the worked policy of docs/upstreams.md
@@ -47,11 +48,11 @@ func TestUpstreamsWorkedPolicy(t *testing.T) {
 	require.NoError(t, err)
 	rev := eng.Current()
 	ctx := context.Background()
-	contractor := &engine.Caller{Subject: "carl", Roles: []string{"contractor"}}
-	writer := &engine.Caller{Subject: "wes", Roles: []string{"writer"}}
-	staff := &engine.Caller{Subject: "sue", Roles: []string{"staff"}}
+	contractor := &toolcall.Caller{Subject: "carl", Roles: []string{"contractor"}}
+	writer := &toolcall.Caller{Subject: "wes", Roles: []string{"writer"}}
+	staff := &toolcall.Caller{Subject: "sue", Roles: []string{"staff"}}
 
-	got := func(c *engine.Caller) []string {
+	got := func(c *toolcall.Caller) []string {
 		var out []string
 		d := rev.Grant(ctx, c, engine.Request{Method: engine.MethodPromptsList})
 		for _, i := range d.VisiblePrompts() {
@@ -63,15 +64,15 @@ func TestUpstreamsWorkedPolicy(t *testing.T) {
 	require.Equal(t, []string{"files.summarize"}, got(contractor))
 	require.Equal(t, []string{"files.summarize"}, got(staff))
 
-	read := func(c *engine.Caller, uri, template string) bool {
+	read := func(c *toolcall.Caller, uri, template string) bool {
 		return rev.GrantResource(ctx, c, engine.Request{Method: engine.MethodResourcesRead, URI: uri},
 			&engine.Resource{URI: uri, Upstream: "files", Section: "share", Template: template}).Allowed
 	}
-	for _, c := range []*engine.Caller{contractor, writer, staff} {
+	for _, c := range []*toolcall.Caller{contractor, writer, staff} {
 		isContractor := slices.Contains(c.Roles, "contractor")
 		require.Equal(t, !isContractor, read(c, "file:///srv/share/private/plan.md", ""), c.Subject)
 		require.True(t, read(c, "file:///srv/share/public/readme.md", ""), c.Subject)
 		require.Equal(t, !isContractor, read(c, "file:///srv/share/notes/1", "file:///srv/share/notes/{id}"), c.Subject)
 	}
-	require.False(t, read(&engine.Caller{Subject: "x", Roles: []string{"guest"}}, "file:///srv/share/public/readme.md", ""), "closed by default")
+	require.False(t, read(&toolcall.Caller{Subject: "x", Roles: []string{"guest"}}, "file:///srv/share/public/readme.md", ""), "closed by default")
 }

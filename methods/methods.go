@@ -1,4 +1,4 @@
-package mcpadapter
+package methods
 
 import (
 	"context"
@@ -10,14 +10,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolgate/toolgate/toolcall"
 )
-
-// Arg is one argument bound for a method: a declared argument's name and its
-// validated JSON value (sent or defaulted).
-type Arg struct {
-	Name  string
-	Value json.RawMessage
-}
 
 // Invocation runs a bound call. Anything it returns as an error, or any
 // panic inside it, is a failure inside the tool.
@@ -30,20 +24,20 @@ type Method interface {
 	HasArgument(name string) bool
 	// Bind turns validated arguments into an invocation. A value the
 	// method's parameter cannot hold is an *ArgumentError (ArgInvalid).
-	Bind(args []Arg) (Invocation, error)
+	Bind(args []toolcall.Arg) (Invocation, error)
 }
 
-// MethodSet resolves a row's method name to a Method.
-type MethodSet interface {
+// Set resolves a registry row's method name to a Method.
+type Set interface {
 	Method(name string) (Method, bool)
 }
 
-// Methods is a MethodSet of Go tool methods, keyed by name. Register methods
-// before serving; lookups are then safe for concurrent use.
-type Methods map[string]Method
+// Map is a Set of Go tool methods, keyed by name. Register methods before
+// serving; lookups are then safe for concurrent use.
+type Map map[string]Method
 
-// Method implements MethodSet.
-func (m Methods) Method(name string) (Method, bool) {
+// Method implements Set.
+func (m Map) Method(name string) (Method, bool) {
 	x, ok := m[name]
 	return x, ok
 }
@@ -57,13 +51,13 @@ func (m Methods) Method(name string) (Method, bool) {
 // content), a *mcp.CallToolResult (returned as is) or any other value
 // (returned as its JSON text). Register panics on any other shape: that is
 // a programmer's mistake, found at start-up.
-func (m Methods) Register(name string, fn any) {
+func (m Map) Register(name string, fn any) {
 	if _, dup := m[name]; dup {
-		panic(fmt.Sprintf("mcpadapter: method %q registered twice", name))
+		panic(fmt.Sprintf("methods: method %q registered twice", name))
 	}
 	gm, err := newGoMethod(fn)
 	if err != nil {
-		panic(fmt.Sprintf("mcpadapter: method %q: %v", name, err))
+		panic(fmt.Sprintf("methods: method %q: %v", name, err))
 	}
 	m[name] = gm
 }
@@ -78,9 +72,10 @@ type goMethod struct {
 	prompt bool
 }
 
-// bindsPromptly reports whether m's Bind never waits: a Go method whose
-// parameter holds only types encoding/json decodes by itself.
-func bindsPromptly(m Method) bool {
+// BindsPromptly reports whether m's Bind never waits: a Go method whose
+// parameter holds only types encoding/json decodes by itself. The adapter
+// binds such a method on the call's goroutine, another behind its guard.
+func BindsPromptly(m Method) bool {
 	g, ok := m.(*goMethod)
 	return ok && g.prompt
 }
@@ -153,21 +148,21 @@ func (g *goMethod) HasArgument(name string) bool {
 	return ok
 }
 
-func (g *goMethod) Bind(args []Arg) (Invocation, error) {
+func (g *goMethod) Bind(args []toolcall.Arg) (Invocation, error) {
 	pv := reflect.New(g.args)
 	for _, a := range args {
 		i, ok := g.fields[a.Name]
 		if !ok {
-			return nil, &ArgumentError{Problem: ArgUnknown, Name: a.Name}
+			return nil, &toolcall.ArgumentError{Problem: toolcall.ArgUnknown, Name: a.Name}
 		}
 		f := pv.Elem().Field(i)
 		if foldedKey(f.Type(), a.Value) {
-			return nil, &ArgumentError{Problem: ArgInvalid, Name: a.Name, Err: fmt.Errorf("an object key matches a field of the method's parameter of Go type %s only case-insensitively", f.Type())}
+			return nil, &toolcall.ArgumentError{Problem: toolcall.ArgInvalid, Name: a.Name, Err: fmt.Errorf("an object key matches a field of the method's parameter of Go type %s only case-insensitively", f.Type())}
 		}
 		if err := json.Unmarshal(a.Value, f.Addr().Interface()); err != nil {
 			// The decoder's text may quote the value; argument values are
 			// not logged, so say only what the value had to fit.
-			return nil, &ArgumentError{Problem: ArgInvalid, Name: a.Name, Err: fmt.Errorf("the value does not fit the method's parameter of Go type %s", f.Type())}
+			return nil, &toolcall.ArgumentError{Problem: toolcall.ArgInvalid, Name: a.Name, Err: fmt.Errorf("the value does not fit the method's parameter of Go type %s", f.Type())}
 		}
 	}
 	return func(ctx context.Context) (*mcp.CallToolResult, error) {
@@ -189,18 +184,18 @@ func toResult(v reflect.Value) (*mcp.CallToolResult, error) {
 		return res, nil
 	}
 	if v.Kind() == reflect.String {
-		return TextResult(v.String(), false), nil
+		return textResult(v.String()), nil
 	}
 	b, err := json.Marshal(v.Interface())
 	if err != nil {
 		return nil, fmt.Errorf("encode method result: %w", err)
 	}
-	return TextResult(string(b), false), nil
+	return textResult(string(b)), nil
 }
 
-// TextResult is a CallToolResult with one text content item.
-func TextResult(text string, isError bool) *mcp.CallToolResult {
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isError}
+// textResult is a CallToolResult with one text content item.
+func textResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
 
 // foldedKey reports whether raw, a JSON value about to be decoded into a
