@@ -205,7 +205,7 @@ func TestShadowQueueFullDropsCounted(t *testing.T) {
 	ctx := context.Background()
 	serving, err := engine.New(ctx, toolgate.Source("", ""))
 	require.NoError(t, err)
-	cand, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, candidateB)))
+	cand, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, benchdata.ManagersLosePrice)))
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
 	sh := shadow.New(shadow.Options{Candidate: cand.Current(), QueueSize: 1, Registerer: reg})
