@@ -45,8 +45,9 @@ func tableHeaded(readme, header string) ([]string, error) {
 	return out, nil
 }
 
-// treePackages are the directories of the module that hold a Go package
-// (a non-test .go file), testdata and dot directories aside.
+// treePackages are the directories of the module that hold Go files, as
+// `go list ./...` lists them (a directory of tests only is a package too),
+// testdata and dot directories aside.
 func treePackages(root string) ([]string, error) {
 	seen := map[string]bool{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -60,7 +61,7 @@ func treePackages(root string) ([]string, error) {
 			}
 			return nil
 		}
-		if strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") {
+		if strings.HasSuffix(p, ".go") {
 			rel, err := filepath.Rel(root, filepath.Dir(p))
 			if err != nil {
 				return err

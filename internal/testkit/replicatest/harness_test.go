@@ -1,6 +1,6 @@
-// Package replicatest runs toolgate as an organisation does (docs/contract.md §14, issue
-// 17): two replicas from the built binary, policy from an OPA bundle
-// server, the ledger and approvals in one PostgreSQL. It holds tests only.
+// Package replicatest runs toolgate as an organisation does
+// (docs/contract.md §14): two replicas from the built binary, policy from
+// an OPA bundle server, the ledger and approvals in one PostgreSQL. It holds tests only.
 package replicatest
 
 import (

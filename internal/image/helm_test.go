@@ -1,4 +1,4 @@
-package deploy
+package image_test
 
 import (
 	"bytes"
@@ -9,13 +9,16 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/internal/testkit/proctest"
 )
 
 // EnvHelm names the helm binary the chart tests run: Helm's own CLI at
 // the version scripts/setup pins (go install helm.sh/helm/v3/cmd/helm@...).
 const EnvHelm = "TOOLGATE_HELM"
 
-const chart = "helm/toolgate"
+// chart is the Helm chart, from this directory.
+var chart = filepath.Join(proctest.Root, "deploy", "helm", "toolgate")
 
 // helm is the helm binary; without one the test skips, except under CI,
 // where it fails.

@@ -1,4 +1,4 @@
-package deploy
+package image_test
 
 import (
 	"os"
@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/toolgate/toolgate/internal/image"
+	"github.com/toolgate/toolgate/internal/testkit/proctest"
 )
 
 // TestGoreleaserConfig: the release archives are the ones promised, built
@@ -18,7 +19,7 @@ import (
 // runs `goreleaser check` and a snapshot build (scripts/release-check).
 func TestGoreleaserConfig(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(filepath.Join("..", ".goreleaser.yaml"))
+	b, err := os.ReadFile(filepath.Join(proctest.Root, ".goreleaser.yaml"))
 	require.NoError(t, err)
 	var cfg struct {
 		Version int `yaml:"version"`
@@ -63,7 +64,7 @@ func TestGoreleaserConfig(t *testing.T) {
 	require.Equal(t, "windows", a.Overrides[0].Goos)
 	require.Equal(t, []string{"zip"}, a.Overrides[0].Formats)
 	for _, f := range a.Files {
-		_, err := os.Stat(filepath.Join("..", f))
+		_, err := os.Stat(filepath.Join(proctest.Root, f))
 		require.NoError(t, err, "an archive's file %s is missing", f)
 	}
 	require.Contains(t, a.Files, "LICENSE")

@@ -1,12 +1,14 @@
-// Package deploy holds the deployment example (kubernetes.yaml); its test
-// checks the manifest without a cluster.
-package deploy
+package image_test
+
+// The deployment examples under deploy/ (kubernetes.yaml, the Helm chart)
+// are checked here, beside the image they run, without a cluster.
 
 import (
 	"errors"
 	"flag"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/image"
+	"github.com/toolgate/toolgate/internal/testkit/proctest"
 )
 
 type meta struct {
@@ -88,7 +91,7 @@ type serviceSpec struct {
 
 func load(t *testing.T) map[string]object {
 	t.Helper()
-	f, err := os.Open("kubernetes.yaml")
+	f, err := os.Open(filepath.Join(proctest.Root, "deploy", "kubernetes.yaml"))
 	require.NoError(t, err)
 	defer f.Close()
 	return decode(t, f)
