@@ -83,7 +83,7 @@ import (
 // Defaults of the relay's bounds (Options).
 const (
 	DefaultMaxCallerSessions     = 64
-	callerShareDen               = 4 // MaxCallerSessionsPerCaller is 1/callerShareDen of MaxCallerSessions by default
+	callerShareDen               = 4  // MaxCallerSessionsPerCaller is 1/callerShareDen of MaxCallerSessions by default
 	DefaultMaxIdleCallerSessions = 16 // for an upstream not reached over HTTP
 	DefaultCallerIdleTimeout     = 2 * time.Minute
 )
