@@ -7,8 +7,10 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -300,4 +302,80 @@ func TestRelayCallerShareUnderLoad(t *testing.T) {
 	checker.Wait()
 	t.Logf("alice's calls refused past her share: %d of %d", refused, rounds*flood)
 	require.NoError(t, c.account().check(max, share))
+}
+
+// subscriptionSource lets every caller see the catalog's resources but
+// those under file:///t/hidden.
+var subscriptionSource = engine.Source{FS: fstest.MapFS{
+	"registry.yaml": {Data: []byte("tools: []\n")},
+	"policy/grant.rego": {Data: []byte(`package toolgate.grant
+
+default resource := true
+
+resource := false if startswith(input.resource.uri, "file:///t/hidden")
+`)},
+}, Registry: "registry.yaml", Policies: "policy"}
+
+// TestSubscriptionsCappedPerSession: a signed-in caller subscribes one
+// client session to as many URIs of a template as it likes; past
+// mcpadapter.MaxSubscriptionsPerSession a new one gets the refusal, while a URI already subscribed, and one after an
+// unsubscribe, still succeed; a hidden URI answers as one nothing serves,
+// at the cap too. When the session ends, nothing of its subscriptions is
+// left: every upstream subscription is ended (the pool's table is empty).
+func TestSubscriptionsCappedPerSession(t *testing.T) {
+	t.Parallel()
+	upSubs, upUnsubs := make(chan string, 2*mcpadapter.MaxSubscriptionsPerSession), make(chan string, 2*mcpadapter.MaxSubscriptionsPerSession)
+	p, err := NewPool([]Config{inMemory("cat", catalogServer(nil, upSubs, upUnsubs))}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	eng, err := engine.New(t.Context(), subscriptionSource)
+	require.NoError(t, err)
+	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: p, Catalog: p,
+		Caller: mcpadapter.StaticCaller(&engine.Caller{Subject: "mallory"})})
+	server := a.NewServer(&mcp.Implementation{Name: "front"}, nil)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(t.Context(), st, nil)
+	require.NoError(t, err)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mallory"}, nil).Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: legacyRevision})
+	require.NoError(t, err)
+	ctx := t.Context()
+	subscribe := func(uri string) error { return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}) }
+	rpcError := func(err error) *jsonrpc.Error {
+		t.Helper()
+		var e *jsonrpc.Error
+		require.ErrorAs(t, err, &e)
+		return e
+	}
+
+	notFound := rpcError(subscribe("file:///nothing/here"))
+	hiddenBefore := rpcError(subscribe("file:///t/hidden1"))
+	assert.Equal(t, notFound.Code, hiddenBefore.Code)
+	assert.Equal(t, notFound.Message, hiddenBefore.Message)
+	for i := range mcpadapter.MaxSubscriptionsPerSession {
+		require.NoError(t, subscribe(fmt.Sprintf("file:///t/%d", i)))
+	}
+	over := rpcError(subscribe("file:///t/one-more"))
+	assert.Equal(t, int64(jsonrpc.CodeInvalidRequest), over.Code)
+	assert.Equal(t, mcpadapter.AnswerTooManySubscriptions, over.Message)
+	hidden := rpcError(subscribe("file:///t/hidden2"))
+	assert.Equal(t, notFound.Code, hidden.Code, "hidden ≡ absent before any cap")
+	assert.Equal(t, notFound.Message, hidden.Message)
+	require.NoError(t, subscribe("file:///t/7"), "subscribed already: nothing new to hold")
+	require.NoError(t, cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "file:///t/7"}))
+	require.NoError(t, subscribe("file:///t/one-more"), "an unsubscribe makes room")
+
+	subscribed := func() int {
+		p.cat.mu.Lock()
+		defer p.cat.mu.Unlock()
+		return len(p.cat.subs)
+	}
+	assert.Equal(t, mcpadapter.MaxSubscriptionsPerSession, subscribed())
+
+	// The session ends: every subscription is ended upstream.
+	require.NoError(t, cs.Close())
+	require.NoError(t, ss.Wait())
+	for range mcpadapter.MaxSubscriptionsPerSession {
+		recvBounded(t, upUnsubs)
+	}
+	assert.Zero(t, subscribed(), "nothing left of the session's subscriptions")
 }
