@@ -1,5 +1,7 @@
 package upstream
 
+//lint:file-ignore SA1019 sampling and roots are deprecated from protocol revision 2026-07-28 on; earlier revisions have them, and a caller's client sessions may declare them
+
 import (
 	"context"
 	"fmt"
