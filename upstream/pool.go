@@ -69,6 +69,12 @@ type Options struct {
 	// once to one upstream, idle or in use; zero is
 	// DefaultMaxCallerSessions. A call past it fails.
 	MaxCallerSessions int
+	// MaxCallerSessionsPerCaller is each caller's share of them (by
+	// identity key, Peer.Owner: identity source and subject); zero is a
+	// quarter of MaxCallerSessions (at least 1). A caller's call past its
+	// share fails as one past MaxCallerSessions does, whatever room the
+	// others leave: one caller never holds every session.
+	MaxCallerSessionsPerCaller int
 	// MaxIdleCallerSessions bounds those kept idle, per upstream (the
 	// least recently used is closed past it); zero is MaxCallerSessions
 	// for an HTTP upstream (an idle session there is a client session of
@@ -132,6 +138,9 @@ func NewPool(cfgs []Config, opts *Options) (*Pool, error) {
 	}
 	if o.MaxCallerSessions <= 0 {
 		o.MaxCallerSessions = DefaultMaxCallerSessions
+	}
+	if o.MaxCallerSessionsPerCaller <= 0 {
+		o.MaxCallerSessionsPerCaller = max(1, o.MaxCallerSessions/callerShareDen)
 	}
 	if o.CallerIdleTimeout <= 0 {
 		o.CallerIdleTimeout = DefaultCallerIdleTimeout

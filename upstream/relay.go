@@ -66,6 +66,16 @@ import (
 // these bounds: closing never cuts a call in flight. A call that finds
 // MaxCallerSessions in use fails (ErrUnavailable), it does not wait.
 //
+// Fairness: each caller (identity key) holds at most its share,
+// MaxCallerSessionsPerCaller (a quarter of MaxCallerSessions by default),
+// idle or in use, so that one caller with many calls in flight (or many
+// client sessions, each its own key) never takes every session of an
+// upstream from the others. A call of a caller at its share closes that
+// caller's own least recently used idle session (of another key) to make
+// room, or fails exactly as a call past MaxCallerSessions does. At
+// MaxCallerSessions, the least recently used idle session, whoever's,
+// is closed before any call is refused.
+//
 // The shared session (conn.session) stays: it lists and imports the
 // upstream's tools, and serves calls made without a Peer (a direct
 // Invocation, outside a served call).
@@ -73,6 +83,7 @@ import (
 // Defaults of the relay's bounds (Options).
 const (
 	DefaultMaxCallerSessions     = 64
+	callerShareDen               = 4  // MaxCallerSessionsPerCaller is 1/callerShareDen of MaxCallerSessions by default
 	DefaultMaxIdleCallerSessions = 16 // for an upstream not reached over HTTP
 	DefaultCallerIdleTimeout     = 2 * time.Minute
 )
@@ -347,9 +358,43 @@ type relaySessions struct {
 	idle  []*callerSession // least recently used first
 	open  int              // open, in use or being opened
 	timer *time.Timer      // reaps idle sessions; nil when none is idle
+	// byOwner counts the open sessions (idle, in use or being opened) of
+	// each caller: its share (Options.MaxCallerSessionsPerCaller).
+	byOwner map[string]int
 }
 
-var errTooManySessions = errors.New("too many caller sessions in use")
+var (
+	errTooManySessions = errors.New("too many caller sessions in use")
+	errCallerShare     = errors.New("too many caller sessions in use by this caller")
+)
+
+// addLocked accounts for a session of owner being opened. r.mu is held.
+func (r *relaySessions) addLocked(owner string) {
+	if r.byOwner == nil {
+		r.byOwner = map[string]int{}
+	}
+	r.open++
+	r.byOwner[owner]++
+}
+
+// dropLocked ends the account of a session of owner. r.mu is held.
+func (r *relaySessions) dropLocked(owner string) {
+	r.open--
+	if r.byOwner[owner]--; r.byOwner[owner] <= 0 {
+		delete(r.byOwner, owner)
+	}
+}
+
+// oldestIdleOf is the index in r.idle of owner's least recently used idle
+// session; -1 when it has none. r.mu is held.
+func (r *relaySessions) oldestIdleOf(owner string) int {
+	for i, cs := range r.idle {
+		if cs.key.owner == owner {
+			return i
+		}
+	}
+	return -1
+}
 
 // callRelayed runs one tools/call for peer's client on a session of its
 // caller, relaying what flows during it.
@@ -453,8 +498,19 @@ func (c *conn) lease(ctx context.Context, key relayKey, peer *mcpadapter.Peer) (
 			r.mu.Unlock()
 			return cs, nil
 		}
-		r.open--
+		r.dropLocked(cs.key.owner)
 		c.pool.wg.Go(func() { c.closeSession(cs.s) })
+	}
+	// The caller's share first: at it, its own least recently used idle
+	// session makes room (one of another key: none of this key is idle),
+	// or the call fails as at MaxCallerSessions.
+	if share := c.pool.opts.MaxCallerSessionsPerCaller; r.byOwner[key.owner] >= share {
+		i := r.oldestIdleOf(key.owner)
+		if i < 0 {
+			r.mu.Unlock()
+			return nil, fmt.Errorf("%w: %w (%d)", ErrUnavailable, errCallerShare, share)
+		}
+		c.evictLocked(i)
 	}
 	if r.open >= c.pool.opts.MaxCallerSessions {
 		if len(r.idle) == 0 {
@@ -463,13 +519,13 @@ func (c *conn) lease(ctx context.Context, key relayKey, peer *mcpadapter.Peer) (
 		}
 		c.evictLocked(0)
 	}
-	r.open++
+	r.addLocked(key.owner)
 	r.mu.Unlock()
 
 	cs, err := c.openCaller(ctx, key, peer)
 	if err != nil {
 		r.mu.Lock()
-		r.open--
+		r.dropLocked(key.owner)
 		r.mu.Unlock()
 		return nil, err
 	}
@@ -487,7 +543,7 @@ func (c *conn) release(cs *callerSession, reuse, cancelled bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !reuse || c.isClosed() || !cs.s.alive() {
-		r.open--
+		r.dropLocked(cs.key.owner)
 		c.pool.wg.Go(func() {
 			if cancelled {
 				t := time.NewTimer(c.pool.opts.TerminateGrace)
@@ -516,7 +572,7 @@ func (c *conn) evictLocked(i int) {
 	r := &c.relay
 	cs := r.idle[i]
 	r.idle = append(r.idle[:i], r.idle[i+1:]...)
-	r.open--
+	r.dropLocked(cs.key.owner)
 	c.pool.wg.Go(func() { c.closeSession(cs.s) })
 }
 
