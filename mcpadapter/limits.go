@@ -96,10 +96,13 @@ func (p *pipeline) limit(ctx context.Context, limits []engine.Limit, rec *Record
 		rec.fail(toolcall.StageHookFailed, by, ErrNoLimits)
 		return true
 	}
+	// The closure reads dry, not p: capturing p would move every call's
+	// pipeline to the heap, limits or not.
+	dry := p.a == nil
 	var ck LimitCheck
 	err := p.guard(ctx, func(ctx context.Context) error {
 		var err error
-		if p.a == nil {
+		if dry {
 			ck, err = store.Peek(ctx, limits)
 		} else {
 			ck, err = store.Admit(ctx, limits)

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -30,6 +31,23 @@ type Peer struct {
 
 type peerKey struct{}
 
+// peerContext is a call's context carrying its Peer: the Peer and the
+// context in one allocation, where context.WithValue would take two.
+// Everything but the Peer's key is its parent's (Done and Err too, so the
+// context package propagates cancellation through it as through a
+// context.WithValue).
+type peerContext struct {
+	context.Context
+	peer Peer
+}
+
+func (c *peerContext) Value(key any) any {
+	if _, ok := key.(peerKey); ok {
+		return &c.peer
+	}
+	return c.Context.Value(key)
+}
+
 // PeerOf returns the Peer of the call ctx runs, nil outside a served call
 // (a dry run, a call made without a session).
 func PeerOf(ctx context.Context) *Peer {
@@ -37,13 +55,13 @@ func PeerOf(ctx context.Context) *Peer {
 	return p
 }
 
-// withPeer attaches the call's Peer to ctx: one allocation for the Peer
-// and one for the context, per call (never per message).
+// withPeer attaches the call's Peer to ctx: one allocation per call
+// (never per message).
 func (a *Adapter) withPeer(ctx context.Context, req *mcp.CallToolRequest, caller *toolcall.Caller) context.Context {
 	if req == nil || req.Session == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, peerKey{}, &Peer{a: a, req: req, ss: req.Session, caller: caller})
+	return &peerContext{Context: ctx, peer: Peer{a: a, req: req, ss: req.Session, caller: caller}}
 }
 
 // ErrNoPeer is returned by a Peer's requests when the calling client

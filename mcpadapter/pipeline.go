@@ -60,20 +60,40 @@ type callInput struct {
 	bind bool
 	// meta is the _meta as sent, raw.
 	meta string
-	// caller and revision are asked for in this order, and only once the
-	// step before needs them.
-	caller func() *toolcall.Caller
-	// source names the caller's identity source; nil: SourceLocal.
-	source   func() string
-	revision func() *revisionCache
-	start    time.Time
+	// caller and rc are a dry run's caller and revision; a served call
+	// asks its adapter for them (pipeline.caller, pipeline.revision), in
+	// this order and only once the step before needs them. (Fields, not
+	// closures: a closure here would be allocated for every call.)
+	caller *toolcall.Caller
+	rc     *revisionCache
+	start  time.Time
 }
 
-func (in *callInput) sourceName() string {
-	if in.source == nil {
+// caller is who calls: the adapter's Caller for a served call, the given
+// one in a dry run.
+func (p *pipeline) caller(ctx context.Context, in *callInput) *toolcall.Caller {
+	if p.a == nil {
+		return in.caller
+	}
+	return p.a.opts.Caller(ctx, in.req)
+}
+
+// source names the caller's identity source: the adapter's Source for a
+// served call (SourceLocal without one), SourceLocal in a dry run.
+func (p *pipeline) source(ctx context.Context, in *callInput) string {
+	if p.a == nil || p.a.opts.Source == nil {
 		return SourceLocal
 	}
-	return in.source()
+	return p.a.opts.Source(ctx, in.req)
+}
+
+// revision is the revision to decide with: the adapter's current one for
+// a served call, the given one in a dry run.
+func (p *pipeline) revision(in *callInput) *revisionCache {
+	if p.a == nil {
+		return in.rc
+	}
+	return p.a.revision()
 }
 
 // Call answers tools/call, step by step as docs/contract.md §5 says. It never returns a
@@ -102,15 +122,7 @@ func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *Record {
 		args:        p.Arguments,
 		bind:        true,
 		meta:        w.Meta,
-		caller:      func() *toolcall.Caller { return a.opts.Caller(ctx, req) },
-		source: func() string {
-			if a.opts.Source == nil {
-				return SourceLocal
-			}
-			return a.opts.Source(ctx, req)
-		},
-		revision: a.revision,
-		start:    start,
+		start:       start,
 	}
 	pl := &pipeline{a: a, methods: a.opts.Methods, peer: req.Session != nil}
 	call, rec := pl.run(ctx, in)
@@ -186,8 +198,8 @@ func DryRun(ctx context.Context, o DryRunOptions) *Record {
 		args:        o.Arguments,
 		bind:        len(o.Arguments) > 0,
 		meta:        string(o.Meta),
-		caller:      func() *toolcall.Caller { return o.Caller },
-		revision:    func() *revisionCache { return rc },
+		caller:      o.Caller,
+		rc:          rc,
 		start:       time.Now(),
 	}
 	pl := &pipeline{methods: o.Methods, locate: true, limits: o.Limits, result: o.Result}
@@ -207,13 +219,13 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*CallContext, *Recor
 	}
 	name := in.name
 	// Step 2.
-	caller := in.caller()
+	caller := p.caller(ctx, in)
 	if caller == nil {
 		rec.Grant.Outcome = engine.Nobody
 		rec.Stage, rec.Answerer, rec.Result = toolcall.StageNobody, Answerer{Kind: toolcall.ByGate}, TextResult(AnswerUnknownTool(name), true)
 		return nil, rec
 	}
-	rc := in.revision()
+	rc := p.revision(in)
 	rev := rc.rev
 	args := normaliseArguments(in.args)
 	ereq := engine.Request{Method: engine.MethodCall, Tool: name, Arguments: args, Meta: engine.BoundMeta(json.RawMessage(in.meta))}
@@ -223,7 +235,7 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*CallContext, *Recor
 		Arguments:  args,
 		Meta:       ereq.Meta,
 		Caller:     caller,
-		Source:     in.sourceName(),
+		Source:     p.source(ctx, in),
 		Revision:   rev,
 		Start:      in.start,
 	}
