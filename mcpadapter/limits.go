@@ -95,15 +95,11 @@ func (p *pipeline) limit(ctx context.Context, limits []engine.Limit, rec *Record
 		rec.fail(StageHookFailed, by, ErrNoLimits)
 		return true
 	}
-	var ck LimitCheck
-	err := p.guard(ctx, func(ctx context.Context) error {
-		var err error
+	ck, err := pipelineGuard(ctx, p, func(ctx context.Context) (LimitCheck, error) {
 		if p.a == nil {
-			ck, err = store.Peek(ctx, limits)
-		} else {
-			ck, err = store.Admit(ctx, limits)
+			return store.Peek(ctx, limits)
 		}
-		return err
+		return store.Admit(ctx, limits)
 	})
 	if err == nil && len(ck.States) != len(limits) {
 		err = fmt.Errorf("the limit store answered %d states for %d limits", len(ck.States), len(limits))
