@@ -250,19 +250,31 @@ func TestSessionsCappedAtMaxSessions(t *testing.T) {
 
 // TestIdleSessionExpires: a session without requests for
 // SessionTimeout is closed; its id is then unknown.
+//
+// The session is opened by a lone initialize: a request after it (the
+// initialized notification an SDK client sends) would have to arrive
+// within the timeout, which a loaded machine does not promise. The
+// timeout then runs only from the end of initialize, so nothing the test
+// does races it; it is long enough that the SDK's own set-up of the
+// session (from arming its timer to the initialize it serves) fits in it
+// however slow the machine.
 func TestIdleSessionExpires(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	srv := httpserve.New(httpserve.Options{Server: f.server, SessionTimeout: 100 * time.Millisecond})
+	srv := httpserve.New(httpserve.Options{Server: f.server, SessionTimeout: time.Second})
 	ts := httptest_NewServer(t, srv)
-	cs := connectProto(t, ts.URL+"/mcp", newBearer(""), "2025-06-18")
-	id := cs.ID()
+	resp := postBody(t, ts.URL+"/mcp", []byte(initialize), nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(body), `"protocolVersion":"2025-06-18"`)
+	id := resp.Header.Get("Mcp-Session-Id")
 	require.NotEmpty(t, id)
 	require.Eventually(t, func() bool { return srv.SessionCount() == 0 }, time.Minute, 10*time.Millisecond, "the idle session was not closed")
 	for range f.server.Sessions() {
 		t.Error("the SDK still has the session")
 	}
-	resp := postBody(t, ts.URL+"/mcp", []byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`), map[string]string{"Mcp-Session-Id": id, "Mcp-Protocol-Version": "2025-06-18"})
+	resp = postBody(t, ts.URL+"/mcp", []byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`), map[string]string{"Mcp-Session-Id": id, "Mcp-Protocol-Version": "2025-06-18"})
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
 
