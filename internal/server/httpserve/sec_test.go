@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -426,9 +427,15 @@ func TestHostAndOriginChecked(t *testing.T) {
 func TestMetricsOperatorOnly(t *testing.T) {
 	t.Parallel()
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "up 1\n") })
-	maddr := freeAddr(t)
-	srv := httpserve.New(httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t), Metrics: metrics, MetricsAddr: maddr})
+	// The metrics listener takes a port of its own choosing (a port freed
+	// for it could be taken by another process first); Serve logs its URL
+	// before it reports ready.
+	urls := &metricsURL{}
+	srv := httpserve.New(httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t), Metrics: metrics, MetricsAddr: "127.0.0.1:0",
+		Logger: slog.New(urls)})
 	_, addr, _ := listen(t, srv)
+	maddr := strings.TrimSuffix(strings.TrimPrefix(urls.get(), "http://"), "/metrics")
+	require.NotEmpty(t, maddr, "the metrics URL was not logged")
 	for _, tc := range []struct {
 		token string
 		code  int
@@ -448,13 +455,37 @@ func TestMetricsOperatorOnly(t *testing.T) {
 	assert.Equal(t, 404, code, "the metrics listener serves nothing else")
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
+// metricsURL is a log handler that keeps the URL of "toolgate: serving
+// metrics".
+type metricsURL struct {
+	mu  sync.Mutex
+	url string
+}
+
+func (*metricsURL) Enabled(context.Context, slog.Level) bool { return true }
+
+func (m *metricsURL) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "toolgate: serving metrics" {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "url" {
+			m.mu.Lock()
+			m.url = a.Value.String()
+			m.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+func (m *metricsURL) WithAttrs([]slog.Attr) slog.Handler { return m }
+func (m *metricsURL) WithGroup(string) slog.Handler      { return m }
+
+func (m *metricsURL) get() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.url
 }
 
 // TestSlowBodyTimesOut: a body that does not arrive within
