@@ -30,7 +30,7 @@ func TestAuthZENInteropNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "authzen-interop.mjs", base, tokenFor(pep), tokenFor(notPEP))
-	cmd.Dir = filepath.Join("..", "testdata", "authzen")
+	cmd.Dir = filepath.Join("..", "..", "..", "testdata", "authzen")
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	t.Logf("node authzen-interop.mjs:\n%s", out)
