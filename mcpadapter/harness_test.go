@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,10 +50,11 @@ type setup struct {
 	extraHooks []mcpadapter.Hook
 	// methods are registered besides the demo methods.
 	methods mcpadapter.Methods
-	// hookTimeout replaces the harness's hook deadline (a minute, only a
-	// failure bound: a hook, approval check, limit store or binding that
-	// must finish is not cut off by a loaded machine) when set, for tests
-	// of hooks that outlive it on purpose.
+	// hookTimeout replaces the harness's hook deadline when set, for tests
+	// of hooks that outlive it on purpose. The harness's is a minute, only
+	// a failure bound (a hook, approval check, limit store or binding that
+	// must finish is not cut off by a loaded machine), or 300 ms with the
+	// "block" test hook, which always reaches it.
 	hookTimeout time.Duration
 	// catalog serves prompts and resources (docs/contract.md §16).
 	catalog mcpadapter.Catalog
@@ -125,13 +127,22 @@ func newGoverned(t testing.TB, s setup) *governed {
 	for name, m := range s.methods {
 		methods[name] = m
 	}
+	hookTimeout := s.hookTimeout
+	if hookTimeout == 0 {
+		hookTimeout = time.Minute // a failure bound only
+		if slices.Contains(s.hooks, "block") {
+			// The blocking hook always reaches the deadline: a short one
+			// only makes the test quick.
+			hookTimeout = 300 * time.Millisecond
+		}
+	}
 	var ids atomic.Int64 // predictable approval ids: fixtures compare answers byte for byte
 	g.adapter = mcpadapter.New(mcpadapter.Options{
 		Revisions:   eng,
 		Methods:     methods,
 		Caller:      mcpadapter.StaticCaller(s.caller),
 		Logger:      logger,
-		HookTimeout: cmp.Or(s.hookTimeout, time.Minute),
+		HookTimeout: hookTimeout,
 		Catalog:     s.catalog,
 		Approvals: approvals.New(ledger.NewMemoryStore(), approvals.Options{
 			NewID: func() string { return fmt.Sprintf("%024x", ids.Add(1)) },
