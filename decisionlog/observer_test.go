@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/open-policy-agent/opa/v1/plugins/logs"
@@ -26,7 +27,7 @@ import (
 func observed(t *testing.T, caller *toolcall.Caller, do func(cs *mcp.ClientSession)) (*engine.Engine, []logs.EventV1, []audit.Record) {
 	t.Helper()
 	ctx := context.Background()
-	eng, err := engine.New(ctx, toolgate.Source("", ""))
+	eng, err := engine.New(ctx, toolgate.Source("", ""), engine.WithTimeout(time.Minute))
 	require.NoError(t, err)
 	sink := &memSink{}
 	l := decisionlog.New(sink, decisionlog.Options{})

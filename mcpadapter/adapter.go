@@ -412,7 +412,10 @@ func (a *Adapter) runAfter(ctx context.Context, call *CallContext, rec *Record) 
 // them.
 
 func (a *Adapter) guardAfter(ctx context.Context, h *Hook, call *CallContext, rec *Record) error {
-	return a.guard(ctx, true, func(ctx context.Context) error { return h.After(ctx, call, rec) })
+	_, err := guard(ctx, a.opts.HookTimeout, true, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, h.After(ctx, call, rec)
+	})
+	return err
 }
 
 // runBefore runs h's before half: a prompt one on the call's goroutine,
@@ -431,32 +434,46 @@ func (a *Adapter) runBefore(ctx context.Context, h *Hook, call *CallContext) (Ve
 }
 
 func (a *Adapter) guardBefore(ctx context.Context, h *Hook, call *CallContext) (Verdict, error) {
-	var v Verdict
-	err := a.guard(ctx, false, func(ctx context.Context) error {
-		var err error
-		v, err = h.Before(ctx, call)
-		return err
+	return guard(ctx, a.opts.HookTimeout, false, func(ctx context.Context) (Verdict, error) {
+		return h.Before(ctx, call)
 	})
-	return v, err
 }
 
-// guard runs f with the hook deadline, turning a panic into an error. A
+// guarded is what a hook run under guard returns.
+type guarded[T any] struct {
+	v   T
+	err error
+}
+
+// guard runs f with the deadline timeout, turning a panic into an error. A
 // hook that outlives its deadline is abandoned (its goroutine finishes on
 // its own) and counts as failed. With detach, f does not see the request's
 // cancellation (after hooks run also for a caller that went away).
-func (a *Adapter) guard(ctx context.Context, detach bool, f func(context.Context) error) error {
+//
+// What f returns travels only through the buffered channel: an abandoned
+// goroutine writes nothing that the caller reads after the deadline.
+func guard[T any](ctx context.Context, timeout time.Duration, detach bool, f func(context.Context) (T, error)) (T, error) {
 	if detach {
 		ctx = context.WithoutCancel(ctx)
 	}
-	ctx, cancel := context.WithTimeout(ctx, a.opts.HookTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- safely(func() error { return f(ctx) }) }()
+	done := make(chan guarded[T], 1)
+	go func() {
+		var r guarded[T]
+		r.err = safely(func() error {
+			var err error
+			r.v, err = f(ctx)
+			return err
+		})
+		done <- r
+	}()
 	select {
-	case err := <-done:
-		return err
+	case r := <-done:
+		return r.v, r.err
 	case <-ctx.Done():
-		return fmt.Errorf("hook did not return within %s: %w", a.opts.HookTimeout, ctx.Err())
+		var zero T
+		return zero, fmt.Errorf("hook did not return within %s: %w", timeout, ctx.Err())
 	}
 }
 

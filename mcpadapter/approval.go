@@ -71,11 +71,8 @@ func (a *Adapter) checkApproval(ctx context.Context, call *CallContext, rule *en
 		rec.fail(toolcall.StageHookFailed, by, ErrNoApprovals)
 		return true
 	}
-	var ck ApprovalCheck
-	err := a.guard(ctx, false, func(ctx context.Context) error {
-		var err error
-		ck, err = a.opts.Approvals.Check(ctx, call, rule)
-		return err
+	ck, err := guard(ctx, a.opts.HookTimeout, false, func(ctx context.Context) (ApprovalCheck, error) {
+		return a.opts.Approvals.Check(ctx, call, rule)
 	})
 	if err == nil && ck.State == ApprovalNotRecorded {
 		if ck.Message == "" {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -89,7 +90,11 @@ result := 5 if fault == "call-result-wrong-type"
 `
 
 // faultHooks are before and after hooks that misbehave when the call's
-// _meta fault names them, and behave otherwise.
+// _meta fault names them, and behave otherwise. A half runs under the
+// hook deadline only for a call whose fault is its own (for which the
+// outcome is the same whether its fault or the deadline comes first): for
+// the other calls it is prompt, so that a loaded machine cannot make it
+// miss the deadline.
 func faultHooks(release <-chan struct{}) []mcpadapter.Hook {
 	fault := func(c *mcpadapter.CallContext) string { s, _ := c.Meta.String("fault"); return s }
 	before := func(_ context.Context, c *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
@@ -116,7 +121,13 @@ func faultHooks(release <-chan struct{}) []mcpadapter.Hook {
 		}
 		return nil
 	}
-	return []mcpadapter.Hook{{Name: "faulty", Before: before, After: after}}
+	faulting := func(prefix string) func(*mcpadapter.CallContext) bool {
+		return func(c *mcpadapter.CallContext) bool { return !strings.HasPrefix(fault(c), prefix) }
+	}
+	return []mcpadapter.Hook{
+		{Name: "faulty", Before: before, PromptFor: faulting("hook-")},
+		{Name: "faulty-after", After: after, PromptFor: faulting("after-")},
+	}
 }
 
 // faultWriter is an audit writer that fails or blocks on the records of
@@ -180,18 +191,23 @@ func TestFaults(t *testing.T) {
 		caller:     fuzzCaller,
 		extraHooks: append(faultHooks(release), aud.Hook()),
 		methods:    methods,
+		// The hooks that block do so until the test ends: they always
+		// reach this deadline, which only makes the test quick.
+		hookTimeout: 300 * time.Millisecond,
 	})
 	// The looping policies never end by themselves: their calls get a
-	// short deadline of their own (the request's context bounds the
-	// evaluation like the engine's deadline does), while every other call
-	// keeps the harness's generous evaluation deadline, so that a loaded
-	// machine cannot make an ordinary call time out.
+	// deadline of their own (the request's context bounds the evaluation
+	// like the engine's deadline does), while every other call keeps the
+	// harness's generous evaluation deadline, so that a loaded machine
+	// cannot make an ordinary call time out. The deadline covers the
+	// call-loop call's grant decision too, which must finish before it:
+	// seconds, not the milliseconds it takes.
 	g.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if r, ok := req.(*mcp.CallToolRequest); ok {
 				if b, _ := json.Marshal(r.Params.Meta); bytes.Contains(b, []byte("-loop")) {
 					var cancel context.CancelFunc
-					ctx, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
+					ctx, cancel = context.WithTimeout(ctx, 3*time.Second)
 					defer cancel()
 				}
 			}
@@ -256,7 +272,7 @@ func TestFaults(t *testing.T) {
 			meta := fmt.Sprintf(`{"fault":%q}`, tc.fault)
 			// The call returns while release is still open: the hooks and
 			// the writer that block on it, and the loops, were cut off by
-			// their deadlines (the client's 10 s is only a failure bound).
+			// their deadlines (the client's bound is only a failure bound).
 			text, outcomes, ran := call(tool, meta)
 			require.Equal(t, tc.want, text)
 			require.Equal(t, []string{string(tc.outcome)}, outcomes, "the after hooks see the call exactly once")

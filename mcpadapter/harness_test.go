@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,8 +53,11 @@ type setup struct {
 	extraHooks []mcpadapter.Hook
 	// methods are registered besides the demo methods.
 	methods methods.Map
-	// hookTimeout replaces the adapter's short hook deadline (300 ms) when
-	// set, for hooks that take time on purpose.
+	// hookTimeout replaces the harness's hook deadline when set, for tests
+	// of hooks that outlive it on purpose. The harness's is a minute, only
+	// a failure bound (a hook, approval check, limit store or binding that
+	// must finish is not cut off by a loaded machine), or 300 ms with the
+	// "block" test hook, which always reaches it.
 	hookTimeout time.Duration
 	// catalog serves prompts and resources (docs/contract.md §16).
 	catalog mcpadapter.Catalog
@@ -126,13 +130,22 @@ func newGoverned(t testing.TB, s setup) *governed {
 	for name, m := range s.methods {
 		methods[name] = m
 	}
+	hookTimeout := s.hookTimeout
+	if hookTimeout == 0 {
+		hookTimeout = time.Minute // a failure bound only
+		if slices.Contains(s.hooks, "block") {
+			// The blocking hook always reaches the deadline: a short one
+			// only makes the test quick.
+			hookTimeout = 300 * time.Millisecond
+		}
+	}
 	var ids atomic.Int64 // predictable approval ids: fixtures compare answers byte for byte
 	g.adapter = mcpadapter.New(mcpadapter.Options{
 		Revisions:   eng,
 		Methods:     methods,
 		Caller:      mcpadapter.StaticCaller(s.caller),
 		Logger:      logger,
-		HookTimeout: cmp.Or(s.hookTimeout, 300*time.Millisecond),
+		HookTimeout: hookTimeout,
 		Catalog:     s.catalog,
 		Approvals: approvals.New(store.NewMemoryStore(), approvals.Options{
 			NewID: func() string { return fmt.Sprintf("%024x", ids.Add(1)) },
@@ -145,7 +158,7 @@ func newGoverned(t testing.TB, s setup) *governed {
 	for _, h := range s.extraHooks {
 		g.adapter.AddHook(h)
 	}
-	g.adapter.AddHook(mcpadapter.Hook{Name: "record", After: g.after.record})
+	g.adapter.AddHook(mcpadapter.Hook{Name: "record", After: g.after.record, Prompt: true})
 	g.server = g.adapter.NewServer(&mcp.Implementation{Name: "toolgate", Version: "test"}, &mcp.ServerOptions{Logger: logger})
 	return g
 }
@@ -294,6 +307,8 @@ func (c *rawClient) roundTrip(req string) []byte {
 	require.NoError(c.t, err, req)
 	r, ok := msg.(*jsonrpc.Request)
 	require.True(c.t, ok)
+	// A failure bound only: a call under -race on a loaded machine (a
+	// megabyte of result through the result rules) can take seconds.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	require.NoError(c.t, c.conn.Write(ctx, msg))

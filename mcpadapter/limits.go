@@ -99,15 +99,11 @@ func (p *pipeline) limit(ctx context.Context, limits []engine.Limit, rec *Record
 	// The closure reads dry, not p: capturing p would move every call's
 	// pipeline to the heap, limits or not.
 	dry := p.a == nil
-	var ck LimitCheck
-	err := p.guard(ctx, func(ctx context.Context) error {
-		var err error
+	ck, err := pipelineGuard(ctx, p, func(ctx context.Context) (LimitCheck, error) {
 		if dry {
-			ck, err = store.Peek(ctx, limits)
-		} else {
-			ck, err = store.Admit(ctx, limits)
+			return store.Peek(ctx, limits)
 		}
-		return err
+		return store.Admit(ctx, limits)
 	})
 	if err == nil && len(ck.States) != len(limits) {
 		err = fmt.Errorf("the limit store answered %d states for %d limits", len(ck.States), len(limits))

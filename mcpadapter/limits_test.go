@@ -212,7 +212,7 @@ limit := {"key": "k", "max": 1, "per": "1m", "reason": "r"}
 	})
 	t.Run("no store", func(t *testing.T) {
 		t.Parallel()
-		eng, err := engine.New(context.Background(), writeExample(t, t.TempDir(), setup{policies: map[string]string{"limits.rego": echoLimit}}))
+		eng, err := engine.New(context.Background(), writeExample(t, t.TempDir(), setup{policies: map[string]string{"limits.rego": echoLimit}}), engine.WithTimeout(time.Minute))
 		require.NoError(t, err)
 		a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods.Map{}, Caller: mcpadapter.StaticCaller(maxCaller)})
 		res := a.Call(context.Background(), callRequest(`{"name":"echo","arguments":{"text":"hi"}}`))

@@ -466,13 +466,9 @@ func (p *pipeline) bindMethod(ctx context.Context, m methods.Method, args []tool
 }
 
 func (p *pipeline) bindGuarded(ctx context.Context, m methods.Method, args []toolcall.Arg) (methods.Invocation, error) {
-	var inv methods.Invocation
-	err := p.guard(ctx, func(context.Context) error {
-		var err error
-		inv, err = m.Bind(args)
-		return err
+	return pipelineGuard(ctx, p, func(context.Context) (methods.Invocation, error) {
+		return m.Bind(args)
 	})
-	return inv, err
 }
 
 // asArgumentError is the *ArgumentError in err's chain, or nil. (A
@@ -489,14 +485,20 @@ func asArgumentError(err error) *toolcall.ArgumentError {
 	return nil
 }
 
-// guard runs f as a served call runs a hook or a method's binding (with
-// the hook deadline), or in a dry run with only the panic turned into an
-// error.
-func (p *pipeline) guard(ctx context.Context, f func(context.Context) error) error {
+// pipelineGuard runs f as p's served call runs a hook or a method's
+// binding (with the hook deadline), or in a dry run with only the panic
+// turned into an error.
+func pipelineGuard[T any](ctx context.Context, p *pipeline, f func(context.Context) (T, error)) (T, error) {
 	if p.a != nil {
-		return p.a.guard(ctx, false, f)
+		return guard(ctx, p.a.opts.HookTimeout, false, f)
 	}
-	return safely(func() error { return f(ctx) })
+	var v T
+	err := safely(func() error {
+		var err error
+		v, err = f(ctx)
+		return err
+	})
+	return v, err
 }
 
 // fail ends the call with the generic internal error (docs/contract.md §5).

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
@@ -28,7 +29,7 @@ func TestResultDocumentMatchesSchema(t *testing.T) {
 		"registry.yaml":   {Data: []byte("tools:\n  - name: echo\n    method: demo.echo\n")},
 		"policies/r.rego": {Data: []byte("package toolgate.result\n\ndeny contains \"x\" if false\n")},
 	}
-	eng, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"})
+	eng, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(time.Minute))
 	require.NoError(t, err)
 	caller := &toolcall.Caller{Subject: "max", Roles: []string{}, Claims: map[string]any{}}
 	base, err := eng.Current().InputDocument(caller, engine.Request{Method: engine.MethodCall, Tool: "echo", Arguments: json.RawMessage(`{}`)}, true)

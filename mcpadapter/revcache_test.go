@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/stretchr/testify/require"
@@ -211,7 +212,7 @@ func TestRevisionCacheRetainsLittlePerRow(t *testing.T) {
 	// Not parallel: it measures the heap.
 	const rows = 5000
 	fsys := fstest.MapFS{"registry.yaml": {Data: []byte(benchRegistry(rows))}, "policies/grant.rego": {Data: []byte(grantAll)}}
-	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"})
+	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(time.Minute))
 	require.NoError(t, err)
 	rev := e.Current()
 	before := liveHeap()

@@ -146,9 +146,11 @@ func TestCatalogPool(t *testing.T) {
 	}
 	// The server records the subscription just after its handler returns:
 	// an update sent in between reaches nobody, so send again until one
-	// arrives (each attempt waits for the event, not for time).
+	// arrives (each attempt waits for the event, not for time; the
+	// attempts stop at the failure bound, not after a count that a loaded
+	// machine could use up).
 	var upd *mcpadapter.CatalogEvent
-	for attempt := 0; upd == nil && attempt < 20; attempt++ {
+	for bound := time.Now().Add(failureBound); upd == nil && time.Now().Before(bound); {
 		require.NoError(t, a.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "file:///shared"}))
 		select {
 		case ev := <-events:

@@ -41,7 +41,7 @@ tools:
 `)},
 		"policy/grant.rego": {Data: []byte("package toolgate.grant\n")},
 	}, Registry: "registry.yaml", Policies: "policy"}
-	eng, err := engine.New(ctx, src)
+	eng, err := engine.New(ctx, src, engine.WithTimeout(time.Minute))
 	require.NoError(t, err)
 
 	// The time-out is what ends the hanging call; every other call here

@@ -290,18 +290,29 @@ func TestHTTPUpstreamGoesAwayAndReturns(t *testing.T) {
 	t.Parallel()
 	srv := testserver.New(testserver.Options{})
 	// The session the first server held is never DELETEd (the server is
-	// gone by then): the idle timeout ends it on the server side.
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{SessionTimeout: 500 * time.Millisecond})
-	serve := func(addr string) (*http.Server, string) {
-		l, err := net.Listen("tcp", addr)
-		require.NoError(t, err)
-		hs := &http.Server{Handler: handler}
+	// gone by then): the test ends what the server still holds. (An idle
+	// timeout short enough to end it first could also end a session
+	// between two of the pool's requests on a loaded machine.)
+	t.Cleanup(func() {
+		for ss := range srv.Sessions() {
+			_ = ss.Close()
+		}
+	})
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	// The port stays this test's while the server is gone (another
+	// process could take a freed one): connections to it are closed as
+	// soon as they are accepted, as a server that went away fails them.
+	port := keepPort(t)
+	serve := func() *http.Server {
+		hs, l := &http.Server{Handler: handler}, port.listener()
 		go func() { _ = hs.Serve(l) }()
-		return hs, l.Addr().String()
+		return hs
 	}
-	hs, addr := serve("127.0.0.1:0")
-	p := newPool(t, Config{Name: "web", URL: "http://" + addr + "/mcp", Timeout: time.Second}, memoryConfig("other"))
+	hs, addr := serve(), port.ln.Addr().String()
+	// The upstream's time-out is a failure bound: calls that must answer
+	// are not cut off on a loaded machine, and the call to the server
+	// that went away fails at once, long before it.
+	p := newPool(t, Config{Name: "web", URL: "http://" + addr + "/mcp", Timeout: 30 * time.Second}, memoryConfig("other"))
 	ctx := t.Context()
 
 	res, err := call(ctx, t, p, "upstream:web/hello", map[string]any{"name": "a"})
@@ -317,12 +328,90 @@ func TestHTTPUpstreamGoesAwayAndReturns(t *testing.T) {
 	require.NoError(t, err, "the other upstream keeps working")
 	assert.Equal(t, "hello, c", textOf(t, res))
 
-	hs, _ = serve(addr)
+	hs = serve()
 	defer hs.Close()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		res, err := call(ctx, t, p, "upstream:web/hello", map[string]any{"name": "d"})
 		if assert.NoError(c, err) {
 			assert.Equal(c, "hello, d", textOf(t, res))
 		}
-	}, 10*time.Second, 100*time.Millisecond, "reconnects once the upstream is back")
+	}, failureBound, 100*time.Millisecond, "reconnects once the upstream is back")
 }
+
+// keptPort is a listening port that outlives the HTTP servers served on
+// it in turn: while none is, a connection is closed once accepted.
+type keptPort struct {
+	ln  net.Listener
+	mu  sync.Mutex
+	cur *keptListener // nil: no server
+}
+
+// keptListener is one server's view of a keptPort; closing it (as
+// http.Server.Close does) leaves the port open.
+type keptListener struct {
+	port  *keptPort
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func keepPort(t *testing.T) *keptPort {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	k := &keptPort{ln: ln}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			k.mu.Lock()
+			l := k.cur
+			k.mu.Unlock()
+			if l == nil {
+				_ = c.Close()
+				continue
+			}
+			select {
+			case l.conns <- c:
+			case <-l.done:
+				_ = c.Close()
+			}
+		}
+	}()
+	return k
+}
+
+// listener attaches a new server's listener to the port.
+func (k *keptPort) listener() net.Listener {
+	l := &keptListener{port: k, conns: make(chan net.Conn), done: make(chan struct{})}
+	k.mu.Lock()
+	k.cur = l
+	k.mu.Unlock()
+	return l
+}
+
+func (l *keptListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *keptListener) Close() error {
+	l.once.Do(func() {
+		close(l.done)
+		l.port.mu.Lock()
+		if l.port.cur == l {
+			l.port.cur = nil
+		}
+		l.port.mu.Unlock()
+	})
+	return nil
+}
+
+func (l *keptListener) Addr() net.Addr { return l.port.ln.Addr() }

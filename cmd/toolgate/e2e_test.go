@@ -72,11 +72,13 @@ type served struct {
 var urlLine = regexp.MustCompile(`toolgate: serving MCP \(streamable HTTP\) at (http://\S+)/mcp\n`)
 
 // serveHTTP starts `toolgate serve --http 127.0.0.1:0` with an in-memory
-// ledger, no file watching (args may turn it on) and args, and waits for
-// the URL it prints. The process is killed in t.Cleanup if still running.
+// ledger, no file watching (args may turn it on), a minute for a policy
+// evaluation (the tests compare decisions: the 250 ms default could fail
+// one closed on a loaded machine) and args, and waits for the URL it
+// prints. The process is killed in t.Cleanup if still running.
 func serveHTTP(t *testing.T, args ...string) *served {
 	t.Helper()
-	full := append([]string{"serve", "--http", "127.0.0.1:0", "--ledger", "memory", "--no-watch",
+	full := append([]string{"serve", "--http", "127.0.0.1:0", "--ledger", "memory", "--no-watch", "--eval-timeout", "1m",
 		"--audit", filepath.Join(t.TempDir(), "audit.jsonl")}, args...)
 	cmd := exec.Command(toolgateBinary(t), full...)
 	// An upstream subprocess inherits stderr: do not wait on it forever.

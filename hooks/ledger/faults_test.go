@@ -57,7 +57,7 @@ func TestStoreFaults(t *testing.T) {
 		"registry.yaml":       {Data: []byte("tools:\n  - { name: probe, method: test.probe }\n  - { name: boom, method: test.boom }\n")},
 		"policies/grant.rego": {Data: []byte("package toolgate.grant\n")},
 	}
-	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"})
+	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(time.Minute))
 	require.NoError(t, err)
 	var (
 		mu   sync.Mutex

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
@@ -38,7 +39,7 @@ deny contains 7 if input.request.meta.fail == true
 result := {"content": [{"type": "text", "text": "answered by a rule"}]} if input.request.meta.answer == true
 `,
 	})
-	e, err := engine.New(context.Background(), src)
+	e, err := engine.New(context.Background(), src, engine.WithTimeout(time.Minute))
 	require.NoError(t, err)
 	var (
 		admin   = &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}

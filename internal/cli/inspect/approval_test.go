@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,7 +25,7 @@ approval := {"reason": "needs an admin", "approvers": ["admin"], "ttl": "30m"} i
 confirm := "Echo this?" if input.tool.name == "echo"
 `,
 	})
-	e, err := engine.New(context.Background(), src)
+	e, err := engine.New(context.Background(), src, engine.WithTimeout(time.Minute))
 	require.NoError(t, err)
 	admin := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -35,7 +36,7 @@ tools:
 // call, and what docs/contract.md §5 writes.
 func TestExplainArgumentsAreTheServedAnswers(t *testing.T) {
 	t.Parallel()
-	e, err := engine.New(context.Background(), source(argsRegistry, nil))
+	e, err := engine.New(context.Background(), source(argsRegistry, nil), engine.WithTimeout(time.Minute))
 	require.NoError(t, err)
 	for _, caller := range []*toolcall.Caller{
 		{Subject: "nora"},
@@ -83,7 +84,7 @@ func TestExplainArgumentsAreTheServedAnswers(t *testing.T) {
 // a missing-argument answer.
 func TestExplainWithoutArguments(t *testing.T) {
 	t.Parallel()
-	e, err := engine.New(context.Background(), source(argsRegistry, nil))
+	e, err := engine.New(context.Background(), source(argsRegistry, nil), engine.WithTimeout(time.Minute))
 	require.NoError(t, err)
 	c := &toolcall.Caller{Subject: "nora"}
 	for _, o := range []ExplainOptions{

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -220,7 +221,7 @@ deny contains "no fetching" if {
 result := {"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]} if input.request.meta.answer == true
 `,
 	})
-	e, err := engine.New(context.Background(), src)
+	e, err := engine.New(context.Background(), src, engine.WithTimeout(time.Minute))
 	require.NoError(t, err)
 	admin := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
 	for _, tc := range []struct {

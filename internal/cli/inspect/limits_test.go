@@ -27,7 +27,7 @@ func TestExplainLimitWouldRefuse(t *testing.T) {
 limit contains {"key": sprintf("echo/%s", [input.caller.subject]), "max": 2, "per": "1m", "reason": "two a minute"} if input.tool.name == "echo"
 `,
 	})
-	e, err := engine.New(context.Background(), src)
+	e, err := engine.New(context.Background(), src, engine.WithTimeout(time.Minute))
 	require.NoError(t, err)
 	ann := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
@@ -69,7 +69,7 @@ func TestExplainLimitStoreFails(t *testing.T) {
 	src := source(baseRegistry, map[string]string{
 		"limits.rego": "package toolgate.call\n\nlimit contains {\"key\": \"k\", \"max\": 1, \"per\": \"1m\", \"reason\": \"r\"}\n",
 	})
-	e, err := engine.New(context.Background(), src)
+	e, err := engine.New(context.Background(), src, engine.WithTimeout(time.Minute))
 	require.NoError(t, err)
 	x := Explain(context.Background(), ExplainOptions{Revision: e.Current(), Caller: &toolcall.Caller{Subject: "ann", Roles: []string{}}, Tool: "echo",
 		Limits: ledger.NewLimiter(failingStore{}, nil)})

@@ -151,7 +151,7 @@ func newEnvOptions(t testing.TB, store store.ApprovalStore, policy string, opts 
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "rego"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "rego", "call.rego"), []byte(policy), 0o600))
 	ctx := context.Background()
-	eng, err := engine.New(ctx, toolgate.Source(filepath.Join(dir, "registry.yaml"), filepath.Join(dir, "rego")))
+	eng, err := engine.New(ctx, toolgate.Source(filepath.Join(dir, "registry.yaml"), filepath.Join(dir, "rego")), engine.WithTimeout(time.Minute))
 	require.NoError(t, err)
 
 	e := &env{clock: newClock(), audit: &syncBuffer{}, runs: map[string]int{}}

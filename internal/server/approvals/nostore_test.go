@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -24,7 +25,7 @@ func TestApprovalRuleWithoutStoreFailsClosed(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "registry.yaml"), []byte(testRegistry), 0o600))
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "rego"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "rego", "call.rego"), []byte(testPolicy), 0o600))
-	eng, err := engine.New(context.Background(), toolgate.Source(filepath.Join(dir, "registry.yaml"), filepath.Join(dir, "rego")))
+	eng, err := engine.New(context.Background(), toolgate.Source(filepath.Join(dir, "registry.yaml"), filepath.Join(dir, "rego")), engine.WithTimeout(time.Minute))
 	require.NoError(t, err)
 	ran := 0
 	methods := demo.Methods()

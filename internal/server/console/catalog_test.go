@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -43,7 +44,7 @@ resource := false if {
 		out.Prompts = []registry.Prompt{{Name: "up.notes", Upstream: "up", Prompt: "notes"}, {Name: "up.reports", Upstream: "up", Prompt: "reports", Section: "reports"}}
 		return &out, nil
 	})
-	eng, err := engine.New(t.Context(), toolgate.Source("", policy), withPrompts)
+	eng, err := engine.New(t.Context(), toolgate.Source("", policy), withPrompts, engine.WithTimeout(time.Minute))
 	require.NoError(t, err)
 	resources := []engine.Resource{{URI: "file:///public/a", Upstream: "up"}, {URI: "file:///private/b", Upstream: "up"}}
 	c := console.New(console.Options{

@@ -50,7 +50,7 @@ func newFixture(t *testing.T) *fixture { return newFixtureCalls(t, true, "") }
 func newFixtureCalls(t *testing.T, calls bool, policy string) *fixture {
 	t.Helper()
 	ctx := t.Context()
-	eng, err := engine.New(ctx, toolgate.Source("", policy))
+	eng, err := engine.New(ctx, toolgate.Source("", policy), engine.WithTimeout(time.Minute))
 	require.NoError(t, err)
 	gate := approvals.New(store.NewMemoryStore(), approvals.Options{})
 	act := console.NewActivity(0)

@@ -59,6 +59,8 @@ func TestNewRunClose(t *testing.T) {
 	require.Same(t, g, built, "Routes sees the gateway it is part of")
 	addr := g.Addr()
 	require.NotNil(t, addr)
+	listener := listenerOn(t, addr.(*net.TCPAddr).Port)
+	require.NotZero(t, listener, "New listens at Addr")
 
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
@@ -97,28 +99,23 @@ func TestNewRunClose(t *testing.T) {
 	}
 	require.NoError(t, g.Close())
 	require.NoError(t, g.Close())
-	ln, err := net.Listen("tcp", addr.String())
-	require.NoError(t, err, "Close releases the listener")
-	_ = ln.Close()
+	require.NotContains(t, listeners(t), listener, "Close releases the listener")
 }
 
 // TestNewFailsCleanly: settings that cannot be served fail in New, before
-// anything is served, and what New had built is released (the port is
-// free again).
+// anything is served, and what New had built is released (New listens
+// before it reads the tokens, and no listener is left). Not parallel: it
+// compares the listeners of the whole process before and after New.
 func TestNewFailsCleanly(t *testing.T) {
-	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	before := listeners(t)
 	cfg := baseConfig(t)
-	cfg.HTTP = addr
 	cfg.Tokens = t.TempDir() + "/no-such-tokens.json"
-	_, err = gateway.New(context.Background(), cfg)
+	_, err := gateway.New(context.Background(), cfg)
 	require.ErrorContains(t, err, "no-such-tokens.json")
-	ln, err = net.Listen("tcp", addr)
-	require.NoError(t, err, "a failed New releases the listener")
-	_ = ln.Close()
+	for inode, port := range listeners(t) {
+		_, had := before[inode]
+		require.True(t, had, "a failed New left a listener on port %d", port)
+	}
 }
 
 // TestRunNothingToServe: a gateway with neither stdio nor an HTTP address

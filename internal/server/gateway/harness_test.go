@@ -50,6 +50,12 @@ type running struct {
 func startGateway(t testing.TB, cfg gateway.Config) *running {
 	t.Helper()
 	cfg.HTTP = "127.0.0.1:0"
+	if cfg.EvalTimeout == 0 {
+		// Tests compare decisions: a policy evaluation that a loaded
+		// machine slows past the 250 ms default would fail closed and
+		// change one. A minute is only a failure bound.
+		cfg.EvalTimeout = time.Minute
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan net.Addr, 1)
 	cfg.Ready = func(a net.Addr) { ready <- a }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -250,19 +251,31 @@ func TestSessionsCappedAtMaxSessions(t *testing.T) {
 
 // TestIdleSessionExpires: a session without requests for
 // SessionTimeout is closed; its id is then unknown.
+//
+// The session is opened by a lone initialize: a request after it (the
+// initialized notification an SDK client sends) would have to arrive
+// within the timeout, which a loaded machine does not promise. The
+// timeout then runs only from the end of initialize, so nothing the test
+// does races it; it is long enough that the SDK's own set-up of the
+// session (from arming its timer to the initialize it serves) fits in it
+// however slow the machine.
 func TestIdleSessionExpires(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	srv := httpserve.New(httpserve.Options{Server: f.server, SessionTimeout: 100 * time.Millisecond})
+	srv := httpserve.New(httpserve.Options{Server: f.server, SessionTimeout: time.Second})
 	ts := httptest_NewServer(t, srv)
-	cs := connectProto(t, ts.URL+"/mcp", newBearer(""), "2025-06-18")
-	id := cs.ID()
+	resp := postBody(t, ts.URL+"/mcp", []byte(initialize), nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(body), `"protocolVersion":"2025-06-18"`)
+	id := resp.Header.Get("Mcp-Session-Id")
 	require.NotEmpty(t, id)
 	require.Eventually(t, func() bool { return srv.SessionCount() == 0 }, time.Minute, 10*time.Millisecond, "the idle session was not closed")
 	for range f.server.Sessions() {
 		t.Error("the SDK still has the session")
 	}
-	resp := postBody(t, ts.URL+"/mcp", []byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`), map[string]string{"Mcp-Session-Id": id, "Mcp-Protocol-Version": "2025-06-18"})
+	resp = postBody(t, ts.URL+"/mcp", []byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`), map[string]string{"Mcp-Session-Id": id, "Mcp-Protocol-Version": "2025-06-18"})
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
 
@@ -414,9 +427,15 @@ func TestHostAndOriginChecked(t *testing.T) {
 func TestMetricsOperatorOnly(t *testing.T) {
 	t.Parallel()
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "up 1\n") })
-	maddr := freeAddr(t)
-	srv := httpserve.New(httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t), Metrics: metrics, MetricsAddr: maddr})
+	// The metrics listener takes a port of its own choosing (a port freed
+	// for it could be taken by another process first); Serve logs its URL
+	// before it reports ready.
+	urls := &metricsURL{}
+	srv := httpserve.New(httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t), Metrics: metrics, MetricsAddr: "127.0.0.1:0",
+		Logger: slog.New(urls)})
 	_, addr, _ := listen(t, srv)
+	maddr := strings.TrimSuffix(strings.TrimPrefix(urls.get(), "http://"), "/metrics")
+	require.NotEmpty(t, maddr, "the metrics URL was not logged")
 	for _, tc := range []struct {
 		token string
 		code  int
@@ -436,13 +455,37 @@ func TestMetricsOperatorOnly(t *testing.T) {
 	assert.Equal(t, 404, code, "the metrics listener serves nothing else")
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
+// metricsURL is a log handler that keeps the URL of "toolgate: serving
+// metrics".
+type metricsURL struct {
+	mu  sync.Mutex
+	url string
+}
+
+func (*metricsURL) Enabled(context.Context, slog.Level) bool { return true }
+
+func (m *metricsURL) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "toolgate: serving metrics" {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "url" {
+			m.mu.Lock()
+			m.url = a.Value.String()
+			m.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+func (m *metricsURL) WithAttrs([]slog.Attr) slog.Handler { return m }
+func (m *metricsURL) WithGroup(string) slog.Handler      { return m }
+
+func (m *metricsURL) get() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.url
 }
 
 // TestSlowBodyTimesOut: a body that does not arrive within

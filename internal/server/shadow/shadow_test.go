@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +25,12 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
+
+// evalBound bounds the engines' policy evaluations: the tests compare
+// decisions, and an evaluation that a loaded machine slows past the 250 ms
+// default would fail closed and show as a difference. A minute is only a
+// failure bound.
+var evalBound = engine.WithTimeout(time.Minute)
 
 // writeCandidate writes the bundled policies with grant.rego replaced.
 func writeCandidate(t *testing.T, grant string) string {
@@ -43,9 +50,9 @@ func writeCandidate(t *testing.T, grant string) string {
 // else, and every answer is what A alone answers.
 func TestShadowShowsExactlyTheCandidatesDifferences(t *testing.T) {
 	ctx := context.Background()
-	serving, err := engine.New(ctx, toolgate.Source("", ""))
+	serving, err := engine.New(ctx, toolgate.Source("", ""), evalBound)
 	require.NoError(t, err)
-	candEng, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, benchdata.ManagersLosePrice)))
+	candEng, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, benchdata.ManagersLosePrice)), evalBound)
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var got []string
@@ -142,14 +149,14 @@ func TestShadowShowsExactlyTheCandidatesDifferences(t *testing.T) {
 // listings are still replayed.
 func TestReplayNotReplayable(t *testing.T) {
 	ctx := context.Background()
-	serving, err := engine.New(ctx, toolgate.Source("", ""))
+	serving, err := engine.New(ctx, toolgate.Source("", ""), evalBound)
 	require.NoError(t, err)
 	cand, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, `package toolgate.grant
 
 granted := {t.name | some t in input.tools; t.base} if {
 	input.request.arguments.key != "secret"
 }
-`)))
+`)), evalBound)
 	require.NoError(t, err)
 	logPath := filepath.Join(t.TempDir(), "decisions.jsonl")
 	dl, err := decisionlog.Open(logPath, decisionlog.Options{})
@@ -185,10 +192,10 @@ granted := {t.name | some t in input.tools; t.base} if {
 // is in Status, and no decision is compared.
 func TestShadowCandidateThatDoesNotCompileIsNeverEvaluated(t *testing.T) {
 	ctx := context.Background()
-	_, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, "package toolgate.grant\n\ngranted := {x |")))
+	_, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, "package toolgate.grant\n\ngranted := {x |")), evalBound)
 	require.Error(t, err)
 	sh := shadow.New(shadow.Options{Err: err})
-	serving, err := engine.New(ctx, toolgate.Source("", ""))
+	serving, err := engine.New(ctx, toolgate.Source("", ""), evalBound)
 	require.NoError(t, err)
 	rec := mcpadapter.DryRun(ctx, mcpadapter.DryRunOptions{Revision: serving.Current(), Caller: &toolcall.Caller{Subject: "a", Roles: []string{"admin"}}, Name: "echo"})
 	sh.Observer().Call(ctx, &mcpadapter.CallContext{Name: "echo", Caller: &toolcall.Caller{Subject: "a"}, Revision: serving.Current()}, rec)
@@ -204,9 +211,9 @@ func TestShadowCandidateThatDoesNotCompileIsNeverEvaluated(t *testing.T) {
 // and the worker, once started, compares the one queued.
 func TestShadowQueueFullDropsCounted(t *testing.T) {
 	ctx := context.Background()
-	serving, err := engine.New(ctx, toolgate.Source("", ""))
+	serving, err := engine.New(ctx, toolgate.Source("", ""), evalBound)
 	require.NoError(t, err)
-	cand, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, benchdata.ManagersLosePrice)))
+	cand, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, benchdata.ManagersLosePrice)), evalBound)
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
 	sh := shadow.New(shadow.Options{Candidate: cand.Current(), QueueSize: 1, Registerer: reg})
