@@ -10,13 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/fsx"
 	"github.com/toolgate/toolgate/store"
-	"github.com/toolgate/toolgate/upstream"
 )
-
-var upstreamKeys = []string{"name", "command", "args", "url", "import", "section", "trust_annotations", "pin", "prefix", "headers", "env", "inherit_env", "auth"}
-
-// upstreamAuthKeys are the keys of an upstream's auth section (docs/contract.md §17).
-var upstreamAuthKeys = []string{"type", "token_url", "client_id", "client_secret", "scopes", "resource", "audience"}
 
 // LoadFile reads a config file (YAML) of serve settings. Every problem is
 // reported in one *Error: an unknown key (named, with its line), a value of
@@ -67,7 +61,7 @@ func parseFile(data []byte) (*Serve, []Problem, error) {
 		return nil, nil, &Error{Problems: []Problem{{Line: root.Line, Message: "want a mapping of settings"}}}
 	}
 	var d decoder
-	d.mapping(root, s, "")
+	d.mapping(root, top(s), "")
 	if len(d.probs) > 0 {
 		return nil, nil, &Error{Problems: d.probs}
 	}
@@ -79,47 +73,96 @@ type decoder struct {
 	probs, warnings []Problem
 }
 
-func (d *decoder) bad(n *yaml.Node, key, format string, args ...any) {
-	d.probs = append(d.probs, Problem{Line: n.Line, Key: key, Message: fmt.Sprintf(format, args...)})
+// scope is what a mapping is read into: the top level of the file and its
+// sections (a Serve), or one entry of a list of mappings (an upstream)
+// and its sections.
+type scope struct {
+	// entry names the entry in its problems ("upstreams[0]"); "" at the top.
+	entry string
+	// root is the key prefix of the entry's settings ("upstreams."); "" at
+	// the top.
+	root string
+	// at is the value st sets.
+	at func(st Setting) any
+	// serve is what a top-level setting that reads its own section
+	// (decode) reads into; nil in an entry.
+	serve *Serve
 }
 
-// mapping reads the settings of n, the top level (prefix "") or a section
-// (prefix "auth."): a key the table does not list there is an error naming
-// it, a key given twice (under either name) too.
-func (d *decoder) mapping(n *yaml.Node, s *Serve, prefix string) {
+// top is the scope of the file's top level.
+func top(s *Serve) scope {
+	return scope{at: func(st Setting) any { return st.field(s) }, serve: s}
+}
+
+// bad records a problem at n about key (a setting's full key, or "" for
+// the mapping). Inside an entry, the problem is the entry's and its message
+// starts with the key as the entry names it (auth.type: ...).
+func (d *decoder) bad(sc scope, n *yaml.Node, key, format string, args ...any) {
+	d.probs = append(d.probs, sc.problem(n, key, fmt.Sprintf(format, args...)))
+}
+
+func (sc scope) problem(n *yaml.Node, key, msg string) Problem {
+	if sc.entry == "" {
+		return Problem{Line: n.Line, Key: key, Message: msg}
+	}
+	if key != "" {
+		msg = strings.TrimPrefix(key, sc.root) + ": " + msg
+	}
+	return Problem{Line: n.Line, Key: sc.entry, Message: msg}
+}
+
+// wrongKind is the message of a value of the wrong kind for st.
+func (sc scope) wrongKind(st Setting) string {
+	if sc.entry != "" {
+		return "wrong kind of value"
+	}
+	return "want " + st.Want
+}
+
+// mapping reads the settings of n, the scope's root (prefix sc.root) or a
+// section (prefix "auth."): a key the table does not list there is an
+// error naming it, a key given twice (under either name) too, except
+// among an entry's own keys, where the last one is read.
+func (d *decoder) mapping(n *yaml.Node, sc scope, prefix string) {
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		key := prefix + k.Value
 		st, ok := fileKey(key)
 		if !ok || strings.Contains(strings.TrimPrefix(st.Key, prefix), ".") {
-			if prefix == "" {
-				d.bad(k, "", "unknown key %q (known: %s)", k.Value, strings.Join(keysUnder(""), ", "))
+			known := strings.Join(keysUnder(prefix), ", ")
+			if prefix == sc.root {
+				d.bad(sc, k, "", "unknown key %q (known: %s)", k.Value, known)
 			} else {
-				d.bad(k, "", "unknown key %q in %s (known: %s)", k.Value, strings.TrimSuffix(prefix, "."), strings.Join(keysUnder(prefix), ", "))
+				d.bad(sc, k, "", "unknown key %q in %s (known: %s)", k.Value, strings.TrimSuffix(strings.TrimPrefix(prefix, sc.root), "."), known)
 			}
 			continue
 		}
 		if seen[st.Key] {
-			d.bad(k, key, "set twice")
+			d.bad(sc, k, key, "set twice")
 			continue
 		}
-		seen[st.Key] = true
+		seen[st.Key] = sc.entry == "" || prefix != sc.root
 		if key == st.Old {
-			d.warnings = append(d.warnings, Problem{Line: k.Line, Key: key,
-				Message: fmt.Sprintf("%s is now named %s; the old name is read until the next release", key, st.Key)})
+			d.warnings = append(d.warnings, sc.problem(k, key,
+				fmt.Sprintf("%s is now named %s; the old name is read until the next release", key, st.Key)))
 		}
 		switch {
 		case st.decode != nil:
-			d.probs = append(d.probs, st.decode(v, s)...)
+			d.probs = append(d.probs, st.decode(v, sc.serve)...)
+		case st.list:
+			d.probs = append(d.probs, upstreamsSection(v, sc.serve)...)
 		case st.section:
 			if v.Kind != yaml.MappingNode {
-				d.bad(v, key, "want a mapping of %s", strings.Join(keysUnder(st.Key+"."), ", "))
+				d.bad(sc, v, key, "want a mapping of %s", strings.Join(keysUnder(st.Key+"."), ", "))
 				continue
 			}
-			d.mapping(v, s, st.Key+".")
-		case !decodeValue(v, st, s):
-			d.bad(v, key, "want %s", st.Want)
+			if st.field != nil || st.entry != nil {
+				sc.at(st) // the section's value exists once the file names it
+			}
+			d.mapping(v, sc, st.Key+".")
+		case !decodeValue(v, st, sc.at(st)):
+			d.bad(sc, v, key, "%s", sc.wrongKind(st))
 		}
 	}
 }
@@ -135,11 +178,18 @@ func fileKey(key string) (Setting, bool) {
 	return Setting{}, false
 }
 
-// decodeValue reads v into st's field of s, by the field's kind.
-func decodeValue(v *yaml.Node, st Setting, s *Serve) bool {
-	switch p := st.field(s).(type) {
+// decodeValue reads v into p, st's value, by p's kind.
+func decodeValue(v *yaml.Node, st Setting, p any) bool {
+	switch p := p.(type) {
 	case *string:
 		return str(v, p) && (!st.nonEmpty || *p != "")
+	case **string:
+		var x string
+		if !str(v, &x) {
+			return false
+		}
+		*p = &x
+		return true
 	case *bool:
 		return v.Tag == "!!bool" && v.Decode(p) == nil
 	case **bool:
@@ -154,24 +204,40 @@ func decodeValue(v *yaml.Node, st Setting, s *Serve) bool {
 	case *int:
 		return v.Tag == "!!int" && v.Decode(p) == nil && *p > 0
 	case *[]string:
+		if st.loose {
+			return v.Kind == yaml.SequenceNode && v.Decode(p) == nil
+		}
 		return strs(v, p)
+	case *map[string]string:
+		return strMap(v, p)
 	}
-	panic(fmt.Sprintf("config: setting %s has a field of kind %T", st.Key, st.field(s)))
+	panic(fmt.Sprintf("config: setting %s has a value of kind %T", st.Key, p))
 }
 
 // upstreamsSection reads the list of upstreams: each NAME=COMMAND|URL, or
-// a mapping (upstreamEntry).
+// a mapping of the upstreams.* settings.
 func upstreamsSection(v *yaml.Node, s *Serve) []Problem {
 	if v.Kind != yaml.SequenceNode {
 		return []Problem{{Line: v.Line, Key: "upstreams", Message: "want a list of upstreams"}}
 	}
-	var probs []Problem
+	var d decoder
 	for j, n := range v.Content {
-		u, p := upstreamEntry(n, fmt.Sprintf("upstreams[%d]", j))
-		probs = append(probs, p...)
+		var u Upstream
+		sc := scope{entry: fmt.Sprintf("upstreams[%d]", j), root: "upstreams.", at: func(st Setting) any { return st.entry(&u) }}
+		switch n.Kind {
+		case yaml.ScalarNode:
+			var err error
+			if u, err = parseUpstream(n.Value); err != nil {
+				d.bad(sc, n, "", "%v", err)
+			}
+		case yaml.MappingNode:
+			d.mapping(n, sc, sc.root)
+		default:
+			d.bad(sc, n, "", "want NAME=COMMAND, NAME=URL or {name, command | url, import, section, trust_annotations, pin}")
+		}
 		s.Upstreams = append(s.Upstreams, u)
 	}
-	return probs
+	return d.probs
 }
 
 func str(n *yaml.Node, dst *string) bool {
@@ -208,73 +274,6 @@ func duration(n *yaml.Node, dst *time.Duration) bool {
 	}
 	*dst = d
 	return true
-}
-
-// upstreamEntry reads one entry of upstreams: NAME=COMMAND|URL, or a mapping.
-func upstreamEntry(n *yaml.Node, key string) (Upstream, []Problem) {
-	var (
-		u     Upstream
-		probs []Problem
-	)
-	bad := func(at *yaml.Node, format string, args ...any) {
-		probs = append(probs, Problem{Line: at.Line, Key: key, Message: fmt.Sprintf(format, args...)})
-	}
-	switch n.Kind {
-	case yaml.ScalarNode:
-		var err error
-		if u, err = parseUpstream(n.Value); err != nil {
-			bad(n, "%v", err)
-		}
-		return u, probs
-	case yaml.MappingNode:
-	default:
-		bad(n, "want NAME=COMMAND, NAME=URL or {name, command | url, import, section, trust_annotations, pin}")
-		return u, probs
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		ok := true
-		switch k.Value {
-		case "name":
-			ok = str(v, &u.Name)
-		case "command":
-			ok = str(v, &u.Command)
-		case "url":
-			ok = str(v, &u.URL)
-		case "args":
-			ok = v.Kind == yaml.SequenceNode && v.Decode(&u.Args) == nil
-		case "import":
-			ok = v.Tag == "!!bool" && v.Decode(&u.Import) == nil
-		case "section":
-			ok = str(v, &u.Section) && u.Section != ""
-		case "trust_annotations":
-			ok = v.Tag == "!!bool" && v.Decode(&u.TrustAnnotations) == nil
-		case "pin":
-			ok = v.Tag == "!!bool" && v.Decode(&u.Pin) == nil
-		case "prefix":
-			var p string
-			if ok = str(v, &p); ok {
-				u.Prefix = &p
-			}
-		case "headers":
-			ok = strMap(v, &u.Headers)
-		case "env":
-			ok = strMap(v, &u.Env)
-		case "inherit_env":
-			ok = v.Tag == "!!bool" && v.Decode(&u.InheritEnv) == nil
-		case "auth":
-			var p []Problem
-			u.Auth, p = upstreamAuth(v, key)
-			probs = append(probs, p...)
-		default:
-			bad(k, "unknown key %q (known: %s)", k.Value, strings.Join(upstreamKeys, ", "))
-			continue
-		}
-		if !ok {
-			bad(v, "%s: wrong kind of value", k.Value)
-		}
-	}
-	return u, probs
 }
 
 // resolve makes the file's relative paths relative to dir.
@@ -331,51 +330,4 @@ func strMap(n *yaml.Node, dst *map[string]string) bool {
 	}
 	*dst = out
 	return true
-}
-
-// upstreamAuth reads an upstream's auth mapping (docs/contract.md §17);
-// what its values mean is checked by Validate (upstream.CredentialProblems).
-func upstreamAuth(n *yaml.Node, key string) (*upstream.Auth, []Problem) {
-	var probs []Problem
-	bad := func(at *yaml.Node, format string, args ...any) {
-		probs = append(probs, Problem{Line: at.Line, Key: key, Message: fmt.Sprintf(format, args...)})
-	}
-	if n.Kind != yaml.MappingNode {
-		bad(n, "auth: want a mapping of %s", strings.Join(upstreamAuthKeys, ", "))
-		return nil, probs
-	}
-	a := &upstream.Auth{}
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if seen[k.Value] {
-			bad(k, "auth.%s: set twice", k.Value)
-			continue
-		}
-		seen[k.Value] = true
-		var ok bool
-		switch k.Value {
-		case "type":
-			ok = str(v, &a.Type)
-		case "token_url":
-			ok = str(v, &a.TokenURL)
-		case "client_id":
-			ok = str(v, &a.ClientID)
-		case "client_secret":
-			ok = str(v, &a.ClientSecret)
-		case "scopes":
-			ok = strs(v, &a.Scopes)
-		case "resource":
-			ok = str(v, &a.Resource)
-		case "audience":
-			ok = str(v, &a.Audience)
-		default:
-			bad(k, "unknown key %q in auth (known: %s)", k.Value, strings.Join(upstreamAuthKeys, ", "))
-			continue
-		}
-		if !ok {
-			bad(v, "auth.%s: wrong kind of value", k.Value)
-		}
-	}
-	return a, probs
 }

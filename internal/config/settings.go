@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/internal/server/httpserve"
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // Setting is one setting of `toolgate serve`: its key in the config file,
@@ -48,12 +49,21 @@ type Setting struct {
 	// field points at the setting's value in a Serve: *string, *bool,
 	// **bool, *time.Duration, *int, *[]string or *[]Upstream.
 	field func(*Serve) any
+	// entry points at the value of a setting of one entry of a list
+	// (upstreams.name): *string, **string, *bool, *[]string,
+	// *map[string]string, or the section's value (upstreams.auth).
+	entry func(*Upstream) any
 	// decode reads a section the setting's component defines itself
-	// (upstreams, bundle); section marks a mapping of the settings whose
-	// keys start with Key+".", read like the top level.
+	// (bundle); section marks a mapping of the settings whose keys start
+	// with Key+".", read like the top level; list, a list of such mappings
+	// (upstreams, whose entries may also be NAME=COMMAND|URL).
 	decode  func(n *yaml.Node, s *Serve) []Problem
 	keys    []string // the keys decode reads, for the reference
 	section bool
+	list    bool
+	// loose reads a list as YAML decodes it: any scalars, empty ones too
+	// (an upstream's args).
+	loose bool
 	// nonEmpty refuses "" in the file.
 	nonEmpty bool
 	// negate makes a bool flag set the opposite (--no-watch).
@@ -100,8 +110,42 @@ var settings = []Setting{
 	{Key: "tokens", Flag: "tokens", Usage: "HTTP bearer tokens `FILE`, JSON or YAML", Unset: "every HTTP caller is nobody", Want: "a file path",
 		field: func(s *Serve) any { return &s.Tokens }},
 	{Key: "upstreams", Flag: "upstream", Usage: "an upstream MCP server `NAME=COMMAND` or NAME=URL", Notes: "repeatable; replaces the file's upstream of that name",
-		Want: "a list of upstreams", field: func(s *Serve) any { return &s.Upstreams }, decode: upstreamsSection, keys: upstreamKeys,
+		Want: "a list of upstreams", field: func(s *Serve) any { return &s.Upstreams }, list: true,
 		merge: func(d, f *Serve) { d.Upstreams = mergeUpstreams(d.Upstreams, f.Upstreams) }},
+	{Key: "upstreams.name", Usage: "how rows name the upstream: method upstream:NAME/TOOL, imported tools NAME.TOOL", Want: "a name",
+		entry: func(u *Upstream) any { return &u.Name }},
+	{Key: "upstreams.command", Usage: "the command line of a stdio upstream, split into words as a shell splits them, without expansion", Want: "a command line",
+		entry: func(u *Upstream) any { return &u.Command }},
+	{Key: "upstreams.args", Usage: "further arguments of the command, taken as they are", Want: "a list of arguments", loose: true,
+		entry: func(u *Upstream) any { return &u.Args }},
+	{Key: "upstreams.url", Usage: "the endpoint of a streamable HTTP upstream (http or https)", Want: "an http(s) URL",
+		entry: func(u *Upstream) any { return &u.URL }},
+	{Key: "upstreams.import", Usage: "make the upstream's tools that no row names rows of their own", Unset: "off", Want: "true or false",
+		entry: func(u *Upstream) any { return &u.Import }},
+	{Key: "upstreams.section", Usage: "the permission section of the imported rows", Unset: "upstream:NAME, which no role holds until the registry's sections list it",
+		Want: "a section name", nonEmpty: true, entry: func(u *Upstream) any { return &u.Section }},
+	{Key: "upstreams.trust_annotations", Usage: "let the upstream's tool annotations count as the imported rows' annotations", Unset: "off (policies see them as upstream_annotations)",
+		Want: "true or false", entry: func(u *Upstream) any { return &u.TrustAnnotations }},
+	{Key: "upstreams.pin", Usage: "serve an imported tool only while its definition matches the pin recorded in the pins file; needs import", Unset: "off",
+		Want: "true or false", entry: func(u *Upstream) any { return &u.Pin }},
+	{Key: "upstreams.prefix", Usage: "prepended to the names of the imported tools and prompts; may be empty", Unset: "NAME.", Want: "a string",
+		entry: func(u *Upstream) any { return &u.Prefix }},
+	{Key: "upstreams.headers", Usage: "headers sent with every request to an HTTP upstream; values may be ${VAR} or ${file:PATH}", Want: "a mapping of header names to values",
+		entry: func(u *Upstream) any { return &u.Headers }},
+	{Key: "upstreams.env", Usage: "a stdio upstream's environment besides PATH, HOME, LANG, TZ and TMPDIR; values may be ${VAR} or ${file:PATH}",
+		Want: "a mapping of variable names to values", entry: func(u *Upstream) any { return &u.Env }},
+	{Key: "upstreams.inherit_env", Usage: "give a stdio upstream all of toolgate's environment", Unset: "off", Want: "true or false",
+		entry: func(u *Upstream) any { return &u.InheritEnv }},
+	{Key: "upstreams.auth", Usage: "OAuth toward an HTTP upstream (docs/contract.md §17)", section: true,
+		entry: func(u *Upstream) any { u.Auth = &upstream.Auth{}; return &u.Auth }},
+	{Key: "upstreams.auth.type", Usage: "the grant: client_credentials (one token for the upstream) or token_exchange (one token per caller, for its access token)", Want: "a grant type", entry: func(u *Upstream) any { return &u.Auth.Type }},
+	{Key: "upstreams.auth.token_url", Usage: "the authorization server's token endpoint", Want: "an http(s) URL", entry: func(u *Upstream) any { return &u.Auth.TokenURL }},
+	{Key: "upstreams.auth.client_id", Usage: "toolgate's client id at the authorization server", Want: "a client id", entry: func(u *Upstream) any { return &u.Auth.ClientID }},
+	{Key: "upstreams.auth.client_secret", Usage: "toolgate's client secret, ${VAR} or ${file:PATH}", Want: "${VAR} or ${file:PATH}",
+		entry: func(u *Upstream) any { return &u.Auth.ClientSecret }},
+	{Key: "upstreams.auth.scopes", Usage: "the scopes asked for", Unset: "the authorization server's default", Want: "a list of scopes", entry: func(u *Upstream) any { return &u.Auth.Scopes }},
+	{Key: "upstreams.auth.resource", Usage: "the upstream's URI (RFC 8707), naming it to the authorization server; token_exchange needs it or audience", Want: "a URI", entry: func(u *Upstream) any { return &u.Auth.Resource }},
+	{Key: "upstreams.auth.audience", Usage: "the upstream's name at the authorization server; token_exchange needs it or resource", Want: "an audience", entry: func(u *Upstream) any { return &u.Auth.Audience }},
 	{Key: "ledger", Flag: "ledger", Usage: "idempotency ledger `STORE`: memory, sqlite:PATH or postgres://...", Unset: "sqlite: " + LedgerFileName + " in the state directory",
 		Want: "memory, sqlite:PATH or postgres://...", field: func(s *Serve) any { return &s.Ledger }},
 	{Key: "ledger_retention", Old: "ledgerRetention", Flag: "ledger-retention", Usage: "keep completed idempotency keys for `DURATION`",
@@ -213,7 +257,7 @@ func (st Setting) FlagUsage() string {
 // Keys are the keys of a section (auth, shadow, bundle) or of an entry of
 // a list of mappings (upstreams); nil for a plain value.
 func (st Setting) Keys() []string {
-	if st.section {
+	if st.section || st.list {
 		return keysUnder(st.Key + ".")
 	}
 	return st.keys

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,6 +38,11 @@ func TestSettingsTableMakesTheFlags(t *testing.T) {
 	for _, st := range settings {
 		if st.Flag != "" {
 			assert.True(t, seen[st.Flag], "the setting %s has the flag --%s, not registered", st.Key, st.Flag)
+		}
+		if st.entry != nil {
+			// --upstream sets an entry whole; its keys are the file's alone.
+			assert.Empty(t, st.Flag, "%s: a flag for a key of an entry", st.Key)
+			assert.Nil(t, st.field, "%s: a key of an entry with a field of Serve", st.Key)
 		}
 	}
 }
@@ -78,25 +84,33 @@ func TestSettingsTableIsWellFormed(t *testing.T) {
 			parent, ok := fileKey(st.Key[:i])
 			if !strings.Contains(st.Key[:i], ".") {
 				require.True(t, ok, "%s: no section %s", st.Key, st.Key[:i])
-				assert.True(t, parent.section || parent.decode != nil, "%s: %s is not a section", st.Key, st.Key[:i])
+				assert.True(t, parent.section || parent.list || parent.decode != nil, "%s: %s is not a section", st.Key, st.Key[:i])
 			}
 		}
 	}
 }
 
 // TestEveryFieldIsASetting: every field of Serve (and of its auth and
-// shadow sections, which the table lists key by key) is some setting's
-// value, found by address: a field no setting names could be set by
-// nothing, or by a second, hidden declaration.
+// shadow sections, which the table lists key by key), and every field of
+// an upstream and of its auth, is some setting's value, found by address:
+// a field no setting names could be set by nothing, or by a second,
+// hidden declaration.
 func TestEveryFieldIsASetting(t *testing.T) {
 	t.Parallel()
 	s := &Serve{}
+	u := &Upstream{}
 	var spans [][2]uintptr
 	for _, st := range settings {
-		if st.field == nil {
+		var p any
+		switch {
+		case st.field != nil:
+			p = st.field(s)
+		case st.entry != nil:
+			p = st.entry(u) // upstreams.auth comes before its keys: u.Auth is set
+		default:
 			continue
 		}
-		v := reflect.ValueOf(st.field(s)).Elem()
+		v := reflect.ValueOf(p).Elem()
 		start := v.Addr().Pointer()
 		spans = append(spans, [2]uintptr{start, start + v.Type().Size()})
 	}
@@ -108,20 +122,22 @@ func TestEveryFieldIsASetting(t *testing.T) {
 		}
 		return false
 	}
-	var walk func(v reflect.Value, path string, deep bool)
-	walk = func(v reflect.Value, path string, deep bool) {
+	var walk func(v reflect.Value, path string, sections ...string)
+	walk = func(v reflect.Value, path string, sections ...string) {
 		for i := range v.NumField() {
 			f := v.Type().Field(i)
 			fv := v.Field(i)
 			name := path + f.Name
-			if deep && f.Type.Kind() == reflect.Struct && (f.Name == "Auth" || f.Name == "Shadow") {
-				walk(fv, name+".", false)
+			if slices.Contains(sections, f.Name) && f.Type.Kind() == reflect.Struct {
+				walk(fv, name+".")
 				continue
 			}
-			assert.True(t, covered(uintptr(unsafe.Pointer(fv.UnsafeAddr()))), "Serve.%s is no setting of the table", name)
+			assert.True(t, covered(uintptr(unsafe.Pointer(fv.UnsafeAddr()))), "%s is no setting of the table", name)
 		}
 	}
-	walk(reflect.ValueOf(s).Elem(), "", true)
+	walk(reflect.ValueOf(s).Elem(), "Serve.", "Auth", "Shadow")
+	walk(reflect.ValueOf(u).Elem(), "Upstream.")
+	walk(reflect.ValueOf(u.Auth).Elem(), "Upstream.Auth.")
 }
 
 // TestDefaultsAreTheTables: the defaults SetDefaults fills in are the ones
@@ -237,12 +253,19 @@ func TestLoadServeLogsOldKeys(t *testing.T) {
 func TestFileIsDecodedStrictly(t *testing.T) {
 	t.Parallel()
 	for file, want := range map[string]string{
-		"http: :1\n\nsesion_timeout: 1m\n":       `line 3: unknown key "sesion_timeout" (known: registry, `,
-		"auth:\n  issuer: https://x\n  iss: y\n": `line 3: unknown key "iss" in auth (known: issuer, jwks, resource, audiences, subject_claim, roles_claim, scopes_supported, allow_anonymous)`,
-		"shadow:\n  policy: p\n  polcy: q\n":     `line 3: unknown key "polcy" in shadow (known: policy, registry, bundle)`,
-		"auth.issuer: https://x\n":               `line 1: unknown key "auth.issuer" (known: `,
-		"shadow: p\n":                            `line 1: shadow: want a mapping of policy, registry, bundle`,
-		"watch: true\nWatch: false\n":            `line 2: unknown key "Watch"`,
+		"http: :1\n\nsesion_timeout: 1m\n":                         `line 3: unknown key "sesion_timeout" (known: registry, `,
+		"auth:\n  issuer: https://x\n  iss: y\n":                   `line 3: unknown key "iss" in auth (known: issuer, jwks, resource, audiences, subject_claim, roles_claim, scopes_supported, allow_anonymous)`,
+		"shadow:\n  policy: p\n  polcy: q\n":                       `line 3: unknown key "polcy" in shadow (known: policy, registry, bundle)`,
+		"auth.issuer: https://x\n":                                 `line 1: unknown key "auth.issuer" (known: `,
+		"shadow: p\n":                                              `line 1: shadow: want a mapping of policy, registry, bundle`,
+		"watch: true\nWatch: false\n":                              `line 2: unknown key "Watch"`,
+		"upstreams:\n  - name: a\n    command: x\n    comand: y\n": `line 4: upstreams[0]: unknown key "comand" (known: name, command, args, url, import, section, trust_annotations, pin, prefix, headers, env, inherit_env, auth)`,
+		"upstreams:\n  - a=b\n  - name: c\n    url: https://c\n    auth:\n      type: client_credentials\n      tokenUrl: https://t\n": `line 7: upstreams[1]: unknown key "tokenUrl" in auth (known: type, token_url, client_id, client_secret, scopes, resource, audience)`,
+		// An upstream's keys never had camelCase names: one is unknown.
+		"upstreams:\n  - {name: a, command: x, import: true,\n     trustAnnotations: true}\n": `line 3: upstreams[0]: unknown key "trustAnnotations" (known: `,
+		"upstreams:\n  - name: a\n    url: https://a\n    auth: client_credentials\n":         `line 4: upstreams[0]: auth: want a mapping of type, token_url, client_id, client_secret, scopes, resource, audience`,
+		"upstreams:\n  - name: a\n    url: https://a\n    auth: {type: x, type: y}\n":         `line 4: upstreams[0]: auth.type: set twice`,
+		"upstreams:\n  - name: a\n    url: https://a\n    auth: {scopes: read}\n":             `line 4: upstreams[0]: auth.scopes: wrong kind of value`,
 	} {
 		_, _, err := parseFile([]byte(file))
 		require.Error(t, err, file)
