@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/approvals"
+	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -19,15 +20,15 @@ const approvalsSynopsis = "approvals list|approve ID|refuse ID --as SUBJECT --ro
 
 func runApprovalsCommand(ctx context.Context, e *env) int {
 	var (
-		subject, note, store string
-		roles                repeated
-		format               = formatFlag("text")
+		subject, note, ledger string
+		roles                 repeated
+		format                = formatFlag("text")
 	)
 	fs := newFlags("approvals", approvalsSynopsis, e.stderr)
 	fs.StringVar(&subject, "as", "", "the approver's `SUBJECT` (required)")
 	fs.Var(&roles, "role", "a `ROLE` of the approver (repeatable)")
 	fs.StringVar(&note, "note", "", "a note recorded with the decision (approve, refuse)")
-	fs.StringVar(&store, "ledger", "", "the `STORE` serve uses: memory, sqlite:PATH or postgres://... ("+config.FlagSetting("ledger").DefaultText()+")")
+	fs.StringVar(&ledger, "ledger", "", "the `STORE` serve uses: memory, sqlite:PATH or postgres://... ("+config.FlagSetting("ledger").DefaultText()+")")
 	fs.Var(&format, "format", "output `format` of list: text or json")
 	// Flags may come after the action and its id: parse them apart.
 	var positional []string
@@ -42,7 +43,7 @@ func runApprovalsCommand(ctx context.Context, e *env) int {
 		positional = append(positional, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	p := approvalsParams{caller: &toolcall.Caller{Subject: subject, Roles: []string(roles)}, note: note, store: store, json: format == "json"}
+	p := approvalsParams{caller: &toolcall.Caller{Subject: subject, Roles: []string(roles)}, note: note, json: format == "json"}
 	switch {
 	case len(positional) == 1 && positional[0] == "list":
 		p.action = "list"
@@ -57,12 +58,11 @@ func runApprovalsCommand(ctx context.Context, e *env) int {
 	if note != "" && p.action == "list" {
 		return usageError(fs, e.stderr, "--note goes with approve or refuse")
 	}
-	spec, err := (&config.Serve{Ledger: p.store}).LedgerStore() // serve's store for "" and "sqlite:"
-	if err != nil {
+	var err error
+	if p.store, err = config.ParseLedger(ledger); err != nil { // serve's store for "" and "sqlite:"
 		fmt.Fprintf(e.stderr, "toolgate approvals: --ledger: %v\n", err)
 		return 1
 	}
-	p.store = spec.String()
 	return p.run(ctx, e)
 }
 
@@ -72,7 +72,7 @@ type approvalsParams struct {
 	id     string
 	caller *toolcall.Caller
 	note   string
-	store  string
+	store  store.StoreSpec
 	json   bool
 }
 

@@ -294,11 +294,11 @@ func (s *Serve) SetDefaults() error {
 		on := defaultWatch
 		s.Watch = &on
 	}
-	if _, err := store.ParseStore(cmp.Or(s.Ledger, "sqlite:")); err != nil {
+	spec, err := store.ParseStore(cmp.Or(s.Ledger, defaultLedger))
+	if err != nil {
 		return nil // Validate reports it
 	}
-	spec, err := s.LedgerStore()
-	if err != nil {
+	if spec, err = inStateDir(spec); err != nil {
 		return err
 	}
 	s.Ledger = spec.String()
@@ -308,14 +308,27 @@ func (s *Serve) SetDefaults() error {
 // LedgerFileName is the default ledger's file in the state directory.
 const LedgerFileName = "ledger.db"
 
-// LedgerStore is the ledger's store (Ledger, parsed by
-// store.ParseStore): "" and "sqlite:" with no path are LedgerFileName in
-// StateDir.
-func (s *Serve) LedgerStore() (store.StoreSpec, error) {
-	spec, err := store.ParseStore(cmp.Or(s.Ledger, "sqlite:"))
+// defaultLedger is the ledger when none is set: a SQLite file, whose path
+// inStateDir fills in.
+const defaultLedger = store.KindSQLite + ":"
+
+// LedgerStore is the ledger's store (Ledger, read by ParseLedger).
+func (s *Serve) LedgerStore() (store.StoreSpec, error) { return ParseLedger(s.Ledger) }
+
+// ParseLedger reads a ledger value (serve's ledger, --ledger) as
+// store.ParseStore does, with serve's default: "" and "sqlite:" with no
+// path are LedgerFileName in StateDir.
+func ParseLedger(v string) (store.StoreSpec, error) {
+	spec, err := store.ParseStore(cmp.Or(v, defaultLedger))
 	if err != nil {
 		return spec, err
 	}
+	return inStateDir(spec)
+}
+
+// inStateDir makes a SQLite store without a path LedgerFileName in
+// StateDir.
+func inStateDir(spec store.StoreSpec) (store.StoreSpec, error) {
 	if spec.Kind == store.KindSQLite && spec.Path == "" {
 		dir, err := StateDir()
 		if err != nil {

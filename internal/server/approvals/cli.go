@@ -11,12 +11,11 @@ import (
 	"github.com/toolgate/toolgate/store"
 )
 
-// OpenStore opens the approval store of a --ledger value ("memory",
-// "sqlite:PATH" or a postgres:// DSN; serve's default when spec is
-// "sqlite:" with a path filled in by the caller), creating a SQLite file's
-// directory as serve does. Close the returned closer.
-func OpenStore(ctx context.Context, spec string) (store.ApprovalStore, io.Closer, error) {
-	st, err := store.CreateStore(ctx, spec)
+// OpenStore opens the approval store spec names (a --ledger value as
+// serve reads it, config.ParseLedger), creating a SQLite file's directory
+// as serve does. Close the returned closer.
+func OpenStore(ctx context.Context, spec store.StoreSpec) (store.ApprovalStore, io.Closer, error) {
+	st, err := spec.Create(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
