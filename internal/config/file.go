@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/fsx"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // LoadFile reads a config file (YAML) of serve settings. Every problem is
@@ -227,7 +228,7 @@ func upstreamsSection(v *yaml.Node, s *Serve) []Problem {
 		switch n.Kind {
 		case yaml.ScalarNode:
 			var err error
-			if u, err = parseUpstream(n.Value); err != nil {
+			if u, err = upstream.ParseSettings(n.Value); err != nil {
 				d.bad(sc, n, "", "%v", err)
 			}
 		case yaml.MappingNode:

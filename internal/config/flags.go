@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // setting is a serve flag: its value, and how a set flag overrides a
@@ -273,7 +275,7 @@ func (v *upstreamsValue) String() string {
 }
 
 func (v *upstreamsValue) Set(x string) error {
-	u, err := parseUpstream(x)
+	u, err := upstream.ParseSettings(x)
 	if err != nil {
 		return err
 	}

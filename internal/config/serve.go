@@ -5,13 +5,10 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -166,49 +163,9 @@ const (
 	ListFallbackNone = "none" // a failing policy lists nothing
 )
 
-// Upstream is an upstream MCP server: a command run over stdio, or a
-// streamable HTTP URL.
-type Upstream struct {
-	// Name is how rows name it (method upstream:NAME/TOOL; imported tools
-	// are NAME.TOOL).
-	Name string
-	// Command is the command line of a stdio server, split into words
-	// like a shell splits them, quotes and backslashes included, but
-	// without any expansion (upstream.SplitCommand); Args, when set, are
-	// further arguments taken as they are.
-	Command string
-	Args    []string
-	// URL is the endpoint of a streamable HTTP server (http or https).
-	URL string
-	// Import makes the upstream's tools that no row names rows of their
-	// own (only settable in the config file).
-	Import bool
-	// Section is the permission section of the imported rows; "" is
-	// upstream:NAME, which no role holds until the registry's sections
-	// list it (docs/contract.md §15). Only settable in the config file.
-	Section string
-	// TrustAnnotations lets the upstream's own tool annotations count as
-	// the imported rows' annotations; otherwise policies see them only as
-	// upstream_annotations. Only settable in the config file.
-	TrustAnnotations bool
-	// Pin serves an imported tool only while its definition matches the
-	// pin recorded in the pins file (docs/contract.md §15); needs Import. Only
-	// settable in the config file.
-	Pin bool
-	// Prefix is prepended to the names of the imported tools and prompts
-	// (docs/contract.md §16); nil is NAME. (the default), "" is allowed.
-	// Only settable in the config file.
-	Prefix *string
-	// Headers are sent with every request to an HTTP upstream; Env is a
-	// stdio upstream's environment besides PATH, HOME, LANG, TZ and
-	// TMPDIR (all of toolgate's with InheritEnv). Values may be ${VAR} or
-	// ${file:PATH}. Auth is OAuth toward an HTTP upstream. docs/contract.md
-	// §17; only settable in the config file.
-	Headers    map[string]string
-	Env        map[string]string
-	InheritEnv bool
-	Auth       *upstream.Auth
-}
+// Upstream is an upstream MCP server, as the upstream package reads its
+// settings.
+type Upstream = upstream.Settings
 
 // PoolConfigs maps the upstream settings to the pool's configuration.
 func PoolConfigs(ups []Upstream) []upstream.Config {
@@ -219,48 +176,8 @@ func PoolConfigs(ups []Upstream) []upstream.Config {
 	return out
 }
 
-// PoolConfig is the upstream pool's configuration of u; its secrets
-// (${VAR}, ${file:PATH}) are resolved when the pool is made.
-func (u Upstream) PoolConfig() upstream.Config {
-	cfg := upstream.Config{Name: u.Name, Command: u.Argv(), URL: u.URL, Import: u.Import,
-		Section: u.Section, TrustAnnotations: u.TrustAnnotations, Pin: u.Pin, Prefix: u.Prefix,
-		InheritEnv: u.InheritEnv, Auth: u.Auth}
-	if len(u.Headers) > 0 {
-		cfg.Headers = maps.Clone(u.Headers)
-	}
-	for _, k := range slices.Sorted(maps.Keys(u.Env)) {
-		cfg.Env = append(cfg.Env, k+"="+u.Env[k])
-	}
-	return cfg
-}
-
-// Argv is the command and arguments to run a stdio upstream; a Command
-// that does not split (an unterminated quote: Validate reports it)
-// contributes no word.
-func (u Upstream) Argv() []string {
-	words, _ := upstream.SplitCommand(u.Command)
-	return append(words, u.Args...)
-}
-
 // WatchOn reports whether registry and policies are watched.
 func (s *Serve) WatchOn() bool { return s.Watch == nil || *s.Watch }
-
-// parseUpstream reads the --upstream form NAME=COMMAND or NAME=URL: a value
-// starting with http:// or https:// is a URL. COMMAND is kept as given; it
-// is split into words once, by upstream.SplitCommand (Argv).
-func parseUpstream(v string) (Upstream, error) {
-	name, target, ok := strings.Cut(v, "=")
-	if !ok || name == "" || strings.TrimSpace(target) == "" {
-		return Upstream{}, fmt.Errorf("want NAME=COMMAND or NAME=URL, got %q", v)
-	}
-	u := Upstream{Name: name}
-	if isHTTPURL(target) {
-		u.URL = target
-	} else {
-		u.Command = target
-	}
-	return u, nil
-}
 
 func isHTTPURL(s string) bool {
 	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
@@ -338,8 +255,6 @@ func inStateDir(spec store.StoreSpec) (store.StoreSpec, error) {
 	}
 	return spec, nil
 }
-
-var upstreamName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // Validate reports every setting that cannot be served, in one *Error:
 // each component's checks (validators) in turn.
@@ -453,42 +368,12 @@ func (s *Serve) upstreamsProblems() []Problem {
 		if u.Name != "" {
 			key += " (" + u.Name + ")"
 		}
-		if seen[u.Name] && upstreamName.MatchString(u.Name) {
+		if seen[u.Name] && upstream.SettingsName.MatchString(u.Name) {
 			probs = append(probs, problem(key, "name is used twice"))
 		}
 		seen[u.Name] = true
-		for _, msg := range u.problems() {
+		for _, msg := range u.Problems() {
 			probs = append(probs, problem(key, "%s", msg))
-		}
-	}
-	return probs
-}
-
-// problems are what is wrong with u alone.
-func (u Upstream) problems() []string {
-	var probs []string
-	if !upstreamName.MatchString(u.Name) {
-		probs = append(probs, "name must match "+upstreamName.String())
-	}
-	switch {
-	case u.URL != "" && (u.Command != "" || len(u.Args) > 0):
-		probs = append(probs, "give either command or url, not both")
-	case u.URL != "" && !isHTTPURL(u.URL):
-		probs = append(probs, "url must be http:// or https://")
-	case u.URL == "":
-		if _, err := upstream.SplitCommand(u.Command); err != nil && strings.TrimSpace(u.Command) != "" {
-			probs = append(probs, "command: "+err.Error())
-		} else if len(u.Argv()) == 0 {
-			probs = append(probs, "give a command or a url")
-		}
-	}
-	if u.Pin && !u.Import {
-		probs = append(probs, "pin needs import: true")
-	}
-	if u.Headers != nil || u.Env != nil || u.InheritEnv || u.Auth != nil {
-		pc := u.PoolConfig()
-		for _, err := range upstream.CredentialProblems(&pc) {
-			probs = append(probs, fmt.Sprint(err))
 		}
 	}
 	return probs
