@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,8 +86,7 @@ type scope struct {
 	root string
 	// at is the value st sets.
 	at func(st Setting) any
-	// serve is what a top-level setting that reads its own section
-	// (decode) reads into; nil in an entry.
+	// serve is what the list of upstreams is read into; nil in an entry.
 	serve *Serve
 }
 
@@ -149,8 +149,6 @@ func (d *decoder) mapping(n *yaml.Node, sc scope, prefix string) {
 				fmt.Sprintf("%s is now named %s; the old name is read until the next release", key, st.Key)))
 		}
 		switch {
-		case st.decode != nil:
-			d.probs = append(d.probs, st.decode(v, sc.serve)...)
 		case st.list:
 			d.probs = append(d.probs, upstreamsSection(v, sc.serve)...)
 		case st.section:
@@ -183,7 +181,7 @@ func fileKey(key string) (Setting, bool) {
 func decodeValue(v *yaml.Node, st Setting, p any) bool {
 	switch p := p.(type) {
 	case *string:
-		return str(v, p) && (!st.nonEmpty || *p != "")
+		return str(v, p) && (!st.nonEmpty || *p != "") && (st.oneOf == nil || slices.Contains(st.oneOf, *p))
 	case **string:
 		var x string
 		if !str(v, &x) {
@@ -204,6 +202,13 @@ func decodeValue(v *yaml.Node, st Setting, p any) bool {
 		return duration(v, p)
 	case *int:
 		return v.Tag == "!!int" && v.Decode(p) == nil && *p > 0
+	case **int64:
+		var n int64
+		if v.Tag != "!!int" || v.Decode(&n) != nil || n < 1 {
+			return false
+		}
+		*p = &n
+		return true
 	case *[]string:
 		if st.loose {
 			return v.Kind == yaml.SequenceNode && v.Decode(p) == nil

@@ -1,15 +1,15 @@
 package config
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/runtime/bundle"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/internal/server/httpserve"
 	"github.com/toolgate/toolgate/mcpadapter"
@@ -47,25 +47,23 @@ type Setting struct {
 	Want string
 
 	// field points at the setting's value in a Serve: *string, *bool,
-	// **bool, *time.Duration, *int, *[]string or *[]Upstream.
+	// **bool, *time.Duration, *int, **int64, *[]string or *[]Upstream.
 	field func(*Serve) any
 	// entry points at the value of a setting of one entry of a list
 	// (upstreams.name): *string, **string, *bool, *[]string,
 	// *map[string]string, or the section's value (upstreams.auth).
 	entry func(*Upstream) any
-	// decode reads a section the setting's component defines itself
-	// (bundle); section marks a mapping of the settings whose keys start
-	// with Key+".", read like the top level; list, a list of such mappings
+	// section marks a mapping of the settings whose keys start with
+	// Key+".", read like the top level; list, a list of such mappings
 	// (upstreams, whose entries may also be NAME=COMMAND|URL).
-	decode  func(n *yaml.Node, s *Serve) []Problem
-	keys    []string // the keys decode reads, for the reference
 	section bool
 	list    bool
 	// loose reads a list as YAML decodes it: any scalars, empty ones too
 	// (an upstream's args).
 	loose bool
-	// nonEmpty refuses "" in the file.
+	// nonEmpty refuses "" in the file; oneOf, any value but these.
 	nonEmpty bool
+	oneOf    []string
 	// negate makes a bool flag set the opposite (--no-watch).
 	negate bool
 	// merge is how a set flag overrides the file's value; nil replaces it.
@@ -204,11 +202,38 @@ var settings = []Setting{
 	{Key: "auth.allow_anonymous", Flag: "allow-anonymous", Usage: "with --issuer, serve a request without a token as nobody instead of answering 401",
 		Want: "true or false", field: func(s *Serve) any { return &s.AllowAnonymous }},
 	{Key: "bundle", Flag: "bundle",
-		Usage: "serve the registry and policies of the OPA bundle at `URL` (http(s)://, or oci://REGISTRY/REPOSITORY:TAG for an OCI registry), polled with ETags (docs/contract.md §14)",
-		Want:  "a mapping of " + strings.Join(bundleKeys, ", "), field: func(s *Serve) any { return &s.Bundle.URL }, decode: bundleSection, keys: bundleKeys},
+		Usage:   "serve the registry and policies of the OPA bundle at `URL` (http(s)://, or oci://REGISTRY/REPOSITORY:TAG for an OCI registry), polled with ETags (docs/contract.md §14)",
+		section: true, field: func(s *Serve) any { return &s.Bundle.URL }},
+	{Key: "bundle.url", Usage: "the bundle's URL, as --bundle gives it", Want: "an http(s) URL of a bundle, or oci://REGISTRY/REPOSITORY:TAG",
+		field: func(s *Serve) any { return &s.Bundle.URL }},
+	{Key: "bundle.type", Usage: "the service's type: " + bundle.TypeHTTP + " (a bundle server) or " + bundle.TypeOCI + " (an OCI registry)", Unset: "oci for an oci:// URL, else " + bundle.TypeHTTP,
+		Want: fmt.Sprintf("%q (a bundle server) or %q (an OCI registry)", bundle.TypeHTTP, bundle.TypeOCI), oneOf: []string{bundle.TypeHTTP, bundle.TypeOCI},
+		field: func(s *Serve) any { return &s.Bundle.Type }},
+	{Key: "bundle.credentials", Usage: "how the downloads authenticate, as OPA's service credentials", section: true},
+	{Key: "bundle.credentials.bearer", Usage: "send a token read from a file on every request", section: true},
+	{Key: "bundle.credentials.bearer.token_path", Usage: "the file holding the token, read on every request", Want: "a file path (the token)",
+		field: func(s *Serve) any { return &s.Bundle.Credentials.Bearer.TokenPath }},
+	{Key: "bundle.credentials.bearer.scheme", Usage: "the Authorization header's scheme", Unset: "Bearer", Want: "an authorization scheme such as Bearer",
+		field: func(s *Serve) any { return &s.Bundle.Credentials.Bearer.Scheme }},
+	{Key: "bundle.polling", Usage: "a jittered delay between polls, in seconds; set both or neither", section: true},
+	{Key: "bundle.polling.min_delay_seconds", Usage: "the shortest delay between polls", Unset: "OPA's", Want: "a whole number of seconds, 1 or more",
+		field: func(s *Serve) any { return &s.Bundle.Polling.MinDelaySeconds }},
+	{Key: "bundle.polling.max_delay_seconds", Usage: "the longest delay between polls", Unset: "OPA's", Want: "a whole number of seconds, 1 or more",
+		field: func(s *Serve) any { return &s.Bundle.Polling.MaxDelaySeconds }},
+	{Key: "bundle.signing", Usage: "verify signed bundles; with a key, a bundle without a valid signature is refused", section: true},
 	{Key: "bundle.signing.key_file", Flag: "bundle-verification-key",
 		Usage: "verify the bundle's signature with the PEM public key in `FILE`; unsigned or badly signed bundles are refused",
 		Want:  "a file path (PEM public key)", field: func(s *Serve) any { return &s.Bundle.Signing.KeyFile }},
+	{Key: "bundle.signing.keyid", Usage: "the key's id as the signature names it", Default: bundle.DefaultKeyID, Want: "a key id",
+		field: func(s *Serve) any { return &s.Bundle.Signing.KeyID }},
+	{Key: "bundle.signing.algorithm", Usage: "the signing algorithm", Default: bundle.DefaultAlgorithm, Want: "an algorithm such as RS256",
+		field: func(s *Serve) any { return &s.Bundle.Signing.Algorithm }},
+	{Key: "bundle.signing.scope", Usage: "the scope claim the signature must have", Want: "a scope",
+		field: func(s *Serve) any { return &s.Bundle.Signing.Scope }},
+	{Key: "bundle.signing.exclude_files", Usage: "files of the bundle the signature does not cover", Want: "a list of file names",
+		field: func(s *Serve) any { return &s.Bundle.Signing.ExcludeFiles }},
+	{Key: "bundle.refuse_older_revisions", Usage: "refuse a bundle whose revision is older than the serving one's, as a badly signed one", Unset: "off: it activates, logged and counted",
+		Want: "true or false", field: func(s *Serve) any { return &s.Bundle.RefuseOlderRevisions }},
 	{Key: "idempotency_key", Old: "idempotencyKey", Flag: "idempotency-key", Usage: "the _meta `KEY` whose string value is a call's idempotency key",
 		Default: ledger.DefaultMetaKey, Want: "a _meta key (a non-empty string)", nonEmpty: true, field: func(s *Serve) any { return &s.IdempotencyKey }},
 	{Key: "decision_log_hash_key", Old: "decisionLogHashKey", Flag: "decision-log-hash-key",
@@ -260,7 +285,7 @@ func (st Setting) Keys() []string {
 	if st.section || st.list {
 		return keysUnder(st.Key + ".")
 	}
-	return st.keys
+	return nil
 }
 
 // DefaultText is "default VALUE", "default: what no value means", or "".
