@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,7 +97,7 @@ type Logger struct {
 // POSTed gzip-compressed JSON arrays (OPA's upload format), anything else is
 // a file path appended one JSON event per line (created 0600).
 func Open(target string, opts Options) (*Logger, error) {
-	if strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") {
+	if IsURL(target) {
 		c := opts.Client
 		if c == nil {
 			c = &http.Client{Timeout: DefaultHTTPTimeout}

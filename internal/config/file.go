@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/internal/fsx"
 	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/upstream"
@@ -304,7 +305,7 @@ func (s *Serve) resolve(dir string) {
 	if s.Audit != DefaultAudit {
 		abs(&s.Audit)
 	}
-	if s.DecisionLog != "" && !isHTTPURL(s.DecisionLog) {
+	if s.DecisionLog != "" && !decisionlog.IsURL(s.DecisionLog) {
 		abs(&s.DecisionLog)
 	}
 	if k := s.DecisionLogHashKey; k != "" && !strings.HasPrefix(k, "${") {

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
 	"github.com/toolgate/toolgate/store"
@@ -316,10 +316,8 @@ func (s *Serve) ledgerProblems() []Problem {
 // observeProblems: decision log, its hash key, traces.
 func (s *Serve) observeProblems() []Problem {
 	var probs []Problem
-	if d := s.DecisionLog; isHTTPURL(d) {
-		if u, err := url.Parse(d); err != nil || u.Host == "" {
-			probs = append(probs, problem("decision_log", "want an http:// or https:// URL with a host, or a file path"))
-		}
+	if err := decisionlog.CheckTarget(s.DecisionLog); err != nil {
+		probs = append(probs, problem("decision_log", "%v", err))
 	}
 	if s.DecisionLogHashKey != "" {
 		if s.DecisionLog == "" {
@@ -434,37 +432,9 @@ func (s *Serve) authProblems() []Problem {
 	return probs
 }
 
-// MinHashKeyLen is the shortest decisionLogHashKey accepted, in bytes.
-const MinHashKeyLen = 32
-
-// HashKey reads the decision log's hash key (DecisionLogHashKey): nil
-// when none is set. Its errors name where the key was looked for, never
-// the key.
-func (s *Serve) HashKey() ([]byte, error) {
-	ref := s.DecisionLogHashKey
-	if ref == "" {
-		return nil, nil
-	}
-	var key []byte
-	if name, ok := strings.CutPrefix(ref, "${"); ok && strings.HasSuffix(name, "}") {
-		name = strings.TrimSuffix(name, "}")
-		v, set := os.LookupEnv(name)
-		if !set {
-			return nil, fmt.Errorf("the environment variable %s is not set", name)
-		}
-		key = []byte(v)
-	} else {
-		b, err := os.ReadFile(ref)
-		if err != nil {
-			return nil, fmt.Errorf("cannot read the key file: %w", err)
-		}
-		key = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
-	}
-	if len(key) < MinHashKeyLen {
-		return nil, fmt.Errorf("the key is %d bytes; want at least %d (for example: openssl rand -hex 32)", len(key), MinHashKeyLen)
-	}
-	return key, nil
-}
+// HashKey reads the decision log's hash key (DecisionLogHashKey, read by
+// decisionlog.ReadHashKey): nil when none is set.
+func (s *Serve) HashKey() ([]byte, error) { return decisionlog.ReadHashKey(s.DecisionLogHashKey) }
 
 // isWildcard reports whether addr listens on every address: no host, or
 // an unspecified IP (0.0.0.0, ::).
