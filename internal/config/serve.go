@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
+	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/upstream"
 )
@@ -336,8 +337,10 @@ func (s *Serve) observeProblems() []Problem {
 // accepted origins.
 func (s *Serve) servingProblems() []Problem {
 	var probs []Problem
-	if w := s.ApprovalWebhook; w != "" && !isHTTPURLWithHost(w) {
-		probs = append(probs, problem("approval_webhook", "want an http:// or https:// URL"))
+	if w := s.ApprovalWebhook; w != "" {
+		if err := approvals.CheckWebhookURL(w); err != nil {
+			probs = append(probs, problem("approval_webhook", "%v", err))
+		}
 	}
 	switch s.ListFallback {
 	case "", ListFallbackBase, ListFallbackNone:

@@ -108,7 +108,17 @@ func summaryOf(n int) WebhookEvent {
 	return WebhookEvent{Coalesced: n, Text: fmt.Sprintf("%d more approval requests were made while the webhook was behind; list them with GET /approvals or in the console.", n)}
 }
 
-// NewWebhook starts a webhook sender for url.
+// CheckWebhookURL reports what is wrong with a webhook's URL: it is an
+// http:// or https:// URL with a host.
+func CheckWebhookURL(v string) error {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("want an http:// or https:// URL")
+	}
+	return nil
+}
+
+// NewWebhook starts a webhook sender for url (CheckWebhookURL).
 func NewWebhook(url string, opts WebhookOptions) *Webhook {
 	if opts.Client == nil {
 		opts.Client = &http.Client{}

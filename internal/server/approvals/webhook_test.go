@@ -131,3 +131,13 @@ func TestWebhookCoalescesWhatItCannotQueue(t *testing.T) {
 	assert.Equal(t, 3, counts[approvals.WebhookCoalesced])
 	mu.Unlock()
 }
+
+// TestCheckWebhookURL: a webhook is an http(s) URL with a host.
+func TestCheckWebhookURL(t *testing.T) {
+	t.Parallel()
+	for v, ok := range map[string]bool{"https://hooks.example.com/x": true, "http://127.0.0.1:9/": true, "ftp://x/": false, "https://": false, "hooks.example.com": false} {
+		if got := approvals.CheckWebhookURL(v) == nil; got != ok {
+			t.Errorf("CheckWebhookURL(%q) accepted %v, want %v", v, got, ok)
+		}
+	}
+}
