@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/pins"
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/store"
@@ -143,7 +144,7 @@ type Serve struct {
 }
 
 // PinsFileName is the pins file's name in the state directory.
-const PinsFileName = "pins.yaml"
+const PinsFileName = pins.FileName
 
 // PinsFile is the pins file: Pins, else pins.yaml in StateDir, beside the
 // default ledger.
