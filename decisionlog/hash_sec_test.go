@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -90,5 +92,38 @@ func TestKeyedHashes(t *testing.T) {
 	other, _ := logged(t, decisionlog.Options{HashKey: []byte(strings.Repeat("j", 32))}, d)
 	if other["arguments_sha256"] == req["arguments_sha256"] {
 		t.Error("two keys, one hash")
+	}
+}
+
+// TestReadHashKey: the key comes from ${VAR} or a file (one trailing
+// newline ignored) and is at least MinHashKeyLen bytes; an error never
+// holds the key.
+func TestReadHashKey(t *testing.T) {
+	key := strings.Repeat("k", decisionlog.MinHashKeyLen)
+	t.Setenv("TOOLGATE_TEST_HASH_KEY", key)
+	file := filepath.Join(t.TempDir(), "k")
+	if err := os.WriteFile(file, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{"${TOOLGATE_TEST_HASH_KEY}", file} {
+		if got, err := decisionlog.ReadHashKey(ref); err != nil || string(got) != key {
+			t.Errorf("ReadHashKey(%s) = %q, %v; want the key", ref, got, err)
+		}
+	}
+	if got, err := decisionlog.ReadHashKey(""); got != nil || err != nil {
+		t.Errorf("ReadHashKey(\"\") = %q, %v; want no key", got, err)
+	}
+	if err := os.WriteFile(file, []byte("short-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := decisionlog.ReadHashKey(file)
+	if err == nil || !strings.Contains(err.Error(), "the key is 12 bytes; want at least 32") || strings.Contains(err.Error(), "short-secret") {
+		t.Errorf("a short key: %v", err)
+	}
+	// A URL target needs a host; anything else is a file, checked when opened.
+	for target, ok := range map[string]bool{"https://logs.example.com/v1": true, "http:///v1": false, "decisions.jsonl": true} {
+		if got := decisionlog.CheckTarget(target) == nil; got != ok {
+			t.Errorf("CheckTarget(%q) accepted %v, want %v", target, got, ok)
+		}
 	}
 }
