@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"sync"
 
@@ -316,23 +317,13 @@ func (c *conn) listing(ctx context.Context) (*resourceList, error) {
 	}
 	l = &resourceList{sess: s, resources: []*mcp.Resource{}, templates: []*mcp.ResourceTemplate{}}
 	if caps.Resources != nil {
-		for r, err := range s.cs.Resources(ctx, nil) {
-			if err != nil {
-				c.failed(ctx, s, err)
-				return nil, fmt.Errorf("upstream %s: resources/list: %w", c.cfg.Name, err)
-			}
-			if r != nil {
-				l.resources = append(l.resources, r)
-			}
+		if l.resources, err = nonNil(s.cs.Resources(ctx, nil)); err != nil {
+			c.failed(ctx, s, err)
+			return nil, fmt.Errorf("upstream %s: resources/list: %w", c.cfg.Name, err)
 		}
-		for t, err := range s.cs.ResourceTemplates(ctx, nil) {
-			if err != nil {
-				c.failed(ctx, s, err)
-				return nil, fmt.Errorf("upstream %s: resources/templates/list: %w", c.cfg.Name, err)
-			}
-			if t != nil {
-				l.templates = append(l.templates, t)
-			}
+		if l.templates, err = nonNil(s.cs.ResourceTemplates(ctx, nil)); err != nil {
+			c.failed(ctx, s, err)
+			return nil, fmt.Errorf("upstream %s: resources/templates/list: %w", c.cfg.Name, err)
 		}
 	}
 	k.mu.Lock()
@@ -428,6 +419,21 @@ func owned[T, O any](p *Pool, conns []*conn, lists []*resourceList, what string,
 		}
 	}
 	return res
+}
+
+// nonNil collects the entries seq lists that are not nil, in order, into
+// a slice that is never nil; the first error ends the listing.
+func nonNil[T any](seq iter.Seq2[*T, error]) ([]*T, error) {
+	out := []*T{}
+	for v, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		if v != nil {
+			out = append(out, v)
+		}
+	}
+	return out, nil
 }
 
 // ReadResource implements [mcpadapter.Catalog].
