@@ -62,10 +62,7 @@ func TestApprovalRuleFailures(t *testing.T) {
 	for name, body := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			rev := newEngine(t, map[string]string{"call.rego": "package toolgate.call\n\n" + body + "\n"}).Current()
-			d := rev.Call(context.Background(), carol, engine.Request{Method: engine.MethodCall, Tool: "echo"})
-			var pe *engine.PolicyError
-			require.ErrorAs(t, d.Err, &pe)
+			d := callFailure(t, body)
 			require.Nil(t, d.Approval)
 		})
 	}

@@ -55,27 +55,10 @@ func TestPerRoleSetMemoryIsWordsPerRow(t *testing.T) {
 		t.Skip("evaluates a policy over 4 000 rows once per role set")
 	}
 	const rows, roleSets = 4000, 32
-	fsys := fstest.MapFS{"registry.yaml": {Data: []byte(benchRegistry(rows))}, "policies/grant.rego": {Data: []byte(benchGrant)}}
-	ctx := context.Background()
-	e, err := engine.New(ctx, engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(time.Minute))
-	require.NoError(t, err)
-	rev := e.Current()
-	ask := func(role string) {
-		// Every role set sees the same rows: only the view differs.
-		c := &toolcall.Caller{Subject: "s", Roles: []string{"contractor", role}}
-		ok, err := rev.Grant(ctx, c, benchReq).Allowed("echo")
-		require.NoError(t, err)
-		require.True(t, ok, "echo is not granted")
-	}
-	ask("warm")
-	before := benchdata.LiveHeap()
-	for i := range roleSets {
-		ask(fmt.Sprintf("role-%d", i))
-	}
-	after := benchdata.LiveHeap()
-	runtime.KeepAlive(rev)
-	runtime.KeepAlive(e)
-	perRow := (float64(after) - float64(before)) / roleSets / rows
+	// Every role set sees the same rows: only the view differs.
+	perRow := heapPerAsk(t, rows, benchGrant, roleSets, "role-", func(role string) *toolcall.Caller {
+		return &toolcall.Caller{Subject: "s", Roles: []string{"contractor", role}}
+	}) / rows
 	t.Logf("live heap per role set: %.1f B per row", perRow)
 	require.Less(t, perRow, 64.0, "a caller view copies the rows")
 }
@@ -85,24 +68,35 @@ func TestPerRoleSetMemoryIsWordsPerRow(t *testing.T) {
 // same roles has been asked (so that what they share exists already).
 func perCallerHeap(t *testing.T, rows, callers int, policy string) float64 {
 	t.Helper()
+	return heapPerAsk(t, rows, policy, callers, "caller-", func(subject string) *toolcall.Caller {
+		return &toolcall.Caller{Subject: subject, Roles: []string{"manager", "contractor"}}
+	})
+}
+
+// heapPerAsk returns the live heap each of n callers adds to a revision of
+// rows rows under policy, after the caller named "warm" has been asked
+// (so that what they share exists already). caller makes the caller of a
+// name: "warm", then prefix followed by 0 to n-1. Each must be granted
+// echo.
+func heapPerAsk(t *testing.T, rows int, policy string, n int, prefix string, caller func(name string) *toolcall.Caller) float64 {
+	t.Helper()
 	fsys := fstest.MapFS{"registry.yaml": {Data: []byte(benchRegistry(rows))}, "policies/grant.rego": {Data: []byte(policy)}}
 	ctx := context.Background()
 	e, err := engine.New(ctx, engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(time.Minute))
 	require.NoError(t, err)
 	rev := e.Current()
-	ask := func(subject string) {
-		c := &toolcall.Caller{Subject: subject, Roles: []string{"manager", "contractor"}}
-		ok, err := rev.Grant(ctx, c, benchReq).Allowed("echo")
+	ask := func(name string) {
+		ok, err := rev.Grant(ctx, caller(name), benchReq).Allowed("echo")
 		require.NoError(t, err)
 		require.True(t, ok, "echo is not granted")
 	}
 	ask("warm")
 	before := benchdata.LiveHeap()
-	for i := range callers {
-		ask(fmt.Sprintf("caller-%d", i))
+	for i := range n {
+		ask(fmt.Sprintf("%s%d", prefix, i))
 	}
 	after := benchdata.LiveHeap()
 	runtime.KeepAlive(rev)
 	runtime.KeepAlive(e)
-	return (float64(after) - float64(before)) / float64(callers)
+	return (float64(after) - float64(before)) / float64(n)
 }

@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/schema"
 )
 
 // withPrompts adds imported prompts (docs/contract.md §16) to the registry.
@@ -158,17 +156,8 @@ resource := "yes" if input.resource.uri == "file:///bad"
 // prompts and resources methods validate against schema/input.schema.json.
 func TestCatalogInputDocumentMatchesSchema(t *testing.T) {
 	t.Parallel()
-	s, err := schema.Compile("input.schema.json")
-	require.NoError(t, err)
+	validate := inputSchema(t)
 	rev := newEngine(t, nil, engine.WithRegistryHook(withPrompts)).Current()
-	validate := func(doc []byte) {
-		t.Helper()
-		dec := json.NewDecoder(bytes.NewReader(doc))
-		dec.UseNumber()
-		var v any
-		require.NoError(t, dec.Decode(&v))
-		require.NoError(t, s.Validate(v), "%s", doc)
-	}
 	for _, req := range []engine.Request{
 		{Method: engine.MethodPromptsList},
 		{Method: engine.MethodPromptsGet, Prompt: "up.rewards", Arguments: json.RawMessage(`{"who":"x"}`)},
@@ -179,12 +168,12 @@ func TestCatalogInputDocumentMatchesSchema(t *testing.T) {
 	} {
 		doc, err := rev.InputDocument(alice, req, false)
 		require.NoError(t, err)
-		validate(doc)
+		validate(t, doc)
 	}
 	doc, err := rev.ResourceInputDocument(alice, engine.Request{Method: engine.MethodResourcesRead, URI: "file:///n/1"},
 		&engine.Resource{URI: "file:///n/1", Name: "n", Upstream: "up", Template: "file:///n/{x}"})
 	require.NoError(t, err)
-	validate(doc)
+	validate(t, doc)
 	require.Contains(t, string(doc), `"template":"file:///n/{x}"`)
 	require.Contains(t, string(doc), `"mimeType":null`)
 }

@@ -54,14 +54,19 @@ var (
 // newEngine loads testRegistry with the given policy files.
 func newEngine(t testing.TB, policies map[string]string, opts ...engine.Option) *engine.Engine {
 	t.Helper()
+	e, err := loadEngine(policies, opts...)
+	require.NoError(t, err)
+	return e
+}
+
+// loadEngine is newEngine returning the error.
+func loadEngine(policies map[string]string, opts ...engine.Option) (*engine.Engine, error) {
 	fsys := fstest.MapFS{"registry.yaml": {Data: []byte(testRegistry)}, "policies/.keep": {Data: nil}}
 	for name, src := range policies {
 		fsys["policies/"+name] = &fstest.MapFile{Data: []byte(src)}
 	}
 	opts = append([]engine.Option{engine.WithTimeout(10 * time.Second)}, opts...)
-	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, opts...)
-	require.NoError(t, err)
-	return e
+	return engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, opts...)
 }
 
 // cacheModes runs a decision test with the grant decision cache on and off:
@@ -261,13 +266,21 @@ func TestCallRuleFailures(t *testing.T) {
 	for name, body := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			rev := newEngine(t, map[string]string{"call.rego": "package toolgate.call\n\n" + body + "\n"}).Current()
-			d := rev.Call(context.Background(), carol, engine.Request{Method: engine.MethodCall, Tool: "echo"})
-			var pe *engine.PolicyError
-			require.ErrorAs(t, d.Err, &pe)
+			d := callFailure(t, body)
 			require.True(t, errors.Is(d.Err, engine.ErrPolicy))
 		})
 	}
+}
+
+// callFailure asks for carol's call of echo under a call policy of body,
+// and requires the answer to fail with a policy error.
+func callFailure(t *testing.T, body string) *engine.CallDecision {
+	t.Helper()
+	rev := newEngine(t, map[string]string{"call.rego": "package toolgate.call\n\n" + body + "\n"}).Current()
+	d := rev.Call(context.Background(), carol, engine.Request{Method: engine.MethodCall, Tool: "echo"})
+	var pe *engine.PolicyError
+	require.ErrorAs(t, d.Err, &pe)
+	return d
 }
 
 func TestExplainFindsTheDecidingRule(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -116,18 +115,24 @@ func (r *Revision) readGranted(d *GrantDecision, b any) {
 	// intersection (a pass in the set's own order) proves it; iterating the
 	// set would sort it first.
 	if set.Len() > 0 && set.Intersect(r.rowNames).Len() != set.Len() {
-		var bad ast.Value
-		set.Foreach(func(t *ast.Term) {
-			if _, ok := t.Value.(ast.String); !ok && bad == nil {
-				bad = t.Value
-			}
-		})
-		if bad != nil {
+		if bad := firstNonString(set); bad != nil {
 			d.Outcome, d.Err = Failed, typeError(refGranted, "granted must hold strings only, got %s %s", ast.ValueName(bad), bad)
 			return
 		}
 	}
 	d.Outcome, d.granted = Override, set
+}
+
+// firstNonString returns the first element of set, in the set's order,
+// that is not a string; nil when every one is.
+func firstNonString(set ast.Set) ast.Value {
+	var bad ast.Value
+	set.Foreach(func(t *ast.Term) {
+		if _, ok := t.Value.(ast.String); !ok && bad == nil {
+			bad = t.Value
+		}
+	})
+	return bad
 }
 
 // Call evaluates the toolgate.call rules for an accepted call of the named
@@ -331,13 +336,8 @@ func readApproval(v ast.Value) (*Approval, error) {
 				a.Approvers = append(a.Approvers, string(s))
 			}
 		case "ttl":
-			s, ok := val.Value.(ast.String)
-			var ttl time.Duration
-			var perr error
-			if ok {
-				ttl, perr = time.ParseDuration(string(s))
-			}
-			if !ok || perr != nil || ttl <= 0 {
+			ttl, ok := positiveDuration(val.Value)
+			if !ok {
 				err = typeError(refApproval, "approval.ttl must be a positive duration string such as \"30m\", got %s %s", ast.ValueName(val.Value), val.Value)
 				return
 			}

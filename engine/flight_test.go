@@ -120,17 +120,7 @@ func TestACancelledLeaderDoesNotFailTheWaiters(t *testing.T) {
 func TestAWaiterWhoseContextEndsFailsWithItsOwnError(t *testing.T) {
 	t.Parallel()
 	rev := newEngine(t, map[string]string{"grant.rego": contractorPolicy}).Current()
-	release := make(chan struct{})
-	leading, _ := lockstep(rev, func() { <-release })
-	var leader *engine.GrantDecision
-	done := make(chan struct{})
-	go func() { defer close(done); leader = rev.Grant(context.Background(), dave, listReq) }()
-	await(t, leading)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	waiter := rev.Grant(ctx, dave, listReq) // joins, then sees its context ended
-	close(release)
-	<-done
+	leader, waiter := cancelledWaiter(t, rev)
 
 	require.Equal(t, engine.Failed, waiter.Outcome)
 	var pe *engine.PolicyError
@@ -140,6 +130,25 @@ func TestAWaiterWhoseContextEndsFailsWithItsOwnError(t *testing.T) {
 	require.ErrorIs(t, waiter.Err, context.Canceled)
 	require.Equal(t, engine.Override, leader.Outcome, "the leader is not bothered")
 	require.Same(t, leader, rev.Grant(context.Background(), dave, listReq))
+}
+
+// cancelledWaiter asks rev for dave's tool list twice: the leader, whose
+// evaluation is held until the waiter has asked, and the waiter, who joins
+// the leader's round with a context already ended. It returns both
+// answers.
+func cancelledWaiter(t *testing.T, rev *engine.Revision) (leader, waiter *engine.GrantDecision) {
+	t.Helper()
+	release := make(chan struct{})
+	leading, _ := lockstep(rev, func() { <-release })
+	done := make(chan struct{})
+	go func() { defer close(done); leader = rev.Grant(context.Background(), dave, listReq) }()
+	await(t, leading)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	waiter = rev.Grant(ctx, dave, listReq) // joins, then sees its context ended
+	close(release)
+	<-done
+	return leader, waiter
 }
 
 // await waits for ch to close; the deadline only bounds a failure.
@@ -172,17 +181,7 @@ func TestConcurrentFirstSplitCallsWaitForTheFirst(t *testing.T) {
 func TestASplitWaiterWhoseContextEndsFailsWithItsOwnError(t *testing.T) {
 	t.Parallel()
 	rev := newEngine(t, map[string]string{"grant.rego": "package toolgate.grant\n\n" + splitShapes[2] + "\n"}).Current()
-	release := make(chan struct{})
-	leading, _ := lockstep(rev, func() { <-release })
-	var leader *engine.GrantDecision
-	done := make(chan struct{})
-	go func() { defer close(done); leader = rev.Grant(context.Background(), dave, listReq) }()
-	await(t, leading)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	waiter := rev.Grant(ctx, dave, listReq)
-	close(release)
-	<-done
+	leader, waiter := cancelledWaiter(t, rev)
 
 	require.Equal(t, engine.Failed, waiter.Outcome)
 	var pe *engine.PolicyError

@@ -19,8 +19,7 @@ import (
 // against schema/input.schema.json, so the two cannot drift.
 func TestInputDocumentMatchesSchema(t *testing.T) {
 	t.Parallel()
-	s, err := schema.Compile("input.schema.json")
-	require.NoError(t, err)
+	validate := inputSchema(t)
 	rev := newEngine(t, nil).Current()
 	meta := engine.BoundMeta(json.RawMessage(`{"festi/runId":"r-1","n":12345678901234567890.5,"deep":{"a":[1,{"b":null}]}}`))
 	cases := []struct {
@@ -42,11 +41,7 @@ func TestInputDocumentMatchesSchema(t *testing.T) {
 			t.Parallel()
 			doc, err := rev.InputDocument(tc.caller, tc.req, tc.withTool)
 			require.NoError(t, err)
-			dec := json.NewDecoder(bytes.NewReader(doc))
-			dec.UseNumber()
-			var v any
-			require.NoError(t, dec.Decode(&v))
-			require.NoError(t, s.Validate(v), "%s", doc)
+			validate(t, doc)
 		})
 	}
 	for _, tc := range []engine.Request{
@@ -58,12 +53,24 @@ func TestInputDocumentMatchesSchema(t *testing.T) {
 			t.Parallel()
 			doc, err := imported.InputDocument(alice, tc, tc.Tool != "")
 			require.NoError(t, err)
-			dec := json.NewDecoder(bytes.NewReader(doc))
-			dec.UseNumber()
-			var v any
-			require.NoError(t, dec.Decode(&v))
-			require.NoError(t, s.Validate(v), "%s", doc)
+			validate(t, doc)
 		})
+	}
+}
+
+// inputSchema compiles schema/input.schema.json and returns a check that
+// fails t unless doc, its numbers read exactly, is valid against it.
+func inputSchema(t *testing.T) func(t *testing.T, doc []byte) {
+	t.Helper()
+	s, err := schema.Compile("input.schema.json")
+	require.NoError(t, err)
+	return func(t *testing.T, doc []byte) {
+		t.Helper()
+		dec := json.NewDecoder(bytes.NewReader(doc))
+		dec.UseNumber()
+		var v any
+		require.NoError(t, dec.Decode(&v))
+		require.NoError(t, s.Validate(v), "%s", doc)
 	}
 }
 

@@ -103,13 +103,8 @@ func readLimit(v ast.Value) (Limit, error) {
 			}
 			l.Max = i
 		case "per":
-			s, ok := val.Value.(ast.String)
-			var per time.Duration
-			var perr error
-			if ok {
-				per, perr = time.ParseDuration(string(s))
-			}
-			if !ok || perr != nil || per <= 0 {
+			per, ok := positiveDuration(val.Value)
+			if !ok {
 				err = typeError(refLimit, "limit.per must be a positive duration string such as \"1m\" or \"24h\", got %s %s", ast.ValueName(val.Value), val.Value)
 				return
 			}
@@ -125,4 +120,15 @@ func readLimit(v ast.Value) (Limit, error) {
 		return Limit{}, typeError(refLimit, "a limit needs key, max, per and reason, got %s", v)
 	}
 	return l, nil
+}
+
+// positiveDuration reads v as a duration string (time.ParseDuration's)
+// above zero; false when it is not one.
+func positiveDuration(v ast.Value) (time.Duration, bool) {
+	s, ok := v.(ast.String)
+	if !ok {
+		return 0, false
+	}
+	d, err := time.ParseDuration(string(s))
+	return d, err == nil && d > 0
 }

@@ -3,8 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -366,41 +367,48 @@ func refIn(ref ast.Ref, refs []ast.Ref) bool {
 // produced.
 func addProvenance(modules map[string]*ast.Module) []provenance {
 	var out []provenance
-	names := make([]string, 0, len(modules))
-	for n := range modules {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		m := modules[n]
+	appendRules(modules, func(m *ast.Module, r *ast.Rule) []*ast.Rule {
+		var added []*ast.Rule
+		abs := rulePath(r)
+		for _, target := range watchedRefs {
+			if !abs.Equal(target) {
+				continue
+			}
+			i := len(out)
+			name := ast.Var(regoload.CopyPrefix + string(target[len(target)-1].Value.(ast.String)) + "_" + strconv.Itoa(i))
+			cp := r.Copy()
+			for rr := cp; rr != nil; rr = rr.Else {
+				rr.Head.Name = name
+				rr.Head.Reference = ast.Ref{ast.VarTerm(string(name))}
+			}
+			cp.Module = m
+			added = append(added, cp)
+			out = append(out, provenance{
+				target:  target,
+				ref:     m.Package.Path.Append(ast.StringTerm(string(name))),
+				loc:     locationOf(r.Location),
+				dflt:    r.Default,
+				binding: "p" + strconv.Itoa(i),
+			})
+		}
+		return added
+	})
+	return out
+}
+
+// appendRules calls derive for each rule of each module, the modules in
+// the order of their names (so that generated names and their numbers are
+// the same at every load), and appends to each module the rules derive
+// returned for its rules. derive sees only the rules a module had before.
+func appendRules(modules map[string]*ast.Module, derive func(m *ast.Module, r *ast.Rule) []*ast.Rule) {
+	for _, name := range slices.Sorted(maps.Keys(modules)) {
+		m := modules[name]
 		var added []*ast.Rule
 		for _, r := range m.Rules {
-			abs := rulePath(r)
-			for _, target := range watchedRefs {
-				if !abs.Equal(target) {
-					continue
-				}
-				i := len(out)
-				name := ast.Var(regoload.CopyPrefix + string(target[len(target)-1].Value.(ast.String)) + "_" + strconv.Itoa(i))
-				cp := r.Copy()
-				for rr := cp; rr != nil; rr = rr.Else {
-					rr.Head.Name = name
-					rr.Head.Reference = ast.Ref{ast.VarTerm(string(name))}
-				}
-				cp.Module = m
-				added = append(added, cp)
-				out = append(out, provenance{
-					target:  target,
-					ref:     m.Package.Path.Append(ast.StringTerm(string(name))),
-					loc:     locationOf(r.Location),
-					dflt:    r.Default,
-					binding: "p" + strconv.Itoa(i),
-				})
-			}
+			added = append(added, derive(m, r)...)
 		}
 		m.Rules = append(m.Rules, added...)
 	}
-	return out
 }
 
 // printFunc adapts a function to OPA's print hook, for print() in policies.

@@ -122,13 +122,7 @@ func (r *Revision) readPrompts(d *GrantDecision, b any) {
 		d.Outcome, d.Err = Failed, typeError(refPrompts, "prompts must be a set of prompt names, got %s", ast.ValueName(arr.Elem(0).Value))
 		return
 	}
-	var bad ast.Value
-	set.Foreach(func(t *ast.Term) {
-		if _, ok := t.Value.(ast.String); !ok && bad == nil {
-			bad = t.Value
-		}
-	})
-	if bad != nil {
+	if bad := firstNonString(set); bad != nil {
 		d.Outcome, d.Err = Failed, typeError(refPrompts, "prompts must hold strings only, got %s %s", ast.ValueName(bad), bad)
 		return
 	}

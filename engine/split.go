@@ -200,40 +200,32 @@ type splitOrigin struct {
 // stay where they are. Comprehensions inside a moved one are moved too.
 func splitComprehensions(modules map[string]*ast.Module) (map[string]*ast.Module, map[string]splitOrigin) {
 	out := make(map[string]*ast.Module, len(modules))
-	names := make([]string, 0, len(modules))
-	for n := range modules {
-		names = append(names, n)
+	for name, m := range modules {
+		out[name] = m.Copy()
 	}
-	slices.Sort(names)
 	origins := map[string]splitOrigin{}
-	n := 0
-	for _, name := range names {
-		m := modules[name].Copy()
-		out[name] = m
-		var added []*ast.Rule
-		for _, r := range m.Rules {
-			if r.Default {
-				continue // a default's value must be ground: it stays as written
-			}
-			for _, t := range closedComprehensions(r) {
-				ruleName := ast.Var(splitPrefix + strconv.Itoa(n))
-				n++
-				origins[string(ruleName)] = splitOrigin{rule: rulePath(r).String(), loc: locationOf(t.Location)}
-				comp := &ast.Term{Value: t.Value, Location: t.Location}
-				t.Value = ruleName
-				head := &ast.Head{
-					Name:      ruleName,
-					Reference: ast.Ref{ast.VarTerm(string(ruleName)).SetLocation(t.Location)},
-					Value:     comp,
-					Assign:    true,
-					Location:  t.Location,
-				}
-				body := ast.NewBody(ast.NewExpr(ast.BooleanTerm(true).SetLocation(t.Location)).SetLocation(t.Location))
-				added = append(added, &ast.Rule{Head: head, Body: body, Module: m, Location: t.Location})
-			}
+	appendRules(out, func(m *ast.Module, r *ast.Rule) []*ast.Rule {
+		if r.Default {
+			return nil // a default's value must be ground: it stays as written
 		}
-		m.Rules = append(m.Rules, added...)
-	}
+		var added []*ast.Rule
+		for _, t := range closedComprehensions(r) {
+			ruleName := ast.Var(splitPrefix + strconv.Itoa(len(origins)))
+			origins[string(ruleName)] = splitOrigin{rule: rulePath(r).String(), loc: locationOf(t.Location)}
+			comp := &ast.Term{Value: t.Value, Location: t.Location}
+			t.Value = ruleName
+			head := &ast.Head{
+				Name:      ruleName,
+				Reference: ast.Ref{ast.VarTerm(string(ruleName)).SetLocation(t.Location)},
+				Value:     comp,
+				Assign:    true,
+				Location:  t.Location,
+			}
+			body := ast.NewBody(ast.NewExpr(ast.BooleanTerm(true).SetLocation(t.Location)).SetLocation(t.Location))
+			added = append(added, &ast.Rule{Head: head, Body: body, Module: m, Location: t.Location})
+		}
+		return added
+	})
 	return out, origins
 }
 

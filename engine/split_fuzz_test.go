@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"testing"
 
@@ -170,34 +171,87 @@ func FuzzSplitEquivalence(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, shape, subject, roles uint8, list bool, tool string, meta []byte) {
 		split, whole := splitEnginesFor(t, int(shape)%len(splitShapes))
-		c := &toolcall.Caller{Subject: []string{"alice", "bob", "carol", "dave"}[subject%4]}
-		for i, r := range []string{"manager", "admin", "contractor"} {
-			if roles&(1<<i) != 0 {
-				c.Roles = append(c.Roles, r)
-			}
-		}
-		if roles&8 != 0 {
-			c.Claims = map[string]any{"tools": []any{"echo", "report"}}
-		}
-		req := engine.Request{Method: engine.MethodList, Meta: engine.BoundMeta(json.RawMessage(meta))}
-		if !list {
-			req.Method, req.Tool, req.Arguments = engine.MethodCall, tool, json.RawMessage(`{"text":"hi"}`)
-		}
-		ctx := context.Background()
-		want := whole.Grant(ctx, c, req)
-		for range 2 {
-			got := split.Grant(ctx, c, req)
-			require.Equal(t, want.Outcome, got.Outcome, "outcome; whole failed with %v, split with %v", want.Err, got.Err)
-			require.Equal(t, want.Err != nil, got.Err != nil, "failure: whole %v, split %v", want.Err, got.Err)
-			require.Equal(t, want.Granted(), got.Granted())
-			require.Equal(t, want.OverrideSet(), got.OverrideSet())
-			for _, name := range []string{"echo", "getReward", "report", "orphan", "execUrl", "ghost", tool} {
-				w, werr := want.Allowed(name)
-				g, gerr := got.Allowed(name)
-				require.Equal(t, w, g, name)
-				require.Equal(t, werr != nil, gerr != nil, name)
-				require.Equal(t, want.Visible(name), got.Visible(name), name)
-			}
-		}
+		requireSplitAsWhole(t, split, whole, failedAlike, subject, roles, list, tool, meta)
 	})
+}
+
+// requireSplitAsWhole asks whole once and split twice (so that both a
+// fresh and a kept residual answer) the question a split fuzzer's values
+// describe, and requires each split answer to be the whole's, failures
+// matched as match says. subject picks one of four callers; the low three
+// bits of roles its roles, the fourth its claims; list asks for the tool
+// list, otherwise for a call of tool; meta is the request's _meta.
+func requireSplitAsWhole(t *testing.T, split, whole *engine.Revision, match failureMatch, subject, roles uint8, list bool, tool string, meta []byte) {
+	t.Helper()
+	c := &toolcall.Caller{Subject: []string{"alice", "bob", "carol", "dave"}[subject%4]}
+	for i, r := range []string{"manager", "admin", "contractor"} {
+		if roles&(1<<i) != 0 {
+			c.Roles = append(c.Roles, r)
+		}
+	}
+	if roles&8 != 0 {
+		c.Claims = map[string]any{"tools": []any{"echo", "report"}}
+	}
+	req := engine.Request{Method: engine.MethodList, Meta: engine.BoundMeta(json.RawMessage(meta))}
+	if !list {
+		req.Method, req.Tool, req.Arguments = engine.MethodCall, tool, json.RawMessage(`{"text":"hi"}`)
+	}
+	ctx := context.Background()
+	want := whole.Grant(ctx, c, req)
+	for range 2 {
+		requireSameGrant(t, want, split.Grant(ctx, c, req), tool, match)
+	}
+}
+
+// failureMatch is how alike two grant decisions' failures must be.
+type failureMatch bool
+
+const (
+	// failedAlike: both fail, or neither does.
+	failedAlike failureMatch = false
+	// failedExactly: the same failure, to its kind, code, message and
+	// location.
+	failedExactly failureMatch = true
+)
+
+// requireSameGrant requires two grant decisions to answer alike: the same
+// outcome, granted and override sets, and the same answer for each of the
+// registry's tools and tool, failures matched as match says.
+func requireSameGrant(t testing.TB, want, got *engine.GrantDecision, tool string, match failureMatch) {
+	t.Helper()
+	require.Equal(t, want.Outcome, got.Outcome, "outcome; whole failed with %v, split with %v", want.Err, got.Err)
+	switch {
+	case match == failedAlike:
+		require.Equal(t, want.Err != nil, got.Err != nil, "failure: whole %v, split %v", want.Err, got.Err)
+	case want.Err == nil || got.Err == nil:
+		require.Equal(t, want.Err, got.Err)
+	default:
+		require.Equal(t, want.Err.Error(), got.Err.Error())
+		var wp, gp *engine.PolicyError
+		require.Equal(t, errors.As(want.Err, &wp), errors.As(got.Err, &gp))
+		if wp != nil {
+			require.Equal(t, [4]any{wp.Rule, wp.Kind, wp.Code, wp.Location}, [4]any{gp.Rule, gp.Kind, gp.Code, gp.Location})
+			require.Equal(t, wp.Message, gp.Message)
+		}
+	}
+	require.Equal(t, want.Granted(), got.Granted())
+	require.Equal(t, want.OverrideSet(), got.OverrideSet())
+	for _, name := range []string{"echo", "getReward", "report", "orphan", "execUrl", "ghost", tool} {
+		w, werr := want.Allowed(name)
+		g, gerr := got.Allowed(name)
+		require.Equal(t, w, g, name)
+		if match == failedAlike {
+			require.Equal(t, werr != nil, gerr != nil, name)
+		} else {
+			require.Equal(t, errString(werr), errString(gerr), name)
+		}
+		require.Equal(t, want.Visible(name), got.Visible(name), name)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

@@ -115,9 +115,17 @@ func TestSplitConcurrent(t *testing.T) {
 	policies := map[string]string{"grant.rego": "package toolgate.grant\n\n" + splitShapes[2] + "\n"}
 	rev := newEngine(t, policies).Current()
 	whole := newEngine(t, policies, engine.WithDecisionCache(false)).Current()
+	requireSameConcurrently(t, rev, whole, `{"deny":true}`)
+}
+
+// requireSameConcurrently asks rev and whole, from 8 goroutines at once,
+// for bob's, carol's and dave's tool lists without _meta and with meta, and
+// fails t on the first answer of rev that is not whole's.
+func requireSameConcurrently(t *testing.T, rev, whole *engine.Revision, meta string) {
+	t.Helper()
 	ctx := context.Background()
 	callers := []*toolcall.Caller{bob, carol, dave}
-	reqs := []engine.Request{listReq, {Method: engine.MethodList, Meta: engine.BoundMeta(json.RawMessage(`{"deny":true}`))}}
+	reqs := []engine.Request{listReq, {Method: engine.MethodList, Meta: engine.BoundMeta(json.RawMessage(meta))}}
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {

@@ -65,30 +65,22 @@ func splitRows(modules map[string]*ast.Module, fc *ast.Compiler, origins map[str
 		return nil
 	}
 	rows := map[string]splitOrigin{}
-	names := make([]string, 0, len(modules))
-	for n := range modules {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		m := modules[name]
-		var added []*ast.Rule
-		for _, r := range m.Rules {
-			if !candidates[string(r.Head.Name)] || r.Head.Value == nil {
-				continue
-			}
-			compiled := fc.GetRulesExact(rulePath(r))
-			if len(compiled) != 1 {
-				continue
-			}
-			rowsName := rowsPrefix + strconv.Itoa(len(rows))
-			if rule := splitRowsOf(modules, m, r.Head.Value, compiled[0], fc, rowsName); rule != nil {
-				added = append(added, rule)
-				rows[rowsName] = origins[string(r.Head.Name)]
-			}
+	appendRules(modules, func(m *ast.Module, r *ast.Rule) []*ast.Rule {
+		if !candidates[string(r.Head.Name)] || r.Head.Value == nil {
+			return nil
 		}
-		m.Rules = append(m.Rules, added...)
-	}
+		compiled := fc.GetRulesExact(rulePath(r))
+		if len(compiled) != 1 {
+			return nil
+		}
+		rowsName := rowsPrefix + strconv.Itoa(len(rows))
+		rule := splitRowsOf(modules, m, r.Head.Value, compiled[0], fc, rowsName)
+		if rule == nil {
+			return nil
+		}
+		rows[rowsName] = origins[string(r.Head.Name)]
+		return []*ast.Rule{rule}
+	})
 	return rows
 }
 

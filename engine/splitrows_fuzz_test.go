@@ -1,20 +1,14 @@
 package engine_test
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"testing/fstest"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The grammar FuzzSplitRowsEquivalence builds grant policies from: a
@@ -129,16 +123,6 @@ func rowsPolicy(spec []byte) string {
 	return "package toolgate.grant\n\n" + strings.Replace(wrapper, "%s", comp, 1) + "\n" + rowsHelpers
 }
 
-// loadEngine is newEngine returning the error.
-func loadEngine(policies map[string]string, opts ...engine.Option) (*engine.Engine, error) {
-	fsys := fstest.MapFS{"registry.yaml": {Data: []byte(testRegistry)}}
-	for name, src := range policies {
-		fsys["policies/"+name] = &fstest.MapFile{Data: []byte(src)}
-	}
-	opts = append([]engine.Option{engine.WithTimeout(10 * time.Second)}, opts...)
-	return engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, opts...)
-}
-
 var rowsEngines = struct {
 	sync.Mutex
 	m map[string][2]*engine.Revision
@@ -220,57 +204,6 @@ func FuzzSplitRowsEquivalence(f *testing.F) {
 		if err != nil {
 			return // refused alike
 		}
-		c := &toolcall.Caller{Subject: []string{"alice", "bob", "carol", "dave"}[subject%4]}
-		for i, r := range []string{"manager", "admin", "contractor"} {
-			if roles&(1<<i) != 0 {
-				c.Roles = append(c.Roles, r)
-			}
-		}
-		if roles&8 != 0 {
-			c.Claims = map[string]any{"tools": []any{"echo", "report"}}
-		}
-		req := engine.Request{Method: engine.MethodList, Meta: engine.BoundMeta(json.RawMessage(meta))}
-		if !list {
-			req.Method, req.Tool, req.Arguments = engine.MethodCall, tool, json.RawMessage(`{"text":"hi"}`)
-		}
-		ctx := context.Background()
-		want := whole.Grant(ctx, c, req)
-		for range 2 {
-			requireSameGrant(t, want, split.Grant(ctx, c, req), tool)
-		}
+		requireSplitAsWhole(t, split, whole, failedExactly, subject, roles, list, tool, meta)
 	})
-}
-
-// requireSameGrant requires two grant decisions to answer alike, their
-// failures included.
-func requireSameGrant(t testing.TB, want, got *engine.GrantDecision, tool string) {
-	t.Helper()
-	require.Equal(t, want.Outcome, got.Outcome, "outcome; whole failed with %v, split with %v", want.Err, got.Err)
-	if want.Err == nil || got.Err == nil {
-		require.Equal(t, want.Err, got.Err)
-	} else {
-		require.Equal(t, want.Err.Error(), got.Err.Error())
-		var wp, gp *engine.PolicyError
-		require.Equal(t, errors.As(want.Err, &wp), errors.As(got.Err, &gp))
-		if wp != nil {
-			require.Equal(t, [4]any{wp.Rule, wp.Kind, wp.Code, wp.Location}, [4]any{gp.Rule, gp.Kind, gp.Code, gp.Location})
-			require.Equal(t, wp.Message, gp.Message)
-		}
-	}
-	require.Equal(t, want.Granted(), got.Granted())
-	require.Equal(t, want.OverrideSet(), got.OverrideSet())
-	for _, name := range []string{"echo", "getReward", "report", "orphan", "execUrl", "ghost", tool} {
-		w, werr := want.Allowed(name)
-		g, gerr := got.Allowed(name)
-		require.Equal(t, w, g, name)
-		require.Equal(t, errString(werr), errString(gerr), name)
-		require.Equal(t, want.Visible(name), got.Visible(name), name)
-	}
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }

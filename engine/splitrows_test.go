@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"slices"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -62,7 +60,7 @@ n := "x"`, false, nil},
 					req := engine.Request{Method: engine.MethodCall, Tool: "echo", Meta: engine.BoundMeta(json.RawMessage(meta))}
 					want := w.Grant(context.Background(), c, req)
 					for range 2 {
-						requireSameGrant(t, want, rev.Grant(context.Background(), c, req), "echo")
+						requireSameGrant(t, want, rev.Grant(context.Background(), c, req), "echo", failedExactly)
 					}
 				}
 			}
@@ -143,7 +141,7 @@ one(t) := 2 if t.name == "report"
 				require.Zero(t, rev.Preloaded(dave))
 			}
 			for range 2 {
-				requireSameGrant(t, want, rev.Grant(context.Background(), dave, req), "echo")
+				requireSameGrant(t, want, rev.Grant(context.Background(), dave, req), "echo", failedExactly)
 			}
 		})
 	}
@@ -158,22 +156,5 @@ func TestSplitRowsConcurrent(t *testing.T) {
 	_, why := rev.DecisionMode()
 	require.Contains(t, why, "the rows of the comprehension")
 	whole := newEngine(t, policies, engine.WithDecisionCache(false)).Current()
-	ctx := context.Background()
-	callers := []*toolcall.Caller{bob, carol, dave}
-	reqs := []engine.Request{listReq, {Method: engine.MethodList, Meta: engine.BoundMeta(json.RawMessage(`{"hide":"echo"}`))}}
-	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Go(func() {
-			for i := range 50 {
-				c, req := callers[(g+i)%len(callers)], reqs[i%len(reqs)]
-				want := whole.Grant(ctx, c, req)
-				got := rev.Grant(ctx, c, req)
-				if want.Outcome != got.Outcome || !slices.Equal(want.Granted(), got.Granted()) {
-					t.Errorf("%s %s: split %v %v, whole %v %v", c.Subject, req.Meta, got.Outcome, got.Granted(), want.Outcome, want.Granted())
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	requireSameConcurrently(t, rev, whole, `{"hide":"echo"}`)
 }

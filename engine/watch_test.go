@@ -146,6 +146,28 @@ func (f *watchFixture) waitNoticedGap() {
 		"the missing file was never noticed")
 }
 
+// decideAlongside starts readers goroutines that ask the current revision
+// for carol's tool list over and over, handing each answer to judge, until
+// the stop it returns is called; stop returns once they have stopped.
+func (f *watchFixture) decideAlongside(readers int, judge func(d *engine.GrantDecision)) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range readers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				judge(f.e.Current().Grant(context.Background(), carol, listReq))
+				runtime.Gosched() // let the writer and the watcher run too
+			}
+		})
+	}
+	return func() { close(done); wg.Wait() }
+}
+
 func (f *watchFixture) revisions() []*engine.Revision {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -209,22 +231,12 @@ func TestWatchVimSaveNeverServesTheGap(t *testing.T) {
 	f.start(watch.Options{Debounce: 5 * time.Millisecond, Settle: time.Second})
 	require.Equal(t, allButReport, f.granted())
 
-	stop := make(chan struct{})
 	var leaks, decisions atomic.Int64
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			d := f.e.Current().Grant(context.Background(), carol, listReq)
-			if d.Err != nil || d.Visible("report") {
-				leaks.Add(1)
-			}
-			decisions.Add(1)
+	stop := f.decideAlongside(1, func(d *engine.GrantDecision) {
+		if d.Err != nil || d.Visible("report") {
+			leaks.Add(1)
 		}
+		decisions.Add(1)
 	})
 
 	p := f.pol("grant.rego")
@@ -233,8 +245,7 @@ func TestWatchVimSaveNeverServesTheGap(t *testing.T) {
 	f.write(p, hideReport2)
 	require.NoError(t, os.Remove(p+"~"))
 	f.waitGranted(allButReport2)
-	close(stop)
-	wg.Wait()
+	stop()
 
 	require.Zero(t, leaks.Load(), "a decision saw the hidden tool (of %d)", decisions.Load())
 	require.Positive(t, decisions.Load())
@@ -458,32 +469,19 @@ func TestReloadRace(t *testing.T) {
 	// at least one reload installs it (files that keep changing are loaded
 	// only once they have settled, docs/contract.md §9).
 	const readers, rewrites = 8, 201
-	stop := make(chan struct{})
 	var decisions, failures, mixes atomic.Int64
 	var firstBad atomic.Value
-	var wg sync.WaitGroup
-	for range readers {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				d := f.e.Current().Grant(context.Background(), carol, listReq)
-				decisions.Add(1)
-				switch g := d.Granted(); {
-				case d.Err != nil:
-					failures.Add(1)
-					firstBad.CompareAndSwap(nil, d.Err.Error())
-				case !slices.Equal(g, onlyEcho) && !slices.Equal(g, onlyGetReward):
-					mixes.Add(1)
-					firstBad.CompareAndSwap(nil, fmt.Sprint(g))
-				}
-				runtime.Gosched() // let the writer and the watcher run too
-			}
-		})
-	}
+	stop := f.decideAlongside(readers, func(d *engine.GrantDecision) {
+		decisions.Add(1)
+		switch g := d.Granted(); {
+		case d.Err != nil:
+			failures.Add(1)
+			firstBad.CompareAndSwap(nil, d.Err.Error())
+		case !slices.Equal(g, onlyEcho) && !slices.Equal(g, onlyGetReward):
+			mixes.Add(1)
+			firstBad.CompareAndSwap(nil, fmt.Sprint(g))
+		}
+	})
 	last := onlyEcho
 	for i := range rewrites {
 		content := grantEcho
@@ -500,8 +498,7 @@ func TestReloadRace(t *testing.T) {
 	}
 	f.waitGranted(last)
 	require.Eventually(t, func() bool { return f.e.LastError() == nil }, failureBound, 2*time.Millisecond)
-	close(stop)
-	wg.Wait()
+	stop()
 
 	st := f.e.Status()
 	t.Logf("%d decisions during %d rewrites; %d revisions installed, %d reloads failed (torn in-place writes)",

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -52,8 +51,7 @@ func TestCachedTokenDroppedWhenItsKeyLeaves(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			k1, k2 := newRSAKey(t, "k1"), newECKey(t, "k2")
-			file := filepath.Join(t.TempDir(), "jwks.json")
-			writeJWKS(t, file, k1, k2)
+			file := newJWKSFile(t, k1, k2)
 			c := newClock()
 			v, check := backgroundVerifier(t, serve(t, file), c)
 			check()
@@ -84,8 +82,7 @@ func TestCachedTokenDroppedWhenItsKeyLeaves(t *testing.T) {
 func TestCachedTokenDroppedWhenItsKeyIsReplaced(t *testing.T) {
 	t.Parallel()
 	k1, k1b := newRSAKey(t, "k1"), newRSAKey(t, "k1")
-	file := filepath.Join(t.TempDir(), "jwks.json")
-	writeJWKS(t, file, k1)
+	file := newJWKSFile(t, k1)
 	c := newClock()
 	v, check := backgroundVerifier(t, file, c)
 	check()
@@ -109,8 +106,7 @@ func TestCachedTokenDroppedWhenItsKeyIsReplaced(t *testing.T) {
 func TestSlowKeySetAnswersAtOnce(t *testing.T) {
 	t.Parallel()
 	k := newECKey(t, "k")
-	file := filepath.Join(t.TempDir(), "jwks.json")
-	writeJWKS(t, file, k)
+	file := newJWKSFile(t, k)
 	arrived, release := make(chan struct{}, 8), make(chan struct{})
 	var answered atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -162,8 +158,7 @@ func TestSlowKeySetAnswersAtOnce(t *testing.T) {
 func TestTokenWithoutKidTriesEveryKey(t *testing.T) {
 	t.Parallel()
 	k1, k2, other := newRSAKey(t, "k1"), newRSAKey(t, "k2"), newRSAKey(t, "k3")
-	file := filepath.Join(t.TempDir(), "jwks.json")
-	writeJWKS(t, file, k1, k2)
+	file := newJWKSFile(t, k1, k2)
 	c := newClock()
 	v := fileVerifier(t, file, c, nil)
 	payload := claimsJSON(c.Now(), "")
@@ -184,8 +179,7 @@ func TestTokenWithoutKidTriesEveryKey(t *testing.T) {
 func TestScheduledCheckLogsOnlyChanges(t *testing.T) {
 	t.Parallel()
 	k1, k2 := newECKey(t, "k1"), newECKey(t, "k2")
-	file := filepath.Join(t.TempDir(), "jwks.json")
-	writeJWKS(t, file, k1)
+	file := newJWKSFile(t, k1)
 	buf := &lockedBuffer{b: &bytes.Buffer{}}
 	c := newClock()
 	_, check := backgroundVerifier(t, file, c, identity.WithLogger(slog.New(slog.NewTextHandler(buf, nil))))

@@ -72,8 +72,7 @@ func TestDiscoveryRFC8414AndRefetchLimit(t *testing.T) {
 func TestJWKSURL(t *testing.T) {
 	t.Parallel()
 	k := newRSAKey(t, "k")
-	keys := filepath.Join(t.TempDir(), "jwks.json")
-	writeJWKS(t, keys, k)
+	keys := newJWKSFile(t, k)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/keys" {
 			http.NotFound(w, r)

@@ -55,6 +55,15 @@ func newEdKey(t testing.TB, kid string) testKey {
 }
 
 // writeJWKS writes the public keys of keys as a JWK Set file.
+// newJWKSFile writes keys' public halves as a JWKS file in a directory of
+// the test's own, and returns its path.
+func newJWKSFile(t testing.TB, keys ...testKey) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "jwks.json")
+	writeJWKS(t, path, keys...)
+	return path
+}
+
 func writeJWKS(t testing.TB, path string, keys ...testKey) {
 	t.Helper()
 	set := jwk.NewSet()
@@ -111,8 +120,7 @@ func fileVerifier(t *testing.T, path string, c *testclock.Clock, mod func(*ident
 func TestJWKSFileClaims(t *testing.T) {
 	t.Parallel()
 	rsaKey, ecKey, edKey := newRSAKey(t, "r"), newECKey(t, "e"), newEdKey(t, "d")
-	path := filepath.Join(t.TempDir(), "jwks.json")
-	writeJWKS(t, path, rsaKey, ecKey, edKey)
+	path := newJWKSFile(t, rsaKey, ecKey, edKey)
 	c := newClock()
 	now := c.Now()
 	v := fileVerifier(t, path, c, nil)
@@ -207,8 +215,7 @@ func TestJWKSFileClaims(t *testing.T) {
 func TestJWKSFileRotation(t *testing.T) {
 	t.Parallel()
 	a, b := newRSAKey(t, "a"), newRSAKey(t, "b")
-	path := filepath.Join(t.TempDir(), "jwks.json")
-	writeJWKS(t, path, a)
+	path := newJWKSFile(t, a)
 	c := newClock()
 	v := fileVerifier(t, path, c, nil)
 	tokA, tokB := a.sign(t, claimsJSON(c.Now(), "")), b.sign(t, claimsJSON(c.Now(), ""))
@@ -273,8 +280,7 @@ func TestJWKSKeysNotUsed(t *testing.T) {
 func TestCacheNeverPastExp(t *testing.T) {
 	t.Parallel()
 	k := newRSAKey(t, "k")
-	path := filepath.Join(t.TempDir(), "jwks.json")
-	writeJWKS(t, path, k)
+	path := newJWKSFile(t, k)
 	c := newClock()
 	v := fileVerifier(t, path, c, nil)
 	tok := k.sign(t, claimsJSON(c.Now(), ""))
@@ -299,8 +305,7 @@ func TestCacheNeverPastExp(t *testing.T) {
 func TestJWKSFileKeyReplacedUnderItsKid(t *testing.T) {
 	t.Parallel()
 	old, renewed := newRSAKey(t, "a"), newRSAKey(t, "a")
-	path := filepath.Join(t.TempDir(), "jwks.json")
-	writeJWKS(t, path, old)
+	path := newJWKSFile(t, old)
 	c := newClock()
 	v := fileVerifier(t, path, c, nil)
 	if _, err := v.Verify(t.Context(), old.sign(t, claimsJSON(c.Now(), ""))); err != nil {

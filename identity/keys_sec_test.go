@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 
 	"github.com/toolgate/toolgate/identity"
@@ -19,8 +18,7 @@ import (
 func TestRefetchNotSpentByACancelledRequest(t *testing.T) {
 	t.Parallel()
 	k1, k2 := newRSAKey(t, "k1"), newRSAKey(t, "k2")
-	keys := filepath.Join(t.TempDir(), "jwks.json")
-	writeJWKS(t, keys, k1)
+	keys := newJWKSFile(t, k1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFile(w, r, keys)
 	}))

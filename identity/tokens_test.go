@@ -81,13 +81,7 @@ func TestLoadTokensReportsEveryBadEntry(t *testing.T) {
 		identity.HashToken("f") + ": {subject: f, roles: x}", // 7: roles not a list
 		"",
 	}, "\n")
-	_, err := identity.LoadTokens(writeFile(t, "tokens.yaml", content))
-	var tfe *identity.TokenFileError
-	require.ErrorAs(t, err, &tfe)
-	var lines []int
-	for _, p := range tfe.Problems {
-		lines = append(lines, p.Line)
-	}
+	lines, err := tokenFileProblems(t, content)
 	assert.Equal(t, []int{2, 3, 4, 5, 6, 7}, lines)
 	msg := err.Error()
 	assert.NotContains(t, msg, rawToken, "a token never reaches a message")
@@ -175,13 +169,7 @@ func TestTokensFileRefusesControlCharactersInNames(t *testing.T) {
 		identity.HashToken("e") + ": {subject: \"zoë\", roles: [gérant]}",       // 6: good
 		"",
 	}, "\n")
-	_, err := identity.LoadTokens(writeFile(t, "tokens.yaml", content))
-	var tfe *identity.TokenFileError
-	require.ErrorAs(t, err, &tfe)
-	var lines []int
-	for _, p := range tfe.Problems {
-		lines = append(lines, p.Line)
-	}
+	lines, err := tokenFileProblems(t, content)
 	assert.Equal(t, []int{2, 3, 4, 5}, lines)
 	for _, want := range []string{
 		"line 2: entry " + identity.HashToken("a")[:12] + "…: subject holds a control character U+0000",
@@ -191,4 +179,18 @@ func TestTokensFileRefusesControlCharactersInNames(t *testing.T) {
 	} {
 		assert.Contains(t, err.Error(), want)
 	}
+}
+
+// tokenFileProblems loads a tokens file of content, requires it refused
+// with a TokenFileError, and returns the lines of its problems, in its
+// order, and that error.
+func tokenFileProblems(t *testing.T, content string) (lines []int, err error) {
+	t.Helper()
+	_, err = identity.LoadTokens(writeFile(t, "tokens.yaml", content))
+	var tfe *identity.TokenFileError
+	require.ErrorAs(t, err, &tfe)
+	for _, p := range tfe.Problems {
+		lines = append(lines, p.Line)
+	}
+	return lines, err
 }

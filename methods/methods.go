@@ -131,13 +131,9 @@ func newGoMethod(fn any) (*goMethod, error) {
 		if !f.IsExported() {
 			continue
 		}
-		name := f.Name
-		if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag == "-" {
-			continue
-		} else if tag != "" {
-			name = tag
+		if name, ok := jsonName(f); ok {
+			gm.fields[name] = i
 		}
-		gm.fields[name] = i
 	}
 	gm.prompt = plainDecoded(gm.args, map[reflect.Type]bool{})
 	return gm, nil
@@ -252,6 +248,19 @@ func foldedKey(t reflect.Type, raw json.RawMessage) bool {
 	return false
 }
 
+// jsonName is the name the field f has in JSON: its json tag's, else its
+// own; false when the tag leaves it out ("-").
+func jsonName(f reflect.StructField) (string, bool) {
+	switch tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag {
+	case "-":
+		return "", false
+	case "":
+		return f.Name, true
+	default:
+		return tag, true
+	}
+}
+
 // jsonFields maps the JSON names encoding/json decodes into a struct type
 // (promoted fields of embedded structs included) to their types.
 func jsonFields(t reflect.Type) map[string]reflect.Type {
@@ -260,13 +269,9 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 		if !f.IsExported() || f.Anonymous && f.Type.Kind() == reflect.Struct {
 			continue
 		}
-		name := f.Name
-		if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag == "-" {
-			continue
-		} else if tag != "" {
-			name = tag
+		if name, ok := jsonName(f); ok {
+			out[name] = f.Type
 		}
-		out[name] = f.Type
 	}
 	return out
 }

@@ -30,21 +30,39 @@ const HookName = "metrics"
 // Metrics holds toolgate's collectors in their own registry, together with
 // the Go runtime and process collectors.
 type Metrics struct {
-	reg            *prometheus.Registry
-	calls          *prometheus.CounterVec
-	duration       prometheus.Histogram
-	decision       prometheus.Histogram
-	reloads        prometheus.Counter
-	reloadFailures prometheus.Counter
-	replays        prometheus.Counter
-	conflicts      prometheus.Counter
-	auditDropped   prometheus.Counter
-	upstreamDrift  *prometheus.CounterVec
-	approvals      *prometheus.CounterVec
-	webhook        *prometheus.CounterVec
-	streams        *prometheus.CounterVec
-	limited        *prometheus.CounterVec
+	reg      *prometheus.Registry
+	calls    *prometheus.CounterVec
+	duration prometheus.Histogram
+	decision prometheus.Histogram
+	counters [numCounters]prometheus.Counter
+	families [numFamilies]*prometheus.CounterVec
 }
+
+// counter names one of the counters without labels, each counted by a
+// method of its own through inc.
+type counter int
+
+const (
+	reloads counter = iota
+	reloadFailures
+	replays
+	conflicts
+	auditDropped
+	numCounters
+)
+
+// family names one of the counters by a label, each counted by a method of
+// its own through incBy.
+type family int
+
+const (
+	upstreamDrift family = iota
+	approvals
+	webhook
+	streams
+	limited
+	numFamilies
+)
 
 // New returns Metrics with every series registered (at zero).
 func New() *Metrics {
@@ -64,61 +82,41 @@ func New() *Metrics {
 			Help:    "Time those calls spent in policy decisions: the grant decision and the toolgate.call rules.",
 			Buckets: []float64{.000001, .000005, .00001, .00005, .0001, .0005, .001, .0025, .005, .01, .025, .05, .1, .25},
 		}),
-		reloads: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "toolgate_reloads_total",
-			Help: "Reloads of registry and policies that built and swapped in a new revision.",
-		}),
-		reloadFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "toolgate_reload_failures_total",
-			Help: "Reloads refused (did not compile or validate); the last good revision kept serving.",
-		}),
-		replays: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "toolgate_ledger_replays_total",
-			Help: "Calls answered with the stored result of a completed idempotency key.",
-		}),
-		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "toolgate_ledger_conflicts_total",
-			Help: "Calls refused because their idempotency key was used with different arguments.",
-		}),
-		auditDropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "toolgate_audit_dropped_total",
-			Help: "Audit records dropped: buffer full, writer failed, or auditor closed.",
-		}),
-		upstreamDrift: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolgate_upstream_drift_total",
-			Help: "Definitions of a pinned upstream's tools seen not matching their pin (drifted or new), each not served; counted once per definition.",
-		}, []string{"upstream"}),
-		approvals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolgate_approvals_total",
-			Help: "Approval requests by state change: requested, approved, refused, consumed, expired.",
-		}, []string{"state"}),
-		webhook: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolgate_approval_webhook_total",
-			Help: "Approval webhook outcomes: events sent, events failed after every attempt, requests coalesced into a summary (the queue was full).",
-		}, []string{"result"}),
-		streams: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolgate_http_streams_total",
-			Help: "Long-lived HTTP streams refused (nobody, per_caller, per_address) or closed to make room for newer ones (closed_oldest).",
-		}, []string{"event"}),
-		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolgate_limited_total",
-			Help: "tools/call requests a rate limit or quota refused (docs/contract.md §18), by tool.",
-		}, []string{"tool"}),
+		counters: [numCounters]prometheus.Counter{
+			reloads:        newCounter("toolgate_reloads_total", "Reloads of registry and policies that built and swapped in a new revision."),
+			reloadFailures: newCounter("toolgate_reload_failures_total", "Reloads refused (did not compile or validate); the last good revision kept serving."),
+			replays:        newCounter("toolgate_ledger_replays_total", "Calls answered with the stored result of a completed idempotency key."),
+			conflicts:      newCounter("toolgate_ledger_conflicts_total", "Calls refused because their idempotency key was used with different arguments."),
+			auditDropped:   newCounter("toolgate_audit_dropped_total", "Audit records dropped: buffer full, writer failed, or auditor closed."),
+		},
+		families: [numFamilies]*prometheus.CounterVec{
+			upstreamDrift: newFamily("toolgate_upstream_drift_total", "Definitions of a pinned upstream's tools seen not matching their pin (drifted or new), each not served; counted once per definition.", "upstream"),
+			approvals:     newFamily("toolgate_approvals_total", "Approval requests by state change: requested, approved, refused, consumed, expired.", "state"),
+			webhook:       newFamily("toolgate_approval_webhook_total", "Approval webhook outcomes: events sent, events failed after every attempt, requests coalesced into a summary (the queue was full).", "result"),
+			streams:       newFamily("toolgate_http_streams_total", "Long-lived HTTP streams refused (nobody, per_caller, per_address) or closed to make room for newer ones (closed_oldest).", "event"),
+			limited:       newFamily("toolgate_limited_total", "tools/call requests a rate limit or quota refused (docs/contract.md §18), by tool.", "tool"),
+		},
 	}
 	for _, r := range []string{"sent", "failed", "coalesced"} {
-		m.webhook.WithLabelValues(r)
+		m.families[webhook].WithLabelValues(r)
 	}
 	for _, e := range []string{"nobody", "per_caller", "per_address", "closed_oldest"} {
-		m.streams.WithLabelValues(e)
+		m.families[streams].WithLabelValues(e)
 	}
 	for _, s := range approvalStates {
-		m.approvals.WithLabelValues(s)
+		m.families[approvals].WithLabelValues(s)
 	}
 	for _, o := range toolcall.Outcomes {
 		m.calls.WithLabelValues(string(o))
 	}
-	m.reg.MustRegister(m.calls, m.duration, m.decision, m.reloads, m.reloadFailures, m.replays, m.conflicts, m.auditDropped, m.upstreamDrift, m.approvals, m.webhook, m.streams, m.limited,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.calls, m.duration, m.decision)
+	for _, c := range m.counters {
+		m.reg.MustRegister(c)
+	}
+	for _, f := range m.families {
+		m.reg.MustRegister(f)
+	}
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -161,80 +159,57 @@ var approvalStates = []string{"requested", "approved", "refused", "consumed", "e
 
 // Approval counts one state change of an approval request; an
 // approvals.Options.OnState.
-func (m *Metrics) Approval(state string) {
-	if m == nil {
-		return
-	}
-	m.approvals.WithLabelValues(state).Inc()
-}
+func (m *Metrics) Approval(state string) { m.incBy(approvals, state) }
 
 // ApprovalWebhook counts one outcome of the approval webhook; an
 // approvals.WebhookOptions.OnResult.
-func (m *Metrics) ApprovalWebhook(result string) {
-	if m == nil {
-		return
-	}
-	m.webhook.WithLabelValues(result).Inc()
-}
+func (m *Metrics) ApprovalWebhook(result string) { m.incBy(webhook, result) }
 
 // Stream counts a stream refused or closed to make room; an
 // httpserve.Options.OnStream.
-func (m *Metrics) Stream(event string) {
-	if m == nil {
-		return
-	}
-	m.streams.WithLabelValues(event).Inc()
-}
+func (m *Metrics) Stream(event string) { m.incBy(streams, event) }
 
 // Limited counts one call a rate limit refused, by its tool (a registry
 // row's name: only accepted calls reach the limits).
-func (m *Metrics) Limited(tool string) {
-	if m == nil {
-		return
-	}
-	m.limited.WithLabelValues(tool).Inc()
-}
+func (m *Metrics) Limited(tool string) { m.incBy(limited, tool) }
 
 // ReloadOK counts a reload that swapped in a new revision.
-func (m *Metrics) ReloadOK() {
-	if m != nil {
-		m.reloads.Inc()
-	}
-}
+func (m *Metrics) ReloadOK() { m.inc(reloads) }
 
 // ReloadFailed counts a reload that was refused.
-func (m *Metrics) ReloadFailed() {
-	if m != nil {
-		m.reloadFailures.Inc()
-	}
-}
+func (m *Metrics) ReloadFailed() { m.inc(reloadFailures) }
 
 // LedgerReplay counts a call answered from the ledger (ledger.Options.OnReplay).
-func (m *Metrics) LedgerReplay() {
-	if m != nil {
-		m.replays.Inc()
-	}
-}
+func (m *Metrics) LedgerReplay() { m.inc(replays) }
 
 // LedgerConflict counts a ledger conflict refusal (ledger.Options.OnConflict).
-func (m *Metrics) LedgerConflict() {
-	if m != nil {
-		m.conflicts.Inc()
-	}
-}
+func (m *Metrics) LedgerConflict() { m.inc(conflicts) }
 
 // AuditDropped counts a dropped audit record (audit.Options.OnDrop).
-func (m *Metrics) AuditDropped() {
-	if m != nil {
-		m.auditDropped.Inc()
-	}
-}
+func (m *Metrics) AuditDropped() { m.inc(auditDropped) }
 
 // UpstreamDrift counts one definition of the upstream's tool that does not
 // match its pin (docs/contract.md §15).
-func (m *Metrics) UpstreamDrift(upstream string) {
-	if m == nil {
-		return
+func (m *Metrics) UpstreamDrift(upstream string) { m.incBy(upstreamDrift, upstream) }
+
+func newCounter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+func newFamily(name, help, label string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label})
+}
+
+// inc adds one to c; a no-op on a nil *Metrics.
+func (m *Metrics) inc(c counter) {
+	if m != nil {
+		m.counters[c].Inc()
 	}
-	m.upstreamDrift.WithLabelValues(upstream).Inc()
+}
+
+// incBy adds one to f's series for label; a no-op on a nil *Metrics.
+func (m *Metrics) incBy(f family, label string) {
+	if m != nil {
+		m.families[f].WithLabelValues(label).Inc()
+	}
 }

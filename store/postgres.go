@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -40,24 +39,7 @@ func createPostgresTable(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('`+table+`'))`); err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
-		subject    TEXT   NOT NULL,
-		tool       TEXT   NOT NULL,
-		idem_key   TEXT   NOT NULL,
-		args_hash  TEXT   NOT NULL,
-		state      TEXT   NOT NULL,
-		token      TEXT   NOT NULL,
-		claimed_at BIGINT NOT NULL,
-		result     BYTEA,
-		PRIMARY KEY (subject, tool, idem_key)
-	)`)
-	if err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, expiryIndex); err != nil {
-		return err
-	}
-	for _, q := range append(approvalsDDL("BIGINT", "BYTEA"), limitsDDL("BIGINT")...) {
+	for _, q := range schemaDDL("BIGINT", "BYTEA") {
 		if _, err := tx.Exec(ctx, q); err != nil {
 			return err
 		}
@@ -85,11 +67,7 @@ func (d pgDB) exec(ctx context.Context, q string, args ...any) (int64, error) {
 }
 
 func (d pgDB) queryRow(ctx context.Context, q string, dest []any, args ...any) error {
-	err := d.pool.QueryRow(ctx, q, args...).Scan(dest...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return errNoRows
-	}
-	return err
+	return scanOne(d.pool.QueryRow(ctx, q, args...), dest, pgx.ErrNoRows)
 }
 
 func (d pgDB) queryRows(ctx context.Context, q string, row func(scan func(dest ...any) error) error, args ...any) error {
@@ -98,12 +76,7 @@ func (d pgDB) queryRows(ctx context.Context, q string, row func(scan func(dest .
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return eachRow(rows, row)
 }
 
 func (d pgDB) atomically(ctx context.Context, keys []string, fn func(q sqlQuerier) error) error {
@@ -136,11 +109,7 @@ func (t pgTx) exec(ctx context.Context, q string, args ...any) (int64, error) {
 }
 
 func (t pgTx) queryRow(ctx context.Context, q string, dest []any, args ...any) error {
-	err := t.tx.QueryRow(ctx, q, args...).Scan(dest...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return errNoRows
-	}
-	return err
+	return scanOne(t.tx.QueryRow(ctx, q, args...), dest, pgx.ErrNoRows)
 }
 
 func (d pgDB) close() error {

@@ -47,21 +47,7 @@ func OpenSQLite(path string) (*SQLiteStore, error) {
 	// Writes serialise on the file lock anyway; a few connections keep reads
 	// from queueing behind them without piling up busy waiters.
 	db.SetMaxOpenConns(4)
-	_, err = db.Exec(`CREATE TABLE IF NOT EXISTS ` + table + ` (
-		subject    TEXT    NOT NULL,
-		tool       TEXT    NOT NULL,
-		idem_key   TEXT    NOT NULL,
-		args_hash  TEXT    NOT NULL,
-		state      TEXT    NOT NULL,
-		token      TEXT    NOT NULL,
-		claimed_at INTEGER NOT NULL,
-		result     BLOB,
-		PRIMARY KEY (subject, tool, idem_key)
-	)`)
-	if err == nil {
-		_, err = db.Exec(expiryIndex)
-	}
-	for _, q := range append(approvalsDDL("INTEGER", "BLOB"), limitsDDL("INTEGER")...) {
+	for _, q := range schemaDDL("INTEGER", "BLOB") {
 		if err == nil {
 			_, err = db.Exec(q)
 		}
@@ -117,11 +103,7 @@ func (d sqliteDB) exec(ctx context.Context, q string, args ...any) (int64, error
 }
 
 func (d sqliteDB) queryRow(ctx context.Context, q string, dest []any, args ...any) error {
-	err := d.db.QueryRowContext(ctx, rebind(q), args...).Scan(dest...)
-	if errors.Is(err, sql.ErrNoRows) {
-		return errNoRows
-	}
-	return err
+	return scanOne(d.db.QueryRowContext(ctx, rebind(q), args...), dest, sql.ErrNoRows)
 }
 
 func (d sqliteDB) queryRows(ctx context.Context, q string, row func(scan func(dest ...any) error) error, args ...any) error {
@@ -130,12 +112,7 @@ func (d sqliteDB) queryRows(ctx context.Context, q string, row func(scan func(de
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return eachRow(rows, row)
 }
 
 // atomically runs fn holding SQLite's write lock (BEGIN IMMEDIATE) on one
@@ -174,11 +151,7 @@ func (c sqliteConn) exec(ctx context.Context, q string, args ...any) (int64, err
 }
 
 func (c sqliteConn) queryRow(ctx context.Context, q string, dest []any, args ...any) error {
-	err := c.c.QueryRowContext(ctx, rebind(q), args...).Scan(dest...)
-	if errors.Is(err, sql.ErrNoRows) {
-		return errNoRows
-	}
-	return err
+	return scanOne(c.c.QueryRowContext(ctx, rebind(q), args...), dest, sql.ErrNoRows)
 }
 
 func (d sqliteDB) close() error { return d.db.Close() }

@@ -32,6 +32,23 @@ const table = "toolgate_ledger"
 // expiryIndex serves Prune's scan by state and time.
 const expiryIndex = `CREATE INDEX IF NOT EXISTS toolgate_ledger_expiry ON ` + table + ` (state, claimed_at)`
 
+// schemaDDL creates the store's tables and indexes where missing, in
+// order, with the database's names for a 64-bit integer and a byte string.
+func schemaDDL(intType, bytesType string) []string {
+	ledger := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS `+table+` (
+		subject    TEXT NOT NULL,
+		tool       TEXT NOT NULL,
+		idem_key   TEXT NOT NULL,
+		args_hash  TEXT NOT NULL,
+		state      TEXT NOT NULL,
+		token      TEXT NOT NULL,
+		claimed_at %[1]s NOT NULL,
+		result     %[2]s,
+		PRIMARY KEY (subject, tool, idem_key)
+	)`, intType, bytesType)
+	return append(append([]string{ledger, expiryIndex}, approvalsDDL(intType, bytesType)...), limitsDDL(intType)...)
+}
+
 const (
 	stateRunning   = "running"
 	stateCompleted = "completed"
@@ -49,6 +66,31 @@ type sqlQuerier interface {
 	exec(ctx context.Context, q string, args ...any) (rowsAffected int64, err error)
 	// queryRow scans one row into dest; errNoRows when there is none.
 	queryRow(ctx context.Context, q string, dest []any, args ...any) error
+}
+
+// scanOne scans the one row of a result into dest: errNoRows when there
+// is none, which the driver tells by its sentinel noRows.
+func scanOne(row interface{ Scan(dest ...any) error }, dest []any, noRows error) error {
+	err := row.Scan(dest...)
+	if errors.Is(err, noRows) {
+		return errNoRows
+	}
+	return err
+}
+
+// eachRow calls row once per row of rows, with its scan, and returns the
+// first error: row's, or the driver's once the rows end.
+func eachRow(rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}, row func(scan func(dest ...any) error) error) error {
+	for rows.Next() {
+		if err := row(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // sqlDB is what the shared algorithm needs of a database.

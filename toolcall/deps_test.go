@@ -1,29 +1,27 @@
 package toolcall_test
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/internal/testkit/depstest"
 )
 
 // TestVocabularyLinksNoEngineNorSDK: the vocabulary is a leaf. Whoever
 // speaks of callers, stages and outcomes (an identity source, an observer,
 // a plug-in) links neither OPA nor the MCP go-sdk through it, nor any other
-// toolgate package. The import graph is the go tool's own (`go list
-// -deps`, the package without its tests).
+// toolgate package.
 func TestVocabularyLinksNoEngineNorSDK(t *testing.T) {
 	t.Parallel()
-	goTool, err := exec.LookPath("go") // go test puts its GOROOT/bin first in PATH
-	require.NoError(t, err)
-	out, err := exec.Command(goTool, "list", "-deps", ".").Output()
-	require.NoError(t, err, "go list -deps .")
-	deps := strings.Fields(string(out))
+	deps := depstest.Deps(t)
 	require.Contains(t, deps, "github.com/toolgate/toolgate/toolcall", "the listing is the vocabulary's")
+	depstest.RefusePrefixes(t, deps, "the vocabulary",
+		"github.com/open-policy-agent",
+		"github.com/modelcontextprotocol",
+	)
 	for _, p := range deps {
-		require.False(t, strings.HasPrefix(p, "github.com/open-policy-agent/"), "the vocabulary links %s", p)
-		require.False(t, strings.HasPrefix(p, "github.com/modelcontextprotocol/"), "the vocabulary links %s", p)
 		if p == "github.com/toolgate/toolgate/toolcall" {
 			continue
 		}

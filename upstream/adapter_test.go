@@ -22,8 +22,10 @@ import (
 func TestThroughAdapter(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	src := engine.Source{FS: fstest.MapFS{
-		"registry.yaml": {Data: []byte(`
+	// gone's time-out is far past the test's failure bound: a down
+	// upstream must answer without waiting it out.
+	p := newPool(t, memoryConfig("up"), Config{Name: "gone", Command: []string{"/nonexistent/upstream"}, Timeout: time.Hour})
+	a := aliceAdapter(t, 10*time.Second, p, `
 tools:
   - name: greet
     method: upstream:up/hello
@@ -36,20 +38,7 @@ tools:
   - name: down
     method: upstream:gone/hello
     arguments: [{name: name, type: string, required: true}]
-`)},
-		"policy/grant.rego": {Data: []byte("package toolgate.grant\n")},
-	}, Registry: "registry.yaml", Policies: "policy"}
-	eng, err := engine.New(ctx, src, engine.WithTimeout(10*time.Second))
-	require.NoError(t, err)
-
-	// gone's time-out is far past the test's failure bound: a down
-	// upstream must answer without waiting it out.
-	p := newPool(t, memoryConfig("up"), Config{Name: "gone", Command: []string{"/nonexistent/upstream"}, Timeout: time.Hour})
-	a := mcpadapter.New(mcpadapter.Options{
-		Revisions: eng,
-		Methods:   Chain(methods.Map{}, p),
-		Caller:    mcpadapter.StaticCaller(&toolcall.Caller{Subject: "alice"}),
-	})
+`)
 	callTool := func(name, args string) *mcp.CallToolResult {
 		return a.Call(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name, Arguments: json.RawMessage(args)}})
 	}
@@ -75,4 +64,22 @@ tools:
 	assert.True(t, res.IsError)
 	assert.Equal(t, "Error: An internal error occurred while executing the tool.", textOf(t, res))
 	require.NoError(t, bounded.Err(), "a down upstream answers at once, not at a time-out")
+}
+
+// aliceAdapter governs alice's calls under the registry (YAML) and a grant
+// policy that adds nothing to its rows, each decision bounded by timeout,
+// the rows' methods served by p.
+func aliceAdapter(t *testing.T, timeout time.Duration, p *Pool, registry string) *mcpadapter.Adapter {
+	t.Helper()
+	src := engine.Source{FS: fstest.MapFS{
+		"registry.yaml":     {Data: []byte(registry)},
+		"policy/grant.rego": {Data: []byte("package toolgate.grant\n")},
+	}, Registry: "registry.yaml", Policies: "policy"}
+	eng, err := engine.New(t.Context(), src, engine.WithTimeout(timeout))
+	require.NoError(t, err)
+	return mcpadapter.New(mcpadapter.Options{
+		Revisions: eng,
+		Methods:   Chain(methods.Map{}, p),
+		Caller:    mcpadapter.StaticCaller(&toolcall.Caller{Subject: "alice"}),
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"sync"
 
@@ -267,22 +268,33 @@ func (p *Pool) conn(name string) (*conn, error) {
 // GetPrompt implements [mcpadapter.Catalog]: prompts/get of the prompt on
 // its upstream, under its own name there.
 func (p *Pool) GetPrompt(ctx context.Context, pr *registry.Prompt, params *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
-	c, err := p.conn(pr.Upstream)
+	return catalogRequest(ctx, p, pr.Upstream, "prompts/get "+pr.Prompt, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
+		sent := *params
+		sent.Name = pr.Prompt
+		return cs.GetPrompt(ctx, &sent)
+	})
+}
+
+// catalogRequest sends one request through send on the catalog session of
+// the importing upstream named upstream, within its request timeout. A
+// failed request counts against that session; its error names the
+// upstream and what was asked.
+func catalogRequest[R any](ctx context.Context, p *Pool, upstream, what string, send func(context.Context, *mcp.ClientSession) (R, error)) (R, error) {
+	var none R
+	c, err := p.conn(upstream)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	ctx, cancel := c.requestContext(ctx)
 	defer cancel()
 	s, _, err := c.catalogSession(ctx)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
-	sent := *params
-	sent.Name = pr.Prompt
-	res, err := s.cs.GetPrompt(ctx, &sent)
+	res, err := send(ctx, s.cs)
 	if err != nil {
 		c.failed(ctx, s, err)
-		return nil, fmt.Errorf("upstream %s: prompts/get %s: %w", c.cfg.Name, pr.Prompt, err)
+		return none, fmt.Errorf("upstream %s: %s: %w", c.cfg.Name, what, err)
 	}
 	return res, nil
 }
@@ -305,23 +317,13 @@ func (c *conn) listing(ctx context.Context) (*resourceList, error) {
 	}
 	l = &resourceList{sess: s, resources: []*mcp.Resource{}, templates: []*mcp.ResourceTemplate{}}
 	if caps.Resources != nil {
-		for r, err := range s.cs.Resources(ctx, nil) {
-			if err != nil {
-				c.failed(ctx, s, err)
-				return nil, fmt.Errorf("upstream %s: resources/list: %w", c.cfg.Name, err)
-			}
-			if r != nil {
-				l.resources = append(l.resources, r)
-			}
+		if l.resources, err = nonNil(s.cs.Resources(ctx, nil)); err != nil {
+			c.failed(ctx, s, err)
+			return nil, fmt.Errorf("upstream %s: resources/list: %w", c.cfg.Name, err)
 		}
-		for t, err := range s.cs.ResourceTemplates(ctx, nil) {
-			if err != nil {
-				c.failed(ctx, s, err)
-				return nil, fmt.Errorf("upstream %s: resources/templates/list: %w", c.cfg.Name, err)
-			}
-			if t != nil {
-				l.templates = append(l.templates, t)
-			}
+		if l.templates, err = nonNil(s.cs.ResourceTemplates(ctx, nil)); err != nil {
+			c.failed(ctx, s, err)
+			return nil, fmt.Errorf("upstream %s: resources/templates/list: %w", c.cfg.Name, err)
 		}
 	}
 	k.mu.Lock()
@@ -419,44 +421,33 @@ func owned[T, O any](p *Pool, conns []*conn, lists []*resourceList, what string,
 	return res
 }
 
+// nonNil collects the entries seq lists that are not nil, in order, into
+// a slice that is never nil; the first error ends the listing.
+func nonNil[T any](seq iter.Seq2[*T, error]) ([]*T, error) {
+	out := []*T{}
+	for v, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		if v != nil {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
 // ReadResource implements [mcpadapter.Catalog].
 func (p *Pool) ReadResource(ctx context.Context, upstream string, params *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
-	c, err := p.conn(upstream)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := c.requestContext(ctx)
-	defer cancel()
-	s, _, err := c.catalogSession(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res, err := s.cs.ReadResource(ctx, params)
-	if err != nil {
-		c.failed(ctx, s, err)
-		return nil, fmt.Errorf("upstream %s: resources/read: %w", upstream, err)
-	}
-	return res, nil
+	return catalogRequest(ctx, p, upstream, "resources/read", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
+		return cs.ReadResource(ctx, params)
+	})
 }
 
 // Complete implements [mcpadapter.Catalog].
 func (p *Pool) Complete(ctx context.Context, upstream string, params *mcp.CompleteParams) (*mcp.CompleteResult, error) {
-	c, err := p.conn(upstream)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := c.requestContext(ctx)
-	defer cancel()
-	s, _, err := c.catalogSession(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res, err := s.cs.Complete(ctx, params)
-	if err != nil {
-		c.failed(ctx, s, err)
-		return nil, fmt.Errorf("upstream %s: completion/complete: %w", upstream, err)
-	}
-	return res, nil
+	return catalogRequest(ctx, p, upstream, "completion/complete", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
+		return cs.Complete(ctx, params)
+	})
 }
 
 // Subscribe implements [mcpadapter.Catalog]: the upstream is subscribed to

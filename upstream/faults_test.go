@@ -6,15 +6,12 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
-	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -27,23 +24,6 @@ import (
 func TestUpstreamFaults(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	src := engine.Source{FS: fstest.MapFS{
-		"registry.yaml": {Data: []byte(`
-tools:
-  - name: greet
-    method: upstream:up/hello
-    arguments: [{name: name, type: string, required: true}]
-  - name: slow
-    method: upstream:up/slow
-    arguments: [{name: ms, type: int, required: true}]
-  - name: crash
-    method: upstream:up/crash
-`)},
-		"policy/grant.rego": {Data: []byte("package toolgate.grant\n")},
-	}, Registry: "registry.yaml", Policies: "policy"}
-	eng, err := engine.New(ctx, src, engine.WithTimeout(time.Minute))
-	require.NoError(t, err)
-
 	// The time-out is what ends the hanging call; every other call here
 	// answers in milliseconds, so it is generous for them on a loaded
 	// machine too.
@@ -59,11 +39,17 @@ tools:
 		mu   sync.Mutex
 		ends []mcpadapter.Record
 	)
-	a := mcpadapter.New(mcpadapter.Options{
-		Revisions: eng,
-		Methods:   Chain(methods.Map{}, p),
-		Caller:    mcpadapter.StaticCaller(&toolcall.Caller{Subject: "alice"}),
-	})
+	a := aliceAdapter(t, time.Minute, p, `
+tools:
+  - name: greet
+    method: upstream:up/hello
+    arguments: [{name: name, type: string, required: true}]
+  - name: slow
+    method: upstream:up/slow
+    arguments: [{name: ms, type: int, required: true}]
+  - name: crash
+    method: upstream:up/crash
+`)
 	a.AddHook(mcpadapter.Hook{Name: "record", After: func(_ context.Context, _ *mcpadapter.CallContext, e *mcpadapter.Record) error {
 		mu.Lock()
 		defer mu.Unlock()

@@ -191,29 +191,25 @@ func callText(ctx context.Context, t *testing.T, cs *mcp.ClientSession, params *
 func TestRelay(t *testing.T) {
 	t.Parallel()
 	httpUp, _ := httpConfig(t, "up")
-	for name, up := range map[string]Config{"http": httpUp, "stdio": stdioConfig("up")} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			f := newRelayFront(t, up)
-			cs, got := f.connect("alice", nil)
-			params := &mcp.CallToolParams{Name: "interact", Arguments: map[string]any{"label": "L1"}}
-			params.SetProgressToken("tok-1")
-			assert.Equal(t, "L1 sampled=alice:L1 elicited=accept:alice:L1 roots=file:///alice", callText(t.Context(), t, cs, params))
-			got.await(t, 1, 2)
-			logs, progress := got.snapshot()
-			assert.Equal(t, []string{"L1"}, logs)
-			assert.Equal(t, []string{"tok-1 1/2 L1", "tok-1 2/2 L1"}, progress)
+	overEachTransport(t, httpUp, func(t *testing.T, _ string, f *relayFront) {
+		cs, got := f.connect("alice", nil)
+		params := &mcp.CallToolParams{Name: "interact", Arguments: map[string]any{"label": "L1"}}
+		params.SetProgressToken("tok-1")
+		assert.Equal(t, "L1 sampled=alice:L1 elicited=accept:alice:L1 roots=file:///alice", callText(t.Context(), t, cs, params))
+		got.await(t, 1, 2)
+		logs, progress := got.snapshot()
+		assert.Equal(t, []string{"L1"}, logs)
+		assert.Equal(t, []string{"tok-1 1/2 L1", "tok-1 2/2 L1"}, progress)
 
-			// Several calls of one caller, one after the other, reuse its
-			// session; each relays only its own.
-			params = &mcp.CallToolParams{Name: "interact", Arguments: map[string]any{"label": "L2"}}
-			assert.Equal(t, "L2 sampled=alice:L2 elicited=accept:alice:L2 roots=file:///alice", callText(t.Context(), t, cs, params))
-			got.await(t, 2, 2)
-			logs, progress = got.snapshot()
-			assert.Equal(t, []string{"L1", "L2"}, logs)
-			assert.Len(t, progress, 2, "no progressToken, no progress")
-		})
-	}
+		// Several calls of one caller, one after the other, reuse its
+		// session; each relays only its own.
+		params = &mcp.CallToolParams{Name: "interact", Arguments: map[string]any{"label": "L2"}}
+		assert.Equal(t, "L2 sampled=alice:L2 elicited=accept:alice:L2 roots=file:///alice", callText(t.Context(), t, cs, params))
+		got.await(t, 2, 2)
+		logs, progress = got.snapshot()
+		assert.Equal(t, []string{"L1", "L2"}, logs)
+		assert.Len(t, progress, 2, "no progressToken, no progress")
+	})
 }
 
 // TestRelayMultiRoundTrip: on the 2026-07-28 revision, which has no
@@ -234,58 +230,54 @@ func TestRelayMultiRoundTrip(t *testing.T) {
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(ts.Close)
 	httpUp := Config{Name: "up", URL: ts.URL, Timeout: 5 * time.Second}
-	for name, up := range map[string]Config{"http": httpUp, "stdio": stdioConfig("up")} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			f := newRelayFront(t, up)
-			as, alog := f.connectRevision("alice", nil, testserver.MultiRoundTripRevision)
-			bs, blog := f.connectRevision("bob", nil, testserver.MultiRoundTripRevision)
-			const rounds = 10
-			var wg sync.WaitGroup
-			for _, c := range []struct {
-				subject string
-				cs      *mcp.ClientSession
-			}{{"alice", as}, {"bob", bs}} {
-				wg.Go(func() {
-					for i := range rounds {
-						label := fmt.Sprintf("%s-%d", c.subject, i)
-						params := &mcp.CallToolParams{Name: "interact", Arguments: map[string]any{"label": label}}
-						params.SetProgressToken("tok-" + label)
-						// This revision has no logging/setLevel: the level
-						// comes with each request.
-						params.Meta[mcp.MetaKeyLogLevel] = "info"
-						assert.Equal(t, fmt.Sprintf("%[1]s sampled=%[2]s:%[1]s elicited=accept:%[2]s:%[1]s roots=file:///%[2]s state=ok", label, c.subject),
-							callText(t.Context(), t, c.cs, params))
-					}
-				})
+	overEachTransport(t, httpUp, func(t *testing.T, name string, f *relayFront) {
+		as, alog := f.connectRevision("alice", nil, testserver.MultiRoundTripRevision)
+		bs, blog := f.connectRevision("bob", nil, testserver.MultiRoundTripRevision)
+		const rounds = 10
+		var wg sync.WaitGroup
+		for _, c := range []struct {
+			subject string
+			cs      *mcp.ClientSession
+		}{{"alice", as}, {"bob", bs}} {
+			wg.Go(func() {
+				for i := range rounds {
+					label := fmt.Sprintf("%s-%d", c.subject, i)
+					params := &mcp.CallToolParams{Name: "interact", Arguments: map[string]any{"label": label}}
+					params.SetProgressToken("tok-" + label)
+					// This revision has no logging/setLevel: the level
+					// comes with each request.
+					params.Meta[mcp.MetaKeyLogLevel] = "info"
+					assert.Equal(t, fmt.Sprintf("%[1]s sampled=%[2]s:%[1]s elicited=accept:%[2]s:%[1]s roots=file:///%[2]s state=ok", label, c.subject),
+						callText(t.Context(), t, c.cs, params))
+				}
+			})
+		}
+		wg.Wait()
+		for _, c := range []struct {
+			subject string
+			log     *peerLog
+		}{{"alice", alog}, {"bob", blog}} {
+			// Each round logs once and reports progress 1/2 in its
+			// first call, 2/2 in the retried one. Over streamable
+			// HTTP a notification sent just before a result may be
+			// handled after the call returned, and this revision has
+			// no standalone stream to carry it (docs/relay.md,
+			// Ordering): there, what arrives is checked, not how many.
+			logs, progress := c.log.snapshot()
+			if name == "stdio" {
+				c.log.await(t, rounds, 2*rounds)
+				logs, progress = c.log.snapshot()
+				require.Len(t, logs, rounds, "%s: %q", c.subject, logs)
+				require.Len(t, progress, 2*rounds, "%s: %q", c.subject, progress)
 			}
-			wg.Wait()
-			for _, c := range []struct {
-				subject string
-				log     *peerLog
-			}{{"alice", alog}, {"bob", blog}} {
-				// Each round logs once and reports progress 1/2 in its
-				// first call, 2/2 in the retried one. Over streamable
-				// HTTP a notification sent just before a result may be
-				// handled after the call returned, and this revision has
-				// no standalone stream to carry it (docs/relay.md,
-				// Ordering): there, what arrives is checked, not how many.
-				logs, progress := c.log.snapshot()
-				if name == "stdio" {
-					c.log.await(t, rounds, 2*rounds)
-					logs, progress = c.log.snapshot()
-					require.Len(t, logs, rounds, "%s: %q", c.subject, logs)
-					require.Len(t, progress, 2*rounds, "%s: %q", c.subject, progress)
-				}
-				for _, l := range logs {
-					assert.True(t, strings.HasPrefix(l, c.subject+"-"), "%s got the log message %q", c.subject, l)
-				}
-				for _, p := range progress {
-					assert.True(t, strings.HasPrefix(p, "tok-"+c.subject+"-"), "%s got the progress %q", c.subject, p)
-				}
+			for _, l := range logs {
+				assert.True(t, strings.HasPrefix(l, c.subject+"-"), "%s got the log message %q", c.subject, l)
 			}
-		})
-	}
+			for _, p := range progress {
+				assert.True(t, strings.HasPrefix(p, "tok-"+c.subject+"-"), "%s got the progress %q", c.subject, p)
+			}
+		}
+	})
 }
 
 // TestRelayLogLevel: the upstream's log messages reach the client
@@ -298,24 +290,20 @@ func TestRelayMultiRoundTrip(t *testing.T) {
 func TestRelayLogLevel(t *testing.T) {
 	t.Parallel()
 	httpUp, _ := httpConfig(t, "up")
-	for name, up := range map[string]Config{"http": httpUp, "stdio": stdioConfig("up")} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			f := newRelayFront(t, up)
-			cs, got := f.connect("alice", nil)
-			require.NoError(t, cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "error"}))
-			params := &mcp.CallToolParams{Name: "interact", Arguments: map[string]any{"label": "quiet"}}
-			params.SetProgressToken("t1")
-			assert.Equal(t, "quiet sampled=alice:quiet elicited=accept:alice:quiet roots=file:///alice", callText(t.Context(), t, cs, params))
-			got.await(t, 0, 2)
-			require.NoError(t, cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}))
-			params = &mcp.CallToolParams{Name: "interact", Arguments: map[string]any{"label": "loud"}}
-			assert.Equal(t, "loud sampled=alice:loud elicited=accept:alice:loud roots=file:///alice", callText(t.Context(), t, cs, params))
-			got.await(t, 1, 2)
-			logs, _ := got.snapshot()
-			assert.Equal(t, []string{"loud"}, logs, "the message below the level set was not relayed")
-		})
-	}
+	overEachTransport(t, httpUp, func(t *testing.T, _ string, f *relayFront) {
+		cs, got := f.connect("alice", nil)
+		require.NoError(t, cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "error"}))
+		params := &mcp.CallToolParams{Name: "interact", Arguments: map[string]any{"label": "quiet"}}
+		params.SetProgressToken("t1")
+		assert.Equal(t, "quiet sampled=alice:quiet elicited=accept:alice:quiet roots=file:///alice", callText(t.Context(), t, cs, params))
+		got.await(t, 0, 2)
+		require.NoError(t, cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}))
+		params = &mcp.CallToolParams{Name: "interact", Arguments: map[string]any{"label": "loud"}}
+		assert.Equal(t, "loud sampled=alice:loud elicited=accept:alice:loud roots=file:///alice", callText(t.Context(), t, cs, params))
+		got.await(t, 1, 2)
+		logs, _ := got.snapshot()
+		assert.Equal(t, []string{"loud"}, logs, "the message below the level set was not relayed")
+	})
 }
 
 // TestRelayMultiRoundTripOlderUpstream: a client of the 2026-07-28
@@ -377,59 +365,67 @@ func TestRelayMissingCapability(t *testing.T) {
 func TestRelayIsolation(t *testing.T) {
 	t.Parallel()
 	httpUp, _ := httpConfig(t, "up")
+	overEachTransport(t, httpUp, func(t *testing.T, _ string, f *relayFront) {
+		var barrier *roundBarrier
+		var bmu sync.Mutex
+		wait := func(ctx context.Context) {
+			bmu.Lock()
+			b := barrier
+			bmu.Unlock()
+			b.arrive(ctx)
+		}
+		subjects := []string{"alice", "bob"}
+		sessions := make([]*mcp.ClientSession, 2)
+		logs := make([]*peerLog, 2)
+		for i, s := range subjects {
+			sessions[i], logs[i] = f.connect(s, wait)
+		}
+		const rounds = 25
+		for r := range rounds {
+			bmu.Lock()
+			barrier = newRoundBarrier(2)
+			bmu.Unlock()
+			var wg sync.WaitGroup
+			for i, s := range subjects {
+				wg.Go(func() {
+					label := fmt.Sprintf("%s-%d", s, r)
+					params := &mcp.CallToolParams{Name: "interact", Arguments: map[string]any{"label": label}}
+					params.SetProgressToken(label)
+					ctx, cancel := context.WithTimeout(t.Context(), failureBound)
+					defer cancel()
+					res, err := sessions[i].CallTool(ctx, params)
+					if !assert.NoError(t, err) || !assert.Len(t, res.Content, 1) {
+						return
+					}
+					want := fmt.Sprintf("%s sampled=%s:%s elicited=accept:%s:%s roots=file:///%s", label, s, label, s, label, s)
+					assert.Equal(t, want, res.Content[0].(*mcp.TextContent).Text)
+				})
+			}
+			wg.Wait()
+			if t.Failed() {
+				return
+			}
+		}
+		for i, s := range subjects {
+			logs[i].await(t, rounds, 2*rounds)
+			got, progress := logs[i].snapshot()
+			require.Len(t, got, rounds, "%s: one log message per call", s)
+			require.Len(t, progress, 2*rounds, "%s: two progress notifications per call", s)
+			for _, m := range append(got, progress...) {
+				require.True(t, strings.HasPrefix(m, s+"-"), "%s received %q", s, m)
+			}
+		}
+	})
+}
+
+// overEachTransport runs test in a parallel subtest per transport to the
+// upstream "up", named for it ("http" to httpUp, "stdio" to a process),
+// each with a relay front of its own.
+func overEachTransport(t *testing.T, httpUp Config, test func(t *testing.T, transport string, f *relayFront)) {
 	for name, up := range map[string]Config{"http": httpUp, "stdio": stdioConfig("up")} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			f := newRelayFront(t, up)
-			var barrier *roundBarrier
-			var bmu sync.Mutex
-			wait := func(ctx context.Context) {
-				bmu.Lock()
-				b := barrier
-				bmu.Unlock()
-				b.arrive(ctx)
-			}
-			subjects := []string{"alice", "bob"}
-			sessions := make([]*mcp.ClientSession, 2)
-			logs := make([]*peerLog, 2)
-			for i, s := range subjects {
-				sessions[i], logs[i] = f.connect(s, wait)
-			}
-			const rounds = 25
-			for r := range rounds {
-				bmu.Lock()
-				barrier = newRoundBarrier(2)
-				bmu.Unlock()
-				var wg sync.WaitGroup
-				for i, s := range subjects {
-					wg.Go(func() {
-						label := fmt.Sprintf("%s-%d", s, r)
-						params := &mcp.CallToolParams{Name: "interact", Arguments: map[string]any{"label": label}}
-						params.SetProgressToken(label)
-						ctx, cancel := context.WithTimeout(t.Context(), failureBound)
-						defer cancel()
-						res, err := sessions[i].CallTool(ctx, params)
-						if !assert.NoError(t, err) || !assert.Len(t, res.Content, 1) {
-							return
-						}
-						want := fmt.Sprintf("%s sampled=%s:%s elicited=accept:%s:%s roots=file:///%s", label, s, label, s, label, s)
-						assert.Equal(t, want, res.Content[0].(*mcp.TextContent).Text)
-					})
-				}
-				wg.Wait()
-				if t.Failed() {
-					return
-				}
-			}
-			for i, s := range subjects {
-				logs[i].await(t, rounds, 2*rounds)
-				got, progress := logs[i].snapshot()
-				require.Len(t, got, rounds, "%s: one log message per call", s)
-				require.Len(t, progress, 2*rounds, "%s: two progress notifications per call", s)
-				for _, m := range append(got, progress...) {
-					require.True(t, strings.HasPrefix(m, s+"-"), "%s received %q", s, m)
-				}
-			}
+			test(t, name, newRelayFront(t, up))
 		})
 	}
 }

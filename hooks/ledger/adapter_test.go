@@ -26,12 +26,7 @@ import (
 // the real docs/contract.md §5 pipeline: the method runs once.
 func TestLedgerThroughAdapters(t *testing.T) {
 	t.Parallel()
-	fsys := fstest.MapFS{
-		"registry.yaml":      {Data: []byte("tools:\n  - { name: count, method: demo.count, arguments: [{ name: key, type: string, required: true }] }\n")},
-		"policies/call.rego": {Data: []byte("package toolgate.call\n\ndeny contains \"Rule says no.\" if input.request.meta[\"test/deny\"] == true\n")},
-	}
-	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(10*time.Second))
-	require.NoError(t, err)
+	e := countEngine(t, "package toolgate.call\n\ndeny contains \"Rule says no.\" if input.request.meta[\"test/deny\"] == true\n")
 	var runs atomic.Int32
 	// hold, set by each subtest before its concurrent calls, keeps the
 	// method running until the others have been answered.
@@ -111,4 +106,18 @@ func TestLedgerThroughAdapters(t *testing.T) {
 				"other _meta entries do not matter")
 		})
 	}
+}
+
+// countEngine decides over a registry of one tool, count (method
+// demo.count, a required string argument key), under the call policy
+// callRego.
+func countEngine(t *testing.T, callRego string) *engine.Engine {
+	t.Helper()
+	fsys := fstest.MapFS{
+		"registry.yaml":      {Data: []byte("tools:\n  - { name: count, method: demo.count, arguments: [{ name: key, type: string, required: true }] }\n")},
+		"policies/call.rego": {Data: []byte(callRego)},
+	}
+	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(10*time.Second))
+	require.NoError(t, err)
+	return e
 }

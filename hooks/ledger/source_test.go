@@ -6,14 +6,10 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"testing/fstest"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
@@ -26,12 +22,7 @@ type sourceKey struct{}
 // call once and is answered its own stored result, never the other's.
 func TestStoredResultsNeverReplayAcrossSources(t *testing.T) {
 	t.Parallel()
-	fsys := fstest.MapFS{
-		"registry.yaml":      {Data: []byte("tools:\n  - { name: count, method: demo.count, arguments: [{ name: key, type: string, required: true }] }\n")},
-		"policies/call.rego": {Data: []byte("package toolgate.call\n")},
-	}
-	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(10*time.Second))
-	require.NoError(t, err)
+	e := countEngine(t, "package toolgate.call\n")
 	for _, kind := range storeKinds {
 		t.Run(kind.name, func(t *testing.T) {
 			var runs atomic.Int32
