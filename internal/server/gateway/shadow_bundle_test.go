@@ -20,32 +20,10 @@ import (
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/server/shadow"
+	"github.com/toolgate/toolgate/internal/testkit/benchdata"
 	"github.com/toolgate/toolgate/internal/testkit/bundletest"
 	"github.com/toolgate/toolgate/toolcall"
 )
-
-// hidePriceFromManagers is the bundled grant policy plus one override:
-// managers lose the tool price.
-const hidePriceFromManagers = `package toolgate.grant
-
-granted := {t.name |
-	some t in input.tools
-	t.base
-	t.annotations.readOnlyHint == true
-	not url_driver(t)
-} if {
-	"contractor" in input.caller.roles
-}
-
-granted := {t.name | some t in input.tools; t.base; t.name != "price"} if {
-	"manager" in input.caller.roles
-	not "contractor" in input.caller.roles
-}
-
-url_driver(t) if t.driver == "url"
-
-url_drivers_decided := true
-`
 
 // notCompiling is a grant policy that parses (OPA's bundle reader takes
 // it) but does not compile: the engine refuses it.
@@ -177,7 +155,7 @@ func TestShadowBundle(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	dir := t.TempDir()
 	serving := bundletest.NewServer(exampleBundle(t, "prod-1", ""))
-	cand := newPolledServer(exampleBundle(t, "next-1", hidePriceFromManagers))
+	cand := newPolledServer(exampleBundle(t, "next-1", benchdata.ManagersLosePrice))
 	mux := http.NewServeMux()
 	mux.Handle("/serving.tar.gz", serving)
 	mux.Handle("/next.tar.gz", cand)
