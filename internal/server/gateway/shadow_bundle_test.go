@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/internal/server/shadow"
 	"github.com/toolgate/toolgate/internal/testkit/benchdata"
 	"github.com/toolgate/toolgate/internal/testkit/bundletest"
+	"github.com/toolgate/toolgate/internal/testkit/shadowtest"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -113,32 +113,10 @@ func metricValue(t *testing.T, base string, root *toolcall.Caller, sample string
 // as "method tool subject kind candidate-revision", sorted.
 func shadowEvents(t *testing.T, path string) []string {
 	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
 	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var ev struct {
-			Path  string `json:"path"`
-			Input struct {
-				Caller  struct{ Subject string }      `json:"caller"`
-				Request struct{ Method, Tool string } `json:"request"`
-			} `json:"input"`
-			Result struct {
-				Kind      string `json:"kind"`
-				Candidate struct {
-					Revision string `json:"revision"`
-				} `json:"candidate"`
-			} `json:"result"`
-		}
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &ev))
-		if strings.HasPrefix(ev.Path, "toolgate/shadow/") {
-			out = append(out, strings.Join([]string{ev.Input.Request.Method, ev.Input.Request.Tool, ev.Input.Caller.Subject, ev.Result.Kind, ev.Result.Candidate.Revision}, " "))
-		}
+	for _, ev := range shadowtest.Events(t, path) {
+		out = append(out, strings.Join([]string{ev.Method, ev.Tool, ev.Subject, ev.Kind, ev.Candidate}, " "))
 	}
-	require.NoError(t, sc.Err())
 	sort.Strings(out)
 	return out
 }

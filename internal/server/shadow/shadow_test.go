@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/internal/server/shadow"
 	"github.com/toolgate/toolgate/internal/testkit/benchdata"
+	"github.com/toolgate/toolgate/internal/testkit/shadowtest"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -32,17 +33,6 @@ import (
 // failure bound.
 var evalBound = engine.WithTimeout(time.Minute)
 
-// writeCandidate writes the bundled policies with grant.rego replaced.
-func writeCandidate(t *testing.T, grant string) string {
-	t.Helper()
-	dir := t.TempDir()
-	call, err := toolgate.Bundled.ReadFile(toolgate.BundledPolicyDir + "/call.rego")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "call.rego"), call, 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "grant.rego"), []byte(grant), 0o600))
-	return dir
-}
-
 // TestShadowShowsExactlyTheCandidatesDifferences: serving the bundled
 // policy A with candidate B, which hides price from managers, every caller
 // lists and calls every tool; the shadow records exactly price being
@@ -52,7 +42,7 @@ func TestShadowShowsExactlyTheCandidatesDifferences(t *testing.T) {
 	ctx := context.Background()
 	serving, err := engine.New(ctx, toolgate.Source("", ""), evalBound)
 	require.NoError(t, err)
-	candEng, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, benchdata.ManagersLosePrice)), evalBound)
+	candEng, err := engine.New(ctx, toolgate.Source("", shadowtest.WriteCandidate(t, benchdata.ManagersLosePrice)), evalBound)
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var got []string
@@ -151,7 +141,7 @@ func TestReplayNotReplayable(t *testing.T) {
 	ctx := context.Background()
 	serving, err := engine.New(ctx, toolgate.Source("", ""), evalBound)
 	require.NoError(t, err)
-	cand, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, `package toolgate.grant
+	cand, err := engine.New(ctx, toolgate.Source("", shadowtest.WriteCandidate(t, `package toolgate.grant
 
 granted := {t.name | some t in input.tools; t.base} if {
 	input.request.arguments.key != "secret"
@@ -192,7 +182,7 @@ granted := {t.name | some t in input.tools; t.base} if {
 // is in Status, and no decision is compared.
 func TestShadowCandidateThatDoesNotCompileIsNeverEvaluated(t *testing.T) {
 	ctx := context.Background()
-	_, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, "package toolgate.grant\n\ngranted := {x |")), evalBound)
+	_, err := engine.New(ctx, toolgate.Source("", shadowtest.WriteCandidate(t, "package toolgate.grant\n\ngranted := {x |")), evalBound)
 	require.Error(t, err)
 	sh := shadow.New(shadow.Options{Err: err})
 	serving, err := engine.New(ctx, toolgate.Source("", ""), evalBound)
@@ -213,7 +203,7 @@ func TestShadowQueueFullDropsCounted(t *testing.T) {
 	ctx := context.Background()
 	serving, err := engine.New(ctx, toolgate.Source("", ""), evalBound)
 	require.NoError(t, err)
-	cand, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, benchdata.ManagersLosePrice)), evalBound)
+	cand, err := engine.New(ctx, toolgate.Source("", shadowtest.WriteCandidate(t, benchdata.ManagersLosePrice)), evalBound)
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
 	sh := shadow.New(shadow.Options{Candidate: cand.Current(), QueueSize: 1, Registerer: reg})
