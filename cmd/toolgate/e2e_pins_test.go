@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/pins"
 	"github.com/toolgate/toolgate/internal/testkit/conformance"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
 )
 
@@ -223,15 +223,8 @@ func waitStderr(t *testing.T, s *served, text string) {
 // metricsText is GET /metrics as the admin.
 func metricsText(t *testing.T, s *served) string {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.base+"/metrics", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, res.StatusCode, string(b))
+	status, b := mcptest.Get(t, t.Context(), s.base+"/metrics", adminToken)
+	require.Equal(t, http.StatusOK, status, string(b))
 	return string(b)
 }
 

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/internal/server/shadow"
 	"github.com/toolgate/toolgate/internal/testkit/benchdata"
 	"github.com/toolgate/toolgate/internal/testkit/bundletest"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/internal/testkit/shadowtest"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -73,17 +73,12 @@ func shadowHealth(t *testing.T, base string, root *toolcall.Caller) shadow.Statu
 // shadowAt reads the shadow member of the JSON document at url as root.
 func shadowAt(t *testing.T, url string, root *toolcall.Caller) shadow.Status {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+tokenFor(root))
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	status, b := mcptest.Get(t, t.Context(), url, tokenFor(root))
+	require.Equal(t, http.StatusOK, status)
 	var body struct {
 		Shadow *shadow.Status `json:"shadow"`
 	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	require.NoError(t, json.Unmarshal(b, &body))
 	require.NotNil(t, body.Shadow)
 	return *body.Shadow
 }
@@ -92,16 +87,10 @@ func shadowAt(t *testing.T, url string, root *toolcall.Caller) shadow.Status {
 // from /metrics as root.
 func metricValue(t *testing.T, base string, root *toolcall.Caller, sample string) string {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, base+"/metrics", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+tokenFor(root))
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), sample+" "); ok {
+	status, b := mcptest.Get(t, t.Context(), base+"/metrics", tokenFor(root))
+	require.Equal(t, http.StatusOK, status)
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), sample+" "); ok {
 			return v
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -169,15 +168,8 @@ func (r *replica) health(t *testing.T, token string) health {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+"/healthz?verbose=1", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "healthz of %s: %s", r.name, body)
+	status, body := mcptest.Get(t, ctx, r.base+"/healthz?verbose=1", token)
+	require.Equal(t, http.StatusOK, status, "healthz of %s: %s", r.name, body)
 	var h health
 	require.NoError(t, json.Unmarshal(body, &h), "%s", body)
 	return h

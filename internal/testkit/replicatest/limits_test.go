@@ -3,7 +3,6 @@ package replicatest
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/internal/testkit/pgtest"
 )
 
@@ -162,15 +162,8 @@ var limitedLine = regexp.MustCompile(`(?m)^toolgate_limited_total\{tool="echo"\}
 // replica's /metrics (an operator's).
 func limitedMetric(t *testing.T, r *replica, token string) float64 {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, r.base+"/metrics", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	status, body := mcptest.Get(t, t.Context(), r.base+"/metrics", token)
+	require.Equal(t, http.StatusOK, status, "%s", body)
 	m := limitedLine.FindSubmatch(body)
 	if m == nil {
 		return 0
