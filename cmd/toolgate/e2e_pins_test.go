@@ -60,33 +60,7 @@ func testPins(t *testing.T, transport string) {
 	s := serveHTTP(t, "--config", cfg, "--registry", regPath, "--policy", polDir, "--tokens", writeTokens(t),
 		"--pins", pinsPath, "--watch")
 
-	changed := make(chan struct{}, 64)
-	admin := s.connect(t, adminToken, "2025-11-25", &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		},
-	})
-	// until lists the tools until cond holds, waiting for a list_changed
-	// between listings; it returns the number of notifications it took.
-	until := func(what string, cond func(names []string) bool) int {
-		t.Helper()
-		got := 0
-		deadline := time.After(callTimeout)
-		for {
-			if cond(toolNames(t, admin)) {
-				return got
-			}
-			select {
-			case <-changed:
-				got++
-			case <-deadline:
-				t.Fatalf("%s: no such listing within %s; listing %v\nstderr:\n%s", what, callTimeout, toolNames(t, admin), s.Stderr.String())
-			}
-		}
-	}
+	admin, until := watchListing(t, s, "2025-11-25")
 	has := func(name string) func([]string) bool {
 		return func(names []string) bool { return slices.Contains(names, name) }
 	}
@@ -228,6 +202,39 @@ func metricsText(t *testing.T, s *served) string {
 	return string(b)
 }
 
+// watchListing connects as the admin with protocol. until lists the tools
+// until cond holds, waiting for a list_changed between listings, and
+// returns the number of notifications it took; what names the listing
+// waited for in the failure.
+func watchListing(t *testing.T, s *served, protocol string) (admin *mcp.ClientSession, until func(what string, cond func(names []string) bool) int) {
+	t.Helper()
+	changed := make(chan struct{}, 64)
+	admin = s.connect(t, adminToken, protocol, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	return admin, func(what string, cond func(names []string) bool) int {
+		t.Helper()
+		got := 0
+		deadline := time.After(callTimeout)
+		for {
+			if cond(toolNames(t, admin)) {
+				return got
+			}
+			select {
+			case <-changed:
+				got++
+			case <-deadline:
+				t.Fatalf("%s: no such listing within %s; listing %v\nstderr:\n%s", what, callTimeout, toolNames(t, admin), s.Stderr.String())
+			}
+		}
+	}
+}
+
 // TestE2EPinsNoWatch: without --watch, a revision rebuilt because a pinned
 // upstream's tools changed still tells the sessions whose listing changed
 // (list_changed), and the drifted tool is absent.
@@ -241,29 +248,10 @@ func TestE2EPinsNoWatch(t *testing.T) {
 	regPath, polDir := writeExample(t, dir, &conformance.Fixture{})
 	s := serveHTTP(t, "--config", cfg, "--registry", regPath, "--policy", polDir, "--tokens", writeTokens(t),
 		"--pins", filepath.Join(dir, "pins.yaml"))
-	changed := make(chan struct{}, 64)
-	admin := s.connect(t, adminToken, "2025-06-18", &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		},
-	})
-	wait := func(cond func([]string) bool) {
-		t.Helper()
-		deadline := time.After(callTimeout)
-		for !cond(toolNames(t, admin)) {
-			select {
-			case <-changed:
-			case <-deadline:
-				t.Fatalf("no such listing within %s\nstderr:\n%s", callTimeout, s.Stderr.String())
-			}
-		}
-	}
-	wait(func(n []string) bool { return slices.Contains(n, "up.hello") })
+	admin, until := watchListing(t, s, "2025-06-18")
+	until("up.hello listed", func(n []string) bool { return slices.Contains(n, "up.hello") })
 	require.Equal(t, ok("stage 1"), call(t, admin, "up.mutate", map[string]any{"stage": testStageDescription}, nil))
-	wait(func(n []string) bool { return !slices.Contains(n, "up.hello") })
+	until("up.hello drifted away", func(n []string) bool { return !slices.Contains(n, "up.hello") })
 	require.Equal(t, refused("Error: Unknown tool 'up.hello'."), call(t, admin, "up.hello", map[string]any{"name": "ann"}, nil))
 }
 
