@@ -53,8 +53,7 @@ func testPins(t *testing.T, transport string) {
 	case "http":
 		entry = fmt.Sprintf(`{ name: up, url: %q, import: true, pin: true, section: reports }`, startHTTPUpstream(t, up, stage))
 	}
-	cfg := filepath.Join(dir, "toolgate.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte("upstreams:\n  - "+entry+"\n"), 0o644))
+	cfg := writeUpstream(t, dir, entry)
 	pinsPath := filepath.Join(dir, "state", "pins.yaml")
 	regPath, polDir := writeExample(t, dir, &conformance.Fixture{})
 	s := serveHTTP(t, "--config", cfg, "--registry", regPath, "--policy", polDir, "--tokens", writeTokens(t),
@@ -202,6 +201,15 @@ func metricsText(t *testing.T, s *served) string {
 	return string(b)
 }
 
+// writeUpstream writes dir/toolgate.yaml with one upstream, entry (a YAML
+// flow mapping), and returns its path.
+func writeUpstream(t *testing.T, dir, entry string) string {
+	t.Helper()
+	cfg := filepath.Join(dir, "toolgate.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("upstreams:\n  - "+entry+"\n"), 0o644))
+	return cfg
+}
+
 // watchListing connects as the admin with protocol. until lists the tools
 // until cond holds, waiting for a list_changed between listings, and
 // returns the number of notifications it took; what names the listing
@@ -242,9 +250,8 @@ func TestE2EPinsNoWatch(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "toolgate.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf("upstreams:\n  - { name: up, command: %q, args: [\"-stage-file\", %q], import: true, pin: true, section: reports }\n",
-		upstreamBinary(t), filepath.Join(dir, "stage"))), 0o644))
+	cfg := writeUpstream(t, dir, fmt.Sprintf(`{ name: up, command: %q, args: ["-stage-file", %q], import: true, pin: true, section: reports }`,
+		upstreamBinary(t), filepath.Join(dir, "stage")))
 	regPath, polDir := writeExample(t, dir, &conformance.Fixture{})
 	s := serveHTTP(t, "--config", cfg, "--registry", regPath, "--policy", polDir, "--tokens", writeTokens(t),
 		"--pins", filepath.Join(dir, "pins.yaml"))
@@ -261,9 +268,7 @@ func TestPinsFileUnreadableStopsServe(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "toolgate.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf("upstreams:\n  - { name: up, command: %q, import: true, pin: true }\n",
-		upstreamBinary(t))), 0o644))
+	cfg := writeUpstream(t, dir, fmt.Sprintf("{ name: up, command: %q, import: true, pin: true }", upstreamBinary(t)))
 	pinsPath := filepath.Join(dir, "pins.yaml")
 	require.NoError(t, os.WriteFile(pinsPath, []byte("version: 1\nupstreams: [not, a, mapping]\n"), 0o644))
 	var stdout, stderr bytes.Buffer
