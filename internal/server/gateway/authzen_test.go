@@ -289,11 +289,7 @@ func TestAuthZENCatalogDecisionsEqualServing(t *testing.T) {
 	sam := &toolcall.Caller{Subject: "sam", Roles: []string{"viewer"}}
 	nora := &toolcall.Caller{Subject: "nora", Roles: []string{}}
 	subjects := []*toolcall.Caller{ann, carl, sam, nora}
-	reg := filepath.Join(dir, "registry.yaml")
-	require.NoError(t, os.WriteFile(reg, []byte("sections:\n  \"upstream:ev\": { roles: [admin, contractor] }\ntools: []\n"), 0o600))
-	pol := filepath.Join(dir, "rego")
-	require.NoError(t, os.MkdirAll(pol, 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(pol, "grant.rego"), []byte(catalogPolicy), 0o600))
+	reg, pol := writeSource(t, dir, "sections:\n  \"upstream:ev\": { roles: [admin, contractor] }\ntools: []\n", catalogPolicy)
 	watch := false
 	var gw *gateway.Gateway
 	g := startGateway(t, gateway.Config{
