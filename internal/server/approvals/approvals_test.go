@@ -77,8 +77,7 @@ func TestApprovalLifecycle(t *testing.T) {
 		assert.Zero(t, e.ran("db1"))
 
 		// Other arguments are held anew.
-		text, _ = call(t, as, "wipe", "db2")
-		other := heldID(t, text)
+		other := hold(t, as, "db2")
 		assert.NotEqual(t, id, other)
 
 		// The approver lists it with its arguments; the requester does
@@ -140,8 +139,7 @@ func TestApprovalRefusedOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, store.NewMemoryStore())
 	as := e.connect(t, alice, nil)
-	text, _ := call(t, as, "wipe", "db1")
-	id := heldID(t, text)
+	id := hold(t, as, "db1")
 	code, body := e.do(t, bob, "POST", "/approvals/"+id+"/refuse", `{"note":"no"}`)
 	require.Equal(t, http.StatusOK, code, body)
 	text, isErr := call(t, as, "wipe", "db1")
@@ -158,26 +156,22 @@ func TestApprovalExpires(t *testing.T) {
 	as := e.connect(t, alice, nil)
 
 	// An undecided request expires after the ttl (10m): a new one opens.
-	text, _ := call(t, as, "wipe", "db1")
-	id := heldID(t, text)
+	id := hold(t, as, "db1")
 	e.clock.Advance(10*time.Minute + time.Second)
 	code, _ := e.do(t, bob, "POST", "/approvals/"+id+"/approve", "")
 	assert.Equal(t, http.StatusConflict, code, "an expired request cannot be approved")
-	text, _ = call(t, as, "wipe", "db1")
-	id2 := heldID(t, text)
+	id2 := hold(t, as, "db1")
 	assert.NotEqual(t, id, id2)
 
 	// An unused approval expires after the ttl from its decision.
 	code, _ = e.do(t, bob, "POST", "/approvals/"+id2+"/approve", "")
 	require.Equal(t, http.StatusOK, code)
 	e.clock.Advance(10*time.Minute + time.Second)
-	text, _ = call(t, as, "wipe", "db1")
-	assert.NotEqual(t, id2, heldID(t, text))
+	assert.NotEqual(t, id2, hold(t, as, "db1"))
 	assert.Zero(t, e.ran("db1"))
 
 	// Within the ttl, it runs.
-	text, _ = call(t, as, "wipe", "db2")
-	id3 := heldID(t, text)
+	id3 := hold(t, as, "db2")
 	e.clock.Advance(9 * time.Minute)
 	code, _ = e.do(t, bob, "POST", "/approvals/"+id3+"/approve", "")
 	require.Equal(t, http.StatusOK, code)
@@ -250,8 +244,7 @@ func TestConcurrentConsumption(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.ApprovalStore) {
 		e := newEnv(t, st)
 		as := e.connect(t, alice, nil)
-		text, _ := call(t, as, "wipe", "db1")
-		id := heldID(t, text)
+		id := hold(t, as, "db1")
 		code, _ := e.do(t, bob, "POST", "/approvals/"+id+"/approve", "")
 		require.Equal(t, http.StatusOK, code)
 

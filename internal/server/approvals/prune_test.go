@@ -27,21 +27,17 @@ func TestRetentionAndStates(t *testing.T) {
 			states[s]++
 		}})
 		as := e.connect(t, alice, nil)
-		text, _ := call(t, as, "wipe", "a")
-		approved := heldID(t, text)
-		text, _ = call(t, as, "wipe", "b")
-		refused := heldID(t, text)
-		text, _ = call(t, as, "wipe", "c")
-		expired := heldID(t, text)
+		approved := hold(t, as, "a")
+		refused := hold(t, as, "b")
+		expired := hold(t, as, "c")
 		code, _ := e.do(t, bob, "POST", "/approvals/"+approved+"/approve", "")
 		require.Equal(t, http.StatusOK, code)
 		code, _ = e.do(t, bob, "POST", "/approvals/"+refused+"/refuse", "")
 		require.Equal(t, http.StatusOK, code)
-		text, _ = call(t, as, "wipe", "a")
+		text, _ := call(t, as, "wipe", "a")
 		require.Equal(t, "ran a", text)
 		e.clock.Advance(11 * time.Minute)
-		text, _ = call(t, as, "wipe", "c") // finds c expired, opens a new one
-		require.NotEqual(t, expired, heldID(t, text))
+		require.NotEqual(t, expired, hold(t, as, "c")) // finds c expired, opens a new one
 
 		mu.Lock()
 		assert.Equal(t, map[string]int{"requested": 4, "approved": 1, "refused": 1, "consumed": 1, "expired": 1}, states)
