@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/pins"
 	"github.com/toolgate/toolgate/internal/testkit/conformance"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
 )
 
@@ -53,40 +53,13 @@ func testPins(t *testing.T, transport string) {
 	case "http":
 		entry = fmt.Sprintf(`{ name: up, url: %q, import: true, pin: true, section: reports }`, startHTTPUpstream(t, up, stage))
 	}
-	cfg := filepath.Join(dir, "toolgate.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte("upstreams:\n  - "+entry+"\n"), 0o644))
+	cfg := writeUpstream(t, dir, entry)
 	pinsPath := filepath.Join(dir, "state", "pins.yaml")
 	regPath, polDir := writeExample(t, dir, &conformance.Fixture{})
 	s := serveHTTP(t, "--config", cfg, "--registry", regPath, "--policy", polDir, "--tokens", writeTokens(t),
 		"--pins", pinsPath, "--watch")
 
-	changed := make(chan struct{}, 64)
-	admin := s.connect(t, adminToken, "2025-11-25", &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		},
-	})
-	// until lists the tools until cond holds, waiting for a list_changed
-	// between listings; it returns the number of notifications it took.
-	until := func(what string, cond func(names []string) bool) int {
-		t.Helper()
-		got := 0
-		deadline := time.After(callTimeout)
-		for {
-			if cond(toolNames(t, admin)) {
-				return got
-			}
-			select {
-			case <-changed:
-				got++
-			case <-deadline:
-				t.Fatalf("%s: no such listing within %s; listing %v\nstderr:\n%s", what, callTimeout, toolNames(t, admin), s.Stderr.String())
-			}
-		}
-	}
+	admin, until := watchListing(t, s, "2025-11-25")
 	has := func(name string) func([]string) bool {
 		return func(names []string) bool { return slices.Contains(names, name) }
 	}
@@ -223,16 +196,51 @@ func waitStderr(t *testing.T, s *served, text string) {
 // metricsText is GET /metrics as the admin.
 func metricsText(t *testing.T, s *served) string {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.base+"/metrics", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, res.StatusCode, string(b))
+	status, b := mcptest.Get(t, t.Context(), s.base+"/metrics", adminToken)
+	require.Equal(t, http.StatusOK, status, string(b))
 	return string(b)
+}
+
+// writeUpstream writes dir/toolgate.yaml with one upstream, entry (a YAML
+// flow mapping), and returns its path.
+func writeUpstream(t *testing.T, dir, entry string) string {
+	t.Helper()
+	cfg := filepath.Join(dir, "toolgate.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("upstreams:\n  - "+entry+"\n"), 0o644))
+	return cfg
+}
+
+// watchListing connects as the admin with protocol. until lists the tools
+// until cond holds, waiting for a list_changed between listings, and
+// returns the number of notifications it took; what names the listing
+// waited for in the failure.
+func watchListing(t *testing.T, s *served, protocol string) (admin *mcp.ClientSession, until func(what string, cond func(names []string) bool) int) {
+	t.Helper()
+	changed := make(chan struct{}, 64)
+	admin = s.connect(t, adminToken, protocol, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	return admin, func(what string, cond func(names []string) bool) int {
+		t.Helper()
+		got := 0
+		deadline := time.After(callTimeout)
+		for {
+			if cond(toolNames(t, admin)) {
+				return got
+			}
+			select {
+			case <-changed:
+				got++
+			case <-deadline:
+				t.Fatalf("%s: no such listing within %s; listing %v\nstderr:\n%s", what, callTimeout, toolNames(t, admin), s.Stderr.String())
+			}
+		}
+	}
 }
 
 // TestE2EPinsNoWatch: without --watch, a revision rebuilt because a pinned
@@ -242,35 +250,15 @@ func TestE2EPinsNoWatch(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "toolgate.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf("upstreams:\n  - { name: up, command: %q, args: [\"-stage-file\", %q], import: true, pin: true, section: reports }\n",
-		upstreamBinary(t), filepath.Join(dir, "stage"))), 0o644))
+	cfg := writeUpstream(t, dir, fmt.Sprintf(`{ name: up, command: %q, args: ["-stage-file", %q], import: true, pin: true, section: reports }`,
+		upstreamBinary(t), filepath.Join(dir, "stage")))
 	regPath, polDir := writeExample(t, dir, &conformance.Fixture{})
 	s := serveHTTP(t, "--config", cfg, "--registry", regPath, "--policy", polDir, "--tokens", writeTokens(t),
 		"--pins", filepath.Join(dir, "pins.yaml"))
-	changed := make(chan struct{}, 64)
-	admin := s.connect(t, adminToken, "2025-06-18", &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		},
-	})
-	wait := func(cond func([]string) bool) {
-		t.Helper()
-		deadline := time.After(callTimeout)
-		for !cond(toolNames(t, admin)) {
-			select {
-			case <-changed:
-			case <-deadline:
-				t.Fatalf("no such listing within %s\nstderr:\n%s", callTimeout, s.Stderr.String())
-			}
-		}
-	}
-	wait(func(n []string) bool { return slices.Contains(n, "up.hello") })
+	admin, until := watchListing(t, s, "2025-06-18")
+	until("up.hello listed", func(n []string) bool { return slices.Contains(n, "up.hello") })
 	require.Equal(t, ok("stage 1"), call(t, admin, "up.mutate", map[string]any{"stage": testStageDescription}, nil))
-	wait(func(n []string) bool { return !slices.Contains(n, "up.hello") })
+	until("up.hello drifted away", func(n []string) bool { return !slices.Contains(n, "up.hello") })
 	require.Equal(t, refused("Error: Unknown tool 'up.hello'."), call(t, admin, "up.hello", map[string]any{"name": "ann"}, nil))
 }
 
@@ -280,9 +268,7 @@ func TestPinsFileUnreadableStopsServe(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "toolgate.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf("upstreams:\n  - { name: up, command: %q, import: true, pin: true }\n",
-		upstreamBinary(t))), 0o644))
+	cfg := writeUpstream(t, dir, fmt.Sprintf("{ name: up, command: %q, import: true, pin: true }", upstreamBinary(t)))
 	pinsPath := filepath.Join(dir, "pins.yaml")
 	require.NoError(t, os.WriteFile(pinsPath, []byte("version: 1\nupstreams: [not, a, mapping]\n"), 0o644))
 	var stdout, stderr bytes.Buffer

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -21,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/benchdata"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
+	"github.com/toolgate/toolgate/internal/testkit/shadowtest"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -32,12 +32,7 @@ import (
 // same differences and exits 1; against the serving policy, none (exit 0).
 func TestReplayMatchesShadow(t *testing.T) {
 	dir := t.TempDir()
-	cand := filepath.Join(dir, "next")
-	require.NoError(t, os.MkdirAll(cand, 0o700))
-	call, err := toolgate.Bundled.ReadFile(toolgate.BundledPolicyDir + "/call.rego")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(cand, "call.rego"), call, 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(cand, "grant.rego"), []byte(benchdata.ManagersLosePrice), 0o600))
+	cand := shadowtest.WriteCandidate(t, benchdata.ManagersLosePrice)
 	callers := []*toolcall.Caller{
 		{Subject: "max", Roles: []string{"manager"}},
 		{Subject: "cora", Roles: []string{"contractor"}},
@@ -93,31 +88,10 @@ func TestReplayMatchesShadow(t *testing.T) {
 	require.NoError(t, <-done)
 
 	// The shadow's differences, from the decision log.
-	f, err := os.Open(logPath)
-	require.NoError(t, err)
-	defer f.Close()
 	var shadowed []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var ev struct {
-			Path  string `json:"path"`
-			Input struct {
-				Caller  struct{ Subject string } `json:"caller"`
-				Request struct {
-					Method, Tool string
-				} `json:"request"`
-			} `json:"input"`
-			Result struct {
-				Kind string `json:"kind"`
-			} `json:"result"`
-		}
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &ev))
-		if ev.Path == "toolgate/shadow/call" || ev.Path == "toolgate/shadow/list" {
-			shadowed = append(shadowed, ev.Input.Request.Method+" "+ev.Input.Request.Tool+" "+ev.Input.Caller.Subject+" "+ev.Result.Kind)
-		}
+	for _, ev := range shadowtest.Events(t, logPath) {
+		shadowed = append(shadowed, ev.Method+" "+ev.Tool+" "+ev.Subject+" "+ev.Kind)
 	}
-	require.NoError(t, sc.Err())
 	sort.Strings(shadowed)
 	require.Equal(t, []string{"tools/call price max granted→hidden", "tools/list price max granted→hidden"}, shadowed)
 
@@ -142,12 +116,9 @@ func TestReplayMatchesShadow(t *testing.T) {
 	stdout.Reset()
 	code = run(context.Background(), &env{args: []string{"replay", "--decision-log", logPath, "--policy", filepath.Join(dir, "nowhere"), "--format", "text"}, stdout: &stdout, stderr: &stderr})
 	require.Equal(t, 2, code, "a candidate that does not load")
-	serving := filepath.Join(dir, "serving")
-	require.NoError(t, os.MkdirAll(serving, 0o700))
 	grant, err := toolgate.Bundled.ReadFile(toolgate.BundledPolicyDir + "/grant.rego")
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(serving, "grant.rego"), grant, 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(serving, "call.rego"), call, 0o600))
+	serving := shadowtest.WriteCandidate(t, string(grant))
 	stdout.Reset()
 	code = run(context.Background(), &env{args: []string{"replay", "--decision-log", logPath, "--policy", serving}, stdout: &stdout, stderr: &stderr})
 	require.Equal(t, 0, code, stdout.String()+stderr.String())

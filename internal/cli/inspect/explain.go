@@ -348,19 +348,13 @@ func explainCall(rev *engine.Revision, c *toolcall.Caller, name string, rec *mcp
 			ce.Failure = cd.Err.Error()
 		}
 	case toolcall.StageDenied:
-		ce.DecidedBy = "data.toolgate.call.deny"
-		for _, dn := range rec.Denials {
-			ce.Reasons = append(ce.Reasons, engine.Reason{Message: dn.Reason, Rules: dn.Rules})
-		}
+		ce.DecidedBy, ce.Reasons = "data.toolgate.call.deny", denialReasons(rec)
 	case toolcall.StageHookFailed:
 		ce.DecidedBy, ce.Failure = "the limit store could not answer: the call fails closed", rec.Err.Error()
 	case toolcall.StageLimited:
 		ce.DecidedBy = "data.toolgate.call.limit: a limit's counter is full"
 	case toolcall.StageWithheld:
-		ce.DecidedBy = "data.toolgate.result.deny: the result is withheld"
-		for _, dn := range rec.Denials {
-			ce.Reasons = append(ce.Reasons, engine.Reason{Message: dn.Reason, Rules: dn.Rules})
-		}
+		ce.DecidedBy, ce.Reasons = "data.toolgate.result.deny: the result is withheld", denialReasons(rec)
 	case toolcall.StageResultFailed:
 		ce.DecidedBy, ce.Failure = "the result rules failed: the result is withheld", rec.Err.Error()
 	case toolcall.StageHeld:
@@ -404,6 +398,16 @@ func explainLimits(limits []engine.Limit, states []mcpadapter.LimitState) []Limi
 			}
 		}
 		out = append(out, le)
+	}
+	return out
+}
+
+// denialReasons are rec's deny reasons with their rules, in rec's order;
+// nil when it has none.
+func denialReasons(rec *mcpadapter.Record) []engine.Reason {
+	var out []engine.Reason
+	for _, dn := range rec.Denials {
+		out = append(out, engine.Reason{Message: dn.Reason, Rules: dn.Rules})
 	}
 	return out
 }

@@ -217,6 +217,14 @@ func call(t testing.TB, cs *mcp.ClientSession, tool, target string) (string, boo
 	return res.Content[0].(*mcp.TextContent).Text, res.IsError
 }
 
+// hold calls wipe with target, which must be held, and returns the id of
+// the approval request.
+func hold(t testing.TB, cs *mcp.ClientSession, target string) string {
+	t.Helper()
+	text, _ := call(t, cs, "wipe", target)
+	return heldID(t, text)
+}
+
 // heldID returns the approval id of a held answer.
 func heldID(t testing.TB, text string) string {
 	t.Helper()

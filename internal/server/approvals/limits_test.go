@@ -71,71 +71,67 @@ func TestArgumentsTooLargeToHold(t *testing.T) {
 // role do not hide a later request for another from its approvers: the
 // store selects by role, and pages walk the whole listing in order.
 func TestListingSelectsByRoleInTheStore(t *testing.T) {
-	for _, kind := range storeKinds {
-		t.Run(kind.name, func(t *testing.T) {
-			t.Parallel()
-			st := kind.open(t)
-			ctx := context.Background()
-			now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-			add := func(i int, role string) string {
-				id := fmt.Sprintf("%s-%05d", role, i)
-				ok, err := st.CreateApproval(ctx, store.ApprovalRecord{ID: id,
-					Key:       store.ApprovalKey{Source: "token", Subject: "mallory", Tool: "wipe", ArgsHash: id},
-					Arguments: json.RawMessage(`{}`), Reason: "r", Approvers: []string{role}, TTL: time.Hour,
-					Status: store.ApprovalPending, Created: now.Add(time.Duration(i) * time.Millisecond), Expires: now.Add(time.Hour)})
-				require.NoError(t, err)
-				require.True(t, ok)
-				return id
-			}
-			for i := range 1500 {
-				add(i, "ops")
-			}
-			wanted := add(1500, "admin")
-			g := approvals.New(st, approvals.Options{Now: func() time.Time { return now }})
-			admin := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
-			list, err := g.Pending(ctx, admin)
+	forEachStore(t, func(t *testing.T, st store.ApprovalStore) {
+		ctx := context.Background()
+		now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+		add := func(i int, role string) string {
+			id := fmt.Sprintf("%s-%05d", role, i)
+			ok, err := st.CreateApproval(ctx, store.ApprovalRecord{ID: id,
+				Key:       store.ApprovalKey{Source: "token", Subject: "mallory", Tool: "wipe", ArgsHash: id},
+				Arguments: json.RawMessage(`{}`), Reason: "r", Approvers: []string{role}, TTL: time.Hour,
+				Status: store.ApprovalPending, Created: now.Add(time.Duration(i) * time.Millisecond), Expires: now.Add(time.Hour)})
 			require.NoError(t, err)
-			require.Len(t, list, 1)
-			assert.Equal(t, wanted, list[0].ID)
+			require.True(t, ok)
+			return id
+		}
+		for i := range 1500 {
+			add(i, "ops")
+		}
+		wanted := add(1500, "admin")
+		g := approvals.New(st, approvals.Options{Now: func() time.Time { return now }})
+		admin := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
+		list, err := g.Pending(ctx, admin)
+		require.NoError(t, err)
+		require.Len(t, list, 1)
+		assert.Equal(t, wanted, list[0].ID)
 
-			// An ops approver pages through all 1 500, oldest first.
-			ops := &toolcall.Caller{Subject: "otto", Roles: []string{"ops"}}
-			var seen []string
-			after := ""
-			for {
-				page, next, err := g.PendingPage(ctx, ops, after, 400)
-				require.NoError(t, err)
-				for _, r := range page {
-					seen = append(seen, r.ID)
-				}
-				if next == "" {
-					break
-				}
-				after = next
+		// An ops approver pages through all 1 500, oldest first.
+		ops := &toolcall.Caller{Subject: "otto", Roles: []string{"ops"}}
+		var seen []string
+		after := ""
+		for {
+			page, next, err := g.PendingPage(ctx, ops, after, 400)
+			require.NoError(t, err)
+			for _, r := range page {
+				seen = append(seen, r.ID)
 			}
-			require.Len(t, seen, 1500)
-			assert.Equal(t, "ops-00000", seen[0])
-			assert.Equal(t, "ops-01499", seen[1499])
-			for i := 1; i < len(seen); i++ {
-				require.Less(t, seen[i-1], seen[i])
+			if next == "" {
+				break
 			}
+			after = next
+		}
+		require.Len(t, seen, 1500)
+		assert.Equal(t, "ops-00000", seen[0])
+		assert.Equal(t, "ops-01499", seen[1499])
+		for i := 1; i < len(seen); i++ {
+			require.Less(t, seen[i-1], seen[i])
+		}
 
-			all, err := g.AllPending(ctx, ops)
-			require.NoError(t, err)
-			assert.Len(t, all, 1500, "`toolgate approvals list` reads every page")
+		all, err := g.AllPending(ctx, ops)
+		require.NoError(t, err)
+		assert.Len(t, all, 1500, "`toolgate approvals list` reads every page")
 
-			// The requester never sees their own.
-			list, err = g.Pending(ctx, &toolcall.Caller{Subject: "mallory", Roles: []string{"admin", "ops"}})
-			require.NoError(t, err)
-			assert.Empty(t, list)
-			n, err := st.CountPending(ctx, "token", "mallory", now)
-			require.NoError(t, err)
-			assert.Equal(t, 1501, n)
-			n, err = st.CountPending(ctx, "jwt", "mallory", now)
-			require.NoError(t, err)
-			assert.Zero(t, n)
-		})
-	}
+		// The requester never sees their own.
+		list, err = g.Pending(ctx, &toolcall.Caller{Subject: "mallory", Roles: []string{"admin", "ops"}})
+		require.NoError(t, err)
+		assert.Empty(t, list)
+		n, err := st.CountPending(ctx, "token", "mallory", now)
+		require.NoError(t, err)
+		assert.Equal(t, 1501, n)
+		n, err = st.CountPending(ctx, "jwt", "mallory", now)
+		require.NoError(t, err)
+		assert.Zero(t, n)
+	})
 }
 
 // TestListingPagesOverHTTP: GET /approvals takes limit and after and
@@ -179,40 +175,36 @@ func TestListingPagesOverHTTP(t *testing.T) {
 // "root" are two requesters: an approval of one's call is not consumed
 // by the other's identical call, which is held apart.
 func TestApprovalsKeyedBySource(t *testing.T) {
-	for _, kind := range storeKinds {
-		t.Run(kind.name, func(t *testing.T) {
-			t.Parallel()
-			st := kind.open(t)
-			now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-			g := approvals.New(st, approvals.Options{Now: func() time.Time { return now }})
-			ctx := context.Background()
-			rule := &engine.Approval{Reason: "r", Approvers: []string{"admin"}, TTL: time.Hour}
-			root := &toolcall.Caller{Subject: "root", Roles: []string{"ops"}}
-			callAs := func(source string) *mcpadapter.CallContext {
-				return &mcpadapter.CallContext{Name: "wipe", Tool: &registry.Tool{Name: "wipe"}, Arguments: json.RawMessage(`{"target":"prod"}`),
-					Caller: root, Source: source}
-			}
-			ck, err := g.Check(ctx, callAs("token"), rule)
-			require.NoError(t, err)
-			require.Equal(t, mcpadapter.ApprovalHeld, ck.State)
-			_, err = g.Decide(ctx, &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}, ck.ID, true, "")
-			require.NoError(t, err)
+	forEachStore(t, func(t *testing.T, st store.ApprovalStore) {
+		now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+		g := approvals.New(st, approvals.Options{Now: func() time.Time { return now }})
+		ctx := context.Background()
+		rule := &engine.Approval{Reason: "r", Approvers: []string{"admin"}, TTL: time.Hour}
+		root := &toolcall.Caller{Subject: "root", Roles: []string{"ops"}}
+		callAs := func(source string) *mcpadapter.CallContext {
+			return &mcpadapter.CallContext{Name: "wipe", Tool: &registry.Tool{Name: "wipe"}, Arguments: json.RawMessage(`{"target":"prod"}`),
+				Caller: root, Source: source}
+		}
+		ck, err := g.Check(ctx, callAs("token"), rule)
+		require.NoError(t, err)
+		require.Equal(t, mcpadapter.ApprovalHeld, ck.State)
+		_, err = g.Decide(ctx, &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}, ck.ID, true, "")
+		require.NoError(t, err)
 
-			other, err := g.Check(ctx, callAs("jwt"), rule)
-			require.NoError(t, err)
-			assert.Equal(t, mcpadapter.ApprovalHeld, other.State, "the issuer's root does not consume the tokens file's root's approval")
-			assert.NotEqual(t, ck.ID, other.ID)
+		other, err := g.Check(ctx, callAs("jwt"), rule)
+		require.NoError(t, err)
+		assert.Equal(t, mcpadapter.ApprovalHeld, other.State, "the issuer's root does not consume the tokens file's root's approval")
+		assert.NotEqual(t, ck.ID, other.ID)
 
-			mine, err := g.Check(ctx, callAs("token"), rule)
-			require.NoError(t, err)
-			assert.Equal(t, mcpadapter.ApprovalConsumed, mine.State)
-			assert.Equal(t, ck.ID, mine.ID)
+		mine, err := g.Check(ctx, callAs("token"), rule)
+		require.NoError(t, err)
+		assert.Equal(t, mcpadapter.ApprovalConsumed, mine.State)
+		assert.Equal(t, ck.ID, mine.ID)
 
-			r, err := g.Decide(ctx, &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}, other.ID, false, "")
-			require.NoError(t, err)
-			assert.Equal(t, "jwt", r.Source)
-		})
-	}
+		r, err := g.Decide(ctx, &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}, other.ID, false, "")
+		require.NoError(t, err)
+		assert.Equal(t, "jwt", r.Source)
+	})
 }
 
 // TestDecidingAnIDOneMayNotSeeIsNotFound: a caller who is neither an

@@ -68,8 +68,7 @@ func TestWebhookNeverBlocksTheCall(t *testing.T) {
 	}
 	e := newEnvOptions(t, store.NewMemoryStore(), testPolicy, approvals.Options{OnRequest: wh.Notify})
 	as := e.connect(t, alice, nil)
-	text, _ := call(t, as, "wipe", "db1")
-	id := heldID(t, text)
+	id := hold(t, as, "db1")
 	list, err := e.gate.Pending(context.Background(), bob)
 	require.NoError(t, err)
 	require.Len(t, list, 1)

@@ -68,6 +68,24 @@ func azPost(t *testing.T, base, path string, caller *toolcall.Caller, body strin
 	return resp.StatusCode, string(b)
 }
 
+// requireBatch asks the evaluations of batch in one request as pep and
+// requires the decisions want, in order.
+func requireBatch(t *testing.T, base string, pep *toolcall.Caller, batch []json.RawMessage, want []bool) {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"evaluations": batch})
+	require.NoError(t, err)
+	status, body := azPost(t, base, "/access/v1/evaluations", pep, string(b))
+	require.Equal(t, http.StatusOK, status, body)
+	var out struct {
+		Evaluations []azDecision `json:"evaluations"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &out))
+	require.Len(t, out.Evaluations, len(want))
+	for i, d := range out.Evaluations {
+		require.Equal(t, want[i], *d.Decision, "evaluation %d", i)
+	}
+}
+
 type azDecision struct {
 	Decision *bool          `json:"decision"`
 	Context  map[string]any `json:"context"`
@@ -141,18 +159,7 @@ func TestAuthZENDecisionsEqualExplain(t *testing.T) {
 		}
 	}
 	require.True(t, sawTrue && sawFalse, "the table must hold both decisions")
-	b, err := json.Marshal(map[string]any{"evaluations": batch})
-	require.NoError(t, err)
-	status, body := azPost(t, base, "/access/v1/evaluations", pep, string(b))
-	require.Equal(t, http.StatusOK, status, body)
-	var out struct {
-		Evaluations []azDecision `json:"evaluations"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(body), &out))
-	require.Len(t, out.Evaluations, len(want))
-	for i, d := range out.Evaluations {
-		require.Equal(t, want[i], *d.Decision, "evaluation %d", i)
-	}
+	requireBatch(t, base, pep, batch, want)
 }
 
 // TestAuthZENHiddenIsAbsent: a tool hidden from the subject and a name no
@@ -282,11 +289,7 @@ func TestAuthZENCatalogDecisionsEqualServing(t *testing.T) {
 	sam := &toolcall.Caller{Subject: "sam", Roles: []string{"viewer"}}
 	nora := &toolcall.Caller{Subject: "nora", Roles: []string{}}
 	subjects := []*toolcall.Caller{ann, carl, sam, nora}
-	reg := filepath.Join(dir, "registry.yaml")
-	require.NoError(t, os.WriteFile(reg, []byte("sections:\n  \"upstream:ev\": { roles: [admin, contractor] }\ntools: []\n"), 0o600))
-	pol := filepath.Join(dir, "rego")
-	require.NoError(t, os.MkdirAll(pol, 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(pol, "grant.rego"), []byte(catalogPolicy), 0o600))
+	reg, pol := writeSource(t, dir, "sections:\n  \"upstream:ev\": { roles: [admin, contractor] }\ntools: []\n", catalogPolicy)
 	watch := false
 	var gw *gateway.Gateway
 	g := startGateway(t, gateway.Config{
@@ -337,18 +340,7 @@ func TestAuthZENCatalogDecisionsEqualServing(t *testing.T) {
 		}
 	}
 	require.True(t, sawTrue && sawFalse, "the table must hold both decisions")
-	b, err := json.Marshal(map[string]any{"evaluations": batch})
-	require.NoError(t, err)
-	status, body := azPost(t, base, "/access/v1/evaluations", pep, string(b))
-	require.Equal(t, http.StatusOK, status, body)
-	var out struct {
-		Evaluations []azDecision `json:"evaluations"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(body), &out))
-	require.Len(t, out.Evaluations, len(want))
-	for i, d := range out.Evaluations {
-		require.Equal(t, want[i], *d.Decision, "evaluation %d", i)
-	}
+	requireBatch(t, base, pep, batch, want)
 
 	// Hidden is absent, for a PEP without the operator role.
 	for _, c := range []struct{ action, typ, hidden, absent string }{

@@ -84,11 +84,7 @@ func catalogGateway(t *testing.T, callers ...*toolcall.Caller) *running {
 func catalogGatewayIn(t *testing.T, dir string, callers ...*toolcall.Caller) *running {
 	t.Helper()
 	bin := everythingServer(t)
-	reg := filepath.Join(dir, "registry.yaml")
-	require.NoError(t, os.WriteFile(reg, []byte("sections:\n  \"upstream:ev\": { roles: [admin, contractor] }\ntools: []\n"), 0o600))
-	pol := filepath.Join(dir, "rego")
-	require.NoError(t, os.MkdirAll(pol, 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(pol, "grant.rego"), []byte(catalogPolicy), 0o600))
+	reg, pol := writeSource(t, dir, "sections:\n  \"upstream:ev\": { roles: [admin, contractor] }\ntools: []\n", catalogPolicy)
 	watch := false
 	return startGateway(t, gateway.Config{
 		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, callers...),

@@ -1,9 +1,6 @@
 package gateway_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v3/jwa"
-	"github.com/lestrrat-go/jwx/v3/jwk"
-	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/identity"
@@ -29,26 +23,12 @@ const suspendedRule = `package toolgate.call
 deny contains "suspended" if "suspended" in input.caller.claims.groups
 `
 
-// jwksIssuer signs access tokens with an ES256 key published in a JWKS file.
-type jwksIssuer struct {
-	key  *ecdsa.PrivateKey
-	path string
-}
+// jwksIssuer signs access tokens with a key published in a JWKS file.
+type jwksIssuer struct{ *oidctest.JWKSKey }
 
 func newJWKSIssuer(t *testing.T) *jwksIssuer {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	pub, err := jwk.Import(key.Public())
-	require.NoError(t, err)
-	require.NoError(t, pub.Set(jwk.KeyIDKey, "k1"))
-	set := jwk.NewSet()
-	require.NoError(t, set.AddKey(pub))
-	b, err := json.Marshal(set)
-	require.NoError(t, err)
-	p := filepath.Join(t.TempDir(), "jwks.json")
-	require.NoError(t, os.WriteFile(p, b, 0o600))
-	return &jwksIssuer{key: key, path: p}
+	return &jwksIssuer{oidctest.NewJWKSKey(t)}
 }
 
 // sign signs claims (a JSON object's members, without braces) plus iss,
@@ -56,12 +36,7 @@ func newJWKSIssuer(t *testing.T) *jwksIssuer {
 func (i *jwksIssuer) sign(t *testing.T, iss, aud, members string) string {
 	t.Helper()
 	now := time.Now().Unix()
-	payload := fmt.Sprintf(`{"iss":%q,"aud":%q,"iat":%d,"exp":%d,%s}`, iss, aud, now, now+3600, members)
-	h := jws.NewHeaders()
-	require.NoError(t, h.Set(jws.KeyIDKey, "k1"))
-	b, err := jws.Sign([]byte(payload), jws.WithKey(jwa.ES256(), i.key, jws.WithProtectedHeaders(h)))
-	require.NoError(t, err)
-	return string(b)
+	return i.Sign(t, fmt.Sprintf(`{"iss":%q,"aud":%q,"iat":%d,"exp":%d,%s}`, iss, aud, now, now+3600, members))
 }
 
 // guids is n distinct GUID-shaped strings, then the extra ones, as a JSON
@@ -119,7 +94,7 @@ func TestDenyRulesSeeWholeClaims(t *testing.T) {
 	port := oidctest.FreePort(t)
 	g := startIdentity(t, gateway.Config{Stdout: &syncBuffer{}, Serve: config.Serve{
 		Registry: reg, Policy: pol, Tokens: tokens,
-		Auth: identity.Settings{Issuer: issuer, JWKS: iss.path},
+		Auth: identity.Settings{Issuer: issuer, JWKS: iss.Path},
 	}}, port)
 	g.keysLoaded(t)
 

@@ -34,6 +34,7 @@ import (
 	"github.com/toolgate/toolgate/internal/cli/pinreview"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/internal/testkit/oidctest"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
 	"github.com/toolgate/toolgate/methods"
@@ -445,13 +446,8 @@ func TestUpstreamCredentialsE2E(t *testing.T) {
 	})
 
 	// /healthz?verbose=1 for the operator.
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, g.base+"/healthz?verbose=1", nil)
-	req.Header.Set("Authorization", "Bearer "+tokenFor(ops))
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	health, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode, string(health))
+	status, health := mcptest.Get(t, t.Context(), g.base+"/healthz?verbose=1", tokenFor(ops))
+	require.Equal(t, http.StatusOK, status, string(health))
 
 	// The console's pages and JSON, as the operator and as alice (a JWT
 	// caller without the operator role), the activity tail included.

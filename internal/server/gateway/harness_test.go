@@ -39,6 +39,18 @@ func writeTokens(t testing.TB, dir string, callers ...*toolcall.Caller) string {
 	return p
 }
 
+// writeSource writes registry as dir/registry.yaml and grant as the one
+// policy file dir/rego/grant.rego, and returns their paths.
+func writeSource(t testing.TB, dir, registry, grant string) (reg, pol string) {
+	t.Helper()
+	reg = filepath.Join(dir, "registry.yaml")
+	require.NoError(t, os.WriteFile(reg, []byte(registry), 0o600))
+	pol = filepath.Join(dir, "rego")
+	require.NoError(t, os.MkdirAll(pol, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(pol, "grant.rego"), []byte(grant), 0o600))
+	return reg, pol
+}
+
 // running is a gateway serving HTTP on a loopback port.
 type running struct {
 	url  string

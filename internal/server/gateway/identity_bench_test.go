@@ -24,6 +24,28 @@ import (
 	"github.com/toolgate/toolgate/toolcall"
 )
 
+// benchAdd measures calls of add (2 + 3) over one go-sdk session on
+// streamable HTTP to url, with the bearer token.
+func benchAdd(b *testing.B, url, token string) {
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	cs, err := client.Connect(b.Context(), &mcp.StreamableClientTransport{Endpoint: url,
+		HTTPClient: &http.Client{Transport: mcptest.Bearer{Token: token, Next: tr}}, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 2, "b": 3}}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := cs.CallTool(b.Context(), params)
+		if err != nil || res.IsError {
+			b.Fatalf("call: %v %+v", err, res)
+		}
+	}
+}
+
 // BenchmarkGovernedCallAuth measures one governed tools/call (add, the
 // bundled example, a go-sdk session over streamable HTTP on loopback) by
 // a tokens-file caller and by a JWT caller (RS256, verified once and then
@@ -81,24 +103,6 @@ func BenchmarkGovernedCallAuth(b *testing.B) {
 		{"jwt-RS256-cached", cached, string(tok)},
 		{"jwt-RS256-uncached", uncached, string(tok)},
 	} {
-		b.Run(c.name, func(b *testing.B) {
-			tr := &http.Transport{}
-			defer tr.CloseIdleConnections()
-			client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-			cs, err := client.Connect(b.Context(), &mcp.StreamableClientTransport{Endpoint: c.g.url,
-				HTTPClient: &http.Client{Transport: mcptest.Bearer{Token: c.token, Next: tr}}, DisableStandaloneSSE: true}, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cs.Close()
-			params := &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 2, "b": 3}}
-			b.ReportAllocs()
-			for b.Loop() {
-				res, err := cs.CallTool(b.Context(), params)
-				if err != nil || res.IsError {
-					b.Fatalf("call: %v %+v", err, res)
-				}
-			}
-		})
+		b.Run(c.name, func(b *testing.B) { benchAdd(b, c.g.url, c.token) })
 	}
 }

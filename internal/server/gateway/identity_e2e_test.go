@@ -165,6 +165,21 @@ var (
 	readerTools  = []string{"echo", "add", "fail", "inner", "count", "sleep"}
 )
 
+// startWithProvider starts the OpenID provider and a gateway serving serve
+// on a free port, trusting the provider as its issuer; it returns once the
+// gateway has loaded the provider's keys. resource is the gateway's /mcp,
+// the audience of the provider's tokens.
+func startWithProvider(t *testing.T, serve config.Serve) (p *oidctest.Provider, g *idServer, resource string) {
+	t.Helper()
+	port := oidctest.FreePort(t)
+	resource = "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
+	p = oidctest.Start(t, 0, resource)
+	serve.Auth.Issuer = p.Issuer
+	g = startIdentity(t, gateway.Config{Serve: serve}, port)
+	g.keysLoaded(t)
+	return p, g, resource
+}
+
 // TestIdentityE2E: tokens from a real OpenID provider, over streamable
 // HTTP, under every protocol revision: the caller is what the claims say
 // (roles from the configured claim), listing and calls follow; a tokens
@@ -174,14 +189,10 @@ var (
 // sessions are bound to their subject and source.
 func TestIdentityE2E(t *testing.T) {
 	t.Parallel()
-	port := oidctest.FreePort(t)
-	resource := "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
-	p := oidctest.Start(t, 0, resource)
 	dir := t.TempDir()
 	// The tokens file has an admin, and a subject named like a JWT one.
 	tokens := writeTokens(t, dir, &toolcall.Caller{Subject: "ops", Roles: []string{"admin"}}, &toolcall.Caller{Subject: "alice-app", Roles: []string{"admin"}})
-	g := startIdentity(t, gateway.Config{Serve: config.Serve{Tokens: tokens, Auth: identity.Settings{Issuer: p.Issuer, RolesClaim: "realm_access.roles"}}}, port)
-	g.keysLoaded(t)
+	p, g, resource := startWithProvider(t, config.Serve{Tokens: tokens, Auth: identity.Settings{RolesClaim: "realm_access.roles"}})
 	require.Equal(t, resource, g.resource)
 	metaURL := g.base + "/.well-known/oauth-protected-resource/mcp"
 
@@ -311,11 +322,7 @@ func sign(t *testing.T, payload []byte, alg jwa.SignatureAlgorithm, key any, kid
 // invalid_token, also though it was verified and cached before.
 func TestIdentityE2EExpired(t *testing.T) {
 	t.Parallel()
-	port := oidctest.FreePort(t)
-	resource := "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
-	p := oidctest.Start(t, 0, resource)
-	g := startIdentity(t, gateway.Config{Serve: config.Serve{Auth: identity.Settings{Issuer: p.Issuer}}}, port)
-	g.keysLoaded(t)
+	p, g, resource := startWithProvider(t, config.Serve{})
 	tok := p.Token(t, "alice", resource)
 	_, err := connectToken(t, g.url, "2025-11-25", tok)
 	require.NoError(t, err)
@@ -330,11 +337,7 @@ func TestIdentityE2EExpired(t *testing.T) {
 // and the old key's tokens still serve.
 func TestIdentityE2EKeyRotation(t *testing.T) {
 	t.Parallel()
-	port := oidctest.FreePort(t)
-	resource := "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
-	p := oidctest.Start(t, 0, resource)
-	g := startIdentity(t, gateway.Config{Serve: config.Serve{Auth: identity.Settings{Issuer: p.Issuer}}}, port)
-	g.keysLoaded(t)
+	p, g, resource := startWithProvider(t, config.Serve{})
 	old := p.Token(t, "alice", resource)
 	_, err := connectToken(t, g.url, "2025-11-25", old)
 	require.NoError(t, err)

@@ -47,7 +47,7 @@ func waitFor(t testing.TB, buf *syncBuffer, sub string) {
 func TestSlowKeySetHoldsNeitherStartNorRequests(t *testing.T) {
 	t.Parallel()
 	iss := newJWKSIssuer(t)
-	keys, err := os.ReadFile(iss.path)
+	keys, err := os.ReadFile(iss.Path)
 	require.NoError(t, err)
 	release := make(chan struct{})
 	var arrived, abandoned, answered atomic.Int32
@@ -106,7 +106,7 @@ func TestIssuerOnEveryAddressNeedsAResource(t *testing.T) {
 			t.Parallel()
 			cfg := gateway.Config{Stdout: &syncBuffer{}, Logger: slog.New(slog.DiscardHandler), Serve: config.Serve{
 				HTTP: addr, Ledger: "memory", Audit: os.DevNull,
-				Auth: identity.Settings{Issuer: "https://login.example.com", JWKS: iss.path},
+				Auth: identity.Settings{Issuer: "https://login.example.com", JWKS: iss.Path},
 			}}
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
@@ -125,7 +125,7 @@ func TestGatewayEvery401NamesTheMetadata(t *testing.T) {
 	t.Parallel()
 	iss := newJWKSIssuer(t)
 	g := startIdentity(t, gateway.Config{Stdout: &syncBuffer{},
-		Serve: config.Serve{Auth: identity.Settings{Issuer: "https://login.example.com", JWKS: iss.path}}}, oidctest.FreePort(t))
+		Serve: config.Serve{Auth: identity.Settings{Issuer: "https://login.example.com", JWKS: iss.Path}}}, oidctest.FreePort(t))
 	want := `Bearer resource_metadata="` + g.base + `/.well-known/oauth-protected-resource/mcp"`
 	resp, body := post(t, g.url, "", countCall("x"), "Mcp-Protocol-Version", "2026-07-28")
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, body)

@@ -24,18 +24,14 @@ import (
 func TestListFallbackNoneOverHTTP(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	reg := filepath.Join(dir, "registry.yaml")
-	require.NoError(t, os.WriteFile(reg, []byte("tools:\n  - { name: echo, method: demo.echo, arguments: [{ name: text, type: string, required: true }] }\n  - { name: execUrl, method: demo.execUrl, driver: url, arguments: [{ name: url, type: string, required: true }] }\n"), 0o600))
-	pol := filepath.Join(dir, "rego")
-	require.NoError(t, os.Mkdir(pol, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(pol, "grant.rego"), []byte(`package toolgate.grant
+	reg, pol := writeSource(t, dir, "tools:\n  - { name: echo, method: demo.echo, arguments: [{ name: text, type: string, required: true }] }\n  - { name: execUrl, method: demo.execUrl, driver: url, arguments: [{ name: url, type: string, required: true }] }\n", `package toolgate.grant
 
 default level := 0
 
 level := to_number(input.request.meta["x/level"]) if input.request.meta["x/level"]
 
 granted := {t.name | some t in input.tools; t.base; t.name != "execUrl"; level >= 0}
-`), 0o600))
+`)
 	alice := &toolcall.Caller{Subject: "alice", Roles: []string{}}
 	tokens := writeTokens(t, dir, alice)
 	off := false
@@ -67,11 +63,7 @@ granted := {t.name | some t in input.tools; t.base; t.name != "execUrl"; level >
 func TestServeLoadsNetworkBuiltinsOnlyWhenCapabilitiesListThem(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	reg := filepath.Join(dir, "registry.yaml")
-	require.NoError(t, os.WriteFile(reg, []byte("tools:\n  - { name: echo, method: demo.echo }\n"), 0o600))
-	pol := filepath.Join(dir, "rego")
-	require.NoError(t, os.Mkdir(pol, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(pol, "grant.rego"), []byte("package toolgate.grant\n\ngranted := {\"echo\"} if {\n\thttp.send({\"method\": \"GET\", \"url\": \"http://127.0.0.1:9\"}).body.allow\n}\n"), 0o600))
+	reg, pol := writeSource(t, dir, "tools:\n  - { name: echo, method: demo.echo }\n", "package toolgate.grant\n\ngranted := {\"echo\"} if {\n\thttp.send({\"method\": \"GET\", \"url\": \"http://127.0.0.1:9\"}).body.allow\n}\n")
 	off := false
 	serve := config.Serve{Registry: reg, Policy: pol, Ledger: "memory", Watch: &off, HTTP: "127.0.0.1:0"}
 

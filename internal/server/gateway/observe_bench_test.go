@@ -8,11 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
-	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -45,23 +42,7 @@ func BenchmarkGovernedCallObserve(b *testing.B) {
 			g := startGateway(b, gateway.Config{Logger: quiet, Serve: config.Serve{Tokens: tokens, Ledger: "memory",
 				Audit: filepath.Join(b.TempDir(), "audit.jsonl"), OtelEndpoint: c.otel, DecisionLog: c.dlogs}})
 			defer g.stop()
-			tr := &http.Transport{}
-			defer tr.CloseIdleConnections()
-			client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-			cs, err := client.Connect(b.Context(), &mcp.StreamableClientTransport{Endpoint: g.url,
-				HTTPClient: &http.Client{Transport: mcptest.Bearer{Token: tokenFor(ops), Next: tr}}, DisableStandaloneSSE: true}, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cs.Close()
-			params := &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 2, "b": 3}}
-			b.ReportAllocs()
-			for b.Loop() {
-				res, err := cs.CallTool(b.Context(), params)
-				if err != nil || res.IsError {
-					b.Fatalf("call: %v %+v", err, res)
-				}
-			}
+			benchAdd(b, g.url, tokenFor(ops))
 		})
 	}
 }

@@ -123,14 +123,8 @@ func TestObserveDecisionLogsAndTraces(t *testing.T) {
 	require.NoError(t, cs.Close())
 
 	// The decision log's counters are in /metrics.
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, strings.TrimSuffix(g.url, "/mcp")+"/metrics", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+tokenFor(admin))
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	status, body := mcptest.Get(t, t.Context(), strings.TrimSuffix(g.url, "/mcp")+"/metrics", tokenFor(admin))
+	require.Equal(t, http.StatusOK, status, string(body))
 	require.Contains(t, string(body), "\ntoolgate_decision_log_dropped_total 0\n")
 	require.Contains(t, string(body), "toolgate_decision_log_written_total")
 

@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,11 +53,7 @@ func TestReferenceUpstreamCatalog(t *testing.T) {
 	writer := &toolcall.Caller{Subject: "wes", Roles: []string{"writer"}}
 	contractor := &toolcall.Caller{Subject: "carl", Roles: []string{"contractor"}}
 	dir := t.TempDir()
-	reg := filepath.Join(dir, "registry.yaml")
-	require.NoError(t, os.WriteFile(reg, []byte("sections:\n  \"upstream:ev\": { roles: [writer, contractor] }\ntools: []\n"), 0o600))
-	pol := filepath.Join(dir, "rego")
-	require.NoError(t, os.MkdirAll(pol, 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(pol, "grant.rego"), []byte(referencePolicy), 0o600))
+	reg, pol := writeSource(t, dir, "sections:\n  \"upstream:ev\": { roles: [writer, contractor] }\ntools: []\n", referencePolicy)
 	watch := false
 	g := startGateway(t, gateway.Config{
 		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, writer, contractor),

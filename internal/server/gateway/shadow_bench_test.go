@@ -1,16 +1,12 @@
 package gateway_test
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/internal/config"
-	"github.com/toolgate/toolgate/internal/server/gateway"
 )
 
 // BenchmarkStdioCallShadow measures one tools/call of echo over stdio as
@@ -38,13 +34,7 @@ func BenchmarkStdioCallShadow(b *testing.B) {
 				s.Shadow = config.Shadow{Policy: filepath.Join(dir, "policies")}
 			}
 			require.NoError(b, s.SetDefaults())
-			benchStdio(b, func(ctx context.Context, in io.ReadCloser, out io.WriteCloser) func() error {
-				cfg := gateway.Config{Serve: s, Stdin: in, Stdout: out, Stderr: io.Discard,
-					Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-				done := make(chan error, 1)
-				go func() { done <- gateway.Run(ctx, cfg) }()
-				return func() error { return <-done }
-			})
+			benchStdio(b, serveStdio(s))
 		})
 	}
 }

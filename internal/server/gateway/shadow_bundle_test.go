@@ -1,12 +1,10 @@
 package gateway_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -20,32 +18,12 @@ import (
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/server/shadow"
+	"github.com/toolgate/toolgate/internal/testkit/benchdata"
 	"github.com/toolgate/toolgate/internal/testkit/bundletest"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
+	"github.com/toolgate/toolgate/internal/testkit/shadowtest"
 	"github.com/toolgate/toolgate/toolcall"
 )
-
-// hidePriceFromManagers is the bundled grant policy plus one override:
-// managers lose the tool price.
-const hidePriceFromManagers = `package toolgate.grant
-
-granted := {t.name |
-	some t in input.tools
-	t.base
-	t.annotations.readOnlyHint == true
-	not url_driver(t)
-} if {
-	"contractor" in input.caller.roles
-}
-
-granted := {t.name | some t in input.tools; t.base; t.name != "price"} if {
-	"manager" in input.caller.roles
-	not "contractor" in input.caller.roles
-}
-
-url_driver(t) if t.driver == "url"
-
-url_drivers_decided := true
-`
 
 // notCompiling is a grant policy that parses (OPA's bundle reader takes
 // it) but does not compile: the engine refuses it.
@@ -95,17 +73,12 @@ func shadowHealth(t *testing.T, base string, root *toolcall.Caller) shadow.Statu
 // shadowAt reads the shadow member of the JSON document at url as root.
 func shadowAt(t *testing.T, url string, root *toolcall.Caller) shadow.Status {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+tokenFor(root))
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	status, b := mcptest.Get(t, t.Context(), url, tokenFor(root))
+	require.Equal(t, http.StatusOK, status)
 	var body struct {
 		Shadow *shadow.Status `json:"shadow"`
 	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	require.NoError(t, json.Unmarshal(b, &body))
 	require.NotNil(t, body.Shadow)
 	return *body.Shadow
 }
@@ -114,16 +87,10 @@ func shadowAt(t *testing.T, url string, root *toolcall.Caller) shadow.Status {
 // from /metrics as root.
 func metricValue(t *testing.T, base string, root *toolcall.Caller, sample string) string {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, base+"/metrics", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+tokenFor(root))
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), sample+" "); ok {
+	status, b := mcptest.Get(t, t.Context(), base+"/metrics", tokenFor(root))
+	require.Equal(t, http.StatusOK, status)
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), sample+" "); ok {
 			return v
 		}
 	}
@@ -135,32 +102,10 @@ func metricValue(t *testing.T, base string, root *toolcall.Caller, sample string
 // as "method tool subject kind candidate-revision", sorted.
 func shadowEvents(t *testing.T, path string) []string {
 	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
 	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var ev struct {
-			Path  string `json:"path"`
-			Input struct {
-				Caller  struct{ Subject string }      `json:"caller"`
-				Request struct{ Method, Tool string } `json:"request"`
-			} `json:"input"`
-			Result struct {
-				Kind      string `json:"kind"`
-				Candidate struct {
-					Revision string `json:"revision"`
-				} `json:"candidate"`
-			} `json:"result"`
-		}
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &ev))
-		if strings.HasPrefix(ev.Path, "toolgate/shadow/") {
-			out = append(out, strings.Join([]string{ev.Input.Request.Method, ev.Input.Request.Tool, ev.Input.Caller.Subject, ev.Result.Kind, ev.Result.Candidate.Revision}, " "))
-		}
+	for _, ev := range shadowtest.Events(t, path) {
+		out = append(out, strings.Join([]string{ev.Method, ev.Tool, ev.Subject, ev.Kind, ev.Candidate}, " "))
 	}
-	require.NoError(t, sc.Err())
 	sort.Strings(out)
 	return out
 }
@@ -177,7 +122,7 @@ func TestShadowBundle(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	dir := t.TempDir()
 	serving := bundletest.NewServer(exampleBundle(t, "prod-1", ""))
-	cand := newPolledServer(exampleBundle(t, "next-1", hidePriceFromManagers))
+	cand := newPolledServer(exampleBundle(t, "next-1", benchdata.ManagersLosePrice))
 	mux := http.NewServeMux()
 	mux.Handle("/serving.tar.gz", serving)
 	mux.Handle("/next.tar.gz", cand)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -38,11 +39,7 @@ func TestShadowCandidateThatDoesNotCompileIsReported(t *testing.T) {
 
 	base := strings.TrimSuffix(g.url, "/mcp")
 	for _, path := range []string{"/console/api/status", "/healthz?verbose=1"} {
-		req, err := http.NewRequest(http.MethodGet, base+path, nil)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+tokenFor(root))
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
+		status, b := mcptest.Get(t, t.Context(), base+path, tokenFor(root))
 		var body struct {
 			Shadow *struct {
 				Candidate string `json:"candidate"`
@@ -50,9 +47,8 @@ func TestShadowCandidateThatDoesNotCompileIsReported(t *testing.T) {
 				Compared  uint64 `json:"compared"`
 			} `json:"shadow"`
 		}
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
-		resp.Body.Close()
-		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		require.NoError(t, json.Unmarshal(b, &body))
+		require.Equal(t, http.StatusOK, status, path)
 		require.NotNil(t, body.Shadow, path)
 		require.Contains(t, body.Shadow.Error, "grant.rego", path)
 		require.Empty(t, body.Shadow.Candidate, path)

@@ -43,13 +43,7 @@ func BenchmarkStdioCallDefaults(b *testing.B) {
 			Stdio: true, As: "cid", Roles: []string{"manager", "contractor"}, Watch: &off}
 		require.NoError(b, s.SetDefaults())
 		require.True(b, strings.HasPrefix(s.Ledger, "sqlite:"), s.Ledger)
-		benchStdio(b, func(ctx context.Context, in io.ReadCloser, out io.WriteCloser) func() error {
-			cfg := gateway.Config{Serve: s, Stdin: in, Stdout: out, Stderr: io.Discard,
-				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-			done := make(chan error, 1)
-			go func() { done <- gateway.Run(ctx, cfg) }()
-			return func() error { return <-done }
-		})
+		benchStdio(b, serveStdio(s))
 	})
 	b.Run("bare", func(b *testing.B) {
 		benchStdio(b, func(ctx context.Context, in io.ReadCloser, out io.WriteCloser) func() error {
@@ -59,6 +53,18 @@ func BenchmarkStdioCallDefaults(b *testing.B) {
 			return func() error { return <-done }
 		})
 	})
+}
+
+// serveStdio is benchStdio's serve for the gateway serving s over stdio,
+// its log discarded.
+func serveStdio(s config.Serve) func(ctx context.Context, in io.ReadCloser, out io.WriteCloser) func() error {
+	return func(ctx context.Context, in io.ReadCloser, out io.WriteCloser) func() error {
+		cfg := gateway.Config{Serve: s, Stdin: in, Stdout: out, Stderr: io.Discard,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		done := make(chan error, 1)
+		go func() { done <- gateway.Run(ctx, cfg) }()
+		return func() error { return <-done }
+	}
 }
 
 // benchStdio connects a client to the server serve starts on a pair of

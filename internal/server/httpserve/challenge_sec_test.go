@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v3/jwa"
-	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -37,7 +35,7 @@ func TestEvery401NamesTheMetadata(t *testing.T) {
 	// The verifier's clock is two hours behind: a token that expired an
 	// hour ago verifies, and the SDK (on the real clock) refuses it.
 	behind := func() time.Time { return time.Now().Add(-2 * time.Hour) }
-	v, err := identity.NewJWT(t.Context(), identity.Settings{Issuer: testIssuer, JWKS: iss.jwks, Resource: testResource},
+	v, err := identity.NewJWT(t.Context(), identity.Settings{Issuer: testIssuer, JWKS: iss.Path, Resource: testResource},
 		identity.WithLogger(slog.New(slog.DiscardHandler)), identity.WithClock(behind))
 	require.NoError(t, err)
 	withJWT := startServer(t, httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t), JWT: v,
@@ -64,13 +62,10 @@ func TestEvery401NamesTheMetadata(t *testing.T) {
 	exp := time.Now().Add(-time.Hour)
 	payload := fmt.Sprintf(`{"iss":%q,"sub":"dana","aud":%q,"exp":%d,"iat":%d,"roles":["admin"]}`,
 		testIssuer, testResource, exp.Unix(), behind().Add(-time.Minute).Unix())
-	h := jws.NewHeaders()
-	require.NoError(t, h.Set(jws.KeyIDKey, "k1"))
-	tok, err := jws.Sign([]byte(payload), jws.WithKey(jwa.ES256(), iss.key, jws.WithProtectedHeaders(h)))
-	require.NoError(t, err)
-	_, err = v.Verify(t.Context(), string(tok))
+	tok := iss.Sign(t, payload)
+	_, err = v.Verify(t.Context(), tok)
 	require.NoError(t, err, "the verifier accepts it on its clock")
-	resp := postBody(t, withJWT.URL+"/mcp", []byte(initialize), map[string]string{"Authorization": "Bearer " + string(tok)})
+	resp := postBody(t, withJWT.URL+"/mcp", []byte(initialize), map[string]string{"Authorization": "Bearer " + tok})
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	assert.Equal(t, want, resp.Header.Get("WWW-Authenticate"), "the SDK's refusal")
 }

@@ -1,29 +1,22 @@
 package httpserve_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v3/jwa"
-	"github.com/lestrrat-go/jwx/v3/jwk"
-	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/server/httpserve"
+	"github.com/toolgate/toolgate/internal/testkit/oidctest"
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
@@ -34,26 +27,11 @@ const (
 )
 
 // issuer signs JWT access tokens with a key it publishes as a JWKS file.
-type issuer struct {
-	key  *ecdsa.PrivateKey
-	jwks string
-}
+type issuer struct{ *oidctest.JWKSKey }
 
 func newIssuer(t *testing.T) *issuer {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	pub, err := jwk.Import(key.Public())
-	require.NoError(t, err)
-	require.NoError(t, pub.Set(jwk.KeyIDKey, "k1"))
-	require.NoError(t, pub.Set(jwk.AlgorithmKey, jwa.ES256()))
-	set := jwk.NewSet()
-	require.NoError(t, set.AddKey(pub))
-	data, err := json.Marshal(set)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "jwks.json")
-	require.NoError(t, os.WriteFile(path, data, 0o600))
-	return &issuer{key: key, jwks: path}
+	return &issuer{oidctest.NewJWKSKey(t)}
 }
 
 // token signs an access token for subject with roles, for aud.
@@ -67,12 +45,7 @@ func (i *issuer) tokenUntil(t *testing.T, exp time.Time, subject, aud string, ro
 	t.Helper()
 	r, _ := json.Marshal(roles)
 	now := time.Now().Unix()
-	payload := fmt.Sprintf(`{"iss":%q,"sub":%q,"aud":%q,"exp":%d,"iat":%d,"roles":%s}`, testIssuer, subject, aud, exp.Unix(), now, r)
-	h := jws.NewHeaders()
-	require.NoError(t, h.Set(jws.KeyIDKey, "k1"))
-	b, err := jws.Sign([]byte(payload), jws.WithKey(jwa.ES256(), i.key, jws.WithProtectedHeaders(h)))
-	require.NoError(t, err)
-	return string(b)
+	return i.Sign(t, fmt.Sprintf(`{"iss":%q,"sub":%q,"aud":%q,"exp":%d,"iat":%d,"roles":%s}`, testIssuer, subject, aud, exp.Unix(), now, r))
 }
 
 func newJWT(t *testing.T, s identity.Settings) *identity.JWT {
@@ -87,7 +60,7 @@ func newJWT(t *testing.T, s identity.Settings) *identity.JWT {
 func TestJWTAnswers(t *testing.T) {
 	t.Parallel()
 	iss := newIssuer(t)
-	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: iss.jwks, Resource: testResource})
+	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: iss.Path, Resource: testResource})
 	withJWT := startServer(t, httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t), JWT: v})
 	anonymous := startServer(t, httpserve.Options{Server: newFixture(t).server, JWT: v, AllowAnonymous: true})
 	tokensOnly := startServer(t, httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t)})
@@ -134,7 +107,7 @@ func TestJWTAnswers(t *testing.T) {
 // token at both paths, behind the Host check; not without JWT.
 func TestJWTMetadata(t *testing.T) {
 	t.Parallel()
-	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: newIssuer(t).jwks, Resource: testResource, ScopesSupported: []string{"tools:call"}})
+	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: newIssuer(t).Path, Resource: testResource, ScopesSupported: []string{"tools:call"}})
 	srv := httpserve.New(httpserve.Options{Server: newFixture(t).server, JWT: v})
 	_, addr, _ := listen(t, srv)
 	for _, p := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
@@ -182,7 +155,7 @@ func TestJWTIssuerUnreachable(t *testing.T) {
 // before it writes the answer, within the read deadline: not ours.)
 func TestJWTBeforeBody(t *testing.T) {
 	t.Parallel()
-	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: newIssuer(t).jwks, Resource: testResource})
+	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: newIssuer(t).Path, Resource: testResource})
 	srv := httpserve.New(httpserve.Options{Server: newFixture(t).server, JWT: v})
 	_, addr, _ := listen(t, srv)
 	assert.Equal(t, "HTTP/1.1 401 Unauthorized", rawRequest(t, addr, mcpPost(addr, mcpadapter.MaxBodyBytes+1, "Authorization: Bearer a.b.c\r\n"), nil))
@@ -194,7 +167,7 @@ func TestJWTBeforeBody(t *testing.T) {
 func TestJWTOperator(t *testing.T) {
 	t.Parallel()
 	iss := newIssuer(t)
-	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: iss.jwks, Resource: testResource})
+	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: iss.Path, Resource: testResource})
 	ts := startServer(t, httpserve.Options{Server: newFixture(t).server, JWT: v})
 	get := func(token string) *http.Response {
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/healthz?verbose=1", nil)

@@ -89,7 +89,7 @@ func TestSecStreamEndsAtTokenExpiry(t *testing.T) {
 	release := sync.OnceFunc(func() { close(f.release) })
 	t.Cleanup(release) // a failing test does not leave the slow call hanging
 	iss := newIssuer(t)
-	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: iss.jwks, Resource: testResource})
+	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: iss.Path, Resource: testResource})
 	ts := startServer(t, httpserve.Options{Server: f.server, Tokens: testTokens(t), JWT: v})
 	url := ts.URL + "/mcp"
 	short := iss.tokenUntil(t, time.Now().Add(2*time.Second), "dana", testResource)
@@ -180,7 +180,7 @@ func TestSecListenEndsAtTokenExpiry(t *testing.T) {
 	release := sync.OnceFunc(func() { close(f.release) })
 	t.Cleanup(release) // a failing test does not leave the slow call hanging
 	iss := newIssuer(t)
-	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: iss.jwks, Resource: testResource})
+	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: iss.Path, Resource: testResource})
 	ts := startServer(t, httpserve.Options{Server: f.server, JWT: v})
 	watch := &listenWatch{token: iss.tokenUntil(t, time.Now().Add(2*time.Second), "dana", testResource), ended: make(chan error, 1)}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "test"}, &mcp.ClientOptions{

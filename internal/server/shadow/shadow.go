@@ -88,16 +88,22 @@ func CallSide(rev *engine.Revision, rec *mcpadapter.Record) Side {
 		s.Failure = rec.Grant.Err.Error()
 	}
 	if cd := rec.CallDecision; cd != nil && s.Granted {
-		s.Known = true
-		s.Deny, s.Approval, s.ResultRules = cd.Deny, cd.Approval, cd.ResultRules
-		if len(cd.Result) > 0 {
-			s.Result = json.RawMessage(cd.Result)
-		}
-		if cd.Err != nil {
-			s.Failure = cd.Err.Error()
-		}
+		s.setCall(cd)
 	}
 	return s
+}
+
+// setCall records the toolgate.call rules' decision cd: deny reasons,
+// approval, result and failure.
+func (s *Side) setCall(cd *engine.CallDecision) {
+	s.Known = true
+	s.Deny, s.Approval, s.ResultRules = cd.Deny, cd.Approval, cd.ResultRules
+	if len(cd.Result) > 0 {
+		s.Result = json.RawMessage(cd.Result)
+	}
+	if cd.Err != nil {
+		s.Failure = cd.Err.Error()
+	}
 }
 
 // DiffKinds returns the kinds of difference from serving a to candidate b.
@@ -327,15 +333,7 @@ func (s *Shadow) decideCall(ctx context.Context, caller *toolcall.Caller, name s
 		b.Failure = err.Error()
 	}
 	if b.Granted && withRules {
-		cd := cand.Call(ctx, caller, req)
-		b.Known = true
-		b.Deny, b.Approval, b.ResultRules = cd.Deny, cd.Approval, cd.ResultRules
-		if len(cd.Result) > 0 {
-			b.Result = json.RawMessage(cd.Result)
-		}
-		if cd.Err != nil {
-			b.Failure = cd.Err.Error()
-		}
+		b.setCall(cand.Call(ctx, caller, req))
 	}
 	return b, func() *engine.GrantDecision { return cand.Explain(ctx, caller, req) }
 }

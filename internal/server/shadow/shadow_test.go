@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/internal/server/shadow"
 	"github.com/toolgate/toolgate/internal/testkit/benchdata"
+	"github.com/toolgate/toolgate/internal/testkit/shadowtest"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -32,15 +33,47 @@ import (
 // failure bound.
 var evalBound = engine.WithTimeout(time.Minute)
 
-// writeCandidate writes the bundled policies with grant.rego replaced.
-func writeCandidate(t *testing.T, grant string) string {
+// engines are the bundled policies (serving) and the candidate: the
+// bundled policies with grant.rego replaced by grant.
+func engines(t *testing.T, ctx context.Context, grant string) (serving, cand *engine.Engine) {
 	t.Helper()
-	dir := t.TempDir()
-	call, err := toolgate.Bundled.ReadFile(toolgate.BundledPolicyDir + "/call.rego")
+	serving, err := engine.New(ctx, toolgate.Source("", ""), evalBound)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "call.rego"), call, 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "grant.rego"), []byte(grant), 0o600))
-	return dir
+	cand, err = engine.New(ctx, toolgate.Source("", shadowtest.WriteCandidate(t, grant)), evalBound)
+	require.NoError(t, err)
+	return serving, cand
+}
+
+// connect serves serving's revisions to caller through a new adapter with
+// observers, over in-memory transports. end closes the client session and
+// waits for the server's side to end.
+func connect(t *testing.T, ctx context.Context, serving *engine.Engine, caller *toolcall.Caller, observers ...mcpadapter.Observer) (cs *mcp.ClientSession, end func()) {
+	t.Helper()
+	a := mcpadapter.New(mcpadapter.Options{Revisions: serving, Methods: demo.Methods(), Caller: mcpadapter.StaticCaller(caller)})
+	for _, o := range observers {
+		a.AddObserver(o)
+	}
+	srv := a.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	cs, err = mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	return cs, func() {
+		_ = cs.Close()
+		_ = ss.Wait()
+	}
+}
+
+// replay re-decides the decision log at logPath with cand.
+func replay(t *testing.T, ctx context.Context, logPath string, cand *engine.Revision) *shadow.ReplayResult {
+	t.Helper()
+	f, err := os.Open(logPath)
+	require.NoError(t, err)
+	defer f.Close()
+	res, err := shadow.Replay(ctx, f, cand)
+	require.NoError(t, err)
+	return res
 }
 
 // TestShadowShowsExactlyTheCandidatesDifferences: serving the bundled
@@ -50,10 +83,7 @@ func writeCandidate(t *testing.T, grant string) string {
 // else, and every answer is what A alone answers.
 func TestShadowShowsExactlyTheCandidatesDifferences(t *testing.T) {
 	ctx := context.Background()
-	serving, err := engine.New(ctx, toolgate.Source("", ""), evalBound)
-	require.NoError(t, err)
-	candEng, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, benchdata.ManagersLosePrice)), evalBound)
-	require.NoError(t, err)
+	serving, candEng := engines(t, ctx, benchdata.ManagersLosePrice)
 	var mu sync.Mutex
 	var got []string
 	sh := shadow.New(shadow.Options{Candidate: candEng.Current(), OnDifference: func(d shadow.Difference) {
@@ -82,17 +112,11 @@ func TestShadowShowsExactlyTheCandidatesDifferences(t *testing.T) {
 	answers := func(withShadow bool) map[string]string {
 		out := map[string]string{}
 		for _, c := range callers {
-			a := mcpadapter.New(mcpadapter.Options{Revisions: serving, Methods: demo.Methods(), Caller: mcpadapter.StaticCaller(c)})
+			var observers []mcpadapter.Observer
 			if withShadow {
-				a.AddObserver(dl.Observer())
-				a.AddObserver(sh.Observer())
+				observers = []mcpadapter.Observer{dl.Observer(), sh.Observer()}
 			}
-			srv := a.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
-			st, ct := mcp.NewInMemoryTransports()
-			ss, err := srv.Connect(ctx, st, nil)
-			require.NoError(t, err)
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, nil)
-			require.NoError(t, err)
+			cs, end := connect(t, ctx, serving, c, observers...)
 			list, err := cs.ListTools(ctx, nil)
 			require.NoError(t, err)
 			b, _ := json.Marshal(list.Tools)
@@ -106,8 +130,7 @@ func TestShadowShowsExactlyTheCandidatesDifferences(t *testing.T) {
 				b, _ := json.Marshal(res)
 				out[c.Subject+" "+row.Name] = string(b)
 			}
-			_ = cs.Close()
-			_ = ss.Wait()
+			end()
 		}
 		return out
 	}
@@ -127,11 +150,7 @@ func TestShadowShowsExactlyTheCandidatesDifferences(t *testing.T) {
 	// Replay: the decision log recorded while serving, re-decided with B,
 	// shows the differences the shadow saw.
 	require.NoError(t, dl.Close(ctx))
-	f, err := os.Open(logPath)
-	require.NoError(t, err)
-	defer f.Close()
-	res, err := shadow.Replay(ctx, f, candEng.Current())
-	require.NoError(t, err)
+	res := replay(t, ctx, logPath, candEng.Current())
 	var replayed []string
 	for _, d := range res.Differences {
 		replayed = append(replayed, d.Method+" "+d.Tool+" "+d.Subject+" "+d.Kind)
@@ -149,38 +168,23 @@ func TestShadowShowsExactlyTheCandidatesDifferences(t *testing.T) {
 // listings are still replayed.
 func TestReplayNotReplayable(t *testing.T) {
 	ctx := context.Background()
-	serving, err := engine.New(ctx, toolgate.Source("", ""), evalBound)
-	require.NoError(t, err)
-	cand, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, `package toolgate.grant
+	serving, cand := engines(t, ctx, `package toolgate.grant
 
 granted := {t.name | some t in input.tools; t.base} if {
 	input.request.arguments.key != "secret"
 }
-`)), evalBound)
-	require.NoError(t, err)
+`)
 	logPath := filepath.Join(t.TempDir(), "decisions.jsonl")
 	dl, err := decisionlog.Open(logPath, decisionlog.Options{})
 	require.NoError(t, err)
-	a := mcpadapter.New(mcpadapter.Options{Revisions: serving, Methods: demo.Methods(), Caller: mcpadapter.StaticCaller(&toolcall.Caller{Subject: "max", Roles: []string{"manager"}})})
-	a.AddObserver(dl.Observer())
-	srv := a.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
-	require.NoError(t, err)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, nil)
-	require.NoError(t, err)
+	cs, end := connect(t, ctx, serving, &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, dl.Observer())
 	_, err = cs.ListTools(ctx, nil)
 	require.NoError(t, err)
 	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
 	require.NoError(t, err)
-	_ = cs.Close()
-	_ = ss.Wait()
+	end()
 	require.NoError(t, dl.Close(ctx))
-	f, err := os.Open(logPath)
-	require.NoError(t, err)
-	defer f.Close()
-	res, err := shadow.Replay(ctx, f, cand.Current())
-	require.NoError(t, err)
+	res := replay(t, ctx, logPath, cand.Current())
 	require.Equal(t, 2, res.Decisions)
 	require.Equal(t, 1, res.Replayed)
 	require.Len(t, res.NotReplayable, 1)
@@ -192,7 +196,7 @@ granted := {t.name | some t in input.tools; t.base} if {
 // is in Status, and no decision is compared.
 func TestShadowCandidateThatDoesNotCompileIsNeverEvaluated(t *testing.T) {
 	ctx := context.Background()
-	_, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, "package toolgate.grant\n\ngranted := {x |")), evalBound)
+	_, err := engine.New(ctx, toolgate.Source("", shadowtest.WriteCandidate(t, "package toolgate.grant\n\ngranted := {x |")), evalBound)
 	require.Error(t, err)
 	sh := shadow.New(shadow.Options{Err: err})
 	serving, err := engine.New(ctx, toolgate.Source("", ""), evalBound)
@@ -211,10 +215,7 @@ func TestShadowCandidateThatDoesNotCompileIsNeverEvaluated(t *testing.T) {
 // and the worker, once started, compares the one queued.
 func TestShadowQueueFullDropsCounted(t *testing.T) {
 	ctx := context.Background()
-	serving, err := engine.New(ctx, toolgate.Source("", ""), evalBound)
-	require.NoError(t, err)
-	cand, err := engine.New(ctx, toolgate.Source("", writeCandidate(t, benchdata.ManagersLosePrice)), evalBound)
-	require.NoError(t, err)
+	serving, cand := engines(t, ctx, benchdata.ManagersLosePrice)
 	reg := prometheus.NewRegistry()
 	sh := shadow.New(shadow.Options{Candidate: cand.Current(), QueueSize: 1, Registerer: reg})
 	max := &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}

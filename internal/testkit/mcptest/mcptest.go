@@ -1,9 +1,11 @@
 // Package mcptest is what the tests' MCP clients share: a bearer token on
-// every request, and a tools/call reduced to its one text. Tests only.
+// every request, a tools/call reduced to its one text, and a GET of one of
+// the server's other pages as a caller. Tests only.
 package mcptest
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -58,4 +60,28 @@ func Call(t testing.TB, bound time.Duration, cs *mcp.ClientSession, name string,
 		t.Fatalf("tools/call %s: content %T", name, res.Content[0])
 	}
 	return Answer{Text: text.Text, IsError: res.IsError}
+}
+
+// Get is a GET of url with "Authorization: Bearer token" ("": none),
+// bounded by ctx; it returns the answer's status and body. A request that
+// cannot be sent or an answer that cannot be read fails the test.
+func Get(t testing.TB, ctx context.Context, url, token string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: reading the body: %v", url, err)
+	}
+	return resp.StatusCode, body
 }

@@ -9,10 +9,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sync"
 	"testing"
@@ -25,6 +25,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
 	_ "github.com/toolgate/toolgate/internal/server/gateway" // see buildBinary
 	"github.com/toolgate/toolgate/internal/testkit/bundletest"
@@ -105,6 +106,33 @@ func signedBundle(t *testing.T, rev string, key string) []byte {
 
 var urlLine = regexp.MustCompile(`toolgate: serving MCP \(streamable HTTP\) at (http://\S+)/mcp\n`)
 
+// writeTokens writes a tokens file into dir for ann (admin) and bea
+// (beaRole) and returns its path.
+func writeTokens(t *testing.T, dir, beaRole string) string {
+	t.Helper()
+	tokens := filepath.Join(dir, "tokens.json")
+	data, err := json.Marshal(map[string]identity.TokenEntry{
+		identity.HashToken(annToken): {Subject: "ann", Roles: []string{"admin"}},
+		identity.HashToken(beaToken): {Subject: "bea", Roles: []string{beaRole}},
+	})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(tokens, data, 0o600))
+	return tokens
+}
+
+// startReplicas starts replicas a and b of bin serving with args, each
+// with its state directory and audit file in dir.
+func startReplicas(t *testing.T, bin, dir string, args ...string) []*replica {
+	t.Helper()
+	var replicas []*replica
+	for _, name := range []string{"a", "b"} {
+		r := &replica{name: name, bin: bin, args: args, state: filepath.Join(dir, "state-"+name), audit: filepath.Join(dir, "audit-"+name+".jsonl")}
+		r.start(t)
+		replicas = append(replicas, r)
+	}
+	return replicas
+}
+
 // replica is one `toolgate serve` process; its state directory outlives
 // restarts.
 type replica struct {
@@ -169,15 +197,8 @@ func (r *replica) health(t *testing.T, token string) health {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+"/healthz?verbose=1", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "healthz of %s: %s", r.name, body)
+	status, body := mcptest.Get(t, ctx, r.base+"/healthz?verbose=1", token)
+	require.Equal(t, http.StatusOK, status, "healthz of %s: %s", r.name, body)
 	var h health
 	require.NoError(t, json.Unmarshal(body, &h), "%s", body)
 	return h

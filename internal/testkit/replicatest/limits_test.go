@@ -3,7 +3,6 @@ package replicatest
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/internal/testkit/pgtest"
 )
 
@@ -51,22 +50,9 @@ func TestReplicasShareLimits(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(policies, "limits.rego"), []byte(sharedLimit), 0o600))
 	registry := filepath.Join(dir, "registry.yaml")
 	require.NoError(t, os.WriteFile(registry, toolgate.ExampleRegistry(), 0o600))
-	tokens := filepath.Join(dir, "tokens.json")
-	data, err := json.Marshal(map[string]identity.TokenEntry{
-		identity.HashToken(annToken): {Subject: "ann", Roles: []string{"admin"}},
-		identity.HashToken(beaToken): {Subject: "bea", Roles: []string{"manager"}},
-	})
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(tokens, data, 0o600))
+	tokens := writeTokens(t, dir, "manager")
 
-	var replicas []*replica
-	for _, name := range []string{"a", "b"} {
-		r := &replica{name: name, bin: bin, state: filepath.Join(dir, "state-"+name), audit: filepath.Join(dir, "audit-"+name+".jsonl"),
-			args: []string{"--registry", registry, "--policy", policies, "--ledger", store, "--tokens", tokens, "--no-watch"}}
-		r.start(t)
-		t.Cleanup(r.stop)
-		replicas = append(replicas, r)
-	}
+	replicas := startReplicas(t, bin, dir, "--registry", registry, "--policy", policies, "--ledger", store, "--tokens", tokens, "--no-watch")
 
 	const n = 50
 	sessions := make([]*mcp.ClientSession, n)
@@ -162,15 +148,8 @@ var limitedLine = regexp.MustCompile(`(?m)^toolgate_limited_total\{tool="echo"\}
 // replica's /metrics (an operator's).
 func limitedMetric(t *testing.T, r *replica, token string) float64 {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, r.base+"/metrics", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	status, body := mcptest.Get(t, t.Context(), r.base+"/metrics", token)
+	require.Equal(t, http.StatusOK, status, "%s", body)
 	m := limitedLine.FindSubmatch(body)
 	if m == nil {
 		return 0

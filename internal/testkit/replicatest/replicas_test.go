@@ -2,7 +2,6 @@ package replicatest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -20,7 +19,6 @@ import (
 	"github.com/open-policy-agent/opa/v1/plugins/logs"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/testkit/bundletest"
 	"github.com/toolgate/toolgate/internal/testkit/pgtest"
 )
@@ -50,13 +48,7 @@ func TestReplicas(t *testing.T) {
 	defer hsink.Close()
 
 	dir := t.TempDir()
-	tokens := filepath.Join(dir, "tokens.json")
-	data, err := json.Marshal(map[string]identity.TokenEntry{
-		identity.HashToken(annToken): {Subject: "ann", Roles: []string{"admin"}},
-		identity.HashToken(beaToken): {Subject: "bea", Roles: []string{"admin"}},
-	})
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(tokens, data, 0o600))
+	tokens := writeTokens(t, dir, "admin")
 	cfg := filepath.Join(dir, "toolgate.yaml")
 	require.NoError(t, os.WriteFile(cfg, fmt.Appendf(nil, `bundle:
   url: %s/bundles/toolgate.tar.gz
@@ -67,12 +59,7 @@ tokens: %s
 decisionLog: %s/logs
 `, hs.URL, key.public, ledger, tokens, hsink.URL), 0o600))
 
-	replicas := []*replica{}
-	for _, name := range []string{"a", "b"} {
-		r := &replica{name: name, bin: bin, args: []string{"--config", cfg}, state: filepath.Join(dir, "state-"+name), audit: filepath.Join(dir, "audit-"+name+".jsonl")}
-		r.start(t)
-		replicas = append(replicas, r)
-	}
+	replicas := startReplicas(t, bin, dir, "--config", cfg)
 	a, b := replicas[0], replicas[1]
 	probe := func(t *testing.T, cs *mcp.ClientSession) string {
 		t.Helper()
