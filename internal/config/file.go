@@ -151,7 +151,7 @@ func (d *decoder) mapping(n *yaml.Node, sc scope, prefix string) {
 		}
 		switch {
 		case st.list:
-			d.probs = append(d.probs, upstreamsSection(v, sc.serve)...)
+			d.upstreams(v, sc.serve)
 		case st.section:
 			if v.Kind != yaml.MappingNode {
 				d.bad(sc, v, key, "want a mapping of %s", strings.Join(keysUnder(st.Key+"."), ", "))
@@ -221,13 +221,13 @@ func decodeValue(v *yaml.Node, st Setting, p any) bool {
 	panic(fmt.Sprintf("config: setting %s has a value of kind %T", st.Key, p))
 }
 
-// upstreamsSection reads the list of upstreams: each NAME=COMMAND|URL, or
-// a mapping of the upstreams.* settings.
-func upstreamsSection(v *yaml.Node, s *Serve) []Problem {
+// upstreams reads the list of upstreams: each NAME=COMMAND|URL, or a
+// mapping of the upstreams.* settings.
+func (d *decoder) upstreams(v *yaml.Node, s *Serve) {
 	if v.Kind != yaml.SequenceNode {
-		return []Problem{{Line: v.Line, Key: "upstreams", Message: "want a list of upstreams"}}
+		d.bad(top(s), v, "upstreams", "want a list of upstreams")
+		return
 	}
-	var d decoder
 	for j, n := range v.Content {
 		var u Upstream
 		sc := scope{entry: fmt.Sprintf("upstreams[%d]", j), root: "upstreams.", at: func(st Setting) any { return st.entry(&u) }}
@@ -244,7 +244,6 @@ func upstreamsSection(v *yaml.Node, s *Serve) []Problem {
 		}
 		s.Upstreams = append(s.Upstreams, u)
 	}
-	return d.probs
 }
 
 func str(n *yaml.Node, dst *string) bool {

@@ -77,7 +77,10 @@ func TestSettingsTableIsWellFormed(t *testing.T) {
 			assert.False(t, names[st.Old], "%s twice", st.Old)
 			names[st.Old] = true
 		}
-		if !st.section && !st.list {
+		switch {
+		case st.entry != nil:
+			assert.Empty(t, st.Want, "%s: a text for a wrong value that the entry's error does not say", st.Key)
+		case !st.section && !st.list:
 			assert.NotEmpty(t, st.Want, "%s: no text for a wrong value", st.Key)
 		}
 		if i := strings.LastIndex(st.Key, "."); i > 0 {
