@@ -93,13 +93,12 @@ func (a *Adapter) checkApproval(ctx context.Context, call *CallContext, rule *en
 		rec.held(rule, ck.ID)
 		return true
 	case ApprovalNotRecorded:
-		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = toolcall.StageDenied, toolcall.OutcomeDenied, by, "approval"
-		rec.Result, rec.Reasons = TextResult(ck.Message, true), []string{ck.Message}
+		rec.Stage, rec.Outcome, rec.Answerer, rec.Result = toolcall.StageDenied, toolcall.OutcomeDenied, by, TextResult(ck.Message, true)
 		return true
 	case ApprovalRefusedOnce:
 		text := ApprovalRefused(ck.ID)
-		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = toolcall.StageDenied, toolcall.OutcomeDenied, by, "approval"
-		rec.Result, rec.Reasons, rec.ApprovalID = TextResult(text, true), []string{text}, ck.ID
+		rec.Stage, rec.Outcome, rec.Answerer = toolcall.StageDenied, toolcall.OutcomeDenied, by
+		rec.Result, rec.ApprovalID = TextResult(text, true), ck.ID
 		return true
 	}
 	rec.fail(toolcall.StageHookFailed, by, fmt.Errorf("approvals: unknown state %d", ck.State))
@@ -142,8 +141,7 @@ const multiRoundTripRevision = "2026-07-28"
 func (a *Adapter) confirm(ctx context.Context, req *mcp.CallToolRequest, call *CallContext, question string, rec *Record) bool {
 	by := Answerer{Kind: toolcall.ByConfirmation, Rules: rec.CallDecision.ConfirmRules}
 	no := func(text string) bool {
-		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = toolcall.StageDenied, toolcall.OutcomeDenied, by, "confirmation"
-		rec.Result, rec.Reasons = TextResult(text, true), []string{text}
+		rec.Stage, rec.Outcome, rec.Answerer, rec.Result = toolcall.StageDenied, toolcall.OutcomeDenied, by, TextResult(text, true)
 		return true
 	}
 	answered := func(res *mcp.ElicitResult) bool {
@@ -182,7 +180,7 @@ func (a *Adapter) confirm(ctx context.Context, req *mcp.CallToolRequest, call *C
 	if ip.ProtocolVersion >= multiRoundTripRevision {
 		res := &mcp.CallToolResult{Content: []mcp.Content{}, InputRequests: mcp.InputRequestMap{confirmInputID: params},
 			RequestState: a.confirmState(call, question, time.Now().Add(confirmStateTTL))}
-		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy, rec.Result = toolcall.StageAnswered, toolcall.OutcomeAnswered, by, "confirmation", res
+		rec.Stage, rec.Outcome, rec.Answerer, rec.Result = toolcall.StageAnswered, toolcall.OutcomeAnswered, by, res
 		return true
 	}
 	res, err := ss.Elicit(ctx, params)

@@ -121,8 +121,7 @@ func (p *pipeline) limit(ctx context.Context, limits []engine.Limit, rec *Record
 	}
 	s := ck.refusing()
 	text := RateLimited(s.Limit.Reason, s.Wait)
-	rec.Stage, rec.Outcome, rec.AnsweredBy = toolcall.StageLimited, toolcall.OutcomeLimited, "limit"
-	rec.Answerer = Answerer{Kind: toolcall.ByLimit, Rules: s.Limit.Rules}
-	rec.Result, rec.Reasons = TextResult(text, true), []string{text}
+	rec.Stage, rec.Outcome = toolcall.StageLimited, toolcall.OutcomeLimited
+	rec.Answerer, rec.Result = Answerer{Kind: toolcall.ByLimit, Rules: s.Limit.Rules}, TextResult(text, true)
 	return true
 }

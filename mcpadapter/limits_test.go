@@ -68,7 +68,7 @@ func TestLimitedAnswerIsExact(t *testing.T) {
 	end := g.after.ends[2]
 	g.after.mu.Unlock()
 	assert.Equal(t, toolcall.StageLimited, end.Stage)
-	assert.Equal(t, []string{"Rate limit exceeded: two echoes a minute. Try again in 31 s."}, end.Reasons)
+	assert.Equal(t, []string{"Rate limit exceeded: two echoes a minute. Try again in 31 s."}, end.Reasons())
 	assert.Equal(t, toolcall.ByLimit, end.Answerer.Kind)
 	require.Len(t, end.Limits, 1)
 	assert.Equal(t, int64(2), end.Limits[0].Count)

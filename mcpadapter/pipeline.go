@@ -141,7 +141,7 @@ func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *Record {
 		a.log.Error("tools/call: grant decision failed; refusing",
 			slog.String("decision_id", call.DecisionID), slog.String("subject", call.Caller.Subject),
 			slog.String("revision", call.Revision.String()), slog.Any("error", rec.Err))
-	case rec.Failed:
+	case rec.Failed():
 		a.log.Error("tools/call failed",
 			slog.String("decision_id", call.DecisionID), slog.String("tool", call.Name), slog.String("method", call.Method),
 			slog.String("subject", call.Caller.Subject), slog.String("revision", call.Revision.String()), slog.Any("error", rec.Err))
@@ -248,7 +248,6 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*CallContext, *Recor
 		d = rev.Grant(ctx, caller, ereq)
 	}
 	rec.GrantTime = time.Since(t)
-	rec.Decision = rec.GrantTime
 	idx := rev.ToolIndex(name)
 	rec.Grant = GrantRecord{Outcome: d.Outcome, Decision: d, Rules: d.Rules, Row: idx}
 	allowed, err := d.Allowed(name)
@@ -278,11 +277,10 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*CallContext, *Recor
 func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContext, rc *revisionCache, idx int, ereq *engine.Request, rec *Record) {
 	// Step 5: before hooks, then the toolgate.call rules. Refusing wins.
 	var (
-		answer     *mcp.CallToolResult
-		answerer   Answerer
-		answeredBy string
-		denier     Answerer
-		deniedBy   string
+		answer   *mcp.CallToolResult
+		answerer Answerer
+		denier   Answerer
+		deniedBy string // denier's name: a hook's, or "policy"
 	)
 	if p.a != nil {
 		for i := range p.a.hooks {
@@ -305,14 +303,13 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 					deniedBy, denier = h.Name, Answerer{Kind: toolcall.ByHook, Name: h.Name}
 				}
 			case v.Result != nil && answer == nil:
-				answer, answeredBy, answerer = v.Result, h.Name, Answerer{Kind: toolcall.ByHook, Name: h.Name}
+				answer, answerer = v.Result, Answerer{Kind: toolcall.ByHook, Name: h.Name}
 			}
 		}
 	}
 	t := time.Now()
 	cd := call.Revision.Call(ctx, call.Caller, *ereq)
 	rec.RulesTime = time.Since(t)
-	rec.Decision += rec.RulesTime
 	rec.CallDecision = cd
 	if cd.Err != nil {
 		rec.fail(toolcall.StageRuleFailed, Answerer{Kind: toolcall.ByRule, Rules: failureRules(cd.Err)}, fmt.Errorf("toolgate.call rules: %w", cd.Err))
@@ -332,8 +329,8 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 		for i, d := range rec.Denials {
 			reasons[i] = d.Reason
 		}
-		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = toolcall.StageDenied, toolcall.OutcomeDenied, denier, deniedBy
-		rec.Result, rec.Reasons = TextResult(strings.Join(reasons, "; "), true), reasons
+		rec.Stage, rec.Outcome, rec.Answerer = toolcall.StageDenied, toolcall.OutcomeDenied, denier
+		rec.Result = TextResult(strings.Join(reasons, "; "), true)
 		return
 	}
 	// Then the rate limits (docs/contract.md §18): a call they refuse is not
@@ -357,10 +354,10 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 			rec.fail(toolcall.StageRuleFailed, Answerer{Kind: toolcall.ByRule, Rules: cd.ResultRules}, err)
 			return
 		}
-		answer, answeredBy, answerer = res, "policy", Answerer{Kind: toolcall.ByRule, Rules: cd.ResultRules}
+		answer, answerer = res, Answerer{Kind: toolcall.ByRule, Rules: cd.ResultRules}
 	}
 	if answer != nil {
-		rec.Stage, rec.Outcome, rec.Result, rec.AnsweredBy, rec.Answerer = toolcall.StageAnswered, toolcall.OutcomeAnswered, answer, answeredBy, answerer
+		rec.Stage, rec.Outcome, rec.Result, rec.Answerer = toolcall.StageAnswered, toolcall.OutcomeAnswered, answer, answerer
 		return
 	}
 	// The user confirms a call that will run.
@@ -504,14 +501,14 @@ func pipelineGuard[T any](ctx context.Context, p *pipeline, f func(context.Conte
 // fail ends the call with the generic internal error (docs/contract.md §5).
 func (r *Record) fail(stage toolcall.Stage, by Answerer, err error) {
 	r.Stage, r.Outcome, r.Answerer = stage, toolcall.OutcomeFailed, by
-	r.Result, r.Err, r.Failed = TextResult(AnswerInternal, true), err, true
+	r.Result, r.Err = TextResult(AnswerInternal, true), err
 }
 
 // held ends the call held for an approval under rule, request id.
 func (r *Record) held(rule *engine.Approval, id string) {
 	text := ApprovalRequired(rule.Reason, id)
-	r.Stage, r.Outcome, r.Answerer, r.AnsweredBy = toolcall.StageHeld, toolcall.OutcomeHeld, Answerer{Kind: toolcall.ByApproval, Rules: rule.Rules}, "policy"
-	r.Result, r.Reasons, r.ApprovalID = TextResult(text, true), []string{text}, id
+	r.Stage, r.Outcome, r.Answerer = toolcall.StageHeld, toolcall.OutcomeHeld, Answerer{Kind: toolcall.ByApproval, Rules: rule.Rules}
+	r.Result, r.ApprovalID = TextResult(text, true), id
 }
 
 // declared is the row's declared argument of that name, or nil.

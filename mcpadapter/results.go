@@ -51,9 +51,7 @@ func (p *pipeline) results(ctx context.Context, call *CallContext, ereq *engine.
 	}
 	t := time.Now()
 	rd := call.Revision.Result(ctx, call.Caller, *ereq, doc)
-	d := time.Since(t)
-	rec.RulesTime += d
-	rec.Decision += d
+	rec.RulesTime += time.Since(t)
 	rec.ResultDecision = rd
 	if rd.Err != nil {
 		by.Rules = failureRules(rd.Err)
@@ -67,8 +65,8 @@ func (p *pipeline) results(ctx context.Context, call *CallContext, ereq *engine.
 			rec.Denials = append(rec.Denials, Denial{Reason: r.Message, Rules: r.Rules})
 			by.Rules = appendNew(by.Rules, r.Rules...)
 		}
-		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = toolcall.StageWithheld, toolcall.OutcomeWithheld, by, "policy"
-		rec.Result, rec.Reasons = TextResult(ResultWithheld(reasons), true), reasons
+		rec.Stage, rec.Outcome, rec.Answerer = toolcall.StageWithheld, toolcall.OutcomeWithheld, by
+		rec.Result = TextResult(ResultWithheld(reasons), true)
 		return
 	}
 	if len(rd.Redact) == 0 {

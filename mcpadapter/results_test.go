@@ -106,7 +106,7 @@ deny contains sprintf("%s may not see images", [input.caller.subject]) if {
 	end := g.after.lastEnd(t)
 	assert.Equal(t, toolcall.OutcomeWithheld, end.Outcome)
 	assert.Equal(t, toolcall.StageWithheld, end.Stage)
-	assert.Equal(t, []string{"it names a secret", "max may not see images"}, end.Reasons)
+	assert.Equal(t, []string{"it names a secret", "max may not see images"}, end.Reasons())
 	require.Len(t, end.Denials, 2)
 	assert.NotEmpty(t, end.Denials[0].Rules)
 	// The bundled example's own: a private key.

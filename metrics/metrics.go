@@ -139,7 +139,7 @@ func (m *Metrics) Hook() mcpadapter.Hook {
 			m.Limited(call.Name)
 		}
 		if m != nil {
-			m.decision.Observe(end.Decision.Seconds())
+			m.decision.Observe(end.Decision().Seconds())
 		}
 		return nil
 	}}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -100,7 +101,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		end := &mcpadapter.Record{Outcome: toolcall.OutcomeResult, Result: mcpadapter.TextResult("ok", false), Duration: 3 * time.Millisecond}
 		switch {
 		case v.Denied:
-			end = &mcpadapter.Record{Outcome: toolcall.OutcomeDenied, Reasons: []string{v.Reason}, Duration: time.Millisecond}
+			end = &mcpadapter.Record{Outcome: toolcall.OutcomeDenied, Denials: []mcpadapter.Denial{{Reason: v.Reason}}, Duration: time.Millisecond}
 		case v.Result != nil:
 			end = &mcpadapter.Record{Outcome: toolcall.OutcomeAnswered, Result: v.Result, Duration: time.Millisecond}
 		}
@@ -113,7 +114,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	call(`{"text":"a"}`) // replay
 	call(`{"text":"a"}`) // replay
 	call(`{"text":"b"}`) // conflict
-	m.Hook().After(context.Background(), &mcpadapter.CallContext{}, &mcpadapter.Record{Outcome: toolcall.OutcomeRefusedGate, Failed: true, Duration: time.Second, Decision: 2 * time.Millisecond})
+	m.Hook().After(context.Background(), &mcpadapter.CallContext{}, &mcpadapter.Record{Outcome: toolcall.OutcomeRefusedGate, Err: errors.New("grant decision failed"), Duration: time.Second, GrantTime: 2 * time.Millisecond})
 	m.ReloadOK()
 	m.ReloadOK()
 	m.ReloadFailed()

@@ -103,7 +103,7 @@ func NewRecord(call *mcpadapter.CallContext, end *mcpadapter.Record) Record {
 		Tool:            call.Name,
 		Method:          call.Method,
 		Outcome:         string(end.Outcome),
-		Reason:          strings.Join(end.Reasons, "; "),
+		Reason:          strings.Join(end.Reasons(), "; "),
 		DurationMS:      end.DurationMS(),
 		Meta:            json.RawMessage(`{}`),
 		ArgumentsSHA256: canon.SHA256(call.Arguments),

@@ -30,7 +30,6 @@ func ExampleNewRecord() {
 		Outcome:  toolcall.OutcomeDenied,
 		Grant:    mcpadapter.GrantRecord{Outcome: engine.NoOverride},
 		Denials:  []mcpadapter.Denial{{Reason: "Closed on Sundays.", Rules: []engine.Location{rule}}},
-		Reasons:  []string{"Closed on Sundays."},
 		Duration: 1500 * time.Microsecond,
 	}
 	line, _ := json.Marshal(audit.NewRecord(call, end))

@@ -50,32 +50,35 @@ func keyMeta(id string) string { return fmt.Sprintf(`{"festi/idempotencyKey":%q}
 func run(t testing.TB, hooks []mcpadapter.Hook, call *mcpadapter.CallContext, method func() (*mcp.CallToolResult, error)) *mcpadapter.Record {
 	ctx := context.Background()
 	end := func() *mcpadapter.Record {
-		var reasons []string
-		var answer *mcp.CallToolResult
-		var by string
+		var (
+			denials []mcpadapter.Denial
+			reasons []string
+			answer  *mcp.CallToolResult
+			by      string
+		)
 		for _, h := range hooks {
 			if h.Before == nil {
 				continue
 			}
 			v, err := h.Before(ctx, call)
 			if err != nil {
-				return &mcpadapter.Record{Outcome: toolcall.OutcomeFailed, Err: err, Failed: true}
+				return &mcpadapter.Record{Outcome: toolcall.OutcomeFailed, Err: err}
 			}
 			if v.Denied {
-				reasons = append(reasons, v.Reason)
+				denials, reasons = append(denials, mcpadapter.Denial{Reason: v.Reason, Hook: h.Name}), append(reasons, v.Reason)
 			} else if v.Result != nil && answer == nil {
 				answer, by = v.Result, h.Name
 			}
 		}
 		if len(reasons) > 0 {
-			return &mcpadapter.Record{Outcome: toolcall.OutcomeDenied, Result: mcpadapter.TextResult(strings.Join(reasons, "; "), true), Reasons: reasons}
+			return &mcpadapter.Record{Outcome: toolcall.OutcomeDenied, Result: mcpadapter.TextResult(strings.Join(reasons, "; "), true), Denials: denials}
 		}
 		if answer != nil {
-			return &mcpadapter.Record{Outcome: toolcall.OutcomeAnswered, Result: answer, AnsweredBy: by}
+			return &mcpadapter.Record{Outcome: toolcall.OutcomeAnswered, Result: answer, Answerer: mcpadapter.Answerer{Kind: toolcall.ByHook, Name: by}}
 		}
 		res, err := method()
 		if err != nil {
-			return &mcpadapter.Record{Outcome: toolcall.OutcomeFailed, Err: err, Failed: true}
+			return &mcpadapter.Record{Outcome: toolcall.OutcomeFailed, Err: err}
 		}
 		return &mcpadapter.Record{Outcome: toolcall.OutcomeResult, Result: res}
 	}()
@@ -141,7 +144,7 @@ func TestLedgerHook(t *testing.T) {
 		for range 3 {
 			end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), `{ "idReward" : 7 }`), c.method)
 			require.Equal(t, toolcall.OutcomeAnswered, end.Outcome)
-			require.Equal(t, HookName, end.AnsweredBy)
+			require.Equal(t, HookName, end.AnsweredBy())
 			require.Equal(t, "run 1", text(end.Result))
 		}
 		require.EqualValues(t, 1, c.n.Load())
@@ -175,11 +178,11 @@ func TestLedgerHook(t *testing.T) {
 		var c counter
 		end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
 		require.Equal(t, toolcall.OutcomeDenied, end.Outcome)
-		require.Equal(t, []string{MsgRunning}, end.Reasons)
+		require.Equal(t, []string{MsgRunning}, end.Reasons())
 		require.Zero(t, c.n.Load())
 		// The refused call's after half released nothing: still running.
 		end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
-		require.Equal(t, []string{MsgRunning}, end.Reasons)
+		require.Equal(t, []string{MsgRunning}, end.Reasons())
 	})
 
 	t.Run("different arguments conflict", func(t *testing.T) {
@@ -252,7 +255,7 @@ func TestLedgerHook(t *testing.T) {
 		require.NoError(t, err)
 		var c counter
 		end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", `{"my/key":"k"}`, args), c.method)
-		require.Equal(t, []string{MsgRunning}, end.Reasons)
+		require.Equal(t, []string{MsgRunning}, end.Reasons())
 		now = now.Add(time.Second + time.Millisecond)
 		end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", `{"my/key":"k"}`, args), c.method)
 		require.Equal(t, "run 1", text(end.Result))
@@ -288,7 +291,7 @@ func TestLedgerHook(t *testing.T) {
 		// The before half is inside Claim when the adapter's deadline passes
 		// and the after half runs.
 		<-entered
-		require.NoError(t, l.Hook().After(context.Background(), call, &mcpadapter.Record{Outcome: toolcall.OutcomeFailed, Failed: true, Err: errors.New("deadline")}))
+		require.NoError(t, l.Hook().After(context.Background(), call, &mcpadapter.Record{Outcome: toolcall.OutcomeFailed, Err: errors.New("deadline")}))
 		close(gate)
 		<-done
 		require.Zero(t, claims(s), "the late claim was released by its before half")
@@ -367,7 +370,7 @@ func TestLedgerConcurrency(t *testing.T) {
 						assert.Equal(t, "run 1", text(end.Result))
 					case toolcall.OutcomeDenied:
 						refusals.Add(1)
-						assert.Equal(t, []string{MsgRunning}, end.Reasons)
+						assert.Equal(t, []string{MsgRunning}, end.Reasons())
 					default:
 						t.Errorf("unexpected outcome %s: %v", end.Outcome, end.Err)
 					}

@@ -27,7 +27,7 @@ func TestTailShowsLimitedAndWithheld(t *testing.T) {
 		call := &mcpadapter.CallContext{DecisionID: "d-" + string(o), Name: "echo", Tool: rev.Tool("echo"), Method: rev.Tool("echo").Method,
 			Arguments: json.RawMessage(`{}`), Meta: engine.BoundMeta(nil), Caller: caller, Revision: rev, Start: time.Now()}
 		reason := "Rate limit exceeded: two a minute. Try again in 31 s."
-		require.NoError(t, hook.After(t.Context(), call, &mcpadapter.Record{Outcome: o, Reasons: []string{reason}}))
+		require.NoError(t, hook.After(t.Context(), call, &mcpadapter.Record{Outcome: o, Result: mcpadapter.TextResult(reason, true)}))
 	}
 	var got []string
 	for _, e := range f.act.Backlog() {
