@@ -75,36 +75,26 @@ func (ck *LimitCheck) refusing() *LimitState {
 	return worst
 }
 
-// limit runs the limits step of step 5 (docs/contract.md §18): a served
-// call is admitted (and counted) or refused; a dry run peeks at the
-// counters when it has a store, and only records the limits otherwise. It
-// reports whether that decided the call (limited, failed).
-func (p *pipeline) limit(ctx context.Context, limits []engine.Limit, rec *Record) bool {
+// limit is step 5's rate limits (docs/contract.md §18), after the
+// toolgate.call rules: a call they refuse is not held for approval, nor
+// answered. A served call is admitted (and counted) or refused; a dry run
+// peeks at the counters when it has a store, and only records the limits
+// otherwise.
+func (p *pipeline) limit(ctx context.Context, s *accepted) bool {
+	limits := s.cd.Limits
+	if len(limits) == 0 {
+		return false
+	}
+	rec := s.rec
 	var rules []engine.Location
 	for _, l := range limits {
 		rules = appendNew(rules, l.Rules...)
 	}
 	by := Answerer{Kind: toolcall.ByLimit, Rules: rules}
-	store := p.limits
-	if p.a != nil {
-		store = p.a.opts.Limits
+	ck, asked, err := p.fx.limits(ctx, limits)
+	if !asked {
+		return false // a dry run without the store: the limits are in rec.CallDecision
 	}
-	if store == nil {
-		if p.a == nil {
-			return false // a dry run without the store: the limits are in rec.CallDecision
-		}
-		rec.fail(toolcall.StageHookFailed, by, ErrNoLimits)
-		return true
-	}
-	// The closure reads dry, not p: capturing p would move every call's
-	// pipeline to the heap, limits or not.
-	dry := p.a == nil
-	ck, err := pipelineGuard(ctx, p, func(ctx context.Context) (LimitCheck, error) {
-		if dry {
-			return store.Peek(ctx, limits)
-		}
-		return store.Admit(ctx, limits)
-	})
 	if err == nil && len(ck.States) != len(limits) {
 		err = fmt.Errorf("the limit store answered %d states for %d limits", len(ck.States), len(limits))
 	}
@@ -112,16 +102,19 @@ func (p *pipeline) limit(ctx context.Context, limits []engine.Limit, rec *Record
 		err = errors.New("the limit store refused the call under no limit")
 	}
 	if err != nil {
-		rec.fail(toolcall.StageHookFailed, by, fmt.Errorf("limits: %w", err))
+		if err != ErrNoLimits {
+			err = fmt.Errorf("limits: %w", err)
+		}
+		rec.fail(toolcall.StageHookFailed, by, err)
 		return true
 	}
 	rec.Limits = ck.States
 	if ck.Admitted {
 		return false
 	}
-	s := ck.refusing()
-	text := RateLimited(s.Limit.Reason, s.Wait)
+	worst := ck.refusing()
+	text := RateLimited(worst.Limit.Reason, worst.Wait)
 	rec.Stage, rec.Outcome = toolcall.StageLimited, toolcall.OutcomeLimited
-	rec.Answerer, rec.Result = Answerer{Kind: toolcall.ByLimit, Rules: s.Limit.Rules}, TextResult(text, true)
+	rec.Answerer, rec.Result = Answerer{Kind: toolcall.ByLimit, Rules: worst.Limit.Rules}, TextResult(text, true)
 	return true
 }
