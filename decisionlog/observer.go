@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -64,7 +65,7 @@ func (l *Logger) observeCatalog(ctx context.Context, rec *mcpadapter.CatalogReco
 
 // observeCall logs the grant decision of a call, and its call decision
 // when it reached step 5 or failed at step 3.
-func (l *Logger) observeCall(ctx context.Context, call *mcpadapter.CallContext, rec *mcpadapter.Record) {
+func (l *Logger) observeCall(ctx context.Context, call *hooks.CallContext, rec *hooks.Record) {
 	if l == nil {
 		return
 	}

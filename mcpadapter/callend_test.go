@@ -9,12 +9,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
 // lastEnd returns the one Record the recording after hook saw.
-func (l *afterLog) lastEnd(t testing.TB) mcpadapter.Record {
+func (l *afterLog) lastEnd(t testing.TB) hooks.Record {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -31,23 +32,23 @@ func (l *afterLog) lastEnd(t testing.TB) mcpadapter.Record {
 func TestAfterHooksSeeTheCallsDuration(t *testing.T) {
 	t.Parallel()
 	const minimum = 30 * time.Millisecond
-	slow := func(v mcpadapter.Verdict, err error) mcpadapter.Hook {
-		return mcpadapter.Hook{Name: "slow", Before: func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+	slow := func(v hooks.Verdict, err error) hooks.Hook {
+		return hooks.Hook{Name: "slow", Before: func(context.Context, *hooks.CallContext) (hooks.Verdict, error) {
 			time.Sleep(minimum)
 			return v, err
 		}}
 	}
 	cases := []struct {
 		name    string
-		hook    *mcpadapter.Hook
+		hook    *hooks.Hook
 		params  string
 		outcome toolcall.Outcome
 	}{
 		{"result", nil, fmt.Sprintf(`{"name":"sleep","arguments":{"ms":%d}}`, minimum.Milliseconds()), toolcall.OutcomeResult},
-		{"denied", new(slow(mcpadapter.Deny("no."), nil)), `{"name":"echo","arguments":{"text":"x"}}`, toolcall.OutcomeDenied},
-		{"answered", new(slow(mcpadapter.Answer(mcpadapter.TextResult("hi", false)), nil)), `{"name":"echo","arguments":{"text":"x"}}`, toolcall.OutcomeAnswered},
-		{"failed", new(slow(mcpadapter.Verdict{}, errors.New("hook failed"))), `{"name":"echo","arguments":{"text":"x"}}`, toolcall.OutcomeFailed},
-		{"failed binding", new(slow(mcpadapter.Allow(), nil)), `{"name":"echo","arguments":{}}`, toolcall.OutcomeFailed},
+		{"denied", new(slow(hooks.Deny("no."), nil)), `{"name":"echo","arguments":{"text":"x"}}`, toolcall.OutcomeDenied},
+		{"answered", new(slow(hooks.Answer(mcpadapter.TextResult("hi", false)), nil)), `{"name":"echo","arguments":{"text":"x"}}`, toolcall.OutcomeAnswered},
+		{"failed", new(slow(hooks.Verdict{}, errors.New("hook failed"))), `{"name":"echo","arguments":{"text":"x"}}`, toolcall.OutcomeFailed},
+		{"failed binding", new(slow(hooks.Allow(), nil)), `{"name":"echo","arguments":{}}`, toolcall.OutcomeFailed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,7 +57,7 @@ func TestAfterHooksSeeTheCallsDuration(t *testing.T) {
 			// not turn their sleep into a hook failure.
 			s := setup{caller: &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute}
 			if tc.hook != nil {
-				s.extraHooks = []mcpadapter.Hook{*tc.hook}
+				s.extraHooks = []hooks.Hook{*tc.hook}
 			}
 			g := newGoverned(t, s)
 			c := g.connectRaw(t, proto20250618)

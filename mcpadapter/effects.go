@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -33,7 +34,7 @@ type effects interface {
 	// before runs the before hooks in registration order: their denials
 	// go to rec.Denials, and the first answer is returned with who gave
 	// it. decided: a hook failed (rec says so).
-	before(ctx context.Context, call *CallContext, rec *Record) (answer *mcp.CallToolResult, by Answerer, decided bool)
+	before(ctx context.Context, call *hooks.CallContext, rec *hooks.Record) (answer *mcp.CallToolResult, by hooks.Answerer, decided bool)
 	// limits asks the limit store about the call's limits: Admit (which
 	// counts) when served, Peek in a dry run. asked is false when there
 	// is no store and the call goes on without one.
@@ -41,15 +42,15 @@ type effects interface {
 	// approval decides a call an approval rule names: it reports whether
 	// that decided the call (held, refused, failed); a call that consumed
 	// an approval goes on, the approval in rec.
-	approval(ctx context.Context, call *CallContext, rule *engine.Approval, rec *Record) bool
+	approval(ctx context.Context, call *hooks.CallContext, rule *engine.Approval, rec *hooks.Record) bool
 	// confirm asks the user the question; it reports whether that decided
 	// the call (false: confirmed, or not asked).
-	confirm(ctx context.Context, req *mcp.CallToolRequest, call *CallContext, question string, rec *Record) bool
+	confirm(ctx context.Context, req *mcp.CallToolRequest, call *hooks.CallContext, question string, rec *hooks.Record) bool
 	// bind binds args for m, a panic an error.
 	bind(ctx context.Context, m methods.Method, args []toolcall.Arg) (methods.Invocation, error)
 	// run runs inv (nil: the arguments were not bound) and puts its
 	// result in rec; it reports whether that decided the call (failed).
-	run(ctx context.Context, req *mcp.CallToolRequest, call *CallContext, inv methods.Invocation, rec *Record) bool
+	run(ctx context.Context, req *mcp.CallToolRequest, call *hooks.CallContext, inv methods.Invocation, rec *hooks.Record) bool
 }
 
 // served are the effects of a call the adapter serves. (One pointer: as
@@ -76,10 +77,10 @@ func (s served) grant(ctx context.Context, rev *engine.Revision, caller *toolcal
 	return rev.Grant(ctx, caller, req)
 }
 
-func (s served) before(ctx context.Context, call *CallContext, rec *Record) (*mcp.CallToolResult, Answerer, bool) {
+func (s served) before(ctx context.Context, call *hooks.CallContext, rec *hooks.Record) (*mcp.CallToolResult, hooks.Answerer, bool) {
 	var (
 		answer *mcp.CallToolResult
-		by     Answerer
+		by     hooks.Answerer
 	)
 	for i := range s.a.hooks {
 		h := &s.a.hooks[i]
@@ -91,14 +92,14 @@ func (s served) before(ctx context.Context, call *CallContext, rec *Record) (*mc
 			err = errors.New("denied with an empty reason")
 		}
 		if err != nil {
-			rec.fail(toolcall.StageHookFailed, Answerer{Kind: toolcall.ByHook, Name: h.Name}, fmt.Errorf("before hook %q: %w", h.Name, err))
-			return nil, Answerer{}, true
+			fail(rec, toolcall.StageHookFailed, hooks.Answerer{Kind: toolcall.ByHook, Name: h.Name}, fmt.Errorf("before hook %q: %w", h.Name, err))
+			return nil, hooks.Answerer{}, true
 		}
 		switch {
 		case v.Denied:
-			rec.Denials = append(rec.Denials, Denial{Reason: v.Reason, Hook: h.Name})
+			rec.Denials = append(rec.Denials, hooks.Denial{Reason: v.Reason, Hook: h.Name})
 		case v.Result != nil && answer == nil:
-			answer, by = v.Result, Answerer{Kind: toolcall.ByHook, Name: h.Name}
+			answer, by = v.Result, hooks.Answerer{Kind: toolcall.ByHook, Name: h.Name}
 		}
 	}
 	return answer, by, false
@@ -117,11 +118,11 @@ func (s served) limits(ctx context.Context, limits []engine.Limit) (LimitCheck, 
 	return ck, true, err
 }
 
-func (s served) approval(ctx context.Context, call *CallContext, rule *engine.Approval, rec *Record) bool {
+func (s served) approval(ctx context.Context, call *hooks.CallContext, rule *engine.Approval, rec *hooks.Record) bool {
 	return s.a.checkApproval(ctx, call, rule, rec)
 }
 
-func (s served) confirm(ctx context.Context, req *mcp.CallToolRequest, call *CallContext, question string, rec *Record) bool {
+func (s served) confirm(ctx context.Context, req *mcp.CallToolRequest, call *hooks.CallContext, question string, rec *hooks.Record) bool {
 	return s.a.confirm(ctx, req, call, question, rec)
 }
 
@@ -144,7 +145,7 @@ func (s served) bindGuarded(ctx context.Context, m methods.Method, args []toolca
 
 // run runs the method, with the call's Peer in its context when it has
 // a session.
-func (s served) run(ctx context.Context, req *mcp.CallToolRequest, call *CallContext, inv methods.Invocation, rec *Record) bool {
+func (s served) run(ctx context.Context, req *mcp.CallToolRequest, call *hooks.CallContext, inv methods.Invocation, rec *hooks.Record) bool {
 	if inv == nil {
 		return false // no methods: nothing runs
 	}
@@ -163,7 +164,7 @@ func (s served) run(ctx context.Context, req *mcp.CallToolRequest, call *CallCon
 		err = errors.New("method returned no result")
 	}
 	if err != nil {
-		rec.fail(toolcall.StageRun, rec.Answerer, fmt.Errorf("method %s: %w", call.Method, err))
+		fail(rec, toolcall.StageRun, rec.Answerer, fmt.Errorf("method %s: %w", call.Method, err))
 		return true
 	}
 	rec.Outcome, rec.Result = toolcall.OutcomeResult, res
@@ -193,8 +194,8 @@ func (d *dryRun) grant(ctx context.Context, rev *engine.Revision, caller *toolca
 	return rev.Explain(ctx, caller, req)
 }
 
-func (d *dryRun) before(context.Context, *CallContext, *Record) (*mcp.CallToolResult, Answerer, bool) {
-	return nil, Answerer{}, false
+func (d *dryRun) before(context.Context, *hooks.CallContext, *hooks.Record) (*mcp.CallToolResult, hooks.Answerer, bool) {
+	return nil, hooks.Answerer{}, false
 }
 
 func (d *dryRun) limits(ctx context.Context, limits []engine.Limit) (LimitCheck, bool, error) {
@@ -211,13 +212,13 @@ func (d *dryRun) limits(ctx context.Context, limits []engine.Limit) (LimitCheck,
 }
 
 // approval holds the call: the request's id would be the store's.
-func (d *dryRun) approval(_ context.Context, _ *CallContext, rule *engine.Approval, rec *Record) bool {
-	rec.held(rule, "<id>")
+func (d *dryRun) approval(_ context.Context, _ *hooks.CallContext, rule *engine.Approval, rec *hooks.Record) bool {
+	held(rec, rule, "<id>")
 	return true
 }
 
 // confirm asks nobody: the question is in rec.Confirm.
-func (d *dryRun) confirm(context.Context, *mcp.CallToolRequest, *CallContext, string, *Record) bool {
+func (d *dryRun) confirm(context.Context, *mcp.CallToolRequest, *hooks.CallContext, string, *hooks.Record) bool {
 	return false
 }
 
@@ -226,7 +227,7 @@ func (d *dryRun) bind(_ context.Context, m methods.Method, args []toolcall.Arg) 
 }
 
 // run runs nothing: the call's result is the one taken, if any.
-func (d *dryRun) run(_ context.Context, _ *mcp.CallToolRequest, _ *CallContext, _ methods.Invocation, rec *Record) bool {
+func (d *dryRun) run(_ context.Context, _ *mcp.CallToolRequest, _ *hooks.CallContext, _ methods.Invocation, rec *hooks.Record) bool {
 	rec.Result = d.taken
 	return false
 }

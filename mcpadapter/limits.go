@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -29,22 +30,8 @@ type LimitCheck struct {
 	// Admitted reports whether every limit admitted the call.
 	Admitted bool
 	// States are the limits' counters, in the order asked.
-	States []LimitState
+	States []hooks.LimitState
 }
-
-// LimitState is one limit's counter as the store found it.
-type LimitState struct {
-	Limit engine.Limit
-	// Count is how many calls the limit's key admitted within the last
-	// Per, before this call.
-	Count int64
-	// Wait is how long until a call would be admitted under this limit;
-	// 0 when it admits.
-	Wait time.Duration
-}
-
-// Refuses reports whether this limit refuses the call.
-func (s LimitState) Refuses() bool { return s.Count >= s.Limit.Max }
 
 // ErrNoLimits fails a call that a limit rule names on a server without a
 // limit store.
@@ -64,8 +51,8 @@ func waitSeconds(wait time.Duration) int64 {
 
 // refusing is the limit that refuses the call longest (the first such in
 // key order), or nil when every limit admits it.
-func (ck *LimitCheck) refusing() *LimitState {
-	var worst *LimitState
+func (ck *LimitCheck) refusing() *hooks.LimitState {
+	var worst *hooks.LimitState
 	for i := range ck.States {
 		s := &ck.States[i]
 		if s.Refuses() && (worst == nil || s.Wait > worst.Wait) {
@@ -90,7 +77,7 @@ func (p *pipeline) limit(ctx context.Context, s *accepted) bool {
 	for _, l := range limits {
 		rules = appendNew(rules, l.Rules...)
 	}
-	by := Answerer{Kind: toolcall.ByLimit, Rules: rules}
+	by := hooks.Answerer{Kind: toolcall.ByLimit, Rules: rules}
 	ck, asked, err := p.fx.limits(ctx, limits)
 	if !asked {
 		return false // a dry run without the store: the limits are in rec.CallDecision
@@ -105,7 +92,7 @@ func (p *pipeline) limit(ctx context.Context, s *accepted) bool {
 		if err != ErrNoLimits {
 			err = fmt.Errorf("limits: %w", err)
 		}
-		rec.fail(toolcall.StageHookFailed, by, err)
+		fail(rec, toolcall.StageHookFailed, by, err)
 		return true
 	}
 	rec.Limits = ck.States
@@ -115,6 +102,6 @@ func (p *pipeline) limit(ctx context.Context, s *accepted) bool {
 	worst := ck.refusing()
 	text := RateLimited(worst.Limit.Reason, worst.Wait)
 	rec.Stage, rec.Outcome = toolcall.StageLimited, toolcall.OutcomeLimited
-	rec.Answerer, rec.Result = Answerer{Kind: toolcall.ByLimit, Rules: worst.Limit.Rules}, TextResult(text, true)
+	rec.Answerer, rec.Result = hooks.Answerer{Kind: toolcall.ByLimit, Rules: worst.Limit.Rules}, TextResult(text, true)
 	return true
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/testkit/testclock"
 	"github.com/toolgate/toolgate/mcpadapter"
@@ -216,7 +217,7 @@ limit := {"key": "k", "max": 1, "per": "1m", "reason": "r"}
 		require.NoError(t, err)
 		a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods.Map{}, Caller: mcpadapter.StaticCaller(maxCaller)})
 		res := a.Call(context.Background(), callRequest(`{"name":"echo","arguments":{"text":"hi"}}`))
-		assert.Equal(t, mcpadapter.AnswerInternal, mcpadapter.ResultText(res))
+		assert.Equal(t, mcpadapter.AnswerInternal, hooks.ResultText(res))
 	})
 }
 

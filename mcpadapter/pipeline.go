@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/registry"
@@ -60,7 +61,7 @@ func (a *Adapter) Call(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallT
 
 // call serves one tools/call and returns its record, after the after hooks
 // and the observers have seen it.
-func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *Record {
+func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *hooks.Record {
 	start := time.Now()
 	p := req.Params
 	if p == nil {
@@ -146,7 +147,7 @@ type DryRunOptions struct {
 // that would run is StageRun, with Bound when its arguments were bound,
 // and with DryRunOptions.Result the result rules' verdict on that result.
 // DryRun never returns nil; it is safe for concurrent use.
-func DryRun(ctx context.Context, o DryRunOptions) *Record {
+func DryRun(ctx context.Context, o DryRunOptions) *hooks.Record {
 	in := &callInput{
 		nameInvalid: o.NameInvalid,
 		name:        o.Name,
@@ -165,11 +166,11 @@ func DryRun(ctx context.Context, o DryRunOptions) *Record {
 
 // run takes a call through steps 1 to 7. The CallContext is nil when the
 // call ended before the grant decision (steps 1 and 2).
-func (p *pipeline) run(ctx context.Context, in *callInput) (*CallContext, *Record) {
-	rec := &Record{Grant: GrantRecord{Row: -1}}
+func (p *pipeline) run(ctx context.Context, in *callInput) (*hooks.CallContext, *hooks.Record) {
+	rec := &hooks.Record{Grant: hooks.GrantRecord{Row: -1}}
 	// Step 1.
 	if in.nameInvalid {
-		rec.Stage, rec.Answerer, rec.Result = toolcall.StageNameRequired, Answerer{Kind: toolcall.ByGate}, TextResult(AnswerNameRequired, true)
+		rec.Stage, rec.Answerer, rec.Result = toolcall.StageNameRequired, hooks.Answerer{Kind: toolcall.ByGate}, TextResult(AnswerNameRequired, true)
 		return nil, rec
 	}
 	name := in.name
@@ -177,14 +178,14 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*CallContext, *Recor
 	caller := p.fx.caller(ctx, in.req)
 	if caller == nil {
 		rec.Grant.Outcome = engine.Nobody
-		rec.Stage, rec.Answerer, rec.Result = toolcall.StageNobody, Answerer{Kind: toolcall.ByGate}, TextResult(AnswerUnknownTool(name), true)
+		rec.Stage, rec.Answerer, rec.Result = toolcall.StageNobody, hooks.Answerer{Kind: toolcall.ByGate}, TextResult(AnswerUnknownTool(name), true)
 		return nil, rec
 	}
 	rc := p.fx.revision()
 	rev := rc.rev
 	args := normaliseArguments(in.args)
 	ereq := engine.Request{Method: engine.MethodCall, Tool: name, Arguments: args, Meta: engine.BoundMeta(json.RawMessage(in.meta))}
-	call := &CallContext{
+	call := &hooks.CallContext{
 		DecisionID: newDecisionID(),
 		Name:       name,
 		Arguments:  args,
@@ -199,11 +200,11 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*CallContext, *Recor
 	d := p.fx.grant(ctx, rev, caller, ereq)
 	rec.GrantTime = time.Since(t)
 	idx := rev.ToolIndex(name)
-	rec.Grant = GrantRecord{Outcome: d.Outcome, Decision: d, Rules: d.Rules, Row: idx}
+	rec.Grant = hooks.GrantRecord{Outcome: d.Outcome, Decision: d, Rules: d.Rules, Row: idx}
 	allowed, err := d.Allowed(name)
 	if err != nil {
 		rec.Grant.Err, rec.Grant.Rules = err, failureRules(err)
-		rec.fail(toolcall.StageNotVerified, Answerer{Kind: toolcall.ByGate, Rules: rec.Grant.Rules}, err)
+		fail(rec, toolcall.StageNotVerified, hooks.Answerer{Kind: toolcall.ByGate, Rules: rec.Grant.Rules}, err)
 		rec.Outcome, rec.Result = toolcall.OutcomeRefusedGate, TextResult(AnswerNotVerified, true)
 		return call, rec
 	}
@@ -211,7 +212,7 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*CallContext, *Recor
 	// Step 4: hidden is absent.
 	if !allowed {
 		rec.Stage, rec.Result = toolcall.StageUnknown, TextResult(AnswerUnknownTool(name), true)
-		rec.Answerer = Answerer{Kind: toolcall.ByGate}
+		rec.Answerer = hooks.Answerer{Kind: toolcall.ByGate}
 		if idx >= 0 && d.Outcome == engine.Override {
 			rec.Answerer.Rules = d.Rules
 		}
@@ -229,17 +230,17 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*CallContext, *Recor
 type accepted struct {
 	req  *mcp.CallToolRequest // callInput's
 	bind bool                 // callInput's
-	call *CallContext
+	call *hooks.CallContext
 	rc   *revisionCache
 	idx  int // the row's
 	ereq engine.Request
-	rec  *Record
+	rec  *hooks.Record
 	// cd is the toolgate.call rules' decision (once taken).
 	cd *engine.CallDecision
 	// answer, when set, answers the call instead of the method: a before
 	// hook's, or the rules' result; answerer gave it.
 	answer   *mcp.CallToolResult
-	answerer Answerer
+	answerer hooks.Answerer
 	// inv runs the method on the bound arguments; nil before binding,
 	// and when they are not known (a dry run without them).
 	inv methods.Invocation
@@ -268,17 +269,17 @@ func (p *pipeline) beforeHooks(ctx context.Context, s *accepted) bool {
 // every deny reason, the hooks' then the rules'. Refusing wins.
 func (p *pipeline) callRules(ctx context.Context, s *accepted) bool {
 	rec := s.rec
-	hooks := len(rec.Denials)
+	byHooks := len(rec.Denials)
 	t := time.Now()
 	cd := s.call.Revision.Call(ctx, s.call.Caller, s.ereq)
 	rec.RulesTime = time.Since(t)
 	rec.CallDecision, s.cd = cd, cd
 	if cd.Err != nil {
-		rec.fail(toolcall.StageRuleFailed, Answerer{Kind: toolcall.ByRule, Rules: failureRules(cd.Err)}, fmt.Errorf("toolgate.call rules: %w", cd.Err))
+		fail(rec, toolcall.StageRuleFailed, hooks.Answerer{Kind: toolcall.ByRule, Rules: failureRules(cd.Err)}, fmt.Errorf("toolgate.call rules: %w", cd.Err))
 		return true
 	}
 	for _, r := range cd.Deny {
-		rec.Denials = append(rec.Denials, Denial{Reason: r.Message, Rules: r.Rules})
+		rec.Denials = append(rec.Denials, hooks.Denial{Reason: r.Message, Rules: r.Rules})
 	}
 	if len(rec.Denials) == 0 {
 		return false
@@ -287,26 +288,26 @@ func (p *pipeline) callRules(ctx context.Context, s *accepted) bool {
 	for i, d := range rec.Denials {
 		reasons[i] = d.Reason
 	}
-	rec.Stage, rec.Outcome, rec.Answerer = toolcall.StageDenied, toolcall.OutcomeDenied, denier(rec.Denials, hooks)
+	rec.Stage, rec.Outcome, rec.Answerer = toolcall.StageDenied, toolcall.OutcomeDenied, denier(rec.Denials, byHooks)
 	rec.Result = TextResult(strings.Join(reasons, "; "), true)
 	return true
 }
 
-// denier is who refused a call whose first hooks denials are its before
+// denier is who refused a call whose first n denials are its before
 // hooks': the first of those hooks that has a name, else the
 // toolgate.call rules with every rule that refused, else a hook without
 // a name.
-func denier(ds []Denial, hooks int) Answerer {
-	for _, d := range ds[:hooks] {
+func denier(ds []hooks.Denial, n int) hooks.Answerer {
+	for _, d := range ds[:n] {
 		if d.Hook != "" {
-			return Answerer{Kind: toolcall.ByHook, Name: d.Hook}
+			return hooks.Answerer{Kind: toolcall.ByHook, Name: d.Hook}
 		}
 	}
-	if hooks == len(ds) {
-		return Answerer{Kind: toolcall.ByHook}
+	if n == len(ds) {
+		return hooks.Answerer{Kind: toolcall.ByHook}
 	}
-	by := Answerer{Kind: toolcall.ByRule}
-	for _, d := range ds[hooks:] {
+	by := hooks.Answerer{Kind: toolcall.ByRule}
+	for _, d := range ds[n:] {
 		by.Rules = appendNew(by.Rules, d.Rules...)
 	}
 	return by
@@ -327,10 +328,10 @@ func (p *pipeline) answer(_ context.Context, s *accepted) bool {
 	if s.answer == nil && s.cd.Result != nil {
 		res, err := policyResult(s.cd.Result)
 		if err != nil {
-			rec.fail(toolcall.StageRuleFailed, Answerer{Kind: toolcall.ByRule, Rules: s.cd.ResultRules}, err)
+			fail(rec, toolcall.StageRuleFailed, hooks.Answerer{Kind: toolcall.ByRule, Rules: s.cd.ResultRules}, err)
 			return true
 		}
-		s.answer, s.answerer = res, Answerer{Kind: toolcall.ByRule, Rules: s.cd.ResultRules}
+		s.answer, s.answerer = res, hooks.Answerer{Kind: toolcall.ByRule, Rules: s.cd.ResultRules}
 	}
 	if s.answer == nil {
 		return false
@@ -355,15 +356,15 @@ func (p *pipeline) bind(ctx context.Context, s *accepted) bool {
 		rec.Stage = toolcall.StageRun // a dry run that does not know them
 		return false
 	}
-	binding := Answerer{Kind: toolcall.ByBinding}
+	binding := hooks.Answerer{Kind: toolcall.ByBinding}
 	m, ok := p.methods.Method(row.Method)
 	if !ok {
-		rec.fail(toolcall.StageArguments, binding, fmt.Errorf("tool %s: no method %q is registered", row.Name, row.Method))
+		fail(rec, toolcall.StageArguments, binding, fmt.Errorf("tool %s: no method %q is registered", row.Name, row.Method))
 		return true
 	}
 	schemas, err := s.rc.argSchemas(s.idx)
 	if err != nil {
-		rec.fail(toolcall.StageArguments, binding, err)
+		fail(rec, toolcall.StageArguments, binding, err)
 		return true
 	}
 	args, err := bind(row, schemas, m, s.call.Arguments)
@@ -379,14 +380,14 @@ func (p *pipeline) bind(ctx context.Context, s *accepted) bool {
 	}
 	if err != nil {
 		if ae := asArgumentError(err); ae != nil {
-			rec.fail(toolcall.StageArguments, binding, ae)
+			fail(rec, toolcall.StageArguments, binding, ae)
 			rec.Argument, rec.Result = ae, TextResult(ae.Message(), true)
 			return true
 		}
-		rec.fail(toolcall.StageArguments, binding, fmt.Errorf("bind arguments: %w", err))
+		fail(rec, toolcall.StageArguments, binding, fmt.Errorf("bind arguments: %w", err))
 		return true
 	}
-	rec.Stage, rec.Bound, rec.Answerer = toolcall.StageRun, true, Answerer{Kind: toolcall.ByMethod, Name: row.Method}
+	rec.Stage, rec.Bound, rec.Answerer = toolcall.StageRun, true, hooks.Answerer{Kind: toolcall.ByMethod, Name: row.Method}
 	s.inv = inv
 	return false
 }
@@ -420,15 +421,15 @@ func asArgumentError(err error) *toolcall.ArgumentError {
 }
 
 // fail ends the call with the generic internal error (docs/contract.md §5).
-func (r *Record) fail(stage toolcall.Stage, by Answerer, err error) {
+func fail(r *hooks.Record, stage toolcall.Stage, by hooks.Answerer, err error) {
 	r.Stage, r.Outcome, r.Answerer = stage, toolcall.OutcomeFailed, by
 	r.Result, r.Err = TextResult(AnswerInternal, true), err
 }
 
 // held ends the call held for an approval under rule, request id.
-func (r *Record) held(rule *engine.Approval, id string) {
+func held(r *hooks.Record, rule *engine.Approval, id string) {
 	text := ApprovalRequired(rule.Reason, id)
-	r.Stage, r.Outcome, r.Answerer = toolcall.StageHeld, toolcall.OutcomeHeld, Answerer{Kind: toolcall.ByApproval, Rules: rule.Rules}
+	r.Stage, r.Outcome, r.Answerer = toolcall.StageHeld, toolcall.OutcomeHeld, hooks.Answerer{Kind: toolcall.ByApproval, Rules: rule.Rules}
 	r.Result, r.ApprovalID = TextResult(text, true), id
 }
 

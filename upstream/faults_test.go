@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
@@ -57,14 +58,14 @@ tools:
 
 	var (
 		mu   sync.Mutex
-		ends []mcpadapter.Record
+		ends []hooks.Record
 	)
 	a := mcpadapter.New(mcpadapter.Options{
 		Revisions: eng,
 		Methods:   Chain(methods.Map{}, p),
 		Caller:    mcpadapter.StaticCaller(&toolcall.Caller{Subject: "alice"}),
 	})
-	a.AddHook(mcpadapter.Hook{Name: "record", After: func(_ context.Context, _ *mcpadapter.CallContext, e *mcpadapter.Record) error {
+	a.AddHook(hooks.Hook{Name: "record", After: func(_ context.Context, _ *hooks.CallContext, e *hooks.Record) error {
 		mu.Lock()
 		defer mu.Unlock()
 		ends = append(ends, *e)

@@ -1,6 +1,7 @@
-package mcpadapter
+package hooks
 
 import (
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -11,7 +12,7 @@ import (
 
 // Answerer says who gave a call its answer.
 type Answerer struct {
-	// Kind is one of the By constants.
+	// Kind is one of toolcall's By constants.
 	Kind string
 	// Name is the hook's name (ByHook) or the method's (ByMethod).
 	Name string
@@ -52,12 +53,13 @@ type Denial struct {
 // Record is everything the call pipeline (docs/contract.md §5) decided about one
 // tools/call: the stage it reached, the grant decision, the call decision
 // with every reason and its rule, who answered and the answer, and how long
-// each part took. A served call and a dry run (DryRun, which `toolgate
-// explain` prints) produce it by the same code, so the two cannot disagree.
+// each part took. A served call and a dry run (mcpadapter.DryRun, which
+// `toolgate explain` prints) produce it by the same code, so the two cannot
+// disagree.
 //
 // After hooks get the Record of every call that reached step 5 or was
-// refused at step 3; observers (Observer) that of every call that took a
-// grant decision (steps 3 to 8). Neither may modify it.
+// refused at step 3; observers (mcpadapter.Observer) that of every call
+// that took a grant decision (steps 3 to 8). Neither may modify it.
 type Record struct {
 	// Stage is where the call was decided.
 	Stage toolcall.Stage
@@ -192,10 +194,18 @@ func (r *Record) Answer() string { return ResultText(r.Result) }
 // base decision, a hook or the method decided.
 func (r *Record) DecidingRules() []engine.Location {
 	var out []engine.Location
-	for _, d := range r.Denials {
-		out = appendNew(out, d.Rules...)
+	add := func(ls []engine.Location) {
+		for _, l := range ls {
+			if !slices.Contains(out, l) {
+				out = append(out, l)
+			}
+		}
 	}
-	return appendNew(out, r.Answerer.Rules...)
+	for _, d := range r.Denials {
+		add(d.Rules)
+	}
+	add(r.Answerer.Rules)
+	return out
 }
 
 // ResultText is the text content of a CallToolResult, its text items
@@ -217,3 +227,17 @@ func ResultText(res *mcp.CallToolResult) string {
 	}
 	return s
 }
+
+// LimitState is one limit's counter as the store found it.
+type LimitState struct {
+	Limit engine.Limit
+	// Count is how many calls the limit's key admitted within the last
+	// Per, before this call.
+	Count int64
+	// Wait is how long until a call would be admitted under this limit;
+	// 0 when it admits.
+	Wait time.Duration
+}
+
+// Refuses reports whether this limit refuses the call.
+func (s LimitState) Refuses() bool { return s.Count >= s.Limit.Max }
