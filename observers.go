@@ -3,6 +3,7 @@ package toolgate
 import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/methods"
 )
@@ -20,7 +21,7 @@ type Tracer interface {
 	// index.
 	RequestMiddleware(isRow func(name string) bool) mcp.Middleware
 	// WrapHook returns h with each half in its span.
-	WrapHook(h mcpadapter.Hook) mcpadapter.Hook
+	WrapHook(h hooks.Hook) hooks.Hook
 	// WrapMethods returns ms with each method's run in its span.
 	WrapMethods(ms methods.Set) methods.Set
 }

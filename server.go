@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/hooks/audit"
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/version"
@@ -47,7 +48,7 @@ type Options struct {
 	// Hooks run around every accepted call, in order, then the audit
 	// trail's (an idempotency ledger: hooks/ledger; call counts:
 	// metrics.Metrics.Hook).
-	Hooks []mcpadapter.Hook
+	Hooks []hooks.Hook
 	// HookTimeout bounds each hook run; zero is
 	// mcpadapter.DefaultHookTimeout.
 	HookTimeout time.Duration
@@ -121,7 +122,7 @@ type Server struct {
 	log   *slog.Logger
 	eng   *engine.Engine
 	audit *audit.Auditor
-	hooks []mcpadapter.Hook
+	hooks []hooks.Hook
 	obs   []mcpadapter.Observer
 	// outer are the receiving middleware around the adapter's, outermost
 	// first; layers names all of them (Layers).

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -64,7 +65,7 @@ func (l *Logger) observeCatalog(ctx context.Context, rec *mcpadapter.CatalogReco
 
 // observeCall logs the grant decision of a call, and its call decision
 // when it reached step 5 or failed at step 3.
-func (l *Logger) observeCall(ctx context.Context, call *mcpadapter.CallContext, rec *mcpadapter.Record) {
+func (l *Logger) observeCall(ctx context.Context, call *hooks.CallContext, rec *hooks.Record) {
 	if l == nil {
 		return
 	}
@@ -91,8 +92,8 @@ func (l *Logger) observeCall(ctx context.Context, call *mcpadapter.CallContext, 
 
 	d.ID, d.Path = call.DecisionID, PathCall
 	res := map[string]any{"outcome": string(rec.Outcome), "stage": string(rec.Stage)}
-	if len(rec.Reasons) > 0 {
-		res["reasons"] = rec.Reasons
+	if reasons := rec.Reasons(); len(reasons) > 0 {
+		res["reasons"] = reasons
 	}
 	if rules := rec.DecidingRules(); len(rules) > 0 {
 		where := make([]string, len(rules))
@@ -101,8 +102,8 @@ func (l *Logger) observeCall(ctx context.Context, call *mcpadapter.CallContext, 
 		}
 		res["rules"] = where
 	}
-	if rec.AnsweredBy != "" {
-		res["answered_by"] = rec.AnsweredBy
+	if by := rec.AnsweredBy(); by != "" {
+		res["answered_by"] = by
 	}
 	if rec.ApprovalID != "" {
 		res["approval_id"] = rec.ApprovalID
@@ -116,7 +117,7 @@ func (l *Logger) observeCall(ctx context.Context, call *mcpadapter.CallContext, 
 	d.Result = res
 	d.Metrics = map[string]any{
 		"timer_toolgate_call_ns":     rec.Duration.Nanoseconds(),
-		"timer_toolgate_decision_ns": rec.Decision.Nanoseconds(),
+		"timer_toolgate_decision_ns": rec.Decision().Nanoseconds(),
 		"timer_toolgate_grant_ns":    rec.GrantTime.Nanoseconds(),
 		"timer_toolgate_rules_ns":    rec.RulesTime.Nanoseconds(),
 		"timer_toolgate_method_ns":   rec.MethodTime.Nanoseconds(),

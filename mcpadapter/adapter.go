@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
@@ -31,7 +32,7 @@ type Revisions interface {
 // CallerFunc says on whose behalf a request is made; nil is nobody.
 type CallerFunc func(ctx context.Context, req mcp.Request) *toolcall.Caller
 
-// SourceLocal is the CallContext.Source of a caller the operator names
+// SourceLocal is the hooks.CallContext.Source of a caller the operator names
 // (stdio's --as, StaticCaller), not one authenticated per request.
 const SourceLocal = "local"
 
@@ -97,7 +98,7 @@ const (
 type Adapter struct {
 	opts      Options
 	log       *slog.Logger
-	hooks     []Hook
+	hooks     []hooks.Hook
 	observers []Observer
 	cache     atomic.Pointer[revisionCache]
 	cacheMu   sync.Mutex // held while building a revision's cache (cacheOf)
@@ -138,7 +139,7 @@ func New(opts Options) *Adapter {
 
 // AddHook registers a hook. Before halves run in registration order, then
 // the toolgate.call rules; after halves run in registration order.
-func (a *Adapter) AddHook(h Hook) { a.hooks = append(a.hooks, h) }
+func (a *Adapter) AddHook(h hooks.Hook) { a.hooks = append(a.hooks, h) }
 
 // NewServer returns an MCP server governed by the adapter. Serve it over a
 // transport from WrapTransport, or over HTTP behind WrapHTTP.
@@ -384,7 +385,7 @@ func (l *wireList) MarshalJSON() ([]byte, error) {
 
 // runAfter runs every after hook once; failures are logged and ignored.
 // The prompt ones share one context without the request's cancellation.
-func (a *Adapter) runAfter(ctx context.Context, call *CallContext, rec *Record) {
+func (a *Adapter) runAfter(ctx context.Context, call *hooks.CallContext, rec *hooks.Record) {
 	var detached context.Context
 	for i := range a.hooks {
 		h := &a.hooks[i]
@@ -392,7 +393,7 @@ func (a *Adapter) runAfter(ctx context.Context, call *CallContext, rec *Record) 
 			continue
 		}
 		var err error
-		if h.prompt(call) {
+		if prompt(h, call) {
 			if detached == nil {
 				detached = context.WithoutCancel(ctx)
 			}
@@ -411,7 +412,7 @@ func (a *Adapter) runAfter(ctx context.Context, call *CallContext, rec *Record) 
 // functions, so that what guard's closure captures is allocated only for
 // them.
 
-func (a *Adapter) guardAfter(ctx context.Context, h *Hook, call *CallContext, rec *Record) error {
+func (a *Adapter) guardAfter(ctx context.Context, h *hooks.Hook, call *hooks.CallContext, rec *hooks.Record) error {
 	_, err := guard(ctx, a.opts.HookTimeout, true, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, h.After(ctx, call, rec)
 	})
@@ -420,11 +421,11 @@ func (a *Adapter) guardAfter(ctx context.Context, h *Hook, call *CallContext, re
 
 // runBefore runs h's before half: a prompt one on the call's goroutine,
 // with only the panic turned into an error.
-func (a *Adapter) runBefore(ctx context.Context, h *Hook, call *CallContext) (Verdict, error) {
-	if !h.prompt(call) {
+func (a *Adapter) runBefore(ctx context.Context, h *hooks.Hook, call *hooks.CallContext) (hooks.Verdict, error) {
+	if !prompt(h, call) {
 		return a.guardBefore(ctx, h, call)
 	}
-	var v Verdict
+	var v hooks.Verdict
 	err := safely(func() error {
 		var err error
 		v, err = h.Before(ctx, call)
@@ -433,8 +434,8 @@ func (a *Adapter) runBefore(ctx context.Context, h *Hook, call *CallContext) (Ve
 	return v, err
 }
 
-func (a *Adapter) guardBefore(ctx context.Context, h *Hook, call *CallContext) (Verdict, error) {
-	return guard(ctx, a.opts.HookTimeout, false, func(ctx context.Context) (Verdict, error) {
+func (a *Adapter) guardBefore(ctx context.Context, h *hooks.Hook, call *hooks.CallContext) (hooks.Verdict, error) {
+	return guard(ctx, a.opts.HookTimeout, false, func(ctx context.Context) (hooks.Verdict, error) {
 		return h.Before(ctx, call)
 	})
 }

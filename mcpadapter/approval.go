@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -27,7 +28,7 @@ type Approvals interface {
 	// for it is consumed (the call runs), or the call is held (a request
 	// is recorded, or the pending one found), or its refused request is
 	// answered. An error fails the call closed.
-	Check(ctx context.Context, call *CallContext, rule *engine.Approval) (ApprovalCheck, error)
+	Check(ctx context.Context, call *hooks.CallContext, rule *engine.Approval) (ApprovalCheck, error)
 }
 
 // ApprovalState is what Approvals.Check found.
@@ -65,10 +66,10 @@ var ErrNoApprovals = errors.New("an approval rule holds the call but the server 
 // checkApproval runs the approval step of step 5 for a served call; it
 // reports whether that decided the call (held, refused, failed). A call
 // that consumed an approval goes on, the approval in rec.
-func (a *Adapter) checkApproval(ctx context.Context, call *CallContext, rule *engine.Approval, rec *Record) bool {
-	by := Answerer{Kind: toolcall.ByApproval, Rules: rule.Rules}
+func (a *Adapter) checkApproval(ctx context.Context, call *hooks.CallContext, rule *engine.Approval, rec *hooks.Record) bool {
+	by := hooks.Answerer{Kind: toolcall.ByApproval, Rules: rule.Rules}
 	if a.opts.Approvals == nil {
-		rec.fail(toolcall.StageHookFailed, by, ErrNoApprovals)
+		fail(rec, toolcall.StageHookFailed, by, ErrNoApprovals)
 		return true
 	}
 	ck, err := guard(ctx, a.opts.HookTimeout, false, func(ctx context.Context) (ApprovalCheck, error) {
@@ -82,7 +83,7 @@ func (a *Adapter) checkApproval(ctx context.Context, call *CallContext, rule *en
 		err = errors.New("approval check returned no id")
 	}
 	if err != nil {
-		rec.fail(toolcall.StageHookFailed, by, fmt.Errorf("approvals: %w", err))
+		fail(rec, toolcall.StageHookFailed, by, fmt.Errorf("approvals: %w", err))
 		return true
 	}
 	switch ck.State {
@@ -90,19 +91,18 @@ func (a *Adapter) checkApproval(ctx context.Context, call *CallContext, rule *en
 		rec.ApprovalID, rec.ApprovedBy = ck.ID, ck.ApprovedBy
 		return false
 	case ApprovalHeld:
-		rec.held(rule, ck.ID)
+		held(rec, rule, ck.ID)
 		return true
 	case ApprovalNotRecorded:
-		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = toolcall.StageDenied, toolcall.OutcomeDenied, by, "approval"
-		rec.Result, rec.Reasons = TextResult(ck.Message, true), []string{ck.Message}
+		rec.Stage, rec.Outcome, rec.Answerer, rec.Result = toolcall.StageDenied, toolcall.OutcomeDenied, by, TextResult(ck.Message, true)
 		return true
 	case ApprovalRefusedOnce:
 		text := ApprovalRefused(ck.ID)
-		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = toolcall.StageDenied, toolcall.OutcomeDenied, by, "approval"
-		rec.Result, rec.Reasons, rec.ApprovalID = TextResult(text, true), []string{text}, ck.ID
+		rec.Stage, rec.Outcome, rec.Answerer = toolcall.StageDenied, toolcall.OutcomeDenied, by
+		rec.Result, rec.ApprovalID = TextResult(text, true), ck.ID
 		return true
 	}
-	rec.fail(toolcall.StageHookFailed, by, fmt.Errorf("approvals: unknown state %d", ck.State))
+	fail(rec, toolcall.StageHookFailed, by, fmt.Errorf("approvals: unknown state %d", ck.State))
 	return true
 }
 
@@ -139,11 +139,10 @@ const multiRoundTripRevision = "2026-07-28"
 // and arguments, within confirmStateTTL: an answer the server did not ask
 // for (a client that sends one up front, or replays one for other
 // arguments) is ignored and the question asked.
-func (a *Adapter) confirm(ctx context.Context, req *mcp.CallToolRequest, call *CallContext, question string, rec *Record) bool {
-	by := Answerer{Kind: toolcall.ByConfirmation, Rules: rec.CallDecision.ConfirmRules}
+func (a *Adapter) confirm(ctx context.Context, req *mcp.CallToolRequest, call *hooks.CallContext, question string, rec *hooks.Record) bool {
+	by := hooks.Answerer{Kind: toolcall.ByConfirmation, Rules: rec.CallDecision.ConfirmRules}
 	no := func(text string) bool {
-		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = toolcall.StageDenied, toolcall.OutcomeDenied, by, "confirmation"
-		rec.Result, rec.Reasons = TextResult(text, true), []string{text}
+		rec.Stage, rec.Outcome, rec.Answerer, rec.Result = toolcall.StageDenied, toolcall.OutcomeDenied, by, TextResult(text, true)
 		return true
 	}
 	answered := func(res *mcp.ElicitResult) bool {
@@ -182,12 +181,12 @@ func (a *Adapter) confirm(ctx context.Context, req *mcp.CallToolRequest, call *C
 	if ip.ProtocolVersion >= multiRoundTripRevision {
 		res := &mcp.CallToolResult{Content: []mcp.Content{}, InputRequests: mcp.InputRequestMap{confirmInputID: params},
 			RequestState: a.confirmState(call, question, time.Now().Add(confirmStateTTL))}
-		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy, rec.Result = toolcall.StageAnswered, toolcall.OutcomeAnswered, by, "confirmation", res
+		rec.Stage, rec.Outcome, rec.Answerer, rec.Result = toolcall.StageAnswered, toolcall.OutcomeAnswered, by, res
 		return true
 	}
 	res, err := ss.Elicit(ctx, params)
 	if err != nil {
-		rec.fail(toolcall.StageHookFailed, by, fmt.Errorf("confirmation: %w", err))
+		fail(rec, toolcall.StageHookFailed, by, fmt.Errorf("confirmation: %w", err))
 		return true
 	}
 	return answered(res)
@@ -199,7 +198,7 @@ const confirmStateTTL = 10 * time.Minute
 // confirmState is the requestState of a confirmation asked of call:
 // when it expires and a MAC, under the adapter's key, of that and what
 // it was asked for.
-func (a *Adapter) confirmState(call *CallContext, question string, expires time.Time) string {
+func (a *Adapter) confirmState(call *hooks.CallContext, question string, expires time.Time) string {
 	var b [8 + sha256.Size]byte
 	binary.BigEndian.PutUint64(b[:8], uint64(expires.Unix()))
 	copy(b[8:], a.confirmMAC(call, question, b[:8]))
@@ -208,7 +207,7 @@ func (a *Adapter) confirmState(call *CallContext, question string, expires time.
 
 // confirmAsked reports whether state is one confirmState gave for call
 // (same caller, tool, arguments and question) that has not expired.
-func (a *Adapter) confirmAsked(state string, call *CallContext, question string) bool {
+func (a *Adapter) confirmAsked(state string, call *hooks.CallContext, question string) bool {
 	b, err := base64.RawURLEncoding.DecodeString(state)
 	if err != nil || len(b) != 8+sha256.Size {
 		return false
@@ -219,7 +218,7 @@ func (a *Adapter) confirmAsked(state string, call *CallContext, question string)
 	return hmac.Equal(b[8:], a.confirmMAC(call, question, b[:8]))
 }
 
-func (a *Adapter) confirmMAC(call *CallContext, question string, expires []byte) []byte {
+func (a *Adapter) confirmMAC(call *hooks.CallContext, question string, expires []byte) []byte {
 	m := hmac.New(sha256.New, a.confirmKey[:])
 	subject := ""
 	if call.Caller != nil {

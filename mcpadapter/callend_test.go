@@ -9,12 +9,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
 // lastEnd returns the one Record the recording after hook saw.
-func (l *afterLog) lastEnd(t testing.TB) mcpadapter.Record {
+func (l *afterLog) lastEnd(t testing.TB) hooks.Record {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -31,23 +32,23 @@ func (l *afterLog) lastEnd(t testing.TB) mcpadapter.Record {
 func TestAfterHooksSeeTheCallsDuration(t *testing.T) {
 	t.Parallel()
 	const minimum = 30 * time.Millisecond
-	slow := func(v mcpadapter.Verdict, err error) mcpadapter.Hook {
-		return mcpadapter.Hook{Name: "slow", Before: func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+	slow := func(v hooks.Verdict, err error) hooks.Hook {
+		return hooks.Hook{Name: "slow", Before: func(context.Context, *hooks.CallContext) (hooks.Verdict, error) {
 			time.Sleep(minimum)
 			return v, err
 		}}
 	}
 	cases := []struct {
 		name    string
-		hook    *mcpadapter.Hook
+		hook    *hooks.Hook
 		params  string
 		outcome toolcall.Outcome
 	}{
 		{"result", nil, fmt.Sprintf(`{"name":"sleep","arguments":{"ms":%d}}`, minimum.Milliseconds()), toolcall.OutcomeResult},
-		{"denied", new(slow(mcpadapter.Deny("no."), nil)), `{"name":"echo","arguments":{"text":"x"}}`, toolcall.OutcomeDenied},
-		{"answered", new(slow(mcpadapter.Answer(mcpadapter.TextResult("hi", false)), nil)), `{"name":"echo","arguments":{"text":"x"}}`, toolcall.OutcomeAnswered},
-		{"failed", new(slow(mcpadapter.Verdict{}, errors.New("hook failed"))), `{"name":"echo","arguments":{"text":"x"}}`, toolcall.OutcomeFailed},
-		{"failed binding", new(slow(mcpadapter.Allow(), nil)), `{"name":"echo","arguments":{}}`, toolcall.OutcomeFailed},
+		{"denied", new(slow(hooks.Deny("no."), nil)), `{"name":"echo","arguments":{"text":"x"}}`, toolcall.OutcomeDenied},
+		{"answered", new(slow(hooks.Answer(mcpadapter.TextResult("hi", false)), nil)), `{"name":"echo","arguments":{"text":"x"}}`, toolcall.OutcomeAnswered},
+		{"failed", new(slow(hooks.Verdict{}, errors.New("hook failed"))), `{"name":"echo","arguments":{"text":"x"}}`, toolcall.OutcomeFailed},
+		{"failed binding", new(slow(hooks.Allow(), nil)), `{"name":"echo","arguments":{}}`, toolcall.OutcomeFailed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,7 +57,7 @@ func TestAfterHooksSeeTheCallsDuration(t *testing.T) {
 			// not turn their sleep into a hook failure.
 			s := setup{caller: &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute}
 			if tc.hook != nil {
-				s.extraHooks = []mcpadapter.Hook{*tc.hook}
+				s.extraHooks = []hooks.Hook{*tc.hook}
 			}
 			g := newGoverned(t, s)
 			c := g.connectRaw(t, proto20250618)
@@ -67,7 +68,7 @@ func TestAfterHooksSeeTheCallsDuration(t *testing.T) {
 			require.Equal(t, tc.outcome, end.Outcome)
 			require.GreaterOrEqual(t, end.Duration, minimum, "the duration covers the call")
 			require.LessOrEqual(t, end.Duration, roundTrip, "the duration is this call's")
-			require.LessOrEqual(t, end.Decision, end.Duration, "the decisions are part of the call")
+			require.LessOrEqual(t, end.Decision(), end.Duration, "the decisions are part of the call")
 			require.InDelta(t, float64(end.Duration.Microseconds())/1000, end.DurationMS(), 1e-9)
 		})
 	}
@@ -83,8 +84,8 @@ func TestAfterHooksSeeTheCallsDuration(t *testing.T) {
 		roundTrip := time.Since(sent)
 		end := g.after.lastEnd(t)
 		require.Equal(t, toolcall.OutcomeRefusedGate, end.Outcome)
-		require.Positive(t, end.Decision, "the grant decision was evaluated")
-		require.GreaterOrEqual(t, end.Duration, end.Decision, "the duration covers the decision")
+		require.Positive(t, end.Decision(), "the grant decision was evaluated")
+		require.GreaterOrEqual(t, end.Duration, end.Decision(), "the duration covers the decision")
 		require.LessOrEqual(t, end.Duration, roundTrip, "the duration is this call's")
 	})
 }
@@ -130,9 +131,9 @@ func TestAfterHooksSeeEveryDenyReason(t *testing.T) {
 			res := toolResult(t, c.call(fmt.Sprintf(`{"name":%q,"arguments":{"text":"x","key":"k"},"_meta":%s}`, tc.tool, tc.meta)))
 			end := g.after.lastEnd(t)
 			require.Equal(t, toolcall.OutcomeDenied, end.Outcome)
-			require.Equal(t, tc.reasons, end.Reasons, "every reason, in order")
-			require.Equal(t, tc.answeredBy, end.AnsweredBy)
-			require.False(t, end.Failed)
+			require.Equal(t, tc.reasons, end.Reasons(), "every reason, in order")
+			require.Equal(t, tc.answeredBy, end.AnsweredBy())
+			require.False(t, end.Failed())
 			require.NoError(t, end.Err)
 			require.Equal(t, resultText(t, res), resultText(t, end.Result), "the after hook sees the answer the caller got")
 			require.True(t, end.Result.IsError)
@@ -145,7 +146,7 @@ func TestAfterHooksSeeEveryDenyReason(t *testing.T) {
 		c.call(`{"name":"echo","arguments":{"text":"x"},"_meta":{"deny":false}}`)
 		end := g.after.lastEnd(t)
 		require.Equal(t, toolcall.OutcomeResult, end.Outcome)
-		require.Empty(t, end.Reasons)
-		require.Empty(t, end.AnsweredBy)
+		require.Empty(t, end.Reasons())
+		require.Empty(t, end.AnsweredBy())
 	})
 }

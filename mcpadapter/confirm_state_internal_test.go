@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -16,8 +18,8 @@ func TestConfirmStateBindsTheCall(t *testing.T) {
 	t.Parallel()
 	a := &Adapter{}
 	a.confirmKey[0] = 1
-	mk := func(args, subject, source string) *CallContext {
-		return &CallContext{Name: "pay", Arguments: json.RawMessage(args), Caller: &toolcall.Caller{Subject: subject}, Source: source}
+	mk := func(args, subject, source string) *hooks.CallContext {
+		return &hooks.CallContext{Name: "pay", Arguments: json.RawMessage(args), Caller: &toolcall.Caller{Subject: subject}, Source: source}
 	}
 	call := mk(`{"amount":1}`, "alice", "token")
 	state := a.confirmState(call, "Pay?", time.Now().Add(time.Minute))

@@ -18,7 +18,7 @@
 // are logged in full. After hooks run exactly once for every call that
 // reached the hooks or was refused by a failing grant decision.
 //
-// The step machine is written once: each call produces a [Record] (the
+// The step machine is written once: each call produces a [hooks.Record] (the
 // stage it reached, the grant decision, every deny reason with the hook or
 // rule file:line that gave it, who answered, the answer, the timings),
 // which the after hooks receive. [DryRun] runs the same steps without

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/example/demo"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
@@ -42,7 +43,7 @@ func TestExplainAgreesWithTheServedCall(t *testing.T) {
 			g := newGoverned(t, s)
 			c := g.connectRaw(t, proto20250618)
 			served := toolResult(t, c.call(f.Params))
-			var rec *mcpadapter.Record
+			var rec *hooks.Record
 			g.after.mu.Lock()
 			heard := len(g.after.ends) > 0
 			g.after.mu.Unlock()

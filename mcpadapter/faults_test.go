@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/hooks/audit"
-	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -95,22 +95,22 @@ result := 5 if fault == "call-result-wrong-type"
 // outcome is the same whether its fault or the deadline comes first): for
 // the other calls it is prompt, so that a loaded machine cannot make it
 // miss the deadline.
-func faultHooks(release <-chan struct{}) []mcpadapter.Hook {
-	fault := func(c *mcpadapter.CallContext) string { s, _ := c.Meta.String("fault"); return s }
-	before := func(_ context.Context, c *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+func faultHooks(release <-chan struct{}) []hooks.Hook {
+	fault := func(c *hooks.CallContext) string { s, _ := c.Meta.String("fault"); return s }
+	before := func(_ context.Context, c *hooks.CallContext) (hooks.Verdict, error) {
 		switch fault(c) {
 		case "hook-panic":
 			panic("before hook panicked at /srv/hooks.go:12")
 		case "hook-error":
-			return mcpadapter.Verdict{}, errors.New("hook: open /etc/toolgate/secret: permission denied")
+			return hooks.Verdict{}, errors.New("hook: open /etc/toolgate/secret: permission denied")
 		case "hook-empty-reason":
-			return mcpadapter.Deny(""), nil
+			return hooks.Deny(""), nil
 		case "hook-block":
 			<-release // ignores its context on purpose
 		}
-		return mcpadapter.Allow(), nil
+		return hooks.Allow(), nil
 	}
-	after := func(_ context.Context, c *mcpadapter.CallContext, _ *mcpadapter.Record) error {
+	after := func(_ context.Context, c *hooks.CallContext, _ *hooks.Record) error {
 		switch fault(c) {
 		case "after-panic":
 			panic("after hook panicked")
@@ -121,10 +121,10 @@ func faultHooks(release <-chan struct{}) []mcpadapter.Hook {
 		}
 		return nil
 	}
-	faulting := func(prefix string) func(*mcpadapter.CallContext) bool {
-		return func(c *mcpadapter.CallContext) bool { return !strings.HasPrefix(fault(c), prefix) }
+	faulting := func(prefix string) func(*hooks.CallContext) bool {
+		return func(c *hooks.CallContext) bool { return !strings.HasPrefix(fault(c), prefix) }
 	}
-	return []mcpadapter.Hook{
+	return []hooks.Hook{
 		{Name: "faulty", Before: before, PromptFor: faulting("hook-")},
 		{Name: "faulty-after", After: after, PromptFor: faulting("after-")},
 	}

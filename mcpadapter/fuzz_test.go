@@ -19,6 +19,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -49,15 +50,15 @@ result := {"content": [{"type": "text", "text": "Answered by policy."}]} if inpu
 
 // metaHook denies or answers when _meta carries festi/hookDeny or
 // festi/hookAnswer.
-func metaHook() mcpadapter.Hook {
-	return mcpadapter.Hook{Name: "meta", Before: func(_ context.Context, c *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+func metaHook() hooks.Hook {
+	return hooks.Hook{Name: "meta", Before: func(_ context.Context, c *hooks.CallContext) (hooks.Verdict, error) {
 		if _, ok := c.Meta.Get("festi/hookDeny"); ok {
-			return mcpadapter.Deny("Refused by hook."), nil
+			return hooks.Deny("Refused by hook."), nil
 		}
 		if _, ok := c.Meta.Get("festi/hookAnswer"); ok {
-			return mcpadapter.Answer(mcpadapter.TextResult("Answered by hook.", false)), nil
+			return hooks.Answer(mcpadapter.TextResult("Answered by hook.", false)), nil
 		}
-		return mcpadapter.Allow(), nil
+		return hooks.Allow(), nil
 	}}
 }
 
@@ -82,7 +83,7 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 		opts: []engine.Option{engine.WithTimeout(10 * time.Second)}})
 	fs := &fuzzServer{g: g, clients: map[string]*rawClient{}}
 	g.adapter.AddHook(metaHook())
-	g.adapter.AddHook(mcpadapter.Hook{Name: "count", After: func(context.Context, *mcpadapter.CallContext, *mcpadapter.Record) error {
+	g.adapter.AddHook(hooks.Hook{Name: "count", After: func(context.Context, *hooks.CallContext, *hooks.Record) error {
 		fs.afters.Add(1)
 		return nil
 	}})

@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/example/demo"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/mcpadapter"
@@ -50,7 +51,7 @@ type setup struct {
 	hooks    []string // test hooks by name, see testHook
 	opts     []engine.Option
 	// extraHooks are registered after hooks, before the recording hook.
-	extraHooks []mcpadapter.Hook
+	extraHooks []hooks.Hook
 	// methods are registered besides the demo methods.
 	methods methods.Map
 	// hookTimeout replaces the harness's hook deadline when set, for tests
@@ -77,10 +78,10 @@ type governed struct {
 // afterLog records every after hook call.
 type afterLog struct {
 	mu   sync.Mutex
-	ends []mcpadapter.Record
+	ends []hooks.Record
 }
 
-func (l *afterLog) record(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.Record) error {
+func (l *afterLog) record(_ context.Context, _ *hooks.CallContext, end *hooks.Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.ends = append(l.ends, *end)
@@ -158,7 +159,7 @@ func newGoverned(t testing.TB, s setup) *governed {
 	for _, h := range s.extraHooks {
 		g.adapter.AddHook(h)
 	}
-	g.adapter.AddHook(mcpadapter.Hook{Name: "record", After: g.after.record, Prompt: true})
+	g.adapter.AddHook(hooks.Hook{Name: "record", After: g.after.record, Prompt: true})
 	g.server = g.adapter.NewServer(&mcp.Implementation{Name: "toolgate", Version: "test"}, &mcp.ServerOptions{Logger: logger})
 	return g
 }
@@ -184,28 +185,28 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 //	block           blocks past its deadline (until the test ends)
 //	after-fail      an after hook that fails
 //	after-panic     an after hook that panics
-func testHook(t testing.TB, spec string) mcpadapter.Hook {
+func testHook(t testing.TB, spec string) hooks.Hook {
 	kind, arg, _ := strings.Cut(spec, ":")
-	h := mcpadapter.Hook{Name: spec}
+	h := hooks.Hook{Name: spec}
 	switch kind {
 	case "deny":
-		h.Before = func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
-			return mcpadapter.Deny(arg), nil
+		h.Before = func(context.Context, *hooks.CallContext) (hooks.Verdict, error) {
+			return hooks.Deny(arg), nil
 		}
 	case "deny-empty":
-		h.Before = func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
-			return mcpadapter.Deny(""), nil
+		h.Before = func(context.Context, *hooks.CallContext) (hooks.Verdict, error) {
+			return hooks.Deny(""), nil
 		}
 	case "answer":
-		h.Before = func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
-			return mcpadapter.Answer(mcpadapter.TextResult(arg, false)), nil
+		h.Before = func(context.Context, *hooks.CallContext) (hooks.Verdict, error) {
+			return hooks.Answer(mcpadapter.TextResult(arg, false)), nil
 		}
 	case "fail":
-		h.Before = func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
-			return mcpadapter.Verdict{}, errors.New("hook failed reading /etc/toolgate/secret.db")
+		h.Before = func(context.Context, *hooks.CallContext) (hooks.Verdict, error) {
+			return hooks.Verdict{}, errors.New("hook failed reading /etc/toolgate/secret.db")
 		}
 	case "panic":
-		h.Before = func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+		h.Before = func(context.Context, *hooks.CallContext) (hooks.Verdict, error) {
 			panic("hook panicked")
 		}
 	case "block":
@@ -213,16 +214,16 @@ func testHook(t testing.TB, spec string) mcpadapter.Hook {
 		// the test ends: a 2 s sleep lost to the 300 ms deadline only most
 		// of the time on a loaded machine.
 		done := t.Context().Done()
-		h.Before = func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+		h.Before = func(context.Context, *hooks.CallContext) (hooks.Verdict, error) {
 			<-done
-			return mcpadapter.Allow(), nil
+			return hooks.Allow(), nil
 		}
 	case "after-fail":
-		h.After = func(context.Context, *mcpadapter.CallContext, *mcpadapter.Record) error {
+		h.After = func(context.Context, *hooks.CallContext, *hooks.Record) error {
 			return errors.New("after hook failed")
 		}
 	case "after-panic":
-		h.After = func(context.Context, *mcpadapter.CallContext, *mcpadapter.Record) error {
+		h.After = func(context.Context, *hooks.CallContext, *hooks.Record) error {
 			panic("after hook panicked")
 		}
 	default:

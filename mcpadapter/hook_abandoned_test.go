@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -20,19 +20,19 @@ func TestAbandonedHookReturnsToNobody(t *testing.T) {
 	for _, late := range []string{"returns", "panics"} {
 		t.Run(late, func(t *testing.T) {
 			finished := make(chan struct{})
-			h := mcpadapter.Hook{Name: "late", Before: func(ctx context.Context, _ *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+			h := hooks.Hook{Name: "late", Before: func(ctx context.Context, _ *hooks.CallContext) (hooks.Verdict, error) {
 				<-ctx.Done()
 				defer close(finished)
 				if late == "panics" {
 					panic("a late hook panicked")
 				}
-				return mcpadapter.Deny("A late hook denies."), ctx.Err()
+				return hooks.Deny("A late hook denies."), ctx.Err()
 			}}
 			// The hook returns only after its deadline, however slow the
 			// machine: the short timeout makes the test quick, not flaky.
 			g := newGoverned(t, setup{
 				caller:      &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}},
-				extraHooks:  []mcpadapter.Hook{h},
+				extraHooks:  []hooks.Hook{h},
 				hookTimeout: 20 * time.Millisecond,
 			})
 			c := g.connectRaw(t, proto20250618)

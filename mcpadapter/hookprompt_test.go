@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -22,27 +22,27 @@ func TestPromptHookRunsWithoutTheDeadline(t *testing.T) {
 	t.Parallel()
 	var promptDeadline, guardedDeadline, afterDeadline atomic.Bool
 	var ran atomic.Int32
-	hooks := []mcpadapter.Hook{
+	hs := []hooks.Hook{
 		{Name: "prompt", Prompt: true,
-			Before: func(ctx context.Context, _ *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+			Before: func(ctx context.Context, _ *hooks.CallContext) (hooks.Verdict, error) {
 				_, ok := ctx.Deadline()
 				promptDeadline.Store(ok)
 				ran.Add(1)
-				return mcpadapter.Allow(), nil
+				return hooks.Allow(), nil
 			},
-			After: func(ctx context.Context, _ *mcpadapter.CallContext, _ *mcpadapter.Record) error {
+			After: func(ctx context.Context, _ *hooks.CallContext, _ *hooks.Record) error {
 				_, ok := ctx.Deadline()
 				afterDeadline.Store(ok)
 				ran.Add(1)
 				return nil
 			}},
-		{Name: "guarded", Before: func(ctx context.Context, _ *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+		{Name: "guarded", Before: func(ctx context.Context, _ *hooks.CallContext) (hooks.Verdict, error) {
 			_, ok := ctx.Deadline()
 			guardedDeadline.Store(ok)
-			return mcpadapter.Allow(), nil
+			return hooks.Allow(), nil
 		}},
 	}
-	s := setup{caller: &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute, extraHooks: hooks}
+	s := setup{caller: &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute, extraHooks: hs}
 	g := newGoverned(t, s)
 	c := g.connectRaw(t, proto20250618)
 	c.call(`{"name":"echo","arguments":{"text":"x"}}`)
@@ -53,10 +53,10 @@ func TestPromptHookRunsWithoutTheDeadline(t *testing.T) {
 	assert.False(t, afterDeadline.Load(), "the prompt after half ran without the guard")
 	assert.True(t, guardedDeadline.Load(), "the other hook ran with its deadline")
 
-	panics := mcpadapter.Hook{Name: "panics", Prompt: true, Before: func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+	panics := hooks.Hook{Name: "panics", Prompt: true, Before: func(context.Context, *hooks.CallContext) (hooks.Verdict, error) {
 		panic("boom")
 	}}
-	g = newGoverned(t, setup{caller: s.caller, extraHooks: []mcpadapter.Hook{panics}})
+	g = newGoverned(t, setup{caller: s.caller, extraHooks: []hooks.Hook{panics}})
 	c = g.connectRaw(t, proto20250618)
 	c.call(`{"name":"echo","arguments":{"text":"x"}}`)
 	assert.Equal(t, toolcall.OutcomeFailed, g.after.lastEnd(t).Outcome, "a prompt hook's panic fails the call")
@@ -75,20 +75,20 @@ func TestPromptForIsPerCall(t *testing.T) {
 		deadlines = append(deadlines, ok)
 		mu.Unlock()
 	}
-	h := mcpadapter.Hook{Name: "keyed",
-		PromptFor: func(call *mcpadapter.CallContext) bool {
+	h := hooks.Hook{Name: "keyed",
+		PromptFor: func(call *hooks.CallContext) bool {
 			_, ok := call.Meta.String("k")
 			return !ok
 		},
-		Before: func(ctx context.Context, _ *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+		Before: func(ctx context.Context, _ *hooks.CallContext) (hooks.Verdict, error) {
 			seen(ctx)
-			return mcpadapter.Allow(), nil
+			return hooks.Allow(), nil
 		},
-		After: func(ctx context.Context, _ *mcpadapter.CallContext, _ *mcpadapter.Record) error {
+		After: func(ctx context.Context, _ *hooks.CallContext, _ *hooks.Record) error {
 			seen(ctx)
 			return nil
 		}}
-	g := newGoverned(t, setup{caller: &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute, extraHooks: []mcpadapter.Hook{h}})
+	g := newGoverned(t, setup{caller: &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}, hookTimeout: time.Minute, extraHooks: []hooks.Hook{h}})
 	c := g.connectRaw(t, proto20250618)
 	c.call(`{"name":"echo","arguments":{"text":"x"}}`)
 	c.call(`{"name":"echo","arguments":{"text":"x"},"_meta":{"k":"v"}}`)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -29,22 +30,8 @@ type LimitCheck struct {
 	// Admitted reports whether every limit admitted the call.
 	Admitted bool
 	// States are the limits' counters, in the order asked.
-	States []LimitState
+	States []hooks.LimitState
 }
-
-// LimitState is one limit's counter as the store found it.
-type LimitState struct {
-	Limit engine.Limit
-	// Count is how many calls the limit's key admitted within the last
-	// Per, before this call.
-	Count int64
-	// Wait is how long until a call would be admitted under this limit;
-	// 0 when it admits.
-	Wait time.Duration
-}
-
-// Refuses reports whether this limit refuses the call.
-func (s LimitState) Refuses() bool { return s.Count >= s.Limit.Max }
 
 // ErrNoLimits fails a call that a limit rule names on a server without a
 // limit store.
@@ -64,8 +51,8 @@ func waitSeconds(wait time.Duration) int64 {
 
 // refusing is the limit that refuses the call longest (the first such in
 // key order), or nil when every limit admits it.
-func (ck *LimitCheck) refusing() *LimitState {
-	var worst *LimitState
+func (ck *LimitCheck) refusing() *hooks.LimitState {
+	var worst *hooks.LimitState
 	for i := range ck.States {
 		s := &ck.States[i]
 		if s.Refuses() && (worst == nil || s.Wait > worst.Wait) {
@@ -75,36 +62,26 @@ func (ck *LimitCheck) refusing() *LimitState {
 	return worst
 }
 
-// limit runs the limits step of step 5 (docs/contract.md §18): a served
-// call is admitted (and counted) or refused; a dry run peeks at the
-// counters when it has a store, and only records the limits otherwise. It
-// reports whether that decided the call (limited, failed).
-func (p *pipeline) limit(ctx context.Context, limits []engine.Limit, rec *Record) bool {
+// limit is step 5's rate limits (docs/contract.md §18), after the
+// toolgate.call rules: a call they refuse is not held for approval, nor
+// answered. A served call is admitted (and counted) or refused; a dry run
+// peeks at the counters when it has a store, and only records the limits
+// otherwise.
+func (p *pipeline) limit(ctx context.Context, s *accepted) bool {
+	limits := s.cd.Limits
+	if len(limits) == 0 {
+		return false
+	}
+	rec := s.rec
 	var rules []engine.Location
 	for _, l := range limits {
 		rules = appendNew(rules, l.Rules...)
 	}
-	by := Answerer{Kind: toolcall.ByLimit, Rules: rules}
-	store := p.limits
-	if p.a != nil {
-		store = p.a.opts.Limits
+	by := hooks.Answerer{Kind: toolcall.ByLimit, Rules: rules}
+	ck, asked, err := p.fx.limits(ctx, limits)
+	if !asked {
+		return false // a dry run without the store: the limits are in rec.CallDecision
 	}
-	if store == nil {
-		if p.a == nil {
-			return false // a dry run without the store: the limits are in rec.CallDecision
-		}
-		rec.fail(toolcall.StageHookFailed, by, ErrNoLimits)
-		return true
-	}
-	// The closure reads dry, not p: capturing p would move every call's
-	// pipeline to the heap, limits or not.
-	dry := p.a == nil
-	ck, err := pipelineGuard(ctx, p, func(ctx context.Context) (LimitCheck, error) {
-		if dry {
-			return store.Peek(ctx, limits)
-		}
-		return store.Admit(ctx, limits)
-	})
 	if err == nil && len(ck.States) != len(limits) {
 		err = fmt.Errorf("the limit store answered %d states for %d limits", len(ck.States), len(limits))
 	}
@@ -112,17 +89,19 @@ func (p *pipeline) limit(ctx context.Context, limits []engine.Limit, rec *Record
 		err = errors.New("the limit store refused the call under no limit")
 	}
 	if err != nil {
-		rec.fail(toolcall.StageHookFailed, by, fmt.Errorf("limits: %w", err))
+		if err != ErrNoLimits {
+			err = fmt.Errorf("limits: %w", err)
+		}
+		fail(rec, toolcall.StageHookFailed, by, err)
 		return true
 	}
 	rec.Limits = ck.States
 	if ck.Admitted {
 		return false
 	}
-	s := ck.refusing()
-	text := RateLimited(s.Limit.Reason, s.Wait)
-	rec.Stage, rec.Outcome, rec.AnsweredBy = toolcall.StageLimited, toolcall.OutcomeLimited, "limit"
-	rec.Answerer = Answerer{Kind: toolcall.ByLimit, Rules: s.Limit.Rules}
-	rec.Result, rec.Reasons = TextResult(text, true), []string{text}
+	worst := ck.refusing()
+	text := RateLimited(worst.Limit.Reason, worst.Wait)
+	rec.Stage, rec.Outcome = toolcall.StageLimited, toolcall.OutcomeLimited
+	rec.Answerer, rec.Result = hooks.Answerer{Kind: toolcall.ByLimit, Rules: worst.Limit.Rules}, TextResult(text, true)
 	return true
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/testkit/testclock"
 	"github.com/toolgate/toolgate/mcpadapter"
@@ -68,7 +69,7 @@ func TestLimitedAnswerIsExact(t *testing.T) {
 	end := g.after.ends[2]
 	g.after.mu.Unlock()
 	assert.Equal(t, toolcall.StageLimited, end.Stage)
-	assert.Equal(t, []string{"Rate limit exceeded: two echoes a minute. Try again in 31 s."}, end.Reasons)
+	assert.Equal(t, []string{"Rate limit exceeded: two echoes a minute. Try again in 31 s."}, end.Reasons())
 	assert.Equal(t, toolcall.ByLimit, end.Answerer.Kind)
 	require.Len(t, end.Limits, 1)
 	assert.Equal(t, int64(2), end.Limits[0].Count)
@@ -216,7 +217,7 @@ limit := {"key": "k", "max": 1, "per": "1m", "reason": "r"}
 		require.NoError(t, err)
 		a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods.Map{}, Caller: mcpadapter.StaticCaller(maxCaller)})
 		res := a.Call(context.Background(), callRequest(`{"name":"echo","arguments":{"text":"hi"}}`))
-		assert.Equal(t, mcpadapter.AnswerInternal, mcpadapter.ResultText(res))
+		assert.Equal(t, mcpadapter.AnswerInternal, hooks.ResultText(res))
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/example/demo"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -28,7 +29,7 @@ func (c *countingLimits) Admit(_ context.Context, limits []engine.Limit) (mcpada
 	c.asked.Add(1)
 	ck := mcpadapter.LimitCheck{Admitted: true}
 	for _, l := range limits {
-		ck.States = append(ck.States, mcpadapter.LimitState{Limit: l})
+		ck.States = append(ck.States, hooks.LimitState{Limit: l})
 	}
 	return ck, nil
 }
@@ -77,8 +78,8 @@ func TestCallsWithoutLimitOrResultRulesDoNoSuchWork(t *testing.T) {
 			require.False(t, rev.HasResultRules())
 
 			store := &countingLimits{}
-			var last mcpadapter.Record
-			record := mcpadapter.Hook{Name: "record", After: func(_ context.Context, _ *mcpadapter.CallContext, rec *mcpadapter.Record) error {
+			var last hooks.Record
+			record := hooks.Hook{Name: "record", After: func(_ context.Context, _ *hooks.CallContext, rec *hooks.Record) error {
 				last = *rec
 				return nil
 			}}
@@ -129,9 +130,9 @@ limit contains {"key": "echo", "max": 1000, "per": "1h", "reason": "a thousand a
 		require.NoError(t, err)
 		require.True(t, eng.Current().HasResultRules())
 		store := &countingLimits{}
-		var last mcpadapter.Record
+		var last hooks.Record
 		a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: demo.Methods(), Caller: mcpadapter.StaticCaller(maxCaller), Limits: store})
-		a.AddHook(mcpadapter.Hook{Name: "record", After: func(_ context.Context, _ *mcpadapter.CallContext, rec *mcpadapter.Record) error {
+		a.AddHook(hooks.Hook{Name: "record", After: func(_ context.Context, _ *hooks.CallContext, rec *hooks.Record) error {
 			last = *rec
 			return nil
 		}})

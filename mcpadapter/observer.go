@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -28,7 +29,7 @@ type Observer struct {
 	// hidden one is, whether or not a row has the name. Nobody signed in
 	// (step 2) and a missing name (step 1) take no grant decision and are
 	// not told.
-	Call func(ctx context.Context, call *CallContext, rec *Record)
+	Call func(ctx context.Context, call *hooks.CallContext, rec *hooks.Record)
 	// List hears of every tools/list whose caller is signed in (nobody
 	// takes no grant decision: an empty listing).
 	List func(ctx context.Context, l *ListRecord)
@@ -65,7 +66,7 @@ type ListRecord struct {
 func (a *Adapter) AddObserver(o Observer) { a.observers = append(a.observers, o) }
 
 // observeCall tells every observer of a call that took a grant decision.
-func (a *Adapter) observeCall(ctx context.Context, call *CallContext, rec *Record) {
+func (a *Adapter) observeCall(ctx context.Context, call *hooks.CallContext, rec *hooks.Record) {
 	for _, o := range a.observers {
 		if o.Call == nil {
 			continue

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -24,7 +25,7 @@ type seen struct {
 type seenCall struct {
 	id, name string
 	rev      *engine.Revision
-	rec      mcpadapter.Record
+	rec      hooks.Record
 	// afterRan is how many after hooks the test's recording hook had seen
 	// when the observer was told.
 	afterRan int
@@ -34,7 +35,7 @@ func observe(g *governed) *seen {
 	s := &seen{}
 	g.adapter.AddObserver(mcpadapter.Observer{
 		Name: "test",
-		Call: func(_ context.Context, call *mcpadapter.CallContext, rec *mcpadapter.Record) {
+		Call: func(_ context.Context, call *hooks.CallContext, rec *hooks.Record) {
 			n := len(g.after.outcomes())
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -167,7 +168,7 @@ func TestObserverPanicIgnored(t *testing.T) {
 	g := newGoverned(t, setup{caller: &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}})
 	g.adapter.AddObserver(mcpadapter.Observer{
 		Name: "boom",
-		Call: func(context.Context, *mcpadapter.CallContext, *mcpadapter.Record) { panic("boom") },
+		Call: func(context.Context, *hooks.CallContext, *hooks.Record) { panic("boom") },
 		List: func(context.Context, *mcpadapter.ListRecord) { panic("boom") },
 	})
 	s := observe(g) // a later observer is still told

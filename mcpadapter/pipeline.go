@@ -13,43 +13,33 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
-// The call pipeline of docs/contract.md §5 is written once, below. A served call
-// (Adapter.Call) runs all of it; a dry run (DryRun, what `toolgate explain`
-// prints) runs the same steps without their side effects: no Go hook, no
-// approval store, no confirmation, no method. Both produce a Record.
+// The call pipeline of docs/contract.md §5 is written once, below, as
+// named steps. A served call (Adapter.Call) and a dry run (DryRun, what
+// `toolgate explain` prints) take the same steps; what only a served call
+// does (run the Go hooks, count in the limit store, ask the approval
+// store and the user, run the method) is behind effects, which the steps
+// call without asking which run they serve. Both produce a Record.
 
 // pipeline is what one run of the step machine may use.
 type pipeline struct {
-	// a is the serving adapter: its hooks, approvals and confirmation, and
-	// the method runs. nil in a dry run.
-	a *Adapter
+	// fx are the side effects: served for a served call, *dryRun for a
+	// dry run.
+	fx effects
 	// methods resolve rows' methods; nil: the run stops before binding.
 	methods methods.Set
-	// locate evaluates the grant decision with the rules that defined it
-	// (engine.Revision.Explain), for a dry run.
-	locate bool
-	// limits, in a dry run, is where the limits' counters are read
-	// (Limits.Peek); nil: they are not read. (A served call counts in
-	// a.opts.Limits.)
-	limits Limits
-	// result, in a dry run, is a result the method is taken to return:
-	// the result rules run on it (docs/contract.md §18). nil: none.
-	result *mcp.CallToolResult
-	// peer: the method runs with the call's Peer in its context (a served
-	// call with a session).
-	peer bool
 }
 
 // callInput is one tools/call as the pipeline reads it.
 type callInput struct {
-	// req is the served request (the confirmation reads its session); nil
-	// in a dry run.
+	// req is the served request (the caller, the confirmation and the
+	// method's Peer read it); nil in a dry run.
 	req *mcp.CallToolRequest
 	// nameInvalid: the name is missing or neither a string nor an integer.
 	nameInvalid bool
@@ -59,41 +49,8 @@ type callInput struct {
 	args json.RawMessage
 	bind bool
 	// meta is the _meta as sent, raw.
-	meta string
-	// caller and rc are a dry run's caller and revision; a served call
-	// asks its adapter for them (pipeline.caller, pipeline.revision), in
-	// this order and only once the step before needs them. (Fields, not
-	// closures: a closure here would be allocated for every call.)
-	caller *toolcall.Caller
-	rc     *revisionCache
-	start  time.Time
-}
-
-// caller is who calls: the adapter's Caller for a served call, the given
-// one in a dry run.
-func (p *pipeline) caller(ctx context.Context, in *callInput) *toolcall.Caller {
-	if p.a == nil {
-		return in.caller
-	}
-	return p.a.opts.Caller(ctx, in.req)
-}
-
-// source names the caller's identity source: the adapter's Source for a
-// served call (SourceLocal without one), SourceLocal in a dry run.
-func (p *pipeline) source(ctx context.Context, in *callInput) string {
-	if p.a == nil || p.a.opts.Source == nil {
-		return SourceLocal
-	}
-	return p.a.opts.Source(ctx, in.req)
-}
-
-// revision is the revision to decide with: the adapter's current one for
-// a served call, the given one in a dry run.
-func (p *pipeline) revision(in *callInput) *revisionCache {
-	if p.a == nil {
-		return in.rc
-	}
-	return p.a.revision()
+	meta  string
+	start time.Time
 }
 
 // Call answers tools/call, step by step as docs/contract.md §5 says. It never returns a
@@ -104,7 +61,7 @@ func (a *Adapter) Call(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallT
 
 // call serves one tools/call and returns its record, after the after hooks
 // and the observers have seen it.
-func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *Record {
+func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *hooks.Record {
 	start := time.Now()
 	p := req.Params
 	if p == nil {
@@ -124,7 +81,7 @@ func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *Record {
 		meta:        w.Meta,
 		start:       start,
 	}
-	pl := &pipeline{a: a, methods: a.opts.Methods, peer: req.Session != nil}
+	pl := &pipeline{fx: served{a}, methods: a.opts.Methods}
 	call, rec := pl.run(ctx, in)
 	if call == nil {
 		return rec // steps 1 and 2: no grant decision, nobody hears of it
@@ -141,7 +98,7 @@ func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *Record {
 		a.log.Error("tools/call: grant decision failed; refusing",
 			slog.String("decision_id", call.DecisionID), slog.String("subject", call.Caller.Subject),
 			slog.String("revision", call.Revision.String()), slog.Any("error", rec.Err))
-	case rec.Failed:
+	case rec.Failed():
 		a.log.Error("tools/call failed",
 			slog.String("decision_id", call.DecisionID), slog.String("tool", call.Name), slog.String("method", call.Method),
 			slog.String("subject", call.Caller.Subject), slog.String("revision", call.Revision.String()), slog.Any("error", rec.Err))
@@ -190,71 +147,64 @@ type DryRunOptions struct {
 // that would run is StageRun, with Bound when its arguments were bound,
 // and with DryRunOptions.Result the result rules' verdict on that result.
 // DryRun never returns nil; it is safe for concurrent use.
-func DryRun(ctx context.Context, o DryRunOptions) *Record {
-	rc := newRevisionCache(o.Revision)
+func DryRun(ctx context.Context, o DryRunOptions) *hooks.Record {
 	in := &callInput{
 		nameInvalid: o.NameInvalid,
 		name:        o.Name,
 		args:        o.Arguments,
 		bind:        len(o.Arguments) > 0,
 		meta:        string(o.Meta),
-		caller:      o.Caller,
-		rc:          rc,
 		start:       time.Now(),
 	}
-	pl := &pipeline{methods: o.Methods, locate: true, limits: o.Limits, result: o.Result}
+	fx := &dryRun{who: o.Caller, rc: newRevisionCache(o.Revision), store: o.Limits, taken: o.Result}
+	pl := &pipeline{fx: fx, methods: o.Methods}
 	_, rec := pl.run(ctx, in)
+	rec.Dry = true
 	rec.Duration = time.Since(in.start)
 	return rec
 }
 
 // run takes a call through steps 1 to 7. The CallContext is nil when the
 // call ended before the grant decision (steps 1 and 2).
-func (p *pipeline) run(ctx context.Context, in *callInput) (*CallContext, *Record) {
-	rec := &Record{Dry: p.a == nil, Grant: GrantRecord{Row: -1}}
+func (p *pipeline) run(ctx context.Context, in *callInput) (*hooks.CallContext, *hooks.Record) {
+	rec := &hooks.Record{Grant: hooks.GrantRecord{Row: -1}}
 	// Step 1.
 	if in.nameInvalid {
-		rec.Stage, rec.Answerer, rec.Result = toolcall.StageNameRequired, Answerer{Kind: toolcall.ByGate}, TextResult(AnswerNameRequired, true)
+		rec.Stage, rec.Answerer, rec.Result = toolcall.StageNameRequired, hooks.Answerer{Kind: toolcall.ByGate}, TextResult(AnswerNameRequired, true)
 		return nil, rec
 	}
 	name := in.name
 	// Step 2.
-	caller := p.caller(ctx, in)
+	caller := p.fx.caller(ctx, in.req)
 	if caller == nil {
 		rec.Grant.Outcome = engine.Nobody
-		rec.Stage, rec.Answerer, rec.Result = toolcall.StageNobody, Answerer{Kind: toolcall.ByGate}, TextResult(AnswerUnknownTool(name), true)
+		rec.Stage, rec.Answerer, rec.Result = toolcall.StageNobody, hooks.Answerer{Kind: toolcall.ByGate}, TextResult(AnswerUnknownTool(name), true)
 		return nil, rec
 	}
-	rc := p.revision(in)
+	rc := p.fx.revision()
 	rev := rc.rev
 	args := normaliseArguments(in.args)
 	ereq := engine.Request{Method: engine.MethodCall, Tool: name, Arguments: args, Meta: engine.BoundMeta(json.RawMessage(in.meta))}
-	call := &CallContext{
+	call := &hooks.CallContext{
 		DecisionID: newDecisionID(),
 		Name:       name,
 		Arguments:  args,
 		Meta:       ereq.Meta,
 		Caller:     caller,
-		Source:     p.source(ctx, in),
+		Source:     p.fx.source(ctx, in.req),
 		Revision:   rev,
 		Start:      in.start,
 	}
 	// Step 3: the grant decision, strictly. An unknown name runs it too.
 	t := time.Now()
-	var d *engine.GrantDecision
-	if p.locate {
-		d = rev.Explain(ctx, caller, ereq)
-	} else {
-		d = rev.Grant(ctx, caller, ereq)
-	}
+	d := p.fx.grant(ctx, rev, caller, ereq)
 	rec.GrantTime = time.Since(t)
-	rec.Decision = rec.GrantTime
 	idx := rev.ToolIndex(name)
-	rec.Grant = GrantRecord{Outcome: d.Outcome, Decision: d, Rules: d.Rules, Row: idx}
+	rec.Grant = hooks.GrantRecord{Outcome: d.Outcome, Decision: d, Rules: d.Rules, Row: idx}
 	allowed, err := d.Allowed(name)
 	if err != nil {
 		rec.Grant.Err, rec.Grant.Rules = err, failureRules(err)
-		rec.fail(toolcall.StageNotVerified, Answerer{Kind: toolcall.ByGate, Rules: rec.Grant.Rules}, err)
+		fail(rec, toolcall.StageNotVerified, hooks.Answerer{Kind: toolcall.ByGate, Rules: rec.Grant.Rules}, err)
 		rec.Outcome, rec.Result = toolcall.OutcomeRefusedGate, TextResult(AnswerNotVerified, true)
 		return call, rec
 	}
@@ -262,7 +212,7 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*CallContext, *Recor
 	// Step 4: hidden is absent.
 	if !allowed {
 		rec.Stage, rec.Result = toolcall.StageUnknown, TextResult(AnswerUnknownTool(name), true)
-		rec.Answerer = Answerer{Kind: toolcall.ByGate}
+		rec.Answerer = hooks.Answerer{Kind: toolcall.ByGate}
 		if idx >= 0 && d.Outcome == engine.Override {
 			rec.Answerer.Rules = d.Rules
 		}
@@ -270,128 +220,157 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*CallContext, *Recor
 	}
 	row := &rev.Registry().Tools[idx]
 	call.Tool, call.Method = row, row.Method
-	p.accepted(ctx, in, call, rc, idx, &ereq, rec)
+	p.accepted(ctx, &accepted{req: in.req, bind: in.bind, call: call, rc: rc, idx: idx, ereq: ereq, rec: rec})
 	return call, rec
 }
 
-// accepted runs steps 5 to 7 for a granted call.
-func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContext, rc *revisionCache, idx int, ereq *engine.Request, rec *Record) {
-	// Step 5: before hooks, then the toolgate.call rules. Refusing wins.
-	var (
-		answer     *mcp.CallToolResult
-		answerer   Answerer
-		answeredBy string
-		denier     Answerer
-		deniedBy   string
-	)
-	if p.a != nil {
-		for i := range p.a.hooks {
-			h := &p.a.hooks[i]
-			if h.Before == nil {
-				continue
-			}
-			v, err := p.a.runBefore(ctx, h, call)
-			if err == nil && v.Denied && v.Reason == "" {
-				err = errors.New("denied with an empty reason")
-			}
-			if err != nil {
-				rec.fail(toolcall.StageHookFailed, Answerer{Kind: toolcall.ByHook, Name: h.Name}, fmt.Errorf("before hook %q: %w", h.Name, err))
-				return
-			}
-			switch {
-			case v.Denied:
-				rec.Denials = append(rec.Denials, Denial{Reason: v.Reason, Hook: h.Name})
-				if deniedBy == "" {
-					deniedBy, denier = h.Name, Answerer{Kind: toolcall.ByHook, Name: h.Name}
-				}
-			case v.Result != nil && answer == nil:
-				answer, answeredBy, answerer = v.Result, h.Name, Answerer{Kind: toolcall.ByHook, Name: h.Name}
-			}
-		}
-	}
-	t := time.Now()
-	cd := call.Revision.Call(ctx, call.Caller, *ereq)
-	rec.RulesTime = time.Since(t)
-	rec.Decision += rec.RulesTime
-	rec.CallDecision = cd
-	if cd.Err != nil {
-		rec.fail(toolcall.StageRuleFailed, Answerer{Kind: toolcall.ByRule, Rules: failureRules(cd.Err)}, fmt.Errorf("toolgate.call rules: %w", cd.Err))
+// accepted is a granted call on its way through steps 5 to 7. It holds
+// no pointer to the step machine's own values: escape analysis reads its
+// fields as one, and the call's are on the heap.
+type accepted struct {
+	req  *mcp.CallToolRequest // callInput's
+	bind bool                 // callInput's
+	call *hooks.CallContext
+	rc   *revisionCache
+	idx  int // the row's
+	ereq engine.Request
+	rec  *hooks.Record
+	// cd is the toolgate.call rules' decision (once taken).
+	cd *engine.CallDecision
+	// answer, when set, answers the call instead of the method: a before
+	// hook's, or the rules' result; answerer gave it.
+	answer   *mcp.CallToolResult
+	answerer hooks.Answerer
+	// inv runs the method on the bound arguments; nil before binding,
+	// and when they are not known (a dry run without them).
+	inv methods.Invocation
+}
+
+// accepted runs steps 5 to 7 for a granted call: each step reports
+// whether it decided the call, and the first that does ends it.
+func (p *pipeline) accepted(ctx context.Context, s *accepted) {
+	if p.beforeHooks(ctx, s) || p.callRules(ctx, s) || p.limit(ctx, s) || p.approval(ctx, s) ||
+		p.answer(ctx, s) || p.confirmation(ctx, s) || p.bind(ctx, s) || p.method(ctx, s) {
 		return
+	}
+	p.resultRules(ctx, s)
+}
+
+// beforeHooks is step 5's first: the before hooks, in registration order.
+// A refusal is kept for callRules (every reason is gathered); the first
+// answer waits for the steps that may still refuse or hold the call.
+func (p *pipeline) beforeHooks(ctx context.Context, s *accepted) bool {
+	res, by, decided := p.fx.before(ctx, s.call, s.rec)
+	s.answer, s.answerer = res, by
+	return decided
+}
+
+// callRules evaluates the toolgate.call rules and refuses the call with
+// every deny reason, the hooks' then the rules'. Refusing wins.
+func (p *pipeline) callRules(ctx context.Context, s *accepted) bool {
+	rec := s.rec
+	byHooks := len(rec.Denials)
+	t := time.Now()
+	cd := s.call.Revision.Call(ctx, s.call.Caller, s.ereq)
+	rec.RulesTime = time.Since(t)
+	rec.CallDecision, s.cd = cd, cd
+	if cd.Err != nil {
+		fail(rec, toolcall.StageRuleFailed, hooks.Answerer{Kind: toolcall.ByRule, Rules: failureRules(cd.Err)}, fmt.Errorf("toolgate.call rules: %w", cd.Err))
+		return true
 	}
 	for _, r := range cd.Deny {
-		rec.Denials = append(rec.Denials, Denial{Reason: r.Message, Rules: r.Rules})
-		if deniedBy == "" {
-			deniedBy, denier = "policy", Answerer{Kind: toolcall.ByRule}
-		}
-		if denier.Kind == toolcall.ByRule {
-			denier.Rules = appendNew(denier.Rules, r.Rules...)
+		rec.Denials = append(rec.Denials, hooks.Denial{Reason: r.Message, Rules: r.Rules})
+	}
+	if len(rec.Denials) == 0 {
+		return false
+	}
+	reasons := make([]string, len(rec.Denials))
+	for i, d := range rec.Denials {
+		reasons[i] = d.Reason
+	}
+	rec.Stage, rec.Outcome, rec.Answerer = toolcall.StageDenied, toolcall.OutcomeDenied, denier(rec.Denials, byHooks)
+	rec.Result = TextResult(strings.Join(reasons, "; "), true)
+	return true
+}
+
+// denier is who refused a call whose first n denials are its before
+// hooks': the first of those hooks that has a name, else the
+// toolgate.call rules with every rule that refused, else a hook without
+// a name.
+func denier(ds []hooks.Denial, n int) hooks.Answerer {
+	for _, d := range ds[:n] {
+		if d.Hook != "" {
+			return hooks.Answerer{Kind: toolcall.ByHook, Name: d.Hook}
 		}
 	}
-	if len(rec.Denials) > 0 {
-		reasons := make([]string, len(rec.Denials))
-		for i, d := range rec.Denials {
-			reasons[i] = d.Reason
-		}
-		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = toolcall.StageDenied, toolcall.OutcomeDenied, denier, deniedBy
-		rec.Result, rec.Reasons = TextResult(strings.Join(reasons, "; "), true), reasons
-		return
+	if n == len(ds) {
+		return hooks.Answerer{Kind: toolcall.ByHook}
 	}
-	// Then the rate limits (docs/contract.md §18): a call they refuse is not
-	// held for approval, nor answered.
-	if len(cd.Limits) > 0 && p.limit(ctx, cd.Limits, rec) {
-		return
+	by := hooks.Answerer{Kind: toolcall.ByRule}
+	for _, d := range ds[n:] {
+		by.Rules = appendNew(by.Rules, d.Rules...)
 	}
-	// Then approval (docs/contract.md §13): it holds the call before anything answers.
-	if cd.Approval != nil {
-		if p.a == nil {
-			rec.held(cd.Approval, "<id>") // the id is the approval store's
-			return
-		}
-		if p.a.checkApproval(ctx, call, cd.Approval, rec) {
-			return
-		}
+	return by
+}
+
+// approval (docs/contract.md §13) holds a call an approval rule names
+// before anything answers it, unless it consumes an approval.
+func (p *pipeline) approval(ctx context.Context, s *accepted) bool {
+	if s.cd.Approval == nil {
+		return false
 	}
-	if answer == nil && cd.Result != nil {
-		res, err := policyResult(cd.Result)
+	return p.fx.approval(ctx, s.call, s.cd.Approval, s.rec)
+}
+
+// answer answers the call with a before hook's result, else the rules'.
+func (p *pipeline) answer(_ context.Context, s *accepted) bool {
+	rec := s.rec
+	if s.answer == nil && s.cd.Result != nil {
+		res, err := policyResult(s.cd.Result)
 		if err != nil {
-			rec.fail(toolcall.StageRuleFailed, Answerer{Kind: toolcall.ByRule, Rules: cd.ResultRules}, err)
-			return
+			fail(rec, toolcall.StageRuleFailed, hooks.Answerer{Kind: toolcall.ByRule, Rules: s.cd.ResultRules}, err)
+			return true
 		}
-		answer, answeredBy, answerer = res, "policy", Answerer{Kind: toolcall.ByRule, Rules: cd.ResultRules}
+		s.answer, s.answerer = res, hooks.Answerer{Kind: toolcall.ByRule, Rules: s.cd.ResultRules}
 	}
-	if answer != nil {
-		rec.Stage, rec.Outcome, rec.Result, rec.AnsweredBy, rec.Answerer = toolcall.StageAnswered, toolcall.OutcomeAnswered, answer, answeredBy, answerer
-		return
+	if s.answer == nil {
+		return false
 	}
-	// The user confirms a call that will run.
-	if cd.Confirm != "" {
-		rec.Confirm = cd.Confirm
-		if p.a != nil && p.a.confirm(ctx, in.req, call, cd.Confirm, rec) {
-			return
-		}
+	rec.Stage, rec.Outcome, rec.Result, rec.Answerer = toolcall.StageAnswered, toolcall.OutcomeAnswered, s.answer, s.answerer
+	return true
+}
+
+// confirmation asks the user to confirm a call that will run.
+func (p *pipeline) confirmation(ctx context.Context, s *accepted) bool {
+	if s.cd.Confirm == "" {
+		return false
 	}
-	// Step 6: bind the arguments.
-	row := call.Tool
-	if p.methods == nil || !in.bind {
+	s.rec.Confirm = s.cd.Confirm
+	return p.fx.confirm(ctx, s.req, s.call, s.cd.Confirm, s.rec)
+}
+
+// bind is step 6: the arguments bound to the row's method.
+func (p *pipeline) bind(ctx context.Context, s *accepted) bool {
+	rec, row := s.rec, s.call.Tool
+	if p.methods == nil || !s.bind {
 		rec.Stage = toolcall.StageRun // a dry run that does not know them
-		p.dryResult(ctx, call, ereq, rec)
-		return
+		return false
 	}
-	binding := Answerer{Kind: toolcall.ByBinding}
+	binding := hooks.Answerer{Kind: toolcall.ByBinding}
 	m, ok := p.methods.Method(row.Method)
 	if !ok {
-		rec.fail(toolcall.StageArguments, binding, fmt.Errorf("tool %s: no method %q is registered", row.Name, row.Method))
-		return
+		fail(rec, toolcall.StageArguments, binding, fmt.Errorf("tool %s: no method %q is registered", row.Name, row.Method))
+		return true
 	}
-	schemas, err := rc.argSchemas(idx)
+	schemas, err := s.rc.argSchemas(s.idx)
 	if err != nil {
-		rec.fail(toolcall.StageArguments, binding, err)
-		return
+		fail(rec, toolcall.StageArguments, binding, err)
+		return true
 	}
-	args, err := bind(row, schemas, m, call.Arguments)
+	args, err := bind(row, schemas, m, s.call.Arguments)
 	var inv methods.Invocation
 	if err == nil {
-		inv, err = p.bindMethod(ctx, m, args)
+		inv, err = p.fx.bind(ctx, m, args)
 		// The method names the argument; the answer is the row's.
 		if ae := asArgumentError(err); ae != nil {
 			if decl := declared(row, ae.Name); decl != nil {
@@ -401,74 +380,30 @@ func (p *pipeline) accepted(ctx context.Context, in *callInput, call *CallContex
 	}
 	if err != nil {
 		if ae := asArgumentError(err); ae != nil {
-			rec.fail(toolcall.StageArguments, binding, ae)
+			fail(rec, toolcall.StageArguments, binding, ae)
 			rec.Argument, rec.Result = ae, TextResult(ae.Message(), true)
-			return
+			return true
 		}
-		rec.fail(toolcall.StageArguments, binding, fmt.Errorf("bind arguments: %w", err))
-		return
+		fail(rec, toolcall.StageArguments, binding, fmt.Errorf("bind arguments: %w", err))
+		return true
 	}
-	rec.Stage, rec.Bound, rec.Answerer = toolcall.StageRun, true, Answerer{Kind: toolcall.ByMethod, Name: row.Method}
-	if p.a == nil {
-		p.dryResult(ctx, call, ereq, rec) // a dry run runs no method
-		return
-	}
-	// Step 7: run the method.
-	t = time.Now()
-	if p.peer {
-		ctx = p.a.withPeer(ctx, in.req, call.Caller)
-	}
-	var res *mcp.CallToolResult
-	err = safely(func() error {
-		var err error
-		res, err = inv(ctx)
-		return err
-	})
-	rec.MethodTime = time.Since(t)
-	if err == nil && res == nil {
-		err = errors.New("method returned no result")
-	}
-	if err != nil {
-		rec.fail(toolcall.StageRun, rec.Answerer, fmt.Errorf("method %s: %w", row.Method, err))
-		return
-	}
-	rec.Outcome, rec.Result = toolcall.OutcomeResult, res
-	if call.Revision.HasResultRules() {
-		p.results(ctx, call, ereq, rec)
-	}
+	rec.Stage, rec.Bound, rec.Answerer = toolcall.StageRun, true, hooks.Answerer{Kind: toolcall.ByMethod, Name: row.Method}
+	s.inv = inv
+	return false
 }
 
-// dryResult runs, in a dry run given a result, the result rules on it.
-func (p *pipeline) dryResult(ctx context.Context, call *CallContext, ereq *engine.Request, rec *Record) {
-	if p.result == nil {
-		return
-	}
-	rec.Result = p.result
-	if call.Revision.HasResultRules() {
-		p.results(ctx, call, ereq, rec)
-	}
+// method is step 7: the method runs on the bound arguments, and its
+// result is the call's (a dry run: the result it was given, if any).
+func (p *pipeline) method(ctx context.Context, s *accepted) bool {
+	return p.fx.run(ctx, s.req, s.call, s.inv, s.rec)
 }
 
-// bindMethod binds args for m: a Go method whose binding only decodes
-// into its parameter on the call's goroutine (a panic still an error),
-// another as guard runs it.
-func (p *pipeline) bindMethod(ctx context.Context, m methods.Method, args []toolcall.Arg) (methods.Invocation, error) {
-	var inv methods.Invocation
-	if methods.BindsPromptly(m) {
-		err := safely(func() error {
-			var err error
-			inv, err = m.Bind(args)
-			return err
-		})
-		return inv, err
+// resultRules run the result rules (docs/contract.md §18) on the call's
+// result, when there is one and the policies have them.
+func (p *pipeline) resultRules(ctx context.Context, s *accepted) {
+	if s.rec.Result != nil && s.call.Revision.HasResultRules() {
+		p.results(ctx, s.call, &s.ereq, s.rec)
 	}
-	return p.bindGuarded(ctx, m, args)
-}
-
-func (p *pipeline) bindGuarded(ctx context.Context, m methods.Method, args []toolcall.Arg) (methods.Invocation, error) {
-	return pipelineGuard(ctx, p, func(context.Context) (methods.Invocation, error) {
-		return m.Bind(args)
-	})
 }
 
 // asArgumentError is the *ArgumentError in err's chain, or nil. (A
@@ -485,33 +420,17 @@ func asArgumentError(err error) *toolcall.ArgumentError {
 	return nil
 }
 
-// pipelineGuard runs f as p's served call runs a hook or a method's
-// binding (with the hook deadline), or in a dry run with only the panic
-// turned into an error.
-func pipelineGuard[T any](ctx context.Context, p *pipeline, f func(context.Context) (T, error)) (T, error) {
-	if p.a != nil {
-		return guard(ctx, p.a.opts.HookTimeout, false, f)
-	}
-	var v T
-	err := safely(func() error {
-		var err error
-		v, err = f(ctx)
-		return err
-	})
-	return v, err
-}
-
 // fail ends the call with the generic internal error (docs/contract.md §5).
-func (r *Record) fail(stage toolcall.Stage, by Answerer, err error) {
+func fail(r *hooks.Record, stage toolcall.Stage, by hooks.Answerer, err error) {
 	r.Stage, r.Outcome, r.Answerer = stage, toolcall.OutcomeFailed, by
-	r.Result, r.Err, r.Failed = TextResult(AnswerInternal, true), err, true
+	r.Result, r.Err = TextResult(AnswerInternal, true), err
 }
 
 // held ends the call held for an approval under rule, request id.
-func (r *Record) held(rule *engine.Approval, id string) {
+func held(r *hooks.Record, rule *engine.Approval, id string) {
 	text := ApprovalRequired(rule.Reason, id)
-	r.Stage, r.Outcome, r.Answerer, r.AnsweredBy = toolcall.StageHeld, toolcall.OutcomeHeld, Answerer{Kind: toolcall.ByApproval, Rules: rule.Rules}, "policy"
-	r.Result, r.Reasons, r.ApprovalID = TextResult(text, true), []string{text}, id
+	r.Stage, r.Outcome, r.Answerer = toolcall.StageHeld, toolcall.OutcomeHeld, hooks.Answerer{Kind: toolcall.ByApproval, Rules: rule.Rules}
+	r.Result, r.ApprovalID = TextResult(text, true), id
 }
 
 // declared is the row's declared argument of that name, or nil.

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -67,7 +68,7 @@ func TestRecordNamesWhoDecided(t *testing.T) {
 		require.Equal(t, engine.NoOverride, rec.Grant.Outcome)
 		require.True(t, rec.Grant.Granted)
 		require.Len(t, rec.Denials, 3)
-		require.Equal(t, mcpadapter.Denial{Reason: "Hook says no.", Hook: "deny:Hook says no."}, rec.Denials[0])
+		require.Equal(t, hooks.Denial{Reason: "Hook says no.", Hook: "deny:Hook says no."}, rec.Denials[0])
 		for i, want := range []struct {
 			reason string
 			row    int
@@ -79,7 +80,7 @@ func TestRecordNamesWhoDecided(t *testing.T) {
 			require.Equal(t, want.row, d.Rules[0].Row, "the rule's line")
 			require.Regexp(t, `denials\.rego:\d+$`, d.Rules[0].String())
 		}
-		require.Equal(t, mcpadapter.Answerer{Kind: toolcall.ByHook, Name: "deny:Hook says no."}, rec.Answerer)
+		require.Equal(t, hooks.Answerer{Kind: toolcall.ByHook, Name: "deny:Hook says no."}, rec.Answerer)
 		require.Len(t, rec.DecidingRules(), 2)
 		require.Equal(t, "Hook says no.; Rule a refuses.; Rule z refuses.", rec.Answer())
 	})
@@ -95,13 +96,13 @@ func TestRecordNamesWhoDecided(t *testing.T) {
 		require.Equal(t, engine.Override, rec.Grant.Outcome, "the override decided")
 		require.True(t, rec.Bound)
 		require.False(t, rec.Dry)
-		require.Equal(t, mcpadapter.Answerer{Kind: toolcall.ByMethod, Name: "demo.sleep"}, rec.Answerer)
+		require.Equal(t, hooks.Answerer{Kind: toolcall.ByMethod, Name: "demo.sleep"}, rec.Answerer)
 		require.Empty(t, rec.Denials)
-		require.Empty(t, rec.Reasons)
+		require.Empty(t, rec.Reasons())
 		// The method sleeps: what is measured, not a synchronisation.
 		require.GreaterOrEqual(t, rec.MethodTime, ms*time.Millisecond, "the method's time")
-		require.GreaterOrEqual(t, rec.Duration, rec.MethodTime+rec.Decision, "the call's time covers its parts")
-		require.Equal(t, rec.GrantTime+rec.RulesTime, rec.Decision)
+		require.GreaterOrEqual(t, rec.Duration, rec.MethodTime+rec.Decision(), "the call's time covers its parts")
+		require.Equal(t, rec.GrantTime+rec.RulesTime, rec.Decision())
 		require.Positive(t, rec.GrantTime)
 		require.Positive(t, rec.RulesTime)
 	})
@@ -122,10 +123,10 @@ func TestRecordNamesWhoDecided(t *testing.T) {
 // items skipped; "" for nil or no text.
 func TestResultText(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, "", mcpadapter.ResultText(nil))
-	require.Equal(t, "", mcpadapter.ResultText(&mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png"}}}))
-	require.Equal(t, "a", mcpadapter.ResultText(mcpadapter.TextResult("a", false)))
-	require.Equal(t, "a\nb\nc", mcpadapter.ResultText(&mcp.CallToolResult{Content: []mcp.Content{
+	require.Equal(t, "", hooks.ResultText(nil))
+	require.Equal(t, "", hooks.ResultText(&mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png"}}}))
+	require.Equal(t, "a", hooks.ResultText(mcpadapter.TextResult("a", false)))
+	require.Equal(t, "a\nb\nc", hooks.ResultText(&mcp.CallToolResult{Content: []mcp.Content{
 		&mcp.TextContent{Text: "a"}, &mcp.ImageContent{MIMEType: "image/png"}, &mcp.TextContent{Text: "b"}, &mcp.TextContent{Text: "c"},
 	}}))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -42,33 +43,31 @@ var errResultTooLarge = fmt.Errorf("the result has more than %d bytes of text fo
 // results runs the result rules on the method's result in rec.Result and
 // replaces it with what the caller receives: the result withheld, redacted
 // or as it was; a failure withholds it (internal error).
-func (p *pipeline) results(ctx context.Context, call *CallContext, ereq *engine.Request, rec *Record) {
-	by := Answerer{Kind: toolcall.ByResultRule}
+func (p *pipeline) results(ctx context.Context, call *hooks.CallContext, ereq *engine.Request, rec *hooks.Record) {
+	by := hooks.Answerer{Kind: toolcall.ByResultRule}
 	doc, sc, err := resultDocument(rec.Result)
 	if err != nil {
-		rec.fail(toolcall.StageResultFailed, by, fmt.Errorf("result rules: %w", err))
+		fail(rec, toolcall.StageResultFailed, by, fmt.Errorf("result rules: %w", err))
 		return
 	}
 	t := time.Now()
 	rd := call.Revision.Result(ctx, call.Caller, *ereq, doc)
-	d := time.Since(t)
-	rec.RulesTime += d
-	rec.Decision += d
+	rec.RulesTime += time.Since(t)
 	rec.ResultDecision = rd
 	if rd.Err != nil {
 		by.Rules = failureRules(rd.Err)
-		rec.fail(toolcall.StageResultFailed, by, fmt.Errorf("result rules: %w", rd.Err))
+		fail(rec, toolcall.StageResultFailed, by, fmt.Errorf("result rules: %w", rd.Err))
 		return
 	}
 	if len(rd.Deny) > 0 {
 		reasons := make([]string, len(rd.Deny))
 		for i, r := range rd.Deny {
 			reasons[i] = r.Message
-			rec.Denials = append(rec.Denials, Denial{Reason: r.Message, Rules: r.Rules})
+			rec.Denials = append(rec.Denials, hooks.Denial{Reason: r.Message, Rules: r.Rules})
 			by.Rules = appendNew(by.Rules, r.Rules...)
 		}
-		rec.Stage, rec.Outcome, rec.Answerer, rec.AnsweredBy = toolcall.StageWithheld, toolcall.OutcomeWithheld, by, "policy"
-		rec.Result, rec.Reasons = TextResult(ResultWithheld(reasons), true), reasons
+		rec.Stage, rec.Outcome, rec.Answerer = toolcall.StageWithheld, toolcall.OutcomeWithheld, by
+		rec.Result = TextResult(ResultWithheld(reasons), true)
 		return
 	}
 	if len(rd.Redact) == 0 {
@@ -76,7 +75,7 @@ func (p *pipeline) results(ctx context.Context, call *CallContext, ereq *engine.
 	}
 	res, changed, err := redactResult(rec.Result, sc, rd.Redact)
 	if err != nil {
-		rec.fail(toolcall.StageResultFailed, Answerer{Kind: toolcall.ByResultRule, Rules: rd.RedactRules}, fmt.Errorf("result rules: redact: %w", err))
+		fail(rec, toolcall.StageResultFailed, hooks.Answerer{Kind: toolcall.ByResultRule, Rules: rd.RedactRules}, fmt.Errorf("result rules: redact: %w", err))
 		return
 	}
 	if changed {

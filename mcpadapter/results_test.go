@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/mcpadapter"
@@ -73,7 +74,7 @@ func TestResultRedacted(t *testing.T) {
 	end := g.after.lastEnd(t)
 	assert.Equal(t, toolcall.OutcomeResult, end.Outcome)
 	assert.True(t, end.Redacted)
-	assert.Equal(t, "key [redacted] and [redacted]", mcpadapter.ResultText(end.Result), "after hooks see the result as the caller gets it")
+	assert.Equal(t, "key [redacted] and [redacted]", hooks.ResultText(end.Result), "after hooks see the result as the caller gets it")
 
 	// Nothing to redact: the result as the method returned it.
 	got = c.call(`{"name":"echo","arguments":{"text":"plain"}}`)
@@ -106,7 +107,7 @@ deny contains sprintf("%s may not see images", [input.caller.subject]) if {
 	end := g.after.lastEnd(t)
 	assert.Equal(t, toolcall.OutcomeWithheld, end.Outcome)
 	assert.Equal(t, toolcall.StageWithheld, end.Stage)
-	assert.Equal(t, []string{"it names a secret", "max may not see images"}, end.Reasons)
+	assert.Equal(t, []string{"it names a secret", "max may not see images"}, end.Reasons())
 	require.Len(t, end.Denials, 2)
 	assert.NotEmpty(t, end.Denials[0].Rules)
 	// The bundled example's own: a private key.
@@ -167,8 +168,8 @@ func TestLedgerReplaysTheRedactedResult(t *testing.T) {
 	t.Parallel()
 	st := store.NewMemoryStore()
 	var stored []byte
-	g := newGoverned(t, setup{caller: maxCaller, extraHooks: []mcpadapter.Hook{ledger.New(st, ledger.Options{}).Hook(),
-		{Name: "peek", After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.Record) error {
+	g := newGoverned(t, setup{caller: maxCaller, extraHooks: []hooks.Hook{ledger.New(st, ledger.Options{}).Hook(),
+		{Name: "peek", After: func(_ context.Context, _ *hooks.CallContext, end *hooks.Record) error {
 			stored, _ = json.Marshal(end.Result)
 			return nil
 		}}}})

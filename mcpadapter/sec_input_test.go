@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -70,9 +70,9 @@ func TestSSRFArgumentsThePolicyCannotSee(t *testing.T) {
 				policies: map[string]string{"ssrf.rego": ssrfPolicy},
 				methods:  rec.methods(),
 				opts:     []engine.Option{engine.WithDecisionCache(cache)},
-				extraHooks: []mcpadapter.Hook{{Name: "count", Before: func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+				extraHooks: []hooks.Hook{{Name: "count", Before: func(context.Context, *hooks.CallContext) (hooks.Verdict, error) {
 					befores.Add(1)
-					return mcpadapter.Allow(), nil
+					return hooks.Allow(), nil
 				}}},
 			})
 			for _, proto := range protocols {

@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -130,14 +130,14 @@ func (m *Metrics) Handler() http.Handler {
 
 // Hook returns the after hook counting calls by outcome and observing
 // their duration, named HookName. It is Prompt: it only updates counters.
-func (m *Metrics) Hook() mcpadapter.Hook {
-	return mcpadapter.Hook{Name: HookName, Prompt: true, After: func(_ context.Context, call *mcpadapter.CallContext, end *mcpadapter.Record) error {
+func (m *Metrics) Hook() hooks.Hook {
+	return hooks.Hook{Name: HookName, Prompt: true, After: func(_ context.Context, call *hooks.CallContext, end *hooks.Record) error {
 		m.ObserveCall(end.Outcome, end.Duration.Seconds())
 		if end.Outcome == toolcall.OutcomeLimited {
 			m.Limited(call.Name)
 		}
 		if m != nil {
-			m.decision.Observe(end.Decision.Seconds())
+			m.decision.Observe(end.Decision().Seconds())
 		}
 		return nil
 	}}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/hooks/audit"
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/server/approvals"
@@ -88,23 +90,23 @@ func TestMetricsEndpoint(t *testing.T) {
 	l := ledger.New(store.NewMemoryStore(), ledger.Options{OnReplay: m.LedgerReplay, OnConflict: m.LedgerConflict})
 	stuck := blocked{entered: make(chan struct{})}
 	aud := audit.New(stuck, audit.Options{Buffer: 1, CloseTimeout: time.Millisecond, OnDrop: m.AuditDropped})
-	hooks := []mcpadapter.Hook{l.Hook(), aud.Hook(), m.Hook()}
+	hs := []hooks.Hook{l.Hook(), aud.Hook(), m.Hook()}
 	call := func(args string) {
-		c := &mcpadapter.CallContext{
+		c := &hooks.CallContext{
 			DecisionID: "d", Name: "echo", Tool: &registry.Tool{Name: "echo", Method: "demo.echo"}, Method: "demo.echo",
 			Arguments: json.RawMessage(args), Meta: engine.BoundMeta(json.RawMessage(`{"festi/idempotencyKey":"k"}`)),
 			Caller: &toolcall.Caller{Subject: "alice"}, Start: time.Now(),
 		}
 		v, err := l.Hook().Before(context.Background(), c)
 		require.NoError(t, err)
-		end := &mcpadapter.Record{Outcome: toolcall.OutcomeResult, Result: mcpadapter.TextResult("ok", false), Duration: 3 * time.Millisecond}
+		end := &hooks.Record{Outcome: toolcall.OutcomeResult, Result: mcpadapter.TextResult("ok", false), Duration: 3 * time.Millisecond}
 		switch {
 		case v.Denied:
-			end = &mcpadapter.Record{Outcome: toolcall.OutcomeDenied, Reasons: []string{v.Reason}, Duration: time.Millisecond}
+			end = &hooks.Record{Outcome: toolcall.OutcomeDenied, Denials: []hooks.Denial{{Reason: v.Reason}}, Duration: time.Millisecond}
 		case v.Result != nil:
-			end = &mcpadapter.Record{Outcome: toolcall.OutcomeAnswered, Result: v.Result, Duration: time.Millisecond}
+			end = &hooks.Record{Outcome: toolcall.OutcomeAnswered, Result: v.Result, Duration: time.Millisecond}
 		}
-		for _, h := range hooks {
+		for _, h := range hs {
 			require.NoError(t, h.After(context.Background(), c, end))
 		}
 	}
@@ -113,7 +115,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	call(`{"text":"a"}`) // replay
 	call(`{"text":"a"}`) // replay
 	call(`{"text":"b"}`) // conflict
-	m.Hook().After(context.Background(), &mcpadapter.CallContext{}, &mcpadapter.Record{Outcome: toolcall.OutcomeRefusedGate, Failed: true, Duration: time.Second, Decision: 2 * time.Millisecond})
+	m.Hook().After(context.Background(), &hooks.CallContext{}, &hooks.Record{Outcome: toolcall.OutcomeRefusedGate, Err: errors.New("grant decision failed"), Duration: time.Second, GrantTime: 2 * time.Millisecond})
 	m.ReloadOK()
 	m.ReloadOK()
 	m.ReloadFailed()
@@ -147,7 +149,7 @@ func TestNilMetricsIsANoOp(t *testing.T) {
 	m.LedgerReplay()
 	m.LedgerConflict()
 	m.AuditDropped()
-	require.NoError(t, m.Hook().After(context.Background(), &mcpadapter.CallContext{}, &mcpadapter.Record{}))
+	require.NoError(t, m.Hook().After(context.Background(), &hooks.CallContext{}, &hooks.Record{}))
 }
 
 func TestHandlerServesTextFormat(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 // canonical arguments (the audit trail's arguments_sha256). The tokens
 // file's "alice" and the issuer's "alice" are two requesters.
 type ApprovalKey struct {
-	// Source is the requester's identity source (mcpadapter.CallContext.Source);
+	// Source is the requester's identity source (hooks.CallContext.Source);
 	// SourceBeforeUpgrade for a request recorded before sources were kept.
 	Source   string
 	Subject  string

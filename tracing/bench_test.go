@@ -7,7 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/tracing"
 )
@@ -32,11 +32,11 @@ func BenchmarkCallSpans(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer tr.Shutdown(context.Background())
-			hook := tr.WrapHook(mcpadapter.Hook{Name: "ledger",
-				Before: func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
-					return mcpadapter.Allow(), nil
+			hook := tr.WrapHook(hooks.Hook{Name: "ledger",
+				Before: func(context.Context, *hooks.CallContext) (hooks.Verdict, error) {
+					return hooks.Allow(), nil
 				},
-				After: func(context.Context, *mcpadapter.CallContext, *mcpadapter.Record) error { return nil },
+				After: func(context.Context, *hooks.CallContext, *hooks.Record) error { return nil },
 			})
 			ms := tr.WrapMethods(methods.Map{"demo.getReward": fakeMethod{res: &mcp.CallToolResult{}}})
 			h := tr.Middleware(nil)(pipeline(hook, ms))

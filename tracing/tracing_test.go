@@ -19,7 +19,7 @@ import (
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/tracing"
@@ -65,16 +65,16 @@ func (m fakeMethod) Bind([]toolcall.Arg) (methods.Invocation, error) {
 // pipeline stands in for the adapter: a before hook, the method, an after
 // hook, each in its span (the grant decision's and the call rules' spans are
 // the engine's, tested there).
-func pipeline(hook mcpadapter.Hook, ms methods.Set) mcp.MethodHandler {
+func pipeline(hook hooks.Hook, ms methods.Set) mcp.MethodHandler {
 	return func(ctx context.Context, _ string, _ mcp.Request) (mcp.Result, error) {
-		call := &mcpadapter.CallContext{Name: "getReward"}
+		call := &hooks.CallContext{Name: "getReward"}
 		if _, err := hook.Before(ctx, call); err != nil {
 			return nil, err
 		}
 		m, _ := ms.Method("demo.getReward")
 		inv, _ := m.Bind(nil)
 		res, err := inv(ctx)
-		_ = hook.After(ctx, call, &mcpadapter.Record{})
+		_ = hook.After(ctx, call, &hooks.Record{})
 		return res, err
 	}
 }
@@ -98,11 +98,11 @@ func attrs(s tracetest.SpanStub) map[attribute.Key]string {
 func TestCallSpansContinueTheMetaTraceparent(t *testing.T) {
 	t.Parallel()
 	tr, exp := newInMemory(t)
-	hook := tr.WrapHook(mcpadapter.Hook{Name: "ledger",
-		Before: func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
-			return mcpadapter.Allow(), nil
+	hook := tr.WrapHook(hooks.Hook{Name: "ledger",
+		Before: func(context.Context, *hooks.CallContext) (hooks.Verdict, error) {
+			return hooks.Allow(), nil
 		},
-		After: func(context.Context, *mcpadapter.CallContext, *mcpadapter.Record) error {
+		After: func(context.Context, *hooks.CallContext, *hooks.Record) error {
 			return errors.New("disk full")
 		},
 	})
@@ -247,7 +247,7 @@ func TestOffMakesNoSpansAndDoesNotAllocate(t *testing.T) {
 	if tr.Enabled() {
 		t.Fatal("a Tracer with no endpoint is on")
 	}
-	h := mcpadapter.Hook{Name: "x"}
+	h := hooks.Hook{Name: "x"}
 	if got := tr.WrapHook(h); got.Before != nil || got.After != nil {
 		t.Error("WrapHook wrapped while off")
 	}

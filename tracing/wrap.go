@@ -5,20 +5,20 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
 // WrapHook returns h with each half running in its span (StartHook). When t
 // is off it returns h itself.
-func (t *Tracer) WrapHook(h mcpadapter.Hook) mcpadapter.Hook {
+func (t *Tracer) WrapHook(h hooks.Hook) hooks.Hook {
 	if !t.Enabled() {
 		return h
 	}
 	name := h.Name
 	if before := h.Before; before != nil {
-		h.Before = func(ctx context.Context, call *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+		h.Before = func(ctx context.Context, call *hooks.CallContext) (hooks.Verdict, error) {
 			ctx, span := t.StartHook(ctx, name, "before")
 			defer span.End()
 			v, err := before(ctx, call)
@@ -34,7 +34,7 @@ func (t *Tracer) WrapHook(h mcpadapter.Hook) mcpadapter.Hook {
 		}
 	}
 	if after := h.After; after != nil {
-		h.After = func(ctx context.Context, call *mcpadapter.CallContext, end *mcpadapter.Record) error {
+		h.After = func(ctx context.Context, call *hooks.CallContext, end *hooks.Record) error {
 			ctx, span := t.StartHook(ctx, name, "after")
 			defer span.End()
 			err := after(ctx, call, end)

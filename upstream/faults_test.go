@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -37,7 +37,7 @@ func TestUpstreamFaults(t *testing.T) {
 
 	var (
 		mu   sync.Mutex
-		ends []mcpadapter.Record
+		ends []hooks.Record
 	)
 	a := aliceAdapter(t, time.Minute, p, `
 tools:
@@ -50,7 +50,7 @@ tools:
   - name: crash
     method: upstream:up/crash
 `)
-	a.AddHook(mcpadapter.Hook{Name: "record", After: func(_ context.Context, _ *mcpadapter.CallContext, e *mcpadapter.Record) error {
+	a.AddHook(hooks.Hook{Name: "record", After: func(_ context.Context, _ *hooks.CallContext, e *hooks.Record) error {
 		mu.Lock()
 		defer mu.Unlock()
 		ends = append(ends, *e)

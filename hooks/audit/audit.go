@@ -14,8 +14,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/internal/canon"
-	"github.com/toolgate/toolgate/mcpadapter"
 )
 
 // Defaults of Options.
@@ -93,7 +93,7 @@ type Denial struct {
 
 // NewRecord builds the audit record of one finished call from its
 // context and the adapter's record of it.
-func NewRecord(call *mcpadapter.CallContext, end *mcpadapter.Record) Record {
+func NewRecord(call *hooks.CallContext, end *hooks.Record) Record {
 	r := Record{
 		Stage:           string(end.Stage),
 		Grant:           end.Grant.Outcome.String(),
@@ -103,7 +103,7 @@ func NewRecord(call *mcpadapter.CallContext, end *mcpadapter.Record) Record {
 		Tool:            call.Name,
 		Method:          call.Method,
 		Outcome:         string(end.Outcome),
-		Reason:          strings.Join(end.Reasons, "; "),
+		Reason:          strings.Join(end.Reasons(), "; "),
 		DurationMS:      end.DurationMS(),
 		Meta:            json.RawMessage(`{}`),
 		ArgumentsSHA256: canon.SHA256(call.Arguments),
@@ -218,15 +218,15 @@ func New(w io.Writer, opts Options) *Auditor {
 // Hook returns the audit trail's after hook, named HookName. It is Prompt:
 // it encodes the record (as json.Marshal would, without its reflection)
 // and hands it to the writer without waiting.
-func (a *Auditor) Hook() mcpadapter.Hook {
-	return mcpadapter.Hook{Name: HookName, After: a.after, Prompt: true}
+func (a *Auditor) Hook() hooks.Hook {
+	return hooks.Hook{Name: HookName, After: a.after, Prompt: true}
 }
 
 // Dropped is the number of records dropped so far: buffer full, write
 // failed, or written after Close.
 func (a *Auditor) Dropped() uint64 { return a.dropped.Load() }
 
-func (a *Auditor) after(ctx context.Context, call *mcpadapter.CallContext, end *mcpadapter.Record) error {
+func (a *Auditor) after(ctx context.Context, call *hooks.CallContext, end *hooks.Record) error {
 	r := NewRecord(call, end)
 	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
 		r.TraceID = sc.TraceID().String()

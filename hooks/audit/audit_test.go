@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
 	"github.com/toolgate/toolgate/mcpadapter"
@@ -74,7 +75,7 @@ result := {"content": [{"type": "text", "text": "from policy"}]} if input.reques
 
 // newAdapter returns an adapter over a small registry and policy with the
 // given hooks and a caller taken from the context.
-func newAdapter(t *testing.T, hooks ...mcpadapter.Hook) *mcpadapter.Adapter {
+func newAdapter(t *testing.T, hooks ...hooks.Hook) *mcpadapter.Adapter {
 	t.Helper()
 	fsys := fstest.MapFS{
 		"registry.yaml":       {Data: []byte(testRegistry)},
@@ -123,17 +124,17 @@ func callAs(a *mcpadapter.Adapter, subject, tool string, meta mcp.Meta) *mcp.Cal
 
 // denyHook refuses calls whose _meta asks for it; answerHook answers them.
 var (
-	denyHook = mcpadapter.Hook{Name: "deny", Before: func(_ context.Context, c *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+	denyHook = hooks.Hook{Name: "deny", Before: func(_ context.Context, c *hooks.CallContext) (hooks.Verdict, error) {
 		if v, ok := c.Meta.Get("test/deny"); ok && string(v) == "true" {
-			return mcpadapter.Deny("Hook says no."), nil
+			return hooks.Deny("Hook says no."), nil
 		}
-		return mcpadapter.Allow(), nil
+		return hooks.Allow(), nil
 	}}
-	answerHook = mcpadapter.Hook{Name: "answer", Before: func(_ context.Context, c *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+	answerHook = hooks.Hook{Name: "answer", Before: func(_ context.Context, c *hooks.CallContext) (hooks.Verdict, error) {
 		if _, ok := c.Meta.Get("test/hook-answer"); ok {
-			return mcpadapter.Answer(mcpadapter.TextResult("from hook", false)), nil
+			return hooks.Answer(mcpadapter.TextResult("from hook", false)), nil
 		}
-		return mcpadapter.Allow(), nil
+		return hooks.Allow(), nil
 	}}
 )
 
@@ -179,8 +180,8 @@ func TestAuditRecords(t *testing.T) {
 			t.Parallel()
 			var buf proctest.Buffer
 			aud := New(&buf, Options{})
-			var seen atomic.Pointer[mcpadapter.Record]
-			capture := mcpadapter.Hook{Name: "capture", After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.Record) error {
+			var seen atomic.Pointer[hooks.Record]
+			capture := hooks.Hook{Name: "capture", After: func(_ context.Context, _ *hooks.CallContext, end *hooks.Record) error {
 				seen.Store(end)
 				return nil
 			}}
@@ -444,9 +445,9 @@ func TestRecordNamesEachRevision(t *testing.T) {
 	a := revision("package toolgate.grant\n")
 	b := revision("package toolgate.grant\n\ngranted := {\"echo\"}\n")
 	require.NotEqual(t, a.String(), b.String())
-	end := &mcpadapter.Record{}
+	end := &hooks.Record{}
 	for _, rev := range []*engine.Revision{a, b, a, a, b} {
-		r := NewRecord(&mcpadapter.CallContext{Revision: rev, Arguments: json.RawMessage(`{}`)}, end)
+		r := NewRecord(&hooks.CallContext{Revision: rev, Arguments: json.RawMessage(`{}`)}, end)
 		require.Equal(t, rev.String(), r.Revision)
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/hooks/audit"
-	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -15,7 +15,7 @@ import (
 // hash, the bounded _meta as sent, and the rule (file:line) behind each
 // deny reason.
 func ExampleNewRecord() {
-	call := &mcpadapter.CallContext{
+	call := &hooks.CallContext{
 		DecisionID: "4f2a",
 		Name:       "getReward",
 		Method:     "demo.getReward",
@@ -25,12 +25,11 @@ func ExampleNewRecord() {
 		Start:      time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC),
 	}
 	rule := engine.Location{File: "rego/call.rego", Row: 9, Col: 1}
-	end := &mcpadapter.Record{
+	end := &hooks.Record{
 		Stage:    toolcall.StageDenied,
 		Outcome:  toolcall.OutcomeDenied,
-		Grant:    mcpadapter.GrantRecord{Outcome: engine.NoOverride},
-		Denials:  []mcpadapter.Denial{{Reason: "Closed on Sundays.", Rules: []engine.Location{rule}}},
-		Reasons:  []string{"Closed on Sundays."},
+		Grant:    hooks.GrantRecord{Outcome: engine.NoOverride},
+		Denials:  []hooks.Denial{{Reason: "Closed on Sundays.", Rules: []engine.Location{rule}}},
 		Duration: 1500 * time.Microsecond,
 	}
 	line, _ := json.Marshal(audit.NewRecord(call, end))

@@ -9,7 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -21,8 +21,8 @@ func TestAuditRecordCarriesTheTraceID(t *testing.T) {
 		trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
 	var buf bytes.Buffer // written by the auditor's goroutine, read after Close
 	a := New(&buf, Options{})
-	call := &mcpadapter.CallContext{DecisionID: "d-1", Name: "echo", Arguments: json.RawMessage(`{}`), Start: time.Now()}
-	end := &mcpadapter.Record{Outcome: toolcall.OutcomeResult}
+	call := &hooks.CallContext{DecisionID: "d-1", Name: "echo", Arguments: json.RawMessage(`{}`), Start: time.Now()}
+	end := &hooks.Record{Outcome: toolcall.OutcomeResult}
 	h := a.Hook()
 	if err := h.After(traced, call, end); err != nil {
 		t.Fatal(err)

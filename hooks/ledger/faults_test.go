@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/store"
@@ -77,7 +78,7 @@ func TestStoreFaults(t *testing.T) {
 	a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: methods,
 		Caller: mcpadapter.StaticCaller(&toolcall.Caller{Subject: "alice"})})
 	a.AddHook(New(faultStore{store.NewMemoryStore()}, Options{}).Hook())
-	a.AddHook(mcpadapter.Hook{Name: "record", After: func(_ context.Context, _ *mcpadapter.CallContext, end *mcpadapter.Record) error {
+	a.AddHook(hooks.Hook{Name: "record", After: func(_ context.Context, _ *hooks.CallContext, end *hooks.Record) error {
 		mu.Lock()
 		defer mu.Unlock()
 		ends = append(ends, end.Outcome)

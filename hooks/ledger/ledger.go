@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/store"
@@ -148,13 +149,13 @@ func (l *Ledger) RunPruner(ctx context.Context, interval time.Duration) {
 // Hook returns the ledger's before and after halves, named HookName. For a
 // call without an idempotency key (or without a caller) both are prompt:
 // they return without touching the store.
-func (l *Ledger) Hook() mcpadapter.Hook {
-	return mcpadapter.Hook{Name: HookName, Before: l.before, After: l.after, PromptFor: l.unkeyed}
+func (l *Ledger) Hook() hooks.Hook {
+	return hooks.Hook{Name: HookName, Before: l.before, After: l.after, PromptFor: l.unkeyed}
 }
 
 // unkeyed reports whether call has nothing for the ledger: no caller, or
 // no idempotency key in its _meta.
-func (l *Ledger) unkeyed(call *mcpadapter.CallContext) bool {
+func (l *Ledger) unkeyed(call *hooks.CallContext) bool {
 	id, ok := call.Meta.String(l.opts.MetaKey)
 	return !ok || id == "" || call.Caller == nil
 }
@@ -187,16 +188,16 @@ type claim struct {
 	finished bool   // the after half ran
 }
 
-func (l *Ledger) before(ctx context.Context, call *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
+func (l *Ledger) before(ctx context.Context, call *hooks.CallContext) (hooks.Verdict, error) {
 	if l.unkeyed(call) {
-		return mcpadapter.Allow(), nil
+		return hooks.Allow(), nil
 	}
 	id, _ := call.Meta.String(l.opts.MetaKey)
 	c := &claim{key: store.Key{Subject: Principal(call.Source, call.Caller.Subject), Tool: call.Name, ID: id}}
 	call.SetValue(valueKey{l}, c)
 	res, err := l.store.Claim(ctx, c.key, canon.SHA256(call.Arguments), l.opts.Now(), l.lifetimes())
 	if err != nil {
-		return mcpadapter.Verdict{}, err
+		return hooks.Verdict{}, err
 	}
 	switch res.State {
 	case store.Claimed:
@@ -205,31 +206,31 @@ func (l *Ledger) before(ctx context.Context, call *mcpadapter.CallContext) (mcpa
 		if c.finished {
 			// The call ended without us: nothing will complete the claim.
 			l.release(context.WithoutCancel(ctx), call, c.key, res.Token)
-			return mcpadapter.Allow(), nil
+			return hooks.Allow(), nil
 		}
 		c.token = res.Token
-		return mcpadapter.Allow(), nil
+		return hooks.Allow(), nil
 	case store.Completed:
 		var stored mcp.CallToolResult
 		if err := json.Unmarshal(res.Result, &stored); err != nil {
-			return mcpadapter.Verdict{}, fmt.Errorf("ledger: stored result of key %q is unreadable: %w", id, err)
+			return hooks.Verdict{}, fmt.Errorf("ledger: stored result of key %q is unreadable: %w", id, err)
 		}
 		if l.opts.OnReplay != nil {
 			l.opts.OnReplay()
 		}
-		return mcpadapter.Answer(&stored), nil
+		return hooks.Answer(&stored), nil
 	case store.Running:
-		return mcpadapter.Deny(MsgRunning), nil
+		return hooks.Deny(MsgRunning), nil
 	case store.Conflict:
 		if l.opts.OnConflict != nil {
 			l.opts.OnConflict()
 		}
-		return mcpadapter.Deny(MsgConflict), nil
+		return hooks.Deny(MsgConflict), nil
 	}
-	return mcpadapter.Verdict{}, fmt.Errorf("ledger: store answered an unknown state %v", res.State)
+	return hooks.Verdict{}, fmt.Errorf("ledger: store answered an unknown state %v", res.State)
 }
 
-func (l *Ledger) after(ctx context.Context, call *mcpadapter.CallContext, end *mcpadapter.Record) error {
+func (l *Ledger) after(ctx context.Context, call *hooks.CallContext, end *hooks.Record) error {
 	c, _ := call.Value(valueKey{l}).(*claim)
 	if c == nil {
 		return nil
@@ -264,7 +265,7 @@ func (l *Ledger) after(ctx context.Context, call *mcpadapter.CallContext, end *m
 	return nil
 }
 
-func (l *Ledger) release(ctx context.Context, call *mcpadapter.CallContext, key store.Key, token string) error {
+func (l *Ledger) release(ctx context.Context, call *hooks.CallContext, key store.Key, token string) error {
 	err := l.store.Release(ctx, key, token)
 	if err != nil {
 		l.log.Error("ledger: releasing the key failed; it stays running until its lease ends",

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/store"
@@ -24,13 +25,13 @@ import (
 
 // newCall builds the CallContext the adapter would for a call of tool
 // "getReward" by subject with _meta meta and arguments args.
-func newCall(subject, meta, args string) *mcpadapter.CallContext {
+func newCall(subject, meta, args string) *hooks.CallContext {
 	return newToolCall(subject, "getReward", meta, args)
 }
 
 // newToolCall is newCall for a call of tool (method demo.TOOL).
-func newToolCall(subject, tool, meta, args string) *mcpadapter.CallContext {
-	return &mcpadapter.CallContext{
+func newToolCall(subject, tool, meta, args string) *hooks.CallContext {
+	return &hooks.CallContext{
 		DecisionID: newToken(),
 		Name:       tool,
 		Tool:       &registry.Tool{Name: tool, Method: "demo." + tool},
@@ -47,39 +48,42 @@ func keyMeta(id string) string { return fmt.Sprintf(`{"festi/idempotencyKey":%q}
 // run plays docs/contract.md §5 steps 5 to 8 for hooks the way the adapter does: before
 // halves in order (refusing wins over answering), then the method, then
 // every after half once.
-func run(t testing.TB, hooks []mcpadapter.Hook, call *mcpadapter.CallContext, method func() (*mcp.CallToolResult, error)) *mcpadapter.Record {
+func run(t testing.TB, hs []hooks.Hook, call *hooks.CallContext, method func() (*mcp.CallToolResult, error)) *hooks.Record {
 	ctx := context.Background()
-	end := func() *mcpadapter.Record {
-		var reasons []string
-		var answer *mcp.CallToolResult
-		var by string
-		for _, h := range hooks {
+	end := func() *hooks.Record {
+		var (
+			denials []hooks.Denial
+			reasons []string
+			answer  *mcp.CallToolResult
+			by      string
+		)
+		for _, h := range hs {
 			if h.Before == nil {
 				continue
 			}
 			v, err := h.Before(ctx, call)
 			if err != nil {
-				return &mcpadapter.Record{Outcome: toolcall.OutcomeFailed, Err: err, Failed: true}
+				return &hooks.Record{Outcome: toolcall.OutcomeFailed, Err: err}
 			}
 			if v.Denied {
-				reasons = append(reasons, v.Reason)
+				denials, reasons = append(denials, hooks.Denial{Reason: v.Reason, Hook: h.Name}), append(reasons, v.Reason)
 			} else if v.Result != nil && answer == nil {
 				answer, by = v.Result, h.Name
 			}
 		}
 		if len(reasons) > 0 {
-			return &mcpadapter.Record{Outcome: toolcall.OutcomeDenied, Result: mcpadapter.TextResult(strings.Join(reasons, "; "), true), Reasons: reasons}
+			return &hooks.Record{Outcome: toolcall.OutcomeDenied, Result: mcpadapter.TextResult(strings.Join(reasons, "; "), true), Denials: denials}
 		}
 		if answer != nil {
-			return &mcpadapter.Record{Outcome: toolcall.OutcomeAnswered, Result: answer, AnsweredBy: by}
+			return &hooks.Record{Outcome: toolcall.OutcomeAnswered, Result: answer, Answerer: hooks.Answerer{Kind: toolcall.ByHook, Name: by}}
 		}
 		res, err := method()
 		if err != nil {
-			return &mcpadapter.Record{Outcome: toolcall.OutcomeFailed, Err: err, Failed: true}
+			return &hooks.Record{Outcome: toolcall.OutcomeFailed, Err: err}
 		}
-		return &mcpadapter.Record{Outcome: toolcall.OutcomeResult, Result: res}
+		return &hooks.Record{Outcome: toolcall.OutcomeResult, Result: res}
 	}()
-	for _, h := range hooks {
+	for _, h := range hs {
 		if h.After != nil {
 			assert.NoError(t, h.After(ctx, call, end), h.Name)
 		}
@@ -109,11 +113,11 @@ func (c *counter) method() (*mcp.CallToolResult, error) {
 func TestLedgerHook(t *testing.T) {
 	t.Parallel()
 	const args = `{"idReward":7}`
-	deny := mcpadapter.Hook{Name: "deny", Before: func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
-		return mcpadapter.Deny("no"), nil
+	deny := hooks.Hook{Name: "deny", Before: func(context.Context, *hooks.CallContext) (hooks.Verdict, error) {
+		return hooks.Deny("no"), nil
 	}}
-	answer := mcpadapter.Hook{Name: "answer", Before: func(context.Context, *mcpadapter.CallContext) (mcpadapter.Verdict, error) {
-		return mcpadapter.Answer(mcpadapter.TextResult("answered", false)), nil
+	answer := hooks.Hook{Name: "answer", Before: func(context.Context, *hooks.CallContext) (hooks.Verdict, error) {
+		return hooks.Answer(mcpadapter.TextResult("answered", false)), nil
 	}}
 	failing := func() (*mcp.CallToolResult, error) { return nil, errors.New("boom") }
 
@@ -124,7 +128,7 @@ func TestLedgerHook(t *testing.T) {
 		for _, meta := range []string{`{}`, `{"festi/idempotencyKey":""}`, `{"festi/idempotencyKey":7}`,
 			`{"festi/idempotencyKey":{"a":"b"}}`, `{"festi/idempotencyKey":null}`, `[]`} {
 			for range 2 {
-				end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", meta, args), c.method)
+				end := run(t, []hooks.Hook{l.Hook()}, newCall("alice", meta, args), c.method)
 				require.Equal(t, toolcall.OutcomeResult, end.Outcome, meta)
 			}
 		}
@@ -136,29 +140,29 @@ func TestLedgerHook(t *testing.T) {
 		var replays atomic.Int32
 		l := New(store.NewMemoryStore(), Options{OnReplay: func() { replays.Add(1) }})
 		var c counter
-		end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
+		end := run(t, []hooks.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
 		require.Equal(t, "run 1", text(end.Result))
 		for range 3 {
-			end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), `{ "idReward" : 7 }`), c.method)
+			end = run(t, []hooks.Hook{l.Hook()}, newCall("alice", keyMeta("k"), `{ "idReward" : 7 }`), c.method)
 			require.Equal(t, toolcall.OutcomeAnswered, end.Outcome)
-			require.Equal(t, HookName, end.AnsweredBy)
+			require.Equal(t, HookName, end.AnsweredBy())
 			require.Equal(t, "run 1", text(end.Result))
 		}
 		require.EqualValues(t, 1, c.n.Load())
 		require.EqualValues(t, 3, replays.Load())
-		end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("bob", keyMeta("k"), args), c.method)
+		end = run(t, []hooks.Hook{l.Hook()}, newCall("bob", keyMeta("k"), args), c.method)
 		require.Equal(t, "run 2", text(end.Result), "keys are scoped to the subject")
 	})
 
 	t.Run("a method's error result completes too", func(t *testing.T) {
 		t.Parallel()
 		l := New(store.NewMemoryStore(), Options{})
-		end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), func() (*mcp.CallToolResult, error) {
+		end := run(t, []hooks.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), func() (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "upstream says no"}}, IsError: true,
 				StructuredContent: map[string]any{"code": json.Number("42")}}, nil
 		})
 		require.Equal(t, toolcall.OutcomeResult, end.Outcome)
-		end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), nil)
+		end = run(t, []hooks.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), nil)
 		require.Equal(t, toolcall.OutcomeAnswered, end.Outcome)
 		require.True(t, end.Result.IsError)
 		require.Equal(t, "upstream says no", text(end.Result))
@@ -171,15 +175,15 @@ func TestLedgerHook(t *testing.T) {
 		first := newCall("alice", keyMeta("k"), args)
 		v, err := l.Hook().Before(context.Background(), first)
 		require.NoError(t, err)
-		require.Equal(t, mcpadapter.Allow(), v)
+		require.Equal(t, hooks.Allow(), v)
 		var c counter
-		end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
+		end := run(t, []hooks.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
 		require.Equal(t, toolcall.OutcomeDenied, end.Outcome)
-		require.Equal(t, []string{MsgRunning}, end.Reasons)
+		require.Equal(t, []string{MsgRunning}, end.Reasons())
 		require.Zero(t, c.n.Load())
 		// The refused call's after half released nothing: still running.
-		end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
-		require.Equal(t, []string{MsgRunning}, end.Reasons)
+		end = run(t, []hooks.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
+		require.Equal(t, []string{MsgRunning}, end.Reasons())
 	})
 
 	t.Run("different arguments conflict", func(t *testing.T) {
@@ -187,8 +191,8 @@ func TestLedgerHook(t *testing.T) {
 		var conflicts atomic.Int32
 		l := New(store.NewMemoryStore(), Options{OnConflict: func() { conflicts.Add(1) }})
 		var c counter
-		run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
-		end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), `{"idReward":8}`), c.method)
+		run(t, []hooks.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
+		end := run(t, []hooks.Hook{l.Hook()}, newCall("alice", keyMeta("k"), `{"idReward":8}`), c.method)
 		require.Equal(t, toolcall.OutcomeDenied, end.Outcome)
 		require.Equal(t, MsgConflict, text(end.Result))
 		require.EqualValues(t, 1, conflicts.Load())
@@ -197,14 +201,14 @@ func TestLedgerHook(t *testing.T) {
 
 	releases := []struct {
 		name   string
-		hooks  func(l *Ledger) []mcpadapter.Hook
+		hooks  func(l *Ledger) []hooks.Hook
 		method func() (*mcp.CallToolResult, error)
 		want   toolcall.Outcome
 	}{
-		{"failure", func(l *Ledger) []mcpadapter.Hook { return []mcpadapter.Hook{l.Hook()} }, failing, toolcall.OutcomeFailed},
-		{"refusal by a later hook", func(l *Ledger) []mcpadapter.Hook { return []mcpadapter.Hook{l.Hook(), deny} }, nil, toolcall.OutcomeDenied},
-		{"refusal by an earlier hook", func(l *Ledger) []mcpadapter.Hook { return []mcpadapter.Hook{deny, l.Hook()} }, nil, toolcall.OutcomeDenied},
-		{"answer by another hook", func(l *Ledger) []mcpadapter.Hook { return []mcpadapter.Hook{answer, l.Hook()} }, nil, toolcall.OutcomeAnswered},
+		{"failure", func(l *Ledger) []hooks.Hook { return []hooks.Hook{l.Hook()} }, failing, toolcall.OutcomeFailed},
+		{"refusal by a later hook", func(l *Ledger) []hooks.Hook { return []hooks.Hook{l.Hook(), deny} }, nil, toolcall.OutcomeDenied},
+		{"refusal by an earlier hook", func(l *Ledger) []hooks.Hook { return []hooks.Hook{deny, l.Hook()} }, nil, toolcall.OutcomeDenied},
+		{"answer by another hook", func(l *Ledger) []hooks.Hook { return []hooks.Hook{answer, l.Hook()} }, nil, toolcall.OutcomeAnswered},
 	}
 	for _, r := range releases {
 		t.Run("released after "+r.name, func(t *testing.T) {
@@ -213,7 +217,7 @@ func TestLedgerHook(t *testing.T) {
 			end := run(t, r.hooks(l), newCall("alice", keyMeta("k"), args), r.method)
 			require.Equal(t, r.want, end.Outcome)
 			var c counter
-			end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), `{"idReward":9}`), c.method)
+			end = run(t, []hooks.Hook{l.Hook()}, newCall("alice", keyMeta("k"), `{"idReward":9}`), c.method)
 			require.Equal(t, toolcall.OutcomeResult, end.Outcome, "the key is free again, also for other arguments")
 			require.EqualValues(t, 1, c.n.Load())
 		})
@@ -223,10 +227,10 @@ func TestLedgerHook(t *testing.T) {
 		t.Parallel()
 		l := New(store.NewMemoryStore(), Options{})
 		var c counter
-		run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
-		end := run(t, []mcpadapter.Hook{l.Hook(), deny}, newCall("alice", keyMeta("k"), args), c.method)
+		run(t, []hooks.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
+		end := run(t, []hooks.Hook{l.Hook(), deny}, newCall("alice", keyMeta("k"), args), c.method)
 		require.Equal(t, toolcall.OutcomeDenied, end.Outcome)
-		end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
+		end = run(t, []hooks.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
 		require.Equal(t, toolcall.OutcomeAnswered, end.Outcome)
 		require.EqualValues(t, 1, c.n.Load())
 	})
@@ -237,8 +241,8 @@ func TestLedgerHook(t *testing.T) {
 		b := New(store.NewMemoryStore(), Options{MetaKey: "other/key"})
 		var c counter
 		meta := `{"festi/idempotencyKey":"k","other/key":"k"}`
-		run(t, []mcpadapter.Hook{a.Hook(), b.Hook()}, newCall("alice", meta, args), c.method)
-		end := run(t, []mcpadapter.Hook{a.Hook(), b.Hook()}, newCall("alice", meta, args), c.method)
+		run(t, []hooks.Hook{a.Hook(), b.Hook()}, newCall("alice", meta, args), c.method)
+		end := run(t, []hooks.Hook{a.Hook(), b.Hook()}, newCall("alice", meta, args), c.method)
 		require.Equal(t, toolcall.OutcomeAnswered, end.Outcome)
 		require.EqualValues(t, 1, c.n.Load())
 	})
@@ -251,16 +255,16 @@ func TestLedgerHook(t *testing.T) {
 		_, err := l.Hook().Before(context.Background(), stuck)
 		require.NoError(t, err)
 		var c counter
-		end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", `{"my/key":"k"}`, args), c.method)
-		require.Equal(t, []string{MsgRunning}, end.Reasons)
+		end := run(t, []hooks.Hook{l.Hook()}, newCall("alice", `{"my/key":"k"}`, args), c.method)
+		require.Equal(t, []string{MsgRunning}, end.Reasons())
 		now = now.Add(time.Second + time.Millisecond)
-		end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", `{"my/key":"k"}`, args), c.method)
+		end = run(t, []hooks.Hook{l.Hook()}, newCall("alice", `{"my/key":"k"}`, args), c.method)
 		require.Equal(t, "run 1", text(end.Result))
 		// The stuck call finally ends: its claim was taken over, and it
 		// must not overwrite or release its successor's.
-		err = l.Hook().After(context.Background(), stuck, &mcpadapter.Record{Outcome: toolcall.OutcomeResult, Result: mcpadapter.TextResult("stale", false)})
+		err = l.Hook().After(context.Background(), stuck, &hooks.Record{Outcome: toolcall.OutcomeResult, Result: mcpadapter.TextResult("stale", false)})
 		require.ErrorIs(t, err, store.ErrClaimLost)
-		end = run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", `{"my/key":"k"}`, args), c.method)
+		end = run(t, []hooks.Hook{l.Hook()}, newCall("alice", `{"my/key":"k"}`, args), c.method)
 		require.Equal(t, "run 1", text(end.Result))
 	})
 
@@ -268,7 +272,7 @@ func TestLedgerHook(t *testing.T) {
 		t.Parallel()
 		l := New(brokenStore{}, Options{})
 		var c counter
-		end := run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
+		end := run(t, []hooks.Hook{l.Hook()}, newCall("alice", keyMeta("k"), args), c.method)
 		require.Equal(t, toolcall.OutcomeFailed, end.Outcome)
 		require.ErrorContains(t, end.Err, "store down")
 		require.Zero(t, c.n.Load())
@@ -288,7 +292,7 @@ func TestLedgerHook(t *testing.T) {
 		// The before half is inside Claim when the adapter's deadline passes
 		// and the after half runs.
 		<-entered
-		require.NoError(t, l.Hook().After(context.Background(), call, &mcpadapter.Record{Outcome: toolcall.OutcomeFailed, Failed: true, Err: errors.New("deadline")}))
+		require.NoError(t, l.Hook().After(context.Background(), call, &hooks.Record{Outcome: toolcall.OutcomeFailed, Err: errors.New("deadline")}))
 		close(gate)
 		<-done
 		require.Zero(t, claims(s), "the late claim was released by its before half")
@@ -356,7 +360,7 @@ func TestLedgerConcurrency(t *testing.T) {
 			for i := range 50 {
 				wg.Go(func() {
 					<-start
-					end := run(t, []mcpadapter.Hook{replicas[i%2].Hook()}, newCall(subject, keyMeta("k"), `{"idReward":7}`), slow)
+					end := run(t, []hooks.Hook{replicas[i%2].Hook()}, newCall(subject, keyMeta("k"), `{"idReward":7}`), slow)
 					if ended.Add(1) == 49 {
 						close(othersEnded)
 					}
@@ -367,7 +371,7 @@ func TestLedgerConcurrency(t *testing.T) {
 						assert.Equal(t, "run 1", text(end.Result))
 					case toolcall.OutcomeDenied:
 						refusals.Add(1)
-						assert.Equal(t, []string{MsgRunning}, end.Reasons)
+						assert.Equal(t, []string{MsgRunning}, end.Reasons())
 					default:
 						t.Errorf("unexpected outcome %s: %v", end.Outcome, end.Err)
 					}
@@ -379,7 +383,7 @@ func TestLedgerConcurrency(t *testing.T) {
 			require.EqualValues(t, 49, refusals.Load(), "every other call found it running")
 			require.Zero(t, replays.Load())
 			for _, l := range replicas {
-				end := run(t, []mcpadapter.Hook{l.Hook()}, newCall(subject, keyMeta("k"), `{"idReward":7}`), slow)
+				end := run(t, []hooks.Hook{l.Hook()}, newCall(subject, keyMeta("k"), `{"idReward":7}`), slow)
 				require.Equal(t, toolcall.OutcomeAnswered, end.Outcome)
 				require.Equal(t, "run 1", text(end.Result))
 			}
@@ -396,7 +400,7 @@ func TestLedgerSurvivesRestart(t *testing.T) {
 	for i := range 2 {
 		s, err := store.OpenSQLite(path)
 		require.NoError(t, err)
-		end := run(t, []mcpadapter.Hook{New(s, Options{}).Hook()}, newCall("alice", keyMeta("k"), `{"idReward":7}`), c.method)
+		end := run(t, []hooks.Hook{New(s, Options{}).Hook()}, newCall("alice", keyMeta("k"), `{"idReward":7}`), c.method)
 		require.Equal(t, "run 1", text(end.Result))
 		require.Equal(t, []toolcall.Outcome{toolcall.OutcomeResult, toolcall.OutcomeAnswered}[i], end.Outcome)
 		require.NoError(t, s.Close())
@@ -425,16 +429,16 @@ func TestLedgerKeyScopedToTool(t *testing.T) {
 				return mcpadapter.TextResult("B's result", false), nil
 			}
 			const args = `{"idReward":7}`
-			end := run(t, []mcpadapter.Hook{l.Hook()}, newToolCall(subject, "toolA", keyMeta("k"), args), methodA)
+			end := run(t, []hooks.Hook{l.Hook()}, newToolCall(subject, "toolA", keyMeta("k"), args), methodA)
 			require.Equal(t, toolcall.OutcomeResult, end.Outcome)
-			end = run(t, []mcpadapter.Hook{l.Hook()}, newToolCall(subject, "toolB", keyMeta("k"), args), methodB)
+			end = run(t, []hooks.Hook{l.Hook()}, newToolCall(subject, "toolB", keyMeta("k"), args), methodB)
 			require.Equal(t, toolcall.OutcomeResult, end.Outcome, "B ran: the key A completed is not B's")
 			require.Equal(t, "B's result", text(end.Result))
 			for _, c := range []struct {
 				tool, want string
 				method     func() (*mcp.CallToolResult, error)
 			}{{"toolA", "A's result", methodA}, {"toolB", "B's result", methodB}} {
-				end = run(t, []mcpadapter.Hook{l.Hook()}, newToolCall(subject, c.tool, keyMeta("k"), args), c.method)
+				end = run(t, []hooks.Hook{l.Hook()}, newToolCall(subject, c.tool, keyMeta("k"), args), c.method)
 				require.Equal(t, toolcall.OutcomeAnswered, end.Outcome, c.tool)
 				require.Equal(t, c.want, text(end.Result), c.tool)
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/store"
 )
@@ -62,9 +63,9 @@ func (l *Limiter) check(ctx context.Context, limits []engine.Limit,
 	if err != nil {
 		return mcpadapter.LimitCheck{}, fmt.Errorf("%w: %w", ErrLimitStore, err)
 	}
-	ck := mcpadapter.LimitCheck{Admitted: ok, States: make([]mcpadapter.LimitState, len(limits))}
+	ck := mcpadapter.LimitCheck{Admitted: ok, States: make([]hooks.LimitState, len(limits))}
 	for i, c := range counts {
-		ck.States[i] = mcpadapter.LimitState{Limit: limits[i], Count: c.Count, Wait: c.Wait}
+		ck.States[i] = hooks.LimitState{Limit: limits[i], Count: c.Count, Wait: c.Wait}
 	}
 	return ck, nil
 }

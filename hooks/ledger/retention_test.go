@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -59,7 +59,7 @@ func TestLedgerAnswersRetriesWithinRetention(t *testing.T) {
 		now := t0
 		l := New(store.NewMemoryStore(), Options{Retention: retention, Now: func() time.Time { return now }})
 		var c counter
-		hooks := []mcpadapter.Hook{l.Hook()}
+		hooks := []hooks.Hook{l.Hook()}
 		require.Equal(t, "run 1", text(run(t, hooks, newCall("alice", keyMeta("k"), args), c.method).Result))
 		now = t0.Add(retention)
 		end := run(t, hooks, newCall("alice", keyMeta("k"), args), c.method)
@@ -99,7 +99,7 @@ func TestLedgerAnswersRetriesWithinRetention(t *testing.T) {
 		l := New(st, Options{Retention: retention, PruneBatch: 2, Now: clock})
 		var c counter
 		for i := range 3 {
-			run(t, []mcpadapter.Hook{l.Hook()}, newCall("alice", keyMeta(fmt.Sprint(i)), args), c.method)
+			run(t, []hooks.Hook{l.Hook()}, newCall("alice", keyMeta(fmt.Sprint(i)), args), c.method)
 		}
 		n, err := l.Prune(context.Background())
 		require.NoError(t, err)

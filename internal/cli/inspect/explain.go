@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/internal/cli/lines"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/methods"
@@ -216,7 +217,7 @@ func Explain(ctx context.Context, opts ExplainOptions) *Explanation {
 	rev := opts.Revision
 	var (
 		d   *engine.GrantDecision
-		rec *mcpadapter.Record
+		rec *hooks.Record
 	)
 	var resultErr error
 	if opts.Tool != "" {
@@ -318,7 +319,7 @@ func baseWhy(reg *registry.Registry, t *registry.Tool, c *toolcall.Caller) strin
 }
 
 // explainCall says in words what the dry run of a call decided.
-func explainCall(rev *engine.Revision, c *toolcall.Caller, name string, rec *mcpadapter.Record) *CallExplanation {
+func explainCall(rev *engine.Revision, c *toolcall.Caller, name string, rec *hooks.Record) *CallExplanation {
 	ce := &CallExplanation{Tool: name, Stage: string(rec.Stage), Answer: rec.Answer(), Rules: rec.DecidingRules()}
 	t := rev.Tool(name)
 	if t != nil {
@@ -386,7 +387,7 @@ func explainCall(rev *engine.Revision, c *toolcall.Caller, name string, rec *mcp
 }
 
 // explainLimits pairs the call's limits with their counters, when read.
-func explainLimits(limits []engine.Limit, states []mcpadapter.LimitState) []LimitExplanation {
+func explainLimits(limits []engine.Limit, states []hooks.LimitState) []LimitExplanation {
 	var out []LimitExplanation
 	for i, l := range limits {
 		le := LimitExplanation{Limit: l}
@@ -404,7 +405,7 @@ func explainLimits(limits []engine.Limit, states []mcpadapter.LimitState) []Limi
 
 // denialReasons are rec's deny reasons with their rules, in rec's order;
 // nil when it has none.
-func denialReasons(rec *mcpadapter.Record) []engine.Reason {
+func denialReasons(rec *hooks.Record) []engine.Reason {
 	var out []engine.Reason
 	for _, dn := range rec.Denials {
 		out = append(out, engine.Reason{Message: dn.Reason, Rules: dn.Rules})

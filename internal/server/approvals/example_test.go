@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
@@ -23,7 +24,7 @@ func ExampleGate() {
 		NewID: func() string { n++; return fmt.Sprintf("req-%d", n) },
 	})
 	rule := &engine.Approval{Reason: "wiping needs an admin", Approvers: []string{"admin"}, TTL: engine.DefaultApprovalTTL}
-	call := &mcpadapter.CallContext{
+	call := &hooks.CallContext{
 		Name: "wipe", Tool: &registry.Tool{Name: "wipe"}, Arguments: json.RawMessage(`{"target":"db1"}`),
 		Caller: &toolcall.Caller{Subject: "alice", Roles: []string{"contractor"}},
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/store"
@@ -175,7 +176,7 @@ const maxRounds = 16
 // Check implements mcpadapter.Approvals: it consumes an approval for the
 // call, or holds it (recording a request, once per subject, tool and
 // arguments), or answers its refusal once.
-func (g *Gate) Check(ctx context.Context, call *mcpadapter.CallContext, rule *engine.Approval) (mcpadapter.ApprovalCheck, error) {
+func (g *Gate) Check(ctx context.Context, call *hooks.CallContext, rule *engine.Approval) (mcpadapter.ApprovalCheck, error) {
 	if call.Caller == nil || call.Tool == nil {
 		return mcpadapter.ApprovalCheck{}, errors.New("approvals: a call without caller or tool")
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
@@ -181,8 +182,8 @@ func TestApprovalsKeyedBySource(t *testing.T) {
 		ctx := context.Background()
 		rule := &engine.Approval{Reason: "r", Approvers: []string{"admin"}, TTL: time.Hour}
 		root := &toolcall.Caller{Subject: "root", Roles: []string{"ops"}}
-		callAs := func(source string) *mcpadapter.CallContext {
-			return &mcpadapter.CallContext{Name: "wipe", Tool: &registry.Tool{Name: "wipe"}, Arguments: json.RawMessage(`{"target":"prod"}`),
+		callAs := func(source string) *hooks.CallContext {
+			return &hooks.CallContext{Name: "wipe", Tool: &registry.Tool{Name: "wipe"}, Arguments: json.RawMessage(`{"target":"prod"}`),
 				Caller: root, Source: source}
 		}
 		ck, err := g.Check(ctx, callAs("token"), rule)

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/hooks/audit"
-	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -94,11 +94,11 @@ func NewActivity(backlog int) *Activity {
 }
 
 // Hook returns the after hook that publishes each finished call. It is
-// prompt (mcpadapter.Hook.Prompt): publishing takes a mutex for a
+// prompt (hooks.Hook.Prompt): publishing takes a mutex for a
 // constant time and never waits on a subscriber, so it runs on the
 // call's goroutine.
-func (a *Activity) Hook() mcpadapter.Hook {
-	return mcpadapter.Hook{Name: HookName, Prompt: true, After: func(_ context.Context, call *mcpadapter.CallContext, end *mcpadapter.Record) error {
+func (a *Activity) Hook() hooks.Hook {
+	return hooks.Hook{Name: HookName, Prompt: true, After: func(_ context.Context, call *hooks.CallContext, end *hooks.Record) error {
 		a.see(call.Caller)
 		a.Publish(EventOf(audit.NewRecord(call, end)))
 		return nil

@@ -19,10 +19,10 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/internal/server/console"
-	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -103,7 +103,7 @@ func (f *fixture) hold(t *testing.T, caller *toolcall.Caller, tool string, args 
 	t.Helper()
 	row := f.eng.Current().Tool(tool)
 	require.NotNil(t, row, tool)
-	chk, err := f.gate.Check(t.Context(), &mcpadapter.CallContext{Name: tool, Tool: row, Caller: caller, Arguments: json.RawMessage(args)},
+	chk, err := f.gate.Check(t.Context(), &hooks.CallContext{Name: tool, Tool: row, Caller: caller, Arguments: json.RawMessage(args)},
 		&engine.Approval{Reason: "needs a look", Approvers: approvers, TTL: time.Hour})
 	require.NoError(t, err)
 	return chk.ID
@@ -316,10 +316,10 @@ func TestTailHasNoArgumentValues(t *testing.T) {
 	rev := f.eng.Current()
 	caller := people["tok-contractor"]
 	for _, name := range []string{"add", "echo"} { // the filter keeps only echo
-		call := &mcpadapter.CallContext{DecisionID: "d-" + name, Name: name, Tool: rev.Tool(name), Method: rev.Tool(name).Method,
+		call := &hooks.CallContext{DecisionID: "d-" + name, Name: name, Tool: rev.Tool(name), Method: rev.Tool(name).Method,
 			Arguments: json.RawMessage(`{"text":"` + secret + `"}`), Meta: engine.BoundMeta(json.RawMessage(`{"k":"` + secret + `"}`)),
 			Caller: caller, Revision: rev, Start: time.Now()}
-		require.NoError(t, hook.After(t.Context(), call, &mcpadapter.Record{Outcome: toolcall.OutcomeFailed, Err: errors.New("boom: " + secret)}))
+		require.NoError(t, hook.After(t.Context(), call, &hooks.Record{Outcome: toolcall.OutcomeFailed, Err: errors.New("boom: " + secret)}))
 	}
 	var event strings.Builder
 	for {
@@ -371,9 +371,9 @@ func TestApprovalEventsForApprovers(t *testing.T) {
 	require.True(t, strings.HasPrefix(line, ":"), line)
 
 	rev := f.eng.Current()
-	call := &mcpadapter.CallContext{DecisionID: "d-1", Name: "resetCounter", Tool: rev.Tool("resetCounter"), Method: "demo.count",
+	call := &hooks.CallContext{DecisionID: "d-1", Name: "resetCounter", Tool: rev.Tool("resetCounter"), Method: "demo.count",
 		Arguments: json.RawMessage(`{"key":"k"}`), Caller: people["tok-contractor"], Revision: rev, Start: time.Now()}
-	require.NoError(t, f.act.Hook().After(t.Context(), call, &mcpadapter.Record{Outcome: toolcall.OutcomeHeld, ApprovalID: "a1"}))
+	require.NoError(t, f.act.Hook().After(t.Context(), call, &hooks.Record{Outcome: toolcall.OutcomeHeld, ApprovalID: "a1"}))
 	var got strings.Builder
 	for !strings.HasSuffix(got.String(), "\n\n") || got.Len() < 3 {
 		line, err := rd.ReadString('\n')

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -24,10 +25,10 @@ func TestTailShowsLimitedAndWithheld(t *testing.T) {
 	rev := f.eng.Current()
 	caller := people["tok-contractor"]
 	for _, o := range []toolcall.Outcome{toolcall.OutcomeLimited, toolcall.OutcomeWithheld} {
-		call := &mcpadapter.CallContext{DecisionID: "d-" + string(o), Name: "echo", Tool: rev.Tool("echo"), Method: rev.Tool("echo").Method,
+		call := &hooks.CallContext{DecisionID: "d-" + string(o), Name: "echo", Tool: rev.Tool("echo"), Method: rev.Tool("echo").Method,
 			Arguments: json.RawMessage(`{}`), Meta: engine.BoundMeta(nil), Caller: caller, Revision: rev, Start: time.Now()}
 		reason := "Rate limit exceeded: two a minute. Try again in 31 s."
-		require.NoError(t, hook.After(t.Context(), call, &mcpadapter.Record{Outcome: o, Reasons: []string{reason}}))
+		require.NoError(t, hook.After(t.Context(), call, &hooks.Record{Outcome: o, Result: mcpadapter.TextResult(reason, true)}))
 	}
 	var got []string
 	for _, e := range f.act.Backlog() {

@@ -37,6 +37,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/example/demo"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/hooks/audit"
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/identity"
@@ -414,7 +415,7 @@ func (g *Gateway) coreOptions(src engine.Source) toolgate.Options {
 	o := toolgate.Options{
 		Source:  &src,
 		Methods: g.methods,
-		Hooks:   []mcpadapter.Hook{g.ledger.Hook(), g.audit.Hook(), g.m.Hook(), g.activity.Hook()},
+		Hooks:   []hooks.Hook{g.ledger.Hook(), g.audit.Hook(), g.m.Hook(), g.activity.Hook()},
 		// prompts/get, resources/read, ... (docs/contract.md §16)
 		Observers:    []mcpadapter.Observer{g.audit.Observer()},
 		HookTimeout:  cfg.HookTimeout,

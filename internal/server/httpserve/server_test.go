@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/server/httpserve"
 	"github.com/toolgate/toolgate/mcpadapter"
@@ -89,7 +90,7 @@ func newFixture(t testing.TB) *fixture {
 		}
 	})
 	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: m, Caller: httpserve.CallerFromRequest})
-	a.AddHook(mcpadapter.Hook{Name: "count", After: func(context.Context, *mcpadapter.CallContext, *mcpadapter.Record) error {
+	a.AddHook(hooks.Hook{Name: "count", After: func(context.Context, *hooks.CallContext, *hooks.Record) error {
 		f.afters.Add(1)
 		return nil
 	}})

@@ -29,6 +29,7 @@ import (
 
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -79,7 +80,7 @@ type Side struct {
 }
 
 // CallSide reads the Side of a call's Record (served or dry).
-func CallSide(rev *engine.Revision, rec *mcpadapter.Record) Side {
+func CallSide(rev *engine.Revision, rec *hooks.Record) Side {
 	s := Side{Granted: rec.Grant.Granted, GrantRules: rec.Grant.Rules}
 	if rev != nil {
 		s.Revision = rev.Hash()
@@ -294,7 +295,7 @@ func cloneCaller(c *toolcall.Caller) *toolcall.Caller {
 	return &cp // claims are never modified once built
 }
 
-func (s *Shadow) observeCall(_ context.Context, call *mcpadapter.CallContext, rec *mcpadapter.Record) {
+func (s *Shadow) observeCall(_ context.Context, call *hooks.CallContext, rec *hooks.Record) {
 	if s.candidate() == nil {
 		return
 	}

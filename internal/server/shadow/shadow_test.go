@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/example/demo"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/internal/server/shadow"
 	"github.com/toolgate/toolgate/internal/testkit/benchdata"
 	"github.com/toolgate/toolgate/internal/testkit/shadowtest"
@@ -202,7 +203,7 @@ func TestShadowCandidateThatDoesNotCompileIsNeverEvaluated(t *testing.T) {
 	serving, err := engine.New(ctx, toolgate.Source("", ""), evalBound)
 	require.NoError(t, err)
 	rec := mcpadapter.DryRun(ctx, mcpadapter.DryRunOptions{Revision: serving.Current(), Caller: &toolcall.Caller{Subject: "a", Roles: []string{"admin"}}, Name: "echo"})
-	sh.Observer().Call(ctx, &mcpadapter.CallContext{Name: "echo", Caller: &toolcall.Caller{Subject: "a"}, Revision: serving.Current()}, rec)
+	sh.Observer().Call(ctx, &hooks.CallContext{Name: "echo", Caller: &toolcall.Caller{Subject: "a"}, Revision: serving.Current()}, rec)
 	st := sh.Status()
 	require.Contains(t, st.Error, "grant.rego")
 	require.Empty(t, st.Candidate)
@@ -221,7 +222,7 @@ func TestShadowQueueFullDropsCounted(t *testing.T) {
 	max := &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}
 	for range 3 {
 		rec := mcpadapter.DryRun(ctx, mcpadapter.DryRunOptions{Revision: serving.Current(), Caller: max, Name: "price"})
-		sh.Observer().Call(ctx, &mcpadapter.CallContext{Name: "price", Caller: max, Revision: serving.Current()}, rec)
+		sh.Observer().Call(ctx, &hooks.CallContext{Name: "price", Caller: max, Revision: serving.Current()}, rec)
 	}
 	st := sh.Status()
 	require.Equal(t, uint64(2), st.Dropped)

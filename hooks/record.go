@@ -1,6 +1,7 @@
-package mcpadapter
+package hooks
 
 import (
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -11,7 +12,7 @@ import (
 
 // Answerer says who gave a call its answer.
 type Answerer struct {
-	// Kind is one of the By constants.
+	// Kind is one of toolcall's By constants.
 	Kind string
 	// Name is the hook's name (ByHook) or the method's (ByMethod).
 	Name string
@@ -52,12 +53,13 @@ type Denial struct {
 // Record is everything the call pipeline (docs/contract.md §5) decided about one
 // tools/call: the stage it reached, the grant decision, the call decision
 // with every reason and its rule, who answered and the answer, and how long
-// each part took. A served call and a dry run (DryRun, which `toolgate
-// explain` prints) produce it by the same code, so the two cannot disagree.
+// each part took. A served call and a dry run (mcpadapter.DryRun, which
+// `toolgate explain` prints) produce it by the same code, so the two cannot
+// disagree.
 //
 // After hooks get the Record of every call that reached step 5 or was
-// refused at step 3; observers (Observer) that of every call that took a
-// grant decision (steps 3 to 8). Neither may modify it.
+// refused at step 3; observers (mcpadapter.Observer) that of every call
+// that took a grant decision (steps 3 to 8). Neither may modify it.
 type Record struct {
 	// Stage is where the call was decided.
 	Stage toolcall.Stage
@@ -90,18 +92,9 @@ type Record struct {
 	// Result is the result the caller receives, or nil; in a dry run
 	// decided at StageRun it is nil (the method's result would follow).
 	Result *mcp.CallToolResult
-	// Err is the failure, with full server-side detail, or nil.
+	// Err is the failure, with full server-side detail, or nil: the call
+	// failed exactly when it is set (Failed).
 	Err error
-	// Failed reports whether the call failed (Err is then not nil).
-	Failed bool
-	// Reasons are the deny reasons when Outcome is OutcomeDenied (the
-	// messages of Denials; for a refused approval or an unconfirmed call
-	// its one answer), or the one answer when the call is held.
-	Reasons []string
-	// AnsweredBy names the hook ("policy" for a toolgate.call rule,
-	// "approval", "confirmation") that answered or denied, when one did;
-	// "" when the method ran. Answerer says the same in full.
-	AnsweredBy string
 	// ApprovalID is the approval request the call was held for, was told
 	// was refused, or consumed (docs/contract.md §13); "" when none was asked.
 	ApprovalID string
@@ -121,13 +114,71 @@ type Record struct {
 
 	// Duration is the wall-clock time of the call itself.
 	Duration time.Duration
-	// Decision is the part of Duration spent in policy decisions: the grant
-	// decision and, for an accepted call, the toolgate.call rules and the
-	// result rules.
-	Decision time.Duration
 	// GrantTime, RulesTime and MethodTime are the grant decision's, the
-	// toolgate.call and result rules' and the method's parts of Duration.
+	// toolgate.call and result rules' and the method's parts of Duration
+	// (Decision is the first two).
 	GrantTime, RulesTime, MethodTime time.Duration
+}
+
+// Failed reports whether the call failed (Err is its failure).
+func (r *Record) Failed() bool { return r.Err != nil }
+
+// Decision is the part of Duration spent in policy decisions: the grant
+// decision and, for an accepted call, the toolgate.call rules and the
+// result rules.
+func (r *Record) Decision() time.Duration { return r.GrantTime + r.RulesTime }
+
+// Reasons are the deny reasons of a call that was refused: when Outcome
+// is OutcomeDenied or OutcomeWithheld the messages of Denials (a refused
+// approval and an unconfirmed call have none: their one answer), when it
+// is OutcomeHeld or OutcomeLimited the one answer; nil otherwise. Each
+// call returns a new slice.
+func (r *Record) Reasons() []string {
+	switch r.Outcome {
+	case toolcall.OutcomeDenied, toolcall.OutcomeWithheld:
+		if len(r.Denials) > 0 {
+			reasons := make([]string, len(r.Denials))
+			for i, d := range r.Denials {
+				reasons[i] = d.Reason
+			}
+			return reasons
+		}
+	case toolcall.OutcomeHeld, toolcall.OutcomeLimited:
+	default:
+		return nil
+	}
+	if r.Result == nil {
+		return nil
+	}
+	return []string{r.Answer()}
+}
+
+// AnsweredBy names, in a word, who answered or refused the call: the
+// hook's name, "policy" for a toolgate.call rule, an approval rule that
+// holds the call or a result rule that withholds its result, "approval"
+// for a refused approval, "confirmation" and "limit"; "" when the call
+// failed, toolgate's gate answered or the method ran. Answerer says the
+// same in full.
+func (r *Record) AnsweredBy() string {
+	if r.Err != nil {
+		return ""
+	}
+	switch r.Answerer.Kind {
+	case toolcall.ByHook:
+		return r.Answerer.Name
+	case toolcall.ByRule, toolcall.ByResultRule:
+		return "policy"
+	case toolcall.ByApproval:
+		if r.Stage == toolcall.StageHeld {
+			return "policy"
+		}
+		return "approval"
+	case toolcall.ByConfirmation:
+		return "confirmation"
+	case toolcall.ByLimit:
+		return "limit"
+	}
+	return ""
 }
 
 // DurationMS is Duration in milliseconds, the unit of the audit trail.
@@ -143,10 +194,18 @@ func (r *Record) Answer() string { return ResultText(r.Result) }
 // base decision, a hook or the method decided.
 func (r *Record) DecidingRules() []engine.Location {
 	var out []engine.Location
-	for _, d := range r.Denials {
-		out = appendNew(out, d.Rules...)
+	add := func(ls []engine.Location) {
+		for _, l := range ls {
+			if !slices.Contains(out, l) {
+				out = append(out, l)
+			}
+		}
 	}
-	return appendNew(out, r.Answerer.Rules...)
+	for _, d := range r.Denials {
+		add(d.Rules)
+	}
+	add(r.Answerer.Rules)
+	return out
 }
 
 // ResultText is the text content of a CallToolResult, its text items
@@ -168,3 +227,17 @@ func ResultText(res *mcp.CallToolResult) string {
 	}
 	return s
 }
+
+// LimitState is one limit's counter as the store found it.
+type LimitState struct {
+	Limit engine.Limit
+	// Count is how many calls the limit's key admitted within the last
+	// Per, before this call.
+	Count int64
+	// Wait is how long until a call would be admitted under this limit;
+	// 0 when it admits.
+	Wait time.Duration
+}
+
+// Refuses reports whether this limit refuses the call.
+func (s LimitState) Refuses() bool { return s.Count >= s.Limit.Max }
