@@ -4,7 +4,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/hooks"
-	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/methods"
 )
 
@@ -30,7 +29,7 @@ type Tracer interface {
 // *decisionlog.Logger is one. New adds its observer to every MCP server of
 // the Server, after Options.Observers and the audit trail's.
 type DecisionLog interface {
-	Observer() mcpadapter.Observer
+	Observer() hooks.Observer
 }
 
 // Metrics counts what a Server does besides its calls; *metrics.Metrics

@@ -43,7 +43,7 @@ type Options struct {
 	// callers from the same Server.
 	Caller mcpadapter.CallerFunc
 	// CallerSource names the identity source of each request's caller (the
-	// audit trail's caller_source); nil: mcpadapter.SourceLocal.
+	// audit trail's caller_source); nil: hooks.SourceLocal.
 	CallerSource func(ctx context.Context, req mcp.Request) string
 	// Hooks run around every accepted call, in order, then the audit
 	// trail's (an idempotency ledger: hooks/ledger; call counts:
@@ -53,9 +53,9 @@ type Options struct {
 	// mcpadapter.DefaultHookTimeout.
 	HookTimeout time.Duration
 	// Observers are told of every grant decision and of how every decided
-	// call ended (mcpadapter.Observer), in order, before the audit trail's
+	// call ended (hooks.Observer), in order, before the audit trail's
 	// and the decision log's.
-	Observers []mcpadapter.Observer
+	Observers []hooks.Observer
 	// Audit, when set, receives the audit trail as JSON Lines; Close
 	// flushes it. The writer is not closed.
 	Audit io.Writer
@@ -65,10 +65,10 @@ type Options struct {
 	// Limits counts calls under the rate limits of data.toolgate.call.limit
 	// (hooks/ledger.NewLimiter over the ledger's store, which replicas may
 	// share); nil: this process counts them in memory.
-	Limits mcpadapter.Limits
+	Limits hooks.Limits
 	// ListFallback is what tools/list shows when the grant policy fails
 	// (SPEC §6); the zero value lists the base decision.
-	ListFallback mcpadapter.ListFallback
+	ListFallback hooks.ListFallback
 	// Catalog serves the prompts, resources and completions of importing
 	// upstreams (an upstream pool); nil: none.
 	Catalog mcpadapter.Catalog
@@ -123,7 +123,7 @@ type Server struct {
 	eng   *engine.Engine
 	audit *audit.Auditor
 	hooks []hooks.Hook
-	obs   []mcpadapter.Observer
+	obs   []hooks.Observer
 	// outer are the receiving middleware around the adapter's, outermost
 	// first; layers names all of them (Layers).
 	outer  []mcpadapter.Layer
@@ -232,7 +232,7 @@ func (s *Server) buildPlugins() {
 
 // MCPServerFor returns a further MCP server governed by the Server, whose
 // callers are caller's (nil: nobody) from source (nil:
-// mcpadapter.SourceLocal): it shares the engine, hooks, observers and
+// hooks.SourceLocal): it shares the engine, hooks, observers and
 // notifications of the Server. The toolgate binary serves stdio (its
 // --as caller) and HTTP (each request's credentials) so. outer are the
 // transport's own receiving middleware (httpserve's), outermost first:

@@ -9,7 +9,6 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
-	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -28,8 +27,8 @@ import (
 // Nobody signed in takes no grant decision, so is not logged. Each event
 // carries the revision the decision read and the trace and span of ctx.
 // A nil *Logger's observer logs nothing.
-func (l *Logger) Observer() mcpadapter.Observer {
-	return mcpadapter.Observer{Name: "decision-log", Call: l.observeCall, List: l.observeList, Catalog: l.observeCatalog}
+func (l *Logger) Observer() hooks.Observer {
+	return hooks.Observer{Name: "decision-log", Call: l.observeCall, List: l.observeList, Catalog: l.observeCatalog}
 }
 
 // observeCatalog logs the decision on a prompt or a resource
@@ -37,7 +36,7 @@ func (l *Logger) Observer() mcpadapter.Observer {
 // and whose tool is the prompt name or the URI as sent; its result says
 // whether it was relayed, how the decision came out and the upstream
 // (none for what is hidden or does not exist: logged alike).
-func (l *Logger) observeCatalog(ctx context.Context, rec *mcpadapter.CatalogRecord) {
+func (l *Logger) observeCatalog(ctx context.Context, rec *hooks.CatalogRecord) {
 	if l == nil {
 		return
 	}
@@ -127,14 +126,14 @@ func (l *Logger) observeCall(ctx context.Context, call *hooks.CallContext, rec *
 
 // observeList logs the grant decision of a listing; its result is the
 // names listed, and for a failed decision what the listing fell back to.
-func (l *Logger) observeList(ctx context.Context, lr *mcpadapter.ListRecord) {
+func (l *Logger) observeList(ctx context.Context, lr *hooks.ListRecord) {
 	if l == nil {
 		return
 	}
 	res := map[string]any{"listed": lr.Listed, "outcome": lr.Decision.Outcome.String()}
 	if lr.Decision.Outcome == engine.Failed {
 		res["fallback"] = "base"
-		if lr.Fallback == mcpadapter.ListFallbackNone {
+		if lr.Fallback == hooks.ListFallbackNone {
 			res["fallback"] = "none"
 		}
 	}

@@ -3,7 +3,10 @@
 // before hook decides ([Verdict], [Allow], [Deny], [Answer]), the [Hook]
 // pair itself, and the [Record] of how the call was decided (its stage,
 // the grant decision, every deny reason with who gave it, who answered,
-// the answer and the timings) that after hooks and observers read.
+// the answer and the timings) that after hooks and observers read; what
+// an [Observer] hears of listings ([ListRecord]) and of prompts and
+// resources ([CatalogRecord]); and the [Limits] store's answer
+// ([LimitCheck]) that hooks/ledger gives.
 //
 // It holds no machinery: mcpadapter runs the call pipeline and fills the
 // Record, the packages under hooks/ (audit, ledger) and the metrics,

@@ -36,7 +36,7 @@ type CallContext struct {
 	Caller *toolcall.Caller
 	// Source is the identity source the caller came from
 	// (mcpadapter.Options.Source): "token", "jwt", or
-	// mcpadapter.SourceLocal. A subject of one source is never another's:
+	// hooks.SourceLocal. A subject of one source is never another's:
 	// hooks that keep state per caller (approvals, idempotency keys) key it
 	// by Source and Caller.Subject.
 	Source string

@@ -58,7 +58,7 @@ type Denial struct {
 // disagree.
 //
 // After hooks get the Record of every call that reached step 5 or was
-// refused at step 3; observers (mcpadapter.Observer) that of every call
+// refused at step 3; observers (hooks.Observer) that of every call
 // that took a grant decision (steps 3 to 8). Neither may modify it.
 type Record struct {
 	// Stage is where the call was decided.

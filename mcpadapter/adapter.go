@@ -32,10 +32,6 @@ type Revisions interface {
 // CallerFunc says on whose behalf a request is made; nil is nobody.
 type CallerFunc func(ctx context.Context, req mcp.Request) *toolcall.Caller
 
-// SourceLocal is the hooks.CallContext.Source of a caller the operator names
-// (stdio's --as, StaticCaller), not one authenticated per request.
-const SourceLocal = "local"
-
 // StaticCaller is a CallerFunc that always answers c (for stdio).
 func StaticCaller(c *toolcall.Caller) CallerFunc {
 	return func(context.Context, mcp.Request) *toolcall.Caller { return c }
@@ -62,7 +58,7 @@ type Options struct {
 	HookTimeout time.Duration
 	// ListFallback is what tools/list shows when the grant policy fails
 	// (docs/contract.md §6); the zero value is ListFallbackBase.
-	ListFallback ListFallback
+	ListFallback hooks.ListFallback
 	// Approvals holds the calls an approval rule names (docs/contract.md §13); nil: a
 	// call an approval rule names fails closed (internal error).
 	Approvals Approvals
@@ -72,25 +68,12 @@ type Options struct {
 	// Limits counts calls under the rate limits of data.toolgate.call.limit
 	// (docs/contract.md §18); nil: a call a limit rule names fails closed
 	// (internal error).
-	Limits Limits
+	Limits hooks.Limits
 	// Logging makes NewServer announce the logging capability
 	// (docs/contract.md §16): set it when a method may log to its client
 	// (a Go method through its Peer, an upstream that offers logging).
 	Logging bool
 }
-
-// ListFallback says what tools/list shows when the grant policy fails.
-// A client can provoke such a failure where a policy reads _meta, so the
-// choice is the operator's: the base decision may list tools that the
-// policy's override hides.
-type ListFallback int
-
-const (
-	// ListFallbackBase lists the base decision (the default).
-	ListFallbackBase ListFallback = iota
-	// ListFallbackNone lists nothing.
-	ListFallbackNone
-)
 
 // Adapter governs an MCP server's tools/list and tools/call with a toolgate
 // engine (docs/contract.md §5, §6). Configure it (AddHook) before serving; it is then
@@ -99,7 +82,7 @@ type Adapter struct {
 	opts      Options
 	log       *slog.Logger
 	hooks     []hooks.Hook
-	observers []Observer
+	observers []hooks.Observer
 	cache     atomic.Pointer[revisionCache]
 	cacheMu   sync.Mutex // held while building a revision's cache (cacheOf)
 	// sessions remembers each session's listing caller, for telling
@@ -311,7 +294,7 @@ func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest, descripto
 	d := rc.rev.Grant(ctx, caller, ereq)
 	if d.Outcome == engine.Failed {
 		fallback := "listing the base decision"
-		if a.opts.ListFallback == ListFallbackNone {
+		if a.opts.ListFallback == hooks.ListFallbackNone {
 			fallback = "listing nothing (--list-fallback none)"
 		}
 		a.log.Error("tools/list: grant decision failed; "+fallback,
@@ -335,7 +318,7 @@ func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest, descripto
 		}
 	}
 	if len(a.observers) > 0 {
-		a.observeList(ctx, &ListRecord{Caller: caller, Revision: rc.rev, Meta: ereq.Meta, Decision: d, Start: start}, rc, rows)
+		a.observeList(ctx, &hooks.ListRecord{Caller: caller, Revision: rc.rev, Meta: ereq.Meta, Decision: d, Start: start}, rc, rows)
 	}
 	return res, wire
 }
@@ -344,7 +327,7 @@ func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest, descripto
 // §6): a failed decision lists the base decision, or nothing with
 // ListFallbackNone.
 func (a *Adapter) visibleRows(d *engine.GrantDecision) []int {
-	if d.Outcome == engine.Failed && a.opts.ListFallback == ListFallbackNone {
+	if d.Outcome == engine.Failed && a.opts.ListFallback == hooks.ListFallbackNone {
 		return nil
 	}
 	return d.VisibleRows()

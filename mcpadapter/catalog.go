@@ -12,8 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Catalog is where the prompts, resources, resource templates and
@@ -239,28 +239,7 @@ func (a *Adapter) serveCatalog(ctx context.Context, method string, req mcp.Reque
 	return next(ctx, method, req)
 }
 
-// CatalogRecord is one decision on a prompt or a resource (prompts/get,
-// resources/read, resources/subscribe, completion/complete), as observers
-// hear of it.
-type CatalogRecord struct {
-	Method   string
-	Caller   *toolcall.Caller
-	Revision *engine.Revision
-	// Name is the prompt name or the URI as sent.
-	Name string
-	// Upstream is the upstream that owns it; "" when nothing does.
-	Upstream string
-	// Allowed says whether it was relayed; Err is a failed decision or
-	// a failed relay.
-	Allowed bool
-	Err     error
-	// Outcome is how the decision was reached.
-	Outcome  engine.Outcome
-	Start    time.Time
-	Duration time.Duration
-}
-
-func (a *Adapter) observeCatalog(ctx context.Context, rec *CatalogRecord) {
+func (a *Adapter) observeCatalog(ctx context.Context, rec *hooks.CatalogRecord) {
 	rec.Duration = time.Since(rec.Start)
 	for _, o := range a.observers {
 		if o.Catalog == nil {

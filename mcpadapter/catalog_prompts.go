@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -35,7 +36,7 @@ func (a *Adapter) listPrompts(ctx context.Context, caller *toolcall.Caller, req 
 	if d.Outcome == engine.Failed {
 		a.log.Error("prompts/list: grant decision failed; "+a.fallbackText(),
 			slog.String("subject", caller.Subject), slog.String("revision", rev.String()), slog.Any("error", d.Err))
-		if a.opts.ListFallback == ListFallbackNone {
+		if a.opts.ListFallback == hooks.ListFallbackNone {
 			return res
 		}
 	}
@@ -47,7 +48,7 @@ func (a *Adapter) listPrompts(ctx context.Context, caller *toolcall.Caller, req 
 }
 
 func (a *Adapter) fallbackText() string {
-	if a.opts.ListFallback == ListFallbackNone {
+	if a.opts.ListFallback == hooks.ListFallbackNone {
 		return "listing nothing (--list-fallback none)"
 	}
 	return "listing the base decision"
@@ -71,7 +72,7 @@ func (a *Adapter) getPrompt(ctx context.Context, caller *toolcall.Caller, req *m
 	if caller == nil {
 		return nil, unknownPrompt(name)
 	}
-	rec := &CatalogRecord{Method: engine.MethodPromptsGet, Caller: caller, Name: name, Start: time.Now()}
+	rec := &hooks.CatalogRecord{Method: engine.MethodPromptsGet, Caller: caller, Name: name, Start: time.Now()}
 	defer a.observeCatalog(ctx, rec)
 	rev := a.opts.Revisions.Current()
 	rec.Revision = rev

@@ -10,6 +10,7 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -25,7 +26,7 @@ func (a *Adapter) resourceDecision(ctx context.Context, caller *toolcall.Caller,
 
 // visible is the lenient reading of a listing.
 func (a *Adapter) visible(d engine.ResourceDecision) bool {
-	if d.Outcome == engine.Failed && a.opts.ListFallback == ListFallbackNone {
+	if d.Outcome == engine.Failed && a.opts.ListFallback == hooks.ListFallbackNone {
 		return false
 	}
 	return d.Visible()
@@ -107,7 +108,7 @@ func ResolveResource(ctx context.Context, cat Catalog, uri string) *engine.Resou
 // allowedResource resolves uri and decides it strictly: the resource
 // when caller may read it, nil when it is hidden or nothing serves it
 // (the same answer follows).
-func (a *Adapter) allowedResource(ctx context.Context, caller *toolcall.Caller, method, uri string, meta mcp.Meta, rec *CatalogRecord) *engine.Resource {
+func (a *Adapter) allowedResource(ctx context.Context, caller *toolcall.Caller, method, uri string, meta mcp.Meta, rec *hooks.CatalogRecord) *engine.Resource {
 	if caller == nil {
 		return nil
 	}
@@ -132,7 +133,7 @@ func (a *Adapter) readResource(ctx context.Context, caller *toolcall.Caller, req
 		return nil, unknownResource("")
 	}
 	uri := req.Params.URI
-	rec := &CatalogRecord{Method: engine.MethodResourcesRead, Caller: caller, Name: uri, Start: time.Now()}
+	rec := &hooks.CatalogRecord{Method: engine.MethodResourcesRead, Caller: caller, Name: uri, Start: time.Now()}
 	if caller != nil {
 		defer a.observeCatalog(ctx, rec)
 	}
@@ -153,7 +154,7 @@ func (a *Adapter) complete(ctx context.Context, caller *toolcall.Caller, req *mc
 	if p == nil || p.Ref == nil || p.Argument.Name == "" {
 		return next(ctx, method, req) // the SDK's own validation answer
 	}
-	rec := &CatalogRecord{Method: engine.MethodComplete, Caller: caller, Start: time.Now()}
+	rec := &hooks.CatalogRecord{Method: engine.MethodComplete, Caller: caller, Start: time.Now()}
 	switch p.Ref.Type {
 	case "ref/prompt":
 		name := p.Ref.Name

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -193,7 +194,7 @@ func (a *Adapter) subscribe(ctx context.Context, caller *toolcall.Caller, req *m
 		return nil, unknownResource("")
 	}
 	uri := req.Params.URI
-	rec := &CatalogRecord{Method: engine.MethodSubscribe, Caller: caller, Name: uri, Start: time.Now()}
+	rec := &hooks.CatalogRecord{Method: engine.MethodSubscribe, Caller: caller, Name: uri, Start: time.Now()}
 	if caller != nil {
 		defer a.observeCatalog(ctx, rec)
 	}
@@ -266,7 +267,7 @@ func (a *Adapter) listen(ctx context.Context, method string, req mcp.Request, ne
 	n := *r.Params.Notifications
 	var kept []string
 	for _, uri := range n.ResourceSubscriptions {
-		rec := &CatalogRecord{Method: engine.MethodSubscribe, Caller: caller, Name: uri, Start: time.Now()}
+		rec := &hooks.CatalogRecord{Method: engine.MethodSubscribe, Caller: caller, Name: uri, Start: time.Now()}
 		res := a.allowedResource(ctx, caller, engine.MethodSubscribe, uri, r.Params.Meta, rec)
 		if caller != nil {
 			a.observeCatalog(ctx, rec)
@@ -342,7 +343,7 @@ func (a *Adapter) filterUpdates(next mcp.MethodHandler) mcp.MethodHandler {
 			return nil, nil
 		}
 		caller := a.catalog.caller(ss)
-		rec := &CatalogRecord{}
+		rec := &hooks.CatalogRecord{}
 		if a.allowedResource(ctx, caller, methodResourceUpdated, params.URI, nil, rec) == nil {
 			return nil, nil
 		}

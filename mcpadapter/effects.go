@@ -38,7 +38,7 @@ type effects interface {
 	// limits asks the limit store about the call's limits: Admit (which
 	// counts) when served, Peek in a dry run. asked is false when there
 	// is no store and the call goes on without one.
-	limits(ctx context.Context, limits []engine.Limit) (ck LimitCheck, asked bool, err error)
+	limits(ctx context.Context, limits []engine.Limit) (ck hooks.LimitCheck, asked bool, err error)
 	// approval decides a call an approval rule names: it reports whether
 	// that decided the call (held, refused, failed); a call that consumed
 	// an approval goes on, the approval in rec.
@@ -64,7 +64,7 @@ func (s served) caller(ctx context.Context, req *mcp.CallToolRequest) *toolcall.
 // source is the adapter's Source, SourceLocal without one.
 func (s served) source(ctx context.Context, req *mcp.CallToolRequest) string {
 	if s.a.opts.Source == nil {
-		return SourceLocal
+		return hooks.SourceLocal
 	}
 	return s.a.opts.Source(ctx, req)
 }
@@ -107,12 +107,12 @@ func (s served) before(ctx context.Context, call *hooks.CallContext, rec *hooks.
 
 // limits admits the call in the adapter's store, under the hook
 // deadline; without a store the call fails (ErrNoLimits).
-func (s served) limits(ctx context.Context, limits []engine.Limit) (LimitCheck, bool, error) {
+func (s served) limits(ctx context.Context, limits []engine.Limit) (hooks.LimitCheck, bool, error) {
 	store := s.a.opts.Limits
 	if store == nil {
-		return LimitCheck{}, true, ErrNoLimits
+		return hooks.LimitCheck{}, true, ErrNoLimits
 	}
-	ck, err := guard(ctx, s.a.opts.HookTimeout, false, func(ctx context.Context) (LimitCheck, error) {
+	ck, err := guard(ctx, s.a.opts.HookTimeout, false, func(ctx context.Context) (hooks.LimitCheck, error) {
 		return store.Admit(ctx, limits)
 	})
 	return ck, true, err
@@ -178,14 +178,14 @@ type dryRun struct {
 	who *toolcall.Caller
 	rc  *revisionCache
 	// store is peeked at (Limits.Peek); nil: the limits are not read.
-	store Limits
+	store hooks.Limits
 	// taken is a result the method is taken to return; nil: none.
 	taken *mcp.CallToolResult
 }
 
 func (d *dryRun) caller(context.Context, *mcp.CallToolRequest) *toolcall.Caller { return d.who }
 
-func (d *dryRun) source(context.Context, *mcp.CallToolRequest) string { return SourceLocal }
+func (d *dryRun) source(context.Context, *mcp.CallToolRequest) string { return hooks.SourceLocal }
 
 func (d *dryRun) revision() *revisionCache { return d.rc }
 
@@ -198,11 +198,11 @@ func (d *dryRun) before(context.Context, *hooks.CallContext, *hooks.Record) (*mc
 	return nil, hooks.Answerer{}, false
 }
 
-func (d *dryRun) limits(ctx context.Context, limits []engine.Limit) (LimitCheck, bool, error) {
+func (d *dryRun) limits(ctx context.Context, limits []engine.Limit) (hooks.LimitCheck, bool, error) {
 	if d.store == nil {
-		return LimitCheck{}, false, nil
+		return hooks.LimitCheck{}, false, nil
 	}
-	var ck LimitCheck
+	var ck hooks.LimitCheck
 	err := safely(func() error {
 		var err error
 		ck, err = d.store.Peek(ctx, limits)

@@ -63,7 +63,7 @@ type setup struct {
 	// catalog serves prompts and resources (docs/contract.md §16).
 	catalog mcpadapter.Catalog
 	// limits replaces the adapter's limit store (an in-memory one).
-	limits mcpadapter.Limits
+	limits hooks.Limits
 }
 
 // governed is a running governed server for one test.
@@ -151,7 +151,7 @@ func newGoverned(t testing.TB, s setup) *governed {
 		Approvals: approvals.New(store.NewMemoryStore(), approvals.Options{
 			NewID: func() string { return fmt.Sprintf("%024x", ids.Add(1)) },
 		}),
-		Limits: cmp.Or[mcpadapter.Limits](s.limits, ledger.NewLimiter(store.NewMemoryStore(), nil)),
+		Limits: cmp.Or[hooks.Limits](s.limits, ledger.NewLimiter(store.NewMemoryStore(), nil)),
 	})
 	for _, name := range s.hooks {
 		g.adapter.AddHook(testHook(t, name))

@@ -11,28 +11,6 @@ import (
 	"github.com/toolgate/toolgate/toolcall"
 )
 
-// Limits counts calls under the rate limits and quotas of
-// data.toolgate.call.limit (docs/contract.md §18); hooks/ledger.Limiter is one,
-// over the ledger's store, so that replicas sharing the store share the
-// limits. The adapter asks it only for a granted call that nothing refused.
-type Limits interface {
-	// Admit decides, atomically, a call that must pass every limit: it is
-	// admitted and counted under each, or refused and counted under none.
-	// An error fails the call closed.
-	Admit(ctx context.Context, limits []engine.Limit) (LimitCheck, error)
-	// Peek answers like Admit without counting: what `toolgate explain`
-	// shows.
-	Peek(ctx context.Context, limits []engine.Limit) (LimitCheck, error)
-}
-
-// LimitCheck is the answer of Limits.Admit and Limits.Peek.
-type LimitCheck struct {
-	// Admitted reports whether every limit admitted the call.
-	Admitted bool
-	// States are the limits' counters, in the order asked.
-	States []hooks.LimitState
-}
-
 // ErrNoLimits fails a call that a limit rule names on a server without a
 // limit store.
 var ErrNoLimits = errors.New("a limit rule names the call but the server has no limit store")
@@ -51,7 +29,7 @@ func waitSeconds(wait time.Duration) int64 {
 
 // refusing is the limit that refuses the call longest (the first such in
 // key order), or nil when every limit admits it.
-func (ck *LimitCheck) refusing() *hooks.LimitState {
+func refusing(ck *hooks.LimitCheck) *hooks.LimitState {
 	var worst *hooks.LimitState
 	for i := range ck.States {
 		s := &ck.States[i]
@@ -85,7 +63,7 @@ func (p *pipeline) limit(ctx context.Context, s *accepted) bool {
 	if err == nil && len(ck.States) != len(limits) {
 		err = fmt.Errorf("the limit store answered %d states for %d limits", len(ck.States), len(limits))
 	}
-	if err == nil && !ck.Admitted && ck.refusing() == nil {
+	if err == nil && !ck.Admitted && refusing(&ck) == nil {
 		err = errors.New("the limit store refused the call under no limit")
 	}
 	if err != nil {
@@ -99,7 +77,7 @@ func (p *pipeline) limit(ctx context.Context, s *accepted) bool {
 	if ck.Admitted {
 		return false
 	}
-	worst := ck.refusing()
+	worst := refusing(&ck)
 	text := RateLimited(worst.Limit.Reason, worst.Wait)
 	rec.Stage, rec.Outcome = toolcall.StageLimited, toolcall.OutcomeLimited
 	rec.Answerer, rec.Result = hooks.Answerer{Kind: toolcall.ByLimit, Rules: worst.Limit.Rules}, TextResult(text, true)

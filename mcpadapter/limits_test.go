@@ -156,12 +156,12 @@ limit contains {"key": input.tool.name, "max": 1, "per": "1m", "reason": "one a 
 // failingLimits is a limit store that cannot answer.
 type failingLimits struct{}
 
-func (failingLimits) Admit(context.Context, []engine.Limit) (mcpadapter.LimitCheck, error) {
-	return mcpadapter.LimitCheck{}, errors.New("connection refused")
+func (failingLimits) Admit(context.Context, []engine.Limit) (hooks.LimitCheck, error) {
+	return hooks.LimitCheck{}, errors.New("connection refused")
 }
 
-func (failingLimits) Peek(context.Context, []engine.Limit) (mcpadapter.LimitCheck, error) {
-	return mcpadapter.LimitCheck{}, errors.New("connection refused")
+func (failingLimits) Peek(context.Context, []engine.Limit) (hooks.LimitCheck, error) {
+	return hooks.LimitCheck{}, errors.New("connection refused")
 }
 
 // TestLimitsFailClosed: a malformed limit object is a failure of the call

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/example/demo"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -74,11 +75,11 @@ granted := {t.name | some t in input.tools; t.base; t.name != "execUrl"; level >
 	malformed := mcp.Meta{"x/level": "not a number"}
 	for _, tc := range []struct {
 		name     string
-		fallback mcpadapter.ListFallback
+		fallback hooks.ListFallback
 		failing  []string
 	}{
-		{"base (default)", mcpadapter.ListFallbackBase, []string{"echo", "execUrl"}},
-		{"none", mcpadapter.ListFallbackNone, []string{}},
+		{"base (default)", hooks.ListFallbackBase, []string{"echo", "execUrl"}},
+		{"none", hooks.ListFallbackNone, []string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -25,16 +25,16 @@ import (
 // often it was asked.
 type countingLimits struct{ asked atomic.Int64 }
 
-func (c *countingLimits) Admit(_ context.Context, limits []engine.Limit) (mcpadapter.LimitCheck, error) {
+func (c *countingLimits) Admit(_ context.Context, limits []engine.Limit) (hooks.LimitCheck, error) {
 	c.asked.Add(1)
-	ck := mcpadapter.LimitCheck{Admitted: true}
+	ck := hooks.LimitCheck{Admitted: true}
 	for _, l := range limits {
 		ck.States = append(ck.States, hooks.LimitState{Limit: l})
 	}
 	return ck, nil
 }
 
-func (c *countingLimits) Peek(ctx context.Context, limits []engine.Limit) (mcpadapter.LimitCheck, error) {
+func (c *countingLimits) Peek(ctx context.Context, limits []engine.Limit) (hooks.LimitCheck, error) {
 	return c.Admit(ctx, limits)
 }
 
@@ -83,7 +83,7 @@ func TestCallsWithoutLimitOrResultRulesDoNoSuchWork(t *testing.T) {
 				last = *rec
 				return nil
 			}}
-			adapter := func(limits mcpadapter.Limits) *mcpadapter.Adapter {
+			adapter := func(limits hooks.Limits) *mcpadapter.Adapter {
 				a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: demo.Methods(), Caller: mcpadapter.StaticCaller(maxCaller), Limits: limits})
 				a.AddHook(record)
 				return a

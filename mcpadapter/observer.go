@@ -5,65 +5,12 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
-	"github.com/toolgate/toolgate/toolcall"
 )
-
-// Observer is told of every grant decision the adapter takes and of how
-// every call it decided ended: what a decision log (SPEC §14) records.
-// Unlike an after hook it also hears of the calls refused at step 4
-// (hidden, or no row has the name), and of every listing. Either func may
-// be nil.
-//
-// An Observer is a notification: it runs synchronously, before the answer
-// is sent, and must return quickly without blocking (buffer, do not
-// write). It cannot change the answer; a panic is logged and ignored. It
-// must not modify what it is given, nor keep it past its return.
-type Observer struct {
-	// Name names the observer in the log when it panics.
-	Name string
-	// Call hears of every tools/call that reached the grant decision (steps
-	// 3 to 8), once: after the after hooks, with the call's Record. A call
-	// refused at step 4 has Stage StageUnknown and is told exactly as a
-	// hidden one is, whether or not a row has the name. Nobody signed in
-	// (step 2) and a missing name (step 1) take no grant decision and are
-	// not told.
-	Call func(ctx context.Context, call *hooks.CallContext, rec *hooks.Record)
-	// List hears of every tools/list whose caller is signed in (nobody
-	// takes no grant decision: an empty listing).
-	List func(ctx context.Context, l *ListRecord)
-	// Catalog hears of every decision on a prompt or a resource by a
-	// signed-in caller: prompts/get, resources/read, resources/subscribe,
-	// completion/complete (docs/contract.md §16).
-	Catalog func(ctx context.Context, rec *CatalogRecord)
-}
-
-// ListRecord is one tools/list's grant decision, read leniently (SPEC §6).
-type ListRecord struct {
-	// Caller is who listed; never nil.
-	Caller *toolcall.Caller
-	// Revision is the revision the decision read.
-	Revision *engine.Revision
-	// Meta is the bounded _meta.
-	Meta engine.Meta
-	// Decision is the grant decision; shared, must not be modified. When
-	// its Outcome is engine.Failed the listing fell back (Fallback).
-	Decision *engine.GrantDecision
-	// Fallback says what a failed decision listed: ListFallbackBase or
-	// ListFallbackNone. Meaningless when the decision did not fail.
-	Fallback ListFallback
-	// Listed are the names of the tools listed, in registry order.
-	Listed []string
-	// Start is when the adapter began handling the listing, Duration how
-	// long it took (without the observers).
-	Start    time.Time
-	Duration time.Duration
-}
 
 // AddObserver registers an observer. Configure it before serving, as
 // AddHook; observers are told in registration order.
-func (a *Adapter) AddObserver(o Observer) { a.observers = append(a.observers, o) }
+func (a *Adapter) AddObserver(o hooks.Observer) { a.observers = append(a.observers, o) }
 
 // observeCall tells every observer of a call that took a grant decision.
 func (a *Adapter) observeCall(ctx context.Context, call *hooks.CallContext, rec *hooks.Record) {
@@ -80,7 +27,7 @@ func (a *Adapter) observeCall(ctx context.Context, call *hooks.CallContext, rec 
 
 // observeList tells every observer of a listing's grant decision; rows are
 // the listed rows of rc's revision.
-func (a *Adapter) observeList(ctx context.Context, l *ListRecord, rc *revisionCache, rows []int) {
+func (a *Adapter) observeList(ctx context.Context, l *hooks.ListRecord, rc *revisionCache, rows []int) {
 	tools := rc.rev.Registry().Tools
 	l.Listed = make([]string, len(rows))
 	for k, i := range rows {

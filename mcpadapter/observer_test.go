@@ -19,7 +19,7 @@ import (
 type seen struct {
 	mu    sync.Mutex
 	calls []seenCall
-	lists []mcpadapter.ListRecord
+	lists []hooks.ListRecord
 }
 
 type seenCall struct {
@@ -33,7 +33,7 @@ type seenCall struct {
 
 func observe(g *governed) *seen {
 	s := &seen{}
-	g.adapter.AddObserver(mcpadapter.Observer{
+	g.adapter.AddObserver(hooks.Observer{
 		Name: "test",
 		Call: func(_ context.Context, call *hooks.CallContext, rec *hooks.Record) {
 			n := len(g.after.outcomes())
@@ -41,7 +41,7 @@ func observe(g *governed) *seen {
 			defer s.mu.Unlock()
 			s.calls = append(s.calls, seenCall{id: call.DecisionID, name: call.Name, rev: call.Revision, rec: *rec, afterRan: n})
 		},
-		List: func(_ context.Context, l *mcpadapter.ListRecord) {
+		List: func(_ context.Context, l *hooks.ListRecord) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.lists = append(s.lists, *l)
@@ -50,10 +50,10 @@ func observe(g *governed) *seen {
 	return s
 }
 
-func (s *seen) snapshot() ([]seenCall, []mcpadapter.ListRecord) {
+func (s *seen) snapshot() ([]seenCall, []hooks.ListRecord) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]seenCall(nil), s.calls...), append([]mcpadapter.ListRecord(nil), s.lists...)
+	return append([]seenCall(nil), s.calls...), append([]hooks.ListRecord(nil), s.lists...)
 }
 
 // Every grant decision is observed exactly once (SPEC §14): a listing, a
@@ -157,7 +157,7 @@ func TestObserverHearsFailedGrantDecision(t *testing.T) {
 	require.Error(t, calls[0].rec.Grant.Err)
 	require.Len(t, lists, 1)
 	require.Equal(t, engine.Failed, lists[0].Decision.Outcome)
-	require.Equal(t, mcpadapter.ListFallbackBase, lists[0].Fallback)
+	require.Equal(t, hooks.ListFallbackBase, lists[0].Fallback)
 }
 
 // An observer that panics changes no answer: hidden and absent stay
@@ -166,10 +166,10 @@ func TestObserverHearsFailedGrantDecision(t *testing.T) {
 func TestObserverPanicIgnored(t *testing.T) {
 	t.Parallel()
 	g := newGoverned(t, setup{caller: &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}})
-	g.adapter.AddObserver(mcpadapter.Observer{
+	g.adapter.AddObserver(hooks.Observer{
 		Name: "boom",
 		Call: func(context.Context, *hooks.CallContext, *hooks.Record) { panic("boom") },
-		List: func(context.Context, *mcpadapter.ListRecord) { panic("boom") },
+		List: func(context.Context, *hooks.ListRecord) { panic("boom") },
 	})
 	s := observe(g) // a later observer is still told
 	c := g.connectRaw(t, proto20250618)

@@ -131,7 +131,7 @@ type DryRunOptions struct {
 	// the call's rate limits: a limit that would refuse decides the run
 	// (StageLimited). nil: the limits are only reported, in the
 	// CallDecision.
-	Limits Limits
+	Limits hooks.Limits
 	// Result, when set, is a result the method is taken to return: a call
 	// that would run has the result rules applied to it, and the Record's
 	// Result is what the caller would get (docs/contract.md §18).

@@ -183,7 +183,7 @@ func TestLedgerReplaysTheRedactedResult(t *testing.T) {
 	assert.JSONEq(t, want, string(stored), "the after hooks (the ledger among them) saw the redacted result")
 	assert.Equal(t, `{"jsonrpc":"2.0","id":3,"result":`+want+`}`, string(c.call(echo)), "replayed: the redacted result")
 	assert.Equal(t, []string{"result", "result", "answered"}, g.after.outcomes())
-	res, err := st.Claim(context.Background(), store.Key{Subject: ledger.Principal(mcpadapter.SourceLocal, "max"), Tool: "echo", ID: "k-2"},
+	res, err := st.Claim(context.Background(), store.Key{Subject: ledger.Principal(hooks.SourceLocal, "max"), Tool: "echo", ID: "k-2"},
 		canon.SHA256(json.RawMessage(`{"text":"token ghp_abcdefghijklmnopqrstuvwxyz0123456789"}`)), time.Now(), store.Lifetimes{})
 	require.NoError(t, err)
 	require.Equal(t, store.Completed, res.State)

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -26,11 +26,11 @@ const StageCatalog = "catalog"
 // "catalog", Outcome "result" (relayed), "failed" (the relay failed) or
 // "refused_gate" (the decision failed). What the caller may not see is not
 // written, as a hidden tool is not: hidden is absent.
-func (a *Auditor) Observer() mcpadapter.Observer {
-	return mcpadapter.Observer{Name: HookName, Catalog: a.catalog}
+func (a *Auditor) Observer() hooks.Observer {
+	return hooks.Observer{Name: HookName, Catalog: a.catalog}
 }
 
-func (a *Auditor) catalog(ctx context.Context, rec *mcpadapter.CatalogRecord) {
+func (a *Auditor) catalog(ctx context.Context, rec *hooks.CatalogRecord) {
 	outcome := toolcall.OutcomeResult
 	switch {
 	case rec.Outcome == engine.Failed:

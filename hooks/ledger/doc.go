@@ -31,7 +31,7 @@
 //
 // The keys live in a [store.Store] (memory, SQLite or PostgreSQL: package
 // store), beside the approval requests and the rate limits' counts;
-// [NewLimiter] makes the adapter's mcpadapter.Limits of a
+// [NewLimiter] makes the adapter's hooks.Limits of a
 // [store.LimitStore], and [Ledger.Prune] also removes counted calls whose
 // windows ended.
 //

@@ -13,7 +13,6 @@ import (
 
 	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/internal/canon"
-	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -162,14 +161,14 @@ func (l *Ledger) unkeyed(call *hooks.CallContext) bool {
 
 // Principal is the caller's key in the ledger: its identity source and
 // subject ("token:alice", "jwt:alice"; source "" is
-// mcpadapter.SourceLocal). A source name holds no ':', so two callers
+// hooks.SourceLocal). A source name holds no ':', so two callers
 // never share a key: a result stored for the tokens file's "alice" is
 // never replayed to the issuer's. (Keys stored before sources were kept
 // hold the bare subject: no caller matches them; they are pruned after
 // their retention.)
 func Principal(source, subject string) string {
 	if source == "" {
-		source = mcpadapter.SourceLocal
+		source = hooks.SourceLocal
 	}
 	return source + ":" + subject
 }

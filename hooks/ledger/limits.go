@@ -8,12 +8,11 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
-	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/store"
 )
 
 // Limiter decides calls under the limits of data.toolgate.call.limit in a
-// LimitStore: it is the adapter's mcpadapter.Limits.
+// LimitStore: it is the adapter's hooks.Limits.
 type Limiter struct {
 	store store.LimitStore
 	now   func() time.Time
@@ -31,28 +30,28 @@ func NewLimiter(store store.LimitStore, now func() time.Time) *Limiter {
 	return &Limiter{store: store, now: now}
 }
 
-var _ mcpadapter.Limits = (*Limiter)(nil)
+var _ hooks.Limits = (*Limiter)(nil)
 
 // ErrLimitStore is wrapped by a Limiter's failures: the store could not
 // answer, and the call fails closed.
 var ErrLimitStore = errors.New("ledger: the limit store could not answer")
 
-// Admit implements mcpadapter.Limits.
-func (l *Limiter) Admit(ctx context.Context, limits []engine.Limit) (mcpadapter.LimitCheck, error) {
+// Admit implements hooks.Limits.
+func (l *Limiter) Admit(ctx context.Context, limits []engine.Limit) (hooks.LimitCheck, error) {
 	return l.check(ctx, limits, l.store.AdmitCall)
 }
 
-// Peek implements mcpadapter.Limits.
-func (l *Limiter) Peek(ctx context.Context, limits []engine.Limit) (mcpadapter.LimitCheck, error) {
+// Peek implements hooks.Limits.
+func (l *Limiter) Peek(ctx context.Context, limits []engine.Limit) (hooks.LimitCheck, error) {
 	return l.check(ctx, limits, l.store.PeekLimits)
 }
 
 func (l *Limiter) check(ctx context.Context, limits []engine.Limit,
-	f func(context.Context, []store.LimitRequest, time.Time) (bool, []store.LimitCount, error)) (mcpadapter.LimitCheck, error) {
+	f func(context.Context, []store.LimitRequest, time.Time) (bool, []store.LimitCount, error)) (hooks.LimitCheck, error) {
 	reqs := make([]store.LimitRequest, len(limits))
 	for i, lim := range limits {
 		if lim.Key == "" || lim.Max < 1 || lim.Per <= 0 {
-			return mcpadapter.LimitCheck{}, fmt.Errorf("%w: malformed limit %+v", ErrLimitStore, lim)
+			return hooks.LimitCheck{}, fmt.Errorf("%w: malformed limit %+v", ErrLimitStore, lim)
 		}
 		reqs[i] = store.LimitRequest{Key: lim.Key, Max: lim.Max, Per: lim.Per}
 	}
@@ -61,9 +60,9 @@ func (l *Limiter) check(ctx context.Context, limits []engine.Limit,
 		err = fmt.Errorf("store answered %d counts for %d limits", len(counts), len(limits))
 	}
 	if err != nil {
-		return mcpadapter.LimitCheck{}, fmt.Errorf("%w: %w", ErrLimitStore, err)
+		return hooks.LimitCheck{}, fmt.Errorf("%w: %w", ErrLimitStore, err)
 	}
-	ck := mcpadapter.LimitCheck{Admitted: ok, States: make([]hooks.LimitState, len(limits))}
+	ck := hooks.LimitCheck{Admitted: ok, States: make([]hooks.LimitState, len(limits))}
 	for i, c := range counts {
 		ck.States[i] = hooks.LimitState{Limit: limits[i], Count: c.Count, Wait: c.Wait}
 	}

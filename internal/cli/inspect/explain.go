@@ -81,7 +81,7 @@ type ExplainOptions struct {
 	// Limits, when set, is read (never counted in) for the counters of
 	// the call's rate limits (docs/contract.md §18): a limit that would refuse decides
 	// the explanation. nil: the limits are listed without their counters.
-	Limits mcpadapter.Limits
+	Limits hooks.Limits
 	// Result, when set, is a result (a CallToolResult, JSON) the method is
 	// taken to return: the explanation says what the caller would get
 	// once the result rules ran on it (docs/contract.md §18).

@@ -182,7 +182,7 @@ func (g *Gate) Check(ctx context.Context, call *hooks.CallContext, rule *engine.
 	}
 	source := call.Source
 	if source == "" {
-		source = mcpadapter.SourceLocal
+		source = hooks.SourceLocal
 	}
 	g.rememberRoles(rule.Approvers)
 	key := store.ApprovalKey{Source: source, Subject: call.Caller.Subject, Tool: call.Tool.Name, ArgsHash: canon.SHA256(call.Arguments)}

@@ -417,7 +417,7 @@ func (g *Gateway) coreOptions(src engine.Source) toolgate.Options {
 		Methods: g.methods,
 		Hooks:   []hooks.Hook{g.ledger.Hook(), g.audit.Hook(), g.m.Hook(), g.activity.Hook()},
 		// prompts/get, resources/read, ... (docs/contract.md §16)
-		Observers:    []mcpadapter.Observer{g.audit.Observer()},
+		Observers:    []hooks.Observer{g.audit.Observer()},
 		HookTimeout:  cfg.HookTimeout,
 		ListFallback: listFallback(cfg.ListFallback),
 		Approvals:    g.gate,
@@ -625,11 +625,11 @@ func (g *Gateway) Run(ctx context.Context) error {
 }
 
 // listFallback maps the validated setting to the adapter's option.
-func listFallback(s string) mcpadapter.ListFallback {
+func listFallback(s string) hooks.ListFallback {
 	if s == config.ListFallbackNone {
-		return mcpadapter.ListFallbackNone
+		return hooks.ListFallbackNone
 	}
-	return mcpadapter.ListFallbackBase
+	return hooks.ListFallbackBase
 }
 
 func printWelcome(w io.Writer, a net.Addr, demoToken string, tokens *identity.Tokens, jwt *identity.JWT, anonymous bool, withheld string) {

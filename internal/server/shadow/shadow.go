@@ -30,7 +30,6 @@ import (
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
-	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -280,10 +279,10 @@ func (s *Shadow) enqueue(f func(context.Context)) {
 	}
 }
 
-// Observer is the mcpadapter.Observer that queues each decision for
+// Observer is the hooks.Observer that queues each decision for
 // comparison. It copies what it keeps and never blocks.
-func (s *Shadow) Observer() mcpadapter.Observer {
-	return mcpadapter.Observer{Name: "shadow", Call: s.observeCall, List: s.observeList}
+func (s *Shadow) Observer() hooks.Observer {
+	return hooks.Observer{Name: "shadow", Call: s.observeCall, List: s.observeList}
 }
 
 func cloneCaller(c *toolcall.Caller) *toolcall.Caller {
@@ -339,7 +338,7 @@ func (s *Shadow) decideCall(ctx context.Context, caller *toolcall.Caller, name s
 	return b, func() *engine.GrantDecision { return cand.Explain(ctx, caller, req) }
 }
 
-func (s *Shadow) observeList(_ context.Context, l *mcpadapter.ListRecord) {
+func (s *Shadow) observeList(_ context.Context, l *hooks.ListRecord) {
 	if s.candidate() == nil {
 		return
 	}

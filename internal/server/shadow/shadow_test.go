@@ -48,7 +48,7 @@ func engines(t *testing.T, ctx context.Context, grant string) (serving, cand *en
 // connect serves serving's revisions to caller through a new adapter with
 // observers, over in-memory transports. end closes the client session and
 // waits for the server's side to end.
-func connect(t *testing.T, ctx context.Context, serving *engine.Engine, caller *toolcall.Caller, observers ...mcpadapter.Observer) (cs *mcp.ClientSession, end func()) {
+func connect(t *testing.T, ctx context.Context, serving *engine.Engine, caller *toolcall.Caller, observers ...hooks.Observer) (cs *mcp.ClientSession, end func()) {
 	t.Helper()
 	a := mcpadapter.New(mcpadapter.Options{Revisions: serving, Methods: demo.Methods(), Caller: mcpadapter.StaticCaller(caller)})
 	for _, o := range observers {
@@ -113,9 +113,9 @@ func TestShadowShowsExactlyTheCandidatesDifferences(t *testing.T) {
 	answers := func(withShadow bool) map[string]string {
 		out := map[string]string{}
 		for _, c := range callers {
-			var observers []mcpadapter.Observer
+			var observers []hooks.Observer
 			if withShadow {
-				observers = []mcpadapter.Observer{dl.Observer(), sh.Observer()}
+				observers = []hooks.Observer{dl.Observer(), sh.Observer()}
 			}
 			cs, end := connect(t, ctx, serving, c, observers...)
 			list, err := cs.ListTools(ctx, nil)
