@@ -35,7 +35,7 @@ func TestMCPServerForSharesTheServer(t *testing.T) {
 	})
 	require.NoError(t, err)
 	other := srv.MCPServerFor(mcpadapter.StaticCaller(&toolcall.Caller{Subject: "bob", Roles: []string{"admin"}}), nil)
-	require.Equal(t, []string{mcpadapter.LayerGovernance}, srv.Layers())
+	require.Equal(t, []string{mcpadapter.LayerWire, mcpadapter.LayerGovernance}, srv.Layers())
 
 	changed := make(chan string, 10)
 	connect := func(name string, s *mcp.Server) *mcp.ClientSession {
@@ -109,7 +109,7 @@ func TestOptionsMiddlewareInTheList(t *testing.T) {
 	})
 	require.NoError(t, err)
 	defer srv.Close()
-	require.Equal(t, []string{toolgate.LayerMiddleware, toolgate.LayerMiddleware, mcpadapter.LayerGovernance}, srv.Layers())
+	require.Equal(t, []string{mcpadapter.LayerWire, toolgate.LayerMiddleware, toolgate.LayerMiddleware, mcpadapter.LayerGovernance}, srv.Layers())
 	serverEnd, clientEnd := mcp.NewInMemoryTransports()
 	go func() { _ = srv.Serve(ctx, serverEnd) }()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, clientEnd, nil)

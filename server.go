@@ -201,6 +201,8 @@ func (s *Server) buildPlugins() {
 	o := &s.opts
 	hooks := slices.Clone(o.Hooks)
 	s.obs = slices.Clone(o.Observers)
+	// Outermost: every layer inside reads the _meta and name it hands on.
+	s.outer = []mcpadapter.Layer{mcpadapter.WireLayer()}
 	if o.Audit != nil {
 		ao := audit.Options{Logger: s.log}
 		if o.Metrics != nil {
@@ -218,9 +220,9 @@ func (s *Server) buildPlugins() {
 			hooks[i] = o.Tracer.WrapHook(hooks[i])
 		}
 		o.Methods = o.Tracer.WrapMethods(o.Methods)
-		// Outermost, so that every hook and observer sees the request's
-		// span. A span names a tool only when a row of the revision
-		// serving has its name: anyone may send any name.
+		// Outside all but the wire layer, so that every hook and observer
+		// sees the request's span. A span names a tool only when a row of
+		// the revision serving has its name: anyone may send any name.
 		s.outer = append(s.outer, mcpadapter.Layer{Name: LayerTracing, Middleware: o.Tracer.RequestMiddleware(s.isRow)})
 	}
 	s.hooks = hooks

@@ -144,7 +144,7 @@ func (a *Adapter) AddHook(h Hook) { a.hooks = append(a.hooks, h) }
 // transport from WrapTransport, or over HTTP behind WrapHTTP.
 func (a *Adapter) NewServer(impl *mcp.Implementation, opts *mcp.ServerOptions) *mcp.Server {
 	s, layers := a.NewServerLayers(impl, opts)
-	s.AddReceivingMiddleware(Middleware(layers)...)
+	s.AddReceivingMiddleware(Middleware(append([]Layer{WireLayer()}, layers...))...)
 	return s
 }
 
@@ -157,12 +157,22 @@ type Layer struct {
 
 // The names of the adapter's layers.
 const (
+	// LayerWire reads what the wire layer (WrapTransport, WrapHTTP)
+	// carried past the SDK's decoding, and hands it on to every layer
+	// inside it: it goes outside them all.
+	LayerWire = "wire"
 	// LayerCatalog decides prompts, resources and completions (only with
 	// Options.Catalog).
 	LayerCatalog = "catalog"
 	// LayerGovernance answers tools/list and tools/call.
 	LayerGovernance = "governance"
 )
+
+// WireLayer is the layer that reads what the wire layer carried: the raw
+// _meta and whether the tool name was usable. NewServer adds it outermost;
+// a host that adds the adapter's layers itself (NewServerLayers) puts it
+// outside every layer that reads _meta or the name.
+func WireLayer() Layer { return Layer{LayerWire, wire.Middleware} }
 
 // Middleware returns the layers' middleware, in their order: what
 // mcp.Server.AddReceivingMiddleware takes, outermost first.
@@ -291,15 +301,7 @@ func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest, descripto
 	start := time.Now()
 	res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
 	res.CacheScope = "private"
-	var rawMeta string
-	if req.Params != nil {
-		if w, ok := wire.Take(req.Params.Meta); ok {
-			rawMeta = w.Meta
-		} else if req.Params.Meta != nil {
-			b, _ := json.Marshal(req.Params.Meta)
-			rawMeta = string(b)
-		}
-	}
+	rawMeta := wire.InfoOf(ctx, req).Meta
 	caller := a.opts.Caller(ctx, req)
 	a.sessions.listed(req.Session, caller, a.log)
 	if caller == nil {

@@ -110,14 +110,10 @@ func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *Record {
 	if p == nil {
 		p = &mcp.CallToolParamsRaw{}
 	}
-	w, ok := wire.Take(p.Meta)
-	if !ok && p.Meta != nil {
-		b, _ := json.Marshal(p.Meta)
-		w.Meta = string(b)
-	}
+	w := wire.InfoOf(ctx, req)
 	in := &callInput{
 		req:         req,
-		nameInvalid: w.NameInvalid || (!ok && p.Name == ""),
+		nameInvalid: w.NameInvalid,
 		name:        p.Name,
 		args:        p.Arguments,
 		bind:        true,
