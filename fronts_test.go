@@ -34,7 +34,7 @@ func TestMCPServerForSharesTheServer(t *testing.T) {
 		Audit:   &trail,
 	})
 	require.NoError(t, err)
-	other := srv.MCPServerFor(mcpadapter.StaticCaller(&toolcall.Caller{Subject: "bob", Roles: []string{"admin"}}), nil)
+	other := srv.MCPServerFor(mcpadapter.StaticCaller(&toolcall.Caller{Subject: "bob", Roles: []string{"admin"}}))
 	require.Equal(t, []string{mcpadapter.LayerWire, mcpadapter.LayerGovernance}, srv.Layers())
 
 	changed := make(chan string, 10)

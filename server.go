@@ -36,14 +36,12 @@ type Options struct {
 	// Methods resolves the rows' methods (required): an
 	// methods.Map of Go functions, an upstream pool, or both.
 	Methods methods.Set
-	// Caller says on whose behalf each request is made; nil: everyone is
-	// nobody, who sees no tool. Over HTTP it reads the request's
-	// credentials (req.GetExtra()). Server.MCPServerFor serves other
-	// callers from the same Server.
+	// Caller says on whose behalf each request is made, and the identity
+	// source that vouched for that caller (the audit trail's
+	// caller_source); nil: everyone is nobody, who sees no tool. Over HTTP
+	// it reads the request's credentials (req.GetExtra()).
+	// Server.MCPServerFor serves other callers from the same Server.
 	Caller mcpadapter.CallerFunc
-	// CallerSource names the identity source of each request's caller (the
-	// audit trail's caller_source); nil: mcpadapter.SourceLocal.
-	CallerSource func(ctx context.Context, req mcp.Request) string
 	// Hooks run around every accepted call, in order, then the audit
 	// trail's (an idempotency ledger: hooks/ledger; call counts:
 	// metrics.Metrics.Hook).
@@ -232,17 +230,16 @@ func (s *Server) buildPlugins() {
 }
 
 // MCPServerFor returns a further MCP server governed by the Server, whose
-// callers are caller's (nil: nobody) from source (nil:
-// mcpadapter.SourceLocal): it shares the engine, hooks, observers and
+// callers are caller's (nil: nobody): it shares the engine, hooks, observers and
 // notifications of the Server. The toolgate binary serves stdio (its
 // --as caller) and HTTP (each request's credentials) so. outer are the
 // transport's own receiving middleware (httpserve's), outermost first:
 // they go first in the server's one list, before the Server's Layers.
 // Serve it only through mcpadapter.WrapTransport or WrapHTTP, and call it
 // before Close.
-func (s *Server) MCPServerFor(caller mcpadapter.CallerFunc, source func(context.Context, mcp.Request) string, outer ...mcpadapter.Layer) *mcp.Server {
+func (s *Server) MCPServerFor(caller mcpadapter.CallerFunc, outer ...mcpadapter.Layer) *mcp.Server {
 	o := &s.opts
-	a := mcpadapter.New(mcpadapter.Options{Revisions: s.eng, Methods: o.Methods, Caller: caller, Source: source, Logger: s.log,
+	a := mcpadapter.New(mcpadapter.Options{Revisions: s.eng, Methods: o.Methods, Caller: caller, Logger: s.log,
 		HookTimeout: o.HookTimeout, ListFallback: o.ListFallback, Approvals: o.Approvals, Catalog: o.Catalog, Limits: o.Limits,
 		Logging: o.Logging == nil || o.Logging()})
 	for _, h := range s.hooks {
@@ -383,7 +380,7 @@ func (s *Server) Engine() *engine.Engine { return s.eng }
 // (Serve and Handler serve it), for an expert host: serve it only through
 // mcpadapter.WrapTransport or WrapHTTP.
 func (s *Server) MCPServer() *mcp.Server {
-	s.mcpOnce.Do(func() { s.mcp = s.MCPServerFor(s.opts.Caller, s.opts.CallerSource) })
+	s.mcpOnce.Do(func() { s.mcp = s.MCPServerFor(s.opts.Caller) })
 	return s.mcp
 }
 

@@ -28,16 +28,21 @@ type Revisions interface {
 	Current() *engine.Revision
 }
 
-// CallerFunc says on whose behalf a request is made; nil is nobody.
-type CallerFunc func(ctx context.Context, req mcp.Request) *toolcall.Caller
+// CallerFunc is the one hand-off of a request's caller from its
+// transport to the adapter: on whose behalf the request is made (nil:
+// nobody) and the identity source that vouched for that caller
+// (CallContext.Source: SourceLocal for one the operator names; over HTTP
+// the source of the bearer token). The adapter may keep the caller.
+type CallerFunc func(ctx context.Context, req mcp.Request) (caller *toolcall.Caller, source string)
 
 // SourceLocal is the CallContext.Source of a caller the operator names
 // (stdio's --as, StaticCaller), not one authenticated per request.
 const SourceLocal = "local"
 
-// StaticCaller is a CallerFunc that always answers c (for stdio).
+// StaticCaller is a CallerFunc that always answers c, from SourceLocal
+// (for stdio).
 func StaticCaller(c *toolcall.Caller) CallerFunc {
-	return func(context.Context, mcp.Request) *toolcall.Caller { return c }
+	return func(context.Context, mcp.Request) (*toolcall.Caller, string) { return c, SourceLocal }
 }
 
 // DefaultHookTimeout bounds one hook run; a hook still running past it has
@@ -50,11 +55,9 @@ type Options struct {
 	Revisions Revisions
 	// Methods resolves rows' methods (required).
 	Methods methods.Set
-	// Caller identifies the caller of each request; nil: everyone is nobody.
+	// Caller identifies the caller of each request and its identity
+	// source; nil: everyone is nobody (from SourceLocal).
 	Caller CallerFunc
-	// Source names the identity source of each request's caller
-	// (CallContext.Source); nil: SourceLocal for every caller.
-	Source func(ctx context.Context, req mcp.Request) string
 	// Logger receives failures in full detail; nil discards them.
 	Logger *slog.Logger
 	// HookTimeout bounds each hook; zero is DefaultHookTimeout.
@@ -232,7 +235,8 @@ func (a *Adapter) layers(s *mcp.Server) []Layer {
 			switch method {
 			case methodSubscriptionsListen:
 				ss, _ := req.GetSession().(*mcp.ServerSession)
-				a.sessions.listed(ss, a.opts.Caller(ctx, req), a.log)
+				caller, _ := a.opts.Caller(ctx, req)
+				a.sessions.listed(ss, caller, a.log)
 			case methodSetLevel:
 				res, err := next(ctx, method, req)
 				//lint:ignore SA1019 earlier protocol revisions have logging/setLevel
@@ -302,7 +306,7 @@ func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest, descripto
 	res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
 	res.CacheScope = "private"
 	rawMeta := wire.InfoOf(ctx, req).Meta
-	caller := a.opts.Caller(ctx, req)
+	caller, _ := a.opts.Caller(ctx, req)
 	a.sessions.listed(req.Session, caller, a.log)
 	if caller == nil {
 		return res, nil

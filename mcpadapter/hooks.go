@@ -34,7 +34,7 @@ type CallContext struct {
 	// Caller is who the call is made for; never nil for a call that reaches
 	// the hooks.
 	Caller *toolcall.Caller
-	// Source is the identity source the caller came from (Options.Source):
+	// Source is the identity source the caller came from (Options.Caller):
 	// "token", "jwt", or SourceLocal. A subject of one source is never
 	// another's: hooks that keep state per caller (approvals, idempotency
 	// keys) key it by Source and Caller.Subject.

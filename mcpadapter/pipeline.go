@@ -69,22 +69,14 @@ type callInput struct {
 	start  time.Time
 }
 
-// caller is who calls: the adapter's Caller for a served call, the given
-// one in a dry run.
-func (p *pipeline) caller(ctx context.Context, in *callInput) *toolcall.Caller {
+// caller is who calls and the identity source that vouched for it: the
+// adapter's Caller for a served call, the given one (SourceLocal) in a
+// dry run.
+func (p *pipeline) caller(ctx context.Context, in *callInput) (*toolcall.Caller, string) {
 	if p.a == nil {
-		return in.caller
+		return in.caller, SourceLocal
 	}
 	return p.a.opts.Caller(ctx, in.req)
-}
-
-// source names the caller's identity source: the adapter's Source for a
-// served call (SourceLocal without one), SourceLocal in a dry run.
-func (p *pipeline) source(ctx context.Context, in *callInput) string {
-	if p.a == nil || p.a.opts.Source == nil {
-		return SourceLocal
-	}
-	return p.a.opts.Source(ctx, in.req)
 }
 
 // revision is the revision to decide with: the adapter's current one for
@@ -215,7 +207,7 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*CallContext, *Recor
 	}
 	name := in.name
 	// Step 2.
-	caller := p.caller(ctx, in)
+	caller, source := p.caller(ctx, in)
 	if caller == nil {
 		rec.Grant.Outcome = engine.Nobody
 		rec.Stage, rec.Answerer, rec.Result = toolcall.StageNobody, Answerer{Kind: toolcall.ByGate}, TextResult(AnswerUnknownTool(name), true)
@@ -231,7 +223,7 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*CallContext, *Recor
 		Arguments:  args,
 		Meta:       ereq.Meta,
 		Caller:     caller,
-		Source:     p.source(ctx, in),
+		Source:     source,
 		Revision:   rev,
 		Start:      in.start,
 	}

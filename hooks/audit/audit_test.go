@@ -97,9 +97,9 @@ func newAdapter(t *testing.T, hooks ...mcpadapter.Hook) *mcpadapter.Adapter {
 	a := mcpadapter.New(mcpadapter.Options{
 		Revisions: e,
 		Methods:   methods,
-		Caller: func(ctx context.Context, _ mcp.Request) *toolcall.Caller {
+		Caller: func(ctx context.Context, _ mcp.Request) (*toolcall.Caller, string) {
 			c, _ := ctx.Value(callerKey{}).(*toolcall.Caller)
-			return c
+			return c, mcpadapter.SourceLocal
 		},
 	})
 	for _, h := range hooks {

@@ -168,7 +168,7 @@ func newEnvOptions(t testing.TB, store store.ApprovalStore, policy string, opts 
 	e.gate = approvals.New(store, opts)
 	aud := audit.New(e.audit, audit.Options{})
 	e.aud = aud
-	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: httpserve.CallerFromRequest, Source: httpserve.SourceFromRequest, Approvals: e.gate,
+	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: httpserve.CallerFromRequest, Approvals: e.gate,
 		Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))})
 	a.AddHook(aud.Hook())
 	entries := map[string]identity.TokenEntry{}

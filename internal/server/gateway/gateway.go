@@ -482,7 +482,7 @@ func (g *Gateway) buildStdio() error {
 	if !g.cfg.Stdio {
 		return nil
 	}
-	g.stdio = g.core.MCPServerFor(mcpadapter.StaticCaller(identity.Static(g.cfg.As, g.cfg.Roles)), nil)
+	g.stdio = g.core.MCPServerFor(mcpadapter.StaticCaller(identity.Static(g.cfg.As, g.cfg.Roles)))
 	return nil
 }
 
@@ -534,7 +534,7 @@ func (g *Gateway) buildHTTP() error {
 	g.http = httpserve.New(httpserve.Options{
 		// The HTTP transport's middleware go first in the server's one list.
 		Governed: func(outer []mcpadapter.Layer) *mcp.Server {
-			return g.core.MCPServerFor(httpserve.CallerFromRequest, httpserve.SourceFromRequest, outer...)
+			return g.core.MCPServerFor(httpserve.CallerFromRequest, outer...)
 		},
 		Tokens:         g.tokens,
 		JWT:            g.jwt,

@@ -17,16 +17,6 @@ import (
 	"github.com/toolgate/toolgate/toolcall"
 )
 
-// callerKey is the TokenInfo.Extra entry that carries the *toolcall.Caller
-// of an authenticated request from authenticate to CallerFromRequest: the
-// go-sdk hands a request's TokenInfo to the method handlers, and nothing
-// else of the HTTP request.
-const callerKey = "toolgate.caller"
-
-// sourceKey is the TokenInfo.Extra entry that carries the identity source
-// of the caller (identity.Source), for SourceFromRequest.
-const sourceKey = "toolgate.source"
-
 // DefaultShutdownGrace is how long ListenAndServe lets in-flight requests
 // finish once its context is done.
 const DefaultShutdownGrace = 10 * time.Second
@@ -487,37 +477,21 @@ func (s *Server) writeHealth(w http.ResponseWriter, body []byte, err error) {
 	_, _ = w.Write(append(body, '\n'))
 }
 
-// CallerFromRequest is the mcpadapter.CallerFunc of a Server: the caller
-// of the bearer token the request came with, nil (nobody) without one.
-// It returns a copy the adapter may keep.
-func CallerFromRequest(_ context.Context, req mcp.Request) *toolcall.Caller {
-	if req == nil {
-		return nil
+// CallerFromRequest is the mcpadapter.CallerFunc of a Server, the one
+// hand-off of a request's caller to the adapter: the caller of the bearer
+// token the request came with, as a copy the adapter may keep, and its
+// identity source ("token", "jwt"), so that approvals and idempotency keys
+// tell the tokens file's "alice" from the issuer's. Without a token it is
+// nobody, from "".
+func CallerFromRequest(_ context.Context, req mcp.Request) (*toolcall.Caller, string) {
+	p := principalOf(req)
+	if p == nil {
+		return nil, ""
 	}
-	c := callerOf(req)
-	if c == nil {
-		return nil
-	}
-	return identity.CloneCaller(c)
+	return identity.CloneCaller(p.caller), string(p.source)
 }
 
 var _ mcpadapter.CallerFunc = CallerFromRequest
-
-// SourceFromRequest is the mcpadapter.Options.Source of a Server: the
-// identity source of the request's caller ("token", "jwt"; "" for
-// nobody), so that approvals and idempotency keys tell the tokens file's
-// "alice" from the issuer's.
-func SourceFromRequest(_ context.Context, req mcp.Request) string {
-	if req == nil {
-		return ""
-	}
-	extra := req.GetExtra()
-	if extra == nil || extra.TokenInfo == nil {
-		return ""
-	}
-	s, _ := extra.TokenInfo.Extra[sourceKey].(string)
-	return s
-}
 
 // sessionlessRevision is the first protocol revision that needs no session.
 const sessionlessRevision = "2026-07-28"

@@ -400,9 +400,11 @@ func TestShutdownGraceExpires(t *testing.T) {
 
 func TestCallerFromRequest(t *testing.T) {
 	t.Parallel()
-	assert.Nil(t, httpserve.CallerFromRequest(context.Background(), nil))
-	assert.Nil(t, httpserve.CallerFromRequest(context.Background(), &mcp.ListToolsRequest{}))
-	assert.Nil(t, httpserve.CallerFromRequest(context.Background(), &mcp.ListToolsRequest{Extra: &mcp.RequestExtra{}}))
+	for _, req := range []mcp.Request{nil, &mcp.ListToolsRequest{}, &mcp.ListToolsRequest{Extra: &mcp.RequestExtra{}}} {
+		c, source := httpserve.CallerFromRequest(context.Background(), req)
+		assert.Nil(t, c)
+		assert.Empty(t, source)
+	}
 }
 
 // TestStateless: the go-sdk's stateful handler does not serve the
