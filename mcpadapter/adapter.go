@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -146,8 +145,7 @@ func (a *Adapter) AddHook(h Hook) { a.hooks = append(a.hooks, h) }
 // NewServer returns an MCP server governed by the adapter. Serve it over a
 // transport from WrapTransport, or over HTTP behind WrapHTTP.
 func (a *Adapter) NewServer(impl *mcp.Implementation, opts *mcp.ServerOptions) *mcp.Server {
-	s, layers := a.NewServerLayers(impl, opts)
-	s.AddReceivingMiddleware(Middleware(append([]Layer{WireLayer()}, layers...))...)
+	s, _ := a.NewServerWith(impl, opts, Layers{})
 	return s
 }
 
@@ -158,11 +156,24 @@ type Layer struct {
 	Middleware mcp.Middleware
 }
 
+// Layers are a host's receiving middleware around the adapter's, each
+// outermost first (NewServerWith).
+type Layers struct {
+	// Transport are the transport's own (over HTTP: the sessions'
+	// accounting, the shutdown, the end of a listen stream, the access
+	// token): they see the request as the SDK decoded it.
+	Transport []Layer
+	// Inner are the host's (tracing, its own middleware): they see the
+	// request as the adapter does, and read what the wire layer carried
+	// with its helpers (tracing.WireMeta).
+	Inner []Layer
+}
+
 // The names of the adapter's layers.
 const (
 	// LayerWire reads what the wire layer (WrapTransport, WrapHTTP)
-	// carried past the SDK's decoding, and hands it on to every layer
-	// inside it: it goes outside them all.
+	// carried past the SDK's decoding and hands it on, typed, to every
+	// layer inside it.
 	LayerWire = "wire"
 	// LayerCatalog decides prompts, resources and completions (only with
 	// Options.Catalog).
@@ -171,28 +182,40 @@ const (
 	LayerGovernance = "governance"
 )
 
-// WireLayer is the layer that reads what the wire layer carried: the raw
-// _meta and whether the tool name was usable. NewServer adds it outermost;
-// a host that adds the adapter's layers itself (NewServerLayers) puts it
-// outside every layer that reads _meta or the name.
-func WireLayer() Layer { return Layer{LayerWire, wire.Middleware} }
-
-// Middleware returns the layers' middleware, in their order: what
-// mcp.Server.AddReceivingMiddleware takes, outermost first.
-func Middleware(layers []Layer) []mcp.Middleware {
-	out := make([]mcp.Middleware, len(layers))
-	for i, l := range layers {
-		out[i] = l.Middleware
+// NewServerWith is NewServer with the host's layers around the adapter's.
+// It adds every receiving middleware of the server in one list, the one
+// order of a governed server, outermost first:
+//
+//	host.Transport...   the transport's own
+//	LayerWire           what the wire layer carried, handed on typed
+//	host.Inner...       the host's: tracing, its own middleware
+//	LayerCatalog        prompts, resources, completions (Options.Catalog)
+//	LayerGovernance     tools/list and tools/call
+//
+// and returns the server with the names of that list.
+func (a *Adapter) NewServerWith(impl *mcp.Implementation, opts *mcp.ServerOptions, host Layers) (*mcp.Server, []string) {
+	s := a.newServer(impl, opts)
+	governance := a.governance(s) // its sending middleware go inside the catalog's
+	var list []Layer
+	list = append(list, host.Transport...)
+	list = append(list, Layer{LayerWire, wire.Middleware})
+	list = append(list, host.Inner...)
+	if catalog := a.installCatalog(s); catalog != nil {
+		list = append(list, Layer{LayerCatalog, catalog})
 	}
-	return out
+	list = append(list, Layer{LayerGovernance, governance})
+	names := make([]string, len(list))
+	ms := make([]mcp.Middleware, len(list))
+	for i, l := range list {
+		names[i], ms[i] = l.Name, l.Middleware
+	}
+	s.AddReceivingMiddleware(ms...)
+	return s, names
 }
 
-// NewServerLayers is NewServer without the adapter's receiving
-// middleware: it returns them, outermost first, for the host to add in
-// one list with its own (s.AddReceivingMiddleware(m1, m2, ...)), so that
-// the order of every layer is written in one place. Until they are added
-// the server governs nothing: add them before serving.
-func (a *Adapter) NewServerLayers(impl *mcp.Implementation, opts *mcp.ServerOptions) (*mcp.Server, []Layer) {
+// newServer is the MCP server the adapter governs, before its middleware:
+// the capabilities the adapter serves are announced.
+func (a *Adapter) newServer(impl *mcp.Implementation, opts *mcp.ServerOptions) *mcp.Server {
 	var o mcp.ServerOptions
 	if opts != nil {
 		o = *opts
@@ -209,22 +232,17 @@ func (a *Adapter) NewServerLayers(impl *mcp.Implementation, opts *mcp.ServerOpti
 		//lint:ignore SA1019 as above
 		o.Capabilities.Logging = &mcp.LoggingCapabilities{}
 	}
-	s := mcp.NewServer(impl, &o)
-	return s, a.layers(s)
+	return mcp.NewServer(impl, &o)
 }
 
-// Install adds the adapter's middleware to s: it answers every tools/list
-// and tools/call itself; other methods pass through. It also remembers
-// each session's listing caller (that of its last tools/list, or of its
+// governance is the middleware that answers tools/list and tools/call; it
+// also installs on s the adapter's sending middleware, and remembers each
+// session's listing caller (that of its last tools/list, or of its
 // subscriptions/listen stream), so that notifications/tools/list_changed
 // reaches only the sessions NotifyListingChanged names.
-func (a *Adapter) Install(s *mcp.Server) { s.AddReceivingMiddleware(Middleware(a.layers(s))...) }
-
-// layers returns the adapter's receiving middleware for s, outermost
-// first, and installs on s the rest: its sending middleware and the
-// catalog's updates.
-func (a *Adapter) layers(s *mcp.Server) []Layer {
-	govern := func(next mcp.MethodHandler) mcp.MethodHandler {
+func (a *Adapter) governance(s *mcp.Server) mcp.Middleware {
+	s.AddSendingMiddleware(a.filterListChanged, sendUnfilteredLog)
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch r := req.(type) {
 			case *mcp.CallToolRequest:
@@ -249,12 +267,6 @@ func (a *Adapter) layers(s *mcp.Server) []Layer {
 			return next(ctx, method, req)
 		}
 	}
-	s.AddSendingMiddleware(a.filterListChanged, sendUnfilteredLog)
-	layers := []Layer{{LayerGovernance, govern}}
-	if catalog := a.installCatalog(s); catalog != nil {
-		layers = slices.Insert(layers, 0, Layer{LayerCatalog, catalog})
-	}
-	return layers
 }
 
 const methodSubscriptionsListen = "subscriptions/listen"

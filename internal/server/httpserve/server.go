@@ -35,14 +35,12 @@ const (
 
 // Options configure a Server.
 type Options struct {
-	// Server is the MCP server every HTTP session connects to, typically
-	// from mcpadapter.Adapter.NewServer with Caller set to CallerFromRequest
-	// (required, unless Governed is set).
-	Server *mcp.Server
-	// Governed, when Server is nil, builds the MCP server with the HTTP
-	// transport's receiving middleware (Layers), to be added outermost in
-	// the one list of the server's middleware (toolgate.Server.MCPServerFor).
-	Governed func(outer []mcpadapter.Layer) *mcp.Server
+	// MCPServer builds the MCP server every HTTP session connects to
+	// (required), with the HTTP transport's receiving middleware outermost
+	// in the server's one list (mcpadapter.Layers.Transport; the binary's:
+	// internal/frontdoor.MCPServer), and its caller read by
+	// CallerFromRequest. New calls it once.
+	MCPServer func(transport []mcpadapter.Layer) *mcp.Server
 	// Tokens are the bearer tokens of the tokens file, asked first. With
 	// neither Tokens nor JWT, every HTTP caller is nobody and an
 	// Authorization header is ignored.
@@ -181,6 +179,7 @@ type Options struct {
 type Server struct {
 	opts     Options
 	log      *slog.Logger
+	mcp      *mcp.Server // Options.MCPServer's
 	mux      *http.ServeMux
 	inflight tracker
 	bodies   bodies
@@ -195,16 +194,17 @@ type Server struct {
 	abort    context.CancelFunc
 }
 
-// New returns a Server. It panics when Options.Server is nil.
+// New returns a Server. It panics when Options.MCPServer is nil.
 //
-// New adds receiving middleware to Options.Server, outermost, that
-// cancels the context of every request still running when the shutdown
-// grace period runs out and that keeps account of the sessions (with
-// Options.Governed it hands them to the server's builder instead). Give
-// each Server its own *mcp.Server.
+// New hands Options.MCPServer the HTTP transport's receiving middleware,
+// outermost first: they keep account of the sessions, cancel the context
+// of every request still running when the shutdown grace period runs
+// out, end a subscriptions/listen stream when its token expires, and hand
+// a JWT caller's access token on (LayerSessions, LayerAbort,
+// LayerListenEnd, LayerAccessToken).
 func New(opts Options) *Server {
-	if opts.Server == nil && opts.Governed == nil {
-		panic("httpserve: Options.Server or Options.Governed is required")
+	if opts.MCPServer == nil {
+		panic("httpserve: Options.MCPServer is required")
 	}
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = DefaultShutdownGrace
@@ -252,12 +252,7 @@ func New(opts Options) *Server {
 		s.metadataURL = identity.MetadataURL(opts.JWT.Settings().Resource)
 	}
 	s.stopping, s.abort = context.WithCancel(context.Background())
-	if layers := s.layers(); opts.Server != nil {
-		opts.Server.AddReceivingMiddleware(mcpadapter.Middleware(layers)...)
-	} else {
-		opts.Server = opts.Governed(layers)
-		s.opts.Server = opts.Server
-	}
+	s.mcp = opts.MCPServer(s.layers())
 	so := &mcp.StreamableHTTPOptions{}
 	if opts.Streamable != nil {
 		*so = *opts.Streamable
@@ -273,7 +268,7 @@ func New(opts Options) *Server {
 	case so.SessionTimeout == 0:
 		so.SessionTimeout = DefaultSessionTimeout
 	}
-	srv := opts.Server
+	srv := s.mcp
 	getServer := func(*http.Request) *mcp.Server { return srv }
 	var h http.Handler = mcp.NewStreamableHTTPHandler(getServer, so)
 	if !so.Stateless {

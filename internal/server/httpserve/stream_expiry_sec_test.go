@@ -90,7 +90,7 @@ func TestSecStreamEndsAtTokenExpiry(t *testing.T) {
 	t.Cleanup(release) // a failing test does not leave the slow call hanging
 	iss := newIssuer(t)
 	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: iss.jwks, Resource: testResource})
-	ts := startServer(t, httpserve.Options{Server: f.server, Tokens: testTokens(t), JWT: v})
+	ts := startServer(t, httpserve.Options{MCPServer: f.build, Tokens: testTokens(t), JWT: v})
 	url := ts.URL + "/mcp"
 	short := iss.tokenUntil(t, time.Now().Add(2*time.Second), "dana", testResource)
 
@@ -181,7 +181,7 @@ func TestSecListenEndsAtTokenExpiry(t *testing.T) {
 	t.Cleanup(release) // a failing test does not leave the slow call hanging
 	iss := newIssuer(t)
 	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: iss.jwks, Resource: testResource})
-	ts := startServer(t, httpserve.Options{Server: f.server, JWT: v})
+	ts := startServer(t, httpserve.Options{MCPServer: f.build, JWT: v})
 	watch := &listenWatch{token: iss.tokenUntil(t, time.Now().Add(2*time.Second), "dana", testResource), ended: make(chan error, 1)}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "test"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {},
