@@ -87,8 +87,12 @@ func take(meta mcp.Meta) (Info, bool) {
 		info.Meta, _ = v["meta"].(string)
 		info.NameInvalid, _ = v["nameInvalid"].(bool)
 	default:
+		// Its own variable: one that Unmarshal writes to lives on the
+		// heap, and the common case above needs none.
+		var decoded Info
 		b, _ := json.Marshal(v)
-		_ = json.Unmarshal(b, &info)
+		_ = json.Unmarshal(b, &decoded)
+		info = decoded
 	}
 	return info, true
 }

@@ -43,6 +43,8 @@ func TestMiddlewareHandsOnTheWireMetaAndTakesIt(t *testing.T) {
 	}
 }
 
+type otherKey struct{}
+
 func TestInfoOfSeesThroughFurtherContexts(t *testing.T) {
 	t.Parallel()
 	var p mcp.CallToolParamsRaw
@@ -50,7 +52,7 @@ func TestInfoOfSeesThroughFurtherContexts(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _ = Middleware(func(ctx context.Context, _ string, req mcp.Request) (mcp.Result, error) {
-		ctx, cancel := context.WithCancel(context.WithValue(ctx, struct{}{}, 1))
+		ctx, cancel := context.WithCancel(context.WithValue(ctx, otherKey{}, 1))
 		defer cancel()
 		if got := InfoOf(ctx, req); got.Meta != `{"k":1}` || got.NameInvalid {
 			t.Fatalf("InfoOf = %+v", got)
