@@ -3,17 +3,12 @@ package mcpadapter_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
@@ -26,14 +21,7 @@ import (
 // decoded _meta.
 func TestNewServerWithOneOrder(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	src := engine.Source{Registry: filepath.Join(dir, "registry.yaml"), Policies: filepath.Join(dir, "rego")}
-	require.NoError(t, os.Mkdir(src.Policies, 0o755))
-	require.NoError(t, os.WriteFile(src.Registry, []byte(secRegistry), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(src.Policies, "grant.rego"), []byte("package toolgate.grant\n\ngranted := {\"echo\"}\n"), 0o600))
-	eng, err := engine.New(t.Context(), src, engine.WithTimeout(10*time.Second))
-	require.NoError(t, err)
-	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: demo.Methods(), Catalog: testCatalog{},
+	_, a, _, _ := secServer(t, "package toolgate.grant\n\ngranted := {\"echo\"}\n", mcpadapter.Options{Catalog: testCatalog{},
 		Caller: mcpadapter.StaticCaller(&toolcall.Caller{Subject: "ann", Roles: []string{"admin"}})})
 
 	var mu sync.Mutex
