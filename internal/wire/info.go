@@ -15,7 +15,11 @@ import (
 func Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if info, ok := take(paramsMeta(req)); ok {
-			ctx = &infoCtx{Context: ctx, info: info}
+			if info.NameInvalid {
+				ctx = &nameInvalidCtx{infoCtx{ctx, info.Meta}}
+			} else {
+				ctx = &infoCtx{ctx, info.Meta}
+			}
 		}
 		return next(ctx, method, req)
 	}
@@ -27,8 +31,11 @@ func Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 // decoded params: the _meta encoded again (its order lost; "" when
 // absent), the name invalid when empty.
 func InfoOf(ctx context.Context, req mcp.Request) Info {
-	if c, ok := ctx.Value(infoKey{}).(*Info); ok {
-		return *c
+	switch c := ctx.Value(infoKey{}).(type) {
+	case *infoCtx:
+		return Info{Meta: c.meta}
+	case *nameInvalidCtx:
+		return Info{Meta: c.meta, NameInvalid: true}
 	}
 	var info Info
 	if meta := paramsMeta(req); meta != nil {
@@ -41,18 +48,28 @@ func InfoOf(ctx context.Context, req mcp.Request) Info {
 	return info
 }
 
-// infoCtx is a context carrying an Info: one allocation, where
-// context.WithValue would need a second one for the Info.
+// infoCtx is a context carrying an Info whose name was usable, and
+// nameInvalidCtx one whose name was not: one allocation of 32 bytes, where
+// context.WithValue would make two.
 type infoCtx struct {
 	context.Context
-	info Info
+	meta string
 }
+
+type nameInvalidCtx struct{ infoCtx }
 
 type infoKey struct{}
 
 func (c *infoCtx) Value(key any) any {
 	if key == (infoKey{}) {
-		return &c.info
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+func (c *nameInvalidCtx) Value(key any) any {
+	if key == (infoKey{}) {
+		return c
 	}
 	return c.Context.Value(key)
 }

@@ -63,3 +63,17 @@ func TestInfoOfSeesThroughFurtherContexts(t *testing.T) {
 		t.Fatalf("name %q", p.Name)
 	}
 }
+
+func TestMiddlewareHandsOnAnInvalidName(t *testing.T) {
+	t.Parallel()
+	var p mcp.CallToolParamsRaw
+	if err := json.Unmarshal(rewriteParams("tools/call", json.RawMessage(`{"name":true,"_meta":{"k":1}}`)), &p); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = Middleware(func(ctx context.Context, _ string, req mcp.Request) (mcp.Result, error) {
+		if got := InfoOf(ctx, req); got.Meta != `{"k":1}` || !got.NameInvalid {
+			t.Fatalf("InfoOf = %+v", got)
+		}
+		return nil, nil
+	})(context.Background(), "tools/call", &mcp.CallToolRequest{Params: &p})
+}
