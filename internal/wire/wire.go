@@ -27,7 +27,7 @@ import (
 // The wire layer below rewrites tools/call and tools/list params before the
 // SDK sees them: a name that is an integer becomes its decimal string, one
 // that is neither is removed and flagged, and the raw _meta travels as a
-// string under Key, from which Middleware restores it.
+// string under Key, which Middleware takes and hands on.
 
 // Key is the _meta entry that carries what the wire layer saw. Middleware
 // removes it before anything else reads _meta; a client that sends it has
