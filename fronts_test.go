@@ -12,16 +12,17 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/example/demo"
+	"github.com/toolgate/toolgate/internal/frontdoor"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
-// TestMCPServerForSharesTheServer: a second MCP server of one Server (the
-// binary's stdio beside its HTTP) has its own callers and everything else
-// in common: the same layers, one audit trail, and a reload tells the
+// TestFurtherMCPServersShareTheServer: a second MCP server of one Server
+// (the binary's stdio beside its HTTP) has its own callers and everything
+// else in common: the same layers, one audit trail, and a reload tells the
 // sessions of both whose listing changed.
-func TestMCPServerForSharesTheServer(t *testing.T) {
+func TestFurtherMCPServersShareTheServer(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a failure bound only
 	defer cancel()
@@ -34,13 +35,13 @@ func TestMCPServerForSharesTheServer(t *testing.T) {
 		Audit:   &trail,
 	})
 	require.NoError(t, err)
-	other := srv.MCPServerFor(mcpadapter.StaticCaller(&toolcall.Caller{Subject: "bob", Roles: []string{"admin"}}), nil)
-	require.Equal(t, []string{mcpadapter.LayerGovernance}, srv.Layers())
+	other := frontdoor.MCPServer(srv, mcpadapter.StaticCaller(&toolcall.Caller{Subject: "bob", Roles: []string{"admin"}}), nil)
+	require.Equal(t, []string{mcpadapter.LayerWire, mcpadapter.LayerGovernance}, srv.Layers())
 
 	changed := make(chan string, 10)
-	connect := func(name string, s *mcp.Server) *mcp.ClientSession {
+	connect := func(name string, serve func(context.Context, mcp.Transport) error) *mcp.ClientSession {
 		serverEnd, clientEnd := mcp.NewInMemoryTransports()
-		go func() { _ = s.Run(ctx, mcpadapter.WrapTransport(wire.AnswerBeforeEOF(serverEnd))) }()
+		go func() { _ = serve(ctx, serverEnd) }()
 		client := mcp.NewClient(&mcp.Implementation{Name: name}, &mcp.ClientOptions{
 			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- name },
 		})
@@ -50,9 +51,11 @@ func TestMCPServerForSharesTheServer(t *testing.T) {
 		require.NoError(t, err)
 		return cs
 	}
-	ann := connect("ann", srv.MCPServer())
+	ann := connect("ann", srv.Serve)
 	defer ann.Close()
-	bob := connect("bob", other)
+	bob := connect("bob", func(ctx context.Context, t mcp.Transport) error {
+		return other.Run(ctx, mcpadapter.WrapTransport(wire.AnswerBeforeEOF(t)))
+	})
 	defer bob.Close()
 
 	require.NoError(t, os.WriteFile(reg, append(toolgate.ExampleRegistry(), []byte(`
@@ -109,7 +112,7 @@ func TestOptionsMiddlewareInTheList(t *testing.T) {
 	})
 	require.NoError(t, err)
 	defer srv.Close()
-	require.Equal(t, []string{toolgate.LayerMiddleware, toolgate.LayerMiddleware, mcpadapter.LayerGovernance}, srv.Layers())
+	require.Equal(t, []string{mcpadapter.LayerWire, toolgate.LayerMiddleware, toolgate.LayerMiddleware, mcpadapter.LayerGovernance}, srv.Layers())
 	serverEnd, clientEnd := mcp.NewInMemoryTransports()
 	go func() { _ = srv.Serve(ctx, serverEnd) }()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, clientEnd, nil)

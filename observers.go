@@ -47,9 +47,9 @@ type Metrics interface {
 	AuditDropped()
 }
 
-// Names of the receiving middleware New adds around the adapter's
-// (mcpadapter.LayerCatalog, mcpadapter.LayerGovernance); Server.Layers
-// lists them all, outermost first.
+// Names of the receiving middleware New adds between the wire layer and
+// the adapter's (mcpadapter.Layers.Inner); Server.Layers lists the whole
+// list, outermost first.
 const (
 	// LayerTracing puts each request in its span; only with
 	// Options.Tracer. Its tools/call spans name a tool only when a row of

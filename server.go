@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/hooks/audit"
 	"github.com/toolgate/toolgate/hooks/ledger"
+	"github.com/toolgate/toolgate/internal/frontdoor"
 	"github.com/toolgate/toolgate/internal/version"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/mcpadapter"
@@ -37,14 +38,11 @@ type Options struct {
 	// Methods resolves the rows' methods (required): an
 	// methods.Map of Go functions, an upstream pool, or both.
 	Methods methods.Set
-	// Caller says on whose behalf each request is made; nil: everyone is
-	// nobody, who sees no tool. Over HTTP it reads the request's
-	// credentials (req.GetExtra()). Server.MCPServerFor serves other
-	// callers from the same Server.
+	// Caller says on whose behalf each request is made, and the identity
+	// source that vouched for that caller (the audit trail's
+	// caller_source); nil: everyone is nobody, who sees no tool. Over HTTP
+	// it reads the request's credentials (req.GetExtra()).
 	Caller mcpadapter.CallerFunc
-	// CallerSource names the identity source of each request's caller (the
-	// audit trail's caller_source); nil: hooks.SourceLocal.
-	CallerSource func(ctx context.Context, req mcp.Request) string
 	// Hooks run around every accepted call, in order, then the audit
 	// trail's (an idempotency ledger: hooks/ledger; call counts:
 	// metrics.Metrics.Hook).
@@ -124,9 +122,10 @@ type Server struct {
 	audit *audit.Auditor
 	hooks []hooks.Hook
 	obs   []hooks.Observer
-	// outer are the receiving middleware around the adapter's, outermost
-	// first; layers names all of them (Layers).
-	outer  []mcpadapter.Layer
+	// inner are the Server's receiving middleware between the wire
+	// layer and the adapter's (mcpadapter.Layers.Inner); layers names the
+	// Server's whole list (Layers).
+	inner  []mcpadapter.Layer
 	layers []string
 
 	mcpOnce sync.Once
@@ -136,7 +135,7 @@ type Server struct {
 	cancel context.CancelFunc
 	stop   func()
 	mu     sync.Mutex // guards servers and closed against wg.Add after Close began
-	// servers are the MCP servers built (MCPServerFor), each with its
+	// servers are the MCP servers built (mcpServer), each with its
 	// adapter: a reload tells each of their sessions.
 	servers []served
 	closed  bool
@@ -219,29 +218,31 @@ func (s *Server) buildPlugins() {
 			hooks[i] = o.Tracer.WrapHook(hooks[i])
 		}
 		o.Methods = o.Tracer.WrapMethods(o.Methods)
-		// Outermost, so that every hook and observer sees the request's
-		// span. A span names a tool only when a row of the revision
-		// serving has its name: anyone may send any name.
-		s.outer = append(s.outer, mcpadapter.Layer{Name: LayerTracing, Middleware: o.Tracer.RequestMiddleware(s.isRow)})
+		// Outermost of the Server's own, so that every hook and observer
+		// sees the request's span. A span names a tool only when a row of
+		// the revision serving has its name: anyone may send any name.
+		s.inner = append(s.inner, mcpadapter.Layer{Name: LayerTracing, Middleware: o.Tracer.RequestMiddleware(s.isRow)})
 	}
 	s.hooks = hooks
 	for _, m := range o.Middleware {
-		s.outer = append(s.outer, mcpadapter.Layer{Name: LayerMiddleware, Middleware: m})
+		s.inner = append(s.inner, mcpadapter.Layer{Name: LayerMiddleware, Middleware: m})
 	}
 }
 
-// MCPServerFor returns a further MCP server governed by the Server, whose
-// callers are caller's (nil: nobody) from source (nil:
-// hooks.SourceLocal): it shares the engine, hooks, observers and
-// notifications of the Server. The toolgate binary serves stdio (its
-// --as caller) and HTTP (each request's credentials) so. outer are the
-// transport's own receiving middleware (httpserve's), outermost first:
-// they go first in the server's one list, before the Server's Layers.
-// Serve it only through mcpadapter.WrapTransport or WrapHTTP, and call it
-// before Close.
-func (s *Server) MCPServerFor(caller mcpadapter.CallerFunc, source func(context.Context, mcp.Request) string, outer ...mcpadapter.Layer) *mcp.Server {
+func init() {
+	frontdoor.MCPServer = func(server any, caller mcpadapter.CallerFunc, transport []mcpadapter.Layer) *mcp.Server {
+		return server.(*Server).mcpServer(caller, transport)
+	}
+}
+
+// mcpServer returns an MCP server governed by the Server, whose callers
+// are caller's (nil: nobody), with transport's receiving middleware
+// outermost: it shares the engine, hooks, observers and notifications of
+// the Server. Serve and Handler serve the one of Options.Caller; the
+// toolgate binary builds its stdio and HTTP servers so (internal/frontdoor).
+func (s *Server) mcpServer(caller mcpadapter.CallerFunc, transport []mcpadapter.Layer) *mcp.Server {
 	o := &s.opts
-	a := mcpadapter.New(mcpadapter.Options{Revisions: s.eng, Methods: o.Methods, Caller: caller, Source: source, Logger: s.log,
+	a := mcpadapter.New(mcpadapter.Options{Revisions: s.eng, Methods: o.Methods, Caller: caller, Logger: s.log,
 		HookTimeout: o.HookTimeout, ListFallback: o.ListFallback, Approvals: o.Approvals, Catalog: o.Catalog, Limits: o.Limits,
 		Logging: o.Logging == nil || o.Logging()})
 	for _, h := range s.hooks {
@@ -254,17 +255,12 @@ func (s *Server) MCPServerFor(caller mcpadapter.CallerFunc, source func(context.
 	if impl == nil {
 		impl = &mcp.Implementation{Name: "toolgate", Version: version.Get().Version}
 	}
-	srv, inner := a.NewServerLayers(impl, &mcp.ServerOptions{Logger: s.log})
-	// Every receiving middleware in one list, outermost first.
-	own := append(slices.Clone(s.outer), inner...)
-	srv.AddReceivingMiddleware(mcpadapter.Middleware(append(slices.Clone(outer), own...))...)
+	srv, names := a.NewServerWith(impl, &mcp.ServerOptions{Logger: s.log}, mcpadapter.Layers{Transport: transport, Inner: s.inner})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.servers = append(s.servers, served{a, srv})
 	if s.layers == nil {
-		for _, l := range own {
-			s.layers = append(s.layers, l.Name)
-		}
+		s.layers = names[len(transport):]
 	}
 	return srv
 }
@@ -273,16 +269,16 @@ func (s *Server) MCPServerFor(caller mcpadapter.CallerFunc, source func(context.
 func (s *Server) isRow(name string) bool { return s.eng.Current().ToolIndex(name) >= 0 }
 
 // Layers names the receiving middleware of the Server's MCP servers,
-// outermost first (LayerTracing, LayerMiddleware,
+// outermost first (mcpadapter.LayerWire, LayerTracing, LayerMiddleware,
 // mcpadapter.LayerCatalog, mcpadapter.LayerGovernance), as added in one
-// list to each: every MCP server of the Server has them, in this order,
-// inside the transport's own (MCPServerFor's outer).
+// list to each (mcpadapter.Adapter.NewServerWith): every MCP server of the
+// Server has them, in this order, inside the transport's own.
 func (s *Server) Layers() []string {
 	s.mu.Lock()
 	built := s.layers != nil
 	s.mu.Unlock()
 	if !built {
-		s.MCPServer() // the names are those of a server built
+		s.mcpServerOnce() // the names are those of a server built
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -352,7 +348,7 @@ func (s *Server) watch() {
 // every request it read has been answered, or ctx is done: a client that
 // writes a request and closes its end still gets the answer.
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
-	return s.MCPServer().Run(ctx, mcpadapter.WrapTransport(wire.AnswerBeforeEOF(t)))
+	return s.mcpServerOnce().Run(ctx, mcpadapter.WrapTransport(wire.AnswerBeforeEOF(t)))
 }
 
 // Handler returns the streamable HTTP handler of the Server (mount it at
@@ -361,7 +357,7 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 // request's credentials. The toolgate binary's hardened HTTP server is
 // package httpserve.
 func (s *Server) Handler() http.Handler {
-	srv := s.MCPServer()
+	srv := s.mcpServerOnce()
 	return mcpadapter.WrapHTTP(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 }
 
@@ -378,11 +374,10 @@ func (s *Server) Reload(ctx context.Context) error {
 // decisions, for an expert host.
 func (s *Server) Engine() *engine.Engine { return s.eng }
 
-// MCPServer is the go-sdk server the Server governs for Options.Caller
-// (Serve and Handler serve it), for an expert host: serve it only through
-// mcpadapter.WrapTransport or WrapHTTP.
-func (s *Server) MCPServer() *mcp.Server {
-	s.mcpOnce.Do(func() { s.mcp = s.MCPServerFor(s.opts.Caller, s.opts.CallerSource) })
+// mcpServerOnce is the MCP server of Options.Caller, which Serve and
+// Handler serve, built on first use.
+func (s *Server) mcpServerOnce() *mcp.Server {
+	s.mcpOnce.Do(func() { s.mcp = s.mcpServer(s.opts.Caller, nil) })
 	return s.mcp
 }
 

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,12 +28,17 @@ type Revisions interface {
 	Current() *engine.Revision
 }
 
-// CallerFunc says on whose behalf a request is made; nil is nobody.
-type CallerFunc func(ctx context.Context, req mcp.Request) *toolcall.Caller
+// CallerFunc is the one hand-off of a request's caller from its
+// transport to the adapter: on whose behalf the request is made (nil:
+// nobody) and the identity source that vouched for that caller
+// (CallContext.Source: SourceLocal for one the operator names; over HTTP
+// the source of the bearer token). The adapter may keep the caller.
+type CallerFunc func(ctx context.Context, req mcp.Request) (caller *toolcall.Caller, source string)
 
-// StaticCaller is a CallerFunc that always answers c (for stdio).
+// StaticCaller is a CallerFunc that always answers c, from SourceLocal
+// (for stdio).
 func StaticCaller(c *toolcall.Caller) CallerFunc {
-	return func(context.Context, mcp.Request) *toolcall.Caller { return c }
+	return func(context.Context, mcp.Request) (*toolcall.Caller, string) { return c, hooks.SourceLocal }
 }
 
 // DefaultHookTimeout bounds one hook run; a hook still running past it has
@@ -47,11 +51,9 @@ type Options struct {
 	Revisions Revisions
 	// Methods resolves rows' methods (required).
 	Methods methods.Set
-	// Caller identifies the caller of each request; nil: everyone is nobody.
+	// Caller identifies the caller of each request and its identity
+	// source; nil: everyone is nobody (from SourceLocal).
 	Caller CallerFunc
-	// Source names the identity source of each request's caller
-	// (CallContext.Source); nil: SourceLocal for every caller.
-	Source func(ctx context.Context, req mcp.Request) string
 	// Logger receives failures in full detail; nil discards them.
 	Logger *slog.Logger
 	// HookTimeout bounds each hook; zero is DefaultHookTimeout.
@@ -127,8 +129,7 @@ func (a *Adapter) AddHook(h hooks.Hook) { a.hooks = append(a.hooks, h) }
 // NewServer returns an MCP server governed by the adapter. Serve it over a
 // transport from WrapTransport, or over HTTP behind WrapHTTP.
 func (a *Adapter) NewServer(impl *mcp.Implementation, opts *mcp.ServerOptions) *mcp.Server {
-	s, layers := a.NewServerLayers(impl, opts)
-	s.AddReceivingMiddleware(Middleware(layers)...)
+	s, _ := a.NewServerWith(impl, opts, Layers{})
 	return s
 }
 
@@ -139,8 +140,25 @@ type Layer struct {
 	Middleware mcp.Middleware
 }
 
+// Layers are a host's receiving middleware around the adapter's, each
+// outermost first (NewServerWith).
+type Layers struct {
+	// Transport are the transport's own (over HTTP: the sessions'
+	// accounting, the shutdown, the end of a listen stream, the access
+	// token): they see the request as the SDK decoded it.
+	Transport []Layer
+	// Inner are the host's (tracing, its own middleware): they see the
+	// request as the adapter does, and read what the wire layer carried
+	// with its helpers (tracing.WireMeta).
+	Inner []Layer
+}
+
 // The names of the adapter's layers.
 const (
+	// LayerWire reads what the wire layer (WrapTransport, WrapHTTP)
+	// carried past the SDK's decoding and hands it on, typed, to every
+	// layer inside it.
+	LayerWire = "wire"
 	// LayerCatalog decides prompts, resources and completions (only with
 	// Options.Catalog).
 	LayerCatalog = "catalog"
@@ -148,22 +166,40 @@ const (
 	LayerGovernance = "governance"
 )
 
-// Middleware returns the layers' middleware, in their order: what
-// mcp.Server.AddReceivingMiddleware takes, outermost first.
-func Middleware(layers []Layer) []mcp.Middleware {
-	out := make([]mcp.Middleware, len(layers))
-	for i, l := range layers {
-		out[i] = l.Middleware
+// NewServerWith is NewServer with the host's layers around the adapter's.
+// It adds every receiving middleware of the server in one list, the one
+// order of a governed server, outermost first:
+//
+//	host.Transport...   the transport's own
+//	LayerWire           what the wire layer carried, handed on typed
+//	host.Inner...       the host's: tracing, its own middleware
+//	LayerCatalog        prompts, resources, completions (Options.Catalog)
+//	LayerGovernance     tools/list and tools/call
+//
+// and returns the server with the names of that list.
+func (a *Adapter) NewServerWith(impl *mcp.Implementation, opts *mcp.ServerOptions, host Layers) (*mcp.Server, []string) {
+	s := a.newServer(impl, opts)
+	governance := a.governance(s) // its sending middleware go inside the catalog's
+	var list []Layer
+	list = append(list, host.Transport...)
+	list = append(list, Layer{LayerWire, wire.Middleware})
+	list = append(list, host.Inner...)
+	if catalog := a.installCatalog(s); catalog != nil {
+		list = append(list, Layer{LayerCatalog, catalog})
 	}
-	return out
+	list = append(list, Layer{LayerGovernance, governance})
+	names := make([]string, len(list))
+	ms := make([]mcp.Middleware, len(list))
+	for i, l := range list {
+		names[i], ms[i] = l.Name, l.Middleware
+	}
+	s.AddReceivingMiddleware(ms...)
+	return s, names
 }
 
-// NewServerLayers is NewServer without the adapter's receiving
-// middleware: it returns them, outermost first, for the host to add in
-// one list with its own (s.AddReceivingMiddleware(m1, m2, ...)), so that
-// the order of every layer is written in one place. Until they are added
-// the server governs nothing: add them before serving.
-func (a *Adapter) NewServerLayers(impl *mcp.Implementation, opts *mcp.ServerOptions) (*mcp.Server, []Layer) {
+// newServer is the MCP server the adapter governs, before its middleware:
+// the capabilities the adapter serves are announced.
+func (a *Adapter) newServer(impl *mcp.Implementation, opts *mcp.ServerOptions) *mcp.Server {
 	var o mcp.ServerOptions
 	if opts != nil {
 		o = *opts
@@ -180,22 +216,17 @@ func (a *Adapter) NewServerLayers(impl *mcp.Implementation, opts *mcp.ServerOpti
 		//lint:ignore SA1019 as above
 		o.Capabilities.Logging = &mcp.LoggingCapabilities{}
 	}
-	s := mcp.NewServer(impl, &o)
-	return s, a.layers(s)
+	return mcp.NewServer(impl, &o)
 }
 
-// Install adds the adapter's middleware to s: it answers every tools/list
-// and tools/call itself; other methods pass through. It also remembers
-// each session's listing caller (that of its last tools/list, or of its
+// governance is the middleware that answers tools/list and tools/call; it
+// also installs on s the adapter's sending middleware, and remembers each
+// session's listing caller (that of its last tools/list, or of its
 // subscriptions/listen stream), so that notifications/tools/list_changed
 // reaches only the sessions NotifyListingChanged names.
-func (a *Adapter) Install(s *mcp.Server) { s.AddReceivingMiddleware(Middleware(a.layers(s))...) }
-
-// layers returns the adapter's receiving middleware for s, outermost
-// first, and installs on s the rest: its sending middleware and the
-// catalog's updates.
-func (a *Adapter) layers(s *mcp.Server) []Layer {
-	govern := func(next mcp.MethodHandler) mcp.MethodHandler {
+func (a *Adapter) governance(s *mcp.Server) mcp.Middleware {
+	s.AddSendingMiddleware(a.filterListChanged, sendUnfilteredLog)
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch r := req.(type) {
 			case *mcp.CallToolRequest:
@@ -206,7 +237,8 @@ func (a *Adapter) layers(s *mcp.Server) []Layer {
 			switch method {
 			case methodSubscriptionsListen:
 				ss, _ := req.GetSession().(*mcp.ServerSession)
-				a.sessions.listed(ss, a.opts.Caller(ctx, req), a.log)
+				caller, _ := a.opts.Caller(ctx, req)
+				a.sessions.listed(ss, caller, a.log)
 			case methodSetLevel:
 				res, err := next(ctx, method, req)
 				//lint:ignore SA1019 earlier protocol revisions have logging/setLevel
@@ -219,12 +251,6 @@ func (a *Adapter) layers(s *mcp.Server) []Layer {
 			return next(ctx, method, req)
 		}
 	}
-	s.AddSendingMiddleware(a.filterListChanged, sendUnfilteredLog)
-	layers := []Layer{{LayerGovernance, govern}}
-	if catalog := a.installCatalog(s); catalog != nil {
-		layers = slices.Insert(layers, 0, Layer{LayerCatalog, catalog})
-	}
-	return layers
 }
 
 const methodSubscriptionsListen = "subscriptions/listen"
@@ -275,16 +301,8 @@ func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest, descripto
 	start := time.Now()
 	res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
 	res.CacheScope = "private"
-	var rawMeta string
-	if req.Params != nil {
-		if w, ok := wire.Take(req.Params.Meta); ok {
-			rawMeta = w.Meta
-		} else if req.Params.Meta != nil {
-			b, _ := json.Marshal(req.Params.Meta)
-			rawMeta = string(b)
-		}
-	}
-	caller := a.opts.Caller(ctx, req)
+	rawMeta := wire.InfoOf(ctx, req).Meta
+	caller, _ := a.opts.Caller(ctx, req)
 	a.sessions.listed(req.Session, caller, a.log)
 	if caller == nil {
 		return res, nil

@@ -217,7 +217,7 @@ func rawMeta(m mcp.Meta) json.RawMessage {
 }
 
 func (a *Adapter) serveCatalog(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
-	caller := a.opts.Caller(ctx, req)
+	caller, _ := a.opts.Caller(ctx, req)
 	switch r := req.(type) {
 	case *mcp.ListPromptsRequest:
 		return a.listPrompts(ctx, caller, r), nil

@@ -263,7 +263,7 @@ func (a *Adapter) listen(ctx context.Context, method string, req mcp.Request, ne
 	if !ok || r.Params == nil || r.Params.Notifications == nil || len(r.Params.Notifications.ResourceSubscriptions) == 0 {
 		return next(ctx, method, req)
 	}
-	caller := a.opts.Caller(ctx, req)
+	caller, _ := a.opts.Caller(ctx, req)
 	n := *r.Params.Notifications
 	var kept []string
 	for _, uri := range n.ResourceSubscriptions {

@@ -23,10 +23,9 @@ import (
 // Their arguments are the call's heap values, never the step machine's
 // own (an argument of an interface call escapes).
 type effects interface {
-	// caller is who calls (step 2); nil is nobody.
-	caller(ctx context.Context, req *mcp.CallToolRequest) *toolcall.Caller
-	// source names the caller's identity source (CallContext.Source).
-	source(ctx context.Context, req *mcp.CallToolRequest) string
+	// caller is who calls (step 2; nil is nobody) and the identity source
+	// that vouched for it (CallContext.Source).
+	caller(ctx context.Context, req *mcp.CallToolRequest) (*toolcall.Caller, string)
 	// revision is the revision every decision of the call reads.
 	revision() *revisionCache
 	// grant takes the grant decision (step 3); a dry run's is located.
@@ -57,16 +56,8 @@ type effects interface {
 // an effects it is not allocated.)
 type served struct{ a *Adapter }
 
-func (s served) caller(ctx context.Context, req *mcp.CallToolRequest) *toolcall.Caller {
+func (s served) caller(ctx context.Context, req *mcp.CallToolRequest) (*toolcall.Caller, string) {
 	return s.a.opts.Caller(ctx, req)
-}
-
-// source is the adapter's Source, SourceLocal without one.
-func (s served) source(ctx context.Context, req *mcp.CallToolRequest) string {
-	if s.a.opts.Source == nil {
-		return hooks.SourceLocal
-	}
-	return s.a.opts.Source(ctx, req)
 }
 
 // revision is the adapter's current revision.
@@ -183,9 +174,9 @@ type dryRun struct {
 	taken *mcp.CallToolResult
 }
 
-func (d *dryRun) caller(context.Context, *mcp.CallToolRequest) *toolcall.Caller { return d.who }
-
-func (d *dryRun) source(context.Context, *mcp.CallToolRequest) string { return hooks.SourceLocal }
+func (d *dryRun) caller(context.Context, *mcp.CallToolRequest) (*toolcall.Caller, string) {
+	return d.who, hooks.SourceLocal
+}
 
 func (d *dryRun) revision() *revisionCache { return d.rc }
 

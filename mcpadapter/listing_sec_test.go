@@ -114,16 +114,16 @@ func TestListChangedOnlyToSessionsWhoseListingChanged(t *testing.T) {
 	}
 	// The caller is the client's name: alice, bob and quiet are signed in;
 	// anyone else is nobody.
-	byName := func(_ context.Context, req mcp.Request) *toolcall.Caller {
+	byName := func(_ context.Context, req mcp.Request) (*toolcall.Caller, string) {
 		ss, _ := req.GetSession().(*mcp.ServerSession)
 		if ss == nil || ss.InitializeParams() == nil || ss.InitializeParams().ClientInfo == nil {
-			return nil
+			return nil, hooks.SourceLocal
 		}
 		switch name := ss.InitializeParams().ClientInfo.Name; name {
 		case "alice", "bob", "quiet":
-			return &toolcall.Caller{Subject: name, Roles: []string{}}
+			return &toolcall.Caller{Subject: name, Roles: []string{}}, hooks.SourceLocal
 		}
-		return nil
+		return nil, hooks.SourceLocal
 	}
 	eng, a, s, grant := secServer(t, policy(`["echo"]`, `["echo"]`), mcpadapter.Options{Caller: byName})
 

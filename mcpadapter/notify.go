@@ -174,7 +174,7 @@ func (a *Adapter) ListingChanged(ctx context.Context, prev, next *engine.Revisio
 
 // NotifyListingChanged sends notifications/tools/list_changed, after a
 // swap from prev to next, to exactly the sessions of s whose listing
-// changed (docs/contract.md §9): those whose listing caller (see Install) would now
+// changed (docs/contract.md §9): those whose listing caller (see NewServer) would now
 // list other tools. Sessions that never listed, and those whose caller is
 // nobody, are never notified. Listings are compared without _meta. It
 // returns the number of sessions notified.

@@ -67,14 +67,10 @@ func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *hooks.Rec
 	if p == nil {
 		p = &mcp.CallToolParamsRaw{}
 	}
-	w, ok := wire.Take(p.Meta)
-	if !ok && p.Meta != nil {
-		b, _ := json.Marshal(p.Meta)
-		w.Meta = string(b)
-	}
+	w := wire.InfoOf(ctx, req)
 	in := &callInput{
 		req:         req,
-		nameInvalid: w.NameInvalid || (!ok && p.Name == ""),
+		nameInvalid: w.NameInvalid,
 		name:        p.Name,
 		args:        p.Arguments,
 		bind:        true,
@@ -175,7 +171,7 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*hooks.CallContext, 
 	}
 	name := in.name
 	// Step 2.
-	caller := p.fx.caller(ctx, in.req)
+	caller, source := p.fx.caller(ctx, in.req)
 	if caller == nil {
 		rec.Grant.Outcome = engine.Nobody
 		rec.Stage, rec.Answerer, rec.Result = toolcall.StageNobody, hooks.Answerer{Kind: toolcall.ByGate}, TextResult(AnswerUnknownTool(name), true)
@@ -191,7 +187,7 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*hooks.CallContext, 
 		Arguments:  args,
 		Meta:       ereq.Meta,
 		Caller:     caller,
-		Source:     p.fx.source(ctx, in.req),
+		Source:     source,
 		Revision:   rev,
 		Start:      in.start,
 	}

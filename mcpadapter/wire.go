@@ -12,7 +12,9 @@ import (
 // runs: a numeric tool name, or a _meta that is not an object, would be a
 // JSON-RPC error there, and _meta would lose its wire order in a Go map.
 // The wire layer (internal/wire) rewrites tools/call and tools/list params
-// before the SDK sees them; the middleware restores what it carried.
+// before the SDK sees them; LayerWire, in every governed server's list
+// outside each layer that reads _meta or the name (NewServerWith), takes
+// what it carried and hands it on.
 
 // WrapTransport returns a transport whose incoming tools/call and tools/list
 // requests pass the wire layer. Serve every transport through it (stdio,

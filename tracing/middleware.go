@@ -10,11 +10,11 @@ import (
 )
 
 // MetaFunc returns the traceparent and tracestate entries of a request's
-// _meta, "" when absent.
-type MetaFunc func(req mcp.Request) (traceparent, tracestate string)
+// _meta, "" when absent; ctx is the context the request is handled with.
+type MetaFunc func(ctx context.Context, req mcp.Request) (traceparent, tracestate string)
 
 // ParamsMeta is the MetaFunc that reads the decoded params' _meta.
-func ParamsMeta(req mcp.Request) (traceparent, tracestate string) {
+func ParamsMeta(_ context.Context, req mcp.Request) (traceparent, tracestate string) {
 	var m mcp.Meta
 	switch r := req.(type) {
 	case *mcp.CallToolRequest:
@@ -66,7 +66,7 @@ func (t *Tracer) MiddlewareOf(meta MetaFunc, isRow func(name string) bool) mcp.M
 			if c, ok := req.(*mcp.CallToolRequest); ok && c.Params != nil && (isRow == nil || isRow(c.Params.Name)) {
 				r.Tool = c.Params.Name
 			}
-			r.TraceParent, r.TraceState = meta(req)
+			r.TraceParent, r.TraceState = meta(ctx, req)
 			ctx, span := t.StartRequest(ctx, r)
 			defer span.End()
 			res, err := next(ctx, method, req)
@@ -113,16 +113,18 @@ func isToolError(res mcp.Result) bool {
 
 // WireMeta is the MetaFunc that reads the W3C trace context from a
 // request's _meta as the client sent it (kept by the wire layer,
-// mcpadapter.WrapTransport and WrapHTTP; else the decoded params').
-func WireMeta(req mcp.Request) (traceparent, tracestate string) {
-	raw := wire.RawMeta(req)
-	if raw == nil {
+// mcpadapter.WrapTransport and WrapHTTP, and handed on by the adapter's
+// LayerWire, which goes outside this middleware; else the decoded
+// params').
+func WireMeta(ctx context.Context, req mcp.Request) (traceparent, tracestate string) {
+	raw := wire.InfoOf(ctx, req).Meta
+	if raw == "" {
 		return "", ""
 	}
 	var m struct {
 		TraceParent string `json:"traceparent"`
 		TraceState  string `json:"tracestate"`
 	}
-	_ = json.Unmarshal(raw, &m) // a _meta that is not an object has no trace context
+	_ = json.Unmarshal([]byte(raw), &m) // a _meta that is not an object has no trace context
 	return m.TraceParent, m.TraceState
 }

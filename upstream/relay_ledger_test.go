@@ -36,7 +36,7 @@ func TestRelayMultiRoundTripWithIdempotencyKey(t *testing.T) {
 	eng, err := engine.New(t.Context(), relayRegistry, engine.WithTimeout(10*time.Second))
 	require.NoError(t, err)
 	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: p, Logging: true,
-		Caller: func(context.Context, mcp.Request) *toolcall.Caller { return &toolcall.Caller{Subject: "alice"} }})
+		Caller: mcpadapter.StaticCaller(&toolcall.Caller{Subject: "alice"})})
 	a.AddHook(ledger.New(store.NewMemoryStore(), ledger.Options{}).Hook())
 	server := a.NewServer(&mcp.Implementation{Name: "front"}, nil)
 	ct, st := mcp.NewInMemoryTransports()

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/internal/testkit/testserver"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
@@ -74,11 +75,11 @@ func newRelayFrontPool(t testing.TB, p *Pool) *relayFront {
 	require.NoError(t, err)
 	f := &relayFront{t: t, caller: map[*mcp.ServerSession]*toolcall.Caller{}, conns: map[string]mcp.Connection{}}
 	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: p, Logging: true,
-		Caller: func(_ context.Context, req mcp.Request) *toolcall.Caller {
+		Caller: func(_ context.Context, req mcp.Request) (*toolcall.Caller, string) {
 			ss, _ := req.GetSession().(*mcp.ServerSession)
 			f.mu.Lock()
 			defer f.mu.Unlock()
-			return f.caller[ss]
+			return f.caller[ss], hooks.SourceLocal
 		}})
 	f.server = a.NewServer(&mcp.Implementation{Name: "front"}, nil)
 	return f

@@ -75,7 +75,7 @@ result := {"content": [{"type": "text", "text": "from policy"}]} if input.reques
 
 // newAdapter returns an adapter over a small registry and policy with the
 // given hooks and a caller taken from the context.
-func newAdapter(t *testing.T, hooks ...hooks.Hook) *mcpadapter.Adapter {
+func newAdapter(t *testing.T, hks ...hooks.Hook) *mcpadapter.Adapter {
 	t.Helper()
 	fsys := fstest.MapFS{
 		"registry.yaml":       {Data: []byte(testRegistry)},
@@ -98,12 +98,12 @@ func newAdapter(t *testing.T, hooks ...hooks.Hook) *mcpadapter.Adapter {
 	a := mcpadapter.New(mcpadapter.Options{
 		Revisions: e,
 		Methods:   methods,
-		Caller: func(ctx context.Context, _ mcp.Request) *toolcall.Caller {
+		Caller: func(ctx context.Context, _ mcp.Request) (*toolcall.Caller, string) {
 			c, _ := ctx.Value(callerKey{}).(*toolcall.Caller)
-			return c
+			return c, hooks.SourceLocal
 		},
 	})
-	for _, h := range hooks {
+	for _, h := range hks {
 		a.AddHook(h)
 	}
 	return a

@@ -34,8 +34,9 @@ func TestStoredResultsNeverReplayAcrossSources(t *testing.T) {
 			})
 			s, _ := kind.open(t)
 			a := mcpadapter.New(mcpadapter.Options{Revisions: e, Methods: methods,
-				Caller: mcpadapter.StaticCaller(&toolcall.Caller{Subject: "alice"}),
-				Source: func(ctx context.Context, _ mcp.Request) string { return ctx.Value(sourceKey{}).(string) }})
+				Caller: func(ctx context.Context, _ mcp.Request) (*toolcall.Caller, string) {
+					return &toolcall.Caller{Subject: "alice"}, ctx.Value(sourceKey{}).(string)
+				}})
 			a.AddHook(New(s, Options{}).Hook())
 			key := mcp.Meta{"festi/idempotencyKey": "order-" + newToken()}
 			callAs := func(source string) string {

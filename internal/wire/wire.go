@@ -1,7 +1,8 @@
 // Package wire is the layer between an MCP transport and the go-sdk that
 // keeps what the SDK's typed decoding would lose (docs/contract.md §5 step 1, _meta in
-// wire order). mcpadapter's WrapTransport and WrapHTTP are its public
-// entry points; nothing else needs it.
+// wire order). mcpadapter's WrapTransport and WrapHTTP put requests
+// through it; its Middleware (mcpadapter.LayerWire) is the one reader of
+// what it kept, and hands it on typed to the layers inside (InfoOf).
 package wire
 
 import (
@@ -26,11 +27,11 @@ import (
 // The wire layer below rewrites tools/call and tools/list params before the
 // SDK sees them: a name that is an integer becomes its decimal string, one
 // that is neither is removed and flagged, and the raw _meta travels as a
-// string under Key, from which the middleware restores it.
+// string under Key, which Middleware takes and hands on.
 
-// Key is the _meta entry that carries what the wire layer saw. The
-// middleware removes it before anything else reads _meta; a client that sends
-// it has it replaced.
+// Key is the _meta entry that carries what the wire layer saw. Middleware
+// removes it before anything else reads _meta; a client that sends it has
+// it replaced.
 const Key = "toolgate.internal/wire"
 
 // Info is what the wire layer saw of a request.
@@ -139,37 +140,6 @@ const progressTokenKey = "progressToken"
 func isProtocolKey(k string) bool {
 	const prefix = "io.modelcontextprotocol/"
 	return len(k) > len(prefix) && k[:len(prefix)] == prefix
-}
-
-// Take removes the wire entry from a request's _meta and returns it.
-// Without one (the request did not pass the wire layer) it reconstructs
-// what it can from the decoded params; _meta order is then lost.
-func Take(meta mcp.Meta) (Info, bool) {
-	info, ok := Peek(meta)
-	if ok {
-		delete(meta, Key)
-	}
-	return info, ok
-}
-
-// Peek is Take without removing the entry, for a middleware that runs
-// before the one that takes it (tracing reads traceparent from the _meta as
-// sent).
-func Peek(meta mcp.Meta) (Info, bool) {
-	raw, ok := meta[Key]
-	if !ok {
-		return Info{}, false
-	}
-	var info Info
-	switch v := raw.(type) {
-	case map[string]any:
-		info.Meta, _ = v["meta"].(string)
-		info.NameInvalid, _ = v["nameInvalid"].(bool)
-	default:
-		b, _ := json.Marshal(v)
-		_ = json.Unmarshal(b, &info)
-	}
-	return info, true
 }
 
 func rewriteMessage(msg jsonrpc.Message) jsonrpc.Message {

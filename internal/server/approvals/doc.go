@@ -11,8 +11,11 @@
 //
 //	gate := approvals.New(store, approvals.Options{})
 //	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: m, Approvals: gate})
-//	hs := httpserve.New(httpserve.Options{Server: a.NewServer(impl, nil), Tokens: tokens,
-//		Approvals: gate.Handler(httpserve.RequestCaller)})
+//	hs := httpserve.New(httpserve.Options{Tokens: tokens, Approvals: gate.Handler(httpserve.RequestCaller),
+//		MCPServer: func(transport []mcpadapter.Layer) *mcp.Server {
+//			s, _ := a.NewServerWith(impl, nil, mcpadapter.Layers{Transport: transport})
+//			return s
+//		}})
 //	go gate.RunPruner(ctx, 0) // removes expired requests after Options.Retention
 //
 // Confirmations (data.toolgate.call.confirm) need no store: the adapter

@@ -168,7 +168,7 @@ func newEnvOptions(t testing.TB, store store.ApprovalStore, policy string, opts 
 	e.gate = approvals.New(store, opts)
 	aud := audit.New(e.audit, audit.Options{})
 	e.aud = aud
-	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: httpserve.CallerFromRequest, Source: httpserve.SourceFromRequest, Approvals: e.gate,
+	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: httpserve.CallerFromRequest, Approvals: e.gate,
 		Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))})
 	a.AddHook(aud.Hook())
 	entries := map[string]identity.TokenEntry{}
@@ -178,7 +178,10 @@ func newEnvOptions(t testing.TB, store store.ApprovalStore, policy string, opts 
 	tokens, err := identity.NewTokens(entries)
 	require.NoError(t, err)
 	hs := httpserve.New(httpserve.Options{
-		Server:    a.NewServer(&mcp.Implementation{Name: "approvals-test", Version: "1"}, nil),
+		MCPServer: func(transport []mcpadapter.Layer) *mcp.Server {
+			srv, _ := a.NewServerWith(&mcp.Implementation{Name: "approvals-test", Version: "1"}, nil, mcpadapter.Layers{Transport: transport})
+			return srv
+		},
 		Tokens:    tokens,
 		Approvals: e.gate.Handler(httpserve.RequestCaller),
 	})

@@ -79,7 +79,7 @@ func TestOneAssembly(t *testing.T) {
 	require.NoError(t, <-ran)
 	require.NoError(t, g.Close()) // exports the spans
 
-	require.Equal(t, []string{toolgate.LayerTracing, mcpadapter.LayerGovernance}, front.Layers())
+	require.Equal(t, []string{mcpadapter.LayerWire, toolgate.LayerTracing, mcpadapter.LayerGovernance}, front.Layers())
 	require.Equal(t, front.Layers(), binLayers, "the same middleware in the same order")
 
 	for name, sinks := range map[string]*observeSinks{"front door": frontSinks, "binary": binSinks} {

@@ -43,6 +43,7 @@ import (
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/frontdoor"
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/internal/server/console"
@@ -483,7 +484,7 @@ func (g *Gateway) buildStdio() error {
 	if !g.cfg.Stdio {
 		return nil
 	}
-	g.stdio = g.core.MCPServerFor(mcpadapter.StaticCaller(identity.Static(g.cfg.As, g.cfg.Roles)), nil)
+	g.stdio = frontdoor.MCPServer(g.core, mcpadapter.StaticCaller(identity.Static(g.cfg.As, g.cfg.Roles)), nil)
 	return nil
 }
 
@@ -534,8 +535,8 @@ func (g *Gateway) buildHTTP() error {
 	routes = g.withAuthZEN(routes)
 	g.http = httpserve.New(httpserve.Options{
 		// The HTTP transport's middleware go first in the server's one list.
-		Governed: func(outer []mcpadapter.Layer) *mcp.Server {
-			return g.core.MCPServerFor(httpserve.CallerFromRequest, httpserve.SourceFromRequest, outer...)
+		MCPServer: func(transport []mcpadapter.Layer) *mcp.Server {
+			return frontdoor.MCPServer(g.core, httpserve.CallerFromRequest, transport)
 		},
 		Tokens:         g.tokens,
 		JWT:            g.jwt,

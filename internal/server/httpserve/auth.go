@@ -35,6 +35,25 @@ type principal struct {
 	token *identity.AccessToken
 }
 
+// principalKey is the TokenInfo.Extra entry that carries the *principal
+// authenticate found to the method handlers (the go-sdk hands them a
+// request's TokenInfo, and nothing else of the HTTP request); principalOf
+// is its one reader.
+const principalKey = "toolgate.principal"
+
+// principalOf is the principal of a request's bearer token; nil: nobody.
+func principalOf(req mcp.Request) *principal {
+	if req == nil {
+		return nil
+	}
+	extra := req.GetExtra()
+	if extra == nil || extra.TokenInfo == nil {
+		return nil
+	}
+	p, _ := extra.TokenInfo.Extra[principalKey].(*principal)
+	return p
+}
+
 // tokenInfoKey carries the TokenInfo authenticate made of the principal
 // it found to verify, which hands it to the SDK (the session gate then
 // reads the owner from it, auth.TokenInfoFromContext). A pointer, so that
@@ -134,10 +153,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		info := &auth.TokenInfo{UserID: p.owner, Expiration: p.expires, Extra: map[string]any{callerKey: p.caller, sourceKey: string(p.source)}}
-		if p.token != nil {
-			info.Extra[accessTokenKey] = p.token
-		}
+		info := &auth.TokenInfo{UserID: p.owner, Expiration: p.expires, Extra: map[string]any{principalKey: &p}}
 		ctx := context.WithValue(r.Context(), tokenInfoKey{}, info)
 		if r.Method == http.MethodGet && !p.expires.IsZero() {
 			var cancel context.CancelFunc
@@ -220,22 +236,14 @@ func (c *challengeWriter) Flush() {
 // Unwrap lets http.ResponseController reach the connection.
 func (c *challengeWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
-// accessTokenKey is the TokenInfo.Extra entry that carries a JWT caller's
-// *identity.AccessToken from authenticate to withAccessToken.
-const accessTokenKey = "toolgate.access_token"
-
 // withAccessToken puts the verified access token of a request's JWT
 // caller into the context its handler runs with (identity.WithAccessToken),
 // where an upstream configured for token exchange finds it
 // (docs/contract.md §17). Requests of other callers carry none.
 func withAccessToken(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if req != nil {
-			if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
-				if t, ok := extra.TokenInfo.Extra[accessTokenKey].(*identity.AccessToken); ok {
-					ctx = identity.WithAccessToken(ctx, t)
-				}
-			}
+		if p := principalOf(req); p != nil && p.token != nil {
+			ctx = identity.WithAccessToken(ctx, p.token)
 		}
 		return next(ctx, method, req)
 	}

@@ -43,29 +43,43 @@ func BenchmarkHTTPCall(b *testing.B) {
 			})
 		})
 		b.Run("served/"+rev, func(b *testing.B) {
-			benchHTTPCall(b, rev, func(ln net.Listener) { serveBench(b, benchdata.BareServer(), ln) })
+			benchHTTPCall(b, rev, func(ln net.Listener) {
+				serveBench(b, func(transport []mcpadapter.Layer) *mcp.Server {
+					srv := benchdata.BareServer()
+					ms := make([]mcp.Middleware, len(transport))
+					for i, l := range transport {
+						ms[i] = l.Middleware
+					}
+					srv.AddReceivingMiddleware(ms...)
+					return srv
+				}, ln)
+			})
 		})
 		b.Run("governed/"+rev, func(b *testing.B) {
 			fsys := fstest.MapFS{"registry.yaml": {Data: []byte(benchdata.Registry(1000, false))}, "policies/grant.rego": {Data: []byte(benchdata.Memoised)}}
 			eng, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, engine.WithTimeout(time.Minute))
 			require.NoError(b, err)
 			a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: demo.Methods(), Caller: httpserve.CallerFromRequest})
-			srv := a.NewServer(&mcp.Implementation{Name: "toolgate", Version: "bench"}, nil)
-			benchHTTPCall(b, rev, func(ln net.Listener) { serveBench(b, srv, ln) })
+			benchHTTPCall(b, rev, func(ln net.Listener) {
+				serveBench(b, func(transport []mcpadapter.Layer) *mcp.Server {
+					srv, _ := a.NewServerWith(&mcp.Implementation{Name: "toolgate", Version: "bench"}, nil, mcpadapter.Layers{Transport: transport})
+					return srv
+				}, ln)
+			})
 		})
 	}
 }
 
 const benchToken = "bench-token"
 
-// serveBench serves srv behind httpserve.Server on ln, with a tokens file
-// that knows benchToken, until the benchmark ends.
-func serveBench(b *testing.B, srv *mcp.Server, ln net.Listener) {
+// serveBench serves the server build makes behind httpserve.Server on ln,
+// with a tokens file that knows benchToken, until the benchmark ends.
+func serveBench(b *testing.B, build func([]mcpadapter.Layer) *mcp.Server, ln net.Listener) {
 	tok, err := identity.NewTokens(map[string]identity.TokenEntry{
 		identity.HashToken(benchToken): {Subject: "cid", Roles: []string{"manager", "contractor"}},
 	})
 	require.NoError(b, err)
-	s := httpserve.New(httpserve.Options{Server: srv, Tokens: tok})
+	s := httpserve.New(httpserve.Options{MCPServer: build, Tokens: tok})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln, nil) }()

@@ -38,9 +38,9 @@ func TestEvery401NamesTheMetadata(t *testing.T) {
 	v, err := identity.NewJWT(t.Context(), identity.Settings{Issuer: testIssuer, JWKS: iss.Path, Resource: testResource},
 		identity.WithLogger(slog.New(slog.DiscardHandler)), identity.WithClock(behind))
 	require.NoError(t, err)
-	withJWT := startServer(t, httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t), JWT: v,
+	withJWT := startServer(t, httpserve.Options{MCPServer: newFixture(t).build, Tokens: testTokens(t), JWT: v,
 		Approvals: bareUnauthorized, Console: bareUnauthorized, Routes: map[string]http.Handler{"/extra": bareUnauthorized}})
-	tokensOnly := startServer(t, httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t),
+	tokensOnly := startServer(t, httpserve.Options{MCPServer: newFixture(t).build, Tokens: testTokens(t),
 		Approvals: bareUnauthorized, Console: bareUnauthorized, Routes: map[string]http.Handler{"/extra": bareUnauthorized}})
 
 	get := func(url string) *http.Response {

@@ -22,7 +22,10 @@
 //	...
 //	a := mcpadapter.New(mcpadapter.Options{Revisions: eng, Methods: methods, Caller: httpserve.CallerFromRequest})
 //	srv := httpserve.New(httpserve.Options{
-//		Server: a.NewServer(&mcp.Implementation{Name: "toolgate"}, nil),
+//		MCPServer: func(transport []mcpadapter.Layer) *mcp.Server {
+//			s, _ := a.NewServerWith(&mcp.Implementation{Name: "toolgate"}, nil, mcpadapter.Layers{Transport: transport})
+//			return s
+//		},
 //		Tokens: tokens,
 //	})
 //	err = srv.ListenAndServe(ctx, "127.0.0.1:8787", nil)

@@ -10,20 +10,19 @@ import (
 	"github.com/toolgate/toolgate/mcpadapter"
 )
 
-// TestGovernedGetsTheLayers: with Options.Governed the HTTP transport
-// hands its receiving middleware, outermost first, to the builder of the
-// MCP server, which adds them first in its one list; they then serve as
-// with Options.Server (the sessions are counted).
-func TestGovernedGetsTheLayers(t *testing.T) {
+// TestMCPServerGetsTheLayers: the HTTP transport hands its receiving
+// middleware, outermost first, to the builder of the MCP server
+// (Options.MCPServer), which adds them first in its one list; they then
+// serve (the sessions are counted).
+func TestMCPServerGetsTheLayers(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	var names []string
-	srv := httpserve.New(httpserve.Options{Governed: func(outer []mcpadapter.Layer) *mcp.Server {
-		for _, l := range outer {
+	srv := httpserve.New(httpserve.Options{MCPServer: func(transport []mcpadapter.Layer) *mcp.Server {
+		for _, l := range transport {
 			names = append(names, l.Name)
 		}
-		f.server.AddReceivingMiddleware(mcpadapter.Middleware(outer)...)
-		return f.server
+		return f.build(transport)
 	}})
 	require.Equal(t, []string{httpserve.LayerSessions, httpserve.LayerAbort, httpserve.LayerListenEnd, httpserve.LayerAccessToken}, names)
 	ts := httptest_NewServer(t, srv)

@@ -61,9 +61,9 @@ func TestJWTAnswers(t *testing.T) {
 	t.Parallel()
 	iss := newIssuer(t)
 	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: iss.Path, Resource: testResource})
-	withJWT := startServer(t, httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t), JWT: v})
-	anonymous := startServer(t, httpserve.Options{Server: newFixture(t).server, JWT: v, AllowAnonymous: true})
-	tokensOnly := startServer(t, httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t)})
+	withJWT := startServer(t, httpserve.Options{MCPServer: newFixture(t).build, Tokens: testTokens(t), JWT: v})
+	anonymous := startServer(t, httpserve.Options{MCPServer: newFixture(t).build, JWT: v, AllowAnonymous: true})
+	tokensOnly := startServer(t, httpserve.Options{MCPServer: newFixture(t).build, Tokens: testTokens(t)})
 
 	for _, tc := range []struct {
 		name      string
@@ -108,7 +108,7 @@ func TestJWTAnswers(t *testing.T) {
 func TestJWTMetadata(t *testing.T) {
 	t.Parallel()
 	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: newIssuer(t).Path, Resource: testResource, ScopesSupported: []string{"tools:call"}})
-	srv := httpserve.New(httpserve.Options{Server: newFixture(t).server, JWT: v})
+	srv := httpserve.New(httpserve.Options{MCPServer: newFixture(t).build, JWT: v})
 	_, addr, _ := listen(t, srv)
 	for _, p := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
 		resp, err := http.Get("http://" + addr + p)
@@ -123,7 +123,7 @@ func TestJWTMetadata(t *testing.T) {
 	head := "GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: evil.example\r\n\r\n"
 	assert.Equal(t, "HTTP/1.1 403 Forbidden", rawRequest(t, addr, head, nil), "the DNS-rebinding check applies")
 
-	plain := startServer(t, httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t)})
+	plain := startServer(t, httpserve.Options{MCPServer: newFixture(t).build, Tokens: testTokens(t)})
 	resp, err := http.Get(plain.URL + "/.well-known/oauth-protected-resource/mcp")
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -140,7 +140,7 @@ func TestJWTIssuerUnreachable(t *testing.T) {
 	closed := "http://" + l.Addr().String() + "/jwks"
 	require.NoError(t, l.Close())
 	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: closed, Resource: testResource})
-	ts := startServer(t, httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t), JWT: v})
+	ts := startServer(t, httpserve.Options{MCPServer: newFixture(t).build, Tokens: testTokens(t), JWT: v})
 	resp := postBody(t, ts.URL+"/mcp", []byte(initialize), map[string]string{"Authorization": "Bearer " + newIssuer(t).token(t, "dana", testResource)})
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Equal(t, strconv.Itoa(identity.RetryAfterSeconds), resp.Header.Get("Retry-After"))
@@ -156,7 +156,7 @@ func TestJWTIssuerUnreachable(t *testing.T) {
 func TestJWTBeforeBody(t *testing.T) {
 	t.Parallel()
 	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: newIssuer(t).Path, Resource: testResource})
-	srv := httpserve.New(httpserve.Options{Server: newFixture(t).server, JWT: v})
+	srv := httpserve.New(httpserve.Options{MCPServer: newFixture(t).build, JWT: v})
 	_, addr, _ := listen(t, srv)
 	assert.Equal(t, "HTTP/1.1 401 Unauthorized", rawRequest(t, addr, mcpPost(addr, mcpadapter.MaxBodyBytes+1, "Authorization: Bearer a.b.c\r\n"), nil))
 	assert.Equal(t, "HTTP/1.1 401 Unauthorized", rawRequest(t, addr, mcpPost(addr, mcpadapter.MaxBodyBytes+1, ""), nil), "no token")
@@ -168,7 +168,7 @@ func TestJWTOperator(t *testing.T) {
 	t.Parallel()
 	iss := newIssuer(t)
 	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: iss.Path, Resource: testResource})
-	ts := startServer(t, httpserve.Options{Server: newFixture(t).server, JWT: v})
+	ts := startServer(t, httpserve.Options{MCPServer: newFixture(t).build, JWT: v})
 	get := func(token string) *http.Response {
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/healthz?verbose=1", nil)
 		require.NoError(t, err)

@@ -75,7 +75,7 @@ func mcpPost(addr string, length int, extra string) string {
 // is passed when it comes chunked.
 func TestBodyOver4MiBIs413(t *testing.T) {
 	t.Parallel()
-	srv := httpserve.New(httpserve.Options{Server: newFixture(t).server})
+	srv := httpserve.New(httpserve.Options{MCPServer: newFixture(t).build})
 	_, addr, _ := listen(t, srv)
 	// Only the headers: the answer must not wait for the body.
 	assert.Equal(t, "HTTP/1.1 413 Request Entity Too Large", rawRequest(t, addr, mcpPost(addr, mcpadapter.MaxBodyBytes+1, ""), nil))
@@ -136,7 +136,7 @@ func initSession(t *testing.T, url, proto, token string) string {
 // MaxBatch is served.
 func TestBatchOverCapRefusedWhole(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, httpserve.Options{Server: newFixture(t).server})
+	ts := startServer(t, httpserve.Options{MCPServer: newFixture(t).build})
 	url := ts.URL + "/mcp"
 	id := initSession(t, url, "2025-03-26", "")
 	batch := func(n int) []byte {
@@ -188,7 +188,7 @@ func TestSessionsCappedAtMaxSessions(t *testing.T) {
 	t.Parallel()
 	const max, tries = 1000, 10000
 	f := newFixture(t)
-	srv := httpserve.New(httpserve.Options{Server: f.server, MaxSessions: max})
+	srv := httpserve.New(httpserve.Options{MCPServer: f.build, MaxSessions: max})
 	_, addr, _ := listen(t, srv)
 	url := "http://" + addr + "/mcp"
 
@@ -262,7 +262,7 @@ func TestSessionsCappedAtMaxSessions(t *testing.T) {
 func TestIdleSessionExpires(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	srv := httpserve.New(httpserve.Options{Server: f.server, SessionTimeout: time.Second})
+	srv := httpserve.New(httpserve.Options{MCPServer: f.build, SessionTimeout: time.Second})
 	ts := httptest_NewServer(t, srv)
 	resp := postBody(t, ts.URL+"/mcp", []byte(initialize), nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -284,7 +284,7 @@ func TestIdleSessionExpires(t *testing.T) {
 // method; the others get 403 and leave the session alive.
 func TestSessionBoundToOpener(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t)})
+	ts := startServer(t, httpserve.Options{MCPServer: newFixture(t).build, Tokens: testTokens(t)})
 	url := ts.URL + "/mcp"
 	for _, tc := range []struct{ opener, requester string }{
 		{"", aliceToken}, {"", carolToken}, {aliceToken, ""}, {aliceToken, carolToken},
@@ -336,7 +336,7 @@ func httptest_NewServer(t *testing.T, h http.Handler) *struct{ URL string } {
 func TestHealthzShortUnlessOperatorVerbose(t *testing.T) {
 	t.Parallel()
 	full := map[string]any{"status": "degraded", "revision": 2, "hash": "abc", "last_error": "registry: tools[8] (execUrl): unknown field", "reloads": 3}
-	ts := startServer(t, httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t), Health: func() any { return full }})
+	ts := startServer(t, httpserve.Options{MCPServer: newFixture(t).build, Tokens: testTokens(t), Health: func() any { return full }})
 	for _, tc := range []struct {
 		name, path, token string
 		code              int
@@ -388,7 +388,7 @@ func getWith(t *testing.T, url, token string, header map[string]string) (int, st
 func TestHostAndOriginChecked(t *testing.T) {
 	t.Parallel()
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "up 1\n") })
-	ts := startServer(t, httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t), Metrics: metrics,
+	ts := startServer(t, httpserve.Options{MCPServer: newFixture(t).build, Tokens: testTokens(t), Metrics: metrics,
 		AllowedOrigins: []string{"https://app.example.com"}})
 	port := ts.URL[strings.LastIndex(ts.URL, ":")+1:]
 	for _, tc := range []struct {
@@ -431,7 +431,7 @@ func TestMetricsOperatorOnly(t *testing.T) {
 	// for it could be taken by another process first); Serve logs its URL
 	// before it reports ready.
 	urls := &metricsURL{}
-	srv := httpserve.New(httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t), Metrics: metrics, MetricsAddr: "127.0.0.1:0",
+	srv := httpserve.New(httpserve.Options{MCPServer: newFixture(t).build, Tokens: testTokens(t), Metrics: metrics, MetricsAddr: "127.0.0.1:0",
 		Logger: slog.New(urls)})
 	_, addr, _ := listen(t, srv)
 	maddr := strings.TrimSuffix(strings.TrimPrefix(urls.get(), "http://"), "/metrics")
@@ -492,7 +492,7 @@ func (m *metricsURL) get() string {
 // ReadTimeout is answered 408 and its connection closed.
 func TestSlowBodyTimesOut(t *testing.T) {
 	t.Parallel()
-	srv := httpserve.New(httpserve.Options{Server: newFixture(t).server, ReadTimeout: 200 * time.Millisecond})
+	srv := httpserve.New(httpserve.Options{MCPServer: newFixture(t).build, ReadTimeout: 200 * time.Millisecond})
 	_, addr, _ := listen(t, srv)
 	line := rawRequest(t, addr, mcpPost(addr, 1000, "")+"{", nil)
 	assert.Equal(t, "HTTP/1.1 408 Request Timeout", line)
@@ -506,7 +506,7 @@ func TestSlowBodyTimesOut(t *testing.T) {
 func TestSlowConnectionsLeaveHealthzAnswering(t *testing.T) {
 	t.Parallel()
 	const slow = 2000
-	srv := httpserve.New(httpserve.Options{Server: newFixture(t).server})
+	srv := httpserve.New(httpserve.Options{MCPServer: newFixture(t).build})
 	cancel, addr, served := listen(t, srv)
 	conns := make([]net.Conn, 0, slow)
 	t.Cleanup(func() {
@@ -549,7 +549,7 @@ func TestSlowConnectionsLeaveHealthzAnswering(t *testing.T) {
 //	go test ./internal/server/httpserve -run '^$' -bench LargeBodies -benchmem
 func BenchmarkServerLargeBodies(b *testing.B) {
 	f := newFixture(b)
-	srv := httpserve.New(httpserve.Options{Server: f.server})
+	srv := httpserve.New(httpserve.Options{MCPServer: f.build})
 	over := bytes.Repeat([]byte(" "), mcpadapter.MaxBodyBytes+1)
 	for _, bc := range []struct {
 		name   string
@@ -584,7 +584,7 @@ func BenchmarkServerLargeBodies(b *testing.B) {
 func TestConnectionCapNeverHoldsHealthz(t *testing.T) {
 	t.Parallel()
 	const max = 3
-	srv := httpserve.New(httpserve.Options{Server: newFixture(t).server, MaxConnections: max, ReadTimeout: 300 * time.Millisecond})
+	srv := httpserve.New(httpserve.Options{MCPServer: newFixture(t).build, MaxConnections: max, ReadTimeout: 300 * time.Millisecond})
 	_, addr, _ := listen(t, srv)
 	health := func(tr *http.Transport) int {
 		client := &http.Client{Transport: tr, Timeout: 20 * time.Second}

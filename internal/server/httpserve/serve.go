@@ -147,7 +147,7 @@ const abortWait = 2 * time.Second
 
 // closeSessions closes every MCP session of the server.
 func (s *Server) closeSessions() {
-	for ss := range s.opts.Server.Sessions() {
+	for ss := range s.mcp.Sessions() {
 		_ = ss.Close()
 	}
 }

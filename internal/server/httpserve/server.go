@@ -17,16 +17,6 @@ import (
 	"github.com/toolgate/toolgate/toolcall"
 )
 
-// callerKey is the TokenInfo.Extra entry that carries the *toolcall.Caller
-// of an authenticated request from authenticate to CallerFromRequest: the
-// go-sdk hands a request's TokenInfo to the method handlers, and nothing
-// else of the HTTP request.
-const callerKey = "toolgate.caller"
-
-// sourceKey is the TokenInfo.Extra entry that carries the identity source
-// of the caller (identity.Source), for SourceFromRequest.
-const sourceKey = "toolgate.source"
-
 // DefaultShutdownGrace is how long ListenAndServe lets in-flight requests
 // finish once its context is done.
 const DefaultShutdownGrace = 10 * time.Second
@@ -45,14 +35,12 @@ const (
 
 // Options configure a Server.
 type Options struct {
-	// Server is the MCP server every HTTP session connects to, typically
-	// from mcpadapter.Adapter.NewServer with Caller set to CallerFromRequest
-	// (required, unless Governed is set).
-	Server *mcp.Server
-	// Governed, when Server is nil, builds the MCP server with the HTTP
-	// transport's receiving middleware (Layers), to be added outermost in
-	// the one list of the server's middleware (toolgate.Server.MCPServerFor).
-	Governed func(outer []mcpadapter.Layer) *mcp.Server
+	// MCPServer builds the MCP server every HTTP session connects to
+	// (required), with the HTTP transport's receiving middleware outermost
+	// in the server's one list (mcpadapter.Layers.Transport; the binary's:
+	// internal/frontdoor.MCPServer), and its caller read by
+	// CallerFromRequest. New calls it once.
+	MCPServer func(transport []mcpadapter.Layer) *mcp.Server
 	// Tokens are the bearer tokens of the tokens file, asked first. With
 	// neither Tokens nor JWT, every HTTP caller is nobody and an
 	// Authorization header is ignored.
@@ -191,6 +179,7 @@ type Options struct {
 type Server struct {
 	opts     Options
 	log      *slog.Logger
+	mcp      *mcp.Server // Options.MCPServer's
 	mux      *http.ServeMux
 	inflight tracker
 	bodies   bodies
@@ -205,16 +194,17 @@ type Server struct {
 	abort    context.CancelFunc
 }
 
-// New returns a Server. It panics when Options.Server is nil.
+// New returns a Server. It panics when Options.MCPServer is nil.
 //
-// New adds receiving middleware to Options.Server, outermost, that
-// cancels the context of every request still running when the shutdown
-// grace period runs out and that keeps account of the sessions (with
-// Options.Governed it hands them to the server's builder instead). Give
-// each Server its own *mcp.Server.
+// New hands Options.MCPServer the HTTP transport's receiving middleware,
+// outermost first: they keep account of the sessions, cancel the context
+// of every request still running when the shutdown grace period runs
+// out, end a subscriptions/listen stream when its token expires, and hand
+// a JWT caller's access token on (LayerSessions, LayerAbort,
+// LayerListenEnd, LayerAccessToken).
 func New(opts Options) *Server {
-	if opts.Server == nil && opts.Governed == nil {
-		panic("httpserve: Options.Server or Options.Governed is required")
+	if opts.MCPServer == nil {
+		panic("httpserve: Options.MCPServer is required")
 	}
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = DefaultShutdownGrace
@@ -262,12 +252,7 @@ func New(opts Options) *Server {
 		s.metadataURL = identity.MetadataURL(opts.JWT.Settings().Resource)
 	}
 	s.stopping, s.abort = context.WithCancel(context.Background())
-	if layers := s.layers(); opts.Server != nil {
-		opts.Server.AddReceivingMiddleware(mcpadapter.Middleware(layers)...)
-	} else {
-		opts.Server = opts.Governed(layers)
-		s.opts.Server = opts.Server
-	}
+	s.mcp = opts.MCPServer(s.layers())
 	so := &mcp.StreamableHTTPOptions{}
 	if opts.Streamable != nil {
 		*so = *opts.Streamable
@@ -283,7 +268,7 @@ func New(opts Options) *Server {
 	case so.SessionTimeout == 0:
 		so.SessionTimeout = DefaultSessionTimeout
 	}
-	srv := opts.Server
+	srv := s.mcp
 	getServer := func(*http.Request) *mcp.Server { return srv }
 	var h http.Handler = mcp.NewStreamableHTTPHandler(getServer, so)
 	if !so.Stateless {
@@ -487,37 +472,21 @@ func (s *Server) writeHealth(w http.ResponseWriter, body []byte, err error) {
 	_, _ = w.Write(append(body, '\n'))
 }
 
-// CallerFromRequest is the mcpadapter.CallerFunc of a Server: the caller
-// of the bearer token the request came with, nil (nobody) without one.
-// It returns a copy the adapter may keep.
-func CallerFromRequest(_ context.Context, req mcp.Request) *toolcall.Caller {
-	if req == nil {
-		return nil
+// CallerFromRequest is the mcpadapter.CallerFunc of a Server, the one
+// hand-off of a request's caller to the adapter: the caller of the bearer
+// token the request came with, as a copy the adapter may keep, and its
+// identity source ("token", "jwt"), so that approvals and idempotency keys
+// tell the tokens file's "alice" from the issuer's. Without a token it is
+// nobody, from "".
+func CallerFromRequest(_ context.Context, req mcp.Request) (*toolcall.Caller, string) {
+	p := principalOf(req)
+	if p == nil {
+		return nil, ""
 	}
-	c := callerOf(req)
-	if c == nil {
-		return nil
-	}
-	return identity.CloneCaller(c)
+	return identity.CloneCaller(p.caller), string(p.source)
 }
 
 var _ mcpadapter.CallerFunc = CallerFromRequest
-
-// SourceFromRequest is the mcpadapter.Options.Source of a Server: the
-// identity source of the request's caller ("token", "jwt"; "" for
-// nobody), so that approvals and idempotency keys tell the tokens file's
-// "alice" from the issuer's.
-func SourceFromRequest(_ context.Context, req mcp.Request) string {
-	if req == nil {
-		return ""
-	}
-	extra := req.GetExtra()
-	if extra == nil || extra.TokenInfo == nil {
-		return ""
-	}
-	s, _ := extra.TokenInfo.Extra[sourceKey].(string)
-	return s
-}
 
 // sessionlessRevision is the first protocol revision that needs no session.
 const sessionlessRevision = "2026-07-28"

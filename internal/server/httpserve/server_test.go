@@ -59,7 +59,8 @@ func testTokens(t *testing.T) *identity.Tokens {
 // fixture is an adapter-governed MCP server. slow blocks until release is
 // closed, after signalling started; afters counts after-hook runs.
 type fixture struct {
-	server  *mcp.Server
+	adapter *mcpadapter.Adapter
+	server  *mcp.Server // built by build
 	started chan struct{}
 	release chan struct{}
 	afters  atomic.Int32
@@ -94,8 +95,15 @@ func newFixture(t testing.TB) *fixture {
 		f.afters.Add(1)
 		return nil
 	}})
-	f.server = a.NewServer(&mcp.Implementation{Name: "toolgate", Version: "test"}, nil)
+	f.adapter = a
 	return f
+}
+
+// build is the fixture's Options.MCPServer: the adapter's server with the
+// HTTP transport's middleware outermost.
+func (f *fixture) build(transport []mcpadapter.Layer) *mcp.Server {
+	f.server, _ = f.adapter.NewServerWith(&mcp.Implementation{Name: "toolgate", Version: "test"}, nil, mcpadapter.Layers{Transport: transport})
+	return f.server
 }
 
 // bearer adds an Authorization header when its token is set; the token
@@ -165,7 +173,7 @@ func startServer(t *testing.T, opts httpserve.Options) *httptest.Server {
 func TestCallers(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	ts := startServer(t, httpserve.Options{Server: f.server, Tokens: testTokens(t)})
+	ts := startServer(t, httpserve.Options{MCPServer: f.build, Tokens: testTokens(t)})
 	endpoint := ts.URL + "/mcp"
 
 	t.Run("no Authorization is nobody", func(t *testing.T) {
@@ -197,7 +205,7 @@ func TestCallers(t *testing.T) {
 func TestNoTokensEveryoneIsNobody(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	ts := startServer(t, httpserve.Options{Server: f.server})
+	ts := startServer(t, httpserve.Options{MCPServer: f.build})
 	cs := connect(t, ts.URL+"/mcp", newBearer(carolToken))
 	assert.Empty(t, toolNames(t, cs))
 }
@@ -212,7 +220,7 @@ func rawPost(t *testing.T, url string, header map[string]string) *http.Response 
 func TestUnknownTokenIs401(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	ts := startServer(t, httpserve.Options{Server: f.server, Tokens: testTokens(t)})
+	ts := startServer(t, httpserve.Options{MCPServer: f.build, Tokens: testTokens(t)})
 	for name, auth := range map[string]string{
 		"unknown token":   "Bearer not-a-known-token",
 		"other scheme":    "Basic " + aliceToken,
@@ -243,7 +251,7 @@ func TestUnknownTokenIs401(t *testing.T) {
 func TestSessionOwnership(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	ts := startServer(t, httpserve.Options{Server: f.server, Tokens: testTokens(t)})
+	ts := startServer(t, httpserve.Options{MCPServer: f.build, Tokens: testTokens(t)})
 	endpoint := ts.URL + "/mcp"
 
 	carol := carolToken
@@ -278,8 +286,8 @@ func TestHealthzAndMetrics(t *testing.T) {
 	f := newFixture(t)
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "toolgate_up 1\n") })
 	ts := startServer(t, httpserve.Options{
-		Server: f.server,
-		Tokens: testTokens(t),
+		MCPServer: f.build,
+		Tokens:    testTokens(t),
 		Health: func() any {
 			return map[string]any{"status": "ok", "revision": 3, "hash": "abc", "lastReloadError": nil}
 		},
@@ -308,7 +316,7 @@ func TestHealthzAndMetrics(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, "toolgate_up 1\n", body)
 
-	plain := startServer(t, httpserve.Options{Server: newFixture(t).server})
+	plain := startServer(t, httpserve.Options{MCPServer: newFixture(t).build})
 	code, _ = get2(t, plain.URL+"/metrics")
 	assert.Equal(t, http.StatusNotFound, code)
 	code, body = get2(t, plain.URL+"/healthz")
@@ -328,7 +336,7 @@ func get2(t *testing.T, url string) (int, string) {
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	srv := httpserve.New(httpserve.Options{Server: f.server, Tokens: testTokens(t), ShutdownGrace: 20 * time.Second})
+	srv := httpserve.New(httpserve.Options{MCPServer: f.build, Tokens: testTokens(t), ShutdownGrace: 20 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	addrc := make(chan net.Addr, 1)
@@ -378,7 +386,7 @@ func TestGracefulShutdown(t *testing.T) {
 func TestShutdownGraceExpires(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	srv := httpserve.New(httpserve.Options{Server: f.server, Tokens: testTokens(t), ShutdownGrace: 200 * time.Millisecond})
+	srv := httpserve.New(httpserve.Options{MCPServer: f.build, Tokens: testTokens(t), ShutdownGrace: 200 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	addrc := make(chan net.Addr, 1)
@@ -401,9 +409,11 @@ func TestShutdownGraceExpires(t *testing.T) {
 
 func TestCallerFromRequest(t *testing.T) {
 	t.Parallel()
-	assert.Nil(t, httpserve.CallerFromRequest(context.Background(), nil))
-	assert.Nil(t, httpserve.CallerFromRequest(context.Background(), &mcp.ListToolsRequest{}))
-	assert.Nil(t, httpserve.CallerFromRequest(context.Background(), &mcp.ListToolsRequest{Extra: &mcp.RequestExtra{}}))
+	for _, req := range []mcp.Request{nil, &mcp.ListToolsRequest{}, &mcp.ListToolsRequest{Extra: &mcp.RequestExtra{}}} {
+		c, source := httpserve.CallerFromRequest(context.Background(), req)
+		assert.Nil(t, c)
+		assert.Empty(t, source)
+	}
 }
 
 // TestStateless: the go-sdk's stateful handler does not serve the
@@ -412,7 +422,7 @@ func TestCallerFromRequest(t *testing.T) {
 func TestStateless(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	ts := startServer(t, httpserve.Options{Server: f.server, Tokens: testTokens(t), Streamable: &mcp.StreamableHTTPOptions{Stateless: true}})
+	ts := startServer(t, httpserve.Options{MCPServer: f.build, Tokens: testTokens(t), Streamable: &mcp.StreamableHTTPOptions{Stateless: true}})
 	cs := connect(t, ts.URL+"/mcp", newBearer(carolToken))
 	assert.Equal(t, "2026-07-28", cs.InitializeResult().ProtocolVersion)
 	assert.Equal(t, []string{"echo", "report", "slow"}, toolNames(t, cs))
@@ -423,7 +433,7 @@ func TestStateless(t *testing.T) {
 
 	// The default (stateful) server routes 2026-07-28 requests to a
 	// stateless handler, so that revision is served too.
-	both := startServer(t, httpserve.Options{Server: newFixture(t).server, Tokens: testTokens(t)})
+	both := startServer(t, httpserve.Options{MCPServer: newFixture(t).build, Tokens: testTokens(t)})
 	cs2 := connect(t, both.URL+"/mcp", newBearer(carolToken))
 	assert.Equal(t, "2026-07-28", cs2.InitializeResult().ProtocolVersion)
 	assert.Equal(t, []string{"echo", "report", "slow"}, toolNames(t, cs2))

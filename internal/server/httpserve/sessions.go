@@ -7,7 +7,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolgate/toolgate/toolcall"
 )
 
 // sessions keeps account of the MCP sessions of a Server: who opened each
@@ -141,14 +140,4 @@ func ownerOf(req mcp.Request) string {
 		return ""
 	}
 	return extra.TokenInfo.UserID
-}
-
-// callerOf is the caller a request's bearer token stands for; nil: nobody.
-func callerOf(req mcp.Request) *toolcall.Caller {
-	extra := req.GetExtra()
-	if extra == nil || extra.TokenInfo == nil {
-		return nil
-	}
-	c, _ := extra.TokenInfo.Extra[callerKey].(*toolcall.Caller)
-	return c
 }

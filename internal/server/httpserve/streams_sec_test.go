@@ -84,7 +84,7 @@ func getStream(t *testing.T, ctx context.Context, url, id, token string) *http.R
 func TestNobodyGetsNoStream(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	ts := startServer(t, httpserve.Options{Server: f.server, Tokens: testTokens(t)})
+	ts := startServer(t, httpserve.Options{MCPServer: f.build, Tokens: testTokens(t)})
 	url := ts.URL + "/mcp"
 	id := initSession(t, url, "2025-11-25", "")
 	resp := getStream(t, t.Context(), url, id, "")
@@ -113,7 +113,7 @@ func TestNobodyGetsNoStream(t *testing.T) {
 func TestStreamsCappedPerCallerAndAddress(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	ts := startServer(t, httpserve.Options{Server: f.server, Tokens: testTokens(t), MaxStreamsPerCaller: 2, MaxStreamsPerAddress: 3})
+	ts := startServer(t, httpserve.Options{MCPServer: f.build, Tokens: testTokens(t), MaxStreamsPerCaller: 2, MaxStreamsPerAddress: 3})
 	url := ts.URL + "/mcp"
 	// A session has one standalone stream: each stream its own session.
 	sess := func(token string) string { return initSession(t, url, "2025-11-25", token) }
@@ -152,7 +152,7 @@ func TestStreamsCappedPerCallerAndAddress(t *testing.T) {
 func TestOldestStreamClosedAtItsShare(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	srv := httpserve.New(httpserve.Options{Server: f.server, Tokens: testTokens(t), MaxConnections: 4, MaxStreamsPerCaller: -1, MaxStreamsPerAddress: -1})
+	srv := httpserve.New(httpserve.Options{MCPServer: f.build, Tokens: testTokens(t), MaxConnections: 4, MaxStreamsPerCaller: -1, MaxStreamsPerAddress: -1})
 	base := serveOn(t, srv)
 	url := base + "/mcp"
 	var streams []*http.Response
@@ -190,7 +190,7 @@ func TestOldestStreamClosedAtItsShare(t *testing.T) {
 func TestConnectionCapClosesTheOldestStream(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	srv := httpserve.New(httpserve.Options{Server: f.server, Tokens: testTokens(t), MaxConnections: 2, MaxStreamsPerCaller: -1, MaxStreamsPerAddress: -1})
+	srv := httpserve.New(httpserve.Options{MCPServer: f.build, Tokens: testTokens(t), MaxConnections: 2, MaxStreamsPerCaller: -1, MaxStreamsPerAddress: -1})
 	base := serveOn(t, srv)
 	url := base + "/mcp"
 	id := initFresh(t, url, aliceToken)
@@ -216,7 +216,7 @@ func TestConnectionCapClosesTheOldestStream(t *testing.T) {
 func TestNobodyLeavesSessionsForSignedInCallers(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	srv := httpserve.New(httpserve.Options{Server: f.server, Tokens: testTokens(t), MaxSessions: 8})
+	srv := httpserve.New(httpserve.Options{MCPServer: f.build, Tokens: testTokens(t), MaxSessions: 8})
 	base := serveOn(t, srv)
 	url := base + "/mcp"
 	for range 2 {
