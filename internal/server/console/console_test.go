@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/internal/server/console"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/toolcall"
@@ -84,17 +85,7 @@ func newFixtureCalls(t *testing.T, calls bool, policy string) *fixture {
 
 func (f *fixture) do(t *testing.T, method, path, token, body string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, f.srv.URL+path, strings.NewReader(body))
-	require.NoError(t, err)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := f.srv.Client().Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	var b strings.Builder
-	_, _ = bufio.NewReader(res.Body).WriteTo(&b)
-	return res.StatusCode, []byte(b.String())
+	return mcptest.Do(t, t.Context(), method, f.srv.URL+path, token, body)
 }
 
 // stream opens the event stream at path as token's caller: the answer is

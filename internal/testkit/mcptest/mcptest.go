@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,21 +68,35 @@ func Call(t testing.TB, bound time.Duration, cs *mcp.ClientSession, name string,
 // cannot be sent or an answer that cannot be read fails the test.
 func Get(t testing.TB, ctx context.Context, url, token string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	return Do(t, ctx, http.MethodGet, url, token, "")
+}
+
+// Do is Get with another method, a body ("": none) and further headers
+// (name, value pairs).
+func Do(t testing.TB, ctx context.Context, method, url, token, body string, header ...string) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("GET %s: reading the body: %v", url, err)
+		t.Fatalf("%s %s: reading the body: %v", method, url, err)
 	}
-	return resp.StatusCode, body
+	return resp.StatusCode, b
 }
