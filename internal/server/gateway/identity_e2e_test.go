@@ -115,13 +115,7 @@ func connectToken(t *testing.T, url, proto, token string) (*mcp.ClientSession, e
 
 func listNames(t *testing.T, cs *mcp.ClientSession) []string {
 	t.Helper()
-	res, err := cs.ListTools(t.Context(), nil)
-	require.NoError(t, err)
-	names := []string{}
-	for _, tool := range res.Tools {
-		names = append(names, tool.Name)
-	}
-	return names
+	return mcptest.ToolNames(t, t.Context(), cs)
 }
 
 func callText(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (string, bool) {

@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/server/httpserve"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/methods"
 )
@@ -137,13 +138,7 @@ func connectProto(t *testing.T, endpoint string, b *bearer, proto string) *mcp.C
 
 func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	t.Helper()
-	res, err := cs.ListTools(t.Context(), nil)
-	require.NoError(t, err)
-	names := []string{}
-	for _, tool := range res.Tools {
-		names = append(names, tool.Name)
-	}
-	return names
+	return mcptest.ToolNames(t, t.Context(), cs)
 }
 
 func callText(t *testing.T, cs *mcp.ClientSession, name string, args any) (string, bool) {

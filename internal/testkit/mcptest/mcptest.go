@@ -63,6 +63,22 @@ func Call(t testing.TB, bound time.Duration, cs *mcp.ClientSession, name string,
 	return Answer{Text: text.Text, IsError: res.IsError}
 }
 
+// ToolNames are the names of the tools cs lists (one tools/list request,
+// bounded by ctx), in the listing's order; empty, not nil, when it lists
+// none. A failed listing fails the test.
+func ToolNames(t testing.TB, ctx context.Context, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	names := []string{}
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
 // Get is a GET of url with "Authorization: Bearer token" ("": none),
 // bounded by ctx; it returns the answer's status and body. A request that
 // cannot be sent or an answer that cannot be read fails the test.
