@@ -323,12 +323,8 @@ func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	srv := httpserve.New(httpserve.Options{Server: f.server, Tokens: testTokens(t), ShutdownGrace: 20 * time.Second})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrc := make(chan net.Addr, 1)
-	served := make(chan error, 1)
-	go func() { served <- srv.ListenAndServe(ctx, "127.0.0.1:0", func(a net.Addr) { addrc <- a }) }()
-	endpoint := "http://" + (<-addrc).String() + "/mcp"
+	cancel, addr, served := listen(t, srv)
+	endpoint := "http://" + addr + "/mcp"
 
 	cs := connect(t, endpoint, newBearer(aliceToken))
 	var (
@@ -373,12 +369,8 @@ func TestShutdownGraceExpires(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	srv := httpserve.New(httpserve.Options{Server: f.server, Tokens: testTokens(t), ShutdownGrace: 200 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrc := make(chan net.Addr, 1)
-	served := make(chan error, 1)
-	go func() { served <- srv.ListenAndServe(ctx, "127.0.0.1:0", func(a net.Addr) { addrc <- a }) }()
-	cs := connect(t, "http://"+(<-addrc).String()+"/mcp", newBearer(aliceToken))
+	cancel, addr, served := listen(t, srv)
+	cs := connect(t, "http://"+addr+"/mcp", newBearer(aliceToken))
 	go func() { _, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "slow"}) }()
 	<-f.started
 	cancel()

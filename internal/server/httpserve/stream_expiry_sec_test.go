@@ -77,6 +77,19 @@ func awaitEnd(t *testing.T, c <-chan streamEnd, what string) streamEnd {
 	}
 }
 
+// expiryFixture is a fixture whose slow call is released by release or
+// at the latest when the test ends, and a JWT issuer and the verifier
+// that trusts it.
+func expiryFixture(t *testing.T) (f *fixture, release func(), iss *issuer, v *identity.JWT) {
+	t.Helper()
+	f = newFixture(t)
+	release = sync.OnceFunc(func() { close(f.release) })
+	t.Cleanup(release) // a failing test does not leave the slow call hanging
+	iss = newIssuer(t)
+	v = newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: iss.Path, Resource: testResource})
+	return f, release, iss, v
+}
+
 // TestSecStreamEndsAtTokenExpiry: the standalone GET stream of a session
 // opened with a JWT access token ends by itself when the token expires
 // (it would otherwise deliver notifications/tools/list_changed for as long
@@ -85,11 +98,7 @@ func awaitEnd(t *testing.T, c <-chan streamEnd, what string) streamEnd {
 // its stream.
 func TestSecStreamEndsAtTokenExpiry(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	release := sync.OnceFunc(func() { close(f.release) })
-	t.Cleanup(release) // a failing test does not leave the slow call hanging
-	iss := newIssuer(t)
-	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: iss.Path, Resource: testResource})
+	f, release, iss, v := expiryFixture(t)
 	ts := startServer(t, httpserve.Options{Server: f.server, Tokens: testTokens(t), JWT: v})
 	url := ts.URL + "/mcp"
 	short := iss.tokenUntil(t, time.Now().Add(2*time.Second), "dana", testResource)
@@ -176,11 +185,7 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 // token expires; a tools/call accepted with it before then runs to its end.
 func TestSecListenEndsAtTokenExpiry(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	release := sync.OnceFunc(func() { close(f.release) })
-	t.Cleanup(release) // a failing test does not leave the slow call hanging
-	iss := newIssuer(t)
-	v := newJWT(t, identity.Settings{Issuer: testIssuer, JWKS: iss.Path, Resource: testResource})
+	f, release, iss, v := expiryFixture(t)
 	ts := startServer(t, httpserve.Options{Server: f.server, JWT: v})
 	watch := &listenWatch{token: iss.tokenUntil(t, time.Now().Add(2*time.Second), "dana", testResource), ended: make(chan error, 1)}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "test"}, &mcp.ClientOptions{
