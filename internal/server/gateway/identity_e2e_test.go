@@ -11,13 +11,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -74,27 +72,7 @@ func startIdentity(t *testing.T, cfg gateway.Config, port int) *idServer {
 	}
 	c := oidctest.NewClock()
 	cfg.IdentityOptions = append(cfg.IdentityOptions, identity.WithClock(c.Now))
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan net.Addr, 1)
-	cfg.Ready = func(a net.Addr) { ready <- a }
-	done := make(chan error, 1)
-	go func() { done <- gateway.Run(ctx, cfg) }()
-	select {
-	case <-ready:
-	case err := <-done:
-		cancel()
-		t.Fatalf("gateway.Run returned before serving: %v", err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatal("gateway did not start")
-	}
-	var (
-		once   sync.Once
-		runErr error
-	)
-	r := &running{url: "http://" + addr + "/mcp", stop: func() error { once.Do(func() { cancel(); runErr = <-done }); return runErr }}
-	t.Cleanup(func() { _ = r.stop() })
-	return &idServer{running: r, base: "http://" + addr, resource: "http://" + addr + "/mcp", clock: c, log: log}
+	return &idServer{running: serveGateway(t, cfg), base: "http://" + addr, resource: "http://" + addr + "/mcp", clock: c, log: log}
 }
 
 // connectToken opens a go-sdk session under proto with a bearer token.
