@@ -21,7 +21,6 @@ import (
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
-	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -238,10 +237,10 @@ func TestIdentityE2E(t *testing.T) {
 		for _, tc := range []struct{ name, token string }{
 			{"another audience", p.Token(t, "alice", p.OtherResource)},
 			{"another issuer, same keys", oidctest.TokenFrom(t, p.Other, "alice", resource)},
-			{"a key not in the set", sign(t, payload, jwa.RS256(), foreign, "mallory")},
-			{"a key not in the set, a known kid", sign(t, payload, jwa.RS256(), foreign, "rsa-1")},
+			{"a key not in the set", oidctest.SignJWS(t, payload, jwa.RS256(), foreign, "mallory")},
+			{"a key not in the set, a known kid", oidctest.SignJWS(t, payload, jwa.RS256(), foreign, "rsa-1")},
 			{"alg none", enc.EncodeToString([]byte(`{"alg":"none","kid":"rsa-1"}`)) + "." + parts[1] + "."},
-			{"HS256 with the public key as secret", sign(t, payload, jwa.HS256(), pubPEM, "rsa-1")},
+			{"HS256 with the public key as secret", oidctest.SignJWS(t, payload, jwa.HS256(), pubPEM, "rsa-1")},
 			{"not a JWT", "not-a-token"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -277,16 +276,6 @@ func TestIdentityE2E(t *testing.T) {
 			assert.Equal(t, tc.status, resp.StatusCode, "%s: %s", tc.name, body)
 		}
 	})
-}
-
-// sign signs payload as a compact JWS with alg, key and kid.
-func sign(t *testing.T, payload []byte, alg jwa.SignatureAlgorithm, key any, kid string) string {
-	t.Helper()
-	h := jws.NewHeaders()
-	require.NoError(t, h.Set(jws.KeyIDKey, kid))
-	b, err := jws.Sign(payload, jws.WithKey(alg, key, jws.WithProtectedHeaders(h)))
-	require.NoError(t, err)
-	return string(b)
 }
 
 // TestIdentityE2EExpired: a token the provider issued an hour ago (the
@@ -350,7 +339,7 @@ func TestIdentityE2EIssuerDownAtStart(t *testing.T) {
 	// identity.RetryInterval, and the issuer is still down).
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	require.NoError(t, err)
-	early := sign(t, []byte(`{"iss":"`+issuer+`","sub":"x","aud":"`+resource+`"}`), jwa.RS256(), key, "rsa-1")
+	early := oidctest.SignJWS(t, []byte(`{"iss":"`+issuer+`","sub":"x","aud":"`+resource+`"}`), jwa.RS256(), key, "rsa-1")
 	resp, body = post(t, g.url, "Bearer "+early, countCall("early"), "Mcp-Protocol-Version", "2026-07-28")
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, body)
 	require.Equal(t, strconv.Itoa(identity.RetryAfterSeconds), resp.Header.Get("Retry-After"))
