@@ -117,13 +117,7 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
-	res, err := cs.ListTools(ctx, nil)
-	require.NoError(t, err)
-	names := []string{}
-	for _, tool := range res.Tools {
-		names = append(names, tool.Name)
-	}
-	return names
+	return mcptest.ToolNames(t, ctx, cs)
 }
 
 // heldResetCounter is the bundled example's answer to a call of

@@ -33,6 +33,19 @@ func writeFiles(t *testing.T, files map[string]string) string {
 	return dir
 }
 
+// inDir is opts with its Paths (defaults when it has none) under dir.
+func inDir(dir string, opts policytest.Options, defaults ...string) policytest.Options {
+	paths := opts.Paths
+	if len(paths) == 0 {
+		paths = defaults
+	}
+	opts.Paths = nil
+	for _, p := range paths {
+		opts.Paths = append(opts.Paths, filepath.Join(dir, p))
+	}
+	return opts
+}
+
 const policy = `package authz
 
 allow if input.role == "admin"
@@ -292,15 +305,7 @@ test_math if {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			dir := writeFiles(t, tt.files)
-			opts := tt.opts
-			paths := opts.Paths
-			if len(paths) == 0 {
-				paths = []string{"rego", "tests"}
-			}
-			opts.Paths = nil
-			for _, p := range paths {
-				opts.Paths = append(opts.Paths, filepath.Join(dir, p))
-			}
+			opts := inDir(dir, tt.opts, "rego", "tests")
 
 			report, err := policytest.Run(context.Background(), opts)
 			if err != nil {
@@ -402,15 +407,7 @@ func TestRunErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			dir := writeFiles(t, tt.files)
-			opts := tt.opts
-			paths := opts.Paths
-			if len(paths) == 0 {
-				paths = []string{"."}
-			}
-			opts.Paths = nil
-			for _, p := range paths {
-				opts.Paths = append(opts.Paths, filepath.Join(dir, p))
-			}
+			opts := inDir(dir, tt.opts, ".")
 
 			report, err := policytest.Run(context.Background(), opts)
 			if report != nil {

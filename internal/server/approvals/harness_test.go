@@ -3,7 +3,6 @@ package approvals_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -243,21 +242,12 @@ func heldID(t testing.TB, text string) string {
 // without credentials) and returns the status and body.
 func (e *env) do(t testing.TB, caller *toolcall.Caller, method, path, body string) (int, string) {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, e.url+path, rd)
-	require.NoError(t, err)
+	token := ""
 	if caller != nil {
-		req.Header.Set("Authorization", "Bearer "+tokenFor(caller))
+		token = tokenFor(caller)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(b)
+	code, b := mcptest.Do(t, context.Background(), method, e.url+path, token, body)
+	return code, string(b)
 }
 
 // tWriter sends logs to the test's log.

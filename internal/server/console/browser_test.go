@@ -21,7 +21,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
@@ -345,12 +344,7 @@ func TestBrowserConsole(t *testing.T) {
 // tools, which contractors do not see).
 func contractorPolicy(t *testing.T) string {
 	t.Helper()
-	policy := t.TempDir()
-	for _, name := range []string{"grant.rego", "call.rego"} {
-		b, err := toolgate.Bundled.ReadFile("rego/" + name)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(policy, name), b, 0o600))
-	}
+	policy := bundledPolicies(t)
 	extra, err := os.ReadFile("../../../testdata/console/contractor_approval.rego")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(policy, "contractor_approval.rego"), extra, 0o600))

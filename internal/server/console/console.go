@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/internal/server/approvals"
+	"github.com/toolgate/toolgate/internal/server/shadow"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -77,17 +78,9 @@ type Status struct {
 
 // ShadowStatus is the shadow candidate on the status view: its revision
 // hash, or the error it failed to load or compile with; how many decisions were
-// compared and dropped; the differences by kind.
-type ShadowStatus struct {
-	Candidate string `json:"candidate,omitempty"`
-	Error     string `json:"error,omitempty"`
-	// Refused is why the newest candidate bundle was refused; the one
-	// before it is still compared.
-	Refused     string            `json:"refused,omitempty"`
-	Compared    uint64            `json:"compared"`
-	Dropped     uint64            `json:"dropped"`
-	Differences map[string]uint64 `json:"differences"`
-}
+// compared and dropped; the differences by kind. It is what the health
+// page shows, so the two views cannot drift apart.
+type ShadowStatus = shadow.Status
 
 // OAuth is the authorization server the console signs in through, as a
 // public client (authorization code with PKCE).

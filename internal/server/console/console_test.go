@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/internal/server/console"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -84,17 +85,39 @@ func newFixtureCalls(t *testing.T, calls bool, policy string) *fixture {
 
 func (f *fixture) do(t *testing.T, method, path, token, body string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, f.srv.URL+path, strings.NewReader(body))
+	return mcptest.Do(t, t.Context(), method, f.srv.URL+path, token, body)
+}
+
+// stream opens the event stream at path as token's caller: the answer is
+// 200 and the stream opens with a comment (subscribed). rd reads the
+// events after it; the stream is closed when the test ends.
+func (f *fixture) stream(t *testing.T, path, token string) (res *http.Response, rd *bufio.Reader) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), "GET", f.srv.URL+path, nil)
 	require.NoError(t, err)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err = f.srv.Client().Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { res.Body.Close() })
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	rd = bufio.NewReader(res.Body)
+	line, err := rd.ReadString('\n')
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(line, ":"), line)
+	return res, rd
+}
+
+// bundledPolicies is a new policy directory holding the bundled
+// policies.
+func bundledPolicies(t *testing.T) string {
+	t.Helper()
+	policy := t.TempDir()
+	for _, name := range []string{"grant.rego", "call.rego"} {
+		b, err := toolgate.Bundled.ReadFile("rego/" + name)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(policy, name), b, 0o600))
 	}
-	res, err := f.srv.Client().Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	var b strings.Builder
-	_, _ = bufio.NewReader(res.Body).WriteTo(&b)
-	return res.StatusCode, []byte(b.String())
+	return policy
 }
 
 // hold records an approval request for caller's call of tool, as the
@@ -206,12 +229,7 @@ func TestMatrixAndExplanation(t *testing.T) {
 // answers show in the cells, the same with either way of reading step 5.
 func TestMatrixDeniedForMeta(t *testing.T) {
 	t.Parallel()
-	policy := t.TempDir()
-	for _, name := range []string{"grant.rego", "call.rego"} {
-		b, err := toolgate.Bundled.ReadFile("rego/" + name)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(policy, name), b, 0o600))
-	}
+	policy := bundledPolicies(t)
 	require.NoError(t, os.WriteFile(filepath.Join(policy, "extra.rego"), []byte(`package toolgate.call
 
 deny contains "not on fridays" if input.request.meta.day == "friday"
@@ -299,18 +317,8 @@ func TestTailHasNoArgumentValues(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	const secret = "s3cr3t-argument-value"
-	req, err := http.NewRequestWithContext(t.Context(), "GET", f.srv.URL+"/console/api/activity?tool=echo", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer tok-ops")
-	res, err := f.srv.Client().Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	require.Equal(t, http.StatusOK, res.StatusCode)
+	res, rd := f.stream(t, "/console/api/activity?tool=echo", "tok-ops")
 	assert.Equal(t, "text/event-stream", res.Header.Get("Content-Type"))
-	rd := bufio.NewReader(res.Body)
-	line, err := rd.ReadString('\n') // the stream's opening comment: subscribed
-	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(line, ":"), line)
 
 	hook := f.act.Hook()
 	rev := f.eng.Current()
@@ -358,17 +366,7 @@ func TestApprovalEventsForApprovers(t *testing.T) {
 	f.hold(t, people["tok-contractor"], "resetCounter", `{"key":"k0"}`, "approver")
 	code, _ = f.do(t, "GET", "/console/api/approvals/events", "tok-contractor", "")
 	assert.Equal(t, http.StatusNoContent, code, "the contractor is no approver")
-	req, err := http.NewRequestWithContext(t.Context(), "GET", f.srv.URL+"/console/api/approvals/events", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer tok-approver")
-	res, err := f.srv.Client().Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	require.Equal(t, http.StatusOK, res.StatusCode)
-	rd := bufio.NewReader(res.Body)
-	line, err := rd.ReadString('\n')
-	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(line, ":"), line)
+	_, rd := f.stream(t, "/console/api/approvals/events", "tok-approver")
 
 	rev := f.eng.Current()
 	call := &hooks.CallContext{DecisionID: "d-1", Name: "resetCounter", Tool: rev.Tool("resetCounter"), Method: "demo.count",

@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -54,18 +55,12 @@ func startPDP(t *testing.T) (string, *gateway.Gateway) {
 // status and body.
 func azPost(t *testing.T, base, path string, caller *toolcall.Caller, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
+	token := ""
 	if caller != nil {
-		req.Header.Set("Authorization", "Bearer "+tokenFor(caller))
+		token = tokenFor(caller)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(b)
+	status, b := mcptest.Do(t, t.Context(), http.MethodPost, base+path, token, body, "Content-Type", "application/json")
+	return status, string(b)
 }
 
 // requireBatch asks the evaluations of batch in one request as pep and

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
@@ -62,24 +61,8 @@ func TestDemoTokenOnlyForBareBundledOnLoopback(t *testing.T) {
 				Stdout:       out,
 				ExtraMethods: tc.extra,
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			ready := make(chan net.Addr, 1)
-			cfg.Ready = func(a net.Addr) { ready <- a }
-			done := make(chan error, 1)
-			go func() { done <- gateway.Run(ctx, cfg) }()
-			t.Cleanup(func() {
-				cancel()
-				<-done
-			})
-			var addr net.Addr
-			select {
-			case addr = <-ready:
-			case err := <-done:
-				t.Fatalf("gateway.Run returned before serving: %v", err)
-			case <-time.After(60 * time.Second):
-				t.Fatal("gateway did not start")
-			}
-			port := addr.(*net.TCPAddr).Port
+			ctx := t.Context()
+			port := serveGateway(t, cfg).addr.(*net.TCPAddr).Port
 			url := "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
 
 			tr := &http.Transport{}

@@ -51,8 +51,9 @@ func writeSource(t testing.TB, dir, registry, grant string) (reg, pol string) {
 	return reg, pol
 }
 
-// running is a gateway serving HTTP on a loopback port.
+// running is a gateway serving HTTP.
 type running struct {
+	addr net.Addr // the listener's
 	url  string
 	stop func() error // shuts down and returns Run's error
 }
@@ -62,6 +63,13 @@ type running struct {
 func startGateway(t testing.TB, cfg gateway.Config) *running {
 	t.Helper()
 	cfg.HTTP = "127.0.0.1:0"
+	return serveGateway(t, cfg)
+}
+
+// serveGateway runs gateway.Run with cfg on the address cfg names until
+// stop or the end of the test.
+func serveGateway(t testing.TB, cfg gateway.Config) *running {
+	t.Helper()
 	if cfg.EvalTimeout == 0 {
 		// Tests compare decisions: a policy evaluation that a loaded
 		// machine slows past the 250 ms default would fail closed and
@@ -86,7 +94,7 @@ func startGateway(t testing.TB, cfg gateway.Config) *running {
 	}
 	var stopped bool
 	var runErr error
-	r := &running{url: "http://" + addr.String() + "/mcp"}
+	r := &running{addr: addr, url: "http://" + addr.String() + "/mcp"}
 	r.stop = func() error {
 		if !stopped {
 			stopped = true

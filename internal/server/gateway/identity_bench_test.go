@@ -3,24 +3,21 @@ package gateway_test
 import (
 	"crypto/rand"
 	"crypto/rsa"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
-	"github.com/lestrrat-go/jwx/v3/jwk"
-	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
+	"github.com/toolgate/toolgate/internal/testkit/oidctest"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -61,31 +58,14 @@ func BenchmarkGovernedCallAuth(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pub, err := jwk.Import(key.Public())
-	if err != nil {
-		b.Fatal(err)
-	}
-	_ = pub.Set(jwk.KeyIDKey, "k1")
-	_ = pub.Set(jwk.AlgorithmKey, jwa.RS256())
-	set := jwk.NewSet()
-	_ = set.AddKey(pub)
-	jwksPath := filepath.Join(dir, "jwks.json")
-	data, _ := json.Marshal(set)
-	if err := os.WriteFile(jwksPath, data, 0o600); err != nil {
-		b.Fatal(err)
-	}
+	jwks := oidctest.PublishJWKS(b, jwa.RS256(), key)
 	now := time.Now().Unix()
 	// A token of the size real issuers send: a few groups, scope, email.
 	payload := fmt.Sprintf(`{"iss":%q,"sub":"alice","aud":%q,"exp":%d,"iat":%d,"client_id":"agent-app","scope":"tools:read tools:call",`+
 		`"email":"alice@example.com","roles":["manager","reader"],"groups":["eng","payments","oncall"]}`, issuer, resource, now+3600, now)
-	h := jws.NewHeaders()
-	_ = h.Set(jws.KeyIDKey, "k1")
-	tok, err := jws.Sign([]byte(payload), jws.WithKey(jwa.RS256(), key, jws.WithProtectedHeaders(h)))
-	if err != nil {
-		b.Fatal(err)
-	}
+	tok := jwks.Sign(b, payload)
 	tokens := writeTokens(b, dir, &toolcall.Caller{Subject: "ops", Roles: []string{"manager", "reader"}})
-	auth := identity.Settings{Issuer: issuer, JWKS: jwksPath, Resource: resource}
+	auth := identity.Settings{Issuer: issuer, JWKS: jwks.Path, Resource: resource}
 	serve := func(cache int) *running {
 		log := &syncBuffer{}
 		g := startGateway(b, gateway.Config{Logger: slog.New(slog.NewTextHandler(log, nil)), IdentityOptions: []identity.Option{identity.WithCacheSize(cache)},
@@ -100,8 +80,8 @@ func BenchmarkGovernedCallAuth(b *testing.B) {
 		token string
 	}{
 		{"tokens-file", cached, "token-of-ops"},
-		{"jwt-RS256-cached", cached, string(tok)},
-		{"jwt-RS256-uncached", uncached, string(tok)},
+		{"jwt-RS256-cached", cached, tok},
+		{"jwt-RS256-uncached", uncached, tok},
 	} {
 		b.Run(c.name, func(b *testing.B) { benchAdd(b, c.g.url, c.token) })
 	}

@@ -11,19 +11,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
-	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -74,27 +71,7 @@ func startIdentity(t *testing.T, cfg gateway.Config, port int) *idServer {
 	}
 	c := oidctest.NewClock()
 	cfg.IdentityOptions = append(cfg.IdentityOptions, identity.WithClock(c.Now))
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan net.Addr, 1)
-	cfg.Ready = func(a net.Addr) { ready <- a }
-	done := make(chan error, 1)
-	go func() { done <- gateway.Run(ctx, cfg) }()
-	select {
-	case <-ready:
-	case err := <-done:
-		cancel()
-		t.Fatalf("gateway.Run returned before serving: %v", err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatal("gateway did not start")
-	}
-	var (
-		once   sync.Once
-		runErr error
-	)
-	r := &running{url: "http://" + addr + "/mcp", stop: func() error { once.Do(func() { cancel(); runErr = <-done }); return runErr }}
-	t.Cleanup(func() { _ = r.stop() })
-	return &idServer{running: r, base: "http://" + addr, resource: "http://" + addr + "/mcp", clock: c, log: log}
+	return &idServer{running: serveGateway(t, cfg), base: "http://" + addr, resource: "http://" + addr + "/mcp", clock: c, log: log}
 }
 
 // connectToken opens a go-sdk session under proto with a bearer token.
@@ -115,13 +92,7 @@ func connectToken(t *testing.T, url, proto, token string) (*mcp.ClientSession, e
 
 func listNames(t *testing.T, cs *mcp.ClientSession) []string {
 	t.Helper()
-	res, err := cs.ListTools(t.Context(), nil)
-	require.NoError(t, err)
-	names := []string{}
-	for _, tool := range res.Tools {
-		names = append(names, tool.Name)
-	}
-	return names
+	return mcptest.ToolNames(t, t.Context(), cs)
 }
 
 func callText(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (string, bool) {
@@ -266,10 +237,10 @@ func TestIdentityE2E(t *testing.T) {
 		for _, tc := range []struct{ name, token string }{
 			{"another audience", p.Token(t, "alice", p.OtherResource)},
 			{"another issuer, same keys", oidctest.TokenFrom(t, p.Other, "alice", resource)},
-			{"a key not in the set", sign(t, payload, jwa.RS256(), foreign, "mallory")},
-			{"a key not in the set, a known kid", sign(t, payload, jwa.RS256(), foreign, "rsa-1")},
+			{"a key not in the set", oidctest.SignJWS(t, payload, jwa.RS256(), foreign, "mallory")},
+			{"a key not in the set, a known kid", oidctest.SignJWS(t, payload, jwa.RS256(), foreign, "rsa-1")},
 			{"alg none", enc.EncodeToString([]byte(`{"alg":"none","kid":"rsa-1"}`)) + "." + parts[1] + "."},
-			{"HS256 with the public key as secret", sign(t, payload, jwa.HS256(), pubPEM, "rsa-1")},
+			{"HS256 with the public key as secret", oidctest.SignJWS(t, payload, jwa.HS256(), pubPEM, "rsa-1")},
 			{"not a JWT", "not-a-token"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -305,16 +276,6 @@ func TestIdentityE2E(t *testing.T) {
 			assert.Equal(t, tc.status, resp.StatusCode, "%s: %s", tc.name, body)
 		}
 	})
-}
-
-// sign signs payload as a compact JWS with alg, key and kid.
-func sign(t *testing.T, payload []byte, alg jwa.SignatureAlgorithm, key any, kid string) string {
-	t.Helper()
-	h := jws.NewHeaders()
-	require.NoError(t, h.Set(jws.KeyIDKey, kid))
-	b, err := jws.Sign(payload, jws.WithKey(alg, key, jws.WithProtectedHeaders(h)))
-	require.NoError(t, err)
-	return string(b)
 }
 
 // TestIdentityE2EExpired: a token the provider issued an hour ago (the
@@ -378,7 +339,7 @@ func TestIdentityE2EIssuerDownAtStart(t *testing.T) {
 	// identity.RetryInterval, and the issuer is still down).
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	require.NoError(t, err)
-	early := sign(t, []byte(`{"iss":"`+issuer+`","sub":"x","aud":"`+resource+`"}`), jwa.RS256(), key, "rsa-1")
+	early := oidctest.SignJWS(t, []byte(`{"iss":"`+issuer+`","sub":"x","aud":"`+resource+`"}`), jwa.RS256(), key, "rsa-1")
 	resp, body = post(t, g.url, "Bearer "+early, countCall("early"), "Mcp-Protocol-Version", "2026-07-28")
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, body)
 	require.Equal(t, strconv.Itoa(identity.RetryAfterSeconds), resp.Header.Get("Retry-After"))

@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/server/httpserve"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/methods"
 )
@@ -146,13 +147,7 @@ func connectProto(t *testing.T, endpoint string, b *bearer, proto string) *mcp.C
 
 func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	t.Helper()
-	res, err := cs.ListTools(t.Context(), nil)
-	require.NoError(t, err)
-	names := []string{}
-	for _, tool := range res.Tools {
-		names = append(names, tool.Name)
-	}
-	return names
+	return mcptest.ToolNames(t, t.Context(), cs)
 }
 
 func callText(t *testing.T, cs *mcp.ClientSession, name string, args any) (string, bool) {
@@ -337,12 +332,8 @@ func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	srv := httpserve.New(httpserve.Options{MCPServer: f.build, Tokens: testTokens(t), ShutdownGrace: 20 * time.Second})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrc := make(chan net.Addr, 1)
-	served := make(chan error, 1)
-	go func() { served <- srv.ListenAndServe(ctx, "127.0.0.1:0", func(a net.Addr) { addrc <- a }) }()
-	endpoint := "http://" + (<-addrc).String() + "/mcp"
+	cancel, addr, served := listen(t, srv)
+	endpoint := "http://" + addr + "/mcp"
 
 	cs := connect(t, endpoint, newBearer(aliceToken))
 	var (
@@ -387,12 +378,8 @@ func TestShutdownGraceExpires(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	srv := httpserve.New(httpserve.Options{MCPServer: f.build, Tokens: testTokens(t), ShutdownGrace: 200 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrc := make(chan net.Addr, 1)
-	served := make(chan error, 1)
-	go func() { served <- srv.ListenAndServe(ctx, "127.0.0.1:0", func(a net.Addr) { addrc <- a }) }()
-	cs := connect(t, "http://"+(<-addrc).String()+"/mcp", newBearer(aliceToken))
+	cancel, addr, served := listen(t, srv)
+	cs := connect(t, "http://"+addr+"/mcp", newBearer(aliceToken))
 	go func() { _, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "slow"}) }()
 	<-f.started
 	cancel()

@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,26 +63,56 @@ func Call(t testing.TB, bound time.Duration, cs *mcp.ClientSession, name string,
 	return Answer{Text: text.Text, IsError: res.IsError}
 }
 
+// ToolNames are the names of the tools cs lists (one tools/list request,
+// bounded by ctx), in the listing's order; empty, not nil, when it lists
+// none. A failed listing fails the test.
+func ToolNames(t testing.TB, ctx context.Context, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	names := []string{}
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
 // Get is a GET of url with "Authorization: Bearer token" ("": none),
 // bounded by ctx; it returns the answer's status and body. A request that
 // cannot be sent or an answer that cannot be read fails the test.
 func Get(t testing.TB, ctx context.Context, url, token string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	return Do(t, ctx, http.MethodGet, url, token, "")
+}
+
+// Do is Get with another method, a body ("": none) and further headers
+// (name, value pairs).
+func Do(t testing.TB, ctx context.Context, method, url, token, body string, header ...string) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("GET %s: reading the body: %v", url, err)
+		t.Fatalf("%s %s: reading the body: %v", method, url, err)
 	}
-	return resp.StatusCode, body
+	return resp.StatusCode, b
 }

@@ -1,6 +1,7 @@
 package oidctest
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -15,41 +16,55 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// JWKSKey is an ES256 key whose public half is published, with key id
+// JWKSKey is a signing key whose public half is published, with key id
 // "k1", in a JWKS file: an issuer of JWTs for tests that need no provider
 // running.
 type JWKSKey struct {
 	// Path is the JWKS file (in a temporary directory of the test).
 	Path string
-	key  *ecdsa.PrivateKey
+	alg  jwa.SignatureAlgorithm
+	key  crypto.Signer
 }
 
-// NewJWKSKey generates a key and writes its JWKS file.
+// NewJWKSKey generates an ES256 key and publishes it.
 func NewJWKSKey(t testing.TB) *JWKSKey {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
+	return PublishJWKS(t, jwa.ES256(), key)
+}
+
+// PublishJWKS writes the JWKS file of key's public half, for alg.
+func PublishJWKS(t testing.TB, alg jwa.SignatureAlgorithm, key crypto.Signer) *JWKSKey {
+	t.Helper()
 	pub, err := jwk.Import(key.Public())
 	require.NoError(t, err)
 	require.NoError(t, pub.Set(jwk.KeyIDKey, "k1"))
-	require.NoError(t, pub.Set(jwk.AlgorithmKey, jwa.ES256()))
+	require.NoError(t, pub.Set(jwk.AlgorithmKey, alg))
 	set := jwk.NewSet()
 	require.NoError(t, set.AddKey(pub))
 	data, err := json.Marshal(set)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "jwks.json")
 	require.NoError(t, os.WriteFile(path, data, 0o600))
-	return &JWKSKey{Path: path, key: key}
+	return &JWKSKey{Path: path, alg: alg, key: key}
 }
 
 // Sign signs payload (the JWT's claims, a JSON object, taken as given)
-// with ES256 and the key id in the protected header, and returns the
-// compact JWT.
+// and returns the compact JWT, its key id in the protected header.
 func (k *JWKSKey) Sign(t testing.TB, payload string) string {
 	t.Helper()
+	return SignJWS(t, []byte(payload), k.alg, k.key, "k1")
+}
+
+// SignJWS signs payload with alg and key (any key jws.WithKey takes,
+// whether or not a JWKS publishes it) and returns the compact JWS, kid in
+// its protected header.
+func SignJWS(t testing.TB, payload []byte, alg jwa.SignatureAlgorithm, key any, kid string) string {
+	t.Helper()
 	h := jws.NewHeaders()
-	require.NoError(t, h.Set(jws.KeyIDKey, "k1"))
-	b, err := jws.Sign([]byte(payload), jws.WithKey(jwa.ES256(), k.key, jws.WithProtectedHeaders(h)))
+	require.NoError(t, h.Set(jws.KeyIDKey, kid))
+	b, err := jws.Sign(payload, jws.WithKey(alg, key, jws.WithProtectedHeaders(h)))
 	require.NoError(t, err)
 	return string(b)
 }

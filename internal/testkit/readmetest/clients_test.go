@@ -219,11 +219,7 @@ func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
 // client to its issuer (401 with resource_metadata, whose document names
 // the issuer), and a token from there must connect.
 func TestClientSnippets(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	requireTools(t)
-	root := checkout(t)
+	root := tourCheckout(t)
 	blocks := pageBlocks(t, root, clientsPage)
 	for _, b := range pageBlocks(t, root, "README.md") {
 		if b.lang == "json" && strings.Contains(b.body, "mcpServers") {

@@ -546,11 +546,7 @@ var tourSections = []string{"1. ", "2. ", "3. ", "4. ", "5. ", "6. Ship the poli
 // without it installed the test skips there (fails under CI), after every
 // earlier section has passed.
 func TestReadmeTour(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	requireTools(t)
-	root := checkout(t)
+	root := tourCheckout(t)
 	blocks := pageBlocks(t, root, tourPage)
 	for _, want := range tourSections {
 		found := false
@@ -581,11 +577,7 @@ const quickstartSection = "Two minutes to a governed call"
 // its page: the installed `toolgate` of the README is the binary built from
 // the checkout.
 func TestReadmeQuickstart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	requireTools(t)
-	root := checkout(t)
+	root := tourCheckout(t)
 	blocks := []block{{lang: "sh", body: "go build -o toolgate ./cmd/toolgate\n", file: "README.md"}}
 	for _, b := range pageBlocks(t, root, "README.md") {
 		if b.section == quickstartSection && b.lang == "sh" {
@@ -608,6 +600,18 @@ func TestReadmeQuickstart(t *testing.T) {
 	require.NoError(t, tr.run(ctx, steps))
 }
 
+// tourCheckout is the checkout, for a test that builds and runs the
+// binary with the tour's shell tools: it skips under -short, and fails
+// (in CI) or skips without the tools.
+func tourCheckout(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	requireTools(t)
+	return checkout(t)
+}
+
 // requireTools fails (in CI) or skips when the tour's shell tools are
 // missing.
 func requireTools(t *testing.T) {
@@ -628,11 +632,7 @@ func requireTools(t *testing.T) {
 // differs and an unknown set-up step each fail the run, naming the page's
 // line.
 func TestTourFails(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	requireTools(t)
-	root := checkout(t)
+	root := tourCheckout(t)
 	build := "```sh\ngo build -o toolgate ./cmd/toolgate\n```\n\n"
 	serve := "```sh\n./toolgate serve\n# toolgate: serving MCP (streamable HTTP) at http://127.0.0.1:8787/mcp\n```\n\n"
 	curl := `curl -s -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' ` +

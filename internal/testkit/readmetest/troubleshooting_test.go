@@ -29,11 +29,7 @@ const troublePage = "docs/troubleshooting.md"
 // starts with "$ " is the command, not its output). A section whose message
 // this test cannot cause, and a cause whose section is gone, fail it.
 func TestTroubleshootingMessages(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	requireTools(t)
-	root := checkout(t)
+	root := tourCheckout(t)
 	ctx, cancel := context.WithTimeout(t.Context(), tourTimeout)
 	defer cancel()
 
