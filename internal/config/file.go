@@ -229,7 +229,7 @@ func (d *decoder) upstreams(v *yaml.Node, s *Serve) {
 		return
 	}
 	for j, n := range v.Content {
-		var u Upstream
+		var u upstream.Settings
 		sc := scope{entry: fmt.Sprintf("upstreams[%d]", j), root: "upstreams.", at: func(st Setting) any { return st.entry(&u) }}
 		switch n.Kind {
 		case yaml.ScalarNode:

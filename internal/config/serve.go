@@ -52,7 +52,7 @@ type Serve struct {
 	// nobody.
 	Tokens string
 	// Upstreams are the upstream MCP servers.
-	Upstreams []Upstream
+	Upstreams []upstream.Settings
 	// Ledger is the idempotency ledger store: "memory", "sqlite:PATH" or a
 	// postgres:// URL. SetDefaults sets "sqlite:" with ledger.db in
 	// StateDir ("sqlite:" with no path means that file too).
@@ -165,12 +165,8 @@ const (
 	ListFallbackNone = "none" // a failing policy lists nothing
 )
 
-// Upstream is an upstream MCP server, as the upstream package reads its
-// settings.
-type Upstream = upstream.Settings
-
 // PoolConfigs maps the upstream settings to the pool's configuration.
-func PoolConfigs(ups []Upstream) []upstream.Config {
+func PoolConfigs(ups []upstream.Settings) []upstream.Config {
 	out := make([]upstream.Config, len(ups))
 	for i, u := range ups {
 		out[i] = u.PoolConfig()

@@ -17,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // TestSettingsTableMakesTheFlags walks serve's flag set against the table:
@@ -99,7 +101,7 @@ func TestSettingsTableIsWellFormed(t *testing.T) {
 func TestEveryFieldIsASetting(t *testing.T) {
 	t.Parallel()
 	s := &Serve{}
-	u := &Upstream{}
+	u := &upstream.Settings{}
 	var spans [][2]uintptr
 	for _, st := range settings {
 		var p any

@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/toolcall"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 var (
@@ -88,7 +89,7 @@ func catalogGatewayIn(t *testing.T, dir string, callers ...*toolcall.Caller) *ru
 	watch := false
 	return startGateway(t, gateway.Config{
 		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, callers...),
-			Upstreams: []config.Upstream{{Name: "ev", Command: bin, Import: true}},
+			Upstreams: []upstream.Settings{{Name: "ev", Command: bin, Import: true}},
 			Ledger:    "memory", Audit: filepath.Join(dir, "audit.jsonl"), DecisionLog: filepath.Join(dir, "decisions.jsonl"), Watch: &watch},
 		Stderr: io.Discard,
 	})

@@ -807,7 +807,7 @@ func warnMismatches(log *slog.Logger, reg *registry.Registry, methods methods.Se
 // noteClosedImports says, for each importing upstream whose section the
 // registry's sections do not list, that its imported tools are granted to
 // nobody until the operator grants the section (docs/contract.md §15).
-func noteClosedImports(log *slog.Logger, reg *registry.Registry, ups []config.Upstream) {
+func noteClosedImports(log *slog.Logger, reg *registry.Registry, ups []upstream.Settings) {
 	for _, u := range ups {
 		if !u.Import {
 			continue
