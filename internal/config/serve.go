@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/internal/pins"
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
 	"github.com/toolgate/toolgate/internal/server/approvals"
+	"github.com/toolgate/toolgate/internal/server/httpserve"
 	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/upstream"
 )
@@ -96,32 +97,16 @@ type Serve struct {
 	// EvalTimeout bounds one policy evaluation; zero is the engine's default.
 	EvalTimeout time.Duration
 
-	// HTTP limits (docs/contract.md §11); zero is httpserve's default.
-
-	// SessionTimeout ends a session idle that long (default 10m).
-	SessionTimeout time.Duration
-	// MaxSessions caps the sessions alive at once (default 10000).
-	MaxSessions int
-	// ReadTimeout bounds how long a request body may take (default 30s).
-	ReadTimeout time.Duration
-	// IdleTimeout closes idle keep-alive connections (default 2m).
-	IdleTimeout time.Duration
-	// MaxConnections caps the open HTTP connections (default 4096).
-	MaxConnections int
-	// AllowedOrigins are the Origin values accepted besides the
-	// listener's own.
-	AllowedOrigins []string
-	// AdminRole is the operator role: verbose /healthz and /metrics
-	// (default admin).
-	AdminRole string
+	// HTTPServer is the HTTP server's settings (docs/contract.md §11): its
+	// limits, the accepted origins, the operator role and the metrics
+	// address; zero is httpserve's default.
+	HTTPServer httpserve.Settings
 	// PDPRoles are the roles that may ask the AuthZEN endpoints
 	// (docs/authzen.md); empty: the endpoints are not served.
 	PDPRoles []string
 	// Shadow is the candidate policy decided beside the serving one
 	// (docs/shadow.md); zero: none.
 	Shadow Shadow
-	// MetricsAddr, when set, serves /metrics to anyone at that address.
-	MetricsAddr string
 
 	// Capabilities is an OPA capabilities JSON file: the built-ins policies
 	// may call (docs/contract.md §11); "" is every built-in but the network ones.
@@ -344,10 +329,8 @@ func (s *Serve) servingProblems() []Problem {
 	default:
 		probs = append(probs, problem("list_fallback", "want base or none, got %q", s.ListFallback))
 	}
-	for _, o := range s.AllowedOrigins {
-		if !isHTTPURL(o) {
-			probs = append(probs, problem("allowed_origins", "want an origin such as https://app.example.com, got %q", o))
-		}
+	for _, o := range s.HTTPServer.BadOrigins() {
+		probs = append(probs, problem("allowed_origins", "want an origin such as https://app.example.com, got %q", o))
 	}
 	return probs
 }
