@@ -84,12 +84,9 @@ type Serve struct {
 	// to (docs/contract.md §14); "" falls back to OTEL_EXPORTER_OTLP_ENDPOINT, and
 	// tracing is off without either.
 	OtelEndpoint string
-	// ApprovalWebhook, when set, is an http(s) URL each new approval
-	// request is POSTed to as JSON (docs/contract.md §13).
-	ApprovalWebhook string
-	// MaxPendingApprovals bounds the approval requests one requester may
-	// have pending (docs/contract.md §13); zero is the default (20).
-	MaxPendingApprovals int
+	// Approvals is the approval gate's settings (docs/contract.md §13):
+	// its webhook and the bound on pending requests.
+	Approvals approvals.Settings
 	// Watch reloads registry and policies on change; nil is on.
 	Watch *bool
 	// HookTimeout bounds one hook run; zero is the adapter's default.
@@ -319,10 +316,8 @@ func (s *Serve) observeProblems() []Problem {
 // accepted origins.
 func (s *Serve) servingProblems() []Problem {
 	var probs []Problem
-	if w := s.ApprovalWebhook; w != "" {
-		if err := approvals.CheckWebhookURL(w); err != nil {
-			probs = append(probs, problem("approval_webhook", "%v", err))
-		}
+	if err := s.Approvals.Validate(); err != nil {
+		probs = append(probs, problem("approval_webhook", "%v", err))
 	}
 	switch s.ListFallback {
 	case "", ListFallbackBase, ListFallbackNone:

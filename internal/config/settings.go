@@ -261,10 +261,10 @@ var settings = []Setting{
 		Usage: "decide also with the candidate registry and policies of the OPA bundle at `URL`, kept current as --bundle is (docs/shadow.md)",
 		Want:  "a URL", field: func(s *Serve) any { return &s.Shadow.Bundle }},
 	{Key: "approval_webhook", Old: "approvalWebhook", Flag: "approval-webhook", Usage: "POST each new approval request as JSON to `URL`", Want: "an http(s) URL",
-		field: func(s *Serve) any { return &s.ApprovalWebhook }},
+		field: func(s *Serve) any { return &s.Approvals.Webhook }},
 	{Key: "max_pending_approvals", Old: "maxPendingApprovals", Flag: "max-pending-approvals",
 		Usage:   "at most `N` approval requests pending per requester; a call needing one more is refused",
-		Default: strconv.Itoa(approvals.DefaultMaxPending), Want: "a whole number, 1 or more", field: func(s *Serve) any { return &s.MaxPendingApprovals }},
+		Default: strconv.Itoa(approvals.DefaultMaxPending), Want: "a whole number, 1 or more", field: func(s *Serve) any { return &s.Approvals.MaxPending }},
 }
 
 // Settings returns every setting of `toolgate serve`, in the order of the

@@ -765,9 +765,10 @@ func (g *Gateway) openApprovals(st store.Store) (*approvals.Gate, error) {
 	if !ok {
 		return nil, fmt.Errorf("ledger: the store %T keeps no approval requests", st)
 	}
-	opts := approvals.Options{Logger: g.log, OnState: g.m.Approval, MaxPending: g.cfg.MaxPendingApprovals}
-	if g.cfg.ApprovalWebhook != "" {
-		wh := approvals.NewWebhook(g.cfg.ApprovalWebhook, approvals.WebhookOptions{Logger: g.log, OnResult: g.m.ApprovalWebhook})
+	set := g.cfg.Approvals
+	opts := approvals.Options{Logger: g.log, OnState: g.m.Approval, MaxPending: set.MaxPending}
+	if set.Webhook != "" {
+		wh := approvals.NewWebhook(set.Webhook, approvals.WebhookOptions{Logger: g.log, OnResult: g.m.ApprovalWebhook})
 		g.onClose(wh.Close)
 		opts.OnRequest = wh.Notify
 	}
