@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/internal/server/httpserve"
+	"github.com/toolgate/toolgate/internal/server/shadow"
 	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/upstream"
 )
@@ -103,7 +104,7 @@ type Serve struct {
 	PDPRoles []string
 	// Shadow is the candidate policy decided beside the serving one
 	// (docs/shadow.md); zero: none.
-	Shadow Shadow
+	Shadow shadow.Settings
 
 	// Capabilities is an OPA capabilities JSON file: the built-ins policies
 	// may call (docs/contract.md §11); "" is every built-in but the network ones.
@@ -253,7 +254,7 @@ func (s *Serve) Validate() error {
 // Validate reports them; the table (Settings) checks the kinds.
 var validators = []func(*Serve) []Problem{
 	(*Serve).callerProblems,
-	func(s *Serve) []Problem { return s.Shadow.problems(s) },
+	(*Serve).shadowProblems,
 	(*Serve).ledgerProblems,
 	(*Serve).negatives,
 	(*Serve).observeProblems,
