@@ -67,16 +67,10 @@ type Serve struct {
 	IdempotencyKey string
 	// Audit is the audit trail file; "-" (the default) is stderr.
 	Audit string
-	// DecisionLog, when set, receives every grant and call decision as an
-	// OPA decision-log event (docs/contract.md §14): an http(s) URL is POSTed batches
-	// of them, anything else is a file appended one event per line.
-	DecisionLog string
-	// DecisionLogHashKey, when set, keys the hashes of argument and _meta
-	// values in decision-log events (HMAC-SHA256): "${NAME}" reads the key
-	// from the environment variable NAME, anything else is a file holding
-	// it (relative to the config file; one trailing newline ignored). The
-	// key itself is never in the settings, and at least 32 bytes.
-	DecisionLogHashKey string
+	// DecisionLog is the decision log's settings (docs/contract.md §14):
+	// where every grant and call decision goes, and the key of the hashes
+	// in its events (a "${NAME}" or a file, relative to the config file).
+	DecisionLog decisionlog.Settings
 	// TrustTraceparent makes spans continue the client's W3C traceparent
 	// (from _meta or the HTTP header); off, each request starts a trace of
 	// its own, linked to the client's (docs/contract.md §14).
@@ -297,13 +291,14 @@ func (s *Serve) ledgerProblems() []Problem {
 // observeProblems: decision log, its hash key, traces.
 func (s *Serve) observeProblems() []Problem {
 	var probs []Problem
-	if err := decisionlog.CheckTarget(s.DecisionLog); err != nil {
+	dl := s.DecisionLog
+	if err := decisionlog.CheckTarget(dl.Target); err != nil {
 		probs = append(probs, problem("decision_log", "%v", err))
 	}
-	if s.DecisionLogHashKey != "" {
-		if s.DecisionLog == "" {
+	if dl.HashKey != "" {
+		if dl.Target == "" {
 			probs = append(probs, problem("decision_log_hash_key", "needs decision_log (--decision-log)"))
-		} else if _, err := s.HashKey(); err != nil {
+		} else if _, err := dl.ReadHashKey(); err != nil {
 			probs = append(probs, problem("decision_log_hash_key", "%v", err))
 		}
 	}
@@ -410,10 +405,6 @@ func (s *Serve) authProblems() []Problem {
 	}
 	return probs
 }
-
-// HashKey reads the decision log's hash key (DecisionLogHashKey, read by
-// decisionlog.ReadHashKey): nil when none is set.
-func (s *Serve) HashKey() ([]byte, error) { return decisionlog.ReadHashKey(s.DecisionLogHashKey) }
 
 // isWildcard reports whether addr listens on every address: no host, or
 // an unspecified IP (0.0.0.0, ::).

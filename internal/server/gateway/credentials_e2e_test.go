@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/cli/inspect"
@@ -227,7 +228,7 @@ func TestUpstreamCredentialsE2E(t *testing.T) {
 	txAuth.Type = upstream.AuthTokenExchange
 	serve := config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, ops, carol),
 		Auth:  identity.Settings{Issuer: p.Issuer},
-		Audit: auditPath, DecisionLog: dlogPath, OtelEndpoint: otlp.URL, Ledger: "memory",
+		Audit: auditPath, DecisionLog: decisionlog.Settings{Target: dlogPath}, OtelEndpoint: otlp.URL, Ledger: "memory",
 		Upstreams: []upstream.Settings{
 			{Name: "tx", URL: txUp.url, Auth: &txAuth},
 			{Name: "txs", URL: txsUp.url, Auth: &txAuth},

@@ -44,7 +44,7 @@ func (g *Gateway) buildObserve() error {
 // openObserve starts the tracer and the decision logger the settings ask
 // for; the decision log's drops are counted in m's registry.
 func openObserve(ctx context.Context, s *config.Serve, log *slog.Logger, m *metrics.Metrics) (*observe, error) {
-	key, err := s.HashKey()
+	key, err := s.DecisionLog.ReadHashKey()
 	if err != nil {
 		return nil, fmt.Errorf("decisionLogHashKey: %w", err)
 	}
@@ -53,8 +53,8 @@ func openObserve(ctx context.Context, s *config.Serve, log *slog.Logger, m *metr
 		return nil, err
 	}
 	o := &observe{tr: tr}
-	if s.DecisionLog != "" {
-		o.dl, err = decisionlog.Open(s.DecisionLog, decisionlog.Options{
+	if s.DecisionLog.Target != "" {
+		o.dl, err = decisionlog.Open(s.DecisionLog.Target, decisionlog.Options{
 			Labels:  map[string]string{"id": newID(), "version": Version},
 			Logger:  log,
 			HashKey: key,
