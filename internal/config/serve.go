@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/internal/server/httpserve"
 	"github.com/toolgate/toolgate/internal/server/shadow"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/tracing"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -71,14 +71,10 @@ type Serve struct {
 	// where every grant and call decision goes, and the key of the hashes
 	// in its events (a "${NAME}" or a file, relative to the config file).
 	DecisionLog decisionlog.Settings
-	// TrustTraceparent makes spans continue the client's W3C traceparent
-	// (from _meta or the HTTP header); off, each request starts a trace of
-	// its own, linked to the client's (docs/contract.md §14).
-	TrustTraceparent bool
-	// OtelEndpoint, when set, is the OTLP/HTTP endpoint spans are exported
-	// to (docs/contract.md §14); "" falls back to OTEL_EXPORTER_OTLP_ENDPOINT, and
-	// tracing is off without either.
-	OtelEndpoint string
+	// Tracing is tracing's settings (docs/contract.md §14): the OTLP/HTTP
+	// endpoint spans are exported to, and whether a client's W3C
+	// traceparent is continued.
+	Tracing tracing.Settings
 	// Approvals is the approval gate's settings (docs/contract.md §13):
 	// its webhook and the bound on pending requests.
 	Approvals approvals.Settings
@@ -302,8 +298,8 @@ func (s *Serve) observeProblems() []Problem {
 			probs = append(probs, problem("decision_log_hash_key", "%v", err))
 		}
 	}
-	if e := s.OtelEndpoint; e != "" && !isHTTPURLWithHost(e) {
-		probs = append(probs, problem("otel_endpoint", "want an http:// or https:// URL"))
+	if err := s.Tracing.Validate(); err != nil {
+		probs = append(probs, problem("otel_endpoint", "%v", err))
 	}
 	return probs
 }
@@ -324,11 +320,6 @@ func (s *Serve) servingProblems() []Problem {
 		probs = append(probs, problem("allowed_origins", "want an origin such as https://app.example.com, got %q", o))
 	}
 	return probs
-}
-
-func isHTTPURLWithHost(v string) bool {
-	u, err := url.Parse(v)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // upstreamsProblems: each upstream (problems), and names used once.

@@ -94,8 +94,8 @@ func TestSettingsTableIsWellFormed(t *testing.T) {
 }
 
 // TestEveryFieldIsASetting: every field of Serve (and of its auth, shadow,
-// bundle, HTTP server, approvals and decision log sections, which the
-// table lists key by key), and every field of an upstream and of its auth, is some setting's
+// bundle, HTTP server, approvals, decision log and tracing sections,
+// which the table lists key by key), and every field of an upstream and of its auth, is some setting's
 // value, found by address:
 // a field no setting names could be set by nothing, or by a second,
 // hidden declaration.
@@ -139,7 +139,7 @@ func TestEveryFieldIsASetting(t *testing.T) {
 			assert.True(t, covered(uintptr(unsafe.Pointer(fv.UnsafeAddr()))), "%s is no setting of the table", name)
 		}
 	}
-	walk(reflect.ValueOf(s).Elem(), "Serve.", "Auth", "Shadow", "Bundle", "HTTPServer", "Approvals", "DecisionLog", "Credentials", "Bearer", "Polling", "Signing")
+	walk(reflect.ValueOf(s).Elem(), "Serve.", "Auth", "Shadow", "Bundle", "HTTPServer", "Approvals", "DecisionLog", "Tracing", "Credentials", "Bearer", "Polling", "Signing")
 	walk(reflect.ValueOf(u).Elem(), "Upstream.")
 	walk(reflect.ValueOf(u.Auth).Elem(), "Upstream.Auth.")
 }

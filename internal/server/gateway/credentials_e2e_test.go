@@ -40,6 +40,7 @@ import (
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
+	"github.com/toolgate/toolgate/tracing"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -228,7 +229,7 @@ func TestUpstreamCredentialsE2E(t *testing.T) {
 	txAuth.Type = upstream.AuthTokenExchange
 	serve := config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, ops, carol),
 		Auth:  identity.Settings{Issuer: p.Issuer},
-		Audit: auditPath, DecisionLog: decisionlog.Settings{Target: dlogPath}, OtelEndpoint: otlp.URL, Ledger: "memory",
+		Audit: auditPath, DecisionLog: decisionlog.Settings{Target: dlogPath}, Tracing: tracing.Settings{Endpoint: otlp.URL}, Ledger: "memory",
 		Upstreams: []upstream.Settings{
 			{Name: "tx", URL: txUp.url, Auth: &txAuth},
 			{Name: "txs", URL: txsUp.url, Auth: &txAuth},

@@ -48,7 +48,9 @@ func openObserve(ctx context.Context, s *config.Serve, log *slog.Logger, m *metr
 	if err != nil {
 		return nil, fmt.Errorf("decisionLogHashKey: %w", err)
 	}
-	tr, err := tracing.New(ctx, tracing.Options{Endpoint: s.OtelEndpoint, ServiceVersion: Version, TrustIncoming: s.TrustTraceparent})
+	to := s.Tracing.Options()
+	to.ServiceVersion = Version
+	tr, err := tracing.New(ctx, to)
 	if err != nil {
 		return nil, err
 	}
