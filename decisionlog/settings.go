@@ -60,3 +60,20 @@ func ReadHashKey(ref string) ([]byte, error) {
 	}
 	return key, nil
 }
+
+// Settings are the decision log's settings of `toolgate serve`
+// (docs/contract.md §14). The zero value is no decision log.
+type Settings struct {
+	// Target, when set, receives every grant and call decision as an
+	// event (Open): an http(s) URL is POSTed batches of them, anything
+	// else is a file appended one event per line (CheckTarget).
+	Target string
+	// HashKey, when set, says where the key of the hashes of argument and
+	// _meta values is (ReadHashKey; Options.HashKey): "${NAME}" or a file.
+	// The key itself is never in the settings. It needs Target.
+	HashKey string
+}
+
+// ReadHashKey reads the key HashKey refers to (ReadHashKey): nil when
+// HashKey is "".
+func (s Settings) ReadHashKey() ([]byte, error) { return ReadHashKey(s.HashKey) }

@@ -15,9 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
+	"github.com/toolgate/toolgate/internal/server/shadow"
 	"github.com/toolgate/toolgate/internal/testkit/benchdata"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/internal/testkit/shadowtest"
@@ -55,7 +57,7 @@ func TestReplayMatchesShadow(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- gateway.Run(ctx, gateway.Config{Serve: config.Serve{HTTP: "127.0.0.1:0", Tokens: tokens, Ledger: "memory",
-			Audit: filepath.Join(dir, "audit.jsonl"), DecisionLog: logPath, Watch: &off, Shadow: config.Shadow{Policy: cand}},
+			Audit: filepath.Join(dir, "audit.jsonl"), DecisionLog: decisionlog.Settings{Target: logPath}, Watch: &off, Shadow: shadow.Settings{Policy: cand}},
 			Ready: func(a net.Addr) { ready <- a }})
 	}()
 	var addr net.Addr

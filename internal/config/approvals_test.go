@@ -17,10 +17,10 @@ func TestApprovalWebhook(t *testing.T) {
 	cfg, _ := writeConfig(t, "approvalWebhook: https://chat.example/hook\n")
 	s, err := config.LoadServe([]string{"--config", cfg}, io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, "https://chat.example/hook", s.ApprovalWebhook)
+	assert.Equal(t, "https://chat.example/hook", s.Approvals.Webhook)
 	s, err = config.LoadServe([]string{"--config", cfg, "--approval-webhook", "http://127.0.0.1:9/x"}, io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, "http://127.0.0.1:9/x", s.ApprovalWebhook)
+	assert.Equal(t, "http://127.0.0.1:9/x", s.Approvals.Webhook)
 	for _, bad := range []string{"chat.example/hook", "ftp://x/y", "https://", "::"} {
 		_, err = config.LoadServe([]string{"--approval-webhook", bad}, io.Discard)
 		var ce *config.Error

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // problems are the texts of a *config.Error's problems; err must be one.
@@ -73,7 +74,7 @@ func TestPrecedence(t *testing.T) {
 			As:       "alice",
 			Roles:    []string{"manager", "admin"},
 			Tokens:   filepath.Join(dir, "tokens.yaml"),
-			Upstreams: []config.Upstream{
+			Upstreams: []upstream.Settings{
 				{Name: "files", Command: "npx -y @modelcontextprotocol/server-filesystem /tmp"},
 				{Name: "weather", URL: "https://weather.example/mcp", Import: true, Section: "weather", TrustAnnotations: true},
 				{Name: "git", Command: "uvx", Args: []string{"mcp-server-git", "--repository", "."}},
@@ -98,7 +99,7 @@ func TestPrecedence(t *testing.T) {
 			"--tokens", "t.json", "--upstream", "x=http://x/mcp", "--ledger", "memory", "--audit", "a.log", "--no-watch",
 			"--hook-timeout", "1s", "--eval-timeout", "2s"}, func() *config.Serve {
 			return &config.Serve{Registry: "r.yaml", Policy: "p", HTTP: ":1", As: "bob", Roles: []string{"a", "b"}, Tokens: "t.json",
-				Upstreams: []config.Upstream{{Name: "x", URL: "http://x/mcp"}}, Ledger: "memory", Audit: "a.log", Watch: ptr(false),
+				Upstreams: []upstream.Settings{{Name: "x", URL: "http://x/mcp"}}, Ledger: "memory", Audit: "a.log", Watch: ptr(false),
 				HookTimeout: time.Second, EvalTimeout: 2 * time.Second}
 		}},
 		{"--stdio alone: no HTTP", []string{"--stdio"}, func() *config.Serve {
@@ -125,8 +126,8 @@ func TestPrecedence(t *testing.T) {
 		{"--upstream replaces the file's upstream of that name, keeps import, section, trust_annotations", []string{"--config", cfg,
 			"--upstream", "weather=http://localhost:9/mcp", "--upstream", "extra=./server --flag"}, func() *config.Serve {
 			s := fromFile()
-			s.Upstreams[1] = config.Upstream{Name: "weather", URL: "http://localhost:9/mcp", Import: true, Section: "weather", TrustAnnotations: true}
-			s.Upstreams = append(s.Upstreams, config.Upstream{Name: "extra", Command: "./server --flag"})
+			s.Upstreams[1] = upstream.Settings{Name: "weather", URL: "http://localhost:9/mcp", Import: true, Section: "weather", TrustAnnotations: true}
+			s.Upstreams = append(s.Upstreams, upstream.Settings{Name: "extra", Command: "./server --flag"})
 			return s
 		}},
 		{"--watch then --no-watch: last wins", []string{"--config", cfg, "--watch", "--no-watch"}, fromFile},
@@ -221,7 +222,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		Ledger:          "redis://x",
 		LedgerRetention: -time.Hour,
 		HookTimeout:     -time.Second,
-		Upstreams: []config.Upstream{
+		Upstreams: []upstream.Settings{
 			{Name: "a.b", Command: "x"},
 			{Name: "ok", URL: "ftp://x"},
 			{Name: "ok", Command: "x", URL: "http://x"},
@@ -273,8 +274,8 @@ func TestUsageListsEveryFlag(t *testing.T) {
 
 func TestArgv(t *testing.T) {
 	t.Parallel()
-	assert.Equal(t, []string{"npx", "-y", "srv"}, config.Upstream{Command: " npx  -y srv "}.Argv())
-	assert.Equal(t, []string{"uvx", "a b"}, config.Upstream{Command: "uvx", Args: []string{"a b"}}.Argv())
+	assert.Equal(t, []string{"npx", "-y", "srv"}, upstream.Settings{Command: " npx  -y srv "}.Argv())
+	assert.Equal(t, []string{"uvx", "a b"}, upstream.Settings{Command: "uvx", Args: []string{"a b"}}.Argv())
 }
 
 // TestHTTPLimits: the HTTP limits of docs/contract.md §11 come from flags and from the
@@ -284,14 +285,14 @@ func TestHTTPLimits(t *testing.T) {
 	cfg, _ := writeConfig(t, "sessionTimeout: 5m\nmaxSessions: 7\nreadTimeout: 3s\nidleTimeout: 1m\nmaxConnections: 99\nallowedOrigins: [https://a.example]\nadminRole: ops\nmetricsAddr: 127.0.0.1:9090\n")
 	s, err := config.LoadServe([]string{"--config", cfg, "--max-sessions", "8", "--allowed-origin", "https://b.example", "--allowed-origin", "http://c.example:8080"}, io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, 5*time.Minute, s.SessionTimeout)
-	assert.Equal(t, 8, s.MaxSessions)
-	assert.Equal(t, 3*time.Second, s.ReadTimeout)
-	assert.Equal(t, time.Minute, s.IdleTimeout)
-	assert.Equal(t, 99, s.MaxConnections)
-	assert.Equal(t, []string{"https://b.example", "http://c.example:8080"}, s.AllowedOrigins)
-	assert.Equal(t, "ops", s.AdminRole)
-	assert.Equal(t, "127.0.0.1:9090", s.MetricsAddr)
+	assert.Equal(t, 5*time.Minute, s.HTTPServer.SessionTimeout)
+	assert.Equal(t, 8, s.HTTPServer.MaxSessions)
+	assert.Equal(t, 3*time.Second, s.HTTPServer.ReadTimeout)
+	assert.Equal(t, time.Minute, s.HTTPServer.IdleTimeout)
+	assert.Equal(t, 99, s.HTTPServer.MaxConnections)
+	assert.Equal(t, []string{"https://b.example", "http://c.example:8080"}, s.HTTPServer.AllowedOrigins)
+	assert.Equal(t, "ops", s.HTTPServer.AdminRole)
+	assert.Equal(t, "127.0.0.1:9090", s.HTTPServer.MetricsAddr)
 
 	_, err = config.LoadServe([]string{"--max-connections", "-1"}, io.Discard)
 	require.Error(t, err)

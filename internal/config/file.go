@@ -229,7 +229,7 @@ func (d *decoder) upstreams(v *yaml.Node, s *Serve) {
 		return
 	}
 	for j, n := range v.Content {
-		var u Upstream
+		var u upstream.Settings
 		sc := scope{entry: fmt.Sprintf("upstreams[%d]", j), root: "upstreams.", at: func(st Setting) any { return st.entry(&u) }}
 		switch n.Kind {
 		case yaml.ScalarNode:
@@ -304,11 +304,11 @@ func (s *Serve) resolve(dir string) {
 	if s.Audit != DefaultAudit {
 		abs(&s.Audit)
 	}
-	if s.DecisionLog != "" && !decisionlog.IsURL(s.DecisionLog) {
-		abs(&s.DecisionLog)
+	if s.DecisionLog.Target != "" && !decisionlog.IsURL(s.DecisionLog.Target) {
+		abs(&s.DecisionLog.Target)
 	}
-	if k := s.DecisionLogHashKey; k != "" && !strings.HasPrefix(k, "${") {
-		abs(&s.DecisionLogHashKey)
+	if k := s.DecisionLog.HashKey; k != "" && !strings.HasPrefix(k, "${") {
+		abs(&s.DecisionLog.HashKey)
 	}
 	if spec, err := store.ParseStore(s.Ledger); err == nil && spec.IsFile() {
 		abs(&spec.Path)

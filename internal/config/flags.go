@@ -67,7 +67,7 @@ func flagValue(st Setting, f *Serve) flag.Value {
 		return (*intValue)(p)
 	case *[]string:
 		return (*listValue)(p)
-	case *[]Upstream:
+	case *[]upstream.Settings:
 		return (*upstreamsValue)(p)
 	}
 	panic(fmt.Sprintf("config: the flag %s has a field of kind %T", st.Flag, st.field(f)))
@@ -97,8 +97,8 @@ func (s *Serve) Apply(fs *flag.FlagSet) {
 	})
 }
 
-func mergeUpstreams(file, flags []Upstream) []Upstream {
-	out := append([]Upstream(nil), file...)
+func mergeUpstreams(file, flags []upstream.Settings) []upstream.Settings {
+	out := append([]upstream.Settings(nil), file...)
 	for _, u := range flags {
 		replaced := false
 		for i := range out {
@@ -264,7 +264,7 @@ func (v *listValue) Set(x string) error {
 	return nil
 }
 
-type upstreamsValue []Upstream
+type upstreamsValue []upstream.Settings
 
 func (v *upstreamsValue) String() string {
 	var names []string

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +15,10 @@ import (
 	"github.com/toolgate/toolgate/internal/pins"
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
 	"github.com/toolgate/toolgate/internal/server/approvals"
+	"github.com/toolgate/toolgate/internal/server/httpserve"
+	"github.com/toolgate/toolgate/internal/server/shadow"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/tracing"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -52,7 +54,7 @@ type Serve struct {
 	// nobody.
 	Tokens string
 	// Upstreams are the upstream MCP servers.
-	Upstreams []Upstream
+	Upstreams []upstream.Settings
 	// Ledger is the idempotency ledger store: "memory", "sqlite:PATH" or a
 	// postgres:// URL. SetDefaults sets "sqlite:" with ledger.db in
 	// StateDir ("sqlite:" with no path means that file too).
@@ -65,30 +67,17 @@ type Serve struct {
 	IdempotencyKey string
 	// Audit is the audit trail file; "-" (the default) is stderr.
 	Audit string
-	// DecisionLog, when set, receives every grant and call decision as an
-	// OPA decision-log event (docs/contract.md §14): an http(s) URL is POSTed batches
-	// of them, anything else is a file appended one event per line.
-	DecisionLog string
-	// DecisionLogHashKey, when set, keys the hashes of argument and _meta
-	// values in decision-log events (HMAC-SHA256): "${NAME}" reads the key
-	// from the environment variable NAME, anything else is a file holding
-	// it (relative to the config file; one trailing newline ignored). The
-	// key itself is never in the settings, and at least 32 bytes.
-	DecisionLogHashKey string
-	// TrustTraceparent makes spans continue the client's W3C traceparent
-	// (from _meta or the HTTP header); off, each request starts a trace of
-	// its own, linked to the client's (docs/contract.md §14).
-	TrustTraceparent bool
-	// OtelEndpoint, when set, is the OTLP/HTTP endpoint spans are exported
-	// to (docs/contract.md §14); "" falls back to OTEL_EXPORTER_OTLP_ENDPOINT, and
-	// tracing is off without either.
-	OtelEndpoint string
-	// ApprovalWebhook, when set, is an http(s) URL each new approval
-	// request is POSTed to as JSON (docs/contract.md §13).
-	ApprovalWebhook string
-	// MaxPendingApprovals bounds the approval requests one requester may
-	// have pending (docs/contract.md §13); zero is the default (20).
-	MaxPendingApprovals int
+	// DecisionLog is the decision log's settings (docs/contract.md §14):
+	// where every grant and call decision goes, and the key of the hashes
+	// in its events (a "${NAME}" or a file, relative to the config file).
+	DecisionLog decisionlog.Settings
+	// Tracing is tracing's settings (docs/contract.md §14): the OTLP/HTTP
+	// endpoint spans are exported to, and whether a client's W3C
+	// traceparent is continued.
+	Tracing tracing.Settings
+	// Approvals is the approval gate's settings (docs/contract.md §13):
+	// its webhook and the bound on pending requests.
+	Approvals approvals.Settings
 	// Watch reloads registry and policies on change; nil is on.
 	Watch *bool
 	// HookTimeout bounds one hook run; zero is the adapter's default.
@@ -96,32 +85,16 @@ type Serve struct {
 	// EvalTimeout bounds one policy evaluation; zero is the engine's default.
 	EvalTimeout time.Duration
 
-	// HTTP limits (docs/contract.md §11); zero is httpserve's default.
-
-	// SessionTimeout ends a session idle that long (default 10m).
-	SessionTimeout time.Duration
-	// MaxSessions caps the sessions alive at once (default 10000).
-	MaxSessions int
-	// ReadTimeout bounds how long a request body may take (default 30s).
-	ReadTimeout time.Duration
-	// IdleTimeout closes idle keep-alive connections (default 2m).
-	IdleTimeout time.Duration
-	// MaxConnections caps the open HTTP connections (default 4096).
-	MaxConnections int
-	// AllowedOrigins are the Origin values accepted besides the
-	// listener's own.
-	AllowedOrigins []string
-	// AdminRole is the operator role: verbose /healthz and /metrics
-	// (default admin).
-	AdminRole string
+	// HTTPServer is the HTTP server's settings (docs/contract.md §11): its
+	// limits, the accepted origins, the operator role and the metrics
+	// address; zero is httpserve's default.
+	HTTPServer httpserve.Settings
 	// PDPRoles are the roles that may ask the AuthZEN endpoints
 	// (docs/authzen.md); empty: the endpoints are not served.
 	PDPRoles []string
 	// Shadow is the candidate policy decided beside the serving one
 	// (docs/shadow.md); zero: none.
-	Shadow Shadow
-	// MetricsAddr, when set, serves /metrics to anyone at that address.
-	MetricsAddr string
+	Shadow shadow.Settings
 
 	// Capabilities is an OPA capabilities JSON file: the built-ins policies
 	// may call (docs/contract.md §11); "" is every built-in but the network ones.
@@ -165,12 +138,8 @@ const (
 	ListFallbackNone = "none" // a failing policy lists nothing
 )
 
-// Upstream is an upstream MCP server, as the upstream package reads its
-// settings.
-type Upstream = upstream.Settings
-
 // PoolConfigs maps the upstream settings to the pool's configuration.
-func PoolConfigs(ups []Upstream) []upstream.Config {
+func PoolConfigs(ups []upstream.Settings) []upstream.Config {
 	out := make([]upstream.Config, len(ups))
 	for i, u := range ups {
 		out[i] = u.PoolConfig()
@@ -275,7 +244,7 @@ func (s *Serve) Validate() error {
 // Validate reports them; the table (Settings) checks the kinds.
 var validators = []func(*Serve) []Problem{
 	(*Serve).callerProblems,
-	func(s *Serve) []Problem { return s.Shadow.problems(s) },
+	(*Serve).shadowProblems,
 	(*Serve).ledgerProblems,
 	(*Serve).negatives,
 	(*Serve).observeProblems,
@@ -318,18 +287,19 @@ func (s *Serve) ledgerProblems() []Problem {
 // observeProblems: decision log, its hash key, traces.
 func (s *Serve) observeProblems() []Problem {
 	var probs []Problem
-	if err := decisionlog.CheckTarget(s.DecisionLog); err != nil {
+	dl := s.DecisionLog
+	if err := decisionlog.CheckTarget(dl.Target); err != nil {
 		probs = append(probs, problem("decision_log", "%v", err))
 	}
-	if s.DecisionLogHashKey != "" {
-		if s.DecisionLog == "" {
+	if dl.HashKey != "" {
+		if dl.Target == "" {
 			probs = append(probs, problem("decision_log_hash_key", "needs decision_log (--decision-log)"))
-		} else if _, err := s.HashKey(); err != nil {
+		} else if _, err := dl.ReadHashKey(); err != nil {
 			probs = append(probs, problem("decision_log_hash_key", "%v", err))
 		}
 	}
-	if e := s.OtelEndpoint; e != "" && !isHTTPURLWithHost(e) {
-		probs = append(probs, problem("otel_endpoint", "want an http:// or https:// URL"))
+	if err := s.Tracing.Validate(); err != nil {
+		probs = append(probs, problem("otel_endpoint", "%v", err))
 	}
 	return probs
 }
@@ -338,27 +308,18 @@ func (s *Serve) observeProblems() []Problem {
 // accepted origins.
 func (s *Serve) servingProblems() []Problem {
 	var probs []Problem
-	if w := s.ApprovalWebhook; w != "" {
-		if err := approvals.CheckWebhookURL(w); err != nil {
-			probs = append(probs, problem("approval_webhook", "%v", err))
-		}
+	if err := s.Approvals.Validate(); err != nil {
+		probs = append(probs, problem("approval_webhook", "%v", err))
 	}
 	switch s.ListFallback {
 	case "", ListFallbackBase, ListFallbackNone:
 	default:
 		probs = append(probs, problem("list_fallback", "want base or none, got %q", s.ListFallback))
 	}
-	for _, o := range s.AllowedOrigins {
-		if !isHTTPURL(o) {
-			probs = append(probs, problem("allowed_origins", "want an origin such as https://app.example.com, got %q", o))
-		}
+	for _, o := range s.HTTPServer.BadOrigins() {
+		probs = append(probs, problem("allowed_origins", "want an origin such as https://app.example.com, got %q", o))
 	}
 	return probs
-}
-
-func isHTTPURLWithHost(v string) bool {
-	u, err := url.Parse(v)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // upstreamsProblems: each upstream (problems), and names used once.
@@ -435,10 +396,6 @@ func (s *Serve) authProblems() []Problem {
 	}
 	return probs
 }
-
-// HashKey reads the decision log's hash key (DecisionLogHashKey, read by
-// decisionlog.ReadHashKey): nil when none is set.
-func (s *Serve) HashKey() ([]byte, error) { return decisionlog.ReadHashKey(s.DecisionLogHashKey) }
 
 // isWildcard reports whether addr listens on every address: no host, or
 // an unspecified IP (0.0.0.0, ::).

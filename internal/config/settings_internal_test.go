@@ -17,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // TestSettingsTableMakesTheFlags walks serve's flag set against the table:
@@ -91,15 +93,16 @@ func TestSettingsTableIsWellFormed(t *testing.T) {
 	}
 }
 
-// TestEveryFieldIsASetting: every field of Serve (and of its auth, shadow
-// and bundle sections, which the table lists key by key), and every field of
-// an upstream and of its auth, is some setting's value, found by address:
+// TestEveryFieldIsASetting: every field of Serve (and of its auth, shadow,
+// bundle, HTTP server, approvals, decision log and tracing sections,
+// which the table lists key by key), and every field of an upstream and of its auth, is some setting's
+// value, found by address:
 // a field no setting names could be set by nothing, or by a second,
 // hidden declaration.
 func TestEveryFieldIsASetting(t *testing.T) {
 	t.Parallel()
 	s := &Serve{}
-	u := &Upstream{}
+	u := &upstream.Settings{}
 	var spans [][2]uintptr
 	for _, st := range settings {
 		var p any
@@ -136,7 +139,7 @@ func TestEveryFieldIsASetting(t *testing.T) {
 			assert.True(t, covered(uintptr(unsafe.Pointer(fv.UnsafeAddr()))), "%s is no setting of the table", name)
 		}
 	}
-	walk(reflect.ValueOf(s).Elem(), "Serve.", "Auth", "Shadow", "Bundle", "Credentials", "Bearer", "Polling", "Signing")
+	walk(reflect.ValueOf(s).Elem(), "Serve.", "Auth", "Shadow", "Bundle", "HTTPServer", "Approvals", "DecisionLog", "Tracing", "Credentials", "Bearer", "Polling", "Signing")
 	walk(reflect.ValueOf(u).Elem(), "Upstream.")
 	walk(reflect.ValueOf(u.Auth).Elem(), "Upstream.Auth.")
 }
@@ -218,7 +221,7 @@ func TestOldKeysAreReadWithAWarning(t *testing.T) {
 	s, warnings, err := parseFile([]byte("http: 127.0.0.1:1\nhookTimeout: 3s\nsession_timeout: 1m\nmaxSessions: 5\n"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(3e9), int64(s.HookTimeout))
-	assert.Equal(t, 5, s.MaxSessions)
+	assert.Equal(t, 5, s.HTTPServer.MaxSessions)
 	assert.Equal(t, []Problem{
 		{Line: 2, Key: "hookTimeout", Message: "hookTimeout is now named hook_timeout; the old name is read until the next release"},
 		{Line: 4, Key: "maxSessions", Message: "maxSessions is now named max_sessions; the old name is read until the next release"},
@@ -238,7 +241,7 @@ func TestLoadServeLogsOldKeys(t *testing.T) {
 	var stderr strings.Builder
 	s, err := LoadServe([]string{"--config", path}, &stderr)
 	require.NoError(t, err)
-	assert.Equal(t, "ops", s.AdminRole)
+	assert.Equal(t, "ops", s.HTTPServer.AdminRole)
 	assert.Contains(t, stderr.String(), `level=WARN msg="config: adminRole is now named admin_role; the old name is read until the next release" file=`+path+" line=2 key=adminRole\n")
 
 	require.NoError(t, os.WriteFile(path, []byte("ledger: memory\nadmin_role: ops\n"), 0o600))

@@ -43,7 +43,7 @@ type reviewed struct {
 // tools now; any upstream that cannot be listed is an error (a review that
 // could not look is no review).
 func currentDefinitions(ctx context.Context, o *Options) ([]reviewed, error) {
-	var ups []config.Upstream
+	var ups []upstream.Settings
 	for _, u := range o.Upstreams {
 		if u.Pin {
 			ups = append(ups, u)

@@ -65,7 +65,7 @@ func TestOneAssembly(t *testing.T) {
 	defer stop()
 	ready := make(chan net.Addr, 1)
 	g, err := gateway.New(runCtx, gateway.Config{Serve: config.Serve{
-		HTTP: "127.0.0.1:0", Tokens: writeTokens(t, dir, ops), Ledger: "memory", Audit: filepath.Join(dir, "audit.jsonl"), OtelEndpoint: binSinks.otlp.URL,
+		HTTP: "127.0.0.1:0", Tokens: writeTokens(t, dir, ops), Ledger: "memory", Audit: filepath.Join(dir, "audit.jsonl"), Tracing: tracing.Settings{Endpoint: binSinks.otlp.URL},
 	}, Ready: func(a net.Addr) { ready <- a }})
 	require.NoError(t, err)
 	ran := make(chan error, 1)

@@ -21,10 +21,7 @@ func (g *Gateway) withAuthZEN(routes map[string]http.Handler) map[string]http.Ha
 	if len(g.cfg.PDPRoles) == 0 {
 		return routes
 	}
-	admin := g.cfg.AdminRole
-	if admin == "" {
-		admin = httpserve.DefaultAdminRole
-	}
+	admin := g.cfg.HTTPServer.Admin()
 	out := maps.Clone(routes)
 	if out == nil {
 		out = map[string]http.Handler{}

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // pdpCallers ask the AuthZEN endpoints: a PEP with the PDP role, one with
@@ -289,7 +290,7 @@ func TestAuthZENCatalogDecisionsEqualServing(t *testing.T) {
 	var gw *gateway.Gateway
 	g := startGateway(t, gateway.Config{
 		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, append([]*toolcall.Caller{pep, pepAdmin}, subjects...)...),
-			Upstreams: []config.Upstream{{Name: "ev", Command: everythingServer(t), Import: true}},
+			Upstreams: []upstream.Settings{{Name: "ev", Command: everythingServer(t), Import: true}},
 			Ledger:    "memory", Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch, PDPRoles: []string{"pdp"}},
 		Stderr: io.Discard,
 		Routes: func(g *gateway.Gateway) map[string]http.Handler { gw = g; return nil },

@@ -19,10 +19,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/toolcall"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 var (
@@ -88,8 +90,8 @@ func catalogGatewayIn(t *testing.T, dir string, callers ...*toolcall.Caller) *ru
 	watch := false
 	return startGateway(t, gateway.Config{
 		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, callers...),
-			Upstreams: []config.Upstream{{Name: "ev", Command: bin, Import: true}},
-			Ledger:    "memory", Audit: filepath.Join(dir, "audit.jsonl"), DecisionLog: filepath.Join(dir, "decisions.jsonl"), Watch: &watch},
+			Upstreams: []upstream.Settings{{Name: "ev", Command: bin, Import: true}},
+			Ledger:    "memory", Audit: filepath.Join(dir, "audit.jsonl"), DecisionLog: decisionlog.Settings{Target: filepath.Join(dir, "decisions.jsonl")}, Watch: &watch},
 		Stderr: io.Discard,
 	})
 }

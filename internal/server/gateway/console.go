@@ -26,10 +26,7 @@ const consoleClientID = "toolgate-console"
 // engine, the approval gate and the activity tail: the same identity as
 // /mcp (httpserve.RequestCaller), the operator role of --admin-role.
 func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *console.Activity, jwt *identity.JWT, done <-chan struct{}, openStream func(*http.Request) (func(), error), cat mcpadapter.Catalog, sh func() *shadow.Status) http.Handler {
-	adminRole := cfg.AdminRole
-	if adminRole == "" {
-		adminRole = httpserve.DefaultAdminRole
-	}
+	adminRole := cfg.HTTPServer.Admin()
 	opts := console.Options{
 		Auth: func(r *http.Request) (*toolcall.Caller, bool) {
 			c := httpserve.RequestCaller(r)

@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/cli/inspect"
@@ -39,6 +40,7 @@ import (
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
+	"github.com/toolgate/toolgate/tracing"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -227,8 +229,8 @@ func TestUpstreamCredentialsE2E(t *testing.T) {
 	txAuth.Type = upstream.AuthTokenExchange
 	serve := config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, ops, carol),
 		Auth:  identity.Settings{Issuer: p.Issuer},
-		Audit: auditPath, DecisionLog: dlogPath, OtelEndpoint: otlp.URL, Ledger: "memory",
-		Upstreams: []config.Upstream{
+		Audit: auditPath, DecisionLog: decisionlog.Settings{Target: dlogPath}, Tracing: tracing.Settings{Endpoint: otlp.URL}, Ledger: "memory",
+		Upstreams: []upstream.Settings{
 			{Name: "tx", URL: txUp.url, Auth: &txAuth},
 			{Name: "txs", URL: txsUp.url, Auth: &txAuth},
 			{Name: "cc", URL: ccUp.url, Auth: ccAuth},
@@ -527,7 +529,7 @@ func TestUpstreamCredentialsE2E(t *testing.T) {
 	var startErrs []string
 	for _, h := range []map[string]string{{"X-Api-Key": "${TG_E2E_NOT_SET}"}, {"X-Api-Key": "${file:" + filepath.Join(dir, "missing") + "}"}} {
 		bad := serve
-		bad.Upstreams = []config.Upstream{{Name: "static", URL: staticUp.url, Headers: h}}
+		bad.Upstreams = []upstream.Settings{{Name: "static", URL: staticUp.url, Headers: h}}
 		bad.HTTP, bad.Auth = "127.0.0.1:0", identity.Settings{}
 		err := gateway.Run(t.Context(), gateway.Config{Serve: bad, Stderr: &stderr, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 		require.Error(t, err)
@@ -613,7 +615,7 @@ func TestPinsUseServeCredentials(t *testing.T) {
 		return &auth.TokenInfo{UserID: "static", Expiration: time.Now().Add(time.Hour)}, nil
 	})
 	dir := t.TempDir()
-	serve := config.Serve{Pins: filepath.Join(dir, "pins.yaml"), Upstreams: []config.Upstream{{Name: "saas", URL: up.url, Import: true, Pin: true,
+	serve := config.Serve{Pins: filepath.Join(dir, "pins.yaml"), Upstreams: []upstream.Settings{{Name: "saas", URL: up.url, Import: true, Pin: true,
 		Headers: map[string]string{"Authorization": "Bearer ${TG_PINS_KEY}"}}}}
 	var out, logs proctest.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

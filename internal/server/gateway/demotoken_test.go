@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
 	"github.com/toolgate/toolgate/methods"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // syncBuffer is a Buffer the gateway may close.
@@ -41,7 +42,7 @@ func TestDemoTokenOnlyForBareBundledOnLoopback(t *testing.T) {
 	cases := []struct {
 		name      string
 		addr      string
-		upstreams []config.Upstream
+		upstreams []upstream.Settings
 		extra     methods.Map
 		demo      bool
 	}{
@@ -49,7 +50,7 @@ func TestDemoTokenOnlyForBareBundledOnLoopback(t *testing.T) {
 		{name: "bundled alone on every interface", addr: "0.0.0.0:0"},
 		{name: "bundled alone on an empty host", addr: ":0"},
 		{name: "bundled with an importing upstream on loopback", addr: "127.0.0.1:0",
-			upstreams: []config.Upstream{{Name: "files", URL: "http://127.0.0.1:1/mcp", Import: true}}},
+			upstreams: []upstream.Settings{{Name: "files", URL: "http://127.0.0.1:1/mcp", Import: true}}},
 		{name: "bundled with host methods on loopback", addr: "127.0.0.1:0", extra: extra},
 	}
 	for _, tc := range cases {

@@ -533,32 +533,24 @@ func (g *Gateway) buildHTTP() error {
 		routes = cfg.Routes(g)
 	}
 	routes = g.withAuthZEN(routes)
-	g.http = httpserve.New(httpserve.Options{
-		// The HTTP transport's middleware go first in the server's one list.
-		MCPServer: func(transport []mcpadapter.Layer) *mcp.Server {
-			return frontdoor.MCPServer(g.core, httpserve.CallerFromRequest, transport)
-		},
-		Tokens:         g.tokens,
-		JWT:            g.jwt,
-		AllowAnonymous: cfg.AllowAnonymous,
-		Health:         func() any { h := health(g.eng, g.bundles); h.Shadow = g.Shadow(); return h },
-		Metrics:        g.m.Handler(),
-		Logger:         g.log,
-		MetricsAddr:    cfg.MetricsAddr,
-		AdminRole:      cfg.AdminRole,
-		AllowedOrigins: cfg.AllowedOrigins,
-		SessionTimeout: cfg.SessionTimeout,
-		MaxSessions:    cfg.MaxSessions,
-		ReadTimeout:    cfg.ReadTimeout,
-		IdleTimeout:    cfg.IdleTimeout,
-		MaxConnections: cfg.MaxConnections,
-		OnStream:       g.m.Stream,
-		Approvals:      g.gate.Handler(httpserve.RequestCaller),
-		// The console's streams count against the server's stream caps
-		// (g.http is set when they are served).
-		Console: newConsole(*cfg, g.eng, g.gate, g.activity, g.jwt, g.stopping, func(r *http.Request) (func(), error) { return g.http.OpenStream(r) }, g.catalog(), g.Shadow),
-		Routes:  routes,
-	})
+	opts := cfg.HTTPServer.Options()
+	// The HTTP transport's middleware go first in the server's one list.
+	opts.MCPServer = func(transport []mcpadapter.Layer) *mcp.Server {
+		return frontdoor.MCPServer(g.core, httpserve.CallerFromRequest, transport)
+	}
+	opts.Tokens = g.tokens
+	opts.JWT = g.jwt
+	opts.AllowAnonymous = cfg.AllowAnonymous
+	opts.Health = func() any { h := health(g.eng, g.bundles); h.Shadow = g.Shadow(); return h }
+	opts.Metrics = g.m.Handler()
+	opts.Logger = g.log
+	opts.OnStream = g.m.Stream
+	opts.Approvals = g.gate.Handler(httpserve.RequestCaller)
+	// The console's streams count against the server's stream caps
+	// (g.http is set when they are served).
+	opts.Console = newConsole(*cfg, g.eng, g.gate, g.activity, g.jwt, g.stopping, func(r *http.Request) (func(), error) { return g.http.OpenStream(r) }, g.catalog(), g.Shadow)
+	opts.Routes = routes
+	g.http = httpserve.New(opts)
 	return nil
 }
 
@@ -773,9 +765,10 @@ func (g *Gateway) openApprovals(st store.Store) (*approvals.Gate, error) {
 	if !ok {
 		return nil, fmt.Errorf("ledger: the store %T keeps no approval requests", st)
 	}
-	opts := approvals.Options{Logger: g.log, OnState: g.m.Approval, MaxPending: g.cfg.MaxPendingApprovals}
-	if g.cfg.ApprovalWebhook != "" {
-		wh := approvals.NewWebhook(g.cfg.ApprovalWebhook, approvals.WebhookOptions{Logger: g.log, OnResult: g.m.ApprovalWebhook})
+	set := g.cfg.Approvals
+	opts := approvals.Options{Logger: g.log, OnState: g.m.Approval, MaxPending: set.MaxPending}
+	if set.Webhook != "" {
+		wh := approvals.NewWebhook(set.Webhook, approvals.WebhookOptions{Logger: g.log, OnResult: g.m.ApprovalWebhook})
 		g.onClose(wh.Close)
 		opts.OnRequest = wh.Notify
 	}
@@ -807,7 +800,7 @@ func warnMismatches(log *slog.Logger, reg *registry.Registry, methods methods.Se
 // noteClosedImports says, for each importing upstream whose section the
 // registry's sections do not list, that its imported tools are granted to
 // nobody until the operator grants the section (docs/contract.md §15).
-func noteClosedImports(log *slog.Logger, reg *registry.Registry, ups []config.Upstream) {
+func noteClosedImports(log *slog.Logger, reg *registry.Registry, ups []upstream.Settings) {
 	for _, u := range ups {
 		if !u.Import {
 			continue

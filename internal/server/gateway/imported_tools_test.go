@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/toolcall"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // showRow is a call rule for the test: with _meta test/show it refuses
@@ -123,26 +124,26 @@ func TestImportedToolsClosedAndUntrusted(t *testing.T) {
 	cases := []struct {
 		name     string
 		sections string // added to the registry's sections
-		up       config.Upstream
+		up       upstream.Settings
 		want     map[string]view // by subject
 	}{
-		{"closed by default", "", config.Upstream{Import: true}, map[string]view{
+		{"closed by default", "", upstream.Settings{Import: true}, map[string]view{
 			"carl": absent,
 			"ann":  absent,
 		}},
-		{"granted in sections, annotations untrusted", `  "upstream:up": { roles: [contractor, admin] }` + "\n", config.Upstream{Import: true}, map[string]view{
+		{"granted in sections, annotations untrusted", `  "upstream:up": { roles: [contractor, admin] }` + "\n", upstream.Settings{Import: true}, map[string]view{
 			// The bundled grant policy lets a contractor have read-only
 			// tools only: the upstream saying so does not count.
 			"carl": absent,
 			"ann": {listed: true, answer: "deleted everything", seen: map[string]any{
 				"section": "upstream:up", "upstream": "up", "upstream_annotations": declared, "annotations": map[string]any{}}},
 		}},
-		{"section set on the upstream", "", config.Upstream{Import: true, Section: "reports"}, map[string]view{
+		{"section set on the upstream", "", upstream.Settings{Import: true, Section: "reports"}, map[string]view{
 			"carl": absent,
 			"ann": {listed: true, answer: "deleted everything", seen: map[string]any{
 				"section": "reports", "upstream": "up", "upstream_annotations": declared, "annotations": map[string]any{}}},
 		}},
-		{"trust_annotations", `  "upstream:up": { roles: [contractor, admin] }` + "\n", config.Upstream{Import: true, TrustAnnotations: true}, map[string]view{
+		{"trust_annotations", `  "upstream:up": { roles: [contractor, admin] }` + "\n", upstream.Settings{Import: true, TrustAnnotations: true}, map[string]view{
 			"carl": {listed: true, annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}, answer: "deleted everything", seen: map[string]any{
 				"section": "upstream:up", "upstream": "up", "upstream_annotations": declared, "annotations": declared}},
 			"ann": {listed: true, annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}, answer: "deleted everything", seen: map[string]any{
@@ -159,7 +160,7 @@ func TestImportedToolsClosedAndUntrusted(t *testing.T) {
 			watch := false
 			g := startGateway(t, gateway.Config{
 				Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, contractor, admin),
-					Upstreams: []config.Upstream{up}, Ledger: "memory", Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch},
+					Upstreams: []upstream.Settings{up}, Ledger: "memory", Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch},
 				Stderr: io.Discard,
 			})
 			for _, c := range []*toolcall.Caller{contractor, admin} {

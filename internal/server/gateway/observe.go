@@ -44,17 +44,19 @@ func (g *Gateway) buildObserve() error {
 // openObserve starts the tracer and the decision logger the settings ask
 // for; the decision log's drops are counted in m's registry.
 func openObserve(ctx context.Context, s *config.Serve, log *slog.Logger, m *metrics.Metrics) (*observe, error) {
-	key, err := s.HashKey()
+	key, err := s.DecisionLog.ReadHashKey()
 	if err != nil {
 		return nil, fmt.Errorf("decisionLogHashKey: %w", err)
 	}
-	tr, err := tracing.New(ctx, tracing.Options{Endpoint: s.OtelEndpoint, ServiceVersion: Version, TrustIncoming: s.TrustTraceparent})
+	to := s.Tracing.Options()
+	to.ServiceVersion = Version
+	tr, err := tracing.New(ctx, to)
 	if err != nil {
 		return nil, err
 	}
 	o := &observe{tr: tr}
-	if s.DecisionLog != "" {
-		o.dl, err = decisionlog.Open(s.DecisionLog, decisionlog.Options{
+	if s.DecisionLog.Target != "" {
+		o.dl, err = decisionlog.Open(s.DecisionLog.Target, decisionlog.Options{
 			Labels:  map[string]string{"id": newID(), "version": Version},
 			Logger:  log,
 			HashKey: key,

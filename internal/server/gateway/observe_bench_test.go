@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/toolcall"
+	"github.com/toolgate/toolgate/tracing"
 )
 
 // BenchmarkGovernedCallObserve measures one governed tools/call (add, the
@@ -40,7 +42,7 @@ func BenchmarkGovernedCallObserve(b *testing.B) {
 			b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 			b.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
 			g := startGateway(b, gateway.Config{Logger: quiet, Serve: config.Serve{Tokens: tokens, Ledger: "memory",
-				Audit: filepath.Join(b.TempDir(), "audit.jsonl"), OtelEndpoint: c.otel, DecisionLog: c.dlogs}})
+				Audit: filepath.Join(b.TempDir(), "audit.jsonl"), Tracing: tracing.Settings{Endpoint: c.otel}, DecisionLog: decisionlog.Settings{Target: c.dlogs}}})
 			defer g.stop()
 			benchAdd(b, g.url, tokenFor(ops))
 		})

@@ -20,10 +20,12 @@ import (
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/toolcall"
+	"github.com/toolgate/toolgate/tracing"
 )
 
 // observeSinks are a loopback decision-log service (decoding with OPA's own
@@ -103,7 +105,7 @@ func TestObserveDecisionLogsAndTraces(t *testing.T) {
 	auditPath := filepath.Join(dir, "audit.jsonl")
 	g := startGateway(t, gateway.Config{Serve: config.Serve{
 		Tokens: writeTokens(t, dir, ops, admin), Ledger: "memory", Audit: auditPath,
-		DecisionLog: sinks.logs.URL + "/logs", OtelEndpoint: sinks.otlp.URL, TrustTraceparent: true,
+		DecisionLog: decisionlog.Settings{Target: sinks.logs.URL + "/logs"}, Tracing: tracing.Settings{Endpoint: sinks.otlp.URL, TrustTraceparent: true},
 	}})
 	cs := connect(t, t.Context(), g.url, protocols[len(protocols)-1], ops)
 	_, err := cs.ListTools(t.Context(), &mcp.ListToolsParams{Meta: mcp.Meta{"traceparent": "00-" + clientTrace + "-00f067aa0ba902b7-01"}})
@@ -200,7 +202,7 @@ func TestObserveTraceFromHTTPHeader(t *testing.T) {
 	sinks := newObserveSinks(t)
 	ops := &toolcall.Caller{Subject: "ops", Roles: []string{"manager", "reader"}}
 	g := startGateway(t, gateway.Config{Serve: config.Serve{
-		Tokens: writeTokens(t, dir, ops), Ledger: "memory", Audit: filepath.Join(dir, "audit.jsonl"), OtelEndpoint: sinks.otlp.URL, TrustTraceparent: true,
+		Tokens: writeTokens(t, dir, ops), Ledger: "memory", Audit: filepath.Join(dir, "audit.jsonl"), Tracing: tracing.Settings{Endpoint: sinks.otlp.URL, TrustTraceparent: true},
 	}})
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()

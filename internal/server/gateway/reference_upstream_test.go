@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/oidctest"
 	"github.com/toolgate/toolgate/toolcall"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // upstreamsDir holds the pinned reference MCP servers (scripts/upstreams-setup).
@@ -57,7 +58,7 @@ func TestReferenceUpstreamCatalog(t *testing.T) {
 	watch := false
 	g := startGateway(t, gateway.Config{
 		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, writer, contractor),
-			Upstreams: []config.Upstream{{Name: "ev", Command: node, Args: []string{script, "stdio"}, Import: true}},
+			Upstreams: []upstream.Settings{{Name: "ev", Command: node, Args: []string{script, "stdio"}, Import: true}},
 			Ledger:    "memory", Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch},
 		Stderr: io.Discard,
 	})

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/server/shadow"
 )
 
 // BenchmarkStdioCallShadow measures one tools/call of echo over stdio as
@@ -31,7 +32,7 @@ func BenchmarkStdioCallShadow(b *testing.B) {
 			s := config.Serve{Registry: filepath.Join(dir, "registry.yaml"), Policy: filepath.Join(dir, "policies"), Ledger: "memory",
 				Stdio: true, As: "cid", Roles: []string{"manager", "contractor"}, Watch: &off}
 			if withShadow {
-				s.Shadow = config.Shadow{Policy: filepath.Join(dir, "policies")}
+				s.Shadow = shadow.Settings{Policy: filepath.Join(dir, "policies")}
 			}
 			require.NoError(b, s.SetDefaults())
 			benchStdio(b, serveStdio(s))

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
 	"github.com/toolgate/toolgate/internal/server/gateway"
@@ -133,9 +134,9 @@ func TestShadowBundle(t *testing.T) {
 	one := int64(1)
 	logPath := filepath.Join(dir, "decisions.jsonl")
 	g := startGateway(t, gateway.Config{Serve: config.Serve{Tokens: writeTokens(t, dir, max, root), Ledger: "memory",
-		Audit: filepath.Join(dir, "audit.jsonl"), DecisionLog: logPath,
+		Audit: filepath.Join(dir, "audit.jsonl"), DecisionLog: decisionlog.Settings{Target: logPath},
 		Bundle: bundle.Config{URL: srv.URL + "/serving.tar.gz", Polling: bundle.Polling{MinDelaySeconds: &one, MaxDelaySeconds: &one}},
-		Shadow: config.Shadow{Bundle: srv.URL + "/next.tar.gz"}}})
+		Shadow: shadow.Settings{Bundle: srv.URL + "/next.tar.gz"}}})
 	base := strings.TrimSuffix(g.url, "/mcp")
 	ctx := context.Background()
 
@@ -198,7 +199,7 @@ func TestShadowBundleThatDoesNotCompileIsNeverEvaluated(t *testing.T) {
 	root := &toolcall.Caller{Subject: "root", Roles: []string{"admin"}}
 	logPath := filepath.Join(dir, "decisions.jsonl")
 	g := startGateway(t, gateway.Config{Serve: config.Serve{Tokens: writeTokens(t, dir, max, root), Ledger: "memory",
-		Audit: filepath.Join(dir, "audit.jsonl"), DecisionLog: logPath, Shadow: config.Shadow{Bundle: srv.URL + "/next.tar.gz"}}})
+		Audit: filepath.Join(dir, "audit.jsonl"), DecisionLog: decisionlog.Settings{Target: logPath}, Shadow: shadow.Settings{Bundle: srv.URL + "/next.tar.gz"}}})
 	ctx := context.Background()
 	cs := connect(t, ctx, g.url, protocols[len(protocols)-1], max)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "price", Arguments: map[string]any{"price": map[string]any{"amount": "1.50", "currency": "EUR"}}})

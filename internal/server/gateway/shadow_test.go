@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
+	"github.com/toolgate/toolgate/internal/server/shadow"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -30,7 +31,7 @@ func TestShadowCandidateThatDoesNotCompileIsReported(t *testing.T) {
 	root := &toolcall.Caller{Subject: "root", Roles: []string{"admin"}}
 	tokens := writeTokens(t, dir, root)
 	g := startGateway(t, gateway.Config{Serve: config.Serve{Tokens: tokens, Ledger: "memory", Audit: filepath.Join(dir, "audit.jsonl"),
-		Shadow: config.Shadow{Policy: cand}}})
+		Shadow: shadow.Settings{Policy: cand}}})
 	ctx := context.Background()
 	cs := connect(t, ctx, g.url, protocols[0], root)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
