@@ -361,7 +361,7 @@ func TestBrowserConsoleApprover(t *testing.T) {
 	}
 	tokFile := writeTokens(t, tokens)
 	policy := contractorPolicy(t)
-	base := serveWith(t, func(s *config.Serve) { s.Policy, s.Tokens, s.AdminRole = policy, tokFile, "ops" })
+	base := serveWith(t, func(s *config.Serve) { s.Policy, s.Tokens, s.HTTPServer.AdminRole = policy, tokFile, "ops" })
 
 	d.signIn(base, "tok-olga", "olga")
 	d.do("waitSelector", map[string]any{"selector": `body[data-ready="approvals"]`})
