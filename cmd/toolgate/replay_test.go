@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/benchdata"
+	"github.com/toolgate/toolgate/internal/testkit/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/internal/testkit/shadowtest"
 	"github.com/toolgate/toolgate/toolcall"
@@ -49,25 +49,13 @@ func TestReplayMatchesShadow(t *testing.T) {
 	logPath := filepath.Join(dir, "decisions.jsonl")
 	off := false
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ready := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- gateway.Run(ctx, gateway.Config{Serve: config.Serve{HTTP: "127.0.0.1:0", Tokens: tokens, Ledger: "memory",
-			Audit: filepath.Join(dir, "audit.jsonl"), DecisionLog: logPath, Watch: &off, Shadow: config.Shadow{Policy: cand}},
-			Ready: func(a net.Addr) { ready <- a }})
-	}()
-	var addr net.Addr
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		t.Fatalf("gateway stopped: %v", err)
-	}
+	ctx := t.Context()
+	g := gatewaytest.Serve(t, gateway.Config{Serve: config.Serve{HTTP: "127.0.0.1:0", Tokens: tokens, Ledger: "memory",
+		Audit: filepath.Join(dir, "audit.jsonl"), DecisionLog: logPath, Watch: &off, Shadow: config.Shadow{Policy: cand}}})
 	for _, c := range callers {
 		client := mcp.NewClient(&mcp.Implementation{Name: "replay-test", Version: "1"}, nil)
 		tr := &http.Transport{}
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr.String() + "/mcp",
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.URL,
 			HTTPClient: &http.Client{Transport: mcptest.Bearer{Token: "token-" + c.Subject, Next: tr}}, DisableStandaloneSSE: true}, nil)
 		require.NoError(t, err)
 		_, err = cs.ListTools(ctx, nil)
@@ -84,8 +72,7 @@ func TestReplayMatchesShadow(t *testing.T) {
 		_ = cs.Close()
 		tr.CloseIdleConnections()
 	}
-	cancel()
-	require.NoError(t, <-done)
+	require.NoError(t, g.Stop())
 
 	// The shadow's differences, from the decision log.
 	var shadowed []string

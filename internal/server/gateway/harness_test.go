@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/server/gateway"
+	"github.com/toolgate/toolgate/internal/testkit/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -76,39 +77,8 @@ func serveGateway(t testing.TB, cfg gateway.Config) *running {
 		// change one. A minute is only a failure bound.
 		cfg.EvalTimeout = time.Minute
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan net.Addr, 1)
-	cfg.Ready = func(a net.Addr) { ready <- a }
-	done := make(chan error, 1)
-	go func() { done <- gateway.Run(ctx, cfg) }()
-	var addr net.Addr
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		cancel()
-		require.NoError(t, err, "gateway.Run returned before serving")
-		t.FailNow()
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatal("gateway did not start")
-	}
-	var stopped bool
-	var runErr error
-	r := &running{addr: addr, url: "http://" + addr.String() + "/mcp"}
-	r.stop = func() error {
-		if !stopped {
-			stopped = true
-			cancel()
-			select {
-			case runErr = <-done:
-			case <-time.After(30 * time.Second):
-				runErr = context.DeadlineExceeded
-			}
-		}
-		return runErr
-	}
-	t.Cleanup(func() { _ = r.stop() })
-	return r
+	g := gatewaytest.Serve(t, cfg)
+	return &running{addr: g.Addr, url: g.URL, stop: g.Stop}
 }
 
 // connect opens a go-sdk streamable HTTP session under proto as caller (nil:
