@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -40,12 +39,9 @@ func TestReplayMatchesShadow(t *testing.T) {
 	}
 	entries := map[string]identity.TokenEntry{}
 	for _, c := range callers {
-		entries[identity.HashToken("token-"+c.Subject)] = identity.TokenEntry{Subject: c.Subject, Roles: c.Roles}
+		entries["token-"+c.Subject] = identity.TokenEntry{Subject: c.Subject, Roles: c.Roles}
 	}
-	b, err := json.Marshal(entries)
-	require.NoError(t, err)
-	tokens := filepath.Join(dir, "tokens.json")
-	require.NoError(t, os.WriteFile(tokens, b, 0o600))
+	tokens := mcptest.WriteTokens(t, dir, entries)
 	logPath := filepath.Join(dir, "decisions.jsonl")
 	off := false
 

@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"net/http"
 	"os"
@@ -31,13 +30,9 @@ func writeTokens(t testing.TB, dir string, callers ...*toolcall.Caller) string {
 	t.Helper()
 	m := map[string]identity.TokenEntry{}
 	for _, c := range callers {
-		m[identity.HashToken(tokenFor(c))] = identity.TokenEntry{Subject: c.Subject, Roles: c.Roles}
+		m[tokenFor(c)] = identity.TokenEntry{Subject: c.Subject, Roles: c.Roles}
 	}
-	b, err := json.Marshal(m)
-	require.NoError(t, err)
-	p := filepath.Join(dir, "tokens.json")
-	require.NoError(t, os.WriteFile(p, b, 0o600))
-	return p
+	return mcptest.WriteTokens(t, dir, m)
 }
 
 // writeSource writes registry as dir/registry.yaml and grant as the one
