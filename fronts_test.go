@@ -2,7 +2,6 @@ package toolgate_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -26,15 +25,7 @@ func TestFurtherMCPServersShareTheServer(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a failure bound only
 	defer cancel()
-	reg, pol := copyBundled(t, t.TempDir())
-	var trail lockedBuffer
-	srv, err := toolgate.New(ctx, toolgate.Options{
-		Registry: reg, Policies: pol,
-		Methods: demo.Methods(),
-		Caller:  mcpadapter.StaticCaller(&toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}),
-		Audit:   &trail,
-	})
-	require.NoError(t, err)
+	srv, reg, trail := newAuditedServer(ctx, t)
 	other := frontdoor.MCPServer(srv, mcpadapter.StaticCaller(&toolcall.Caller{Subject: "bob", Roles: []string{"admin"}}), nil)
 	require.Equal(t, []string{mcpadapter.LayerWire, mcpadapter.LayerGovernance}, srv.Layers())
 
@@ -58,13 +49,7 @@ func TestFurtherMCPServersShareTheServer(t *testing.T) {
 	})
 	defer bob.Close()
 
-	require.NoError(t, os.WriteFile(reg, append(toolgate.ExampleRegistry(), []byte(`
-  - name: shout
-    method: demo.echo
-    description: Echoes, louder.
-    arguments:
-      - { name: text, type: string, required: true }
-`)...), 0o644))
+	addShout(t, reg)
 	require.NoError(t, srv.Reload(ctx))
 	told := map[string]bool{}
 	for len(told) < 2 {

@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/example/demo"
+	"github.com/toolgate/toolgate/internal/testkit/proctest"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/tracing"
@@ -49,7 +50,7 @@ func TestServerDecisionLogAndTracing(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tr, err := tracing.New(ctx, tracing.Options{Exporter: exp, Getenv: func(string) string { return "" }, TrustIncoming: true})
 	require.NoError(t, err)
-	trail := &lockedBuffer{}
+	trail := &proctest.Buffer{}
 	s, err := toolgate.New(ctx, toolgate.Options{
 		Methods:     demo.Methods(),
 		Caller:      mcpadapter.StaticCaller(&toolcall.Caller{Subject: "max", Roles: []string{"manager"}}),

@@ -1,7 +1,6 @@
 package toolgate_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,27 +17,10 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/example/demo"
+	"github.com/toolgate/toolgate/internal/testkit/proctest"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the audit writer and the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // copyBundled writes the bundled example into dir: its registry file and
 // policy directory.
@@ -52,6 +33,36 @@ func copyBundled(t *testing.T, dir string) (registry, policies string) {
 	return registry, policies
 }
 
+// newAuditedServer serves the bundled example, copied to a temporary
+// directory so that a test may rewrite its registry, as the admin "ann",
+// with its audit trail written to the returned buffer.
+func newAuditedServer(ctx context.Context, t *testing.T) (srv *toolgate.Server, registry string, trail *proctest.Buffer) {
+	t.Helper()
+	reg, pol := copyBundled(t, t.TempDir())
+	trail = &proctest.Buffer{}
+	srv, err := toolgate.New(ctx, toolgate.Options{
+		Registry: reg, Policies: pol,
+		Methods: demo.Methods(),
+		Caller:  mcpadapter.StaticCaller(&toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}),
+		Audit:   trail,
+	})
+	require.NoError(t, err)
+	return srv, reg, trail
+}
+
+// addShout rewrites the registry at reg as the bundled one plus the tool
+// "shout", the change a reload test makes to a session's listing.
+func addShout(t *testing.T, reg string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(reg, append(toolgate.ExampleRegistry(), []byte(`
+  - name: shout
+    method: demo.echo
+    description: Echoes, louder.
+    arguments:
+      - { name: text, type: string, required: true }
+`)...), 0o644))
+}
+
 // TestServerReloadNotifiesAndAuditCloses: the front door wires what an
 // embedder used to forget: a Reload that changes a session's
 // listing sends it notifications/tools/list_changed, and Close flushes
@@ -60,15 +71,7 @@ func TestServerReloadNotifiesAndAuditCloses(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a failure bound only
 	defer cancel()
-	reg, pol := copyBundled(t, t.TempDir())
-	var trail lockedBuffer
-	srv, err := toolgate.New(ctx, toolgate.Options{
-		Registry: reg, Policies: pol,
-		Methods: demo.Methods(),
-		Caller:  mcpadapter.StaticCaller(&toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}),
-		Audit:   &trail,
-	})
-	require.NoError(t, err)
+	srv, reg, trail := newAuditedServer(ctx, t)
 	closed := false
 	t.Cleanup(func() {
 		if !closed {
@@ -96,13 +99,7 @@ func TestServerReloadNotifiesAndAuditCloses(t *testing.T) {
 	}
 	require.NotContains(t, names(), "shout")
 
-	require.NoError(t, os.WriteFile(reg, append(toolgate.ExampleRegistry(), []byte(`
-  - name: shout
-    method: demo.echo
-    description: Echoes, louder.
-    arguments:
-      - { name: text, type: string, required: true }
-`)...), 0o644))
+	addShout(t, reg)
 	require.NoError(t, srv.Reload(ctx))
 	select {
 	case <-changed:
@@ -192,7 +189,7 @@ func TestServeAnswersBeforeEOF(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"last"}}}`,
 	}, "\n") + "\n"
 	for i := range 100 {
-		var out lockedBuffer
+		var out proctest.Buffer
 		err := srv.Serve(ctx, &mcp.IOTransport{Reader: io.NopCloser(strings.NewReader(in)), Writer: nopWriteCloser{&out}})
 		if err != nil && !errors.Is(err, io.EOF) {
 			require.NoError(t, err, "run %d", i)

@@ -244,12 +244,7 @@ type rawClient struct {
 
 func (g *governed) connectRaw(t testing.TB, proto string) *rawClient {
 	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	ss, err := g.server.Connect(ctx, mcpadapter.WrapTransport(st), nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ss.Close() })
+	ctx, ct := serveInMemory(t, g.server)
 	conn, err := ct.Connect(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
@@ -356,16 +351,25 @@ func resultText(t testing.TB, res *mcp.CallToolResult) string {
 	return tc.Text
 }
 
-// connectSDK connects a go-sdk client over an in-memory transport under
-// the given protocol revision.
-func (g *governed) connectSDK(t testing.TB, proto string, opts *mcp.ClientOptions) *mcp.ClientSession {
+// serveInMemory serves one session of s, through the wire layer, over an
+// in-memory transport and returns its client end with the context both
+// ends run under; the test's cleanup closes them.
+func serveInMemory(t testing.TB, s *mcp.Server) (context.Context, mcp.Transport) {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	ss, err := g.server.Connect(ctx, mcpadapter.WrapTransport(st), nil)
+	ss, err := s.Connect(ctx, mcpadapter.WrapTransport(st), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ss.Close() })
+	return ctx, ct
+}
+
+// connectSDK connects a go-sdk client over an in-memory transport under
+// the given protocol revision.
+func (g *governed) connectSDK(t testing.TB, proto string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ctx, ct := serveInMemory(t, g.server)
 	client := mcp.NewClient(&mcp.Implementation{Name: "conformance", Version: "1"}, opts)
 	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: proto})
 	require.NoError(t, err)

@@ -44,12 +44,7 @@ func secServer(t *testing.T, policy string, opts mcpadapter.Options) (*engine.En
 // connectAs connects a go-sdk client whose clientInfo name is name.
 func connectAs(t *testing.T, s *mcp.Server, name string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	ss, err := s.Connect(ctx, mcpadapter.WrapTransport(st), nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ss.Close() })
+	ctx, ct := serveInMemory(t, s)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: proto20251125})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close() })
@@ -197,12 +192,7 @@ func TestListenStreamNotified(t *testing.T) {
 	alice := &toolcall.Caller{Subject: "alice", Roles: []string{}}
 	eng, a, s, grant := secServer(t, policy(`{"echo"}`), mcpadapter.Options{Caller: mcpadapter.StaticCaller(alice)})
 	got := make(chan struct{}, 4)
-	ct, st := mcp.NewInMemoryTransports()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	ss, err := s.Connect(ctx, mcpadapter.WrapTransport(st), nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ss.Close() })
+	ctx, ct := serveInMemory(t, s)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "alice", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { got <- struct{}{} },
 	}).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: proto20260728})

@@ -1,10 +1,8 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/internal/testkit/proctest"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/registry"
 )
@@ -63,23 +62,6 @@ func inMemory(name string, srv *mcp.Server) Config {
 	}}
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestCatalogPool (docs/contract.md §16): prompts imported as PREFIX +
 // PROMPT (default NAME., "" allowed); a URI two upstreams list belongs to
 // the first in configuration order, with a warning; reads, prompts and
@@ -92,7 +74,7 @@ func TestCatalogPool(t *testing.T) {
 	a := catalogServer([]string{"file:///shared", "file:///a-only"}, subs, unsubs)
 	b := catalogServer([]string{"file:///shared", "file:///b-only"}, make(chan string, 4), make(chan string, 4))
 	empty := ""
-	logs := &lockedBuffer{}
+	logs := &proctest.Buffer{}
 	cfgA, cfgB := inMemory("a", a), inMemory("b", b)
 	cfgB.Prefix = &empty
 	p, err := NewPool([]Config{cfgA, cfgB}, &Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 )
 
 const secondAdminToken = "e2e-second-admin-token"
@@ -35,14 +35,11 @@ func TestE2EApprovals(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
 	dir := t.TempDir()
-	tokens := filepath.Join(dir, "tokens.json")
-	data, err := json.Marshal(map[string]identity.TokenEntry{
-		identity.HashToken(adminToken):       {Subject: "ann", Roles: []string{"admin"}},
-		identity.HashToken(secondAdminToken): {Subject: "bea", Roles: []string{"admin"}},
-		identity.HashToken(managerToken):     {Subject: "max", Roles: []string{"manager"}},
+	tokens := mcptest.WriteTokens(t, dir, map[string]identity.TokenEntry{
+		adminToken:       {Subject: "ann", Roles: []string{"admin"}},
+		secondAdminToken: {Subject: "bea", Roles: []string{"admin"}},
+		managerToken:     {Subject: "max", Roles: []string{"manager"}},
 	})
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(tokens, data, 0o600))
 	ledgerSpec := "sqlite:" + filepath.Join(dir, "state", "ledger.db")
 
 	hooked := make(chan map[string]any, 4)

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/internal/testkit/pgtest"
 )
 
@@ -25,12 +23,9 @@ func TestE2EApprovalTwoReplicas(t *testing.T) {
 	t.Parallel()
 	ledgerSpec := pgtest.Schema(t, "approvals_e2e")
 
-	tokens := filepath.Join(t.TempDir(), "tokens.json")
-	data, err := json.Marshal(map[string]identity.TokenEntry{
-		identity.HashToken(adminToken): {Subject: "ann", Roles: []string{"admin"}},
+	tokens := mcptest.WriteTokens(t, t.TempDir(), map[string]identity.TokenEntry{
+		adminToken: {Subject: "ann", Roles: []string{"admin"}},
 	})
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(tokens, data, 0o600))
 	a := serveHTTP(t, "--tokens", tokens, "--ledger", ledgerSpec)
 	b2 := serveHTTP(t, "--tokens", tokens, "--ledger", ledgerSpec)
 

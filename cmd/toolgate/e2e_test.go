@@ -52,14 +52,10 @@ func skipShort(t *testing.T) {
 // manager (subject max), and returns its path.
 func writeTokens(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "tokens.json")
-	data, err := json.Marshal(map[string]identity.TokenEntry{
-		identity.HashToken(adminToken):   {Subject: "ann", Roles: []string{"admin"}},
-		identity.HashToken(managerToken): {Subject: "max", Roles: []string{"manager"}},
+	return mcptest.WriteTokens(t, t.TempDir(), map[string]identity.TokenEntry{
+		adminToken:   {Subject: "ann", Roles: []string{"admin"}},
+		managerToken: {Subject: "max", Roles: []string{"manager"}},
 	})
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(path, data, 0o600))
-	return path
 }
 
 // served is a `toolgate serve --http` subprocess.

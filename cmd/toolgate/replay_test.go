@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -21,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/server/shadow"
 	"github.com/toolgate/toolgate/internal/testkit/benchdata"
+	"github.com/toolgate/toolgate/internal/testkit/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/internal/testkit/shadowtest"
 	"github.com/toolgate/toolgate/toolcall"
@@ -42,34 +41,19 @@ func TestReplayMatchesShadow(t *testing.T) {
 	}
 	entries := map[string]identity.TokenEntry{}
 	for _, c := range callers {
-		entries[identity.HashToken("token-"+c.Subject)] = identity.TokenEntry{Subject: c.Subject, Roles: c.Roles}
+		entries["token-"+c.Subject] = identity.TokenEntry{Subject: c.Subject, Roles: c.Roles}
 	}
-	b, err := json.Marshal(entries)
-	require.NoError(t, err)
-	tokens := filepath.Join(dir, "tokens.json")
-	require.NoError(t, os.WriteFile(tokens, b, 0o600))
+	tokens := mcptest.WriteTokens(t, dir, entries)
 	logPath := filepath.Join(dir, "decisions.jsonl")
 	off := false
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ready := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- gateway.Run(ctx, gateway.Config{Serve: config.Serve{HTTP: "127.0.0.1:0", Tokens: tokens, Ledger: "memory",
-			Audit: filepath.Join(dir, "audit.jsonl"), DecisionLog: decisionlog.Settings{Target: logPath}, Watch: &off, Shadow: shadow.Settings{Policy: cand}},
-			Ready: func(a net.Addr) { ready <- a }})
-	}()
-	var addr net.Addr
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		t.Fatalf("gateway stopped: %v", err)
-	}
+	ctx := t.Context()
+	g := gatewaytest.Serve(t, gateway.Config{Serve: config.Serve{HTTP: "127.0.0.1:0", Tokens: tokens, Ledger: "memory",
+		Audit: filepath.Join(dir, "audit.jsonl"), DecisionLog: decisionlog.Settings{Target: logPath}, Watch: &off, Shadow: shadow.Settings{Policy: cand}}})
 	for _, c := range callers {
 		client := mcp.NewClient(&mcp.Implementation{Name: "replay-test", Version: "1"}, nil)
 		tr := &http.Transport{}
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr.String() + "/mcp",
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.URL,
 			HTTPClient: &http.Client{Transport: mcptest.Bearer{Token: "token-" + c.Subject, Next: tr}}, DisableStandaloneSSE: true}, nil)
 		require.NoError(t, err)
 		_, err = cs.ListTools(ctx, nil)
@@ -86,8 +70,7 @@ func TestReplayMatchesShadow(t *testing.T) {
 		_ = cs.Close()
 		tr.CloseIdleConnections()
 	}
-	cancel()
-	require.NoError(t, <-done)
+	require.NoError(t, g.Stop())
 
 	// The shadow's differences, from the decision log.
 	var shadowed []string

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
@@ -36,14 +34,7 @@ var (
 func startPDP(t *testing.T) (string, *gateway.Gateway) {
 	t.Helper()
 	dir := t.TempDir()
-	entries := map[string]identity.TokenEntry{}
-	for _, c := range []*toolcall.Caller{pep, pepAdmin, notPEP} {
-		entries[identity.HashToken(tokenFor(c))] = identity.TokenEntry{Subject: c.Subject, Roles: c.Roles}
-	}
-	b, err := json.Marshal(entries)
-	require.NoError(t, err)
-	tokens := filepath.Join(dir, "tokens.json")
-	require.NoError(t, os.WriteFile(tokens, b, 0o600))
+	tokens := writeTokens(t, dir, pep, pepAdmin, notPEP)
 	var gw *gateway.Gateway
 	g := startGateway(t, gateway.Config{
 		Serve:  config.Serve{Tokens: tokens, Ledger: "memory", Audit: filepath.Join(dir, "audit.jsonl"), PDPRoles: []string{"pdp"}},

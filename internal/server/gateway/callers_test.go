@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -39,12 +39,9 @@ func TestHiddenIsAbsentOverHTTPForEveryCaller(t *testing.T) {
 	dir := t.TempDir()
 	entries := map[string]identity.TokenEntry{}
 	for _, c := range httpCallers {
-		entries[identity.HashToken(tokenFor(c))] = identity.TokenEntry{Subject: c.Subject, Roles: c.Roles, Claims: c.Claims}
+		entries[tokenFor(c)] = identity.TokenEntry{Subject: c.Subject, Roles: c.Roles, Claims: c.Claims}
 	}
-	b, err := json.Marshal(entries)
-	require.NoError(t, err)
-	tokens := filepath.Join(dir, "tokens.json")
-	require.NoError(t, os.WriteFile(tokens, b, 0o600))
+	tokens := mcptest.WriteTokens(t, dir, entries)
 	g := startGateway(t, gateway.Config{Serve: config.Serve{Tokens: tokens, Ledger: "memory", Audit: filepath.Join(dir, "audit.jsonl")}})
 
 	const absent = "noRowHasThisName"

@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/server/gateway"
+	"github.com/toolgate/toolgate/internal/testkit/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -30,13 +30,9 @@ func writeTokens(t testing.TB, dir string, callers ...*toolcall.Caller) string {
 	t.Helper()
 	m := map[string]identity.TokenEntry{}
 	for _, c := range callers {
-		m[identity.HashToken(tokenFor(c))] = identity.TokenEntry{Subject: c.Subject, Roles: c.Roles}
+		m[tokenFor(c)] = identity.TokenEntry{Subject: c.Subject, Roles: c.Roles}
 	}
-	b, err := json.Marshal(m)
-	require.NoError(t, err)
-	p := filepath.Join(dir, "tokens.json")
-	require.NoError(t, os.WriteFile(p, b, 0o600))
-	return p
+	return mcptest.WriteTokens(t, dir, m)
 }
 
 // writeSource writes registry as dir/registry.yaml and grant as the one
@@ -76,39 +72,8 @@ func serveGateway(t testing.TB, cfg gateway.Config) *running {
 		// change one. A minute is only a failure bound.
 		cfg.EvalTimeout = time.Minute
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan net.Addr, 1)
-	cfg.Ready = func(a net.Addr) { ready <- a }
-	done := make(chan error, 1)
-	go func() { done <- gateway.Run(ctx, cfg) }()
-	var addr net.Addr
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		cancel()
-		require.NoError(t, err, "gateway.Run returned before serving")
-		t.FailNow()
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatal("gateway did not start")
-	}
-	var stopped bool
-	var runErr error
-	r := &running{addr: addr, url: "http://" + addr.String() + "/mcp"}
-	r.stop = func() error {
-		if !stopped {
-			stopped = true
-			cancel()
-			select {
-			case runErr = <-done:
-			case <-time.After(30 * time.Second):
-				runErr = context.DeadlineExceeded
-			}
-		}
-		return runErr
-	}
-	t.Cleanup(func() { _ = r.stop() })
-	return r
+	g := gatewaytest.Serve(t, cfg)
+	return &running{addr: g.Addr, url: g.URL, stop: g.Stop}
 }
 
 // connect opens a go-sdk streamable HTTP session under proto as caller (nil:

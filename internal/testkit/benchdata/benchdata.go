@@ -19,21 +19,30 @@ import (
 	"github.com/toolgate/toolgate/toolcall"
 )
 
-// Memoised is the bundled example's grant policy: it reads the caller's
-// roles and the rows only, so its decisions are memoised per caller.
-const Memoised = `package toolgate.grant
+// The bundled example's grant policy in three parts, so that a variant can
+// add a line to its per-row body (after grantRows) or to its condition on
+// the caller (after grantCaller).
+const (
+	grantRows = `package toolgate.grant
 
 granted := {t.name |
 	some t in input.tools
 	t.base
 	t.annotations.readOnlyHint == true
 	not url_driver(t)
-} if {
+`
+	grantCaller = `} if {
 	"contractor" in input.caller.roles
-}
+`
+	grantEnd = `}
 
 url_driver(t) if t.driver == "url"
 `
+)
+
+// Memoised is the bundled example's grant policy: it reads the caller's
+// roles and the rows only, so its decisions are memoised per caller.
+const Memoised = grantRows + grantCaller + grantEnd
 
 // ManagersLosePrice is the bundled grant policy with one override more:
 // managers lose the tool price. The shadow and replay tests serve it as the
@@ -49,37 +58,11 @@ url_drivers_decided := true
 
 // ReadsMeta is Memoised with an opt-out in _meta: it reads input.request,
 // outside the per-row body.
-const ReadsMeta = `package toolgate.grant
-
-granted := {t.name |
-	some t in input.tools
-	t.base
-	t.annotations.readOnlyHint == true
-	not url_driver(t)
-} if {
-	"contractor" in input.caller.roles
-	not input.request.meta["festi/all"] == true
-}
-
-url_driver(t) if t.driver == "url"
-`
+const ReadsMeta = grantRows + grantCaller + "\tnot input.request.meta[\"festi/all\"] == true\n" + grantEnd
 
 // ReadsMetaPerRow is Memoised whose per-row body reads the request: a
 // caller may hide a tool by naming it in _meta.
-const ReadsMetaPerRow = `package toolgate.grant
-
-granted := {t.name |
-	some t in input.tools
-	t.base
-	t.annotations.readOnlyHint == true
-	not url_driver(t)
-	not input.request.meta["festi/hide"] == t.name
-} if {
-	"contractor" in input.caller.roles
-}
-
-url_driver(t) if t.driver == "url"
-`
+const ReadsMetaPerRow = grantRows + "\tnot input.request.meta[\"festi/hide\"] == t.name\n" + grantCaller + grantEnd
 
 // Registry generates a registry (YAML) of n rows: "echo" (demo.echo,
 // read-only) first, then rows without a section, in a section for managers

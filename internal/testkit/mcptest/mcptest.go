@@ -1,17 +1,23 @@
 // Package mcptest is what the tests' MCP clients share: a bearer token on
-// every request, a tools/call reduced to its one text, and a GET of one of
-// the server's other pages as a caller. Tests only.
+// every request, the tokens file that signs them in, a tools/call reduced
+// to its one text, and a GET of one of the server's other pages as a
+// caller. Tests only.
 package mcptest
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/identity"
 )
 
 // Bearer adds "Authorization: Bearer Token" to every request it sends
@@ -30,6 +36,26 @@ func (b Bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 		next = http.DefaultTransport
 	}
 	return next.RoundTrip(r)
+}
+
+// WriteTokens writes dir/tokens.json, a tokens file (docs/contract.md §8)
+// that signs in each bearer token of entries as its caller, and returns
+// its path. A file that cannot be written fails the test.
+func WriteTokens(t testing.TB, dir string, entries map[string]identity.TokenEntry) string {
+	t.Helper()
+	hashed := make(map[string]identity.TokenEntry, len(entries))
+	for token, e := range entries {
+		hashed[identity.HashToken(token)] = e
+	}
+	b, err := json.Marshal(hashed)
+	if err != nil {
+		t.Fatalf("tokens file: %v", err)
+	}
+	p := filepath.Join(dir, "tokens.json")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatalf("tokens file: %v", err)
+	}
+	return p
 }
 
 // Answer is what a tools/call answered: its one text and whether isError.

@@ -110,14 +110,10 @@ var urlLine = regexp.MustCompile(`toolgate: serving MCP \(streamable HTTP\) at (
 // (beaRole) and returns its path.
 func writeTokens(t *testing.T, dir, beaRole string) string {
 	t.Helper()
-	tokens := filepath.Join(dir, "tokens.json")
-	data, err := json.Marshal(map[string]identity.TokenEntry{
-		identity.HashToken(annToken): {Subject: "ann", Roles: []string{"admin"}},
-		identity.HashToken(beaToken): {Subject: "bea", Roles: []string{beaRole}},
+	return mcptest.WriteTokens(t, dir, map[string]identity.TokenEntry{
+		annToken: {Subject: "ann", Roles: []string{"admin"}},
+		beaToken: {Subject: "bea", Roles: []string{beaRole}},
 	})
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(tokens, data, 0o600))
-	return tokens
 }
 
 // startReplicas starts replicas a and b of bin serving with args, each
