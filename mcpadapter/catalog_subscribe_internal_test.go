@@ -84,7 +84,7 @@ func TestSubscriptionFloodOnOneSession(t *testing.T) {
 	eng, err := engine.New(t.Context(), engine.Source{FS: fstest.MapFS{
 		"registry.yaml":     {Data: []byte("tools: []\n")},
 		"policy/grant.rego": {Data: []byte("package toolgate.grant\n\ndefault resource := true\n")},
-	}, Registry: "registry.yaml", Policies: "policy"})
+	}, Registry: "registry.yaml", Policies: "policy"}, engine.WithTimeout(time.Minute)) // the deadline is not what is tested
 	require.NoError(t, err)
 	cat := &countingCatalog{live: map[string]int{}}
 	a := New(Options{Revisions: eng, Methods: noMethods{}, Catalog: cat, Caller: StaticCaller(&toolcall.Caller{Subject: "mallory"})})
