@@ -216,8 +216,11 @@ type keyring struct {
 	// waiting for a fetch of its own.
 	background bool
 
+	// jwksURL is the key set's URL resolved by discovery; set once, under
+	// mu, and read without it by source (a request's error names it).
+	jwksURL atomic.Pointer[string]
+
 	mu          sync.Mutex // serialises fetches; guards the fields below
-	jwksURL     string     // resolved by discovery
 	lastAttempt time.Time
 	lastCheck   time.Time // file stat
 }
@@ -369,14 +372,13 @@ func (r *keyring) install(ctx context.Context, old *keySet, now time.Time) *keyS
 }
 
 func (r *keyring) source() string {
-	switch {
-	case r.jwks != "":
+	if r.jwks != "" {
 		return r.jwks
-	case r.jwksURL != "":
-		return r.jwksURL
-	default:
-		return r.issuer + " (discovery)"
 	}
+	if u := r.jwksURL.Load(); u != nil {
+		return *u
+	}
+	return r.issuer + " (discovery)"
 }
 
 // fetch reads the key set from its source. r.mu is held.
@@ -402,12 +404,14 @@ func (r *keyring) fetch(ctx context.Context) (*keySet, error) {
 	default:
 		u := r.jwks
 		if u == "" {
-			if r.jwksURL == "" {
-				if r.jwksURL, err = r.discover(ctx); err != nil {
+			if r.jwksURL.Load() == nil {
+				found, err := r.discover(ctx)
+				if err != nil {
 					return nil, err
 				}
+				r.jwksURL.Store(&found)
 			}
-			u = r.jwksURL
+			u = *r.jwksURL.Load()
 		}
 		if data, err = r.get(ctx, u); err != nil {
 			return nil, err
