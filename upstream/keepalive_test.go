@@ -66,9 +66,11 @@ func TestHTTPUpstreamConnectionsKeptAlive(t *testing.T) {
 	}
 	// A connection still being handed back when the next round's call
 	// starts is replaced by a new one, which is then kept too: a few, not
-	// six a round.
+	// six a round (what two idle connections a host, the default
+	// transport's, would open). How many are still being handed back
+	// depends on how busy the machine is, so the bound is half of that.
 	opened := conns.Load() - afterFirst
-	assert.LessOrEqual(t, opened, int64(inflight), "connections opened after the first round (%d in the first)", afterFirst)
+	assert.LessOrEqual(t, opened, int64((rounds-1)*3), "connections opened after the first round (%d in the first)", afterFirst)
 
 	// The answer relayed is the upstream's, byte for byte: the same call
 	// made directly, on a client of the SDK's defaults.
