@@ -409,16 +409,26 @@ func TestUpstreamCredentialsE2E(t *testing.T) {
 		require.Equal(t, int32(1), txUp.refused.Load())
 	})
 
+	// audit is the last audit record of subject calling tool. The trail's
+	// writer runs on its own goroutine and may write a record after the
+	// call is answered: the file is read again until the record is there
+	// (a minute bounds a failure only).
 	audit := func(t *testing.T, subject, tool string) map[string]any {
 		t.Helper()
-		data, err := os.ReadFile(auditPath)
-		require.NoError(t, err)
 		var last map[string]any
-		for line := range strings.SplitSeq(strings.TrimSpace(string(data)), "\n") {
-			var rec map[string]any
-			require.NoError(t, json.Unmarshal([]byte(line), &rec))
-			if rec["subject"] == subject && rec["tool"] == tool {
-				last = rec
+		for deadline := time.Now().Add(time.Minute); last == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			data, err := os.ReadFile(auditPath)
+			require.NoError(t, err)
+			complete := string(data[:bytes.LastIndexByte(data, '\n')+1]) // a line being written is read next time
+			for line := range strings.SplitSeq(strings.TrimSpace(complete), "\n") {
+				if line == "" {
+					continue
+				}
+				var rec map[string]any
+				require.NoError(t, json.Unmarshal([]byte(line), &rec))
+				if rec["subject"] == subject && rec["tool"] == tool {
+					last = rec
+				}
 			}
 		}
 		require.NotNil(t, last, "an audit record of %s calling %s", subject, tool)
