@@ -280,12 +280,8 @@ func (p *pipeline) callRules(ctx context.Context, s *accepted) bool {
 	if len(rec.Denials) == 0 {
 		return false
 	}
-	reasons := make([]string, len(rec.Denials))
-	for i, d := range rec.Denials {
-		reasons[i] = d.Reason
-	}
 	rec.Stage, rec.Outcome, rec.Answerer = toolcall.StageDenied, toolcall.OutcomeDenied, denier(rec.Denials, byHooks)
-	rec.Result = TextResult(strings.Join(reasons, "; "), true)
+	rec.Result = TextResult(strings.Join(rec.Reasons(), "; "), true) // the denials' messages
 	return true
 }
 
