@@ -97,27 +97,19 @@ var (
 	prefixRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{0,64}$`)
 )
 
-// ParseFlag reads the value of a --upstream flag: NAME=http(s)://... for
-// streamable HTTP, else NAME=COMMAND for stdio. COMMAND is split on spaces
-// like a shell would, honouring '...' (literal), "..." (with \" and \\
-// escapes) and a backslash escaping the next character outside quotes; no
-// variables, globs or other shell syntax.
+// ParseFlag reads the value of a --upstream flag as `toolgate serve`
+// does: ParseSettings, the entry's Problems, then the Config it makes
+// (Settings.PoolConfig), checked as NewPool checks it. explain and init
+// read --upstream through it, so the three commands take the same values.
 func ParseFlag(s string) (Config, error) {
-	name, rest, ok := strings.Cut(s, "=")
-	if !ok {
-		return Config{}, fmt.Errorf("%w: %q: want NAME=COMMAND or NAME=URL", ErrConfig, s)
+	u, err := ParseSettings(s)
+	if err != nil {
+		return Config{}, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	cfg := Config{Name: strings.TrimSpace(name)}
-	rest = strings.TrimSpace(rest)
-	if lower := strings.ToLower(rest); strings.HasPrefix(lower, "http://") || strings.HasPrefix(lower, "https://") {
-		cfg.URL = rest
-	} else {
-		words, err := SplitCommand(rest)
-		if err != nil {
-			return Config{}, fmt.Errorf("%w: %q: %w", ErrConfig, s, err)
-		}
-		cfg.Command = words
+	if probs := u.Problems(); len(probs) > 0 {
+		return Config{}, fmt.Errorf("%w: upstream %q: %s", ErrConfig, u.Name, strings.Join(probs, "; "))
 	}
+	cfg := u.PoolConfig()
 	if err := cfg.validate(); err != nil {
 		return Config{}, err
 	}

@@ -28,6 +28,10 @@ func TestParseFlag(t *testing.T) {
 		{in: `x="open`, err: true},
 		{in: `x=trailing\`, err: true},
 		{in: "x=http://", err: true},
+		// The reading serve's --upstream has (ParseSettings): a dot
+		// separates NAME and TOOL, so no name holds one.
+		{in: "a.b=cmd", err: true},
+		{in: " padded = cmd ", want: Config{Name: "padded", Command: []string{"cmd"}}},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			t.Parallel()

@@ -3,6 +3,7 @@ package upstream
 import (
 	"fmt"
 	"maps"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -46,13 +47,16 @@ type Settings struct {
 // without the dot, which separates NAME and TOOL in an imported row.
 var SettingsName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// ParseSettings reads the --upstream form NAME=COMMAND or NAME=URL: a
-// value starting with http:// or https:// is a URL. COMMAND is kept as
-// given; it is split into words once, by SplitCommand (Argv). What the
-// value names is checked by Problems.
+// ParseSettings reads the --upstream form NAME=COMMAND or NAME=URL, the
+// one reading of it (ParseFlag is this, checked): spaces around NAME and
+// the value are dropped, and a value starting with http:// or https://,
+// in any case (a URL's scheme is case-insensitive), is a URL. COMMAND is
+// kept as given; it is split into words once, by SplitCommand (Argv).
+// What the value names is checked by Problems.
 func ParseSettings(v string) (Settings, error) {
 	name, target, ok := strings.Cut(v, "=")
-	if !ok || name == "" || strings.TrimSpace(target) == "" {
+	name, target = strings.TrimSpace(name), strings.TrimSpace(target)
+	if !ok || name == "" || target == "" {
 		return Settings{}, fmt.Errorf("want NAME=COMMAND or NAME=URL, got %q", v)
 	}
 	u := Settings{Name: name}
@@ -65,7 +69,8 @@ func ParseSettings(v string) (Settings, error) {
 }
 
 func isHTTPURL(s string) bool {
-	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+	lower := strings.ToLower(s)
+	return strings.HasPrefix(lower, "http://") || strings.HasPrefix(lower, "https://")
 }
 
 // PoolConfig is the pool's configuration of u; its secrets (${VAR},
@@ -103,6 +108,10 @@ func (u Settings) Problems() []string {
 		probs = append(probs, "give either command or url, not both")
 	case u.URL != "" && !isHTTPURL(u.URL):
 		probs = append(probs, "url must be http:// or https://")
+	case u.URL != "":
+		if p, err := url.Parse(u.URL); err != nil || p.Host == "" {
+			probs = append(probs, "url must be an http(s) URL with a host")
+		}
 	case u.URL == "":
 		if _, err := SplitCommand(u.Command); err != nil && strings.TrimSpace(u.Command) != "" {
 			probs = append(probs, "command: "+err.Error())
