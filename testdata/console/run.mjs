@@ -74,6 +74,20 @@ const commands = {
   async focused() { return { text: await page.evaluate(() => document.activeElement && (document.activeElement.getAttribute('aria-label') || document.activeElement.textContent)) }; },
   async screenshot({ path }) { await page.screenshot({ path, fullPage: true }); return {}; },
   async errors() { return { errors: consoleErrors }; },
+  // slow holds the page's requests whose URL ends with suffix for ms
+  // before sending them: a slow server, seen from the page.
+  async slow({ suffix, ms }) {
+    await page.route((u) => u.pathname.endsWith(suffix), async (r) => {
+      await new Promise((res) => setTimeout(res, ms));
+      await r.continue().catch(() => {});
+    });
+    return {};
+  },
+  // attr is an attribute of the first element selector matches (null
+  // when it has none).
+  async attr({ selector, name }) { return { value: await page.getAttribute(selector, name) }; },
+  // sleep waits ms in the page's clock.
+  async sleep({ ms }) { await page.waitForTimeout(ms); return {}; },
   // viewport sets the page's size in CSS pixels: 640×450 in a 1280×900
   // window is what 200% zoom shows.
   async viewport({ width, height }) { await page.setViewportSize({ width, height }); return {}; },

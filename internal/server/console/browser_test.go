@@ -479,3 +479,20 @@ approval := {"reason": "payments need an approval", "approvers": ["admin"]} if i
 	d.screenshot("approval-exact")
 	assert.Empty(t, d.do("errors", nil)["errors"], "errors in the page")
 }
+
+// TestBrowserConsoleLastViewIsReady: a view chosen while the one before it
+// is still loading (a slow matrix, then a click on approvals) is the one
+// the page says is ready, also after the slow one has finished.
+func TestBrowserConsoleLastViewIsReady(t *testing.T) {
+	d := startDriver(t)
+	base := serve(t, "", "", map[string]identity.TokenEntry{"tok-olga": {Subject: "olga", Roles: []string{"admin"}}})
+	const slow = 1500
+	d.do("goto", map[string]any{"url": base + "/console/", "view": "signin"})
+	d.do("slow", map[string]any{"suffix": "/console/api/matrix", "ms": slow})
+	d.signIn(base, "tok-olga", "olga (operator)") // the matrix is loading
+	d.do("view", map[string]any{"name": "approvals"})
+	d.do("sleep", map[string]any{"ms": 2 * slow}) // the matrix has answered
+	assert.Equal(t, "approvals", d.do("attr", map[string]any{"selector": "body", "name": "data-ready"})["value"])
+	assert.Equal(t, "approvals", d.do("attr", map[string]any{"selector": "body", "name": "data-view"})["value"])
+	assert.Empty(t, d.do("errors", nil)["errors"])
+}

@@ -21,7 +21,13 @@ function showOnly(id) {
   for (const s of document.querySelectorAll('.view')) s.hidden = s.id !== id;
 }
 
+// routed counts route calls: a view that finishes rendering after a
+// later route began (a slow matrix, then a click on another view) does
+// not mark the page ready for itself.
+let routed = 0;
+
 async function route() {
+  const n = ++routed;
   if (!me) { showOnly('view-signin'); return; }
   let name = location.hash.slice(1);
   if (!views[name] || (!me.operator && name !== 'approvals')) name = me.operator ? 'matrix' : 'approvals';
@@ -33,8 +39,8 @@ async function route() {
   delete document.body.dataset.ready;
   try {
     await views[name].show(me);
-    document.body.dataset.ready = name;
-  } catch (e) { fail(e); }
+    if (n === routed) document.body.dataset.ready = name;
+  } catch (e) { if (n === routed) fail(e); }
 }
 
 function fail(e) {
