@@ -2,12 +2,10 @@ package console_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
+	"github.com/toolgate/toolgate/internal/testkit/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 )
 
@@ -162,15 +161,7 @@ func serve(t *testing.T, registry, policy string, tokens map[string]identity.Tok
 // writeTokens writes a tokens file (docs/contract.md §8) of token → caller.
 func writeTokens(t *testing.T, tokens map[string]identity.TokenEntry) string {
 	t.Helper()
-	hashed := map[string]identity.TokenEntry{}
-	for tok, e := range tokens {
-		hashed[identity.HashToken(tok)] = e
-	}
-	b, err := json.Marshal(hashed)
-	require.NoError(t, err)
-	p := filepath.Join(t.TempDir(), "tokens.json")
-	require.NoError(t, os.WriteFile(p, b, 0o600))
-	return p
+	return mcptest.WriteTokens(t, t.TempDir(), tokens)
 }
 
 // serveWith runs the gateway with the settings set makes, from the
@@ -181,29 +172,9 @@ func serveWith(t *testing.T, set func(*config.Serve)) string {
 	cfg := gateway.Config{Serve: config.Serve{HTTP: "127.0.0.1:0", Ledger: "memory", Watch: &off}, Stderr: io.Discard}
 	set(&cfg.Serve)
 	require.NoError(t, cfg.SetDefaults())
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan net.Addr, 1)
-	cfg.Ready = func(a net.Addr) { ready <- a }
-	done := make(chan error, 1)
-	go func() { done <- gateway.Run(ctx, cfg) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Error("the gateway did not stop")
-		}
-	})
-	select {
-	case a := <-ready:
-		return "http://" + a.String()
-	case err := <-done:
-		t.Fatalf("gateway.Run ended before serving: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("the gateway did not start")
-	}
-	return ""
+	g := gatewaytest.Serve(t, cfg)
+	t.Cleanup(func() { assert.NoError(t, g.Stop()) })
+	return "http://" + g.Addr.String()
 }
 
 // mcpSession connects an MCP client (the go-sdk) with a bearer token.
