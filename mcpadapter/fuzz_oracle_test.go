@@ -117,6 +117,71 @@ func numberInRange(s string) bool {
 	return exp <= 100000 && exp >= -100000
 }
 
+// refBoundedMeta is docs/contract.md §3's bounded _meta of raw: nothing
+// unless it is a JSON object of valid UTF-8; each key at its first
+// occurrence (a later one is ignored, also when the first was dropped);
+// an entry dropped when its value nests deeper than 4 levels, is longer
+// than 4096 bytes compact, or holds a number out of range; the first 32
+// entries left.
+func refBoundedMeta(raw []byte) map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
+	if !utf8.Valid(raw) || !json.Valid(raw) {
+		return out
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if t, _ := dec.Token(); t != json.Delim('{') {
+		return out
+	}
+	seen := map[string]bool{}
+	for dec.More() && len(out) < 32 {
+		t, _ := dec.Token()
+		k, _ := t.(string)
+		var v json.RawMessage
+		_ = dec.Decode(&v)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		var compact bytes.Buffer
+		_ = json.Compact(&compact, v)
+		if compact.Len() <= 4096 && refDepthInRange(v, 1) {
+			out[k] = compact.Bytes()
+		}
+	}
+	return out
+}
+
+// refDepthInRange: raw, at level, nests no deeper than level 4 and holds
+// only numbers in range.
+func refDepthInRange(raw json.RawMessage, level int) bool {
+	if level > 4 {
+		return false
+	}
+	var obj map[string]json.RawMessage
+	if isKind(raw, '{') && json.Unmarshal(raw, &obj) == nil {
+		for _, v := range obj {
+			if !refDepthInRange(v, level+1) {
+				return false
+			}
+		}
+		return true
+	}
+	var arr []json.RawMessage
+	if isKind(raw, '[') && json.Unmarshal(raw, &arr) == nil {
+		for _, v := range arr {
+			if !refDepthInRange(v, level+1) {
+				return false
+			}
+		}
+		return true
+	}
+	if raw = bytes.TrimSpace(raw); isNumber(raw) {
+		return numberInRange(string(raw))
+	}
+	return true
+}
+
 // loneSurrogate reports whether a string in raw (valid JSON) has a \u escape
 // of a UTF-16 surrogate that is not half of a high-low pair.
 func loneSurrogate(raw []byte) bool {
@@ -217,14 +282,20 @@ func (f faults) allows(errObj string) bool {
 func expectFaults(proto string, params []byte) faults {
 	var p map[string]json.RawMessage
 	_ = json.Unmarshal(params, &p)
-	var meta map[string]json.RawMessage
-	if json.Unmarshal(p["_meta"], &meta) != nil || meta == nil {
-		meta = map[string]json.RawMessage{}
+	// The reserved entries the SDK reads are those of the bounded _meta
+	// the policy sees (the wire layer's protocolEntries): a key sent
+	// twice is its first occurrence, an entry the bounds drop is absent.
+	rawMeta := []byte(p["_meta"])
+	if proto == proto20260728 {
+		// The raw client sends _meta decoded, with these two set, and
+		// encoded again (rawClient.prepare).
+		m := map[string]json.RawMessage{}
+		_ = json.Unmarshal(rawMeta, &m)
+		m["io.modelcontextprotocol/protocolVersion"] = json.RawMessage(`"2026-07-28"`)
+		m["io.modelcontextprotocol/clientCapabilities"] = json.RawMessage(`{}`)
+		rawMeta, _ = json.Marshal(m)
 	}
-	if proto == proto20260728 { // the raw client sets these two itself
-		meta["io.modelcontextprotocol/protocolVersion"] = json.RawMessage(`"2026-07-28"`)
-		meta["io.modelcontextprotocol/clientCapabilities"] = json.RawMessage(`{}`)
-	}
+	meta := refBoundedMeta(rawMeta)
 	var version string
 	if json.Unmarshal(meta["io.modelcontextprotocol/protocolVersion"], &version) != nil || version < "2026-07-28" {
 		return faults{noFault: true}

@@ -10,10 +10,12 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
+	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -224,4 +226,50 @@ deny contains "The metadata endpoint is off limits." if startswith(input.request
 		require.Equal(t, want, resultText(t, res), args)
 	}
 	require.Equal(t, []string{"https://example.com/"}, got)
+}
+
+// TestProgressTokenIsTheOneThePolicySaw: a method gets the progress token
+// the policy read in input.request.meta — the first of two sent, none of a
+// case variant of _meta (which the SDK would decode into the same map),
+// none that the bounds drop — never another.
+func TestProgressTokenIsTheOneThePolicySaw(t *testing.T) {
+	t.Parallel()
+	ms := methods.Map{}
+	ms.Register("rec.token", func(ctx context.Context, _ struct{}) (string, error) {
+		return fmt.Sprint(mcpadapter.PeerOf(ctx).ProgressToken()), nil
+	})
+	g := newGoverned(t, setup{
+		registry: "tools:\n  - name: token\n    method: rec.token\n",
+		caller:   fuzzCaller,
+		policies: map[string]string{"token.rego": `package toolgate.call
+
+deny contains sprintf("the policy saw %v", [input.request.meta.progressToken]) if input.request.meta.progressToken != "seen"
+`},
+		methods: ms,
+	})
+	long := strings.Repeat("p", 5000)
+	// The revisions whose requests the raw client sends as written (it
+	// re-encodes 2026-07-28's to add the protocol entries, which would
+	// fold the duplicates).
+	for _, proto := range []string{proto20250618, proto20251125} {
+		c := g.connectRaw(t, proto)
+		for params, want := range map[string]string{
+			`{"name":"token","_meta":{"progressToken":"seen"}}`:                                "seen",
+			`{"name":"token","_meta":{"progressToken":"seen","progressToken":"other"}}`:        "seen",
+			`{"name":"token","_meta":{"progressToken":"seen"},"_META":{"progressToken":7}}`:    "seen",
+			`{"name":"token","_meta":{"progressToken":"seen","progressToken":"` + long + `"}}`: "seen",
+			`{"name":"token","_meta":{"progressToken":"other","progressToken":"seen"}}`:        "the policy saw other",
+			`{"name":"token","_Meta":{"progressToken":"seen"}}`:                                "",
+			`{"name":"token","_meta":{"progressToken":"` + long + `","progressToken":"seen"}}`: "",
+		} {
+			text := resultText(t, toolResult(t, c.call(params)))
+			if want == "" {
+				// The policy saw no token (the rule's body is undefined):
+				// neither does the method.
+				assert.Equal(t, "<nil>", text, "%s %.80s", proto, params)
+				continue
+			}
+			assert.Equal(t, want, text, "%s %.80s", proto, params)
+		}
+	}
 }

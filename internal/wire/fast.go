@@ -78,7 +78,7 @@ func rewriteValidParamsFast(method string, params json.RawMessage) (out json.Raw
 			i = skipSpace(params, i+1)
 		}
 	}
-	if method == "tools/call" && !plainString(name) {
+	if method == "tools/call" && !plainString(name) || !utf8.Valid(meta) {
 		return nil, false
 	}
 	// The wire entry is Info{Meta: meta} encoded (appendInfo); the meta
@@ -164,14 +164,12 @@ func plainString(v []byte) bool {
 	return true
 }
 
-// appendProtocolEntries appends the io.modelcontextprotocol/ entries of the
-// valid JSON object obj, each followed by a comma; ok is false for a key
-// with an escape or a duplicated protocol key (the full path decides).
+// appendProtocolEntries appends the entries of the valid JSON object obj
+// that the SDK reads (protocolEntries), each followed by a comma; ok is
+// false for a key with an escape (the full path decides). Without a
+// protocol key, the common case, it only walks the keys.
 func appendProtocolEntries(buf, obj []byte) ([]byte, bool) {
-	// The protocol keys kept so far (quoted), to refuse a duplicate; the
-	// array holds the usual few without allocating.
-	var seenArr [8][]byte
-	seen := seenArr[:0]
+	found := false
 	i := skipSpace(obj, 1)
 	for i < len(obj) && obj[i] == '"' {
 		kend, ok := skipString(obj, i)
@@ -191,24 +189,24 @@ func appendProtocolEntries(buf, obj []byte) ([]byte, bool) {
 		if !ok {
 			return buf, false
 		}
-		if isProtocolKeyBytes(key[1 : len(key)-1]) {
-			// Never append to key: it shares obj's array, and the byte
-			// after it (a space before the colon) would be overwritten.
-			for _, k := range seen {
-				if bytes.Equal(k, key) {
-					return buf, false
-				}
-			}
-			seen = append(seen, key)
-			buf = append(buf, key...)
-			buf = append(buf, ':')
-			buf = append(buf, obj[i:vend]...)
-			buf = append(buf, ',')
-		}
+		found = found || isProtocolKeyBytes(key[1:len(key)-1])
 		i = skipSpace(obj, vend)
 		if i < len(obj) && obj[i] == ',' {
 			i = skipSpace(obj, i+1)
 		}
+	}
+	if !found {
+		return buf, true
+	}
+	for _, e := range protocolEntries(obj) {
+		k, err := json.Marshal(e.key)
+		if err != nil {
+			return buf, false
+		}
+		buf = append(buf, k...)
+		buf = append(buf, ':')
+		buf = append(buf, e.value...)
+		buf = append(buf, ',')
 	}
 	return buf, true
 }

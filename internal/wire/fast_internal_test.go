@@ -3,12 +3,16 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/engine"
 )
 
 // fastSeeds are params of both shapes: the common ones the fast path takes
@@ -93,13 +97,7 @@ func FuzzRewriteParamsFast(f *testing.F) {
 		f.Add(p, true)
 		f.Add(p, false)
 	}
-	f.Fuzz(func(t *testing.T, params string, call bool) {
-		method := "tools/list"
-		if call {
-			method = "tools/call"
-		}
-		checkFastAgrees(t, method, params)
-	})
+	f.Fuzz(func(t *testing.T, params string, call bool) { checkFastAgrees(t, fuzzMethod(call), params) })
 }
 
 // TestRewriteParamsFastAllocations: the common call is rewritten in a
@@ -222,4 +220,108 @@ func TestAppendInfo(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(appendInfo(nil, []byte(meta))), "%q", meta)
 	}
+}
+
+// sdkMetaSeeds are _meta objects whose protocol entries the bounds keep,
+// drop or read at their first occurrence.
+var sdkMetaSeeds = []string{
+	`{"progressToken":"a","progressToken":"b"}`,
+	`{"progressToken":"a","x":1,"progressToken":"b"}`,
+	`{"progressToken":"` + strings.Repeat("p", 5000) + `"}`,
+	`{"progressToken":"` + strings.Repeat("p", 5000) + `","progressToken":"b"}`,
+	`{"io.modelcontextprotocol/x":{"a":{"b":{"c":{"d":1}}}}}`,
+	`{"io.modelcontextprotocol/x":{"a":{"b":{"c":1}}}}`,
+	`{"progressToken":1e999999}`,
+	`{"progressToken":12345678901234567890123}`,
+	`{"progress\u0054oken":"escaped","progressToken":"plain"}`,
+	`{"progressToken":"a","bad":"` + "\xff" + `"}`,
+	`{` + manyEntries(32) + `,"progressToken":"33rd"}`,
+	`{` + manyEntries(31) + `,"progressToken":"32nd"}`,
+	`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":7}`,
+}
+
+func manyEntries(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"k%d":%d`, i, i)
+	}
+	return b.String()
+}
+
+// checkSDKMetaIsTheBounded: the protocol entries the SDK and a method get
+// of a rewritten request are exactly those of the bounded _meta the
+// policy sees (engine.BoundMeta of what the wire layer carried), values
+// up to whitespace. false when params do not decode.
+func checkSDKMetaIsTheBounded(t testing.TB, method, params string) bool {
+	out := rewriteParams(method, json.RawMessage(params))
+	var obj struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(out, &obj) != nil {
+		return false
+	}
+	var info Info
+	require.NoError(t, json.Unmarshal(obj.Meta[Key], &info), "%s", out)
+	delete(obj.Meta, Key)
+	got := map[string]string{}
+	for k, v := range obj.Meta {
+		got[k] = compact(t, v)
+	}
+	want := map[string]string{}
+	for _, e := range engine.BoundMeta(json.RawMessage(info.Meta)).Entries() {
+		if isProtocolKey(e.Key) || e.Key == progressTokenKey {
+			want[e.Key] = compact(t, e.Value)
+		}
+	}
+	assert.Equal(t, want, got, "%s %s", method, params)
+	return true
+}
+
+func compact(t testing.TB, v json.RawMessage) string {
+	var b bytes.Buffer
+	require.NoError(t, json.Compact(&b, v))
+	return b.String()
+}
+
+// TestSDKMetaIsTheBoundedMeta: a progress token or protocol entry sent
+// twice, too long, too deep, unrepresentable or past the 32 kept entries
+// reaches what runs as the policy saw it: its first occurrence, or not at
+// all.
+func TestSDKMetaIsTheBoundedMeta(t *testing.T) {
+	t.Parallel()
+	for _, meta := range sdkMetaSeeds {
+		for _, method := range []string{"tools/call", "tools/list"} {
+			require.True(t, checkSDKMetaIsTheBounded(t, method, `{"name":"echo","_meta":`+meta+`}`), meta)
+		}
+	}
+	out := rewriteParams("tools/call", json.RawMessage(`{"name":"echo","_meta":{"progressToken":"a","progressToken":"b"}}`))
+	assert.Contains(t, string(out), `"progressToken":"a"`)
+	assert.NotContains(t, string(out), `"progressToken":"b"`)
+	// A case variant of _meta is decoded into the same map by the SDK:
+	// its entries would reach what runs unseen.
+	for _, p := range []string{`{"name":"echo","_meta":{},"_META":{"progressToken":"x"}}`, `{"name":"echo","_Meta":{"progressToken":"x"}}`} {
+		require.True(t, checkSDKMetaIsTheBounded(t, "tools/call", p), p)
+		assert.NotContains(t, string(rewriteParams("tools/call", json.RawMessage(p))), `"x"`, p)
+	}
+}
+
+func FuzzSDKMetaIsTheBoundedMeta(f *testing.F) {
+	for _, m := range sdkMetaSeeds {
+		f.Add(`{"name":"echo","_meta":`+m+`}`, true)
+	}
+	for _, p := range fastSeeds {
+		f.Add(p, false)
+	}
+	f.Fuzz(func(t *testing.T, params string, call bool) { checkSDKMetaIsTheBounded(t, fuzzMethod(call), params) })
+}
+
+// fuzzMethod is the method a fuzzer's call flag picks.
+func fuzzMethod(call bool) string {
+	if call {
+		return "tools/call"
+	}
+	return "tools/list"
 }

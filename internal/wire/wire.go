@@ -16,9 +16,12 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/internal/metabound"
 )
 
 // The SDK decodes request params into typed structs before any middleware
@@ -61,7 +64,10 @@ func rewriteParamsFull(method string, params json.RawMessage) json.RawMessage {
 		obj = map[string]json.RawMessage{}
 	}
 	info := Info{}
-	if raw, ok := obj["_meta"]; ok {
+	if raw, ok := obj["_meta"]; ok && utf8.Valid(raw) {
+		// Invalid UTF-8 is carried as no _meta: the bounded _meta of
+		// either is {} (docs/contract.md §3), where the wire entry's
+		// string would have carried U+FFFD in its place.
 		info.Meta = string(raw)
 	}
 	if method == "tools/call" {
@@ -82,17 +88,12 @@ func rewriteParamsFull(method string, params json.RawMessage) json.RawMessage {
 	}
 	// Keep the entries the SDK reads itself (protocol version, client info
 	// of the 2026-07-28 revision) and the progressToken (a method reports
-	// progress with it, the relay sends it upstream: docs/relay.md), when
-	// _meta is an object. The policy saw them: they are in Info.Meta.
+	// progress with it, the relay sends it upstream: docs/relay.md), as
+	// the policy sees them (protocolEntries).
 	sdkMeta := map[string]json.RawMessage{}
 	if raw, ok := obj["_meta"]; ok {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(raw, &m) == nil {
-			for k, v := range m {
-				if isProtocolKey(k) || k == progressTokenKey {
-					sdkMeta[k] = v
-				}
-			}
+		for _, e := range protocolEntries(raw) {
+			sdkMeta[e.key] = e.value
 		}
 	}
 	sdkMeta[Key], _ = json.Marshal(info)
@@ -113,10 +114,17 @@ func rewriteParamsFull(method string, params json.RawMessage) json.RawMessage {
 // params, the wire entry and Go type names. The adapter reads none of these
 // entries, so dropping one changes no answer. name, _meta and arguments
 // were handled above or take any JSON value.
+//
+// A case variant of _meta ("_Meta", "_META") goes whatever it holds: the
+// SDK decodes it into the same map as _meta, adding entries (a
+// progressToken) the policy never saw, which reads _meta alone.
 func dropUndecodable(method string, obj map[string]json.RawMessage) {
 	for k, v := range obj {
-		switch k {
-		case "name", "_meta", "arguments":
+		switch {
+		case k == "name" || k == "_meta" || k == "arguments":
+			continue
+		case strings.EqualFold(k, "_meta"):
+			delete(obj, k)
 			continue
 		}
 		one, err := json.Marshal(map[string]json.RawMessage{k: v})
@@ -136,6 +144,31 @@ func dropUndecodable(method string, obj map[string]json.RawMessage) {
 
 // progressTokenKey is the _meta entry of a request's progress token.
 const progressTokenKey = "progressToken"
+
+// metaEntry is one entry of a bounded _meta.
+type metaEntry struct {
+	key   string
+	value json.RawMessage
+}
+
+// protocolEntries are the entries of the raw _meta meta that the SDK and
+// a method read (the io.modelcontextprotocol/ keys and progressToken),
+// taken from the bounded _meta the policy sees (docs/contract.md §3,
+// metabound.Bound, as engine.BoundMeta): a key sent twice is its first
+// occurrence, an entry the bounds drop (too deep, too long, a number the
+// policy cannot represent, past the 32 kept) is dropped for them too, and
+// a _meta that is not a valid JSON object keeps none. So what runs reads
+// exactly the entries the policy saw.
+func protocolEntries(meta []byte) []metaEntry {
+	all := metabound.Bound(meta, func(k string, v json.RawMessage) metaEntry { return metaEntry{k, v} })
+	kept := all[:0]
+	for _, e := range all {
+		if isProtocolKey(e.key) || e.key == progressTokenKey {
+			kept = append(kept, e)
+		}
+	}
+	return kept
+}
 
 func isProtocolKey(k string) bool {
 	const prefix = "io.modelcontextprotocol/"
