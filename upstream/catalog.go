@@ -270,7 +270,7 @@ func (p *Pool) conn(name string) (*conn, error) {
 func (p *Pool) GetPrompt(ctx context.Context, pr *registry.Prompt, params *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
 	return catalogRequest(ctx, p, pr.Upstream, "prompts/get "+pr.Prompt, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
 		sent := *params
-		sent.Name = pr.Prompt
+		sent.Name, sent.Meta = pr.Prompt, catalogMeta(ctx)
 		return cs.GetPrompt(ctx, &sent)
 	})
 }
@@ -439,16 +439,29 @@ func nonNil[T any](seq iter.Seq2[*T, error]) ([]*T, error) {
 // ReadResource implements [mcpadapter.Catalog].
 func (p *Pool) ReadResource(ctx context.Context, upstream string, params *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
 	return catalogRequest(ctx, p, upstream, "resources/read", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
-		return cs.ReadResource(ctx, params)
+		sent := *params
+		sent.Meta = catalogMeta(ctx)
+		return cs.ReadResource(ctx, &sent)
 	})
 }
 
 // Complete implements [mcpadapter.Catalog].
 func (p *Pool) Complete(ctx context.Context, upstream string, params *mcp.CompleteParams) (*mcp.CompleteResult, error) {
 	return catalogRequest(ctx, p, upstream, "completion/complete", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
-		return cs.Complete(ctx, params)
+		sent := *params
+		sent.Meta = catalogMeta(ctx)
+		return cs.Complete(ctx, &sent)
 	})
 }
+
+// catalogMeta is the _meta a prompts/get, resources/read or
+// completion/complete carries upstream: the trace context, nothing of the
+// client's _meta. As for a relayed tools/call, the client's entries stay
+// with toolgate: the policy decided on the bounded _meta (docs/contract.md
+// §3), not on what the client sent; the catalog session is every caller's;
+// and the client's protocol entries are of its own revision, not the
+// upstream session's.
+func catalogMeta(ctx context.Context) mcp.Meta { return traceMeta(ctx) }
 
 // Subscribe implements [mcpadapter.Catalog]: the upstream is subscribed to
 // uri once, however many sessions subscribe through toolgate (and again

@@ -183,3 +183,49 @@ func TestMergeImportsToolConflict(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "s.t", row.Name, "the default is today's NAME.TOOL")
 }
+
+// TestCatalogRequestsCarryNoClientMeta: prompts/get, resources/read and
+// completion/complete reach the upstream without the client's _meta (the
+// policy decided on its bounded form; the catalog session is every
+// caller's), as a relayed tools/call carries none of it.
+func TestCatalogRequestsCarryNoClientMeta(t *testing.T) {
+	t.Parallel()
+	got := make(chan mcp.Meta, 3)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "cat", Version: "v0"}, &mcp.ServerOptions{
+		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			got <- req.Params.Meta
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{"done"}}}, nil
+		},
+	})
+	srv.AddPrompt(&mcp.Prompt{Name: "hello"}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		got <- req.Params.Meta
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello"}}}}, nil
+	})
+	srv.AddResource(&mcp.Resource{URI: "file:///r", Name: "r"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		got <- req.Params.Meta
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "r"}}}, nil
+	})
+	p, err := NewPool([]Config{inMemory("a", srv)}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	ctx := context.Background()
+	client := func() mcp.Meta {
+		return mcp.Meta{"festi/secret": "s3cr3t", "progressToken": "tok", "io.modelcontextprotocol/logLevel": "debug"}
+	}
+
+	prompts := p.ImportedPrompts(ctx)
+	require.Len(t, prompts, 1)
+	_, err = p.GetPrompt(ctx, &prompts[0], &mcp.GetPromptParams{Name: "a.hello", Meta: client()})
+	require.NoError(t, err)
+	_, err = p.ReadResource(ctx, "a", &mcp.ReadResourceParams{URI: "file:///r", Meta: client()})
+	require.NoError(t, err)
+	_, err = p.Complete(ctx, "a", &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "hello"},
+		Argument: mcp.CompleteParamsArgument{Name: "who"}, Meta: client()})
+	require.NoError(t, err)
+	for range 3 {
+		m := <-got
+		for k := range client() {
+			assert.NotContains(t, m, k)
+		}
+	}
+}
