@@ -50,16 +50,15 @@ func ParseUpstream(s string) (*Upstream, error) {
 	if !utf8.ValidString(s) {
 		return nil, fmt.Errorf("%q is not valid UTF-8", s)
 	}
-	cfg, err := upstream.ParseFlag(s)
+	if _, err := upstream.ParseFlag(s); err != nil {
+		return nil, err
+	}
+	// The command line as given, not split: what the settings file holds.
+	set, err := upstream.ParseSettings(s)
 	if err != nil {
 		return nil, err
 	}
-	u := &Upstream{Name: cfg.Name, URL: cfg.URL}
-	if u.URL == "" {
-		_, rest, _ := strings.Cut(s, "=")
-		u.Command = strings.TrimSpace(rest)
-	}
-	return u, nil
+	return &Upstream{Name: set.Name, Command: set.Command, URL: set.URL}, nil
 }
 
 // Options say what to scaffold.
