@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
+	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
@@ -381,7 +382,7 @@ func (l *wireList) MarshalJSON() ([]byte, error) {
 	}
 	buf.WriteByte(']')
 	m["tools"] = buf.Bytes()
-	return json.Marshal(m)
+	return jsonx.Marshal(m)
 }
 
 // runAfter runs every after hook once; failures are logged and ignored.

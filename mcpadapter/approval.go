@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/internal/canon"
+	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -250,7 +251,7 @@ func (r inputRequired) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	m["resultType"] = json.RawMessage(`"input_required"`)
-	return json.Marshal(m)
+	return jsonx.Marshal(m)
 }
 
 // asResult is what the middleware returns for a call's result.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
+	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -212,7 +213,7 @@ func rawMeta(m mcp.Meta) json.RawMessage {
 	if m == nil {
 		return nil
 	}
-	b, _ := json.Marshal(m)
+	b, _ := jsonx.Marshal(m)
 	return b
 }
 

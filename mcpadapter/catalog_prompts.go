@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
+	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -78,7 +79,7 @@ func (a *Adapter) getPrompt(ctx context.Context, caller *toolcall.Caller, req *m
 	rec.Revision = rev
 	var args json.RawMessage
 	if req.Params.Arguments != nil {
-		args, _ = json.Marshal(req.Params.Arguments)
+		args, _ = jsonx.Marshal(req.Params.Arguments)
 	}
 	d := a.promptDecision(ctx, caller, rev, engine.MethodPromptsGet, name, args, req.Params.Meta)
 	rec.Outcome = d.Outcome

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
+	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -133,7 +134,7 @@ func resultDocument(res *mcp.CallToolResult) (json.RawMessage, json.RawMessage, 
 	var sc json.RawMessage
 	if res.StructuredContent != nil {
 		var err error
-		if sc, err = json.Marshal(res.StructuredContent); err != nil {
+		if sc, err = jsonx.Marshal(res.StructuredContent); err != nil {
 			return nil, nil, fmt.Errorf("encode structuredContent: %w", err)
 		}
 		if size += len(sc); size > MaxResultText {

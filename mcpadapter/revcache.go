@@ -11,6 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/schema"
 )
@@ -86,7 +87,7 @@ func (rc *revisionCache) wires() []json.RawMessage {
 			s, ok := schemas[string(key)]
 			if !ok {
 				var err error
-				if s, err = json.Marshal(t.InputSchema()); err != nil {
+				if s, err = jsonx.Marshal(t.InputSchema()); err != nil {
 					s = nil // not reached: the registry holds JSON values; wireDescriptor falls back
 				}
 				schemas[string(key)] = s
@@ -116,14 +117,14 @@ func (rc *revisionCache) descriptors() []*mcp.Tool {
 // arguments); nil renders it here.
 func wireDescriptor(t *registry.Tool, inputSchema json.RawMessage) json.RawMessage {
 	if inputSchema == nil {
-		b, err := json.Marshal(t.InputSchema())
+		b, err := jsonx.Marshal(t.InputSchema())
 		if err != nil {
 			b, _ = json.Marshal(descriptor(t)) // not reached: the registry holds JSON values
 			return b
 		}
 		inputSchema = b
 	}
-	b, err := json.Marshal(struct {
+	b, err := jsonx.Marshal(struct {
 		Name        string          `json:"name"`
 		Title       string          `json:"title,omitempty"`
 		Description string          `json:"description,omitempty"`

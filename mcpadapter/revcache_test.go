@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/schema"
@@ -79,7 +80,7 @@ func TestWireDescriptorsAreEachRowsOwn(t *testing.T) {
 	require.Len(t, wire, len(rows))
 	for i := range rows {
 		r := &rows[i]
-		want, err := json.Marshal(struct {
+		want, err := jsonx.Marshal(struct {
 			Name        string         `json:"name"`
 			Title       string         `json:"title,omitempty"`
 			Description string         `json:"description,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 
 	"github.com/toolgate/toolgate/internal/exactjson"
+	"github.com/toolgate/toolgate/internal/jsonx"
 )
 
 // JSON returns the canonical form of a JSON value: decoded with numbers kept
@@ -34,13 +35,11 @@ func reencode(raw []byte) []byte {
 	if err := dec.Decode(&v); err != nil {
 		return raw
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	out, err := jsonx.Marshal(v)
+	if err != nil {
 		return raw
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return out
 }
 
 // SHA256 is the hex SHA-256 of JSON(raw).

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/internal/jsonx"
 )
 
 // The fast path below produces, for the params every client sends (an
@@ -107,7 +109,7 @@ func rewriteValidParamsFast(method string, params json.RawMessage) (out json.Raw
 	return append(buf, '}', '}'), true
 }
 
-// appendInfo appends Info{Meta: string(meta)} as json.Marshal encodes it,
+// appendInfo appends Info{Meta: string(meta)} as jsonx.Marshal encodes it,
 // byte for byte, without reflection or a string copy of meta.
 func appendInfo(buf, meta []byte) []byte {
 	buf = append(buf, `{"meta":"`...)
@@ -128,7 +130,7 @@ func appendInfo(buf, meta []byte) []byte {
 				buf = append(buf, '\\', 'b')
 			case c == '\f':
 				buf = append(buf, '\\', 'f')
-			case c < 0x20 || c == '<' || c == '>' || c == '&':
+			case c < 0x20:
 				buf = append(buf, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 			default:
 				buf = append(buf, c)
@@ -199,7 +201,7 @@ func appendProtocolEntries(buf, obj []byte) ([]byte, bool) {
 		return buf, true
 	}
 	for _, e := range protocolEntries(obj) {
-		k, err := json.Marshal(e.key)
+		k, err := jsonx.Marshal(e.key)
 		if err != nil {
 			return buf, false
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/internal/jsonx"
 )
 
 // fastSeeds are params of both shapes: the common ones the fast path takes
@@ -32,6 +33,7 @@ var fastSeeds = []string{
 	`{"name":"echo","name":"other"}`,
 	`{"name":"echo","requestState":7}`,
 	`{"name":"echo","arguments":{"a":"<&>"}}`,
+	`{"name":42,"arguments":{"a&b":"<&>"},"_meta":{"progressToken":"<&>"}}`,
 	`{"name":"echo",}`,
 	`null`,
 	`[]`,
@@ -207,7 +209,7 @@ func TestRewriteLeavesInputAlone(t *testing.T) {
 
 func slicesClone(s []string) []string { return append([]string(nil), s...) }
 
-// TestAppendInfo: the fast path's wire entry is json.Marshal's, byte for
+// TestAppendInfo: the fast path's wire entry is jsonx.Marshal's, byte for
 // byte, for every ASCII byte, invalid UTF-8 and the characters encoding/json
 // escapes.
 func TestAppendInfo(t *testing.T) {
@@ -216,7 +218,7 @@ func TestAppendInfo(t *testing.T) {
 		ascii = append(ascii, byte(c))
 	}
 	for _, meta := range []string{"", `{"festi/runId":"r-1"}`, string(ascii), "\xff\xfe a \xc3", "é\u2028\u2029€😀", "<&>", `{"a":"\"\\"}`} {
-		want, err := json.Marshal(Info{Meta: meta})
+		want, err := jsonx.Marshal(Info{Meta: meta})
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(appendInfo(nil, []byte(meta))), "%q", meta)
 	}
@@ -238,6 +240,8 @@ var sdkMetaSeeds = []string{
 	`{` + manyEntries(32) + `,"progressToken":"33rd"}`,
 	`{` + manyEntries(31) + `,"progressToken":"32nd"}`,
 	`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":7}`,
+	`{"progressToken":"<&>","io.modelcontextprotocol/x":{"a&b":"<>"}}`,
+	`{"\u0078":1,"progressToken":"<&>"}`,
 }
 
 func manyEntries(n int) string {
@@ -253,8 +257,10 @@ func manyEntries(n int) string {
 
 // checkSDKMetaIsTheBounded: the protocol entries the SDK and a method get
 // of a rewritten request are exactly those of the bounded _meta the
-// policy sees (engine.BoundMeta of what the wire layer carried), values
-// up to whitespace. false when params do not decode.
+// policy sees (engine.BoundMeta of what the wire layer carried), and the
+// arguments are those sent, each spelled as sent up to whitespace (an
+// escape the client did not write is another spelling: docs/contract.md
+// §3). false when params do not decode.
 func checkSDKMetaIsTheBounded(t testing.TB, method, params string) bool {
 	out := rewriteParams(method, json.RawMessage(params))
 	var obj struct {
@@ -262,6 +268,14 @@ func checkSDKMetaIsTheBounded(t testing.TB, method, params string) bool {
 	}
 	if json.Unmarshal(out, &obj) != nil {
 		return false
+	}
+	var sent map[string]json.RawMessage
+	if json.Unmarshal([]byte(params), &sent) == nil {
+		var got map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(out, &got), "%s", out)
+		if args, ok := sent["arguments"]; ok {
+			assert.Equal(t, compact(t, args), compact(t, got["arguments"]), "arguments of %s %s", method, params)
+		}
 	}
 	var info Info
 	require.NoError(t, json.Unmarshal(obj.Meta[Key], &info), "%s", out)

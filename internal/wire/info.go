@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/internal/jsonx"
 )
 
 // Middleware is the receiving middleware that reads what the wire layer
@@ -39,7 +41,7 @@ func InfoOf(ctx context.Context, req mcp.Request) Info {
 	}
 	var info Info
 	if meta := paramsMeta(req); meta != nil {
-		b, _ := json.Marshal(meta)
+		b, _ := jsonx.Marshal(meta)
 		info.Meta = string(b)
 	}
 	if c, ok := req.(*mcp.CallToolRequest); ok {

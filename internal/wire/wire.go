@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/internal/metabound"
 )
 
@@ -80,7 +81,7 @@ func rewriteParamsFull(method string, params json.RawMessage) json.RawMessage {
 				delete(obj, "name")
 			}
 		case integerName.Match(name):
-			obj["name"], _ = json.Marshal(string(name))
+			obj["name"], _ = jsonx.Marshal(string(name))
 		default:
 			info.NameInvalid = true
 			delete(obj, "name")
@@ -96,10 +97,12 @@ func rewriteParamsFull(method string, params json.RawMessage) json.RawMessage {
 			sdkMeta[e.key] = e.value
 		}
 	}
-	sdkMeta[Key], _ = json.Marshal(info)
-	obj["_meta"], _ = json.Marshal(sdkMeta)
+	sdkMeta[Key], _ = jsonx.Marshal(info)
+	obj["_meta"], _ = jsonx.Marshal(sdkMeta)
 	dropUndecodable(method, obj)
-	out, err := json.Marshal(obj)
+	// jsonx, not json.Marshal: the values are kept as sent, <, > and &
+	// too (json.Marshal escapes them even in a json.RawMessage).
+	out, err := jsonx.Marshal(obj)
 	if err != nil {
 		return params
 	}
