@@ -54,7 +54,7 @@ func TestRelayConcurrentFirstCalls(t *testing.T) {
 // wait at a gate before they connect; it counts the connections made.
 type gatedUpstream struct {
 	armed atomic.Bool
-	gate  chan error // nil (or closed): connect; an error: fail
+	gate  chan error   // nil (or closed): connect; an error: fail
 	opens atomic.Int32 // connections made while armed
 	srv   *mcp.Server
 }
