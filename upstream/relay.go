@@ -4,11 +4,13 @@ package upstream
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os/exec"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -148,6 +150,29 @@ type relayKey struct {
 	owner   string
 	version string
 	caps    capBits
+	// token is the SHA-256 of the caller's access token when the upstream
+	// exchanges it (docs/contract.md §17), zero otherwise: a session
+	// carries the exchange of one token, the one every call it serves
+	// arrived with (a caller's new token is another key; the session of
+	// its old one is idle until it is closed).
+	token [sha256.Size]byte
+}
+
+// relayKeyOf is the key of peer's call and whom its session is opened
+// for. With token exchange, the call's own access token is part of both;
+// a caller without one fails here (ErrNoSubjectToken), opening nothing.
+func (c *conn) relayKeyOf(ctx context.Context, peer *mcpadapter.Peer) (relayKey, SessionFor, error) {
+	who := SessionFor{Owner: peer.Owner(), Caller: peer.Caller()}
+	key := relayKey{owner: who.Owner, version: peer.ProtocolVersion(), caps: capsOf(peer.Capabilities())}
+	if c.creds.perCaller() {
+		who.Token = identity.AccessTokenFrom(ctx)
+		raw := who.Token.Reveal()
+		if raw == "" {
+			return key, who, fmt.Errorf("upstream %s: %w: token exchange: %w", c.cfg.Name, ErrCredentials, ErrNoSubjectToken)
+		}
+		key.token = sha256.Sum256([]byte(raw))
+	}
+	return key, who, nil
 }
 
 // capBits are the client capabilities a caller session declares upstream.
@@ -361,6 +386,10 @@ type relaySessions struct {
 	// byOwner counts the open sessions (idle, in use or being opened) of
 	// each caller: its share (Options.MaxCallerSessionsPerCaller).
 	byOwner map[string]int
+	// byKey counts them by key; waits are the calls waiting for a
+	// session of a key (lease).
+	byKey map[relayKey]int
+	waits map[relayKey]*keyWait
 }
 
 var (
@@ -368,20 +397,25 @@ var (
 	errCallerShare     = errors.New("too many caller sessions in use by this caller")
 )
 
-// addLocked accounts for a session of owner being opened. r.mu is held.
-func (r *relaySessions) addLocked(owner string) {
+// addLocked accounts for a session of key being opened. r.mu is held.
+func (r *relaySessions) addLocked(key relayKey) {
 	if r.byOwner == nil {
 		r.byOwner = map[string]int{}
+		r.byKey = map[relayKey]int{}
 	}
 	r.open++
-	r.byOwner[owner]++
+	r.byOwner[key.owner]++
+	r.byKey[key]++
 }
 
-// dropLocked ends the account of a session of owner. r.mu is held.
-func (r *relaySessions) dropLocked(owner string) {
+// dropLocked ends the account of a session of key. r.mu is held.
+func (r *relaySessions) dropLocked(key relayKey) {
 	r.open--
-	if r.byOwner[owner]--; r.byOwner[owner] <= 0 {
-		delete(r.byOwner, owner)
+	if r.byOwner[key.owner]--; r.byOwner[key.owner] <= 0 {
+		delete(r.byOwner, key.owner)
+	}
+	if r.byKey[key]--; r.byKey[key] <= 0 {
+		delete(r.byKey, key)
 	}
 }
 
@@ -401,13 +435,16 @@ func (r *relaySessions) oldestIdleOf(owner string) int {
 func (c *conn) callRelayed(ctx context.Context, peer *mcpadapter.Peer, tool string, args any) (*mcp.CallToolResult, error) {
 	ctx, cancel := c.requestContext(ctx)
 	defer cancel()
+	key, who, err := c.relayKeyOf(ctx, peer)
+	if err != nil {
+		return nil, err
+	}
 	// The shared session says whether the upstream is up (with its
 	// backoff): a down upstream fails its calls at once.
 	if _, err := c.session(ctx); err != nil {
 		return nil, fmt.Errorf("upstream %s: %w", c.cfg.Name, err)
 	}
-	key := relayKey{owner: peer.Owner(), version: peer.ProtocolVersion(), caps: capsOf(peer.Capabilities())}
-	cs, err := c.lease(ctx, key, peer)
+	cs, err := c.lease(ctx, key, who)
 	if err != nil {
 		return nil, fmt.Errorf("upstream %s: %w", c.cfg.Name, err)
 	}
@@ -480,8 +517,15 @@ func progressToken(t any) any {
 	return nil
 }
 
-// lease returns an idle session of key, or opens one.
-func (c *conn) lease(ctx context.Context, key relayKey, peer *mcpadapter.Peer) (*callerSession, error) {
+// lease returns an idle session of key, or one being opened for key,
+// or opens one. Sessions of a key are opened one at a time, never raced
+// (docs/relay.md, "Many at once"): a call that finds an open of its key
+// in flight, or calls of its key already waiting, waits with them for the
+// next session of its key, opened or released, whichever comes first; a
+// failed open fails every call waiting for it, and the next call opens
+// again. A call that finds no session of its key to wait for, and no room
+// (MaxCallerSessions, its caller's share), fails at once.
+func (c *conn) lease(ctx context.Context, key relayKey, who SessionFor) (*callerSession, error) {
 	r := &c.relay
 	r.mu.Lock()
 	if c.isClosed() {
@@ -498,38 +542,178 @@ func (c *conn) lease(ctx context.Context, key relayKey, peer *mcpadapter.Peer) (
 			r.mu.Unlock()
 			return cs, nil
 		}
-		r.dropLocked(cs.key.owner)
+		r.dropLocked(cs.key)
 		c.pool.wg.Go(func() { c.closeSession(cs.s) })
 	}
-	// The caller's share first: at it, its own least recently used idle
-	// session makes room (one of another key: none of this key is idle),
-	// or the call fails as at MaxCallerSessions.
-	if share := c.pool.opts.MaxCallerSessionsPerCaller; r.byOwner[key.owner] >= share {
-		i := r.oldestIdleOf(key.owner)
-		if i < 0 {
+	kw := r.waits[key]
+	if kw == nil || !kw.opening {
+		err := c.roomLocked(key.owner)
+		switch {
+		case err == nil:
+			kw = c.openLocked(key, who)
+		case kw == nil || len(kw.queue) == 0:
 			r.mu.Unlock()
-			return nil, fmt.Errorf("%w: %w (%d)", ErrUnavailable, errCallerShare, share)
+			return nil, err
+		}
+		// Else calls of this key already wait for one of its sessions
+		// in use: this one waits with them.
+	}
+	w := make(chan leased, 1)
+	kw.queue = append(kw.queue, w)
+	r.mu.Unlock()
+
+	select {
+	case l := <-w:
+		return l.cs, l.err
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	if i := slices.Index(kw.queue, w); i >= 0 {
+		kw.queue = slices.Delete(kw.queue, i, i+1)
+		r.forgetLocked(key, kw)
+		r.mu.Unlock()
+		return nil, fmt.Errorf("%w: still connecting: %w", ErrUnavailable, context.Cause(ctx))
+	}
+	r.mu.Unlock()
+	// A session (or a failure) was handed over as ctx ended: pass the
+	// session on.
+	if l := <-w; l.cs != nil {
+		c.release(l.cs, true, false)
+	}
+	return nil, fmt.Errorf("%w: %w", ErrUnavailable, context.Cause(ctx))
+}
+
+// keyWait is the calls waiting for a session of one key.
+type keyWait struct {
+	queue   []chan leased // first come, first served
+	opening bool          // a session of the key is being opened
+	who     SessionFor    // whom the key's sessions are opened for
+}
+
+// leased is what a waiting call is handed: a session, or why none.
+type leased struct {
+	cs  *callerSession
+	err error
+}
+
+// forgetLocked drops kw when nothing waits on it any more. r.mu is held.
+func (r *relaySessions) forgetLocked(key relayKey, kw *keyWait) {
+	if len(kw.queue) == 0 && !kw.opening && r.waits[key] == kw {
+		delete(r.waits, key)
+	}
+}
+
+// roomLocked makes room for one more session of owner, closing an idle
+// session if need be, or says why there is none: at its share, its own
+// least recently used idle session (of another key: none of this key is
+// idle) makes room, or the call fails as at MaxCallerSessions; at
+// MaxCallerSessions, the least recently used idle session, whoever's.
+// r.mu is held.
+func (c *conn) roomLocked(owner string) error {
+	r := &c.relay
+	if share := c.pool.opts.MaxCallerSessionsPerCaller; r.byOwner[owner] >= share {
+		i := r.oldestIdleOf(owner)
+		if i < 0 {
+			return fmt.Errorf("%w: %w (%d)", ErrUnavailable, errCallerShare, share)
 		}
 		c.evictLocked(i)
 	}
 	if r.open >= c.pool.opts.MaxCallerSessions {
 		if len(r.idle) == 0 {
-			r.mu.Unlock()
-			return nil, fmt.Errorf("%w: %w (%d)", ErrUnavailable, errTooManySessions, c.pool.opts.MaxCallerSessions)
+			return fmt.Errorf("%w: %w (%d)", ErrUnavailable, errTooManySessions, c.pool.opts.MaxCallerSessions)
 		}
 		c.evictLocked(0)
 	}
-	r.addLocked(key.owner)
-	r.mu.Unlock()
+	return nil
+}
 
-	cs, err := c.openCaller(ctx, key, peer)
-	if err != nil {
-		r.mu.Lock()
-		r.dropLocked(key.owner)
-		r.mu.Unlock()
-		return nil, err
+// openLocked accounts for a session of key and opens it in the
+// background; it returns the key's waiters. r.mu is held, and there is
+// room (roomLocked).
+func (c *conn) openLocked(key relayKey, who SessionFor) *keyWait {
+	r := &c.relay
+	r.addLocked(key)
+	kw := r.waits[key]
+	if kw == nil {
+		if r.waits == nil {
+			r.waits = map[relayKey]*keyWait{}
+		}
+		kw = &keyWait{who: who}
+		r.waits[key] = kw
 	}
-	return cs, nil
+	kw.opening = true
+	c.pool.wg.Go(func() { c.opened(key, kw) })
+	return kw
+}
+
+// opened opens a session of key and hands it to the first call waiting
+// for one (or keeps it idle when none waits any more); a failure goes to
+// every call waiting. When calls still wait and there is room, the next
+// session of the key is opened.
+func (c *conn) opened(key relayKey, kw *keyWait) {
+	cs, err := c.openCaller(key, kw.who)
+	r := &c.relay
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kw.opening = false
+	if err == nil && c.isClosed() {
+		c.pool.wg.Go(func() { c.closeSession(cs.s) })
+		err = ErrClosed
+	}
+	if err != nil {
+		r.dropLocked(key)
+		for _, w := range kw.queue {
+			w <- leased{err: err}
+		}
+		kw.queue = nil
+		r.forgetLocked(key, kw)
+		return
+	}
+	c.handOutLocked(cs)
+	c.moreLocked(key)
+}
+
+// moreLocked opens one more session of key when calls wait for one, none
+// is being opened and there is room; when there is no room and no session
+// of key is left to be released to them, they fail. r.mu is held.
+func (c *conn) moreLocked(key relayKey) {
+	r := &c.relay
+	kw := r.waits[key]
+	if kw == nil || kw.opening || len(kw.queue) == 0 {
+		return
+	}
+	err := c.roomLocked(key.owner)
+	switch {
+	case err == nil:
+		c.openLocked(key, kw.who)
+	case r.byKey[key] == 0:
+		for _, w := range kw.queue {
+			w <- leased{err: err}
+		}
+		kw.queue = nil
+		r.forgetLocked(key, kw)
+	}
+}
+
+// handOutLocked gives cs to the first call waiting for a session of its
+// key, or keeps it idle. r.mu is held.
+func (c *conn) handOutLocked(cs *callerSession) {
+	r := &c.relay
+	if kw := r.waits[cs.key]; kw != nil && len(kw.queue) > 0 {
+		w := kw.queue[0]
+		kw.queue = slices.Delete(kw.queue, 0, 1)
+		r.forgetLocked(cs.key, kw)
+		w <- leased{cs: cs}
+		return
+	}
+	cs.lastUsed = time.Now()
+	r.idle = append(r.idle, cs)
+	if len(r.idle) > c.maxIdle {
+		c.evictLocked(0)
+	}
+	if r.timer == nil {
+		r.timer = time.AfterFunc(c.pool.opts.CallerIdleTimeout, c.reapIdle)
+	}
 }
 
 // release returns a session after its call: to the idle ones, or closed.
@@ -543,7 +727,7 @@ func (c *conn) release(cs *callerSession, reuse, cancelled bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !reuse || c.isClosed() || !cs.s.alive() {
-		r.dropLocked(cs.key.owner)
+		r.dropLocked(cs.key)
 		c.pool.wg.Go(func() {
 			if cancelled {
 				t := time.NewTimer(c.pool.opts.TerminateGrace)
@@ -555,16 +739,10 @@ func (c *conn) release(cs *callerSession, reuse, cancelled bool) {
 			}
 			c.closeSession(cs.s)
 		})
+		c.moreLocked(cs.key)
 		return
 	}
-	cs.lastUsed = time.Now()
-	r.idle = append(r.idle, cs)
-	if len(r.idle) > c.maxIdle {
-		c.evictLocked(0)
-	}
-	if r.timer == nil {
-		r.timer = time.AfterFunc(c.pool.opts.CallerIdleTimeout, c.reapIdle)
-	}
+	c.handOutLocked(cs)
 }
 
 // evictLocked closes the idle session at i. r.mu is held.
@@ -572,7 +750,7 @@ func (c *conn) evictLocked(i int) {
 	r := &c.relay
 	cs := r.idle[i]
 	r.idle = append(r.idle[:i], r.idle[i+1:]...)
-	r.dropLocked(cs.key.owner)
+	r.dropLocked(cs.key)
 	c.pool.wg.Go(func() { c.closeSession(cs.s) })
 }
 
@@ -617,12 +795,19 @@ func (c *conn) isClosed() bool {
 	return c.closed
 }
 
-// openCaller opens a caller session for key.
-func (c *conn) openCaller(ctx context.Context, key relayKey, peer *mcpadapter.Peer) (*callerSession, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.pool.opts.ConnectTimeout)
+// openCaller opens a caller session for key, on behalf of who. It runs
+// on the pool's context, bounded by ConnectTimeout, not on any call's: the
+// calls waiting for it share it (lease), whichever of them gives up, and
+// nothing of a call's context reaches the upstream's handshake (the go-sdk
+// reads a protocol revision from a served request's context: the
+// client's revision would go upstream as MCP-Protocol-Version on
+// initialize). What toolgate means to pass is explicit: who, and the
+// revision and capabilities of key.
+func (c *conn) openCaller(key relayKey, who SessionFor) (*callerSession, error) {
+	ctx, cancel := context.WithTimeout(c.pool.ctx, c.pool.opts.ConnectTimeout)
 	defer cancel()
 	cs := &callerSession{key: key}
-	t, cmd, err := c.sessionTransport(SessionFor{Owner: key.owner, Caller: peer.Caller(), Token: identity.AccessTokenFrom(ctx)})
+	t, cmd, err := c.sessionTransport(who)
 	if err != nil {
 		return nil, err
 	}

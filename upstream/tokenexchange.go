@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,7 +49,7 @@ func newClientCredentials(upstream string, a *Auth, endpoint *http.Client) *toke
 		ctx = context.WithValue(ctx, oauth2.HTTPClient, endpoint)
 		tok, err := cfg.Token(ctx)
 		if err != nil {
-			return nil, tokenError(upstream, "client credentials", err, a.ClientSecret)
+			return nil, tokenError(upstream, "client credentials", err, sentForms(a.ClientSecret)...)
 		}
 		return tok, nil
 	})
@@ -102,6 +104,46 @@ func redact(s string, secrets ...string) string {
 		}
 	}
 	return s
+}
+
+// sentForms are the forms in which a token request carries the client's
+// secret and the other secrets (a subject token): as they are,
+// form-encoded (the body, and each half of the Basic credentials, RFC 6749
+// §2.3.1), and in base64 (the Basic header's value) — of base64, the run of
+// characters the secret alone decides at each of the three alignments in
+// the standard and URL alphabets, which every base64 of a text holding the
+// secret contains, whatever surrounds it. Longest first, so that a form
+// is redacted before a part of it.
+func sentForms(clientSecret string, others ...string) []string {
+	var out []string
+	for _, x := range append([]string{clientSecret}, others...) {
+		if len(x) < 4 {
+			continue
+		}
+		for _, v := range []string{x, url.QueryEscape(x), url.PathEscape(x)} {
+			out = append(out, v)
+			out = append(out, base64Runs(v)...)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return slices.Compact(out)
+}
+
+// base64Runs are the runs of base64 characters that x alone decides, at
+// each alignment, in the standard and URL alphabets (at least 6 long).
+func base64Runs(x string) []string {
+	var out []string
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		enc = enc.WithPadding(base64.NoPadding)
+		for off := range 3 {
+			e := enc.EncodeToString([]byte(strings.Repeat("\x00", off) + x))
+			from, to := (8*off+5)/6, 8*(off+len(x))/6 // characters free of the padding's bits; complete ones
+			if to-from >= 6 {
+				out = append(out, e[from:to])
+			}
+		}
+	}
+	return out
 }
 
 // clean keeps s printable and at most n bytes long.
@@ -206,7 +248,8 @@ func ExchangeToken(ctx context.Context, client *http.Client, upstream string, a 
 	}
 	// What the endpoint sent is printed only bounded, and without anything
 	// it echoed of what it was sent.
-	shown := func(s string, n int) string { return clean(redact(s, subjectToken, a.ClientSecret), n) }
+	secrets := sentForms(a.ClientSecret, subjectToken)
+	shown := func(s string, n int) string { return clean(redact(s, secrets...), n) }
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	decodeErr := json.Unmarshal(body, &ans)
 	if resp.StatusCode != http.StatusOK {
