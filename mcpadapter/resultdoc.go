@@ -184,7 +184,7 @@ func max0(n int) int {
 
 // redactTree replaces every match of pats in the strings of a wire tree
 // (in place) a client reads: every value, the `type` of a protocol object
-// excepted; the keys of free objects; binary payloads of a text or JSON
+// and a progressToken (the client's own) excepted; the keys of free objects; binary payloads of a text or JSON
 // MIME type, decoded and encoded again. It reports whether anything
 // changed; two keys of one object that become one are errRedactedKeys.
 func redactTree(t any, pats []*regexp.Regexp) (any, bool, error) {
@@ -216,7 +216,7 @@ func redactNode(t any, free bool, pats []*regexp.Regexp) (any, bool, error) {
 		}
 		mt, _ := x["mimeType"].(string) // before it is redacted
 		for k, e := range x {
-			if k == bin || (!free && k == "type") {
+			if k == bin || (!free && (k == "type" || k == "progressToken")) {
 				continue
 			}
 			v, ok, err := redactNode(e, free || freeMembers[k] || (k == "data" && bin == ""), pats)

@@ -10,7 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/methods"
+	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -128,4 +131,81 @@ deny contains "compatible" if {
 		"keys seen",
 		"saw 0,blob,data,description,k,lastModified,m,name,note,src,text,text,title,uri,uri",
 	}, end.Reasons())
+}
+
+// markerCatalog is testCatalog whose prompts, resources and completions
+// carry the marker in every string.
+type markerCatalog struct{ testCatalog }
+
+func (markerCatalog) GetPrompt(context.Context, *registry.Prompt, *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	return &mcp.GetPromptResult{Description: "d " + marker, Messages: []*mcp.PromptMessage{
+		{Role: "user", Content: &mcp.TextContent{Text: "prompt " + marker}},
+		{Role: "user", Content: &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///" + marker, MIMEType: "text/plain", Blob: []byte("blob " + marker)}}},
+	}}, nil
+}
+
+func (markerCatalog) ReadResource(_ context.Context, _ string, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{
+		{URI: p.URI, MIMEType: "text/plain", Text: "content " + marker},
+		{URI: p.URI + "#2", MIMEType: "application/json", Blob: []byte(`{"k":"` + marker + `"}`)},
+	}}, nil
+}
+
+func (markerCatalog) Complete(context.Context, string, *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{"v " + marker}}}, nil
+}
+
+func newMarkerCatalogGoverned(t testing.TB, policy string) *governed {
+	hook := engine.WithRegistryHook(func(_ context.Context, reg *registry.Registry) (*registry.Registry, error) {
+		out := *reg
+		out.Prompts = testPrompts
+		return &out, nil
+	})
+	return newGoverned(t, setup{caller: maxCaller, catalog: markerCatalog{}, policies: map[string]string{"catalog.rego": catalogGrant, "rules.rego": policy},
+		opts: []engine.Option{hook}})
+}
+
+// TestCatalogResultsRedacted (docs/limits.md "Result rules"): the results
+// of prompts/get, resources/read and completion/complete pass the result
+// rules: redact rewrites every string of them, text payloads included.
+func TestCatalogResultsRedacted(t *testing.T) {
+	t.Parallel()
+	g := newMarkerCatalogGoverned(t, "package toolgate.result\n\nredact contains `SECRET-[A-Z]+`\n")
+	c := g.connectRaw(t, proto20250618)
+	for _, tc := range []struct{ method, params string }{
+		{"prompts/get", `{"name":"up.public"}`},
+		{"resources/read", `{"uri":"file:///public/a.txt"}`},
+		{"completion/complete", `{"ref":{"type":"ref/prompt","name":"up.secret"},"argument":{"name":"topic","value":"x"}}`},
+	} {
+		got := string(c.request(tc.method, tc.params))
+		assert.Contains(t, got, `"result"`, tc.method)
+		assert.Contains(t, got, mcpadapter.Redacted, tc.method)
+		assert.NotContains(t, got, marker, tc.method)
+		assert.NotContains(t, got, "U0VDUkVULUFCQ", tc.method)
+	}
+}
+
+// TestCatalogResultsWithheld: deny withholds a prompts/get, resources/read
+// or completion/complete result (input.request.method tells them apart):
+// a JSON-RPC error saying so, with the reasons.
+func TestCatalogResultsWithheld(t *testing.T) {
+	t.Parallel()
+	g := newMarkerCatalogGoverned(t, `package toolgate.result
+
+deny contains sprintf("%s holds the marker", [input.request.method]) if {
+	walk(input.result, [_, value])
+	is_string(value)
+	contains(value, "SECRET-ABC")
+}
+`)
+	c := g.connectRaw(t, proto20250618)
+	for _, tc := range []struct{ method, params string }{
+		{"prompts/get", `{"name":"up.public"}`},
+		{"resources/read", `{"uri":"file:///public/a.txt"}`},
+		{"completion/complete", `{"ref":{"type":"ref/prompt","name":"up.secret"},"argument":{"name":"topic","value":"x"}}`},
+	} {
+		got := string(c.request(tc.method, tc.params))
+		assert.Contains(t, got, `"error":{"code":-32603,"message":"The result was withheld: `+tc.method+` holds the marker."}`, tc.method)
+		assert.NotContains(t, got, marker, tc.method)
+	}
 }
