@@ -100,7 +100,7 @@ func (a *Adapter) getPrompt(ctx context.Context, caller *toolcall.Caller, req *m
 		rec.Err = err
 		return nil, a.relayError("prompts/get", err)
 	}
-	return res, nil
+	return catalogResult(ctx, a, rev, caller, engine.Request{Method: engine.MethodPromptsGet, Prompt: name, Arguments: args, Meta: engine.BoundMeta(rawMeta(req.Params.Meta))}, res, rec)
 }
 
 // relayError is what the caller gets for a failed relay: the upstream's

@@ -146,7 +146,7 @@ func (a *Adapter) readResource(ctx context.Context, caller *toolcall.Caller, req
 		rec.Err = err
 		return nil, a.relayError("resources/read", err)
 	}
-	return out, nil
+	return catalogResult(ctx, a, rec.Revision, caller, engine.Request{Method: engine.MethodResourcesRead, URI: uri, Meta: engine.BoundMeta(rawMeta(req.Params.Meta))}, out, rec)
 }
 
 func (a *Adapter) complete(ctx context.Context, caller *toolcall.Caller, req *mcp.CompleteRequest, method string, next mcp.MethodHandler) (mcp.Result, error) {
@@ -187,7 +187,7 @@ func (a *Adapter) complete(ctx context.Context, caller *toolcall.Caller, req *mc
 			rec.Err = err
 			return nil, a.relayError("completion/complete", err)
 		}
-		return res, nil
+		return catalogResult(ctx, a, rev, caller, engine.Request{Method: engine.MethodComplete, Prompt: name, Meta: engine.BoundMeta(rawMeta(p.Meta))}, res, rec)
 	case "ref/resource":
 		uri := p.Ref.URI
 		rec.Name = uri
@@ -219,7 +219,7 @@ func (a *Adapter) complete(ctx context.Context, caller *toolcall.Caller, req *mc
 			rec.Err = err
 			return nil, a.relayError("completion/complete", err)
 		}
-		return res, nil
+		return catalogResult(ctx, a, rev, caller, engine.Request{Method: engine.MethodComplete, URI: uri, Meta: engine.BoundMeta(rawMeta(p.Meta))}, res, rec)
 	}
 	return next(ctx, method, req)
 }

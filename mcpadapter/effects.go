@@ -142,7 +142,7 @@ func (s served) run(ctx context.Context, req *mcp.CallToolRequest, call *hooks.C
 	}
 	t := time.Now()
 	if req.Session != nil {
-		ctx = s.a.withPeer(ctx, req, call.Caller)
+		ctx = s.a.withPeer(ctx, req, call.Caller, call)
 	}
 	var res *mcp.CallToolResult
 	err := safely(func() error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -19,7 +20,9 @@ import (
 // its roots, through the Peer of its call's context (PeerOf). Everything
 // sent through a Peer goes to the calling client only, on the session the
 // call came on; none of it is part of the call's result, which hooks,
-// approvals and audit see as before.
+// approvals and audit see as before. What it sends passes the policy's
+// result rules first (docs/limits.md): a message they withhold is not
+// sent, and redact rewrites the strings of what is.
 //
 // A Peer is valid while its call runs; it is safe for concurrent use.
 type Peer struct {
@@ -27,6 +30,8 @@ type Peer struct {
 	req    *mcp.CallToolRequest
 	ss     *mcp.ServerSession
 	caller *toolcall.Caller
+	// call is the call's context for the result rules (nil: none apply).
+	call *hooks.CallContext
 }
 
 type peerKey struct{}
@@ -57,11 +62,13 @@ func PeerOf(ctx context.Context) *Peer {
 
 // withPeer attaches the call's Peer to ctx: one allocation per call
 // (never per message).
-func (a *Adapter) withPeer(ctx context.Context, req *mcp.CallToolRequest, caller *toolcall.Caller) context.Context {
+// call, when not nil, is the call's context: what the Peer sends passes
+// the result rules of its revision.
+func (a *Adapter) withPeer(ctx context.Context, req *mcp.CallToolRequest, caller *toolcall.Caller, call *hooks.CallContext) context.Context {
 	if req == nil || req.Session == nil {
 		return ctx
 	}
-	return &peerContext{Context: ctx, peer: Peer{a: a, req: req, ss: req.Session, caller: caller}}
+	return &peerContext{Context: ctx, peer: Peer{a: a, req: req, ss: req.Session, caller: caller, call: call}}
 }
 
 // ErrNoPeer is returned by a Peer's requests when the calling client
@@ -170,6 +177,10 @@ func (p *Peer) Progress(ctx context.Context, progress, total float64, message st
 // NotifyProgress sends a notifications/progress as is (the relay's; a Go
 // method calls Progress). Its token must be the call's.
 func (p *Peer) NotifyProgress(ctx context.Context, params *mcp.ProgressNotificationParams) error {
+	params, ok := governRelayed(ctx, p, methodProgress, params)
+	if !ok {
+		return errWithheldMessage
+	}
 	return p.ss.NotifyProgress(ctx, params)
 }
 
@@ -184,6 +195,10 @@ func (p *Peer) Log(ctx context.Context, level mcp.LoggingLevel, logger string, d
 // LogMessage is Log with the notification's params as they are (the
 // relay's).
 func (p *Peer) LogMessage(ctx context.Context, params *mcp.LoggingMessageParams) error {
+	params, ok := governRelayed(ctx, p, methodLogMessage, params)
+	if !ok {
+		return errWithheldMessage
+	}
 	if _, set := p.a.levels.get(p.ss); set || p.ProtocolVersion() >= multiRoundTripRevision {
 		// The SDK filters by the level set (or, on 2026-07-28, by the
 		// request's _meta level).
@@ -203,6 +218,10 @@ func (p *Peer) CreateMessage(ctx context.Context, params *mcp.CreateMessageWithT
 	if caps := p.Capabilities(); caps == nil || caps.Sampling == nil {
 		return nil, ErrNoPeer
 	}
+	params, ok := governRelayed(ctx, p, "sampling/createMessage", params)
+	if !ok {
+		return nil, errWithheld
+	}
 	return p.ss.CreateMessageWithTools(ctx, params)
 }
 
@@ -212,6 +231,10 @@ func (p *Peer) CreateMessage(ctx context.Context, params *mcp.CreateMessageWithT
 func (p *Peer) Elicit(ctx context.Context, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	if caps := p.Capabilities(); caps == nil || caps.Elicitation == nil {
 		return nil, ErrNoPeer
+	}
+	params, ok := governRelayed(ctx, p, "elicitation/create", params)
+	if !ok {
+		return nil, errWithheld
 	}
 	return p.ss.Elicit(ctx, params)
 }

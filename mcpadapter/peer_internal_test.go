@@ -22,7 +22,7 @@ func TestPeerContextIsItsParentButForThePeer(t *testing.T) {
 	caller := &toolcall.Caller{Subject: "alice"}
 	req := &mcp.CallToolRequest{Session: &mcp.ServerSession{}}
 	a := &Adapter{}
-	ctx := a.withPeer(parent, req, caller)
+	ctx := a.withPeer(parent, req, caller, nil)
 
 	assert.Nil(t, PeerOf(parent))
 	p := PeerOf(ctx)
@@ -44,5 +44,5 @@ func TestPeerContextIsItsParentButForThePeer(t *testing.T) {
 	assert.ErrorIs(t, ctx.Err(), context.Canceled)
 	assert.ErrorIs(t, context.Cause(child), assert.AnError)
 
-	assert.Same(t, parent, a.withPeer(parent, &mcp.CallToolRequest{}, caller), "no session, no Peer")
+	assert.Same(t, parent, a.withPeer(parent, &mcp.CallToolRequest{}, caller, nil), "no session, no Peer")
 }

@@ -1,7 +1,6 @@
 package mcpadapter
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
-	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -24,9 +22,10 @@ import (
 // run only when the policies define them (engine.Revision.HasResultRules):
 // a policy without them pays nothing for them.
 
-// MaxResultText bounds the text of a result the result rules evaluate (its
-// text content and its structuredContent as JSON): a larger result is
-// withheld with the internal-error answer (fail closed).
+// MaxResultText bounds the text of a result the result rules evaluate
+// (the bytes of every string of input.result, keys included: text,
+// decoded text payloads, structuredContent, _meta, ...): a larger result
+// is withheld with the internal-error answer (fail closed).
 const MaxResultText = 1 << 20
 
 // Redacted replaces each match of a redact pattern.
@@ -84,103 +83,66 @@ func (p *pipeline) results(ctx context.Context, call *hooks.CallContext, ereq *e
 	}
 }
 
-// resultDocument is input.result for res (schema/input.schema.json):
-// content, each item its type and, for text, its text, for another its
-// MIME type when it has one; structuredContent; isError. It also returns
-// structuredContent as JSON (nil without one). A result with more than
-// MaxResultText bytes of text is errResultTooLarge.
-func resultDocument(res *mcp.CallToolResult) (json.RawMessage, json.RawMessage, error) {
-	type item struct {
-		Type     string  `json:"type"`
-		Text     *string `json:"text,omitempty"`
-		MIMEType string  `json:"mimeType,omitempty"`
+// resultDocument is input.result for res (schema/input.schema.json): the
+// result as a client receives it, as its rules' view (ruleView): every
+// string of it, binary payloads of text MIME types decoded, other ones
+// by their size; content and isError always present. It also returns the
+// result's wire tree, for redactResult. A result with more than
+// MaxResultText bytes of strings is errResultTooLarge.
+func resultDocument(res *mcp.CallToolResult) (json.RawMessage, any, error) {
+	tree, err := wireTree(res)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode the result: %w", err)
 	}
-	var doc struct {
-		Content           []item          `json:"content"`
-		StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
-		IsError           bool            `json:"isError"`
+	view, err := ruleView(tree, MaxResultText)
+	if err != nil {
+		return nil, nil, err
 	}
-	doc.Content, doc.IsError = make([]item, 0, len(res.Content)), res.IsError
-	size := 0
-	for _, c := range res.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			size += len(t.Text)
-			if size > MaxResultText {
-				return nil, nil, errResultTooLarge
-			}
-			doc.Content = append(doc.Content, item{Type: "text", Text: &t.Text})
-			continue
-		}
-		raw, err := json.Marshal(c)
-		if err != nil {
-			return nil, nil, fmt.Errorf("encode a content item: %w", err)
-		}
-		var w struct {
-			Type     string `json:"type"`
-			MIMEType string `json:"mimeType"`
-			Resource *struct {
-				MIMEType string `json:"mimeType"`
-			} `json:"resource"`
-		}
-		if err := json.Unmarshal(raw, &w); err != nil {
-			return nil, nil, fmt.Errorf("read a content item: %w", err)
-		}
-		it := item{Type: w.Type, MIMEType: w.MIMEType}
-		if w.Resource != nil && it.MIMEType == "" {
-			it.MIMEType = w.Resource.MIMEType
-		}
-		doc.Content = append(doc.Content, it)
+	m, ok := view.(map[string]any)
+	if !ok {
+		return nil, nil, errors.New("the result is not a JSON object")
 	}
-	var sc json.RawMessage
-	if res.StructuredContent != nil {
-		var err error
-		if sc, err = jsonx.Marshal(res.StructuredContent); err != nil {
-			return nil, nil, fmt.Errorf("encode structuredContent: %w", err)
-		}
-		if size += len(sc); size > MaxResultText {
-			return nil, nil, errResultTooLarge
-		}
-		doc.StructuredContent = sc
+	if _, ok := m["content"].([]any); !ok {
+		m["content"] = []any{}
 	}
-	b, err := json.Marshal(&doc)
+	if _, ok := m["isError"].(bool); !ok {
+		m["isError"] = false
+	}
+	delete(m, "resultType")
+	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode the result document: %w", err)
 	}
-	return b, sc, nil
+	return b, tree, nil
 }
 
 // redactResult returns res with every match of pats replaced by Redacted
-// in its text content and in the string values of its structuredContent
-// (sc, as JSON), and whether anything changed; res itself is not
-// modified. Numbers in structuredContent keep their digits.
-func redactResult(res *mcp.CallToolResult, sc json.RawMessage, pats []*regexp.Regexp) (*mcp.CallToolResult, bool, error) {
+// in every string a client reads of it (redactTree over tree, its wire
+// tree), and whether anything changed; res itself is not modified.
+// Numbers keep their digits.
+func redactResult(res *mcp.CallToolResult, tree any, pats []*regexp.Regexp) (*mcp.CallToolResult, bool, error) {
+	tree, changed, err := redactTree(tree, pats)
+	if err != nil || !changed {
+		return res, false, err
+	}
+	raw, err := json.Marshal(tree)
+	if err != nil {
+		return nil, false, fmt.Errorf("encode the redacted result: %w", err)
+	}
+	var got mcp.CallToolResult
+	if err := json.Unmarshal(raw, &got); err != nil {
+		return nil, false, fmt.Errorf("read the redacted result: %w", err)
+	}
 	out := *res
-	changed := false
-	out.Content = make([]mcp.Content, len(res.Content))
-	for i, c := range res.Content {
-		out.Content[i] = c
-		t, ok := c.(*mcp.TextContent)
-		if !ok {
-			continue
-		}
-		if s, ok := redact(t.Text, pats); ok {
-			cp := *t
-			cp.Text, changed = s, true
-			out.Content[i] = &cp
-		}
+	out.Content, out.Meta = got.Content, nil
+	m := tree.(map[string]any)
+	if meta, ok := m["_meta"].(map[string]any); ok {
+		out.Meta = meta
 	}
-	if sc != nil {
-		dec := json.NewDecoder(bytes.NewReader(sc))
-		dec.UseNumber()
-		var v any
-		if err := dec.Decode(&v); err != nil {
-			return nil, false, fmt.Errorf("read structuredContent: %w", err)
-		}
-		if v, ok := redactValue(v, pats); ok {
-			out.StructuredContent, changed = v, true
-		}
+	if res.StructuredContent != nil {
+		out.StructuredContent = m["structuredContent"]
 	}
-	return &out, changed, nil
+	return &out, true, nil
 }
 
 // redact replaces every match of each pattern in s, in order.
@@ -192,32 +154,6 @@ func redact(s string, pats []*regexp.Regexp) (string, bool) {
 		}
 	}
 	return s, changed
-}
-
-// redactValue redacts the strings of a decoded JSON value (object keys are
-// names, not values: they stay).
-func redactValue(v any, pats []*regexp.Regexp) (any, bool) {
-	switch x := v.(type) {
-	case string:
-		return redact(x, pats)
-	case []any:
-		changed := false
-		for i := range x {
-			if y, ok := redactValue(x[i], pats); ok {
-				x[i], changed = y, true
-			}
-		}
-		return x, changed
-	case map[string]any:
-		changed := false
-		for k := range x {
-			if y, ok := redactValue(x[k], pats); ok {
-				x[k], changed = y, true
-			}
-		}
-		return x, changed
-	}
-	return v, false
 }
 
 // ReadCallToolResult reads a CallToolResult given as JSON exactly as a

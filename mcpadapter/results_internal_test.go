@@ -71,7 +71,7 @@ var credential = regexp.MustCompile(`AKIA[0-9A-Z]{16}`)
 // structuredContent of any JSON), building input.result and redacting never
 // panic, the document is JSON, redaction leaves no match of a pattern that
 // its replacement cannot form, and everything else (numbers, keys, other
-// text) comes through unchanged.
+// text) comes through unchanged (keys of structuredContent are redacted too).
 func FuzzResultRedaction(f *testing.F) {
 	f.Add("key AKIAIOSFODNN7EXAMPLE", `{"a":"AKIAIOSFODNN7EXAMPLE","n":12345678901234567890.5,"l":[true,null,"AKIAAKIAIOSFODNN7EXAMPLEX"]}`)
 	f.Add("", `null`)
@@ -82,7 +82,7 @@ func FuzzResultRedaction(f *testing.F) {
 		if json.Valid([]byte(structured)) {
 			res.StructuredContent = json.RawMessage(structured)
 		}
-		doc, sc, err := resultDocument(res)
+		doc, tree, err := resultDocument(res)
 		if err != nil {
 			return
 		}
@@ -95,7 +95,7 @@ func FuzzResultRedaction(f *testing.F) {
 			// redaction never reads it (engine TestResultRuleInput).
 			return
 		}
-		out, changed, err := redactResult(res, sc, []*regexp.Regexp{credential})
+		out, changed, err := redactResult(res, tree, []*regexp.Regexp{credential})
 		if err != nil {
 			return
 		}
@@ -112,7 +112,7 @@ func FuzzResultRedaction(f *testing.F) {
 		if res.Content[0].(*mcp.TextContent).Text != text {
 			t.Fatal("the method's result was modified")
 		}
-		if sc != nil {
+		if sc := []byte(structured); res.StructuredContent != nil {
 			b, err := json.Marshal(out.StructuredContent)
 			if err != nil {
 				t.Fatalf("the redacted structuredContent does not encode: %v", err)

@@ -43,7 +43,7 @@ func reportMethods(t testing.TB) methods.Map {
 			StructuredContent: map[string]any{
 				"text":   a.Text,
 				"nested": []any{a.Text, json.Number("12345678901234567890"), true},
-				a.Text:   "a key is a name, not a value",
+				a.Text:   "a key is read too",
 			},
 		}, nil
 	})
@@ -61,15 +61,15 @@ func reportSetup(policies map[string]string) setup {
 
 // TestResultRedacted (docs/contract.md §18): every match of a redact pattern in
 // text content and in string values of structuredContent becomes
-// [redacted], byte for byte; numbers keep their digits, keys stay, other
-// items pass. The bundled example's patterns are constants.
+// [redacted], byte for byte, in its keys too (a client reads them);
+// numbers keep their digits, other items pass. The bundled example's patterns are constants.
 func TestResultRedacted(t *testing.T) {
 	t.Parallel()
 	g := newGoverned(t, reportSetup(nil))
 	c := g.connectRaw(t, proto20250618)
 	got := c.call(`{"name":"report","arguments":{"text":"key AKIAIOSFODNN7EXAMPLE and AKIAIOSFODNN7EXAMPLE"}}`)
 	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"key [redacted] and [redacted]"},{"type":"image","mimeType":"image/png","data":"AQID"}],`+
-		`"structuredContent":{"key AKIAIOSFODNN7EXAMPLE and AKIAIOSFODNN7EXAMPLE":"a key is a name, not a value","nested":["key [redacted] and [redacted]",12345678901234567890,true],"text":"key [redacted] and [redacted]"}}}`,
+		`"structuredContent":{"key [redacted] and [redacted]":"a key is read too","nested":["key [redacted] and [redacted]",12345678901234567890,true],"text":"key [redacted] and [redacted]"}}}`,
 		string(got))
 	end := g.after.lastEnd(t)
 	assert.Equal(t, toolcall.OutcomeResult, end.Outcome)

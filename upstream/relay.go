@@ -259,7 +259,7 @@ type callerSession struct {
 	// handled, so a progress or log message the upstream sent just before
 	// its result is handled after the call returned, and still goes to
 	// that call's client (never to another caller: a session is leased by
-	// one identity only).
+	// one identity only); one sent after its result is dropped (late).
 	call atomic.Pointer[relayCall]
 	// prev is the call before it: a late progress notification for it
 	// (its token) still goes to its client after the next call leased the
@@ -377,6 +377,16 @@ func (rc *relayCall) notifyContext() context.Context {
 	return rc.ctx
 }
 
+// late reports whether a notification for rc, handled now, was sent after
+// rc's result: such a one is not relayed (docs/relay.md), whatever the
+// upstream's transport. Over stdio (and a Transport of the embedder's) the
+// session reads in order and a call returns only once what was read
+// before its result is handled (inbox.settle), so what is handled after is
+// late. Over streamable HTTP a caller session has no stream outside its
+// calls' own: nothing sent after a result reaches toolgate, and what is
+// handled after the call returned was sent before its result.
+func (cs *callerSession) late(rc *relayCall) bool { return cs.in != nil && rc.done.Load() }
+
 // relaySessions are an upstream's caller sessions.
 type relaySessions struct {
 	mu    sync.Mutex
@@ -449,6 +459,11 @@ func (c *conn) callRelayed(ctx context.Context, peer *mcpadapter.Peer, tool stri
 		return nil, fmt.Errorf("upstream %s: %w", c.cfg.Name, err)
 	}
 	rc := &relayCall{peer: peer, ctx: ctx, token: progressToken(peer.ProgressToken())}
+	if cs.in != nil {
+		// What the session read before this call is the last call's (sent
+		// after its result: dropped, see late), never this one's.
+		cs.in.settle(ctx)
+	}
 	cs.prev.Store(cs.call.Swap(rc))
 	reuse := false
 	defer func() { c.release(cs, reuse, ctx.Err() != nil) }()
@@ -811,7 +826,7 @@ func (c *conn) openCaller(key relayKey, who SessionFor) (*callerSession, error) 
 	if err != nil {
 		return nil, err
 	}
-	if cmd != nil {
+	if cmd != nil || c.cfg.Transport != nil {
 		cs.in = &inbox{}
 		t = countingTransport{Transport: t, in: cs.in}
 	}
@@ -861,7 +876,7 @@ func (c *conn) newCallerClient(cs *callerSession, caps capBits) *mcp.Client {
 			if cs.in != nil {
 				defer cs.in.gotHandled()
 			}
-			if rc := cs.call.Load(); rc != nil && req.Params != nil {
+			if rc := cs.call.Load(); rc != nil && req.Params != nil && !cs.late(rc) {
 				_ = rc.peer.LogMessage(rc.notifyContext(), req.Params)
 			}
 		},
@@ -874,7 +889,9 @@ func (c *conn) newCallerClient(cs *callerSession, caps capBits) *mcp.Client {
 			}
 			for _, rc := range [2]*relayCall{cs.call.Load(), cs.prev.Load()} {
 				if rc != nil && rc.token != nil && sameToken(rc.token, req.Params.ProgressToken) {
-					_ = rc.peer.NotifyProgress(rc.notifyContext(), req.Params)
+					if !cs.late(rc) {
+						_ = rc.peer.NotifyProgress(rc.notifyContext(), req.Params)
+					}
 					return
 				}
 			}

@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -154,12 +155,63 @@ type Request struct {
 	DecidedBy     string    `json:"decided_by,omitempty"`
 	DecidedAt     time.Time `json:"decided_at,omitzero"`
 	Note          string    `json:"note,omitempty"`
+	// Shown is how a person is shown the request's strings: each passed
+	// through Visible, as the webhook and the command line show them.
+	// Pages render these, never the raw fields.
+	Shown Shown `json:"shown"`
+}
+
+// Shown holds a request's strings as a person is shown them (Visible),
+// and Escaped marks the fields (by JSON name) whose text escaping
+// changed: a page says so beside them.
+type Shown struct {
+	ID        string   `json:"id"`
+	Subject   string   `json:"subject"`
+	Tool      string   `json:"tool"`
+	Reason    string   `json:"reason"`
+	DecidedBy string   `json:"decided_by,omitempty"`
+	Note      string   `json:"note,omitempty"`
+	Approvers []string `json:"approvers"`
+	Escaped   []string `json:"escaped"`
 }
 
 func requestOf(r *store.ApprovalRecord) Request {
-	return Request{ID: r.ID, Source: r.Key.Source, Subject: r.Key.Subject, Tool: r.Key.Tool, Arguments: r.Arguments, ArgumentsText: ArgumentsText(r.Arguments), Reason: r.Reason,
+	req := Request{ID: r.ID, Source: r.Key.Source, Subject: r.Key.Subject, Tool: r.Key.Tool, Arguments: r.Arguments, ArgumentsText: ArgumentsText(r.Arguments), Reason: r.Reason,
 		Approvers: r.Approvers, Status: string(r.Status), Created: r.Created.UTC(), Expires: r.Expires.UTC(),
 		DecidedBy: r.DecidedBy, DecidedAt: utcOrZero(r.DecidedAt), Note: r.Note}
+	req.Shown = shownOf(&req)
+	return req
+}
+
+// shownOf is Shown for r.
+func shownOf(r *Request) Shown {
+	sh := Shown{Escaped: []string{}, Approvers: make([]string, len(r.Approvers))}
+	show := func(name, s string) string {
+		v := Visible(s)
+		if v != s {
+			sh.Escaped = append(sh.Escaped, name)
+		}
+		return v
+	}
+	sh.ID = show("id", r.ID)
+	sh.Subject = show("subject", r.Subject)
+	sh.Tool = show("tool", r.Tool)
+	sh.Reason = show("reason", r.Reason)
+	if len(r.Arguments) > 0 && !bytes.Equal(VisibleJSON(r.Arguments), r.Arguments) {
+		sh.Escaped = append(sh.Escaped, "arguments")
+	}
+	escaped := false
+	for i, a := range r.Approvers {
+		if sh.Approvers[i] = Visible(a); sh.Approvers[i] != a {
+			escaped = true
+		}
+	}
+	if escaped {
+		sh.Escaped = append(sh.Escaped, "approvers")
+	}
+	sh.DecidedBy = show("decided_by", r.DecidedBy)
+	sh.Note = show("note", r.Note)
+	return sh
 }
 
 func utcOrZero(t time.Time) time.Time {

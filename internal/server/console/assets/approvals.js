@@ -39,22 +39,27 @@ async function refresh() {
   if (!visible && document.body.dataset.view !== 'approvals') return;
   $('approvals-empty').hidden = approvals.length > 0;
   $('approvals-list').replaceChildren(...approvals.map((r) => {
+    // Every string is shown as the server escaped it (hidden and bidi
+    // characters as \u escapes), with a mark where escaping changed it.
+    const s = r.shown;
+    const esc = new Set(s.escaped);
+    const mark = (name) => (esc.has(name) ? el('span', { class: 'escaped', title: 'hidden or reordering characters shown as escapes' }, ' (escaped)') : '');
     const noteId = 'note-' + r.id;
     const card = el('li', { 'data-approval': r.id, 'aria-labelledby': 'h-' + r.id });
     const note = el('input', { id: noteId, maxlength: '1024' });
     card.append(
-      el('h3', { id: 'h-' + r.id }, `${r.tool} — requested by ${r.subject}`),
+      el('h3', { id: 'h-' + r.id }, `${s.tool} — requested by ${s.subject}`, mark('tool'), mark('subject')),
       el('dl', {},
-        el('dt', {}, 'Reason'), el('dd', {}, r.reason),
-        el('dt', {}, 'Arguments'), el('dd', {}, el('pre', { class: 'arguments' }, r.arguments_text)),
-        el('dt', {}, 'Approvers'), el('dd', {}, r.approvers.join(', ')),
+        el('dt', {}, 'Reason'), el('dd', {}, s.reason, mark('reason')),
+        el('dt', {}, 'Arguments'), el('dd', {}, el('pre', { class: 'arguments' }, r.arguments_text), mark('arguments')),
+        el('dt', {}, 'Approvers'), el('dd', {}, s.approvers.join(', '), mark('approvers')),
         el('dt', {}, 'Requested'), el('dd', {}, r.created),
         el('dt', {}, 'Expires'), el('dd', {}, r.expires),
-        el('dt', {}, 'Id'), el('dd', {}, el('code', {}, r.id))),
+        el('dt', {}, 'Id'), el('dd', {}, el('code', {}, s.id), mark('id'))),
       el('div', { class: 'row' },
         el('label', { for: noteId }, 'Note'), note,
-        el('button', { type: 'button', 'aria-label': `Approve ${r.tool} for ${r.subject}`, onclick: () => decide(r.id, true, note.value, card) }, 'Approve'),
-        el('button', { type: 'button', 'aria-label': `Refuse ${r.tool} for ${r.subject}`, onclick: () => decide(r.id, false, note.value, card) }, 'Refuse')));
+        el('button', { type: 'button', 'aria-label': `Approve ${s.tool} for ${s.subject}`, onclick: () => decide(r.id, true, note.value, card) }, 'Approve'),
+        el('button', { type: 'button', 'aria-label': `Refuse ${s.tool} for ${s.subject}`, onclick: () => decide(r.id, false, note.value, card) }, 'Refuse')));
     return card;
   }));
 }
