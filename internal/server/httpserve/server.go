@@ -41,7 +41,8 @@ type Options struct {
 	// internal/frontdoor.MCPServer), and its caller read by
 	// CallerFromRequest. New calls it once.
 	MCPServer func(transport []mcpadapter.Layer) *mcp.Server
-	// Tokens are the bearer tokens of the tokens file, asked first. With
+	// Tokens are the bearer tokens of the tokens file, asked first: an
+	// *identity.Tokens, or an *identity.TokensFile that reloads. With
 	// neither Tokens nor JWT, every HTTP caller is nobody and an
 	// Authorization header is ignored.
 	Tokens identity.HashLookup
