@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/cli/inspect"
-	"github.com/toolgate/toolgate/internal/config"
 )
 
 func init() {
@@ -19,13 +18,13 @@ func runCheckCommand(ctx context.Context, e *env) int {
 	var (
 		src     sourceFlags
 		caps    capabilitiesFlag
-		cfgFile string
+		cfgFile settingsFlag
 		callers string
 		roles   repeated
 		format  = formatFlag("text")
 	)
 	fs := newFlags("check", checkSynopsis, e.stderr)
-	fs.StringVar(&cfgFile, "config", "", "take registry, policy and capabilities from serve's settings `FILE` (flags win), and check the file: its problems, and credentials written in it as literals (docs/contract.md §17); nothing is connected to")
+	cfgFile.register(fs, ": registry, policy and capabilities come from it (flags win), and the file is checked: its problems, the files, variables and commands it names, credentials written in it as literals; nothing is connected to")
 	src.register(fs)
 	caps.register(fs)
 	fs.StringVar(&callers, "callers", "", "measure URL-driver reach for the callers in `FILE` (YAML or JSON list of {subject, roles, claims})")
@@ -37,27 +36,17 @@ func runCheckCommand(ctx context.Context, e *env) int {
 	if fs.NArg() > 0 {
 		return usageError(fs, e.stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	if cfgFile != "" {
-		settings, err := config.LoadFile(cfgFile)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "toolgate check: %v\n", err)
-			return 2
-		}
-		if src.registry == "" {
-			src.registry = settings.Registry
-		}
-		if src.policy == "" {
-			src.policy = settings.Policy
-		}
-		if caps == "" {
-			caps = capabilitiesFlag(settings.Capabilities)
-		}
+	settings, err := cfgFile.load()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "toolgate check: %v\n", err)
+		return 2
 	}
+	src.fill(settings, &caps)
 	source, err := src.source()
 	if err != nil {
 		return usageError(fs, e.stderr, "%v", err)
 	}
-	opts := inspect.CheckOptions{Source: source, Methods: builtinMethods(), Config: cfgFile}
+	opts := inspect.CheckOptions{Source: source, Methods: builtinMethods(), Config: cfgFile.file()}
 	if opts.Capabilities, err = caps.load(); err != nil {
 		fmt.Fprintf(e.stderr, "toolgate check: %v\n", err)
 		return 2

@@ -27,7 +27,7 @@ func init() {
 	register(command{name: "explain", summary: "explain the grant decision, and a call, for one caller", run: runExplainCommand})
 }
 
-const explainSynopsis = "explain [--as SUBJECT [--role ROLE ...] [--claims JSON] | --token FILE --issuer URL [--jwks FILE|URL] [--resource URI] [--audience AUD ...] | --claims JSON] [--subject-claim PATH] [--roles-claim PATH] [--http ADDR] [--tool NAME [--args JSON] [--result JSON] [--ledger STORE]] [--prompt NAME] [--resource URI | --uri URI] [--upstream NAME=COMMAND|URL ...] [--meta JSON] [--input] [--registry FILE] [--policy DIR] [--bundle FILE [--bundle-verification-key FILE]] [--capabilities FILE] [--format text|json]"
+const explainSynopsis = "explain [--as SUBJECT [--role ROLE ...] [--claims JSON] | --token FILE --issuer URL [--jwks FILE|URL] [--resource URI] [--audience AUD ...] | --claims JSON] [--subject-claim PATH] [--roles-claim PATH] [--http ADDR] [--tool NAME [--args JSON] [--result JSON] [--ledger STORE]] [--prompt NAME] [--resource URI | --uri URI] [--upstream NAME=COMMAND|URL ...] [--config FILE [--connect]] [--meta JSON] [--input] [--registry FILE] [--policy DIR] [--bundle FILE [--bundle-verification-key FILE]] [--capabilities FILE] [--format text|json]"
 
 func runExplainCommand(ctx context.Context, e *env) int {
 	var (
@@ -45,8 +45,12 @@ func runExplainCommand(ctx context.Context, e *env) int {
 		input              bool
 		prompt, uri        string
 		upstreams          repeated
+		cfgFile            settingsFlag
+		connect            bool
 	)
 	fs := newFlags("explain", explainSynopsis, e.stderr)
+	cfgFile.register(fs, ": registry, policy, capabilities, auth, http and upstreams come from it (flags win)")
+	fs.BoolVar(&connect, "connect", false, "connect the settings file's upstreams, as serve does, so that their imported tools and upstream:NAME/TOOL rows are explained as served (without it nothing is connected)")
 	src.register(fs)
 	caps.register(fs)
 	fs.StringVar(&subject, "as", "", "the caller's `SUBJECT` ("+config.FlagSetting("as").DefaultText()+")")
@@ -56,7 +60,7 @@ func runExplainCommand(ctx context.Context, e *env) int {
 	fs.StringVar(&auth.Issuer, "issuer", "", "with --token: the authorization server `URL` (as serve --issuer)")
 	fs.StringVar(&auth.JWKS, "jwks", "", "with --token: the issuer's signing keys, a JWKS `FILE` or URL (as serve --jwks)")
 	fs.StringVar(&auth.Resource, "resource", "", "with --token: this server's `URI` (as serve --resource; default http://ADDR/mcp of --http); without --token: a resource URI to explain, as --uri")
-	fs.StringVar(&httpAddr, "http", config.DefaultHTTP, "with --token: the `ADDR` the server listens at (as serve --http), which the default --resource follows")
+	fs.StringVar(&httpAddr, "http", "", "with --token: the `ADDR` the server listens at, which the default --resource follows (as serve --http; default: the settings file's http, else "+config.DefaultHTTP+")")
 	fs.Var(&audiences, "audience", "with --token: an accepted audience `AUD` (repeatable; as serve --audience)")
 	fs.StringVar(&auth.SubjectClaim, "subject-claim", "", "the claim `PATH` of the subject, as auth.subject_claim ("+config.KeySetting("auth.subject_claim").DefaultText()+")")
 	fs.StringVar(&auth.RolesClaim, "roles-claim", "", "the claim `PATH` of the roles, as auth.roles_claim ("+config.KeySetting("auth.roles_claim").DefaultText()+")")
@@ -77,6 +81,44 @@ func runExplainCommand(ctx context.Context, e *env) int {
 		return usageError(fs, e.stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	auth.Audiences = audiences
+	var ups []upstream.Config
+	settings, err := cfgFile.load()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "toolgate explain: %v\n", err)
+		return 2
+	}
+	var pinsPath string
+	if settings != nil {
+		src.fill(settings, &caps)
+		if httpAddr == "" {
+			httpAddr = settings.HTTP
+		}
+		if auth.Issuer == "" && settings.Auth.Enabled() {
+			a := settings.Auth
+			if len(audiences) > 0 {
+				a.Audiences = audiences
+			}
+			auth = a
+		}
+		if connect {
+			for _, u := range config.PoolConfigs(settings.Upstreams) {
+				ups = append(ups, u)
+				if u.Pin && pinsPath == "" {
+					if pinsPath, err = settings.PinsFile(); err != nil {
+						fmt.Fprintf(e.stderr, "toolgate explain: %v\n", err)
+						return 2
+					}
+				}
+			}
+		} else if len(settings.Upstreams) > 0 {
+			fmt.Fprintf(e.stderr, "toolgate explain: %s names upstreams; none is connected, so their imported tools are not in this explanation (give --connect to explain what serve serves)\n", cfgFile.file())
+		}
+	} else if connect {
+		return usageError(fs, e.stderr, "--connect connects the settings file's upstreams: give --config (or run in a project with %s)", projectFile)
+	}
+	if httpAddr == "" {
+		httpAddr = config.DefaultHTTP
+	}
 	if tokenFile == "" && auth.Resource != "" {
 		// Without a token there is no audience to check: --resource names
 		// the resource to explain (docs/contract.md §16).
@@ -85,7 +127,6 @@ func runExplainCommand(ctx context.Context, e *env) int {
 		}
 		uri, auth.Resource = auth.Resource, ""
 	}
-	var ups []upstream.Config
 	for _, u := range upstreams {
 		cfg, err := upstream.ParseFlag(u)
 		if err != nil {
@@ -161,7 +202,7 @@ func runExplainCommand(ctx context.Context, e *env) int {
 		fmt.Fprintf(e.stderr, "toolgate explain: %v\n", err)
 		return 2
 	}
-	p := explainParams{source: source, caps: capabilities, format: format, header: header, input: input, upstreams: ups, opts: inspect.ExplainOptions{
+	p := explainParams{source: source, caps: capabilities, format: format, header: header, input: input, upstreams: ups, pins: pinsPath, opts: inspect.ExplainOptions{
 		Prompt:    prompt,
 		URI:       uri,
 		Caller:    caller,
@@ -199,8 +240,11 @@ type explainParams struct {
 	// input prints the input document instead of the explanation.
 	input bool
 	// upstreams are importing upstreams whose prompts join the revision
-	// and whose resources --uri resolves in.
+	// and whose resources --uri resolves in, and whose tools rows of
+	// upstream:NAME/TOOL call.
 	upstreams []upstream.Config
+	// pins is the pins file of the upstreams that pin; "" when none does.
+	pins string
 }
 
 // run loads the source and writes the explanation: exit 0, or 1 when the
@@ -210,12 +254,19 @@ func (p *explainParams) run(ctx context.Context, e *env) int {
 	var pool *upstream.Pool
 	if len(p.upstreams) > 0 {
 		var err error
-		pool, err = upstream.NewPool(p.upstreams, &upstream.Options{Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		pool, err = upstream.NewPool(p.upstreams, &upstream.Options{Pins: p.pins, Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 		if err != nil {
 			fmt.Fprintf(e.stderr, "toolgate explain: %v\n", err)
 			return 2
 		}
 		defer pool.Close()
+		if err := pool.Connect(ctx); err != nil {
+			fmt.Fprintf(e.stderr, "toolgate explain: %v\n(an upstream that is not connected has no tools here, as when serving)\n", err)
+		}
+		// Rows of upstream:NAME/TOOL call the upstream, as served.
+		opts := p.opts
+		opts.Methods = upstream.Chain(opts.Methods, pool)
+		p.opts = opts
 		// The revision serve would build: the upstreams' tools and prompts
 		// imported (docs/contract.md §15, §16).
 		engOpts = append(engOpts, engine.WithRegistryHook(func(ctx context.Context, reg *registry.Registry) (*registry.Registry, error) {

@@ -64,9 +64,59 @@ type sourceFlags struct {
 
 func (s *sourceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.registry, "registry", "", config.FlagSetting("registry").FlagUsage())
-	fs.StringVar(&s.policy, "policy", "", "the policy `DIR` (default: rego/ of the working directory, as for toolgate test, else the bundled example)")
+	fs.StringVar(&s.policy, "policy", "", "the policy `DIR` (default: the settings file's, else rego/ of the working directory, as for toolgate test, else the bundled example)")
 	s.bundle.register(fs)
 }
+
+// settingsFlag is --config FILE for a command that reads serve's settings
+// beside its own flags (check, explain): the flag of the settings table,
+// and without it the project's toolgate.yaml when the working directory
+// has one (toolgate init writes it), so that in a project the command
+// reads what serve --config toolgate.yaml serves.
+type settingsFlag string
+
+func (c *settingsFlag) register(fs *flag.FlagSet, what string) {
+	fs.StringVar((*string)(c), "config", "", config.FlagSetting("config").FlagUsage()+" (default: ./"+projectFile+" when present)"+what)
+}
+
+// file is the settings file named or found; "" when none.
+func (c settingsFlag) file() string {
+	if c != "" {
+		return string(c)
+	}
+	return projectConfig()
+}
+
+// load reads the settings file; nil without one.
+func (c settingsFlag) load() (*config.Serve, error) {
+	f := c.file()
+	if f == "" {
+		return nil, nil
+	}
+	return config.LoadFile(f)
+}
+
+// fill takes what s names for the flags not given: registry, policy,
+// capabilities.
+func (s *sourceFlags) fill(set *config.Serve, caps *capabilitiesFlag) {
+	if set == nil {
+		return
+	}
+	if s.registry == "" {
+		s.registry = set.Registry
+	}
+	if s.policy == "" {
+		s.policy = set.Policy
+	}
+	if *caps == "" {
+		*caps = capabilitiesFlag(set.Capabilities)
+	}
+}
+
+// defaultRegistryFile is the registry test, check and explain read when
+// neither a flag nor a settings file names one: registry.yaml of the
+// working directory, beside defaultPolicyDir.
+const defaultRegistryFile = "registry.yaml"
 
 // defaultPolicyDir is the policy directory test, check and explain read
 // when none is named: rego/ of the working directory, so that after an
@@ -87,7 +137,13 @@ func (s *sourceFlags) source() (engine.Source, error) {
 			policy = defaultPolicyDir
 		}
 	}
-	return toolgate.LabelledSource(s.registry, policy), nil
+	reg := s.registry
+	if reg == "" {
+		if st, err := os.Stat(defaultRegistryFile); err == nil && st.Mode().IsRegular() {
+			reg = defaultRegistryFile
+		}
+	}
+	return toolgate.LabelledSource(reg, policy), nil
 }
 
 // capabilitiesFlag is --capabilities FILE, shared by the commands that

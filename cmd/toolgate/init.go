@@ -19,7 +19,7 @@ func runInit(_ context.Context, e *env) int {
 	)
 	fs := newFlags("init", "init [--upstream NAME=COMMAND|URL] [--role ROLE] [DIR]", e.stderr)
 	fs.StringVar(&up, "upstream", "", "govern the MCP server `NAME=COMMAND` (stdio) or NAME=URL (streamable HTTP): its tools imported closed, granted to --role")
-	fs.StringVar(&opts.Role, "role", scaffold.DefaultRole, "the `ROLE` the project's sections and example token hold")
+	fs.StringVar(&opts.Role, "role", scaffold.DefaultRole, "the `ROLE` the project's sections and user token hold")
 	// Flags may follow DIR (toolgate init DIR --upstream ...).
 	var pos []string
 	for args := e.args; ; {
@@ -45,6 +45,11 @@ func runInit(_ context.Context, e *env) int {
 		}
 		opts.Upstream = u
 	}
+	var err error
+	if opts.Tokens, err = scaffold.NewTokens(); err != nil {
+		fmt.Fprintf(e.stderr, "toolgate init: %v\n", err)
+		return 1
+	}
 	files, err := scaffold.Write(dir, opts)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "toolgate init: %v\n", err)
@@ -57,9 +62,18 @@ func runInit(_ context.Context, e *env) int {
 	if dir != "." {
 		cd = fmt.Sprintf("  cd %s\n", dir)
 	}
+	role := opts.Role
+	if role == "" {
+		role = scaffold.DefaultRole
+	}
+	// The one time the tokens are shown: tokens.yaml keeps their hashes.
+	fmt.Fprintf(e.stdout, "\nTwo bearer tokens, shown only now (tokens.yaml keeps their SHA-256, not them):\n"+
+		"  me (role %s):              %s\n"+
+		"  operator (role %s):       %s\n", role, opts.Tokens.User, scaffold.OperatorRole, opts.Tokens.Operator)
 	fmt.Fprintf(e.stdout, "\nNext:\n%s  toolgate test                            # the policy tests\n"+
-		"  toolgate check --config toolgate.yaml    # registry and policies\n"+
+		"  toolgate check                           # settings, registry and policies\n"+
 		"  toolgate serve --config toolgate.yaml    # serve on http://127.0.0.1:8787/mcp\n"+
-		"tokens.yaml says which example token to send; replace it before anyone else can reach the server.\n", cd)
+		"  toolgate call --token %s echo text=hi    # from another terminal\n"+
+		"tokens.yaml says how to add a caller.\n", cd, opts.Tokens.User)
 	return 0
 }

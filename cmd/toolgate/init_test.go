@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/internal/cli/scaffold"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
 )
 
@@ -48,7 +49,7 @@ func TestE2EInit(t *testing.T) {
 			out := run(t, ".", append([]string{"init", dir}, tc.flags...)...) // flags after DIR
 
 			require.Contains(t, out, "wrote toolgate.yaml")
-			require.NotContains(t, out, scaffold.ExampleToken, "init prints no token")
+			userToken, operatorToken := initTokens(t, out)
 
 			require.Contains(t, run(t, dir, "test"), "PASS: 6/6")
 			require.Contains(t, run(t, dir, "check", "--config", "toolgate.yaml"), "ok: no errors")
@@ -60,7 +61,7 @@ func TestE2EInit(t *testing.T) {
 			p := proctest.Start(t, "toolgate serve --config toolgate.yaml", cmd)
 			s := &served{Proc: p, base: p.Await(t, p.Stdout, urlLine)[1]}
 			s.url = s.base + "/mcp"
-			cs := s.connect(t, scaffold.ExampleToken, "2025-06-18", nil)
+			cs := s.connect(t, userToken, "2025-06-18", nil)
 			names := toolNames(t, cs)
 			for _, n := range tc.tools {
 				require.Contains(t, names, n)
@@ -82,8 +83,17 @@ func TestE2EInit(t *testing.T) {
 				require.False(t, res.IsError, "%v", res.Content)
 				require.Equal(t, "hello, you", res.Content[0].(*mcp.TextContent).Text)
 			}
-			// Nobody (no token) sees nothing.
+			// Nobody (no token) sees nothing; the operator sees no tool
+			// but the operator's pages.
 			require.Empty(t, toolNames(t, s.connect(t, "", "2025-06-18", nil)))
+			require.Empty(t, toolNames(t, s.connect(t, operatorToken, "2025-06-18", nil)))
+			req, err := http.NewRequest(http.MethodGet, s.base+"/metrics", nil)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+operatorToken)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode, "the operator token reads /metrics")
 
 			// A second init writes nothing over the project.
 			cmd = exec.Command(bin, "init", dir)
@@ -92,6 +102,24 @@ func TestE2EInit(t *testing.T) {
 			require.Contains(t, string(out2), "already exist")
 		})
 	}
+}
+
+// tokenLine is a token line of init's output: "  me (role user):   TOKEN".
+var tokenLine = regexp.MustCompile(`(?m)^  (me|operator) \(role [^)]+\): +(tg_[A-Za-z0-9_-]{43})$`)
+
+// initTokens returns the user's and the operator's tokens init printed.
+func initTokens(t *testing.T, out string) (user, operator string) {
+	t.Helper()
+	for _, m := range tokenLine.FindAllStringSubmatch(out, -1) {
+		if m[1] == "me" {
+			user = m[2]
+		} else {
+			operator = m[2]
+		}
+	}
+	require.NotEmpty(t, user, "init prints the user's token:\n%s", out)
+	require.NotEmpty(t, operator, "init prints the operator's token:\n%s", out)
+	return user, operator
 }
 
 // TestInitUsage: a bad --upstream or a second directory is a usage error.

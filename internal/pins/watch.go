@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -12,7 +13,9 @@ import (
 // Watch calls onChange whenever the file at path may have changed (it is
 // written, renamed over, removed or created), debounced, until ctx is
 // done. It watches the file's directory, so that atomic saves (Save,
-// editors' rename over) are seen. onChange reads the file itself.
+// editors' rename over) are seen, and the swaps of a Kubernetes volume.
+// onChange reads the file itself. Any one file may be watched this way
+// (the gateway watches its tokens file with it).
 func Watch(ctx context.Context, path string, debounce time.Duration, onChange func()) error {
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -34,7 +37,8 @@ func Watch(ctx context.Context, path string, debounce time.Duration, onChange fu
 			if !ok {
 				return nil
 			}
-			if filepath.Base(ev.Name) == base {
+			// A ConfigMap or Secret volume swaps its "..data" link.
+			if name := filepath.Base(ev.Name); name == base || strings.HasPrefix(name, "..") {
 				timer.Reset(debounce)
 			}
 		case _, ok := <-fw.Errors:

@@ -1,14 +1,17 @@
 // Package scaffold writes a new toolgate project (toolgate init): the
 // settings file, a registry, grant and call policies with commented
-// recipes, passing policy tests and a tokens file with an example token,
-// optionally in front of one upstream MCP server, imported closed and
-// granted to one role. The templates are embedded.
+// recipes, passing policy tests and a tokens file with the hashes of two
+// fresh tokens (a user's and an operator's), optionally in front of one
+// upstream MCP server, imported closed and granted to one role. The
+// templates are embedded.
 package scaffold
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -29,12 +32,36 @@ import (
 //go:embed template
 var templates embed.FS
 
-// ExampleToken is the bearer token the scaffold's tokens file names (by
-// its hash): public, for a first call on loopback.
-const ExampleToken = "toolgate-example-token"
-
-// DefaultRole is the role the scaffold's sections and example token hold.
+// DefaultRole is the role the scaffold's sections and user token hold.
 const DefaultRole = "user"
+
+// OperatorRole is the role of the scaffold's operator token: serve's
+// default operator role (admin_role), which the console's matrix,
+// GET /healthz?verbose=1 and /metrics need.
+const OperatorRole = "admin"
+
+// Tokens are the bearer tokens of a new project. The tokens file holds
+// only their SHA-256; whoever made them prints them once.
+type Tokens struct {
+	// User is the token of the subject "me" with the project's role.
+	User string
+	// Operator is the token of the subject "operator" with OperatorRole.
+	Operator string
+}
+
+// NewTokens returns two fresh random tokens (256 bits each from
+// crypto/rand).
+func NewTokens() (*Tokens, error) {
+	var t Tokens
+	for _, p := range []*string{&t.User, &t.Operator} {
+		var b [32]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, err
+		}
+		*p = "tg_" + base64.RawURLEncoding.EncodeToString(b[:])
+	}
+	return &t, nil
+}
 
 // Upstream is the MCP server a project governs: Command (a stdio server's
 // command line) or URL (streamable HTTP).
@@ -67,8 +94,12 @@ type Options struct {
 	// that section granted to Role.
 	Upstream *Upstream
 	// Role is the role of the project's section, the upstream's section and
-	// the example token; "" is DefaultRole.
+	// the user token; "" is DefaultRole.
 	Role string
+	// Tokens are the tokens whose hashes the tokens file lists; nil makes
+	// fresh ones (NewTokens) that nobody can print: pass your own to tell
+	// them to the user.
+	Tokens *Tokens
 }
 
 var roleRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
@@ -132,11 +163,18 @@ func Render(opts Options) ([]File, error) {
 	if opts.Role == "" {
 		opts.Role = DefaultRole
 	}
-	sum := sha256.Sum256([]byte(ExampleToken))
+	if opts.Tokens == nil {
+		t, err := NewTokens()
+		if err != nil {
+			return nil, err
+		}
+		opts.Tokens = t
+	}
+	user, operator := sha256.Sum256([]byte(opts.Tokens.User)), sha256.Sum256([]byte(opts.Tokens.Operator))
 	data := struct {
 		Options
-		Token, TokenHash string
-	}{opts, ExampleToken, hex.EncodeToString(sum[:])}
+		UserHash, OperatorHash, OperatorRole string
+	}{opts, hex.EncodeToString(user[:]), hex.EncodeToString(operator[:]), OperatorRole}
 	funcs := template.FuncMap{"yaml": yamlScalar}
 	var out []File
 	err := fs.WalkDir(templates, "template", func(p string, d fs.DirEntry, err error) error {

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/cli/scaffold"
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/server/httpserve"
 )
 
 // TestRender: every file of every variant is well-formed: the Rego as
@@ -25,6 +26,7 @@ func TestRender(t *testing.T) {
 		{Role: "dev", Upstream: &scaffold.Upstream{Name: "files", Command: cmd}},
 		{Upstream: &scaffold.Upstream{Name: "web", URL: "https://mcp.example.com/mcp?x=1&y=2"}},
 	} {
+		opts.Tokens = &scaffold.Tokens{User: "user-token", Operator: "operator-token"}
 		files, err := scaffold.Render(opts)
 		require.NoError(t, err)
 		var names []string
@@ -44,8 +46,11 @@ func TestRender(t *testing.T) {
 			"rego/call.rego", "rego/grant.rego", "tokens.yaml", "toolgate.yaml"}, names)
 
 		dir := t.TempDir()
+		given := *opts.Tokens
+		opts.Tokens = nil
 		_, err = scaffold.Write(dir, opts)
 		require.NoError(t, err)
+		opts.Tokens = &given
 		s, err := config.LoadFile(filepath.Join(dir, "toolgate.yaml"))
 		require.NoError(t, err)
 		require.Equal(t, filepath.Join(dir, "registry.yaml"), s.Registry)
@@ -70,10 +75,44 @@ func TestRender(t *testing.T) {
 		}
 		tokens, err := identity.LoadTokens(s.Tokens)
 		require.NoError(t, err)
-		caller, ok := tokens.Lookup(scaffold.ExampleToken)
-		require.True(t, ok, "the example token is in tokens.yaml")
-		require.Equal(t, "me", caller.Subject)
+		require.Equal(t, 2, tokens.Len())
+		_, ok := tokens.Lookup(opts.Tokens.User)
+		require.False(t, ok, "Write makes fresh tokens: not the test's")
 	}
+}
+
+// TestWriteTokens: the tokens file lists the hashes of the tokens given, a
+// user's and an operator's (the operator role serve defaults to), and
+// never the tokens themselves; without tokens, fresh random ones.
+func TestWriteTokens(t *testing.T) {
+	require.Equal(t, httpserve.DefaultAdminRole, scaffold.OperatorRole)
+	toks, err := scaffold.NewTokens()
+	require.NoError(t, err)
+	again, err := scaffold.NewTokens()
+	require.NoError(t, err)
+	require.NotEqual(t, toks.User, toks.Operator)
+	require.NotEqual(t, toks.User, again.User, "random, not a published example")
+	require.GreaterOrEqual(t, len(toks.User), 40)
+
+	dir := t.TempDir()
+	_, err = scaffold.Write(dir, scaffold.Options{Role: "dev", Tokens: toks})
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(dir, "tokens.yaml"))
+	require.NoError(t, err)
+	require.NotContains(t, string(data), toks.User)
+	require.NotContains(t, string(data), toks.Operator)
+	tokens, err := identity.LoadTokens(filepath.Join(dir, "tokens.yaml"))
+	require.NoError(t, err)
+	user, ok := tokens.Lookup(toks.User)
+	require.True(t, ok)
+	require.Equal(t, "me", user.Subject)
+	require.Equal(t, []string{"dev"}, user.Roles)
+	op, ok := tokens.Lookup(toks.Operator)
+	require.True(t, ok)
+	require.Equal(t, "operator", op.Subject)
+	require.Equal(t, []string{scaffold.OperatorRole}, op.Roles)
+	_, ok = tokens.Lookup("toolgate-example-token")
+	require.False(t, ok, "no published token works")
 }
 
 // TestWriteRefusesToOverwrite: one existing file and nothing is written.

@@ -174,7 +174,7 @@ type Gateway struct {
 	// known), its callers and its server.
 	ln        net.Listener
 	jwt       *identity.JWT
-	tokens    *identity.Tokens
+	tokens    tokenSource // nil: none (internal/server/gateway/tokens.go)
 	demoToken string
 	http      *httpserve.Server
 
@@ -507,8 +507,13 @@ func (g *Gateway) buildIdentity() error {
 	}
 	switch {
 	case cfg.Tokens != "":
-		if g.tokens, err = identity.LoadTokens(cfg.Tokens); err != nil {
+		f, err := identity.OpenTokensFile(cfg.Tokens)
+		if err != nil {
 			return err
+		}
+		g.tokens = f
+		if cfg.WatchOn() {
+			g.goUntilClose(func(ctx context.Context) { watchTokens(ctx, g.log, f) })
 		}
 	case g.jwt != nil:
 		// An operator who configured an issuer wants its callers: no
@@ -538,7 +543,9 @@ func (g *Gateway) buildHTTP() error {
 	opts.MCPServer = func(transport []mcpadapter.Layer) *mcp.Server {
 		return frontdoor.MCPServer(g.core, httpserve.CallerFromRequest, transport)
 	}
-	opts.Tokens = g.tokens
+	if g.tokens != nil {
+		opts.Tokens = g.tokens
+	}
 	opts.JWT = g.jwt
 	opts.AllowAnonymous = cfg.AllowAnonymous
 	opts.Health = func() any { h := health(g.eng, g.bundles); h.Shadow = g.Shadow(); return h }
@@ -625,7 +632,7 @@ func listFallback(s string) hooks.ListFallback {
 	return hooks.ListFallbackBase
 }
 
-func printWelcome(w io.Writer, a net.Addr, demoToken string, tokens *identity.Tokens, jwt *identity.JWT, anonymous bool, withheld string) {
+func printWelcome(w io.Writer, a net.Addr, demoToken string, tokens tokenSource, jwt *identity.JWT, anonymous bool, withheld string) {
 	fmt.Fprintf(w, "toolgate: serving MCP (streamable HTTP) at http://%s/mcp\n", a)
 	switch {
 	case demoToken != "":
@@ -635,7 +642,7 @@ func printWelcome(w io.Writer, a net.Addr, demoToken string, tokens *identity.To
 	case tokens == nil && jwt == nil:
 		fmt.Fprintf(w, "toolgate: no --tokens: every HTTP caller is nobody and sees no tool%s.\n", withheld)
 	case tokens != nil:
-		fmt.Fprintf(w, "toolgate: %d bearer tokens loaded.\n", tokens.Len())
+		fmt.Fprintln(w, tokensLoaded(tokens.Len()))
 	}
 	if jwt != nil {
 		s := jwt.Settings()

@@ -41,10 +41,11 @@ type Options struct {
 	// internal/frontdoor.MCPServer), and its caller read by
 	// CallerFromRequest. New calls it once.
 	MCPServer func(transport []mcpadapter.Layer) *mcp.Server
-	// Tokens are the bearer tokens of the tokens file, asked first. With
+	// Tokens are the bearer tokens of the tokens file, asked first: an
+	// *identity.Tokens, or an *identity.TokensFile that reloads. With
 	// neither Tokens nor JWT, every HTTP caller is nobody and an
 	// Authorization header is ignored.
-	Tokens *identity.Tokens
+	Tokens identity.HashLookup
 	// JWT verifies the access tokens of an OAuth 2.1 authorization server
 	// (docs/contract.md §12), asked after Tokens; nil: none. With it, a request
 	// without a token gets 401 (unless AllowAnonymous), a refusal's
