@@ -113,11 +113,11 @@ func buildRowTerms(t *registry.Tool) (rowTerms, error) {
 	}
 	args := make([]*ast.Term, 0, len(t.Arguments))
 	for _, a := range t.Arguments {
-		kv := [][2]*ast.Term{
-			{keyName, ast.StringTerm(a.Name)},
-			{keyType, ast.StringTerm(a.Type)},
-			{keyRequired, ast.BooleanTerm(a.Required)},
+		kv := [][2]*ast.Term{{keyName, ast.StringTerm(a.Name)}}
+		if a.Type != "" { // an imported property whose schema gives no one type (docs/contract.md §19)
+			kv = append(kv, [2]*ast.Term{keyType, ast.StringTerm(a.Type)})
 		}
+		kv = append(kv, [2]*ast.Term{keyRequired, ast.BooleanTerm(a.Required)})
 		if a.Default != nil {
 			v, err := exactjson.Value(a.Default)
 			if err != nil {

@@ -359,12 +359,17 @@ func (p *pipeline) bind(ctx context.Context, s *accepted) bool {
 		fail(rec, toolcall.StageArguments, binding, err)
 		return true
 	}
-	args, err := bind(row, schemas, m, s.call.Arguments)
+	var args []toolcall.Arg
+	if row.Listed() {
+		args, err = bindListed(row, schemas[0], s.call.Arguments)
+	} else {
+		args, err = bind(row, schemas, m, s.call.Arguments)
+	}
 	var inv methods.Invocation
 	if err == nil {
 		inv, err = p.fx.bind(ctx, m, args)
 		// The method names the argument; the answer is the row's.
-		if ae := asArgumentError(err); ae != nil {
+		if ae := asArgumentError(err); ae != nil && !row.Listed() {
 			if decl := declared(row, ae.Name); decl != nil {
 				err = argumentError(decl, ae.Problem, ae.Err)
 			}

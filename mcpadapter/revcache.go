@@ -45,7 +45,7 @@ type revisionCache struct {
 type argSet struct {
 	once sync.Once
 	args []*jsonschema.Schema
-	bad  int   // with err: the argument whose schema did not compile
+	bad  int   // with err: the argument whose schema did not compile; -1: a listed row's inputSchema
 	err  error // without the row's name: argSchemas adds it
 }
 
@@ -124,13 +124,20 @@ func wireDescriptor(t *registry.Tool, inputSchema json.RawMessage) json.RawMessa
 		}
 		inputSchema = b
 	}
-	b, err := jsonx.Marshal(struct {
-		Name        string          `json:"name"`
-		Title       string          `json:"title,omitempty"`
-		Description string          `json:"description,omitempty"`
-		InputSchema json.RawMessage `json:"inputSchema"`
-		Annotations map[string]any  `json:"annotations,omitempty"`
-	}{t.Name, t.Title, t.Description, inputSchema, t.Annotations})
+	w := struct {
+		Meta         json.RawMessage `json:"_meta,omitempty"`
+		Name         string          `json:"name"`
+		Title        string          `json:"title,omitempty"`
+		Description  string          `json:"description,omitempty"`
+		InputSchema  json.RawMessage `json:"inputSchema"`
+		OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+		Icons        json.RawMessage `json:"icons,omitempty"`
+		Annotations  map[string]any  `json:"annotations,omitempty"`
+	}{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: inputSchema, Annotations: t.Annotations}
+	if imp := t.Imported; imp != nil {
+		w.Meta, w.OutputSchema, w.Icons = imp.Meta, imp.OutputSchema, imp.Icons
+	}
+	b, err := jsonx.Marshal(w)
 	if err != nil {
 		b, _ = json.Marshal(descriptor(t)) // not reached: the registry holds JSON values
 	}
@@ -147,6 +154,17 @@ func descriptor(t *registry.Tool) *mcp.Tool {
 		Description: t.Description,
 		InputSchema: t.InputSchema(),
 	}
+	if imp := t.Imported; imp != nil {
+		if imp.OutputSchema != nil {
+			d.OutputSchema = json.RawMessage(imp.OutputSchema)
+		}
+		if imp.Icons != nil {
+			_ = json.Unmarshal(imp.Icons, &d.Icons) // the upstream's icons, decoded by the SDK before
+		}
+		if imp.Meta != nil {
+			_ = json.Unmarshal(imp.Meta, &d.Meta)
+		}
+	}
 	if len(t.Annotations) > 0 {
 		var ann mcp.ToolAnnotations
 		if b, err := json.Marshal(t.Annotations); err == nil && json.Unmarshal(b, &ann) == nil {
@@ -157,7 +175,8 @@ func descriptor(t *registry.Tool) *mcp.Tool {
 }
 
 // argSchemas compiles, once per distinct declaration of arguments and
-// revision, each argument's schema.
+// revision, each argument's schema; for a listed row (registry.Tool.Listed),
+// its one inputSchema.
 func (rc *revisionCache) argSchemas(i int) ([]*jsonschema.Schema, error) {
 	t := &rc.rev.Registry().Tools[i]
 	set := rc.rowSets[i].Load()
@@ -166,6 +185,16 @@ func (rc *revisionCache) argSchemas(i int) ([]*jsonschema.Schema, error) {
 		rc.rowSets[i].Store(set)
 	}
 	set.once.Do(func() {
+		if t.Listed() {
+			// One schema, the upstream's as listed, in the dialect it declares.
+			cs, _, err := schema.CompileListed(t.InputSchema())
+			if err != nil {
+				set.bad, set.err = -1, err
+				return
+			}
+			set.args = []*jsonschema.Schema{cs}
+			return
+		}
 		for j := range t.Arguments {
 			cs, err := rc.compile(&t.Arguments[j])
 			if err != nil {
@@ -175,6 +204,9 @@ func (rc *revisionCache) argSchemas(i int) ([]*jsonschema.Schema, error) {
 			set.args = append(set.args, cs)
 		}
 	})
+	if set.err != nil && set.bad < 0 {
+		return nil, fmt.Errorf("tool %s: compile its inputSchema: %w", t.Name, set.err)
+	}
 	if set.err != nil {
 		return nil, fmt.Errorf("tool %s argument %s: compile schema: %w", t.Name, t.Arguments[set.bad].Name, set.err)
 	}
@@ -221,6 +253,9 @@ func (rc *revisionCache) compile(a *registry.Argument) (*jsonschema.Schema, erro
 // keys mean equal InputSchema and equal argument schemas. Every field is
 // length-prefixed and absence is kept apart from emptiness.
 func appendArgumentsKey(b []byte, t *registry.Tool) []byte {
+	if t.Listed() {
+		return appendKeyString(append(b, 'L'), string(t.Imported.InputSchema))
+	}
 	b = append(strconv.AppendInt(b, int64(len(t.Arguments)), 10), ';')
 	for j := range t.Arguments {
 		a := &t.Arguments[j]

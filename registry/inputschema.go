@@ -19,7 +19,17 @@ import (
 // does not set additionalProperties. Values are plain JSON values (numbers as
 // json.Number): json.Marshal renders it and [schema.CompileValue] compiles it.
 // The map is freshly built on every call and is the caller's.
+//
+// An imported row's inputSchema is the upstream's as listed (Imported.
+// InputSchema, docs/contract.md §19), every keyword kept; its Arguments
+// only name the schema's top-level properties.
 func (t *Tool) InputSchema() map[string]any {
+	if t.Listed() {
+		if m, ok := plain(t.Imported.InputSchema).(map[string]any); ok {
+			return m
+		}
+		return map[string]any{"not": map[string]any{}} // not reached: import keeps objects only
+	}
 	props := make(map[string]any, len(t.Arguments))
 	var required []any
 	for i := range t.Arguments {

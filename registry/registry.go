@@ -76,6 +76,23 @@ type Imported struct {
 	// Annotations hold them too only when the operator trusts the upstream's
 	// annotations. Nil when the upstream declared none.
 	Annotations map[string]any `json:"annotations,omitempty"`
+	// InputSchema is the upstream's inputSchema as listed (docs/contract.md
+	// §19): the row's InputSchema and the schema its calls are checked
+	// against. The row's Arguments then only name its top-level properties
+	// for policies. Nil on a row built by hand: it has declared arguments.
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	// OutputSchema, Icons and Meta are the upstream's outputSchema, icons
+	// and _meta as listed, served as they are; nil when it lists none.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Icons        json.RawMessage `json:"icons,omitempty"`
+	Meta         json.RawMessage `json:"_meta,omitempty"`
+}
+
+// Listed reports whether the row's arguments are the upstream's schema as
+// listed rather than declared arguments: an imported row with an
+// inputSchema.
+func (t *Tool) Listed() bool {
+	return t.Imported != nil && t.Imported.InputSchema != nil
 }
 
 // UpstreamPrefix starts a method naming a tool of an upstream MCP server:

@@ -51,7 +51,7 @@ func ExamplePool() {
 	// Output:
 	// hello, ann <nil>
 	// demo.crash upstream:demo/crash 0
-	// demo.echo upstream:demo/echo 8
+	// demo.echo upstream:demo/echo 10
 	// demo.fail upstream:demo/fail 0
 	// demo.hello upstream:demo/hello 1
 	// demo.interact upstream:demo/interact 2

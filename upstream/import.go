@@ -16,12 +16,10 @@ import (
 
 	"github.com/toolgate/toolgate/internal/pins"
 	"github.com/toolgate/toolgate/registry"
+	toolschema "github.com/toolgate/toolgate/schema"
 )
 
-var (
-	rowNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
-	argNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-)
+var rowNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 
 // ImportedRows lists, for each upstream configured with Import, its tools
 // as registry rows, in configuration order and then the upstream's order:
@@ -29,19 +27,19 @@ var (
 //   - name NAME.TOOL, method upstream:NAME/TOOL, section Config.Section
 //     (default upstream:NAME: granted to nobody until the registry's
 //     sections list it, docs/contract.md §15);
-//   - title (or the annotations' title) and description as the upstream
-//     lists them;
-//   - Imported: the upstream's name and the annotations it declares. The
-//     row's own annotations (what policies trust and tools/list shows)
-//     are those only with Config.TrustAnnotations, else none;
-//   - arguments from the tool's inputSchema: see importArgument for the
-//     mapping. Required properties come first, in the order of "required",
-//     then the others by name (a decoded JSON object has no order).
+//   - title, description, inputSchema, outputSchema, icons and _meta as
+//     the upstream lists them (docs/contract.md §19);
+//   - Imported: the upstream's name, the annotations it declares and the
+//     definition as listed. The row's own annotations (what policies trust
+//     and tools/list shows) are those only with Config.TrustAnnotations,
+//     else none;
+//   - arguments naming the inputSchema's top-level properties (see
+//     listedArguments): calls are checked against the schema itself.
 //
 // A tool whose row would not be a valid registry row (a name longer than
-// 128 characters or with other characters, a required property that
-// cannot be declared) is skipped and logged; so is an optional property
-// that cannot be declared (the row then never sends it). An upstream that
+// 128 characters or with other characters) or whose inputSchema cannot be
+// checked (it does not compile: an unknown dialect, a $ref outside it) is
+// skipped and logged. An upstream that
 // cannot be reached within its Timeout contributes no rows and is logged:
 // Options.ToolsChanged says when it comes up.
 //
@@ -126,6 +124,13 @@ func (p *Pool) Import(ctx context.Context) ([]registry.Tool, error) {
 
 // importRow turns an upstream tool into a registry row. notes are findings
 // that do not refuse it; the row is validated as a registry would.
+//
+// The tool's definition is kept as listed (docs/contract.md §19): its
+// inputSchema (the schema calls are checked against, compiled here once so
+// that a schema toolgate cannot check is refused at import, not at every
+// call), outputSchema, icons and _meta, every keyword kept. The row's
+// Arguments only name the schema's top-level properties for policies (see
+// listedArguments).
 func importRow(cfg *Config, t *mcp.Tool) (registry.Tool, []string, error) {
 	server := cfg.Name
 	row := registry.Tool{
@@ -140,9 +145,6 @@ func importRow(cfg *Config, t *mcp.Tool) (registry.Tool, []string, error) {
 	}
 	var declared map[string]any
 	if t.Annotations != nil {
-		if row.Title == "" {
-			row.Title = t.Annotations.Title
-		}
 		if b, err := json.Marshal(t.Annotations); err == nil && json.Unmarshal(b, &declared) == nil && len(declared) > 0 {
 			if cfg.TrustAnnotations {
 				row.Annotations = declared
@@ -151,7 +153,66 @@ func importRow(cfg *Config, t *mcp.Tool) (registry.Tool, []string, error) {
 			declared = nil
 		}
 	}
-	schema := plainObject(t.InputSchema)
+	imp := &registry.Imported{Upstream: server, Annotations: declared}
+	input := t.InputSchema
+	if input == nil {
+		input = map[string]any{"type": "object"} // not reached: the SDK refuses a tool without one
+	}
+	schema := plainObject(input)
+	if schema == nil {
+		return registry.Tool{}, nil, errors.New("inputSchema is not an object")
+	}
+	var err error
+	if imp.InputSchema, err = json.Marshal(input); err != nil {
+		return registry.Tool{}, nil, fmt.Errorf("inputSchema: %w", err)
+	}
+	_, skipped, err := toolschema.CompileListed(schema)
+	if err != nil {
+		return registry.Tool{}, nil, fmt.Errorf("inputSchema cannot be checked: %w", err)
+	}
+	var notes []string
+	for _, at := range skipped {
+		notes = append(notes, fmt.Sprintf("inputSchema %s: a regular expression Go cannot run is left to the upstream to check", at))
+	}
+	for _, f := range []struct {
+		name string
+		v    any
+		dst  *json.RawMessage
+		set  bool
+	}{
+		{"outputSchema", t.OutputSchema, &imp.OutputSchema, t.OutputSchema != nil},
+		{"icons", t.Icons, &imp.Icons, t.Icons != nil},
+		{"_meta", t.Meta, &imp.Meta, t.Meta != nil},
+	} {
+		if !f.set {
+			continue
+		}
+		if *f.dst, err = json.Marshal(f.v); err != nil {
+			return registry.Tool{}, notes, fmt.Errorf("%s: %w", f.name, err)
+		}
+	}
+	// The row must load as a registry row would: validate it alone, without
+	// what a registry file cannot hold.
+	doc, err := json.Marshal(map[string]any{"tools": []registry.Tool{row}})
+	if err == nil {
+		_, err = registry.Parse(doc, registry.FormatJSON)
+	}
+	if err != nil {
+		return registry.Tool{}, notes, fmt.Errorf("not a valid registry row: %w", err)
+	}
+	row.Arguments = listedArguments(schema)
+	row.Imported = imp
+	return row, notes, nil
+}
+
+// listedArguments names the top-level properties of an inputSchema, for
+// input.tools[i].arguments: required ones first, in the order of
+// "required" (those that "properties" lists), then the others by name (a
+// decoded JSON object has no order). Type is the property's JSON Schema
+// type in the registry's words (integer → int, number → float, boolean →
+// bool, string, array, object) where the property's schema says "type" as
+// one type, or as one type and "null"; else empty (anyOf and the like).
+func listedArguments(schema map[string]any) []registry.Argument {
 	props, _ := schema["properties"].(map[string]any)
 	required := map[string]bool{}
 	var names []string
@@ -159,7 +220,9 @@ func importRow(cfg *Config, t *mcp.Tool) (registry.Tool, []string, error) {
 		for _, r := range rs {
 			if n, ok := r.(string); ok && !required[n] {
 				required[n] = true
-				names = append(names, n)
+				if _, listed := props[n]; listed {
+					names = append(names, n)
+				}
 			}
 		}
 	}
@@ -168,91 +231,12 @@ func importRow(cfg *Config, t *mcp.Tool) (registry.Tool, []string, error) {
 			names = append(names, n)
 		}
 	}
-	var notes []string
+	args := make([]registry.Argument, 0, len(names))
 	for _, n := range names {
 		ps, _ := props[n].(map[string]any)
-		arg, argNotes, err := importArgument(n, ps, required[n])
-		for _, note := range argNotes {
-			notes = append(notes, fmt.Sprintf("argument %s: %s", n, note))
-		}
-		if err != nil {
-			if required[n] {
-				return registry.Tool{}, notes, fmt.Errorf("required argument %q: %w", n, err)
-			}
-			notes = append(notes, fmt.Sprintf("argument %s dropped: %v", n, err))
-			continue
-		}
-		row.Arguments = append(row.Arguments, arg)
+		args = append(args, registry.Argument{Name: n, Type: argumentType(ps), Required: required[n]})
 	}
-	// The row must load as a registry row would: validate it alone.
-	doc, err := json.Marshal(map[string]any{"tools": []registry.Tool{row}})
-	if err == nil {
-		_, err = registry.Parse(doc, registry.FormatJSON)
-	}
-	if err != nil {
-		return registry.Tool{}, notes, fmt.Errorf("not a valid registry row: %w", err)
-	}
-	row.Imported = &registry.Imported{Upstream: server, Annotations: declared}
-	return row, notes, nil
-}
-
-// importArgument declares one inputSchema property as a row argument.
-//
-// JSON Schema type → argument type: integer → int, number → float,
-// string, boolean → bool, array, object. A type list with "null" and one
-// other type is that type (null is then refused by toolgate; leaving the
-// argument out is the way to send nothing). Without "type", "properties"
-// means object, "items" array, and an enum of strings string. Anything else
-// (no type, several types, anyOf/oneOf only) cannot be declared: mapping it
-// to object would refuse every value the upstream accepts that is not an
-// object, so it is an error instead (the caller drops an optional argument,
-// skips a tool that requires it).
-//
-// description, enum, minimum and maximum (numbers) and pattern (strings,
-// when Go's regexp compiles it) are carried; default is not (the upstream
-// applies its own), nor items or other keywords (the upstream validates
-// them; an items schema may $ref definitions a row cannot carry).
-func importArgument(name string, s map[string]any, required bool) (registry.Argument, []string, error) {
-	if !argNameRE.MatchString(name) {
-		return registry.Argument{}, nil, fmt.Errorf("name does not match %s", argNameRE)
-	}
-	if s == nil {
-		return registry.Argument{}, nil, errors.New("no schema")
-	}
-	typ, err := argumentType(s)
-	if err != nil {
-		return registry.Argument{}, nil, err
-	}
-	a := registry.Argument{Name: name, Type: typ, Required: required}
-	var notes []string
-	if d, ok := s["description"].(string); ok {
-		a.Description = d
-	}
-	if enum, ok := s["enum"].([]any); ok && len(enum) > 0 {
-		for _, e := range enum {
-			b, err := json.Marshal(e)
-			if err != nil {
-				return registry.Argument{}, notes, fmt.Errorf("enum: %w", err)
-			}
-			a.Enum = append(a.Enum, b)
-		}
-	}
-	if typ == registry.TypeInt || typ == registry.TypeFloat {
-		if n, ok := s["minimum"].(json.Number); ok {
-			a.Minimum = &n
-		}
-		if n, ok := s["maximum"].(json.Number); ok {
-			a.Maximum = &n
-		}
-	}
-	if p, ok := s["pattern"].(string); ok && typ == registry.TypeString {
-		if _, err := regexp.Compile(p); err != nil {
-			notes = append(notes, fmt.Sprintf("pattern %q not carried: %v", p, err))
-		} else {
-			a.Pattern = p
-		}
-	}
-	return a, notes, nil
+	return args
 }
 
 var jsonTypes = map[string]string{
@@ -264,13 +248,12 @@ var jsonTypes = map[string]string{
 	"object":  registry.TypeObject,
 }
 
-func argumentType(s map[string]any) (string, error) {
+// argumentType is the registry's word for the one type a property's
+// schema gives, or "".
+func argumentType(s map[string]any) string {
 	switch t := s["type"].(type) {
 	case string:
-		if typ, ok := jsonTypes[t]; ok {
-			return typ, nil
-		}
-		return "", fmt.Errorf("type %q cannot be declared", t)
+		return jsonTypes[t]
 	case []any:
 		var kept []string
 		for _, x := range t {
@@ -280,32 +263,10 @@ func argumentType(s map[string]any) (string, error) {
 			}
 		}
 		if len(kept) == 1 {
-			if typ, ok := jsonTypes[kept[0]]; ok {
-				return typ, nil
-			}
+			return jsonTypes[kept[0]]
 		}
-		return "", fmt.Errorf("type %v cannot be declared", t)
-	case nil:
-		if _, ok := s["properties"]; ok {
-			return registry.TypeObject, nil
-		}
-		if _, ok := s["items"]; ok {
-			return registry.TypeArray, nil
-		}
-		if enum, ok := s["enum"].([]any); ok && len(enum) > 0 {
-			allStrings := true
-			for _, e := range enum {
-				if _, ok := e.(string); !ok {
-					allStrings = false
-				}
-			}
-			if allStrings {
-				return registry.TypeString, nil
-			}
-		}
-		return "", errors.New("no type")
 	}
-	return "", fmt.Errorf("type %v cannot be declared", s["type"])
+	return ""
 }
 
 // plainObject re-decodes a schema value (as the SDK decoded it, or as a
@@ -366,16 +327,23 @@ func MergeRows(reg *registry.Registry, imported []registry.Tool) *registry.Regis
 		names[t.Name], methods[t.Method] = true, true
 		out.Tools = append(out.Tools, t)
 	}
-	// A registry file cannot say a row is imported: parse the rows without
-	// it and give it back, row by row (Parse keeps the order).
+	// A registry file cannot say a row is imported, nor name properties
+	// without declaring them: parse the rows without both and give them
+	// back, row by row (Parse keeps the order).
 	plain := &registry.Registry{Sections: out.Sections, Tools: slices.Clone(out.Tools)}
 	for i := range plain.Tools {
+		if plain.Tools[i].Listed() {
+			plain.Tools[i].Arguments = nil
+		}
 		plain.Tools[i].Imported = nil
 	}
 	if b, err := json.Marshal(plain); err == nil {
 		if parsed, err := registry.Parse(b, registry.FormatJSON); err == nil && len(parsed.Tools) == len(out.Tools) {
 			for i := range parsed.Tools {
 				parsed.Tools[i].Imported = out.Tools[i].Imported
+				if out.Tools[i].Listed() {
+					parsed.Tools[i].Arguments = out.Tools[i].Arguments
+				}
 			}
 			return parsed
 		}

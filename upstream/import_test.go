@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/internal/testkit/testserver"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -37,22 +38,28 @@ func TestImportedRows(t *testing.T) {
 		assert.Equal(t, "Greets someone.", hello.Description)
 		assert.Equal(t, "upstream:up", hello.Section, "closed by default")
 		assert.Nil(t, hello.Annotations, "the upstream's annotations are not trusted by default")
-		assert.Equal(t, &registry.Imported{Upstream: "up", Annotations: map[string]any{"readOnlyHint": true, "idempotentHint": false}}, hello.Imported)
-		assert.Equal(t, &registry.Imported{Upstream: "up"}, byName["up.fail"].Imported, "no annotations declared")
-		assert.Equal(t, []registry.Argument{{Name: "name", Type: "string", Required: true, Description: "who to greet"}}, hello.Arguments)
+		require.NotNil(t, hello.Imported)
+		assert.Equal(t, "up", hello.Imported.Upstream)
+		assert.Equal(t, map[string]any{"readOnlyHint": true, "idempotentHint": false}, hello.Imported.Annotations)
+		assert.Nil(t, byName["up.fail"].Imported.Annotations, "no annotations declared")
+		assert.Equal(t, []registry.Argument{{Name: "name", Type: "string", Required: true}}, hello.Arguments)
 
+		// The definition as listed (docs/contract.md §19): every property
+		// named, none dropped, the schema kept whole.
 		echo := byName["up.echo"]
-		num := func(s string) *json.Number { n := json.Number(s); return &n }
+		assert.JSONEq(t, testserver.EchoSchema, string(echo.Imported.InputSchema))
+		assert.JSONEq(t, testserver.EchoSchema, mustJSON(t, echo.InputSchema()), "what tools/list shows and calls are checked against")
 		assert.Equal(t, []registry.Argument{
-			{Name: "label", Type: "string", Required: true, Pattern: "^[a-z]+$"},
-			{Name: "count", Type: "int", Required: true, Description: "how many", Minimum: num("1"), Maximum: num("10")},
-			{Name: "color", Type: "string", Enum: []json.RawMessage{json.RawMessage(`"red"`), json.RawMessage(`"green"`)}},
+			{Name: "label", Type: "string", Required: true},
+			{Name: "count", Type: "int", Required: true},
+			{Name: "anyhow"},
+			{Name: "bad-name", Type: "string"},
+			{Name: "color"},
 			{Name: "flag", Type: "bool"},
 			{Name: "maybe", Type: "string"},
 			{Name: "opts", Type: "object"},
 			{Name: "ratio", Type: "float"},
 			{Name: "tags", Type: "array"},
-			// anyhow (anyOf) and bad-name cannot be declared: dropped.
 		}, echo.Arguments)
 		assert.Empty(t, byName["up.fail"].Arguments)
 
@@ -65,17 +72,28 @@ func TestImportedRows(t *testing.T) {
 
 func TestImportRowSkips(t *testing.T) {
 	t.Parallel()
-	_, _, err := importRow(&Config{Name: "s"}, mcpTool("needs", `{"type":"object","properties":{"x":{"anyOf":[{"type":"string"}]}},"required":["x"]}`))
-	assert.ErrorContains(t, err, `required argument "x"`)
-	_, _, err = importRow(&Config{Name: "s"}, mcpTool("needs", `{"type":"object","properties":{"bad-name":{"type":"string"}},"required":["bad-name"]}`))
-	assert.Error(t, err)
-	_, _, err = importRow(&Config{Name: "s"}, mcpTool("needs", `{"type":"object","required":["ghost"]}`))
-	assert.Error(t, err, "a required property without a schema")
+	_, _, err := importRow(&Config{Name: "s"}, mcpTool("far", `{"type":"object","properties":{"x":{"$ref":"https://example.com/x.json"}}}`))
+	assert.ErrorContains(t, err, "inputSchema cannot be checked", "a $ref outside the schema is never fetched")
+	_, _, err = importRow(&Config{Name: "s"}, mcpTool("odd", `{"$schema":"https://example.com/my-dialect","type":"object"}`))
+	assert.ErrorContains(t, err, "inputSchema cannot be checked", "a dialect toolgate does not know")
+	_, _, err = importRow(&Config{Name: "s"}, mcpTool("bad name", `{"type":"object"}`))
+	assert.ErrorContains(t, err, "row name")
 
-	row, notes, err := importRow(&Config{Name: "s"}, mcpTool("lax", `{"type":"object","properties":{"p":{"type":"string","pattern":"(?<=a)b"},"n":{"type":"number","minimum":0.5}}}`))
+	// What rows could not declare is kept (docs/contract.md §19).
+	for _, schema := range []string{
+		`{"type":"object","properties":{"x":{"anyOf":[{"type":"string"}]}},"required":["x"]}`,
+		`{"type":"object","properties":{"bad-name":{"type":"string"}},"required":["bad-name"]}`,
+		`{"type":"object","required":["ghost"]}`,
+		`{"type":"object","properties":{"p":{"type":"string","pattern":"(?<=a)b"},"n":{"type":"number","minimum":0.5}}}`,
+		`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","definitions":{"D":{"type":"string"}},"properties":{"d":{"$ref":"#/definitions/D"}}}`,
+	} {
+		row, _, err := importRow(&Config{Name: "s"}, mcpTool("kept", schema))
+		require.NoError(t, err, schema)
+		assert.JSONEq(t, schema, string(row.Imported.InputSchema))
+	}
+	_, notes, err := importRow(&Config{Name: "s"}, mcpTool("lookbehind", `{"type":"object","properties":{"p":{"type":"string","pattern":"(?<=a)b"}}}`))
 	require.NoError(t, err)
-	assert.Len(t, notes, 1, "the lookbehind pattern is not carried")
-	assert.Equal(t, []registry.Argument{{Name: "n", Type: "float", Minimum: numPtr("0.5")}, {Name: "p", Type: "string"}}, row.Arguments)
+	assert.Equal(t, []string{"inputSchema /properties/p/pattern: a regular expression Go cannot run is left to the upstream to check"}, notes)
 }
 
 func TestMergeRows(t *testing.T) {
@@ -131,8 +149,8 @@ func TestImportRowClosedAndUntrusted(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.section, row.Section)
 			assert.Equal(t, tc.annotations, row.Annotations)
-			assert.Equal(t, &registry.Imported{Upstream: "files", Annotations: declared}, row.Imported)
-			assert.Equal(t, "Wipe", row.Title)
+			assert.Equal(t, &registry.Imported{Upstream: "files", Annotations: declared, InputSchema: json.RawMessage(`{"type":"object"}`)}, row.Imported)
+			assert.Empty(t, row.Title, "the title as listed: the annotations' title stays theirs (docs/contract.md §19)")
 		})
 	}
 }
@@ -172,7 +190,12 @@ tools:
 	assert.Error(t, err, "a registry file cannot say a row is imported")
 }
 
-func numPtr(s string) *json.Number { n := json.Number(s); return &n }
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
 
 func mcpTool(name, schema string) *mcp.Tool {
 	var s map[string]any
