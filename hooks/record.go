@@ -105,6 +105,10 @@ type Record struct {
 	// found them before the call (docs/contract.md §18); nil when no limit
 	// applies or the store was not asked (a dry run without one).
 	Limits []LimitState
+	// History is what the call's decisions read of the caller's history
+	// (docs/contract.md §20): its count and digest; nil when they read
+	// none.
+	History *HistoryRead
 	// ResultDecision is the decision of the result rules on the method's
 	// result (docs/contract.md §18); nil when they were not evaluated.
 	ResultDecision *engine.ResultDecision
