@@ -64,6 +64,11 @@ type Options struct {
 	// (hooks/ledger.NewLimiter over the ledger's store, which replicas may
 	// share); nil: this process counts them in memory.
 	Limits hooks.Limits
+	// History keeps callers' histories for input.history
+	// (docs/contract.md §20; hooks/ledger.NewHistory over the ledger's
+	// store, which replicas may share); nil: this process keeps them in
+	// memory.
+	History hooks.History
 	// ListFallback is what tools/list shows when the grant policy fails
 	// (SPEC §6); the zero value lists the base decision.
 	ListFallback hooks.ListFallback
@@ -189,8 +194,14 @@ func (s *Server) buildEngine(ctx context.Context) error {
 		return err
 	}
 	s.eng = eng
-	if s.opts.Limits == nil {
-		s.opts.Limits = ledger.NewLimiter(store.NewMemoryStore(), nil)
+	if s.opts.Limits == nil || s.opts.History == nil {
+		mem := store.NewMemoryStore()
+		if s.opts.Limits == nil {
+			s.opts.Limits = ledger.NewLimiter(mem, nil)
+		}
+		if s.opts.History == nil {
+			s.opts.History = ledger.NewHistory(mem, nil)
+		}
 	}
 	return nil
 }
@@ -243,7 +254,7 @@ func init() {
 func (s *Server) mcpServer(caller mcpadapter.CallerFunc, transport []mcpadapter.Layer) *mcp.Server {
 	o := &s.opts
 	a := mcpadapter.New(mcpadapter.Options{Revisions: s.eng, Methods: o.Methods, Caller: caller, Logger: s.log,
-		HookTimeout: o.HookTimeout, ListFallback: o.ListFallback, Approvals: o.Approvals, Catalog: o.Catalog, Limits: o.Limits,
+		HookTimeout: o.HookTimeout, ListFallback: o.ListFallback, Approvals: o.Approvals, Catalog: o.Catalog, Limits: o.Limits, History: o.History,
 		Logging: o.Logging == nil || o.Logging()})
 	for _, h := range s.hooks {
 		a.AddHook(h)

@@ -230,7 +230,7 @@ func (r *Revision) Call(ctx context.Context, c *toolcall.Caller, req Request) *C
 					return
 				}
 				for k := range d.Limits {
-					if dl := &d.Limits[k]; dl.Key == l.Key && dl.Max == l.Max && dl.Per == l.Per && dl.Reason == l.Reason {
+					if dl := &d.Limits[k]; dl.Key == l.Key && dl.Max == l.Max && dl.Per == l.Per && dl.Cost == l.Cost && dl.Reason == l.Reason {
 						dl.Rules = appendLocation(dl.Rules, p.loc)
 					}
 				}

@@ -52,6 +52,9 @@ type Request struct {
 	// URI is the resource URI as sent (resources/read, subscribe,
 	// unsubscribe), or the URI template a completion/complete names.
 	URI string
+	// History is the caller's history, input.history (docs/contract.md
+	// §20); nil leaves it out of the input.
+	History History
 }
 
 // Keys of the input document (docs/contract.md §3).
@@ -284,6 +287,7 @@ const (
 	PartMeta      = "request.meta"
 	PartClaims    = "caller.claims"
 	PartResult    = "result"
+	PartHistory   = "history"
 )
 
 // CheckClaims reports whether claims can be represented exactly in the
@@ -414,6 +418,13 @@ func (r *Revision) input(c *toolcall.Caller, v *callerView, req *Request, tool i
 	}
 	if tool >= 0 && v != nil {
 		kv = append(kv, [2]*ast.Term{keyTool, v.rows[tool]})
+	}
+	if req.History != nil {
+		h, err := req.History.term()
+		if err != nil {
+			return nil, &InputError{Part: PartHistory, Err: err}
+		}
+		kv = append(kv, [2]*ast.Term{keyHistory, h})
 	}
 	return ast.NewObject(kv...), nil
 }

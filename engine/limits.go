@@ -8,15 +8,20 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// Limit is one object of data.toolgate.call.limit (docs/contract.md §18): a call is
-// admitted only if fewer than Max calls with Key were admitted within the
-// last Per; admitting it counts it under Key.
+// Limit is one object of data.toolgate.call.limit (docs/contract.md §18,
+// §20): a call is admitted only if the costs of the calls admitted with
+// Key within the last Per, plus its own Cost, stay within Max (without a
+// cost: fewer than Max calls); admitting it counts it under Key.
 type Limit struct {
 	// Key names the counter; the policy chooses it (per subject, per tool,
 	// per tenant claim, per argument value...). Never empty.
 	Key string `json:"key"`
-	// Max is how many calls Per admits; at least 1.
-	Max int64 `json:"max"`
+	// Max is how many calls Per admits (an integer ≥ 1), or, with a Cost,
+	// the most their costs may add up to (any number above 0).
+	Max float64 `json:"max"`
+	// Cost is what the call weighs under Key (§20's budgets); 0 when the
+	// policy gave none: the call weighs 1.
+	Cost float64 `json:"cost,omitempty"`
 	// Per is the sliding window; positive.
 	Per time.Duration `json:"per"`
 	// Reason is shown to a caller the limit refuses. Never empty.
@@ -59,11 +64,41 @@ func readLimits(v ast.Value) ([]Limit, error) {
 			return a.Max < b.Max
 		case a.Per != b.Per:
 			return a.Per < b.Per
+		case a.Cost != b.Cost:
+			return a.Cost < b.Cost
 		}
 		return a.Reason < b.Reason
 	})
+	// One call is counted once under a key, with one cost.
+	for i := 1; i < len(out); i++ {
+		if out[i].Key == out[i-1].Key && out[i].Weight() != out[i-1].Weight() {
+			return nil, typeError(refLimit, "limits with key %q name different costs (%v and %v)",
+				out[i].Key, out[i-1].Weight(), out[i].Weight())
+		}
+	}
 	return out, nil
 }
+
+// Weight is what the call weighs under the limit: Cost, or 1 without one.
+func (l Limit) Weight() float64 {
+	if l.Cost == 0 {
+		return 1
+	}
+	return l.Cost
+}
+
+// Fits reports whether the call fits on top of used, the costs counted
+// under Key within Per: used + Weight ≤ Max, within a relative 1e-12 of
+// Max so that decimal fractions add up as written (the stores compare
+// alike).
+func (l Limit) Fits(used float64) bool {
+	w := l.Weight()
+	return used+w <= l.Max || used+w-l.Max <= l.Max*1e-12
+}
+
+// NeverFits reports whether the call's cost is above Max: no window
+// admits it (docs/contract.md §20).
+func (l Limit) NeverFits() bool { return !l.Fits(0) }
 
 func readLimit(v ast.Value) (Limit, error) {
 	obj, ok := v.(ast.Object)
@@ -71,8 +106,9 @@ func readLimit(v ast.Value) (Limit, error) {
 		return Limit{}, typeError(refLimit, "a limit must be an object, got %s %s", ast.ValueName(v), v)
 	}
 	var (
-		l   Limit
-		err error
+		l         Limit
+		err       error
+		maxNotInt bool
 	)
 	obj.Foreach(func(k, val *ast.Term) {
 		if err != nil {
@@ -91,17 +127,25 @@ func readLimit(v ast.Value) (Limit, error) {
 			} else {
 				l.Reason = string(s)
 			}
-		case "max":
+		case "max", "cost":
 			n, ok := val.Value.(ast.Number)
-			var i int64
+			var f float64
 			if ok {
-				i, ok = n.Int64()
+				f, ok = n.Float64()
 			}
-			if !ok || i < 1 || i == math.MaxInt64 {
-				err = typeError(refLimit, "limit.max must be an integer ≥ 1, got %s %s", ast.ValueName(val.Value), val.Value)
+			if !ok || !(f > 0) || math.IsInf(f, 0) {
+				err = typeError(refLimit, "limit.%s must be a number > 0, got %s %s", key, ast.ValueName(val.Value), val.Value)
 				return
 			}
-			l.Max = i
+			if key == "cost" {
+				l.Cost = f
+				return
+			}
+			l.Max = f
+			var i int64
+			if i, ok = n.Int64(); !ok || i == math.MaxInt64 {
+				maxNotInt = true
+			}
 		case "per":
 			per, ok := positiveDuration(val.Value)
 			if !ok {
@@ -118,6 +162,11 @@ func readLimit(v ast.Value) (Limit, error) {
 	}
 	if l.Key == "" || l.Max == 0 || l.Per == 0 || l.Reason == "" {
 		return Limit{}, typeError(refLimit, "a limit needs key, max, per and reason, got %s", v)
+	}
+	if l.Cost == 0 && (maxNotInt || l.Max < 1) {
+		// Without a cost a limit counts calls (§18).
+		return Limit{}, typeError(refLimit, "limit.max must be an integer ≥ 1, got %s (a limit with a cost takes any number > 0)",
+			obj.Get(ast.StringTerm("max")).Value)
 	}
 	return l, nil
 }

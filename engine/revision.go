@@ -36,6 +36,7 @@ type Revision struct {
 	opts       *options
 	views      viewCache
 	mode       grantmode.Mode
+	history    historyReads // which decisions read input.history
 	// decisions memoises grant decisions per caller; nil when the policy
 	// is not cacheable or the cache is off.
 	decisions *decisionCache
@@ -218,6 +219,9 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 	rev.rowNames = ast.NewSet(names...)
 	rev.nobody = &GrantDecision{Revision: rev, Outcome: Nobody}
 	rev.mode = grantmode.Analyse(ps.compiler, refGranted)
+	if reg.History != nil {
+		rev.history = analyseHistory(ps.compiler)
+	}
 	if ps.prompts {
 		// One decision: memoised only when prompts can be too.
 		if pm := grantmode.Analyse(ps.compiler, refPrompts); !pm.Cacheable {

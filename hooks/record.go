@@ -105,6 +105,10 @@ type Record struct {
 	// found them before the call (docs/contract.md §18); nil when no limit
 	// applies or the store was not asked (a dry run without one).
 	Limits []LimitState
+	// History is what the call's decisions read of the caller's history
+	// (docs/contract.md §20): its count and digest; nil when they read
+	// none.
+	History *HistoryRead
 	// ResultDecision is the decision of the result rules on the method's
 	// result (docs/contract.md §18); nil when they were not evaluated.
 	ResultDecision *engine.ResultDecision
@@ -234,10 +238,16 @@ type LimitState struct {
 	// Count is how many calls the limit's key admitted within the last
 	// Per, before this call.
 	Count int64
+	// Used is the sum of their costs (docs/contract.md §20): Count when
+	// every call weighed 1.
+	Used float64
 	// Wait is how long until a call would be admitted under this limit;
-	// 0 when it admits.
+	// 0 when it admits, or when it never does.
 	Wait time.Duration
+	// Never reports that the call's cost is above the limit's max: no
+	// window admits it.
+	Never bool
 }
 
 // Refuses reports whether this limit refuses the call.
-func (s LimitState) Refuses() bool { return s.Count >= s.Limit.Max }
+func (s LimitState) Refuses() bool { return s.Never || !s.Limit.Fits(s.Used) }

@@ -72,6 +72,10 @@ type Options struct {
 	// (docs/contract.md §18); nil: a call a limit rule names fails closed
 	// (internal error).
 	Limits hooks.Limits
+	// History keeps callers' histories for input.history
+	// (docs/contract.md §20); nil: a call whose policy reads it fails
+	// closed, and no call is recorded.
+	History hooks.History
 	// Logging makes NewServer announce the logging capability
 	// (docs/contract.md §16): set it when a method may log to its client
 	// (a Go method through its Peer, an upstream that offers logging).

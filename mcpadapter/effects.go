@@ -38,6 +38,9 @@ type effects interface {
 	// counts) when served, Peek in a dry run. asked is false when there
 	// is no store and the call goes on without one.
 	limits(ctx context.Context, limits []engine.Limit) (ck hooks.LimitCheck, asked bool, err error)
+	// history is the caller's history (docs/contract.md §20): loaded from
+	// the store when served, the one given in a dry run.
+	history(ctx context.Context, source, subject string, per time.Duration, max int) (engine.History, error)
 	// approval decides a call an approval rule names: it reports whether
 	// that decided the call (held, refused, failed); a call that consumed
 	// an approval goes on, the approval in rec.
@@ -109,6 +112,18 @@ func (s served) limits(ctx context.Context, limits []engine.Limit) (hooks.LimitC
 	return ck, true, err
 }
 
+// history loads the caller's history under the hook deadline; without a
+// store the call fails (ErrNoHistory).
+func (s served) history(ctx context.Context, source, subject string, per time.Duration, max int) (engine.History, error) {
+	h := s.a.opts.History
+	if h == nil {
+		return nil, ErrNoHistory
+	}
+	return guard(ctx, s.a.opts.HookTimeout, false, func(ctx context.Context) (engine.History, error) {
+		return h.Load(ctx, source, subject, per, max)
+	})
+}
+
 func (s served) approval(ctx context.Context, call *hooks.CallContext, rule *engine.Approval, rec *hooks.Record) bool {
 	return s.a.checkApproval(ctx, call, rule, rec)
 }
@@ -172,6 +187,17 @@ type dryRun struct {
 	store hooks.Limits
 	// taken is a result the method is taken to return; nil: none.
 	taken *mcp.CallToolResult
+	// hist is the caller's history as given (nil: none yet).
+	hist engine.History
+}
+
+// history is the one given, newest first, at most max.
+func (d *dryRun) history(_ context.Context, _, _ string, _ time.Duration, max int) (engine.History, error) {
+	h := d.hist
+	if len(h) > max {
+		h = h[:max]
+	}
+	return h, nil
 }
 
 func (d *dryRun) caller(context.Context, *mcp.CallToolRequest) (*toolcall.Caller, string) {

@@ -64,6 +64,8 @@ type setup struct {
 	catalog mcpadapter.Catalog
 	// limits replaces the adapter's limit store (an in-memory one).
 	limits hooks.Limits
+	// history replaces the adapter's history store (an in-memory one).
+	history hooks.History
 }
 
 // governed is a running governed server for one test.
@@ -151,7 +153,8 @@ func newGoverned(t testing.TB, s setup) *governed {
 		Approvals: approvals.New(store.NewMemoryStore(), approvals.Options{
 			NewID: func() string { return fmt.Sprintf("%024x", ids.Add(1)) },
 		}),
-		Limits: cmp.Or[hooks.Limits](s.limits, ledger.NewLimiter(store.NewMemoryStore(), nil)),
+		Limits:  cmp.Or[hooks.Limits](s.limits, ledger.NewLimiter(store.NewMemoryStore(), nil)),
+		History: cmp.Or[hooks.History](s.history, ledger.NewHistory(store.NewMemoryStore(), nil)),
 	})
 	for _, name := range s.hooks {
 		g.adapter.AddHook(testHook(t, name))

@@ -22,18 +22,28 @@ func RateLimited(reason string, wait time.Duration) string {
 	return fmt.Sprintf("Rate limit exceeded: %s. Try again in %d s.", reason, waitSeconds(wait))
 }
 
+// RateLimitedNever is the answer to a call whose cost is above a limit's
+// max (docs/contract.md §20): no wait would admit it.
+func RateLimitedNever(reason string) string {
+	return fmt.Sprintf("Rate limit exceeded: %s.", reason)
+}
+
 func waitSeconds(wait time.Duration) int64 {
 	s := int64((wait + time.Second - 1) / time.Second)
 	return max(s, 1)
 }
 
 // refusing is the limit that refuses the call longest (the first such in
-// key order), or nil when every limit admits it.
+// key order; one that never admits it before any), or nil when every
+// limit admits it.
 func refusing(ck *hooks.LimitCheck) *hooks.LimitState {
 	var worst *hooks.LimitState
 	for i := range ck.States {
 		s := &ck.States[i]
-		if s.Refuses() && (worst == nil || s.Wait > worst.Wait) {
+		if !s.Refuses() || worst != nil && worst.Never {
+			continue
+		}
+		if worst == nil || s.Never || s.Wait > worst.Wait {
 			worst = s
 		}
 	}
@@ -79,6 +89,9 @@ func (p *pipeline) limit(ctx context.Context, s *accepted) bool {
 	}
 	worst := refusing(&ck)
 	text := RateLimited(worst.Limit.Reason, worst.Wait)
+	if worst.Never {
+		text = RateLimitedNever(worst.Limit.Reason)
+	}
 	rec.Stage, rec.Outcome = toolcall.StageLimited, toolcall.OutcomeLimited
 	rec.Answerer, rec.Result = hooks.Answerer{Kind: toolcall.ByLimit, Rules: worst.Limit.Rules}, TextResult(text, true)
 	return true

@@ -170,15 +170,21 @@ func (failingLimits) Peek(context.Context, []engine.Limit) (hooks.LimitCheck, er
 func TestLimitsFailClosed(t *testing.T) {
 	t.Parallel()
 	malformed := map[string]string{
-		"max zero":       `{"key": "k", "max": 0, "per": "1m", "reason": "r"}`,
-		"max fraction":   `{"key": "k", "max": 1.5, "per": "1m", "reason": "r"}`,
-		"max a string":   `{"key": "k", "max": "10", "per": "1m", "reason": "r"}`,
-		"per not a time": `{"key": "k", "max": 1, "per": "a minute", "reason": "r"}`,
-		"per negative":   `{"key": "k", "max": 1, "per": "-1m", "reason": "r"}`,
-		"empty key":      `{"key": "", "max": 1, "per": "1m", "reason": "r"}`,
-		"no reason":      `{"key": "k", "max": 1, "per": "1m"}`,
-		"unknown member": `{"key": "k", "max": 1, "per": "1m", "reason": "r", "burst": 2}`,
-		"not an object":  `"k"`,
+		"max zero":             `{"key": "k", "max": 0, "per": "1m", "reason": "r"}`,
+		"max fraction":         `{"key": "k", "max": 1.5, "per": "1m", "reason": "r"}`,
+		"max a string":         `{"key": "k", "max": "10", "per": "1m", "reason": "r"}`,
+		"per not a time":       `{"key": "k", "max": 1, "per": "a minute", "reason": "r"}`,
+		"per negative":         `{"key": "k", "max": 1, "per": "-1m", "reason": "r"}`,
+		"empty key":            `{"key": "", "max": 1, "per": "1m", "reason": "r"}`,
+		"no reason":            `{"key": "k", "max": 1, "per": "1m"}`,
+		"unknown member":       `{"key": "k", "max": 1, "per": "1m", "reason": "r", "burst": 2}`,
+		"not an object":        `"k"`,
+		"cost zero":            `{"key": "k", "max": 10, "per": "1m", "reason": "r", "cost": 0}`,
+		"cost negative":        `{"key": "k", "max": 10, "per": "1m", "reason": "r", "cost": -1}`,
+		"cost a string":        `{"key": "k", "max": 10, "per": "1m", "reason": "r", "cost": "5"}`,
+		"max zero with a cost": `{"key": "k", "max": 0, "per": "1m", "reason": "r", "cost": 1}`,
+		"two costs under one key": `{"key": "k", "max": 10, "per": "1m", "reason": "r", "cost": 1}
+limit contains {"key": "k", "max": 10, "per": "1h", "reason": "r", "cost": 2}`,
 	}
 	for name, obj := range malformed {
 		t.Run(name, func(t *testing.T) {
@@ -229,4 +235,38 @@ func callRequest(params string) *mcp.CallToolRequest {
 		panic(err)
 	}
 	return &mcp.CallToolRequest{Params: &p}
+}
+
+// TestBudgetAnswers (docs/contract.md §20): a limit with a cost admits
+// calls while their costs add up to max, refuses the one past it with the
+// seconds until enough cost has left the window, and answers a cost above
+// max with the reason alone.
+func TestBudgetAnswers(t *testing.T) {
+	t.Parallel()
+	clock := testclock.New(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	g := newGoverned(t, setup{
+		caller: maxCaller,
+		policies: map[string]string{"limits.rego": `package toolgate.call
+
+limit contains {"key": sprintf("add/%s", [input.caller.subject]), "max": 10, "per": "1m", "cost": input.request.arguments.a, "reason": "adds of more than 10 a minute"} if {
+	input.tool.name == "add"
+}
+`},
+		limits: ledger.NewLimiter(store.NewMemoryStore(), clock.Now),
+	})
+	c := g.connectRaw(t, proto20250618)
+	add := func(a int) string { return fmt.Sprintf(`{"name":"add","arguments":{"a":%d,"b":0}}`, a) }
+	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"4"}]}}`, string(c.call(add(4))))
+	clock.Advance(10 * time.Second)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"6"}]}}`, string(c.call(add(6))), "exactly at the sum")
+	clock.Advance(10 * time.Second)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"Rate limit exceeded: adds of more than 10 a minute. Try again in 40 s."}],"isError":true}}`,
+		string(c.call(add(3))), "4 leaves the window at +60 s")
+	assert.Equal(t, `{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"Rate limit exceeded: adds of more than 10 a minute. Try again in 50 s."}],"isError":true}}`,
+		string(c.call(add(7))), "4 and 6 must both leave")
+	assert.Equal(t, `{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"Rate limit exceeded: adds of more than 10 a minute."}],"isError":true}}`,
+		string(c.call(add(11))), "a cost above max")
+	clock.Advance(40 * time.Second)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":6,"result":{"content":[{"type":"text","text":"3"}]}}`, string(c.call(add(3))))
+	assert.Equal(t, []string{"result", "result", "limited", "limited", "limited", "result"}, g.after.outcomes())
 }

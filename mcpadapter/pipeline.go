@@ -99,6 +99,7 @@ func (a *Adapter) call(ctx context.Context, req *mcp.CallToolRequest) *hooks.Rec
 			slog.String("decision_id", call.DecisionID), slog.String("tool", call.Name), slog.String("method", call.Method),
 			slog.String("subject", call.Caller.Subject), slog.String("revision", call.Revision.String()), slog.Any("error", rec.Err))
 	}
+	a.recordHistory(ctx, call, rec)
 	// Step 8.
 	a.runAfter(ctx, call, rec)
 	return rec
@@ -123,6 +124,9 @@ type DryRunOptions struct {
 	// Methods resolve rows' methods, for binding the arguments; nil: the
 	// run stops before binding.
 	Methods methods.Set
+	// History is the caller's history, newest first, for a policy that
+	// reads input.history (docs/contract.md §20); nil: none.
+	History engine.History
 	// Limits, when set, is read (never counted in) for the counters of
 	// the call's rate limits: a limit that would refuse decides the run
 	// (StageLimited). nil: the limits are only reported, in the
@@ -152,7 +156,7 @@ func DryRun(ctx context.Context, o DryRunOptions) *hooks.Record {
 		meta:        string(o.Meta),
 		start:       time.Now(),
 	}
-	fx := &dryRun{who: o.Caller, rc: newRevisionCache(o.Revision), store: o.Limits, taken: o.Result}
+	fx := &dryRun{who: o.Caller, rc: newRevisionCache(o.Revision), store: o.Limits, taken: o.Result, hist: o.History}
 	pl := &pipeline{fx: fx, methods: o.Methods}
 	_, rec := pl.run(ctx, in)
 	rec.Dry = true
@@ -191,8 +195,16 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*hooks.CallContext, 
 		Revision:   rev,
 		Start:      in.start,
 	}
-	// Step 3: the grant decision, strictly. An unknown name runs it too.
+	// Step 3: the grant decision, strictly. An unknown name runs it too,
+	// and loads the caller's history alike when the grant reads it.
 	t := time.Now()
+	if err := p.loadHistory(ctx, call, &ereq, rec, true); err != nil {
+		rec.GrantTime = time.Since(t)
+		fail(rec, toolcall.StageNotVerified, hooks.Answerer{Kind: toolcall.ByGate}, fmt.Errorf("history: %w", err))
+		rec.Grant.Err = rec.Err
+		rec.Outcome, rec.Result = toolcall.OutcomeRefusedGate, TextResult(AnswerNotVerified, true)
+		return call, rec
+	}
 	d := p.fx.grant(ctx, rev, caller, ereq)
 	rec.GrantTime = time.Since(t)
 	idx := rev.ToolIndex(name)
@@ -267,6 +279,11 @@ func (p *pipeline) callRules(ctx context.Context, s *accepted) bool {
 	rec := s.rec
 	byHooks := len(rec.Denials)
 	t := time.Now()
+	if err := p.loadHistory(ctx, s.call, &s.ereq, rec, false); err != nil {
+		rec.RulesTime = time.Since(t)
+		fail(rec, toolcall.StageRuleFailed, hooks.Answerer{Kind: toolcall.ByRule}, fmt.Errorf("history: %w", err))
+		return true
+	}
 	cd := s.call.Revision.Call(ctx, s.call.Caller, s.ereq)
 	rec.RulesTime = time.Since(t)
 	rec.CallDecision, s.cd = cd, cd

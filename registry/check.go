@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
@@ -22,6 +23,13 @@ func check(doc any, ps, warnings *problems) {
 	root, _ := doc.(map[string]any)
 	rows, _ := root["tools"].([]any)
 	sections, _ := root["sections"].(map[string]any)
+	if h, ok := root["history"].(map[string]any); ok {
+		if per, ok := h["per"].(string); ok {
+			if d, err := time.ParseDuration(per); err != nil || d <= 0 {
+				ps.add([]string{"history", "per"}, "%q is not a positive duration such as \"10m\" or \"24h\"", per)
+			}
+		}
+	}
 	first := map[string]int{}
 	for i, row := range rows {
 		m, ok := row.(map[string]any)

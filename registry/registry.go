@@ -26,12 +26,16 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Registry is a validated registry document.
 type Registry struct {
 	// Sections maps a permission section's name to the roles that may use it.
 	Sections map[string]Section `json:"sections,omitempty"`
+	// History, when set, keeps each caller's calls for policies to read as
+	// input.history (docs/contract.md §20); nil: there is no history.
+	History *History `json:"history,omitempty"`
 	// Tools are the rows, in the order of the file.
 	Tools []Tool `json:"tools"`
 	// Prompts are the prompts imported from upstreams, in configuration
@@ -43,6 +47,28 @@ type Registry struct {
 	index map[string]int
 	// warnings are Parse's findings that do not refuse the document.
 	warnings []Problem
+}
+
+// History is the registry's history setting: input.history holds the
+// caller's entries of the last Per, at most Max.
+type History struct {
+	// Per is a duration string (time.ParseDuration's), above zero.
+	Per string `json:"per"`
+	// Max is 1 to MaxHistory.
+	Max int `json:"max"`
+}
+
+// MaxHistory is the most entries a history may hold.
+const MaxHistory = 1000
+
+// Window is Per as a duration; 0 when it is not one (a History that was
+// not validated).
+func (h *History) Window() time.Duration {
+	d, err := time.ParseDuration(h.Per)
+	if err != nil || d <= 0 {
+		return 0
+	}
+	return d
 }
 
 // Section lists the roles granted the tools of one permission section.
@@ -60,6 +86,10 @@ type Tool struct {
 	Driver      string         `json:"driver,omitempty"`
 	Arguments   []Argument     `json:"arguments,omitempty"`
 	Annotations map[string]any `json:"annotations,omitempty"`
+	// Remember names the arguments whose values the row's calls leave in
+	// the caller's history (docs/contract.md §20); for an imported row,
+	// the upstream's remember setting for the tool.
+	Remember []string `json:"remember,omitempty"`
 	// Imported is set on a row imported from an upstream MCP server (the
 	// binary's upstream import, docs/contract.md §15); nil on a row of a registry file,
 	// which cannot set it (the registry schema has no such field).

@@ -8,14 +8,29 @@ import (
 
 // Rate limits and quotas (docs/contract.md §18) are counted in the ledger's store,
 // so that replicas sharing a store share them. A store keeps one entry per
-// admitted call and key (a sliding log): a call is admitted under a limit
-// when fewer than Max entries with its key are younger than Per.
+// admitted call and key (a sliding log) with the call's cost: a call is
+// admitted under a limit when the costs of the entries with its key that
+// are younger than Per, plus its own cost, do not exceed Max (§20's
+// budgets; a limit without a cost weighs every call 1, so that is "fewer
+// than Max calls").
 
 // LimitRequest is one limit a call must pass.
 type LimitRequest struct {
 	Key string
-	Max int64
+	// Max is the most the costs within Per may add up to; above 0.
+	Max float64
 	Per time.Duration
+	// Cost is what this call weighs under Key; 0 means 1. Limits sharing
+	// a key share one cost (the entry counted under the key).
+	Cost float64
+}
+
+// cost is the call's cost under l: 1 when none was given.
+func (l LimitRequest) cost() float64 {
+	if l.Cost == 0 {
+		return 1
+	}
+	return l.Cost
 }
 
 // LimitCount is what a store found for one LimitRequest.
@@ -23,9 +38,20 @@ type LimitCount struct {
 	// Count is how many calls were admitted under the key within the last
 	// Per, before this call.
 	Count int64
-	// Wait is, when the limit refuses (Count >= Max), how long until a
-	// call would be admitted under it; 0 when it admits.
+	// Used is the sum of their costs (Count when every cost was 1).
+	Used float64
+	// Wait is, when the limit refuses, how long until a call would be
+	// admitted under it; 0 when it admits, or when it never admits.
 	Wait time.Duration
+	// Never reports that the call's cost exceeds Max: no window admits it.
+	Never bool
+}
+
+// fits reports whether a call of cost on top of used stays within max.
+// Costs are float64: sums of decimal fractions (0.1 + 0.2) are taken as
+// written, within a relative 1e-12 of max; integers below 2^53 are exact.
+func fits(used, cost, max float64) bool {
+	return used+cost <= max || used+cost-max <= max*1e-12
 }
 
 // LimitStore counts calls under rate limits (MemoryStore, SQLiteStore and
@@ -52,15 +78,37 @@ var (
 	_ LimitStore = (*PostgresStore)(nil)
 )
 
-// waitFor is how long until a call is admitted under a limit of max per
-// per, given the times (ascending) of the calls counted within the
-// window: once the oldest len(ats)-max+1 of them left it.
-func waitFor(ats []int64, max int64, per time.Duration, now time.Time) time.Duration {
-	n := int64(len(ats))
-	if n < max {
-		return 0
+// countOf reads one limit's window: ats and costs (ascending by time) are
+// the calls counted under its key within Per.
+func countOf(l LimitRequest, ats []int64, costs []float64, now time.Time) LimitCount {
+	c := LimitCount{Count: int64(len(ats))}
+	for _, x := range costs {
+		c.Used += x
 	}
-	return time.Unix(0, ats[n-max]).Add(per).Sub(now)
+	cost := l.cost()
+	switch {
+	case fits(c.Used, cost, l.Max):
+	case cost > l.Max && !fits(0, cost, l.Max):
+		c.Never = true
+	default:
+		// Admitted once the oldest calls whose costs add up to what is
+		// too much have left the window.
+		need, gone := c.Used+cost-l.Max, 0.0
+		for i, x := range costs {
+			gone += x
+			if gone >= need || fits(c.Used-gone, cost, l.Max) {
+				c.Wait = time.Unix(0, ats[i]).Add(l.Per).Sub(now)
+				break
+			}
+		}
+	}
+	return c
+}
+
+// refuses reports whether the limit refuses a call of its cost, given what
+// the store counted.
+func (c LimitCount) refuses(l LimitRequest) bool {
+	return c.Never || !fits(c.Used, l.cost(), l.Max)
 }
 
 // maxCountLife bounds how long a counted call is kept, whatever a window
@@ -68,16 +116,19 @@ func waitFor(ats []int64, max int64, per time.Duration, now time.Time) time.Dura
 const maxCountLife = 100 * 365 * 24 * time.Hour
 
 // keyLifetimes are the distinct keys of limits, sorted, and for each the
-// longest Per: how long a call counted under the key must be kept.
-func keyLifetimes(limits []LimitRequest) (keys []string, per map[string]time.Duration) {
+// longest Per (how long a call counted under the key must be kept) and
+// the largest cost (what the call weighs under it).
+func keyLifetimes(limits []LimitRequest) (keys []string, per map[string]time.Duration, cost map[string]float64) {
 	per = make(map[string]time.Duration, len(limits))
+	cost = make(map[string]float64, len(limits))
 	for _, l := range limits {
 		p, ok := per[l.Key]
 		if !ok {
 			keys = append(keys, l.Key)
 		}
 		per[l.Key] = min(max(p, l.Per), maxCountLife)
+		cost[l.Key] = max(cost[l.Key], l.cost())
 	}
 	slices.Sort(keys) // one locking order for every call
-	return keys, per
+	return keys, per, cost
 }

@@ -14,18 +14,20 @@ type memLimits struct {
 }
 
 type memLimitLog struct {
-	ats     []int64 // ascending
-	expires []int64 // expires[i] is when ats[i] may be pruned
+	ats     []int64   // ascending
+	costs   []float64 // costs[i] is what the call at ats[i] weighed
+	expires []int64   // expires[i] is when ats[i] may be pruned
 }
 
-// window returns the times of the calls within the last per, ascending.
-func (lg *memLimitLog) window(now time.Time, per time.Duration) []int64 {
+// window returns the times and costs of the calls within the last per,
+// ascending.
+func (lg *memLimitLog) window(now time.Time, per time.Duration) ([]int64, []float64) {
 	if lg == nil {
-		return nil
+		return nil, nil
 	}
 	from := now.Add(-per).UnixNano()
 	i := sort.Search(len(lg.ats), func(i int) bool { return lg.ats[i] > from })
-	return lg.ats[i:]
+	return lg.ats[i:], lg.costs[i:]
 }
 
 // AdmitCall implements LimitStore.
@@ -39,7 +41,7 @@ func (s *MemoryStore) AdmitCall(_ context.Context, limits []LimitRequest, now ti
 	if s.lim.keys == nil {
 		s.lim.keys = map[string]*memLimitLog{}
 	}
-	keys, per := keyLifetimes(limits)
+	keys, per, cost := keyLifetimes(limits)
 	at := now.UnixNano()
 	for _, k := range keys {
 		lg := s.lim.keys[k]
@@ -49,6 +51,7 @@ func (s *MemoryStore) AdmitCall(_ context.Context, limits []LimitRequest, now ti
 		}
 		i := sort.Search(len(lg.ats), func(i int) bool { return lg.ats[i] > at })
 		lg.ats = slices.Insert(lg.ats, i, at)
+		lg.costs = slices.Insert(lg.costs, i, cost[k])
 		lg.expires = slices.Insert(lg.expires, i, now.Add(per[k]).UnixNano())
 	}
 	return true, counts, nil
@@ -67,9 +70,9 @@ func (m *memLimits) count(limits []LimitRequest, now time.Time) (bool, []LimitCo
 	ok := true
 	counts := make([]LimitCount, len(limits))
 	for i, l := range limits {
-		w := m.keys[l.Key].window(now, l.Per)
-		counts[i] = LimitCount{Count: int64(len(w)), Wait: waitFor(w, l.Max, l.Per, now)}
-		if counts[i].Count >= l.Max {
+		ats, costs := m.keys[l.Key].window(now, l.Per)
+		counts[i] = countOf(l, ats, costs, now)
+		if counts[i].refuses(l) {
 			ok = false
 		}
 	}
@@ -91,10 +94,10 @@ func (s *MemoryStore) PruneLimits(_ context.Context, now time.Time, limit int) (
 				n++
 				continue
 			}
-			lg.ats[kept], lg.expires[kept] = lg.ats[i], lg.expires[i]
+			lg.ats[kept], lg.costs[kept], lg.expires[kept] = lg.ats[i], lg.costs[i], lg.expires[i]
 			kept++
 		}
-		lg.ats, lg.expires = lg.ats[:kept], lg.expires[:kept]
+		lg.ats, lg.costs, lg.expires = lg.ats[:kept], lg.costs[:kept], lg.expires[:kept]
 		if kept == 0 {
 			delete(s.lim.keys, k)
 		}

@@ -18,7 +18,8 @@ import (
 const limitsTable = "toolgate_limits"
 
 // limitsDDL creates the table and its indexes; %s is the type of a 64-bit
-// integer.
+// integer. The cost column (limitsCostColumn) is added after it, also to
+// a table made before budgets.
 func limitsDDL(intType string) []string {
 	return []string{
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS `+limitsTable+` (
@@ -31,6 +32,11 @@ func limitsDDL(intType string) []string {
 		`CREATE INDEX IF NOT EXISTS toolgate_limits_expiry ON ` + limitsTable + ` (expires_at)`,
 	}
 }
+
+// limitsCostColumn adds what each counted call weighed (docs/contract.md
+// §20); calls counted before it, or by a replica that predates it, weigh
+// 1. %s is the type of a float64.
+const limitsCostColumn = `ALTER TABLE ` + limitsTable + ` ADD COLUMN cost %s NOT NULL DEFAULT 1`
 
 // maxStoredKey is the longest key stored as it is; a longer one (a policy
 // may build keys from argument values) is stored as its SHA-256, which an
@@ -53,7 +59,7 @@ func storedKeys(limits []LimitRequest) []LimitRequest {
 
 func (s *sqlStore) AdmitCall(ctx context.Context, limits []LimitRequest, now time.Time) (bool, []LimitCount, error) {
 	limits = storedKeys(limits)
-	keys, per := keyLifetimes(limits)
+	keys, per, cost := keyLifetimes(limits)
 	var (
 		ok     bool
 		counts []LimitCount
@@ -66,8 +72,8 @@ func (s *sqlStore) AdmitCall(ctx context.Context, limits []LimitRequest, now tim
 		}
 		for _, k := range keys {
 			_, err := q.exec(ctx,
-				`INSERT INTO `+limitsTable+` (id, limit_key, at, expires_at) VALUES ($1, $2, $3, $4)`,
-				newToken(), k, now.UnixNano(), now.Add(per[k]).UnixNano())
+				`INSERT INTO `+limitsTable+` (id, limit_key, at, expires_at, cost) VALUES ($1, $2, $3, $4, $5)`,
+				newToken(), k, now.UnixNano(), now.Add(per[k]).UnixNano(), cost[k])
 			if err != nil {
 				return err
 			}
@@ -94,24 +100,33 @@ func countLimits(ctx context.Context, q sqlQuerier, limits []LimitRequest, now t
 	counts := make([]LimitCount, len(limits))
 	for i, l := range limits {
 		from := now.Add(-l.Per).UnixNano()
-		var n int64
-		if err := q.queryRow(ctx, `SELECT count(*) FROM `+limitsTable+` WHERE limit_key = $1 AND at > $2`,
-			[]any{&n}, l.Key, from); err != nil {
+		c := &counts[i]
+		if err := q.queryRow(ctx, `SELECT count(*), COALESCE(SUM(cost), 0) FROM `+limitsTable+` WHERE limit_key = $1 AND at > $2`,
+			[]any{&c.Count, &c.Used}, l.Key, from); err != nil {
 			return false, nil, err
 		}
-		counts[i].Count = n
-		if n < l.Max {
+		cost := l.cost()
+		if fits(c.Used, cost, l.Max) {
 			continue
 		}
 		ok = false
-		// The call is admitted once the oldest n-max+1 calls left the window.
+		if !fits(0, cost, l.Max) {
+			c.Never = true
+			continue
+		}
+		// The call is admitted once the oldest calls whose costs add up to
+		// what is too much have left the window: the first whose running
+		// sum reaches it (for costs of 1: the (n-max+1)th oldest).
 		var at int64
+		need := c.Used + cost - l.Max
 		if err := q.queryRow(ctx,
-			`SELECT at FROM `+limitsTable+` WHERE limit_key = $1 AND at > $2 ORDER BY at LIMIT 1 OFFSET $3`,
-			[]any{&at}, l.Key, from, n-l.Max); err != nil {
+			`SELECT at FROM (SELECT at, SUM(cost) OVER (ORDER BY at, id ROWS UNBOUNDED PRECEDING) AS gone
+				FROM `+limitsTable+` WHERE limit_key = $1 AND at > $2) w
+			WHERE gone >= $3 ORDER BY at LIMIT 1`,
+			[]any{&at}, l.Key, from, need-l.Max*1e-12); err != nil {
 			return false, nil, err
 		}
-		counts[i].Wait = time.Unix(0, at).Add(l.Per).Sub(now)
+		c.Wait = time.Unix(0, at).Add(l.Per).Sub(now)
 	}
 	return ok, counts, nil
 }

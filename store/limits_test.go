@@ -89,20 +89,20 @@ func TestLimitsWindowSlides(t *testing.T) {
 		assert.Equal(t, LimitCount{}, c)
 		ok, c = admit(t0.Add(20 * time.Second))
 		assert.True(t, ok)
-		assert.Equal(t, LimitCount{Count: 1}, c)
+		assert.Equal(t, LimitCount{Count: 1, Used: 1}, c)
 		for range 3 { // refused calls are not counted
 			ok, c = admit(t0.Add(30 * time.Second))
 			assert.False(t, ok)
-			assert.Equal(t, LimitCount{Count: 2, Wait: 30 * time.Second}, c)
+			assert.Equal(t, LimitCount{Count: 2, Used: 2, Wait: 30 * time.Second}, c)
 		}
 		// The first call leaves the window at t0+1m exactly: a window is
 		// the last Per, the call at its start is out.
 		ok, c = admit(t0.Add(time.Minute))
 		assert.True(t, ok, "the window slid past the first call")
-		assert.Equal(t, LimitCount{Count: 1}, c)
+		assert.Equal(t, LimitCount{Count: 1, Used: 1}, c)
 		ok, c = admit(t0.Add(time.Minute + time.Second))
 		assert.False(t, ok)
-		assert.Equal(t, LimitCount{Count: 2, Wait: 19 * time.Second}, c, "until the call at t0+20s leaves")
+		assert.Equal(t, LimitCount{Count: 2, Used: 2, Wait: 19 * time.Second}, c, "until the call at t0+20s leaves")
 	})
 }
 
@@ -122,7 +122,7 @@ func TestLimitsAreAllOrNothing(t *testing.T) {
 		ok, counts, err := s.AdmitCall(ctx, []LimitRequest{subject, tool}, t0.Add(time.Second))
 		require.NoError(t, err)
 		assert.False(t, ok)
-		assert.Equal(t, []LimitCount{{Count: 1}, {Count: 1, Wait: time.Hour - time.Second}}, counts)
+		assert.Equal(t, []LimitCount{{Count: 1, Used: 1}, {Count: 1, Used: 1, Wait: time.Hour - time.Second}}, counts)
 		_, counts, err = s.PeekLimits(ctx, []LimitRequest{subject}, t0.Add(2*time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, int64(1), counts[0].Count, "the refused call was not counted under the subject")
@@ -138,11 +138,11 @@ func TestLimitsAreAllOrNothing(t *testing.T) {
 		ok, counts, err = s.AdmitCall(ctx, []LimitRequest{burst, daily}, t0.Add(2*time.Second))
 		require.NoError(t, err)
 		assert.True(t, ok, "the burst window slid; the quota has room for one more")
-		assert.Equal(t, []LimitCount{{Count: 0}, {Count: 2}}, counts)
+		assert.Equal(t, []LimitCount{{Count: 0, Used: 0}, {Count: 2, Used: 2}}, counts)
 		ok, counts, err = s.AdmitCall(ctx, []LimitRequest{burst, daily}, t0.Add(3*time.Second))
 		require.NoError(t, err)
 		assert.False(t, ok)
-		assert.Equal(t, LimitCount{Count: 3, Wait: 24*time.Hour - 3*time.Second}, counts[1])
+		assert.Equal(t, LimitCount{Count: 3, Used: 3, Wait: 24*time.Hour - 3*time.Second}, counts[1])
 	})
 }
 
@@ -161,7 +161,7 @@ func TestLimitsLongKeys(t *testing.T) {
 		ok, counts, err := s.AdmitCall(ctx, []LimitRequest{a}, t0)
 		require.NoError(t, err)
 		assert.False(t, ok)
-		assert.Equal(t, LimitCount{Count: 1, Wait: time.Minute}, counts[0])
+		assert.Equal(t, LimitCount{Count: 1, Used: 1, Wait: time.Minute}, counts[0])
 		ok, _, err = s.AdmitCall(ctx, []LimitRequest{b}, t0)
 		require.NoError(t, err)
 		assert.True(t, ok, "another long key")
@@ -194,5 +194,78 @@ func TestLimitsPrune(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, int64(1), counts[0].Count)
 
+	})
+}
+
+// TestLimitsBudgets (docs/contract.md §20): a limit with costs admits a
+// call while the costs within the window plus its own stay within max —
+// exactly at the sum, not above — and refuses with the wait until enough
+// cost has left the window; a cost above max never fits; concurrent
+// calls through two handles never overspend.
+func TestLimitsBudgets(t *testing.T) {
+	t.Parallel()
+	eachLimitStore(t, func(t *testing.T, s LimitStore, again func() LimitStore) {
+		ctx := context.Background()
+		key := "refunds/alice/" + newToken()
+		lim := func(cost float64) []LimitRequest {
+			return []LimitRequest{{Key: key, Max: 500, Per: 24 * time.Hour, Cost: cost}}
+		}
+		admit := func(cost float64, at time.Duration) (bool, LimitCount) {
+			t.Helper()
+			ok, counts, err := s.AdmitCall(ctx, lim(cost), t0.Add(at))
+			require.NoError(t, err)
+			require.Len(t, counts, 1)
+			return ok, counts[0]
+		}
+		ok, _ := admit(200, 0)
+		assert.True(t, ok)
+		ok, c := admit(250.5, time.Hour)
+		assert.True(t, ok)
+		assert.Equal(t, LimitCount{Count: 1, Used: 200}, c)
+		ok, c = admit(49.5, 2*time.Hour)
+		assert.True(t, ok, "exactly at the sum")
+		assert.Equal(t, LimitCount{Count: 2, Used: 450.5}, c)
+		ok, c = admit(0.25, 3*time.Hour)
+		assert.False(t, ok, "above the sum")
+		assert.Equal(t, LimitCount{Count: 3, Used: 500, Wait: 21 * time.Hour}, c, "until the first 200 leaves")
+		ok, c = admit(300, 3*time.Hour)
+		assert.False(t, ok)
+		assert.Equal(t, LimitCount{Count: 3, Used: 500, Wait: 22 * time.Hour}, c, "until the first two leave")
+		ok, c = admit(501, 3*time.Hour)
+		assert.False(t, ok)
+		assert.Equal(t, LimitCount{Count: 3, Used: 500, Never: true}, c, "a cost above max never fits")
+		ok, c = admit(200, 24*time.Hour)
+		assert.True(t, ok, "the first 200 left the window")
+		assert.Equal(t, LimitCount{Count: 2, Used: 300}, c)
+
+		// Decimal fractions add up as written.
+		dec := []LimitRequest{{Key: "dec/" + newToken(), Max: 0.3, Per: time.Hour, Cost: 0.1}}
+		for i, want := range []bool{true, true, true, false} {
+			ok, _, err := s.AdmitCall(ctx, dec, t0.Add(time.Duration(i)*time.Second))
+			require.NoError(t, err)
+			assert.Equal(t, want, ok, "0.1 number %d under 0.3", i+1)
+		}
+
+		// Concurrency: 40 calls of 3 under a budget of 100 admit 33.
+		s2 := again()
+		conc := []LimitRequest{{Key: "conc/" + newToken(), Max: 100, Per: time.Minute, Cost: 3}}
+		var admitted atomic.Int64
+		var wg sync.WaitGroup
+		for i := range 40 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				st := s
+				if i%2 == 1 {
+					st = s2
+				}
+				ok, _, err := st.AdmitCall(ctx, conc, t0.Add(time.Duration(i)*time.Millisecond))
+				if assert.NoError(t, err) && ok {
+					admitted.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		assert.Equal(t, int64(33), admitted.Load())
 	})
 }

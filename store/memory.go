@@ -37,6 +37,7 @@ type MemoryStore struct {
 	maxBytes int
 	appr     memApprovals // approval requests (approvals_memory.go)
 	lim      memLimits    // calls counted under rate limits (limits_memory.go)
+	hist     memHistory   // callers' histories (history_memory.go)
 }
 
 type memRow struct {

@@ -48,6 +48,9 @@ func createPostgresTable(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := tx.Exec(ctx, strings.Replace(approvalsSourceColumn, "ADD COLUMN", "ADD COLUMN IF NOT EXISTS", 1)); err != nil {
 		return err
 	}
+	if _, err := tx.Exec(ctx, strings.Replace(fmt.Sprintf(limitsCostColumn, "DOUBLE PRECISION"), "ADD COLUMN", "ADD COLUMN IF NOT EXISTS", 1)); err != nil {
+		return err
+	}
 	for _, q := range approvalsSourceDDL {
 		if _, err := tx.Exec(ctx, q); err != nil {
 			return err

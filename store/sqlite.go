@@ -53,7 +53,10 @@ func OpenSQLite(path string) (*SQLiteStore, error) {
 		}
 	}
 	if err == nil {
-		err = sqliteAddSource(db)
+		err = sqliteAddColumn(db, approvalsTable, "source", approvalsSourceColumn)
+	}
+	if err == nil {
+		err = sqliteAddColumn(db, limitsTable, "cost", fmt.Sprintf(limitsCostColumn, "REAL"))
 	}
 	for _, q := range approvalsSourceDDL {
 		if err == nil {
@@ -67,20 +70,20 @@ func OpenSQLite(path string) (*SQLiteStore, error) {
 	return &SQLiteStore{sqlStore{db: sqliteDB{db}, kind: "sqlite"}}, nil
 }
 
-// sqliteAddSource adds the approvals' source column to a file made
-// before it (approvalsSourceColumn). Another process may add it first:
-// then the ALTER fails and the column is there.
-func sqliteAddSource(db *sql.DB) error {
+// sqliteAddColumn adds a column to a table of a file made before it
+// (alter adds it). Another process may add it first: then the ALTER fails
+// and the column is there.
+func sqliteAddColumn(db *sql.DB, table, column, alter string) error {
 	has := func() (bool, error) {
 		var n int
-		err := db.QueryRow(`SELECT COUNT(*) FROM pragma_table_info('` + approvalsTable + `') WHERE name = 'source'`).Scan(&n)
+		err := db.QueryRow(`SELECT COUNT(*) FROM pragma_table_info('`+table+`') WHERE name = ?`, column).Scan(&n)
 		return n > 0, err
 	}
 	ok, err := has()
 	if err != nil || ok {
 		return err
 	}
-	if _, err := db.Exec(approvalsSourceColumn); err != nil {
+	if _, err := db.Exec(alter); err != nil {
 		if ok, herr := has(); herr == nil && ok {
 			return nil
 		}

@@ -46,7 +46,7 @@ func schemaDDL(intType, bytesType string) []string {
 		result     %[2]s,
 		PRIMARY KEY (subject, tool, idem_key)
 	)`, intType, bytesType)
-	return append(append([]string{ledger, expiryIndex}, approvalsDDL(intType, bytesType)...), limitsDDL(intType)...)
+	return append(append([]string{ledger, expiryIndex}, approvalsDDL(intType, bytesType)...), append(limitsDDL(intType), historyDDL(intType)...)...)
 }
 
 const (

@@ -102,7 +102,8 @@ func (l *Ledger) lifetimes() store.Lifetimes {
 // Prune removes, once, at most Options.PruneBatch keys whose retention (or,
 // in a shared store, whose lease and retention) ended and, when the store
 // counts rate limits (LimitStore), at most as many counted calls whose
-// windows ended; it returns how many it removed.
+// windows ended, and as many history entries (HistoryStore); it returns
+// the most it removed of one kind.
 func (l *Ledger) Prune(ctx context.Context) (int, error) {
 	now := l.opts.Now()
 	n, err := l.store.Prune(ctx, now, l.lifetimes(), l.opts.PruneBatch)
@@ -111,6 +112,13 @@ func (l *Ledger) Prune(ctx context.Context) (int, error) {
 	}
 	if ls, ok := l.store.(store.LimitStore); ok {
 		m, err := ls.PruneLimits(ctx, now, l.opts.PruneBatch)
+		if n = max(n, m); err != nil {
+			return n, err
+		}
+	}
+	if hs, ok := l.store.(store.HistoryStore); ok {
+		// Callers' histories (docs/contract.md §20), as their windows pass.
+		m, err := hs.PruneHistory(ctx, now, l.opts.PruneBatch)
 		return max(n, m), err
 	}
 	return n, nil

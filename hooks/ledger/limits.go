@@ -50,10 +50,10 @@ func (l *Limiter) check(ctx context.Context, limits []engine.Limit,
 	f func(context.Context, []store.LimitRequest, time.Time) (bool, []store.LimitCount, error)) (hooks.LimitCheck, error) {
 	reqs := make([]store.LimitRequest, len(limits))
 	for i, lim := range limits {
-		if lim.Key == "" || lim.Max < 1 || lim.Per <= 0 {
+		if lim.Key == "" || !(lim.Max > 0) || lim.Per <= 0 || lim.Cost < 0 {
 			return hooks.LimitCheck{}, fmt.Errorf("%w: malformed limit %+v", ErrLimitStore, lim)
 		}
-		reqs[i] = store.LimitRequest{Key: lim.Key, Max: lim.Max, Per: lim.Per}
+		reqs[i] = store.LimitRequest{Key: lim.Key, Max: lim.Max, Per: lim.Per, Cost: lim.Cost}
 	}
 	ok, counts, err := f(ctx, reqs, l.now())
 	if err == nil && len(counts) != len(limits) {
@@ -64,7 +64,7 @@ func (l *Limiter) check(ctx context.Context, limits []engine.Limit,
 	}
 	ck := hooks.LimitCheck{Admitted: ok, States: make([]hooks.LimitState, len(limits))}
 	for i, c := range counts {
-		ck.States[i] = hooks.LimitState{Limit: limits[i], Count: c.Count, Wait: c.Wait}
+		ck.States[i] = hooks.LimitState{Limit: limits[i], Count: c.Count, Used: c.Used, Wait: c.Wait, Never: c.Never}
 	}
 	return ck, nil
 }

@@ -63,16 +63,28 @@ type Closure struct {
 	// file and line; none when the closure depends on the revision and the
 	// caller alone.
 	Reasons []string
+	// Inputs are the top-level keys of input the closure reads ("caller",
+	// "request", ...); "" stands for the whole input or a key the analysis
+	// cannot resolve (any key may be read).
+	Inputs map[string]bool
+}
+
+// ReadsInput reports whether the rules under ref (every rule a data ref
+// could refer to, and all they reach) may read input[key]: they name it,
+// the whole input, or a key the analysis cannot resolve.
+func ReadsInput(c *ast.Compiler, ref ast.Ref, key string) bool {
+	in := Walk(c, RulesFor(c, ref), false).Inputs
+	return in[key] || in[""]
 }
 
 // Walk follows every ref and call from roots (as RulesFor returns them)
 // through c's rule tree. pure also refuses print: a value computed once per
 // caller would print once, not on every call.
 func Walk(c *ast.Compiler, roots []*ast.Rule, pure bool) Closure {
-	w := &walker{c: c, seen: map[*ast.Rule]bool{}, found: map[string]bool{}, pure: pure}
+	w := &walker{c: c, seen: map[*ast.Rule]bool{}, found: map[string]bool{}, pure: pure, inputs: map[string]bool{}}
 	w.enqueue(roots)
 	w.run()
-	return Closure{Rules: w.order, Reasons: w.reasons}
+	return Closure{Rules: w.order, Reasons: w.reasons, Inputs: w.inputs}
 }
 
 // RulesFor returns every rule a data ref could refer to, hidden modules
@@ -101,6 +113,7 @@ type walker struct {
 	reasons []string
 	found   map[string]bool
 	pure    bool
+	inputs  map[string]bool
 }
 
 // run follows the queue until the closure is complete.
@@ -198,14 +211,18 @@ func (w *walker) ref(ref ast.Ref, loc *ast.Location) {
 	switch {
 	case ref[0].Equal(ast.InputRootDocument):
 		if len(ref) == 1 {
+			w.inputs[""] = true
 			w.fail(loc, "reads the whole input")
 			return
 		}
 		key, ok := ref[1].Value.(ast.String)
+		w.inputs[string(key)] = true
 		switch {
 		case !ok:
 			w.fail(loc, "reads input[%v], a key the analysis cannot resolve", ref[1])
-		case key == "request":
+		case key == "request" || key == "history":
+			// The caller's history (docs/contract.md §20) changes with
+			// every call: a policy reading it is evaluated per call.
 			w.fail(loc, "reads %s", groundPrefix(ref))
 		}
 	case ref[0].Equal(ast.DefaultRootDocument):

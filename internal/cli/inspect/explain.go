@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -200,6 +201,9 @@ type LimitExplanation struct {
 	Counted bool `json:"counted"`
 	// Count is how many calls the key admitted within the last Per.
 	Count int64 `json:"count"`
+	// Used is the sum of their costs, for a limit with a cost
+	// (docs/contract.md §20).
+	Used float64 `json:"used,omitempty"`
 	// Refuses reports that the limit would refuse the call now;
 	// WaitSeconds is then how long until it would admit one.
 	Refuses     bool  `json:"refuses"`
@@ -386,6 +390,9 @@ func explainCall(rev *engine.Revision, c *toolcall.Caller, name string, rec *hoo
 	return ce
 }
 
+// number prints a limit's number as it would be written: 500, 0.25.
+func number(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
 // explainLimits pairs the call's limits with their counters, when read.
 func explainLimits(limits []engine.Limit, states []hooks.LimitState) []LimitExplanation {
 	var out []LimitExplanation
@@ -394,7 +401,10 @@ func explainLimits(limits []engine.Limit, states []hooks.LimitState) []LimitExpl
 		if i < len(states) {
 			s := states[i]
 			le.Counted, le.Count, le.Refuses = true, s.Count, s.Refuses()
-			if le.Refuses {
+			if l.Cost != 0 {
+				le.Used = s.Used
+			}
+			if le.Refuses && !s.Never {
 				le.WaitSeconds = int64((s.Wait + time.Second - 1) / time.Second)
 			}
 		}
@@ -507,13 +517,23 @@ func (x *Explanation) WriteText(w io.Writer) error {
 		}
 		for _, l := range c.Limits {
 			state := "counter not read (no --ledger)"
-			switch {
-			case l.Refuses:
-				state = fmt.Sprintf("%d of %d: refuses, admits again in %d s", l.Count, l.Max, l.WaitSeconds)
-			case l.Counted:
-				state = fmt.Sprintf("%d of %d: admits", l.Count, l.Max)
+			used, max := strconv.FormatInt(l.Count, 10), number(l.Max)
+			if l.Cost != 0 {
+				used = number(l.Used)
 			}
-			p.Line("limit     %s: %d per %s, %q (%s); %s", l.Key, l.Max, l.Per, l.Reason, locations(l.Rules), state)
+			switch {
+			case l.Refuses && l.NeverFits():
+				state = fmt.Sprintf("%s of %s: refuses, the cost %s is above the max", used, max, number(l.Cost))
+			case l.Refuses:
+				state = fmt.Sprintf("%s of %s: refuses, admits again in %d s", used, max, l.WaitSeconds)
+			case l.Counted:
+				state = fmt.Sprintf("%s of %s: admits", used, max)
+			}
+			if l.Cost != 0 {
+				p.Line("limit     %s: costs up to %s per %s, this call %s, %q (%s); %s", l.Key, max, l.Per, number(l.Cost), l.Reason, locations(l.Rules), state)
+				continue
+			}
+			p.Line("limit     %s: %s per %s, %q (%s); %s", l.Key, max, l.Per, l.Reason, locations(l.Rules), state)
 		}
 		if c.Stage == StageRun && c.Result != nil {
 			how := "as the method returns it"

@@ -163,6 +163,7 @@ type Gateway struct {
 	ledger   *ledger.Ledger
 	gate     *approvals.Gate
 	limits   *ledger.Limiter
+	history  *ledger.History
 	audit    *audit.Auditor
 	activity *console.Activity
 	obs      *observe       // tracing and decision logs (internal/server/gateway/observe.go)
@@ -423,6 +424,7 @@ func (g *Gateway) coreOptions(src engine.Source) toolgate.Options {
 		ListFallback: listFallback(cfg.ListFallback),
 		Approvals:    g.gate,
 		Limits:       g.limits,
+		History:      g.history,
 		Catalog:      g.catalog(),
 		// Logging is announced when an upstream offers it (docs/contract.md
 		// §16): its messages are relayed to the calling client.
@@ -467,6 +469,12 @@ func (g *Gateway) buildHooks() error {
 		return fmt.Errorf("ledger: the store %T counts no rate limits", st)
 	}
 	g.limits = ledger.NewLimiter(ls, nil)
+	// Callers' histories too (docs/contract.md §20).
+	hs, ok := st.(store.HistoryStore)
+	if !ok {
+		return fmt.Errorf("ledger: the store %T keeps no histories", st)
+	}
+	g.history = ledger.NewHistory(hs, nil)
 	auditW, closeAudit, err := openAudit(cfg.Audit, cfg.Stderr)
 	if err != nil {
 		return err
