@@ -4,7 +4,6 @@ package upstream
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -151,10 +150,4 @@ deny contains "no log" if input.result.params.data == "L"
 		kinds = append(kinds, kind)
 	}
 	assert.ElementsMatch(t, []string{"elicitation", "progress", "progress"}, kinds)
-}
-
-func mustJSON(t *testing.T, v any) string {
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	return string(b)
 }
