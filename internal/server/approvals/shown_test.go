@@ -12,7 +12,7 @@ import (
 	"github.com/toolgate/toolgate/store"
 )
 
-// TestShownEscapesWhatApproversSee (issue 35 T6): a reason built from the
+// TestShownEscapesWhatApproversSee: a reason built from the
 // arguments carrying a bidi override reaches approvers (the console and
 // HTTP API) escaped as the webhook and the command line show it, with a
 // mark naming the fields escaping changed; the raw fields stay as they

@@ -68,8 +68,8 @@ func pythonLikeUpstream(t *testing.T) (url string, listed *mcp.Tool) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: got}},
 			StructuredContent: map[string]any{"result": got}}, nil
 	})
-	// Stateless: a stateful HTTP upstream behind a 2026-07-28 client is
-	// issue #36's handshake item, not this test's.
+	// Stateless: what this test checks is the listing and the argument
+	// check, not the handshake with a stateful upstream.
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(ts.Close)
 
