@@ -135,7 +135,7 @@ func viewOf(t any, free bool, s *viewSize) (any, error) {
 			if err := s.add(len(k)); err != nil {
 				return nil, err
 			}
-			if k == bin {
+			if bin != "" && k == bin {
 				continue
 			}
 			v, err := viewOf(e, free || freeMembers[k] || (k == "data" && bin == ""), s)
@@ -216,7 +216,7 @@ func redactNode(t any, free bool, pats []*regexp.Regexp) (any, bool, error) {
 		}
 		mt, _ := x["mimeType"].(string) // before it is redacted
 		for k, e := range x {
-			if k == bin || (!free && (k == "type" || k == "progressToken")) {
+			if (bin != "" && k == bin) || (!free && (k == "type" || k == "progressToken")) {
 				continue
 			}
 			v, ok, err := redactNode(e, free || freeMembers[k] || (k == "data" && bin == ""), pats)

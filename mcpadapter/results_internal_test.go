@@ -126,3 +126,31 @@ func FuzzResultRedaction(f *testing.F) {
 		}
 	})
 }
+
+// TestEmptyKeyIsSeenAndRedacted: a member named "" of a free object is a
+// member like any other: the rules see it and redaction rewrites it (a
+// protocol object without a binary payload once skipped it).
+func TestEmptyKeyIsSeenAndRedacted(t *testing.T) {
+	t.Parallel()
+	res := &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: "t"}},
+		StructuredContent: json.RawMessage(`{"":"AKIA0000000000000000"}`),
+		Meta:              mcp.Meta{"": "AKIA1111111111111111"},
+	}
+	doc, tree, err := resultDocument(res)
+	require.NoError(t, err)
+	var in struct {
+		StructuredContent map[string]string `json:"structuredContent"`
+		Meta              map[string]string `json:"_meta"`
+	}
+	require.NoError(t, json.Unmarshal(doc, &in))
+	require.Equal(t, map[string]string{"": "AKIA0000000000000000"}, in.StructuredContent)
+	require.Equal(t, map[string]string{"": "AKIA1111111111111111"}, in.Meta)
+	out, changed, err := redactResult(res, tree, []*regexp.Regexp{credential})
+	require.NoError(t, err)
+	require.True(t, changed)
+	b, err := json.Marshal(out)
+	require.NoError(t, err)
+	require.NotRegexp(t, credential, string(b))
+	require.Contains(t, string(b), `"":"`+Redacted+`"`)
+}
