@@ -21,8 +21,9 @@ func init() {
 const replaySynopsis = "replay --decision-log FILE [--registry FILE] [--policy DIR] [--bundle FILE [--bundle-verification-key FILE]] [--capabilities FILE] [--format text|json]"
 
 // runReplay maps the flags to shadow.Replay: exit 0 when the candidate
-// decides every replayed grant decision alike, 1 when any differs, 2 when
-// the log or the candidate cannot be read.
+// decides every replayed grant decision alike, 1 when any differs or the
+// candidate fails to decide one, 2 when the log or the candidate cannot
+// be read.
 func runReplay(ctx context.Context, e *env) int {
 	var (
 		src    sourceFlags
@@ -82,8 +83,8 @@ func runReplay(ctx context.Context, e *env) int {
 		fmt.Fprintf(e.stderr, "toolgate replay: %v\n", err)
 		return 2
 	}
-	if len(res.Differences) > 0 {
-		return 1
+	if len(res.Differences) > 0 || res.Failures > 0 {
+		return 1 // a candidate that fails would answer differently too
 	}
 	return 0
 }
@@ -95,7 +96,8 @@ func runReplay(ctx context.Context, e *env) int {
 func writeReplay(w io.Writer, res *shadow.ReplayResult) error {
 	v := approvals.Visible
 	p := lines.New(w)
-	p.Line("%d grant decisions, %d replayed, %d differ, %d not replayable", res.Decisions, res.Replayed, len(res.Differences), len(res.NotReplayable))
+	p.Line("%d grant decisions, %d replayed, %d differ, %d not replayable, %d candidate failures",
+		res.Decisions, res.Replayed, len(res.Differences), len(res.NotReplayable), res.Failures)
 	for _, d := range res.Differences {
 		roles := make([]string, len(d.Roles))
 		for i, r := range d.Roles {
