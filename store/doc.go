@@ -17,7 +17,9 @@
 // completion; after that it is as if absent and Prune removes it, in
 // bounded batches. The memory store is also capped within the retention
 // (100 000 completed keys, 64 MiB of results: the oldest completed keys go
-// first; running claims never). A new SQLite file is created readable by
+// first; running claims never), and counts rate-limited calls under at
+// most 100 000 distinct keys ([ErrTooManyLimitKeys] beyond). Every store
+// keeps a limit key longer than 256 bytes as its SHA-256. A new SQLite file is created readable by
 // its owner only.
 //
 // The hooks/ledger package gives the keys their meaning (the idempotency

@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"slices"
 	"time"
 )
@@ -132,3 +135,37 @@ func keyLifetimes(limits []LimitRequest) (keys []string, per map[string]time.Dur
 	slices.Sort(keys) // one locking order for every call
 	return keys, per, cost
 }
+
+// maxStoredKey is the longest limit key a store keeps as it is; a longer
+// one (a policy may build keys from argument values of any size) is kept
+// as its SHA-256 (storedKey), in every store alike: the memory store then
+// holds at most this much per key whatever the policy built, and an SQL
+// index takes it (PostgreSQL's B-tree refuses entries of more than about
+// 2.7 kB).
+const maxStoredKey = 256
+
+// storedKey is key as every store keeps it: itself up to maxStoredKey
+// bytes, "sha256:" and the hex of its SHA-256 beyond.
+func storedKey(key string) string {
+	if len(key) <= maxStoredKey {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// storedKeys returns limits with each key as a store keeps it (storedKey).
+func storedKeys(limits []LimitRequest) []LimitRequest {
+	out := make([]LimitRequest, len(limits))
+	for i, l := range limits {
+		l.Key = storedKey(l.Key)
+		out[i] = l
+	}
+	return out
+}
+
+// ErrTooManyLimitKeys is returned by a store's AdmitCall when counting the
+// call would need a key beyond the store's cap on distinct keys (for a
+// MemoryStore, MemoryMaxLimitKeys): the call is not counted and fails
+// closed, like any other store failure.
+var ErrTooManyLimitKeys = errors.New("store: too many distinct limit keys")

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"time"
 )
@@ -37,25 +35,6 @@ func limitsDDL(intType string) []string {
 // §20); calls counted before it, or by a replica that predates it, weigh
 // 1. %s is the type of a float64.
 const limitsCostColumn = `ALTER TABLE ` + limitsTable + ` ADD COLUMN cost %s NOT NULL DEFAULT 1`
-
-// maxStoredKey is the longest key stored as it is; a longer one (a policy
-// may build keys from argument values) is stored as its SHA-256, which an
-// index takes whatever the key's length (PostgreSQL's B-tree refuses
-// entries of more than about 2.7 kB).
-const maxStoredKey = 256
-
-// storedKeys returns limits with each key as the table stores it.
-func storedKeys(limits []LimitRequest) []LimitRequest {
-	out := make([]LimitRequest, len(limits))
-	for i, l := range limits {
-		if len(l.Key) > maxStoredKey {
-			sum := sha256.Sum256([]byte(l.Key))
-			l.Key = "sha256:" + hex.EncodeToString(sum[:])
-		}
-		out[i] = l
-	}
-	return out
-}
 
 func (s *sqlStore) AdmitCall(ctx context.Context, limits []LimitRequest, now time.Time) (bool, []LimitCount, error) {
 	limits = storedKeys(limits)

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -268,4 +270,94 @@ func TestLimitsBudgets(t *testing.T) {
 		wg.Wait()
 		assert.Equal(t, int64(33), admitted.Load())
 	})
+}
+
+// TestLimitsMemoryHoldsLongKeysHashed: a MemoryStore keeps a key longer
+// than maxStoredKey as its hash, as the SQL stores do: a key built from a
+// large argument costs the store a bounded number of bytes, and the long
+// key still counts under its own name.
+func TestLimitsMemoryHoldsLongKeysHashed(t *testing.T) {
+	t.Parallel()
+	s := NewMemoryStore()
+	ctx := context.Background()
+	long := "getCustomer/" + strings.Repeat("x", 1<<20)
+	lim := []LimitRequest{{Key: long, Max: 1, Per: time.Minute}}
+	ok, _, err := s.AdmitCall(ctx, lim, t0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, counts, err := s.PeekLimits(ctx, lim, t0.Add(time.Second))
+	require.NoError(t, err)
+	assert.False(t, ok, "the long key counted")
+	assert.Equal(t, int64(1), counts[0].Count)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Len(t, s.lim.keys, 1)
+	for k := range s.lim.keys {
+		assert.True(t, len(k) <= maxStoredKey, "a key of %d bytes is held", len(k))
+		assert.True(t, k == storedKey(long), "the key is held as its hash")
+	}
+}
+
+// TestLimitsMemoryCapsDistinctKeys: a MemoryStore counts under at most
+// MemoryMaxLimitKeys distinct keys; a call needing one more fails with
+// ErrTooManyLimitKeys and is counted under none of its keys (all or
+// nothing), while calls under keys it holds still count. Once the windows
+// of held keys ended, their room is free again.
+func TestLimitsMemoryCapsDistinctKeys(t *testing.T) {
+	t.Parallel()
+	s := NewMemoryStore(MemoryMaxLimitKeys(3))
+	ctx := context.Background()
+	lim := func(key string) LimitRequest { return LimitRequest{Key: key, Max: 10, Per: time.Minute} }
+	for _, k := range []string{"a", "b", "c"} {
+		ok, _, err := s.AdmitCall(ctx, []LimitRequest{lim(k)}, t0)
+		require.NoError(t, err, k)
+		require.True(t, ok, k)
+	}
+	ok, _, err := s.AdmitCall(ctx, []LimitRequest{lim("a"), lim("d")}, t0.Add(time.Second))
+	require.ErrorIs(t, err, ErrTooManyLimitKeys)
+	assert.False(t, ok)
+	_, counts, err := s.PeekLimits(ctx, []LimitRequest{lim("a"), lim("d")}, t0.Add(time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), counts[0].Count, "the failed call was not counted under a")
+	assert.Equal(t, int64(0), counts[1].Count)
+
+	ok, _, err = s.AdmitCall(ctx, []LimitRequest{lim("a")}, t0.Add(time.Second))
+	require.NoError(t, err, "a held key still counts")
+	assert.True(t, ok)
+
+	// b and c left their windows at t0+1m (a's second call is younger).
+	ok, _, err = s.AdmitCall(ctx, []LimitRequest{lim("d"), lim("e")}, t0.Add(time.Minute+time.Second))
+	require.NoError(t, err, "room was freed by the ended windows")
+	assert.True(t, ok)
+	ok, _, err = s.AdmitCall(ctx, []LimitRequest{lim("f")}, t0.Add(time.Minute+time.Second))
+	require.ErrorIs(t, err, ErrTooManyLimitKeys, "a, d and e are live")
+	assert.False(t, ok)
+}
+
+// BenchmarkLimitsMemoryLongKeys reports what a MemoryStore holds per
+// distinct limit key built from a 64 KiB argument (heap bytes per key,
+// after a collection): a bounded number, not the key's size.
+func BenchmarkLimitsMemoryLongKeys(b *testing.B) {
+	s := NewMemoryStore(MemoryMaxLimitKeys(b.N + 1))
+	ctx := context.Background()
+	arg := strings.Repeat("x", 64<<10)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range b.N {
+		// Each key is built for its call, as a policy builds it: what
+		// stays reachable after the loop is what the store keeps.
+		key := fmt.Sprintf("getCustomer/%d/%s", i, arg)
+		ok, _, err := s.AdmitCall(ctx, []LimitRequest{{Key: key, Max: 1, Per: time.Hour}}, t0)
+		if err != nil || !ok {
+			b.Fatalf("call %d: admitted %v, %v", i, ok, err)
+		}
+	}
+	b.StopTimer()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric((float64(after.HeapAlloc)-float64(before.HeapAlloc))/float64(b.N), "heap-B/key")
+	runtime.KeepAlive(s)
 }

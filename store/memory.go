@@ -14,6 +14,10 @@ const (
 	// DefaultMemoryMaxBytes caps the bytes of stored results a MemoryStore
 	// keeps.
 	DefaultMemoryMaxBytes = 64 << 20
+	// DefaultMemoryMaxLimitKeys caps the distinct rate-limit keys a
+	// MemoryStore counts under at once (each held in at most a few hundred
+	// bytes: longer keys are kept hashed).
+	DefaultMemoryMaxLimitKeys = 100_000
 )
 
 // MemoryStore is a Store in process memory: keys last at most as long as
@@ -35,6 +39,7 @@ type MemoryStore struct {
 	bytes    int       // stored result bytes of the completed rows
 	maxKeys  int
 	maxBytes int
+	maxLim   int          // distinct limit keys (MemoryMaxLimitKeys)
 	appr     memApprovals // approval requests (approvals_memory.go)
 	lim      memLimits    // calls counted under rate limits (limits_memory.go)
 	hist     memHistory   // callers' histories (history_memory.go)
@@ -74,9 +79,21 @@ func MemoryMaxBytes(n int) MemoryOption {
 	}
 }
 
+// MemoryMaxLimitKeys caps the distinct keys the store counts rate-limited
+// calls under (DefaultMemoryMaxLimitKeys; n <= 0 keeps the default). A
+// call that needs a key beyond the cap, once the keys whose windows ended
+// are dropped, fails with ErrTooManyLimitKeys.
+func MemoryMaxLimitKeys(n int) MemoryOption {
+	return func(s *MemoryStore) {
+		if n > 0 {
+			s.maxLim = n
+		}
+	}
+}
+
 // NewMemoryStore returns an empty in-memory store.
 func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
-	s := &MemoryStore{rows: map[Key]*memRow{}, maxKeys: DefaultMemoryMaxKeys, maxBytes: DefaultMemoryMaxBytes}
+	s := &MemoryStore{rows: map[Key]*memRow{}, maxKeys: DefaultMemoryMaxKeys, maxBytes: DefaultMemoryMaxBytes, maxLim: DefaultMemoryMaxLimitKeys}
 	for _, o := range opts {
 		o(s)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/cli/lines"
+	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/internal/server/shadow"
 )
 
@@ -20,8 +21,9 @@ func init() {
 const replaySynopsis = "replay --decision-log FILE [--registry FILE] [--policy DIR] [--bundle FILE [--bundle-verification-key FILE]] [--capabilities FILE] [--format text|json]"
 
 // runReplay maps the flags to shadow.Replay: exit 0 when the candidate
-// decides every replayed grant decision alike, 1 when any differs, 2 when
-// the log or the candidate cannot be read.
+// decides every replayed grant decision alike, 1 when any differs or the
+// candidate fails to decide one, 2 when the log or the candidate cannot
+// be read.
 func runReplay(ctx context.Context, e *env) int {
 	var (
 		src    sourceFlags
@@ -69,9 +71,11 @@ func runReplay(ctx context.Context, e *env) int {
 		return 2
 	}
 	if format == "json" {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(res)
+		var out []byte
+		if out, err = json.MarshalIndent(res, "", "  "); err == nil {
+			// The log's strings, as a person reading the output sees them.
+			_, err = e.stdout.Write(append(approvals.VisibleJSON(out), '\n'))
+		}
 	} else {
 		err = writeReplay(e.stdout, res)
 	}
@@ -79,27 +83,37 @@ func runReplay(ctx context.Context, e *env) int {
 		fmt.Fprintf(e.stderr, "toolgate replay: %v\n", err)
 		return 2
 	}
-	if len(res.Differences) > 0 {
-		return 1
+	if len(res.Differences) > 0 || res.Failures > 0 {
+		return 1 // a candidate that fails would answer differently too
 	}
 	return 0
 }
 
+// writeReplay prints res for a person. Every string read from the log
+// (tools, subjects, roles) and the candidate's rule locations pass
+// approvals.Visible: a crafted log cannot move the terminal's cursor,
+// retitle it or reorder the text around it.
 func writeReplay(w io.Writer, res *shadow.ReplayResult) error {
+	v := approvals.Visible
 	p := lines.New(w)
-	p.Line("%d grant decisions, %d replayed, %d differ, %d not replayable", res.Decisions, res.Replayed, len(res.Differences), len(res.NotReplayable))
+	p.Line("%d grant decisions, %d replayed, %d differ, %d not replayable, %d candidate failures",
+		res.Decisions, res.Replayed, len(res.Differences), len(res.NotReplayable), res.Failures)
 	for _, d := range res.Differences {
-		p.Line("%-14s  %-10s  %s  for %s [%s]", d.Kind, d.Method, d.Tool, d.Subject, strings.Join(d.Roles, ", "))
+		roles := make([]string, len(d.Roles))
+		for i, r := range d.Roles {
+			roles[i] = v(r)
+		}
+		p.Line("%-14s  %-10s  %s  for %s [%s]", d.Kind, v(d.Method), v(d.Tool), v(d.Subject), strings.Join(roles, ", "))
 		if len(d.Candidate.GrantRules) > 0 {
 			var where []string
 			for _, l := range d.Candidate.GrantRules {
-				where = append(where, l.String())
+				where = append(where, v(l.String()))
 			}
 			p.Line("                candidate rules: %s", strings.Join(where, ", "))
 		}
 	}
 	for _, n := range res.NotReplayable {
-		p.Line("not replayable  line %d  %s for %s: %s", n.Line, n.Tool, n.Subject, n.Why)
+		p.Line("not replayable  line %d  %s for %s: %s", n.Line, v(n.Tool), v(n.Subject), v(n.Why))
 	}
 	return p.Err()
 }

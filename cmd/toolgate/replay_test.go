@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/server/shadow"
 	"github.com/toolgate/toolgate/internal/testkit/benchdata"
@@ -108,4 +110,45 @@ func TestReplayMatchesShadow(t *testing.T) {
 	code = run(context.Background(), &env{args: []string{"replay", "--decision-log", logPath, "--policy", serving}, stdout: &stdout, stderr: &stderr})
 	require.Equal(t, 0, code, stdout.String()+stderr.String())
 	require.Contains(t, stdout.String(), "0 differ, 0 not replayable")
+}
+
+// TestReplayEscapesLogStrings: a decision log is input from whoever could
+// write to it; replay prints its strings (subject, roles, tool names) with
+// terminal controls and bidi characters escaped as approvals are shown
+// (approvals.Visible), in text and in JSON, never raw.
+func TestReplayEscapesLogStrings(t *testing.T) {
+	grant, err := toolgate.Bundled.ReadFile(toolgate.BundledPolicyDir + "/grant.rego")
+	require.NoError(t, err)
+	cand := shadowtest.WriteCandidate(t, string(grant))
+	const (
+		subject = "eve\x1b]0;owned\x07\x1b[2J"
+		role    = "admin\u202egnp.exe"
+		tool    = "echo\x1b[8m\u2066hidden"
+	)
+	event := func(method string, result map[string]any) string {
+		b, err := json.Marshal(map[string]any{"decision_id": "d-" + method, "path": decisionlog.PathGrant, "revision": "r1",
+			"input":  map[string]any{"caller": map[string]any{"subject": subject, "roles": []string{role}}, "request": map[string]any{"method": method, "tool": tool}},
+			"result": result})
+		require.NoError(t, err)
+		return string(b) + "\n"
+	}
+	logPath := filepath.Join(t.TempDir(), "decisions.jsonl")
+	require.NoError(t, os.WriteFile(logPath, []byte(event("tools/list", map[string]any{"listed": []string{tool}})+
+		event("tools/call", map[string]any{"granted": true})), 0o600))
+
+	for _, format := range []string{"text", "json"} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), &env{args: []string{"replay", "--decision-log", logPath, "--policy", cand, "--format", format}, stdout: &stdout, stderr: &stderr})
+		require.Equal(t, 1, code, "%s: %s%s", format, stdout.String(), stderr.String())
+		out := stdout.String()
+		require.Contains(t, out, "granted→hidden", format)
+		for _, raw := range []string{"\x1b", "\x07", "\u202e", "\u2066"} {
+			require.NotContains(t, out, raw, "%s: %q printed raw", format, raw)
+		}
+		if format == "text" {
+			require.Contains(t, out, approvals.Visible(subject))
+			require.Contains(t, out, approvals.Visible(role))
+			require.Contains(t, out, approvals.Visible(tool))
+		}
+	}
 }

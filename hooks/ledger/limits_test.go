@@ -59,3 +59,23 @@ func TestLedgerPrunerPrunesLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestLimiterFailsClosedBeyondTheKeyCap: a memory store full of distinct
+// limit keys fails a call that needs another one as a store failure
+// (ErrLimitStore, answered as the internal error), while a call under a
+// key it holds is decided as usual.
+func TestLimiterFailsClosedBeyondTheKeyCap(t *testing.T) {
+	t.Parallel()
+	l := NewLimiter(store.NewMemoryStore(store.MemoryMaxLimitKeys(1)), func() time.Time { return t0 })
+	ctx := context.Background()
+	held := []engine.Limit{{Key: "getCustomer/1", Max: 5, Per: time.Minute, Reason: "r"}}
+	ck, err := l.Admit(ctx, held)
+	require.NoError(t, err)
+	assert.True(t, ck.Admitted)
+	_, err = l.Admit(ctx, []engine.Limit{{Key: "getCustomer/2", Max: 5, Per: time.Minute, Reason: "r"}})
+	assert.ErrorIs(t, err, ErrLimitStore)
+	assert.ErrorIs(t, err, store.ErrTooManyLimitKeys)
+	ck, err = l.Admit(ctx, held)
+	require.NoError(t, err)
+	assert.True(t, ck.Admitted)
+}

@@ -58,6 +58,18 @@ var resourceTypes = map[string]string{
 	ActionPromptGet: ResourcePrompt, ActionResourceRead: ResourceResource,
 }
 
+// Bounds of a request body: an evaluation is a subject, an action and a
+// resource with a call's arguments, far less than the 4 MiB a call to
+// /mcp may carry; a batch holds at most MaxEvaluations of them, most
+// sharing the request's defaults. A body beyond its bound answers 413
+// before it is decoded further.
+const (
+	// MaxEvaluationBytes bounds an Access Evaluation request body.
+	MaxEvaluationBytes = 64 << 10
+	// MaxEvaluationsBytes bounds an Access Evaluations request body.
+	MaxEvaluationsBytes = 1 << 20
+)
+
 // DefaultMaxEvaluations caps the evaluations of one Access Evaluations
 // request.
 const DefaultMaxEvaluations = subjectMaxList
@@ -193,8 +205,7 @@ func (h *handler) pdp(next func(http.ResponseWriter, *http.Request, bool)) http.
 
 func (h *handler) evaluation(w http.ResponseWriter, r *http.Request, operator bool) {
 	var req Request
-	if err := decodeBody(r.Body, &req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	if !decodeBody(w, r, MaxEvaluationBytes, &req) {
 		return
 	}
 	rev := h.o.Revisions.Current()
@@ -208,8 +219,7 @@ func (h *handler) evaluation(w http.ResponseWriter, r *http.Request, operator bo
 
 func (h *handler) evaluations(w http.ResponseWriter, r *http.Request, operator bool) {
 	var req BatchRequest
-	if err := decodeBody(r.Body, &req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	if !decodeBody(w, r, MaxEvaluationsBytes, &req) {
 		return
 	}
 	rev := h.o.Revisions.Current()
@@ -470,20 +480,33 @@ func strict(raw json.RawMessage, v any, what string) error {
 	return nil
 }
 
-// decodeBody decodes one JSON object (the body arrives bounded by
-// httpserve's limit).
-func decodeBody(body io.Reader, v any) error {
-	if body == nil {
-		return errors.New("a JSON body is required")
+// decodeBody decodes one JSON object of at most limit bytes from r's
+// body; when it cannot, it answers (413 beyond limit, 400 otherwise) and
+// reports false.
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
+	if r.Body == nil {
+		http.Error(w, "a JSON body is required", http.StatusBadRequest)
+		return false
 	}
-	dec := json.NewDecoder(body)
+	var tooLarge *http.MaxBytesError
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("the body is not a JSON request: %v", err)
+		if errors.As(err, &tooLarge) {
+			http.Error(w, "the body is too large", http.StatusRequestEntityTooLarge)
+			return false
+		}
+		http.Error(w, fmt.Sprintf("the body is not a JSON request: %v", err), http.StatusBadRequest)
+		return false
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("the body holds data after the JSON request")
+		if errors.As(err, &tooLarge) {
+			http.Error(w, "the body is too large", http.StatusRequestEntityTooLarge)
+			return false
+		}
+		http.Error(w, "the body holds data after the JSON request", http.StatusBadRequest)
+		return false
 	}
-	return nil
+	return true
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

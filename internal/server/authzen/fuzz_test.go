@@ -16,9 +16,10 @@ import (
 )
 
 // FuzzEvaluation sends any body to both endpoints as a caller with the PDP
-// role: the answer is 200 with a boolean decision (or a list of them), or
-// 400; never a panic, never another status. The same body asked about a
-// name no row has and about a row the subject cannot see answers alike.
+// role: the answer is 200 with a boolean decision (or a list of them),
+// 400, or 413 for a body beyond the bounds; never a panic, never another
+// status. The same body asked about a name no row has and about a row
+// the subject cannot see answers alike.
 func FuzzEvaluation(f *testing.F) {
 	eng, err := engine.New(context.Background(), toolgate.Source("", ""))
 	if err != nil {
@@ -51,6 +52,11 @@ func FuzzEvaluation(f *testing.F) {
 			switch code {
 			case http.StatusBadRequest:
 				continue
+			case http.StatusRequestEntityTooLarge:
+				if len(body) > authzen.MaxEvaluationBytes {
+					continue
+				}
+				t.Fatalf("%s: 413 for %d bytes", path, len(body))
 			case http.StatusOK:
 			default:
 				t.Fatalf("%s: status %d: %s", path, code, out)

@@ -33,7 +33,10 @@ type ReplayResult struct {
 	// Decisions is the number of grant decisions read.
 	Decisions int `json:"decisions"`
 	// Replayed is the number decided again.
-	Replayed      int             `json:"replayed"`
+	Replayed int `json:"replayed"`
+	// Failures are the replayed decisions the candidate failed to take
+	// (an evaluation error or timeout): not differences.
+	Failures      int             `json:"candidate_failures"`
 	Differences   []Difference    `json:"differences"`
 	NotReplayable []NotReplayable `json:"not_replayable"`
 }
@@ -67,7 +70,8 @@ type event struct {
 // only when cand's grant decision provably reads nothing of the request
 // but what the log keeps (engine.Revision.DecisionMode: per caller);
 // otherwise it is NotReplayable, never guessed. Listings carry no
-// arguments and are always replayed. The log keeps no claims: callers are
+// arguments and are always replayed. A decision the candidate fails to
+// take is counted in Failures, not as a difference. The log keeps no claims: callers are
 // replayed with their subject and roles.
 func Replay(ctx context.Context, r io.Reader, cand *engine.Revision) (*ReplayResult, error) {
 	out := &ReplayResult{Differences: []Difference{}, NotReplayable: []NotReplayable{}}
@@ -110,7 +114,8 @@ func Replay(ctx context.Context, r io.Reader, cand *engine.Revision) (*ReplayRes
 			b := Side{Revision: cand.Hash(), GrantRules: d.Rules}
 			var err error
 			if b.Granted, err = d.Allowed(name); err != nil {
-				b.Failure = err.Error()
+				out.Failures++
+				continue
 			}
 			serving.Granted = *ev.Result.Granted
 			for _, k := range DiffKinds(serving, b) {
@@ -119,6 +124,10 @@ func Replay(ctx context.Context, r io.Reader, cand *engine.Revision) (*ReplayRes
 		case "tools/list":
 			out.Replayed++
 			d := cand.Explain(ctx, caller, engine.Request{Method: engine.MethodList, Meta: meta})
+			if d.Err != nil {
+				out.Failures++
+				continue
+			}
 			names := slices.Clone(ev.Result.Listed)
 			for _, t := range cand.Registry().Tools {
 				if !slices.Contains(names, t.Name) {
@@ -129,9 +138,6 @@ func Replay(ctx context.Context, r io.Reader, cand *engine.Revision) (*ReplayRes
 				a := serving
 				a.Granted = slices.Contains(ev.Result.Listed, n)
 				b := Side{Revision: cand.Hash(), Granted: d.Visible(n), GrantRules: d.Rules}
-				if d.Err != nil {
-					b.Failure = d.Err.Error()
-				}
 				for _, k := range DiffKinds(a, b) {
 					out.Differences = append(out.Differences, Difference{Kind: k, Method: "tools/list", Tool: n, Subject: caller.Subject, Roles: caller.Roles, Serving: a, Candidate: b})
 				}

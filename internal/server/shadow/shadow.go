@@ -4,11 +4,17 @@
 // differ (docs/shadow.md): a decision-log event at path
 // toolgate/shadow/call or toolgate/shadow/list carrying both results and
 // the rules that decided each, and the counter
-// toolgate_shadow_differences_total{kind}.
+// toolgate_shadow_differences_total{kind}. A decision the candidate fails
+// to take (an evaluation error or timeout) is no difference: it is counted
+// apart (toolgate_shadow_candidate_failures_total, Status.Failures).
 //
 // The serving answer is never changed or slowed: the observer copies
-// what it needs onto a bounded queue and returns; a full queue drops the
-// comparison and counts it (toolgate_shadow_dropped_total). The candidate
+// what it needs onto a small bounded queue and returns; a full queue
+// drops the comparison and counts it (toolgate_shadow_dropped_total). One
+// worker decides with the candidate and is paced: after a comparison that
+// took d it rests d×(1/Share−1), so that the candidate uses at most Share
+// of one core whatever it costs; what arrives meanwhile waits on the
+// queue or is dropped. The candidate
 // decides with the engine calls the served pipeline makes (steps 3 to 5:
 // Revision.Grant, GrantDecision.Allowed, Revision.Call); the rules are
 // located (Revision.Explain) only for a difference.
@@ -24,6 +30,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -52,8 +59,14 @@ const (
 	PathList = "toolgate/shadow/list"
 )
 
-// DefaultQueueSize bounds the comparisons waiting for the worker.
-const DefaultQueueSize = 1024
+// DefaultQueueSize bounds the comparisons waiting for the worker: small,
+// since a candidate that cannot keep up is better measured by what it
+// drops than queued behind.
+const DefaultQueueSize = 64
+
+// DefaultShare is the share of one core the worker's comparisons take at
+// most (Options.Share).
+const DefaultShare = 0.25
 
 // Side is one revision's decision of one call (or one tool of a listing).
 type Side struct {
@@ -107,8 +120,12 @@ func (s *Side) setCall(cd *engine.CallDecision) {
 }
 
 // DiffKinds returns the kinds of difference from serving a to candidate b.
+// A candidate that failed to decide (b.Failure) differs in nothing: its
+// failure is counted apart, never as a refusal.
 func DiffKinds(a, b Side) []string {
 	switch {
+	case b.Failure != "":
+		return nil
 	case a.Granted && !b.Granted:
 		return []string{GrantedHidden}
 	case !a.Granted && b.Granted:
@@ -171,6 +188,9 @@ type Options struct {
 	Logger *slog.Logger
 	// QueueSize bounds the waiting comparisons; zero is DefaultQueueSize.
 	QueueSize int
+	// Share is the share of one core the candidate's comparisons take at
+	// most, in (0, 1]; zero is DefaultShare. 1 is unpaced.
+	Share float64
 	// OnDifference, when set, hears of each difference (tests, the console).
 	OnDifference func(Difference)
 }
@@ -181,12 +201,18 @@ type Shadow struct {
 	queue   chan func(context.Context)
 	diffs   *prometheus.CounterVec
 	dropped prometheus.Counter
+	failed  prometheus.Counter
 	refused prometheus.CounterFunc
 	nDrop   atomic.Uint64
 	nDone   atomic.Uint64
-	mu      sync.Mutex
-	counts  map[string]uint64
-	idle    sync.WaitGroup
+	nFail   atomic.Uint64
+	// now and rest are the pacing's clock and wait (time.Now and a timer;
+	// tests replace them).
+	now    func() time.Time
+	rest   func(context.Context, time.Duration)
+	mu     sync.Mutex
+	counts map[string]uint64
+	idle   sync.WaitGroup
 }
 
 // New returns a Shadow for o.
@@ -194,14 +220,19 @@ func New(o Options) *Shadow {
 	if o.QueueSize <= 0 {
 		o.QueueSize = DefaultQueueSize
 	}
+	if !(o.Share > 0 && o.Share <= 1) {
+		o.Share = DefaultShare
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Shadow{o: o, queue: make(chan func(context.Context), o.QueueSize), counts: map[string]uint64{},
+	s := &Shadow{o: o, queue: make(chan func(context.Context), o.QueueSize), counts: map[string]uint64{}, now: time.Now, rest: sleep,
 		diffs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolgate_shadow_differences_total",
 			Help: "Decisions the candidate policy takes differently from the serving one, by kind."}, []string{"kind"}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolgate_shadow_dropped_total",
 			Help: "Decisions not compared with the candidate because the shadow queue was full."}),
+		failed: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolgate_shadow_candidate_failures_total",
+			Help: "Decisions the shadow candidate failed to take (an evaluation error or timeout); not counted as differences."}),
 	}
 	s.refused = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "toolgate_shadow_candidate_refused_total",
 		Help: "Shadow candidates that did not load or compile (at start, or a later candidate bundle); they are never evaluated."},
@@ -219,7 +250,7 @@ func New(o Options) *Shadow {
 		s.diffs.WithLabelValues(k)
 	}
 	if o.Registerer != nil {
-		o.Registerer.MustRegister(s.diffs, s.dropped, s.refused)
+		o.Registerer.MustRegister(s.diffs, s.dropped, s.failed, s.refused)
 	}
 	if o.Err != nil {
 		o.Logger.Error("shadow: the candidate does not load or compile; it is never evaluated", slog.Any("error", o.Err))
@@ -227,14 +258,18 @@ func New(o Options) *Shadow {
 	return s
 }
 
-// Run compares queued decisions until ctx is done, then the ones still
-// queued (at most the queue's size), so that a gateway closing in order
-// logs them before its decision log flushes.
+// Run compares queued decisions, one at a time and paced (Options.Share),
+// until ctx is done, then the ones still queued (at most the queue's
+// size) unpaced, so that a gateway closing in order logs them before its
+// decision log flushes. Run it once per Shadow.
 func (s *Shadow) Run(ctx context.Context) {
-	do := func(ctx context.Context, f func(context.Context)) {
+	do := func(ctx context.Context, f func(context.Context)) time.Duration {
+		start := s.now()
 		f(ctx)
+		took := s.now().Sub(start)
 		s.nDone.Add(1)
 		s.idle.Done()
+		return took
 	}
 	for {
 		select {
@@ -249,9 +284,27 @@ func (s *Shadow) Run(ctx context.Context) {
 				}
 			}
 		case f := <-s.queue:
-			do(ctx, f)
+			if took := do(ctx, f); took > 0 && s.o.Share < 1 {
+				s.rest(ctx, time.Duration(float64(took)*(1/s.o.Share-1)))
+			}
 		}
 	}
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// fail counts a decision the candidate failed to take.
+func (s *Shadow) fail() {
+	s.nFail.Add(1)
+	s.failed.Inc()
 }
 
 // Wait returns once every comparison queued so far is done (tests).
@@ -304,6 +357,10 @@ func (s *Shadow) observeCall(_ context.Context, call *hooks.CallContext, rec *ho
 	meta, _ := call.Meta.MarshalJSON()
 	s.enqueue(func(ctx context.Context) {
 		b, locate := s.decideCall(ctx, caller, name, args, meta, serving.Known)
+		if b.Failure != "" {
+			s.fail()
+			return
+		}
 		kinds := DiffKinds(serving, b)
 		if len(kinds) == 0 {
 			return
@@ -354,6 +411,10 @@ func (s *Shadow) observeList(_ context.Context, l *hooks.ListRecord) {
 		cand := s.candidate()
 		req := engine.Request{Method: engine.MethodList, Meta: engine.BoundMeta(meta)}
 		d := cand.Grant(ctx, caller, req)
+		if d.Err != nil {
+			s.fail()
+			return
+		}
 		var diffs []Difference
 		seen := map[string]bool{}
 		for _, reg := range []*engine.Revision{rev, cand} {
@@ -365,9 +426,6 @@ func (s *Shadow) observeList(_ context.Context, l *hooks.ListRecord) {
 				seen[n] = true
 				a := Side{Revision: rev.Hash(), Granted: listed[n], GrantRules: rules}
 				b := Side{Revision: cand.Hash(), Granted: d.Visible(n)}
-				if d.Err != nil {
-					b.Failure = d.Err.Error()
-				}
 				for _, k := range DiffKinds(a, b) {
 					diffs = append(diffs, Difference{Kind: k, Method: "tools/list", Tool: n, Subject: caller.Subject, Roles: caller.Roles, Serving: a, Candidate: b})
 				}
@@ -409,15 +467,18 @@ type Status struct {
 	Error     string `json:"error,omitempty"`
 	// Refused is why the last candidate offered since (a new candidate
 	// bundle) was refused; the one before it is still compared.
-	Refused     string            `json:"refused,omitempty"`
-	Compared    uint64            `json:"compared"`
-	Dropped     uint64            `json:"dropped"`
+	Refused  string `json:"refused,omitempty"`
+	Compared uint64 `json:"compared"`
+	Dropped  uint64 `json:"dropped"`
+	// Failures are the comparisons whose candidate decision failed (an
+	// evaluation error or timeout), counted apart from Differences.
+	Failures    uint64            `json:"candidate_failures"`
 	Differences map[string]uint64 `json:"differences"`
 }
 
 // Status reports the candidate, its compile error, and the counts.
 func (s *Shadow) Status() Status {
-	st := Status{Compared: s.nDone.Load(), Dropped: s.nDrop.Load(), Differences: map[string]uint64{}}
+	st := Status{Compared: s.nDone.Load(), Dropped: s.nDrop.Load(), Failures: s.nFail.Load(), Differences: map[string]uint64{}}
 	if c := s.candidate(); c != nil {
 		st.Candidate = c.Hash()
 	}

@@ -3,6 +3,7 @@ package shadow_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -239,4 +240,157 @@ toolgate_shadow_dropped_total 2
 	st = sh.Status()
 	require.Equal(t, uint64(1), st.Compared)
 	require.Equal(t, uint64(1), st.Differences[shadow.GrantedHidden])
+}
+
+// failingCandidate is a candidate directory: the bundled policies and
+// extra, a file whose rules fail to evaluate for every caller.
+func failingCandidate(t *testing.T, extra string) *engine.Engine {
+	t.Helper()
+	grant, err := toolgate.Bundled.ReadFile(toolgate.BundledPolicyDir + "/grant.rego")
+	require.NoError(t, err)
+	dir := shadowtest.WriteCandidate(t, string(grant))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "fail.rego"), []byte(extra), 0o600))
+	eng, err := engine.New(context.Background(), toolgate.Source("", dir), evalBound)
+	require.NoError(t, err)
+	return eng
+}
+
+// TestShadowCandidateFailuresAreNotDifferences: a candidate whose call
+// rules fail (a conflict: as an evaluation timeout, a failed decision)
+// and one whose grant decision fails are counted as candidate failures,
+// in Status and in toolgate_shadow_candidate_failures_total, and never
+// as differences (a failed call decision used to show as allowed→denied).
+func TestShadowCandidateFailuresAreNotDifferences(t *testing.T) {
+	ctx := context.Background()
+	serving, err := engine.New(ctx, toolgate.Source("", ""), evalBound)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name  string
+		extra string
+		want  uint64 // failures: the call, and for the grant also the listing
+	}{
+		{"call rules", "package toolgate.call\n\nclash := 1 if input.caller.subject != \"\"\n\nclash := 2 if input.caller.subject != \"\"\n\ndeny contains \"never\" if clash == 3\n", 1},
+		{"grant", "package toolgate.grant\n\nclash := 1 if input.caller.subject != \"\"\n\nclash := 2 if input.caller.subject != \"\"\n\ngranted := {\"echo\"} if clash == 3\n", 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			var diffs []string
+			sh := shadow.New(shadow.Options{Candidate: failingCandidate(t, c.extra).Current(), Registerer: reg, Share: 1,
+				OnDifference: func(d shadow.Difference) { diffs = append(diffs, d.Method+" "+d.Tool+" "+d.Kind) }})
+			runCtx, stop := context.WithCancel(ctx)
+			defer stop()
+			go sh.Run(runCtx)
+			cs, end := connect(t, ctx, serving, &toolcall.Caller{Subject: "root", Roles: []string{"admin"}}, sh.Observer())
+			_, err := cs.ListTools(ctx, nil)
+			require.NoError(t, err)
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+			require.NoError(t, err)
+			require.False(t, res.IsError, "serving answers")
+			end()
+			sh.Wait()
+			st := sh.Status()
+			require.Empty(t, diffs)
+			for k, n := range st.Differences {
+				require.Zero(t, n, k)
+			}
+			require.Equal(t, c.want, st.Failures)
+			require.Equal(t, uint64(2), st.Compared)
+			require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(fmt.Sprintf(`# HELP toolgate_shadow_candidate_failures_total Decisions the shadow candidate failed to take (an evaluation error or timeout); not counted as differences.
+# TYPE toolgate_shadow_candidate_failures_total counter
+toolgate_shadow_candidate_failures_total %d
+`, c.want)), "toolgate_shadow_candidate_failures_total"))
+		})
+	}
+}
+
+// TestShadowDefaultQueueIsSmall: without a QueueSize the queue holds
+// DefaultQueueSize comparisons, a small number, and drops and counts the
+// rest.
+func TestShadowDefaultQueueIsSmall(t *testing.T) {
+	ctx := context.Background()
+	serving, cand := engines(t, ctx, benchdata.ManagersLosePrice)
+	require.LessOrEqual(t, shadow.DefaultQueueSize, 64)
+	sh := shadow.New(shadow.Options{Candidate: cand.Current()})
+	max := &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}
+	rec := mcpadapter.DryRun(ctx, mcpadapter.DryRunOptions{Revision: serving.Current(), Caller: max, Name: "price"})
+	for range shadow.DefaultQueueSize + 3 {
+		sh.Observer().Call(ctx, &hooks.CallContext{Name: "price", Caller: max, Revision: serving.Current()}, rec)
+	}
+	require.Equal(t, uint64(3), sh.Status().Dropped)
+}
+
+// TestShadowWorkerIsPaced: after a comparison that took d the worker
+// rests d×(1/Share−1) before the next (Share 0.25: three times d), read
+// on a clock the test moves, so the candidate takes at most its share of
+// a core; with Share 1 it does not rest.
+func TestShadowWorkerIsPaced(t *testing.T) {
+	ctx := context.Background()
+	serving, cand := engines(t, ctx, benchdata.ManagersLosePrice)
+	max := &toolcall.Caller{Subject: "max", Roles: []string{"manager"}}
+	rec := mcpadapter.DryRun(ctx, mcpadapter.DryRunOptions{Revision: serving.Current(), Caller: max, Name: "price"})
+	for _, c := range []struct {
+		share float64
+		rests []time.Duration
+	}{
+		{0, []time.Duration{30 * time.Millisecond, 30 * time.Millisecond}}, // DefaultShare
+		{0.5, []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}},
+		{1, nil},
+	} {
+		sh := shadow.New(shadow.Options{Candidate: cand.Current(), Share: c.share})
+		var (
+			mu    sync.Mutex
+			clock = time.Unix(0, 0)
+			rests []time.Duration
+		)
+		shadow.SetPacing(sh, func() time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			clock = clock.Add(10 * time.Millisecond) // a comparison reads it twice: it takes 10 ms
+			return clock
+		}, func(_ context.Context, d time.Duration) {
+			mu.Lock()
+			rests = append(rests, d)
+			mu.Unlock()
+		})
+		for range 2 {
+			sh.Observer().Call(ctx, &hooks.CallContext{Name: "price", Caller: max, Revision: serving.Current()}, rec)
+		}
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			sh.Run(runCtx)
+		}()
+		sh.Wait()
+		stop() // the worker rests after the last comparison, then returns
+		<-done
+		mu.Lock()
+		require.Equal(t, c.rests, rests, "share %v", c.share)
+		mu.Unlock()
+	}
+}
+
+// TestReplayCountsCandidateFailures: replayed with a candidate whose
+// grant decision fails, every replayed decision is a candidate failure,
+// none a difference.
+func TestReplayCountsCandidateFailures(t *testing.T) {
+	ctx := context.Background()
+	serving, err := engine.New(ctx, toolgate.Source("", ""), evalBound)
+	require.NoError(t, err)
+	cand := failingCandidate(t, "package toolgate.grant\n\nclash := 1 if input.caller.subject != \"\"\n\nclash := 2 if input.caller.subject != \"\"\n\ngranted := {\"echo\"} if clash == 3\n")
+	logPath := filepath.Join(t.TempDir(), "decisions.jsonl")
+	dl, err := decisionlog.Open(logPath, decisionlog.Options{})
+	require.NoError(t, err)
+	cs, end := connect(t, ctx, serving, &toolcall.Caller{Subject: "root", Roles: []string{"admin"}}, dl.Observer())
+	_, err = cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+	require.NoError(t, err)
+	end()
+	require.NoError(t, dl.Close(ctx))
+	res := replay(t, ctx, logPath, cand.Current())
+	require.Equal(t, 2, res.Decisions)
+	require.Equal(t, 2, res.Replayed)
+	require.Equal(t, 2, res.Failures)
+	require.Empty(t, res.Differences)
 }
