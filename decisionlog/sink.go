@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/urlx"
 )
 
 // HTTPSink POSTs each batch to URL as one gzip-compressed JSON array of
@@ -58,24 +60,8 @@ func (s *HTTPSink) Close() error { return nil }
 
 // RedactURL returns u without what sinks put secrets in: the user
 // information, the query and the fragment are replaced by "REDACTED"
-// (scheme, host and path stay, to say which sink). A URL that does not
-// parse is "REDACTED" whole.
-func RedactURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return "REDACTED"
-	}
-	if p.User != nil {
-		p.User = url.User("REDACTED")
-	}
-	if p.RawQuery != "" || p.ForceQuery {
-		p.RawQuery, p.ForceQuery = "REDACTED", false
-	}
-	if p.Fragment != "" {
-		p.Fragment, p.RawFragment = "REDACTED", ""
-	}
-	return p.String()
-}
+// (scheme, host and path stay, to say which sink); see urlx.Redact.
+func RedactURL(u string) string { return urlx.Redact(u) }
 
 // redactURLError returns err with the URL it names redacted (RedactURL):
 // a *url.Error's URL, and any other error that quotes raw whole.

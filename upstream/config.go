@@ -23,7 +23,8 @@ type Config struct {
 	// Command runs the upstream over stdio: the program and its arguments.
 	// Exactly one of Command, URL and Transport is set.
 	Command []string
-	// URL is the upstream's streamable HTTP endpoint (http or https).
+	// URL is the upstream's streamable HTTP endpoint (http or https); it
+	// may hold ${VAR} or ${file:PATH} (Expand), resolved by NewPool.
 	URL string
 	// Transport, when set instead of Command or URL, returns a fresh
 	// transport to an upstream for each connection: an MCP server in the
@@ -133,10 +134,11 @@ func (c *Config) validate() error {
 	case set == 0:
 		return fmt.Errorf("%w: upstream %s: neither a command nor a URL", ErrConfig, c.Name)
 	case c.Transport != nil:
+	case c.URL != "" && IsReference(c.URL): // checked once resolved (newEndpoint)
 	case c.URL != "":
 		u, err := url.Parse(c.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("%w: upstream %s: %q is not an http(s) URL", ErrConfig, c.Name, c.URL)
+			return fmt.Errorf("%w: upstream %s: %q is not an http(s) URL", ErrConfig, c.Name, redactURL(c.URL))
 		}
 	case c.Command[0] == "":
 		return fmt.Errorf("%w: upstream %s: empty command", ErrConfig, c.Name)

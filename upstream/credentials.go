@@ -166,6 +166,7 @@ type credentials struct {
 	// transport is base for an HTTP upstream (newHTTPTransport): closed
 	// idle at Pool.Close; nil otherwise.
 	transport *http.Transport
+	ep        *endpoint   // an HTTP upstream's url, resolved; nil otherwise
 	cc        *tokenCache // client credentials; nil: none
 	tx        *exchanger  // token exchange; nil: none
 	client    *http.Client
@@ -190,6 +191,15 @@ func newCredentials(c *Config, lookup func(string) (string, bool)) (*credentials
 			errs = append(errs, fmt.Errorf("upstream %s: %s: %w", c.Name, key, err))
 		}
 		return out
+	}
+	if c.URL != "" {
+		if raw := expand("url", c.URL); len(errs) == 0 {
+			ep, err := newEndpoint(c.Name, raw)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			cr.ep = ep
+		}
 	}
 	if len(c.Headers) > 0 {
 		cr.headers = http.Header{}
@@ -232,7 +242,7 @@ func newCredentials(c *Config, lookup func(string) (string, bool)) (*credentials
 		return nil, err
 	}
 	switch {
-	case cr.headers != nil || cr.cc != nil || cr.tx != nil:
+	case cr.headers != nil || cr.cc != nil || cr.tx != nil || cr.ep.hides():
 		cr.client = &http.Client{Transport: &credentialTransport{cr: cr}}
 	case cr.transport != nil:
 		cr.client = &http.Client{Transport: cr.transport}
@@ -317,8 +327,8 @@ func CallerContext(ctx, from context.Context) context.Context {
 	return ctx
 }
 
-// credentialTransport adds the upstream's headers and bearer token to each
-// request; a 401 answer with a token renews the token once and sends the
+// credentialTransport adds the upstream's url secrets (endpoint.restore),
+// headers and bearer token to each request; a 401 answer with a token renews the token once and sends the
 // request again.
 type credentialTransport struct {
 	cr *credentials
@@ -374,6 +384,7 @@ func (t *credentialTransport) source(ctx context.Context) (*tokenCache, error) {
 // stale, the one a 401 was answered to).
 func (t *credentialTransport) send(req *http.Request, src *tokenCache, stale string) (*http.Response, string, error) {
 	r := req.Clone(req.Context())
+	t.cr.ep.restore(r)
 	for name, vals := range t.cr.headers {
 		r.Header[name] = vals
 	}
@@ -387,6 +398,9 @@ func (t *credentialTransport) send(req *http.Request, src *tokenCache, stale str
 		r.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := t.cr.base.RoundTrip(r)
+	if resp != nil {
+		resp.Request = req // the request as made, its URL as shown
+	}
 	return resp, tok, err
 }
 

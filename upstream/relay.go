@@ -122,7 +122,7 @@ func (c *conn) sessionTransport(who SessionFor) (t mcp.Transport, cmd *exec.Cmd,
 		// shared session; a caller's session needs only the streams of its
 		// requests (where the upstream sends what concerns a call).
 		return &mcp.StreamableClientTransport{
-			Endpoint:             c.cfg.URL,
+			Endpoint:             c.creds.ep.shown, // its secrets are added on the wire (endpoint.go)
 			HTTPClient:           c.httpClient(who),
 			DisableStandaloneSSE: who.Owner != "" || !c.cfg.Import,
 		}, nil, nil

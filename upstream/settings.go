@@ -23,7 +23,10 @@ type Settings struct {
 	// arguments taken as they are.
 	Command string
 	Args    []string
-	// URL is the endpoint of a streamable HTTP server (http or https).
+	// URL is the endpoint of a streamable HTTP server (http or https). It
+	// may hold ${VAR} or ${file:PATH} (a key in its query, say), resolved
+	// when the pool is made; errors and logs name it without its query and
+	// user information.
 	URL string
 	// Import, Section, TrustAnnotations, Pin and Prefix are Config's (only
 	// settable in the settings file).
@@ -57,7 +60,7 @@ func ParseSettings(v string) (Settings, error) {
 	name, target, ok := strings.Cut(v, "=")
 	name, target = strings.TrimSpace(name), strings.TrimSpace(target)
 	if !ok || name == "" || target == "" {
-		return Settings{}, fmt.Errorf("want NAME=COMMAND or NAME=URL, got %q", v)
+		return Settings{}, fmt.Errorf("want NAME=COMMAND or NAME=URL, got %q", redactSettings(v))
 	}
 	u := Settings{Name: name}
 	if isHTTPURL(target) {
@@ -106,6 +109,7 @@ func (u Settings) Problems() []string {
 	switch {
 	case u.URL != "" && (u.Command != "" || len(u.Args) > 0):
 		probs = append(probs, "give either command or url, not both")
+	case u.URL != "" && IsReference(u.URL): // checked once resolved, when the pool is made
 	case u.URL != "" && !isHTTPURL(u.URL):
 		probs = append(probs, "url must be http:// or https://")
 	case u.URL != "":

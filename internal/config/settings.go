@@ -118,7 +118,7 @@ var settings = []Setting{
 		entry: func(u *upstream.Settings) any { return &u.Command }},
 	{Key: "upstreams.args", Usage: "further arguments of the command, taken as they are", loose: true,
 		entry: func(u *upstream.Settings) any { return &u.Args }},
-	{Key: "upstreams.url", Usage: "the endpoint of a streamable HTTP upstream (http or https)",
+	{Key: "upstreams.url", Usage: "the endpoint of a streamable HTTP upstream (http or https); may hold ${VAR} or ${file:PATH}, a key in its query say; logged without its query and user information",
 		entry: func(u *upstream.Settings) any { return &u.URL }},
 	{Key: "upstreams.import", Usage: "make the upstream's tools that no row names rows of their own", Unset: "off",
 		entry: func(u *upstream.Settings) any { return &u.Import }},

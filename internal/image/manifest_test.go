@@ -124,10 +124,13 @@ func decode(t *testing.T, r io.Reader) map[string]object {
 // TestKubernetesManifest checks what a cluster would and what only we know:
 // kinds and API versions, selectors that select the pods, probes on
 // /healthz at a declared port, volumes that name the Secret and ConfigMap
-// of the file, and `serve` arguments that toolgate serve accepts.
+// of the file, `serve` arguments that toolgate serve accepts, and a pod
+// the restricted Pod Security Standard admits.
 func TestKubernetesManifest(t *testing.T) {
 	t.Parallel()
-	checkManifest(t, load(t), 2)
+	objs := load(t)
+	checkManifest(t, objs, 2)
+	requireRestricted(t, podOf(t, objs["Deployment"]))
 }
 
 // checkManifest checks a Secret, ConfigMap, Deployment of replicas pods and

@@ -55,6 +55,7 @@ func checkConfig(path string, r *CheckReport) {
 	if s == nil {
 		return
 	}
+	checkURLCredentials(path, s, r)
 	for i, u := range s.Upstreams {
 		at := fmt.Sprintf("upstreams[%d] (%s)", i, u.Name)
 		lit := func(field string) {

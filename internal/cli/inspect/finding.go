@@ -29,7 +29,7 @@ const (
 	CodeURLReach          = "url_driver_reach"   // a URL driver is granted while tools are hidden
 	CodeGrantedUnknown    = "granted_unknown"    // an override grants a name no row has
 	CodeRolesCapped       = "role_sets_capped"   // too many roles: not every combination was checked
-	CodeCredentialLiteral = "credential_literal" // an upstream's header, env or client secret is a literal credential, not ${...} (docs/contract.md §17)
+	CodeCredentialLiteral = "credential_literal" // an upstream's header, env, client secret or url (user information, query) holds a literal credential, not ${...} (docs/contract.md §17)
 	CodeConfigRenamed     = "config_renamed"     // a serve config key under its former camelCase name (docs/contract.md §8)
 )
 

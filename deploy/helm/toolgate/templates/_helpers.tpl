@@ -20,8 +20,23 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
-{{- define "toolgate.secretName" -}}
-{{- .Values.ledger.existingSecret | default (include "toolgate.fullname" .) -}}
+{{/* The ledger DSN of the chart's Secret: required, and not the example's. */}}
+{{- define "toolgate.dsn" -}}
+{{- $dsn := required "ledger.dsn is required: set it to your PostgreSQL DSN (postgres://USER:PASSWORD@HOST:5432/DB?sslmode=require), or name your own Secret with ledger.existingSecret" .Values.ledger.dsn -}}
+{{- if contains "CHANGE-ME" $dsn -}}
+{{- fail "ledger.dsn still holds the example password CHANGE-ME: set the real DSN, or name your own Secret with ledger.existingSecret" -}}
+{{- end -}}
+{{- $dsn -}}
+{{- end -}}
+
+{{/* Where the settings file with the DSN is: the chart's Secret, or the existing one. */}}
+{{- define "toolgate.configPath" -}}
+{{- if .Values.ledger.existingSecret -}}/etc/toolgate/ledger/ledger.yaml{{- else -}}/etc/toolgate/secret/ledger.yaml{{- end -}}
+{{- end -}}
+
+{{/* Where tokens.yaml is: the chart's Secret, unless an existing Secret holds it (no tokens in the values). */}}
+{{- define "toolgate.tokensPath" -}}
+{{- if or (not .Values.ledger.existingSecret) .Values.tokens -}}/etc/toolgate/secret/tokens.yaml{{- else -}}/etc/toolgate/ledger/tokens.yaml{{- end -}}
 {{- end -}}
 
 {{- define "toolgate.image" -}}
