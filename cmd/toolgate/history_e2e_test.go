@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -241,4 +242,27 @@ func TestE2EHistorySharedPostgres(t *testing.T) {
 	t.Parallel()
 	args := append(writeHistoryProject(t), "--ledger", pgtest.Schema(t, "history_e2e"))
 	historyScenario(t, serveHTTP(t, args...), serveHTTP(t, args...))
+}
+
+// TestE2EImportedToolRemember: an upstream's remember names the
+// arguments an imported tool's calls leave in the caller's history; the
+// others are not kept, and a caller who cannot see the imported tool
+// leaves no entry by calling it.
+func TestE2EImportedToolRemember(t *testing.T) {
+	skipShort(t)
+	t.Parallel()
+	args := writeHistoryProject(t)
+	cfg := filepath.Join(t.TempDir(), "toolgate.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`upstreams:
+  - { name: up, command: %q, import: true, section: reports, remember: { echo: [label] } }
+`, upstreamBinary(t))), 0o600))
+	s := serveHTTP(t, append(args, "--config", cfg)...)
+	const version = "2025-11-25"
+	ann, max := s.connect(t, adminToken, version, nil), s.connect(t, managerToken, version, nil)
+
+	echo := call(t, ann, "up.echo", map[string]any{"label": "abc", "count": 2}, nil)
+	require.False(t, echo.IsError, "%+v", echo)
+	require.Equal(t, refused("Error: Unknown tool 'up.echo'."), call(t, max, "up.echo", map[string]any{"label": "max", "count": 1}, nil))
+	require.Equal(t, ok(`up.echo:result:{"label":"abc"}`), call(t, ann, "my_history", map[string]any{"text": "x"}, nil))
+	require.Equal(t, ok(""), call(t, max, "my_history", map[string]any{"text": "x"}, nil), "a hidden tool's call is in nobody's history")
 }
