@@ -51,6 +51,10 @@ type Config struct {
 	// first import records them; a tool that drifts from its pin, or a new
 	// tool, is not imported. Pin requires Import.
 	Pin bool
+	// Remember names, by the tool's name as the upstream lists it, the
+	// arguments an imported tool's calls leave in the caller's history
+	// (the imported row's remember, docs/contract.md §20).
+	Remember map[string][]string
 	// Timeout bounds each call, connecting included; zero is DefaultTimeout.
 	Timeout time.Duration
 	// Env is the stdio command's environment besides PATH, HOME, LANG,

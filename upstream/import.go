@@ -139,6 +139,7 @@ func importRow(cfg *Config, t *mcp.Tool) (registry.Tool, []string, error) {
 		Section:     cfg.section(),
 		Title:       t.Title,
 		Description: t.Description,
+		Remember:    slices.Clone(cfg.Remember[t.Name]),
 	}
 	if !rowNameRE.MatchString(row.Name) {
 		return registry.Tool{}, nil, fmt.Errorf("row name %q does not match %s", row.Name, rowNameRE)
@@ -297,7 +298,7 @@ func schemaProperties(v any) map[string]any {
 	return props
 }
 
-// MergeRows returns a new registry: reg's sections and rows, then the
+// MergeRows returns a new registry: reg's sections, history and rows, then the
 // imported rows that no row already names — by name, or by method (a row
 // routing upstream:NAME/TOOL under another name keeps that tool from being
 // imported twice). reg and imported are not modified; rows are copied.
@@ -313,6 +314,10 @@ func MergeRows(reg *registry.Registry, imported []registry.Tool) *registry.Regis
 	if reg != nil {
 		out.Sections = maps.Clone(reg.Sections)
 		out.Tools = slices.Clone(reg.Tools)
+		if reg.History != nil {
+			h := *reg.History
+			out.History = &h
+		}
 	}
 	names := make(map[string]bool, len(out.Tools))
 	methods := make(map[string]bool)
@@ -330,7 +335,7 @@ func MergeRows(reg *registry.Registry, imported []registry.Tool) *registry.Regis
 	// A registry file cannot say a row is imported, nor name properties
 	// without declaring them: parse the rows without both and give them
 	// back, row by row (Parse keeps the order).
-	plain := &registry.Registry{Sections: out.Sections, Tools: slices.Clone(out.Tools)}
+	plain := &registry.Registry{Sections: out.Sections, History: out.History, Tools: slices.Clone(out.Tools)}
 	for i := range plain.Tools {
 		if plain.Tools[i].Listed() {
 			plain.Tools[i].Arguments = nil

@@ -35,6 +35,8 @@ type Settings struct {
 	TrustAnnotations bool
 	Pin              bool
 	Prefix           *string
+	// Remember is Config's (only settable in the settings file).
+	Remember map[string][]string
 	// Headers are sent with every request to an HTTP upstream; Env is a
 	// stdio upstream's environment besides PATH, HOME, LANG, TZ and
 	// TMPDIR (all of toolgate's with InheritEnv). Values may be ${VAR} or
@@ -87,6 +89,9 @@ func (u Settings) PoolConfig() Config {
 	}
 	for _, k := range slices.Sorted(maps.Keys(u.Env)) {
 		cfg.Env = append(cfg.Env, k+"="+u.Env[k])
+	}
+	if len(u.Remember) > 0 {
+		cfg.Remember = maps.Clone(u.Remember)
 	}
 	return cfg
 }

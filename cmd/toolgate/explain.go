@@ -27,7 +27,7 @@ func init() {
 	register(command{name: "explain", summary: "explain the grant decision, and a call, for one caller", run: runExplainCommand})
 }
 
-const explainSynopsis = "explain [--as SUBJECT [--role ROLE ...] [--claims JSON] | --token FILE --issuer URL [--jwks FILE|URL] [--resource URI] [--audience AUD ...] | --claims JSON] [--subject-claim PATH] [--roles-claim PATH] [--http ADDR] [--tool NAME [--args JSON] [--result JSON] [--ledger STORE]] [--prompt NAME] [--resource URI | --uri URI] [--upstream NAME=COMMAND|URL ...] [--config FILE [--connect]] [--meta JSON] [--input] [--registry FILE] [--policy DIR] [--bundle FILE [--bundle-verification-key FILE]] [--capabilities FILE] [--format text|json]"
+const explainSynopsis = "explain [--as SUBJECT [--role ROLE ...] [--claims JSON] | --token FILE --issuer URL [--jwks FILE|URL] [--resource URI] [--audience AUD ...] | --claims JSON] [--subject-claim PATH] [--roles-claim PATH] [--http ADDR] [--tool NAME [--args JSON] [--history JSON] [--result JSON] [--ledger STORE]] [--prompt NAME] [--resource URI | --uri URI] [--upstream NAME=COMMAND|URL ...] [--config FILE [--connect]] [--meta JSON] [--input] [--registry FILE] [--policy DIR] [--bundle FILE [--bundle-verification-key FILE]] [--capabilities FILE] [--format text|json]"
 
 func runExplainCommand(ctx context.Context, e *env) int {
 	var (
@@ -36,6 +36,7 @@ func runExplainCommand(ctx context.Context, e *env) int {
 		subject, tool      string
 		claims, args, meta string
 		result, ledgerSpec string
+		history            string
 		roles              repeated
 		format             = formatFlag("text")
 		tokenFile          string
@@ -69,6 +70,7 @@ func runExplainCommand(ctx context.Context, e *env) int {
 	fs.StringVar(&prompt, "prompt", "", "explain the decision on the imported prompt `NAME` (docs/contract.md §16)")
 	fs.StringVar(&uri, "uri", "", "explain the decision on the resource `URI` (docs/contract.md §16)")
 	fs.Var(&upstreams, "upstream", "an importing upstream `NAME=COMMAND|URL` whose prompts and resources to explain (repeatable; as serve --upstream, with import)")
+	fs.StringVar(&history, "history", "", "with --tool: the caller's history the policies read as input.history, `JSON`: an array of {tool, at, outcome, arguments}, newest first (the registry must keep a history; default: none yet)")
 	fs.StringVar(&meta, "meta", "", "the request's _meta, `JSON`; bounded as the server bounds it")
 	fs.BoolVar(&input, "input", false, "print the input document the policies get for this caller and request (a tools/call with --tool, else a tools/list), as JSON, instead of the explanation")
 	fs.StringVar(&result, "result", "", "with --tool: a result the method is taken to return, a CallToolResult `JSON`: shows what the result rules make of it")
@@ -177,8 +179,16 @@ func runExplainCommand(ctx context.Context, e *env) int {
 	if args != "" && tool == "" {
 		return usageError(fs, e.stderr, "--args needs --tool")
 	}
-	if (result != "" || ledgerSpec != "") && tool == "" {
-		return usageError(fs, e.stderr, "--result and --ledger need --tool")
+	if (result != "" || ledgerSpec != "" || history != "") && tool == "" {
+		return usageError(fs, e.stderr, "--result, --history and --ledger need --tool")
+	}
+	var hist engine.History
+	if history != "" {
+		h, err := inspect.ReadHistory(json.RawMessage(history))
+		if err != nil {
+			return usageError(fs, e.stderr, "--history: %v", err)
+		}
+		hist = h
 	}
 	if result != "" {
 		if _, err := inspect.ReadResult(json.RawMessage(result)); err != nil {
@@ -211,6 +221,7 @@ func runExplainCommand(ctx context.Context, e *env) int {
 		Arguments: json.RawMessage(args),
 		Methods:   builtinMethods(),
 		Result:    json.RawMessage(result),
+		History:   hist,
 	}}
 	if ledgerSpec != "" {
 		st, err := store.OpenStore(ctx, ledgerSpec)
@@ -286,6 +297,10 @@ func (p *explainParams) run(ctx context.Context, e *env) int {
 	opts.Revision = eng.Current()
 	if opts.URI != "" && pool != nil {
 		opts.Resource = mcpadapter.ResolveResource(ctx, pool, opts.URI)
+	}
+	if opts.History != nil && opts.Revision.Registry().History == nil {
+		fmt.Fprintln(e.stderr, "toolgate explain: --history: the registry keeps no history (history: {per, max}), so policies see no input.history")
+		return 2
 	}
 	if p.input {
 		return writeInput(e, opts)
@@ -391,6 +406,14 @@ func writeInput(e *env, opts inspect.ExplainOptions) int {
 			req.Arguments = json.RawMessage("{}")
 		}
 		withTool = opts.Revision.Tool(opts.Tool) != nil
+		// input.history, where the registry keeps one (docs/contract.md
+		// §20): the one given, at most max entries.
+		if cfg := opts.Revision.Registry().History; cfg != nil {
+			req.History = engine.History{}
+			if opts.History != nil {
+				req.History = opts.History[:min(len(opts.History), cfg.Max)]
+			}
+		}
 	}
 	doc, err := opts.Revision.InputDocument(opts.Caller, req, withTool)
 	if err != nil {

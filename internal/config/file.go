@@ -217,6 +217,8 @@ func decodeValue(v *yaml.Node, st Setting, p any) bool {
 		return strs(v, p)
 	case *map[string]string:
 		return strMap(v, p)
+	case *map[string][]string:
+		return strsMap(v, p)
 	}
 	panic(fmt.Sprintf("config: setting %s has a value of kind %T", st.Key, p))
 }
@@ -314,6 +316,28 @@ func (s *Serve) resolve(dir string) {
 		abs(&spec.Path)
 		s.Ledger = spec.String()
 	}
+}
+
+// strsMap reads a mapping of names to lists of names (an upstream's
+// remember); a name given twice is refused.
+func strsMap(n *yaml.Node, dst *map[string][]string) bool {
+	if n.Kind != yaml.MappingNode {
+		return false
+	}
+	out := map[string][]string{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		var names []string
+		if k.Kind != yaml.ScalarNode || k.Value == "" || !strs(v, &names) {
+			return false
+		}
+		if _, dup := out[k.Value]; dup {
+			return false
+		}
+		out[k.Value] = names
+	}
+	*dst = out
+	return true
 }
 
 // strMap reads a mapping of names to string values (headers, env); a

@@ -87,7 +87,8 @@ func applyFlag(st Setting, f *Serve) func(dst *Serve) {
 // Apply overrides s with every serve flag set on the parsed fs (fs.Visit:
 // a flag left at its default changes nothing). Scalars replace; --role
 // replaces the roles; --upstream replaces the upstream of the same name
-// (keeping its import, section, trust_annotations and pin settings) and adds
+// (keeping its import, section, trust_annotations, pin, prefix and
+// remember settings) and adds
 // the others.
 func (s *Serve) Apply(fs *flag.FlagSet) {
 	fs.Visit(func(fl *flag.Flag) {
@@ -105,7 +106,7 @@ func mergeUpstreams(file, flags []upstream.Settings) []upstream.Settings {
 			if out[i].Name == u.Name {
 				u.Import = out[i].Import
 				u.Section, u.TrustAnnotations = out[i].Section, out[i].TrustAnnotations
-				u.Pin, u.Prefix = out[i].Pin, out[i].Prefix
+				u.Pin, u.Prefix, u.Remember = out[i].Pin, out[i].Prefix, out[i].Remember
 				out[i], replaced = u, true
 			}
 		}

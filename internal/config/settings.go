@@ -53,7 +53,8 @@ type Setting struct {
 	field func(*Serve) any
 	// entry points at the value of a setting of one entry of a list
 	// (upstreams.name): *string, **string, *bool, *[]string,
-	// *map[string]string, or the section's value (upstreams.auth).
+	// *map[string]string, *map[string][]string, or the section's value
+	// (upstreams.auth).
 	entry func(*upstream.Settings) any
 	// section marks a mapping of the settings whose keys start with
 	// Key+".", read like the top level; list, a list of such mappings
@@ -130,6 +131,8 @@ var settings = []Setting{
 		entry: func(u *upstream.Settings) any { return &u.Pin }},
 	{Key: "upstreams.prefix", Usage: "prepended to the names of the imported tools and prompts; may be empty", Unset: "NAME.",
 		entry: func(u *upstream.Settings) any { return &u.Prefix }},
+	{Key: "upstreams.remember", Usage: "TOOL: [ARG, ...]: the arguments an imported tool's calls leave in the caller's history (registry history)", Unset: "none",
+		entry: func(u *upstream.Settings) any { return &u.Remember }},
 	{Key: "upstreams.headers", Usage: "headers sent with every request to an HTTP upstream; values may be ${VAR} or ${file:PATH}",
 		entry: func(u *upstream.Settings) any { return &u.Headers }},
 	{Key: "upstreams.env", Usage: "a stdio upstream's environment besides PATH, HOME, LANG, TZ and TMPDIR; values may be ${VAR} or ${file:PATH}",

@@ -83,6 +83,10 @@ type ExplainOptions struct {
 	// the call's rate limits (docs/contract.md §18): a limit that would refuse decides
 	// the explanation. nil: the limits are listed without their counters.
 	Limits hooks.Limits
+	// History, when set, is the caller's history the call's decisions read
+	// as input.history (docs/contract.md §20), newest first; nil is an
+	// empty one where the registry keeps a history.
+	History engine.History
 	// Result, when set, is a result (a CallToolResult, JSON) the method is
 	// taken to return: the explanation says what the caller would get
 	// once the result rules ran on it (docs/contract.md §18).
@@ -228,6 +232,7 @@ func Explain(ctx context.Context, opts ExplainOptions) *Explanation {
 		dry := mcpadapter.DryRunOptions{
 			Revision: rev, Caller: opts.Caller, Name: opts.Tool,
 			Arguments: opts.Arguments, Meta: opts.Meta, Methods: opts.Methods, Limits: opts.Limits,
+			History: opts.History,
 		}
 		if len(opts.Result) > 0 {
 			dry.Result, resultErr = ReadResult(opts.Result)

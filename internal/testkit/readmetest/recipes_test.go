@@ -21,21 +21,30 @@ const policiesPage = "docs/policies.md"
 // directory of its own, with the bundled registry, as `toolgate serve`
 // would load it (compiled, type-checked, with the server's capabilities);
 // a data document the page names (data.limits) is given as
-// rego/limits/data.json. The page's test (package ..._test) passes
-// against the first recipe, the one it says it tests, with the policy
-// tests' fixture.
+// rego/limits/data.json. Each of the page's tests (package ..._test)
+// passes, with the policy tests' fixture, against the policy right
+// before it in the same section, or else against the first recipe (the
+// one the testing section says it tests).
 func TestPolicyRecipes(t *testing.T) {
 	root := checkout(t)
 	var policies, tests []block
 	var first *block
+	// against is the policy each test runs against, by the test's line.
+	against := map[int]*block{}
+	var prev *block
 	for _, b := range pageBlocks(t, root, policiesPage) {
 		if b.lang != "rego" || b.directive == "skip" {
 			continue
 		}
 		if strings.Contains(b.body, "_test\n") {
 			tests = append(tests, b)
+			if prev != nil && prev.section == b.section {
+				against[b.line] = prev
+			}
+			prev = nil
 			continue
 		}
+		prev = &b
 		policies = append(policies, b)
 		if b.section == "Recipes" && first == nil {
 			first = &policies[len(policies)-1]
@@ -72,7 +81,11 @@ func TestPolicyRecipes(t *testing.T) {
 	}
 	for _, b := range tests {
 		t.Run(b.where(), func(t *testing.T) {
-			pol := dir(*first)
+			recipe := first
+			if p, ok := against[b.line]; ok {
+				recipe = p
+			}
+			pol := dir(*recipe)
 			require.NoError(t, os.WriteFile(filepath.Join(pol, "recipe_test.rego"), []byte(b.body), 0o644))
 			// data.fixtures.bundled, as in policy-tests/.
 			require.NoError(t, os.CopyFS(filepath.Join(pol, "fixtures"), os.DirFS(filepath.Join(root, "policy-tests", "fixtures"))))
@@ -81,7 +94,7 @@ func TestPolicyRecipes(t *testing.T) {
 			var out strings.Builder
 			require.NoError(t, rep.WritePretty(&out, true))
 			require.NotEmpty(t, rep.Results, "%s: no test ran", b.where())
-			require.True(t, rep.Passed(), "%s: against the recipe at %s:\n%s", b.where(), first.where(), out.String())
+			require.True(t, rep.Passed(), "%s: against the recipe at %s:\n%s", b.where(), recipe.where(), out.String())
 		})
 	}
 }
