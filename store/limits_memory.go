@@ -14,7 +14,7 @@ import (
 type memLimits struct {
 	keys map[string]*memLimitLog
 	// sweptAt is when keys whose calls all expired were last dropped to
-	// make room (sweep): at most once a second of the calls' clock, so
+	// make room (room): at most once a second of the calls' clock, so
 	// that calls refused at the cap do not each walk every key.
 	sweptAt int64
 }

@@ -77,9 +77,10 @@ type Status struct {
 }
 
 // ShadowStatus is the shadow candidate on the status view: its revision
-// hash, or the error it failed to load or compile with; how many decisions were
-// compared and dropped; the differences by kind. It is what the health
-// page shows, so the two views cannot drift apart.
+// hash, or the error it failed to load or compile with; how many
+// decisions were compared and dropped, and how many the candidate failed
+// to take; the differences by kind. It is what the health page shows, so
+// the two views cannot drift apart.
 type ShadowStatus = shadow.Status
 
 // OAuth is the authorization server the console signs in through, as a

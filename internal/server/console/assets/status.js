@@ -19,7 +19,7 @@ export async function show() {
     rows.push(['Shadow candidate', sh.error ? `not loaded, never evaluated: ${sh.error}` : sh.candidate]);
     if (sh.refused) rows.push(['Shadow candidate refused', `${sh.refused} (the one before it is still compared)`]);
     const kinds = Object.entries(sh.differences || {}).filter(([, n]) => n > 0).map(([k, n]) => `${k}: ${n}`);
-    rows.push(['Shadow differences', `${kinds.length ? kinds.join(', ') : 'none'} (${sh.compared} compared, ${sh.dropped} dropped)`]);
+    rows.push(['Shadow differences', `${kinds.length ? kinds.join(', ') : 'none'} (${sh.compared} compared, ${sh.dropped} dropped, ${sh.candidate_failures || 0} candidate failures)`]);
   }
   const dl = document.getElementById('status');
   dl.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
