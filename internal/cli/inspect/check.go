@@ -113,6 +113,7 @@ func Check(ctx context.Context, opts CheckOptions) *CheckReport {
 	}
 	if rev != nil {
 		checkReach(ctx, rev, opts, r)
+		checkGrantedConflicts(ctx, rev, policyRules(rev.PolicyModules()), r.Callers, r)
 	}
 	return r
 }
@@ -221,6 +222,9 @@ func checkPolicies(ctx context.Context, src engine.Source, caps *engine.Capabili
 	rev := e.Current()
 	r.PoliciesLoaded = true
 	r.PolicyFiles = append(r.PolicyFiles, rev.PolicyFiles()...)
+	rules := policyRules(rev.PolicyModules())
+	checkRuleUse(rules, r)
+	checkDefaults(rules, r)
 	if !registryOK {
 		return nil
 	}
