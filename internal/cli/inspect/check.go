@@ -38,7 +38,9 @@ type CheckOptions struct {
 	// Config, when set, is a serve config file: its problems are errors,
 	// and an upstream's header, env value or client secret written in it
 	// as a literal that looks like a credential is a warning
-	// (docs/contract.md §17). Nothing is resolved or connected to.
+	// (docs/contract.md §17); a file, ${VAR} or stdio command it names
+	// that is not there is an error or a warning (checkConfigNames).
+	// Nothing is started or connected to.
 	Config string
 }
 
@@ -102,7 +104,7 @@ func Check(ctx context.Context, opts CheckOptions) *CheckReport {
 	reg := checkRegistry(src, r)
 	checkTypes(r)
 	if opts.Config != "" {
-		checkConfig(opts.Config, r)
+		checkConfig(opts.Config, src.Policies, r)
 	}
 	rev := checkPolicies(ctx, src, opts.Capabilities, reg != nil, r)
 	if reg == nil {
