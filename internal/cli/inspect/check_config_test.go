@@ -33,7 +33,7 @@ upstreams:
     env: { API_TOKEN: "${TOOLGATE_CHECK_UNSET}", OK: "${TOOLGATE_CHECK_SET}" }
   - name: web
     url: https://web.example
-    headers: { Authorization: "Bearer ${file:` + filepath.Join(dir, "no-such-secret") + `}" }
+    headers: { Authorization: "Bearer ${file:`+filepath.Join(dir, "no-such-secret")+`}" }
 `)
 	rep := Check(context.Background(), CheckOptions{Source: source(twoTools, nil), Config: broken})
 	var out strings.Builder
