@@ -159,40 +159,38 @@ func unreadMessage(pr policyRule) (string, bool) {
 
 func lastSegment(pkg string) string { return pkg[strings.LastIndex(pkg, ".")+1:] }
 
-// checkDefaults warns about a data.toolgate.grant.resource rule, or a
-// complete data.toolgate.grant.prompts rule, without a default: where
-// none of its rules holds it is undefined and the base decision stands,
-// so `resource if input.resource.uri != "res://hidden"` leaves that
-// resource visible to every caller its section lets see it.
+// checkDefaults warns about data.toolgate.grant.resource rules that can
+// only be true, without a default: where none holds the value is
+// undefined and the resource's base decision stands, so the rules hide
+// nothing (`resource if input.resource.uri != "res://hidden"` leaves that
+// resource visible to every caller its section lets see it). Rules that
+// can be false (`resource := false if ...`) hide what they match and are
+// not reported. A complete prompts rule is read like granted (undefined:
+// the base decision stands, as documented) and is not reported.
 func checkDefaults(rules []policyRule, r *CheckReport) {
-	for _, name := range []string{"resource", "prompts"} {
-		var first *ast.Rule
-		hasDefault, complete := false, false
-		for _, pr := range rules {
-			if pr.pkg != "toolgate.grant" || pr.name != name {
-				continue
-			}
-			if pr.rule.Default {
-				hasDefault = true
-				continue
-			}
-			if first == nil {
-				first = pr.rule
-			}
-			complete = complete || pr.rule.Head.RuleKind() == ast.SingleValue
-		}
-		if first == nil || hasDefault || !complete {
+	var first *ast.Rule
+	for _, pr := range rules {
+		if pr.pkg != "toolgate.grant" || pr.name != "resource" {
 			continue
 		}
-		loc := first.Location
-		f := Finding{Code: CodeNoDefault, File: loc.File, Line: loc.Row, Col: loc.Col}
-		switch name {
-		case "resource":
-			r.warnf(f, "data.toolgate.grant.resource has no default: where no resource rule holds it is undefined and the resource's base decision (its upstream's section) stands, so a resource the rules do not allow stays visible; add `default resource := false` to hide it, or write the rules as `resource := false if ...`")
-		default:
-			r.warnf(f, "data.toolgate.grant.prompts has no default: for a caller no prompts rule holds for it is undefined and the base decision (the upstream's section) stands; add `default prompts := set()` if such callers should get no prompt")
+		if pr.rule.Default {
+			return
+		}
+		for rr := pr.rule; rr != nil; rr = rr.Else {
+			if v := rr.Head.Value; v == nil || !v.Equal(ast.BooleanTerm(true)) {
+				return // it can hide
+			}
+		}
+		if first == nil {
+			first = pr.rule
 		}
 	}
+	if first == nil {
+		return
+	}
+	loc := first.Location
+	r.warnf(Finding{Code: CodeNoDefault, File: loc.File, Line: loc.Row, Col: loc.Col},
+		"data.toolgate.grant.resource is only ever true and has no default: where no rule holds it is undefined and the resource's base decision (its upstream's section) stands, so these rules hide nothing; add `default resource := false` to hide what they do not allow, or write `resource := false if ...` for what to hide")
 }
 
 // checkGrantedConflicts reports, for each caller tried, two or more

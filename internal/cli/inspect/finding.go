@@ -34,7 +34,7 @@ const (
 	CodeCredentialLiteral = "credential_literal" // an upstream's header, env, client secret or url (user information, query) holds a literal credential, not ${...} (docs/contract.md §17)
 	CodeConfigRenamed     = "config_renamed"     // a serve config key under its former camelCase name (docs/contract.md §8)
 	CodeRuleUnread        = "rule_unread"        // a rule toolgate never reads, in or next to a package it reads
-	CodeNoDefault         = "no_default"         // a resource or complete prompts rule without a default
+	CodeNoDefault         = "no_default"         // resource rules that are only ever true, without a default: they hide nothing
 )
 
 // Finding is one error or warning of a [CheckReport].
