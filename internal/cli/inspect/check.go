@@ -87,13 +87,20 @@ func (r *CheckReport) warnf(f Finding, format string, args ...any) {
 //   - the registry: every schema and semantic problem, and its warnings;
 //   - the internal types' schemas;
 //   - the policies: every parse and compile diagnostic, with file and line
-//     (also when the registry itself is invalid);
+//     (also when the registry itself is invalid); a warning for each rule
+//     toolgate never reads in or next to a package it reads (rule_unread,
+//     with what it likely meant), and for resource rules that are only
+//     ever true without a default (no_default);
+//   - with Config: the file's problems, credentials written in it, and
+//     the files, variables and commands it names that are not there;
 //   - with Methods: rows whose method is not registered and rows declaring
 //     an argument their method lacks;
 //   - the reach of URL drivers (docs/contract.md §7), for each caller: every tool hidden
 //     while a URL driver is granted (a warning), and an error when a URL
 //     driver is granted while data.toolgate.grant.url_drivers_decided is
-//     not true. A grant decision that fails for a caller is an error too.
+//     not true. A grant decision that fails for a caller is an error too,
+//     and so are two complete granted rules that both hold for one
+//     (granted_conflict).
 //
 // Check never returns nil. It is safe for concurrent use with distinct
 // options.

@@ -65,12 +65,29 @@ func isRead(path ast.Ref) bool {
 // one of those refers to (a reference to a document reaches every rule
 // inside it and the rule that defines it).
 func usedRules(rules []policyRule) []bool {
+	under := map[string][]int{} // a path and each of its prefixes → the rules at or below it
+	at := map[string][]int{}    // a rule's own path → the rules defining it
+	for i := range rules {
+		p := rules[i].path
+		at[p.String()] = append(at[p.String()], i)
+		for k := 1; k <= len(p); k++ {
+			key := p[:k].String()
+			under[key] = append(under[key], i)
+		}
+	}
 	used := make([]bool, len(rules))
 	var queue []int
+	mark := func(is []int) {
+		for _, j := range is {
+			if !used[j] {
+				used[j] = true
+				queue = append(queue, j)
+			}
+		}
+	}
 	for i := range rules {
 		if isRead(rules[i].path) {
-			used[i] = true
-			queue = append(queue, i)
+			mark([]int{i})
 		}
 	}
 	for len(queue) > 0 {
@@ -81,11 +98,9 @@ func usedRules(rules []policyRule) []bool {
 				return false
 			}
 			g := ref.GroundPrefix()
-			for j := range rules {
-				if !used[j] && (rules[j].path.HasPrefix(g) || g.HasPrefix(rules[j].path)) {
-					used[j] = true
-					queue = append(queue, j)
-				}
+			mark(under[g.String()])
+			for k := 1; k < len(g); k++ {
+				mark(at[g[:k].String()])
 			}
 			return false
 		})
