@@ -21,7 +21,7 @@ import (
 //     directories, the capabilities, JWKS, bundle key and bundle token
 //     files) that does not exist or is of the wrong kind: an error, serve
 //     refuses to start;
-//   - a ${VAR} of an upstream's headers, env or auth that is not set, or
+//   - a ${VAR} of an upstream's url, headers, env or auth that is not set, or
 //     a ${file:PATH} that cannot be read: an error, serve refuses to
 //     start;
 //   - a stdio upstream's command that is not on PATH (or, with a slash,
@@ -75,6 +75,9 @@ func checkConfigNames(path string, s *config.Serve, policies string, r *CheckRep
 				}
 				r.errorf(at(up+"."+key), "%s: serve refuses to start; %s", msg, hint)
 			}
+		}
+		if u.URL != "" {
+			ref("url", u.URL)
 		}
 		for _, k := range slices.Sorted(maps.Keys(u.Headers)) {
 			ref("headers."+k, u.Headers[k])

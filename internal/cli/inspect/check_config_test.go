@@ -32,7 +32,7 @@ upstreams:
     command: toolgate-no-such-command --flag
     env: { API_TOKEN: "${TOOLGATE_CHECK_UNSET}", OK: "${TOOLGATE_CHECK_SET}" }
   - name: web
-    url: https://web.example
+    url: https://web.example/mcp?key=${TOOLGATE_CHECK_UNSET_URL}
     headers: { Authorization: "Bearer ${file:`+filepath.Join(dir, "no-such-secret")+`}" }
 `)
 	rep := Check(context.Background(), CheckOptions{Source: source(twoTools, nil), Config: broken})
@@ -43,6 +43,7 @@ upstreams:
 		"config_missing: " + broken + ": tokens: file " + filepath.Join(dir, "missing-tokens.yaml") + " does not exist: serve refuses to start",
 		"config_missing: " + broken + ": shadow.policy: directory " + filepath.Join(dir, "no-such-dir") + " does not exist: serve refuses to start",
 		"config_missing: " + broken + ": upstreams[0] (fs).env.API_TOKEN: environment variable TOOLGATE_CHECK_UNSET is not set: serve refuses to start; set it in serve's environment",
+		"config_missing: " + broken + ": upstreams[1] (web).url: environment variable TOOLGATE_CHECK_UNSET_URL is not set: serve refuses to start; set it in serve's environment",
 		"config_missing: " + broken + ": upstreams[1] (web).headers.Authorization: file " + filepath.Join(dir, "no-such-secret") + ": no such file or directory: serve refuses to start; fix the reference",
 	}, findings(rep.Errors, CodeConfigMissing))
 	assert.Equal(t, []string{
