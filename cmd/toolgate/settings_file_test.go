@@ -28,7 +28,7 @@ func TestServeSettingsFileIsStrict(t *testing.T) {
 
 	code, stderr := serve("ledger: memory\nhttp: 127.0.0.1:0\nsession_timout: 5m\n")
 	assert.Equal(t, 2, code)
-	assert.Contains(t, stderr, `line 3: unknown key "session_timout" (known: registry, policy, `)
+	assert.Contains(t, stderr, `line 3: unknown key "session_timout" (did you mean "session_timeout"? known: registry, policy, `)
 
 	code, stderr = serve("ledger: memory\nsessionTimeout: 5m\nlist_fallback: hidden\n")
 	assert.Equal(t, 2, code)

@@ -68,7 +68,7 @@ func TestAuthProblems(t *testing.T) {
 	}{
 		{"kinds and unknown keys", "auth:\n  issuer: [x]\n  audience: a\n  allow_anonymous: yes please\n  roles_claim: ''\n  issuer: y\n", nil, []string{
 			"line 2: auth.issuer: want a URL such as https://login.example.com/realms/acme",
-			`line 3: unknown key "audience" in auth (known: issuer, jwks, resource, audiences, subject_claim, roles_claim, scopes_supported, allow_anonymous)`,
+			`line 3: unknown key "audience" in auth (did you mean "audiences"? known: issuer, jwks, resource, audiences, subject_claim, roles_claim, scopes_supported, allow_anonymous)`,
 			"line 4: auth.allow_anonymous: want true or false",
 			"line 5: auth.roles_claim: want a claim path such as realm_access.roles",
 			"line 6: auth.issuer: set twice",

@@ -168,12 +168,12 @@ func TestUnknownKeys(t *testing.T) {
 	assert.Equal(t, cfg, ce.Path)
 	// The list of known keys grows with the settings: only its start is pinned.
 	require.NotEmpty(t, ce.Problems)
-	assert.True(t, strings.HasPrefix(ce.Problems[0].Message, `unknown key "policies" (known: registry, policy, stdio, http, as, roles, tokens, upstreams, ledger, ledger_retention, audit, watch, hook_timeout, eval_timeout, `), ce.Problems[0].Message)
+	assert.True(t, strings.HasPrefix(ce.Problems[0].Message, `unknown key "policies" (did you mean "policy"? known: registry, policy, stdio, http, as, roles, tokens, upstreams, ledger, ledger_retention, audit, watch, hook_timeout, eval_timeout, `), ce.Problems[0].Message)
 	got := append([]config.Problem(nil), ce.Problems...)
 	got[0].Message = ""
 	assert.Equal(t, []config.Problem{
 		{Line: 2},
-		{Line: 4, Key: "upstreams[0]", Message: `unknown key "imports" (known: name, command, args, url, import, section, trust_annotations, pin, prefix, remember, headers, env, inherit_env, auth)`},
+		{Line: 4, Key: "upstreams[0]", Message: `unknown key "imports" (did you mean "import"? known: name, command, args, url, import, section, trust_annotations, pin, prefix, remember, headers, env, inherit_env, auth)`},
 		{Line: 5, Key: "watch", Message: "want true or false"},
 	}, got)
 	assert.Contains(t, err.Error(), `line 2: unknown key "policies"`)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/internal/fsx"
+	"github.com/toolgate/toolgate/internal/suggest"
 	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/upstream"
 )
@@ -132,11 +133,15 @@ func (d *decoder) mapping(n *yaml.Node, sc scope, prefix string) {
 		key := prefix + k.Value
 		st, ok := fileKey(key)
 		if !ok || strings.Contains(strings.TrimPrefix(st.Key, prefix), ".") {
-			known := strings.Join(keysUnder(prefix), ", ")
+			keys := keysUnder(prefix)
+			known := "known: " + strings.Join(keys, ", ")
+			if hint := suggest.Closest(k.Value, keys); hint != "" {
+				known = fmt.Sprintf("did you mean %q? %s", hint, known)
+			}
 			if prefix == sc.root {
-				d.bad(sc, k, "", "unknown key %q (known: %s)", k.Value, known)
+				d.bad(sc, k, "", "unknown key %q (%s)", k.Value, known)
 			} else {
-				d.bad(sc, k, "", "unknown key %q in %s (known: %s)", k.Value, strings.TrimSuffix(strings.TrimPrefix(prefix, sc.root), "."), known)
+				d.bad(sc, k, "", "unknown key %q in %s (%s)", k.Value, strings.TrimSuffix(strings.TrimPrefix(prefix, sc.root), "."), known)
 			}
 			continue
 		}

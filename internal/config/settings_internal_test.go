@@ -257,16 +257,16 @@ func TestLoadServeLogsOldKeys(t *testing.T) {
 func TestFileIsDecodedStrictly(t *testing.T) {
 	t.Parallel()
 	for file, want := range map[string]string{
-		"http: :1\n\nsesion_timeout: 1m\n":                         `line 3: unknown key "sesion_timeout" (known: registry, `,
+		"http: :1\n\nsesion_timeout: 1m\n":                         `line 3: unknown key "sesion_timeout" (did you mean "session_timeout"? known: registry, `,
 		"auth:\n  issuer: https://x\n  iss: y\n":                   `line 3: unknown key "iss" in auth (known: issuer, jwks, resource, audiences, subject_claim, roles_claim, scopes_supported, allow_anonymous)`,
-		"shadow:\n  policy: p\n  polcy: q\n":                       `line 3: unknown key "polcy" in shadow (known: policy, registry, bundle)`,
+		"shadow:\n  policy: p\n  polcy: q\n":                       `line 3: unknown key "polcy" in shadow (did you mean "policy"? known: policy, registry, bundle)`,
 		"auth.issuer: https://x\n":                                 `line 1: unknown key "auth.issuer" (known: `,
 		"shadow: p\n":                                              `line 1: shadow: want a mapping of policy, registry, bundle`,
-		"watch: true\nWatch: false\n":                              `line 2: unknown key "Watch"`,
-		"upstreams:\n  - name: a\n    command: x\n    comand: y\n": `line 4: upstreams[0]: unknown key "comand" (known: name, command, args, url, import, section, trust_annotations, pin, prefix, remember, headers, env, inherit_env, auth)`,
-		"upstreams:\n  - a=b\n  - name: c\n    url: https://c\n    auth:\n      type: client_credentials\n      tokenUrl: https://t\n": `line 7: upstreams[1]: unknown key "tokenUrl" in auth (known: type, token_url, client_id, client_secret, scopes, resource, audience)`,
+		"watch: true\nWatch: false\n":                              `line 2: unknown key "Watch" (did you mean "watch"?`,
+		"upstreams:\n  - name: a\n    command: x\n    comand: y\n": `line 4: upstreams[0]: unknown key "comand" (did you mean "command"? known: name, command, args, url, import, section, trust_annotations, pin, prefix, remember, headers, env, inherit_env, auth)`,
+		"upstreams:\n  - a=b\n  - name: c\n    url: https://c\n    auth:\n      type: client_credentials\n      tokenUrl: https://t\n": `line 7: upstreams[1]: unknown key "tokenUrl" in auth (did you mean "token_url"? known: type, token_url, client_id, client_secret, scopes, resource, audience)`,
 		// An upstream's keys never had camelCase names: one is unknown.
-		"upstreams:\n  - {name: a, command: x, import: true,\n     trustAnnotations: true}\n": `line 3: upstreams[0]: unknown key "trustAnnotations" (known: `,
+		"upstreams:\n  - {name: a, command: x, import: true,\n     trustAnnotations: true}\n": `line 3: upstreams[0]: unknown key "trustAnnotations" (did you mean "trust_annotations"? known: `,
 		"upstreams:\n  - name: a\n    url: https://a\n    auth: client_credentials\n":         `line 4: upstreams[0]: auth: want a mapping of type, token_url, client_id, client_secret, scopes, resource, audience`,
 		"upstreams:\n  - name: a\n    url: https://a\n    auth: {type: x, type: y}\n":         `line 4: upstreams[0]: auth.type: set twice`,
 		"upstreams:\n  - name: a\n    url: https://a\n    auth: {scopes: read}\n":             `line 4: upstreams[0]: auth.scopes: wrong kind of value`,

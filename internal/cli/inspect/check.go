@@ -38,7 +38,9 @@ type CheckOptions struct {
 	// Config, when set, is a serve config file: its problems are errors,
 	// and an upstream's header, env value or client secret written in it
 	// as a literal that looks like a credential is a warning
-	// (docs/contract.md §17). Nothing is resolved or connected to.
+	// (docs/contract.md §17); a file, ${VAR} or stdio command it names
+	// that is not there is an error or a warning (checkConfigNames).
+	// Nothing is started or connected to.
 	Config string
 }
 
@@ -85,13 +87,20 @@ func (r *CheckReport) warnf(f Finding, format string, args ...any) {
 //   - the registry: every schema and semantic problem, and its warnings;
 //   - the internal types' schemas;
 //   - the policies: every parse and compile diagnostic, with file and line
-//     (also when the registry itself is invalid);
+//     (also when the registry itself is invalid); a warning for each rule
+//     toolgate never reads in or next to a package it reads (rule_unread,
+//     with what it likely meant), and for resource rules that are only
+//     ever true without a default (no_default);
+//   - with Config: the file's problems, credentials written in it, and
+//     the files, variables and commands it names that are not there;
 //   - with Methods: rows whose method is not registered and rows declaring
 //     an argument their method lacks;
 //   - the reach of URL drivers (docs/contract.md §7), for each caller: every tool hidden
 //     while a URL driver is granted (a warning), and an error when a URL
 //     driver is granted while data.toolgate.grant.url_drivers_decided is
-//     not true. A grant decision that fails for a caller is an error too.
+//     not true. A grant decision that fails for a caller is an error too,
+//     and so are two complete granted rules that both hold for one
+//     (granted_conflict).
 //
 // Check never returns nil. It is safe for concurrent use with distinct
 // options.
@@ -102,7 +111,7 @@ func Check(ctx context.Context, opts CheckOptions) *CheckReport {
 	reg := checkRegistry(src, r)
 	checkTypes(r)
 	if opts.Config != "" {
-		checkConfig(opts.Config, r)
+		checkConfig(opts.Config, src.Policies, r)
 	}
 	rev := checkPolicies(ctx, src, opts.Capabilities, reg != nil, r)
 	if reg == nil {
@@ -113,6 +122,7 @@ func Check(ctx context.Context, opts CheckOptions) *CheckReport {
 	}
 	if rev != nil {
 		checkReach(ctx, rev, opts, r)
+		checkGrantedConflicts(ctx, rev, policyRules(rev.PolicyModules()), r.Callers, r)
 	}
 	return r
 }
@@ -221,6 +231,9 @@ func checkPolicies(ctx context.Context, src engine.Source, caps *engine.Capabili
 	rev := e.Current()
 	r.PoliciesLoaded = true
 	r.PolicyFiles = append(r.PolicyFiles, rev.PolicyFiles()...)
+	rules := policyRules(rev.PolicyModules())
+	checkRuleUse(rules, r)
+	checkDefaults(rules, r)
 	if !registryOK {
 		return nil
 	}

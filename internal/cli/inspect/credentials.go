@@ -32,10 +32,12 @@ func LooksLikeCredential(name, value string) bool {
 // checkConfig reports a serve config file's problems (errors, code
 // config_invalid), its keys under a former name (warnings, code
 // config_renamed) and every credential written into it as a literal
-// (warnings, code credential_literal; docs/contract.md §17). It reads the
-// file only: it resolves no ${VAR} and connects to nothing. No finding
-// holds a value of the file's headers, env or auth.
-func checkConfig(path string, r *CheckReport) {
+// (warnings, code credential_literal; docs/contract.md §17), then what
+// the file names that is not there (checkConfigNames, code
+// config_missing). It starts and connects to nothing. No finding holds a
+// value of the file's headers, env or auth, nor what a reference in them
+// resolves to.
+func checkConfig(path, policies string, r *CheckReport) {
 	s, renamed, err := config.LoadFileWarnings(path)
 	if err == nil {
 		err = s.Validate()
@@ -56,6 +58,7 @@ func checkConfig(path string, r *CheckReport) {
 		return
 	}
 	checkURLCredentials(path, s, r)
+	checkConfigNames(path, s, policies, r)
 	for i, u := range s.Upstreams {
 		at := fmt.Sprintf("upstreams[%d] (%s)", i, u.Name)
 		lit := func(field string) {

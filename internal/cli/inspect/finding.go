@@ -23,6 +23,8 @@ const (
 	CodeResourceFailed     = "resource_failed"       // data.toolgate.grant.resource fails for a caller
 	CodeURLUndecided       = "url_drivers_undecided" // a URL driver is granted, url_drivers_decided is not true
 	CodeConfigInvalid      = "config_invalid"        // a problem of the serve config file (--config)
+	CodeGrantedConflict    = "granted_conflict"      // two complete granted rules hold for one caller tried
+	CodeConfigMissing      = "config_missing"        // a file, variable or command the config file names is not there (--config)
 
 	// Warnings.
 	CodeRegistryWarning   = "registry_warning"   // Parse's own warnings (a section sections does not list)
@@ -31,6 +33,8 @@ const (
 	CodeRolesCapped       = "role_sets_capped"   // too many roles: not every combination was checked
 	CodeCredentialLiteral = "credential_literal" // an upstream's header, env, client secret or url (user information, query) holds a literal credential, not ${...} (docs/contract.md §17)
 	CodeConfigRenamed     = "config_renamed"     // a serve config key under its former camelCase name (docs/contract.md §8)
+	CodeRuleUnread        = "rule_unread"        // a rule toolgate never reads, in or next to a package it reads
+	CodeNoDefault         = "no_default"         // resource rules that are only ever true, without a default: they hide nothing
 )
 
 // Finding is one error or warning of a [CheckReport].

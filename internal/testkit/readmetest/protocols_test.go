@@ -17,19 +17,19 @@ import (
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
 )
 
-// TestReadmeProtocolRevisions: every protocol revision the README lists as
-// served is served by the binary: a go-sdk client that asks for it gets
+// TestReadmeProtocolRevisions: every protocol revision docs/clients.md
+// lists as served is served by the binary: a go-sdk client that asks for it gets
 // it, sees the bundled example's tools with the demo token, and calls one.
 func TestReadmeProtocolRevisions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
 	root := checkout(t)
-	md, err := os.ReadFile(filepath.Join(root, "README.md"))
+	md, err := os.ReadFile(filepath.Join(root, clientsPage))
 	require.NoError(t, err)
 	const claim = "Every protocol revision the go-sdk serves is served:"
 	i := strings.Index(string(md), claim)
-	require.GreaterOrEqual(t, i, 0, "the README no longer says %q", claim)
+	require.GreaterOrEqual(t, i, 0, "%s no longer says %q", clientsPage, claim)
 	para, _, _ := strings.Cut(string(md[i:]), "\n\n")
 	versions := regexp.MustCompile(`\d{4}-\d{2}-\d{2}`).FindAllString(para, -1)
 	require.NotEmpty(t, versions, "no revision in %q", para)
