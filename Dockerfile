@@ -9,7 +9,12 @@
 # ./internal/image/cmd/toolgate-image); TestDockerfileIsTheImage keeps the
 # two in step.
 
-FROM golang:1.26 AS build
+# The build image, by tag. For a reproducible build pin it by digest: look
+# the digest up (docker buildx imagetools inspect golang:1.26, or crane
+# digest golang:1.26) and build with
+#   docker build --build-arg GO_IMAGE=golang:1.26@sha256:DIGEST .
+ARG GO_IMAGE=golang:1.26
+FROM ${GO_IMAGE} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

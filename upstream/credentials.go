@@ -328,8 +328,8 @@ func CallerContext(ctx, from context.Context) context.Context {
 }
 
 // credentialTransport adds the upstream's url secrets (endpoint.restore),
-// headers and bearer token to each request; a 401 answer with a token renews the token once and sends the
-// request again.
+// headers and bearer token to each request; a 401 answer with a token
+// renews the token once and sends the request again.
 type credentialTransport struct {
 	cr *credentials
 	// caller, when set, is the one caller this transport's session serves
