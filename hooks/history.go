@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/toolgate/toolgate/engine"
@@ -27,4 +28,8 @@ type History interface {
 type HistoryRead struct {
 	Entries int    `json:"entries"`
 	SHA256  string `json:"sha256"`
+	// JSON is input.history as JSON, the entries themselves: a decision
+	// log writes them only when its operator asks
+	// (decisionlog.Options.HistoryEntries).
+	JSON json.RawMessage `json:"-"`
 }

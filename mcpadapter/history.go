@@ -53,7 +53,7 @@ func (p *pipeline) loadHistory(ctx context.Context, call *hooks.CallContext, ere
 func digestHistory(h engine.History) *hooks.HistoryRead {
 	b, _ := json.Marshal(h)
 	sum := sha256.Sum256(b)
-	return &hooks.HistoryRead{Entries: len(h), SHA256: hex.EncodeToString(sum[:])}
+	return &hooks.HistoryRead{Entries: len(h), SHA256: hex.EncodeToString(sum[:]), JSON: b}
 }
 
 // recordHistory adds a call that reached step 5 to its caller's history
