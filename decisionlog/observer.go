@@ -80,7 +80,7 @@ func (l *Logger) observeCall(ctx context.Context, call *hooks.CallContext, rec *
 		d.Meta = meta
 	}
 	if rec.History != nil {
-		d.History, d.HistoryEntries = rec.History.JSON, rec.History.Entries
+		d.History, d.HistoryEntries = rec.History.JSON(), rec.History.Entries()
 	}
 	grant := d
 	grant.ID, grant.Path = call.DecisionID+"-grant", PathGrant
