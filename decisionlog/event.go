@@ -75,11 +75,18 @@ type Decision struct {
 	TraceID, SpanID string
 	// Custom is extra fields, under OPA's custom key.
 	Custom map[string]any
+	// History, when not nil, is the caller's history the decision read
+	// (input.history, docs/contract.md §20) as a JSON array of
+	// HistoryEntries entries. The event says how many and their hash
+	// (hashed like an argument); the entries themselves only with
+	// Options.HistoryEntries.
+	History        json.RawMessage
+	HistoryEntries int
 }
 
 // event builds the Event of d with the logger's labels and bundle name,
 // each value of the arguments and of _meta hashed by h.
-func (d *Decision) event(labels map[string]string, bundle string, now time.Time, h hasher) Event {
+func (d *Decision) event(labels map[string]string, bundle string, now time.Time, h hasher, historyEntries bool) Event {
 	ts := d.Time
 	if ts.IsZero() {
 		ts = now
@@ -103,6 +110,14 @@ func (d *Decision) event(labels map[string]string, bundle string, now time.Time,
 	if len(h.key) != 0 {
 		req["hash"] = "hmac-sha256"
 	}
+	input := map[string]any{"caller": caller, "request": req}
+	if d.History != nil {
+		hist := map[string]any{"entries": d.HistoryEntries, "sha256": h.value(d.History)}
+		if historyEntries {
+			hist["read"] = d.History
+		}
+		input["history"] = hist
+	}
 	e := Event{
 		Labels:     labels,
 		DecisionID: d.ID,
@@ -110,7 +125,7 @@ func (d *Decision) event(labels map[string]string, bundle string, now time.Time,
 		SpanID:     d.SpanID,
 		Revision:   d.Revision,
 		Path:       d.Path,
-		Input:      map[string]any{"caller": caller, "request": req},
+		Input:      input,
 		Result:     d.Result,
 		Timestamp:  ts.UTC(),
 		Metrics:    d.Metrics,

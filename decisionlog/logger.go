@@ -61,6 +61,10 @@ type Options struct {
 	// without the key cannot test guesses (an amount, a yes/no) against
 	// them. Events then say "hash": "hmac-sha256" in input.request.
 	HashKey []byte
+	// HistoryEntries writes the entries of the caller's history a
+	// decision read into its event (input.history.read), besides their
+	// count and hash; off, their values never reach the log.
+	HistoryEntries bool
 }
 
 // Sink writes one batch of encoded events. It is called from one goroutine
@@ -160,7 +164,7 @@ func (l *Logger) Log(d Decision) {
 	if l == nil {
 		return
 	}
-	line, err := json.Marshal(d.event(l.opts.Labels, l.opts.BundleName, time.Now(), hasher{key: l.opts.HashKey}))
+	line, err := json.Marshal(d.event(l.opts.Labels, l.opts.BundleName, time.Now(), hasher{key: l.opts.HashKey}, l.opts.HistoryEntries))
 	if err != nil {
 		l.log.Error("decision log: event not encoded", "decision_id", d.ID, "error", err)
 		l.drop(1)

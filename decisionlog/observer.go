@@ -79,6 +79,9 @@ func (l *Logger) observeCall(ctx context.Context, call *hooks.CallContext, rec *
 	if meta, err := call.Meta.MarshalJSON(); err == nil {
 		d.Meta = meta
 	}
+	if rec.History != nil {
+		d.History, d.HistoryEntries = rec.History.JSON(), rec.History.Entries()
+	}
 	grant := d
 	grant.ID, grant.Path = call.DecisionID+"-grant", PathGrant
 	grant.Result = map[string]any{"granted": rec.Grant.Granted, "outcome": rec.Grant.Outcome.String()}

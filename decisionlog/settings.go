@@ -72,6 +72,9 @@ type Settings struct {
 	// _meta values is (ReadHashKey; Options.HashKey): "${NAME}" or a file.
 	// The key itself is never in the settings. It needs Target.
 	HashKey string
+	// HistoryEntries writes the history entries a decision read into its
+	// event (Options.HistoryEntries). It needs Target.
+	HistoryEntries bool
 }
 
 // ReadHashKey reads the key HashKey refers to (ReadHashKey): nil when

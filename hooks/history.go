@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/toolgate/toolgate/engine"
@@ -21,10 +22,23 @@ type History interface {
 	Record(ctx context.Context, source, subject string, e engine.HistoryEntry, per time.Duration, max int) error
 }
 
-// HistoryRead is what a decision read of the caller's history: how many
-// entries, and the SHA-256 of input.history as JSON. Decision logs carry
-// it instead of the entries.
+// HistoryRead is what a decision read of the caller's history
+// (input.history). Decision logs carry its count and hash instead of the
+// entries, unless their operator asks for them.
 type HistoryRead struct {
-	Entries int    `json:"entries"`
-	SHA256  string `json:"sha256"`
+	// History is the entries read, newest first.
+	History engine.History
+}
+
+// Entries is how many entries the decision read.
+func (h *HistoryRead) Entries() int { return len(h.History) }
+
+// JSON is input.history as JSON, the entries themselves. It is encoded
+// when asked (a decision log), not on the call's path.
+func (h *HistoryRead) JSON() json.RawMessage {
+	b, err := json.Marshal(h.History)
+	if err != nil {
+		return json.RawMessage(`[]`) // not reached: entries are plain values
+	}
+	return b
 }

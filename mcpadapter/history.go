@@ -44,16 +44,8 @@ func (p *pipeline) loadHistory(ctx context.Context, call *hooks.CallContext, ere
 		h = engine.History{}
 	}
 	ereq.History = h
-	rec.History = digestHistory(h)
+	rec.History = &hooks.HistoryRead{History: h}
 	return nil
-}
-
-// digestHistory is what a decision log says of a history: its count and
-// the SHA-256 of its entries as JSON, never their values.
-func digestHistory(h engine.History) *hooks.HistoryRead {
-	b, _ := json.Marshal(h)
-	sum := sha256.Sum256(b)
-	return &hooks.HistoryRead{Entries: len(h), SHA256: hex.EncodeToString(sum[:])}
 }
 
 // recordHistory adds a call that reached step 5 to its caller's history

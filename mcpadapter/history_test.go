@@ -100,8 +100,8 @@ func TestReadBeforeDelete(t *testing.T) {
 	end := manager.after.ends[len(manager.after.ends)-1]
 	manager.after.mu.Unlock()
 	require.NotNil(t, end.History, "the record says what the decision read")
-	assert.Equal(t, 6, end.History.Entries)
-	assert.Len(t, end.History.SHA256, 64)
+	assert.Equal(t, 6, end.History.Entries())
+	assert.Equal(t, "getReward", end.History.History[0].Tool, "the newest entry it read")
 }
 
 // TestHistoryLoadedOnlyWhenRead: a policy that does not read

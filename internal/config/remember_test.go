@@ -32,3 +32,18 @@ func TestUpstreamRemember(t *testing.T) {
 		assert.Equal(t, []string{"line 2: upstreams[0]: remember: wrong kind of value"}, problems(t, err), "remember: %s", bad)
 	}
 }
+
+// TestDecisionLogHistoryEntries: writing the history entries into the
+// decision log is off unless set, and needs a decision log.
+func TestDecisionLogHistoryEntries(t *testing.T) {
+	t.Parallel()
+	s, err := config.LoadServe([]string{"--decision-log", "/tmp/decisions.jsonl"}, io.Discard)
+	require.NoError(t, err)
+	assert.False(t, s.DecisionLog.HistoryEntries)
+	s, err = config.LoadServe([]string{"--decision-log", "/tmp/decisions.jsonl", "--decision-log-history-entries"}, io.Discard)
+	require.NoError(t, err)
+	assert.True(t, s.DecisionLog.HistoryEntries)
+	_, err = config.LoadServe([]string{"--decision-log-history-entries"}, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--decision-log-history-entries: needs decision_log (--decision-log)")
+}

@@ -298,6 +298,9 @@ func (s *Serve) observeProblems() []Problem {
 			probs = append(probs, problem("decision_log_hash_key", "%v", err))
 		}
 	}
+	if dl.HistoryEntries && dl.Target == "" {
+		probs = append(probs, problem("decision_log_history_entries", "needs decision_log (--decision-log)"))
+	}
 	if err := s.Tracing.Validate(); err != nil {
 		probs = append(probs, problem("otel_endpoint", "%v", err))
 	}

@@ -112,6 +112,9 @@ type Options struct {
 	Approvals Approvals
 	// Status, when nil, answers 404 at /console/api/status.
 	Status func() Status
+	// History, when set, loads a caller's history for GET
+	// /console/api/history (docs/contract.md §20); nil answers 404.
+	History HistoryFunc
 	// Activity is the live tail; nil: an empty one.
 	Activity *Activity
 	// Callers are the callers the matrix offers first (the callers file
@@ -189,6 +192,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST /console/api/matrix", c.operator(c.matrix))
 	c.mux.HandleFunc("POST /console/api/explain", c.operator(c.explain))
 	c.mux.HandleFunc("GET /console/api/activity", c.operator(c.activity))
+	c.mux.HandleFunc("GET /console/api/history", c.operator(c.history))
 	c.mux.HandleFunc("/console/api/", func(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, "no such endpoint")
 	})

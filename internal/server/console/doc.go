@@ -43,6 +43,7 @@
 //	POST /console/api/matrix                    operator: MatrixRequest → Matrix
 //	POST /console/api/explain                   operator: ExplainRequest → CellExplanation
 //	GET  /console/api/activity                  operator: text/event-stream of Event
+//	GET  /console/api/history?subject=&source=  operator: {"subject","source","entries": [HistoryEntry]}; 404 without a history
 //
 // An approval request is hooks/approvals.Request (id, subject, tool,
 // arguments, reason, approvers, status, created, expires, decided_by,

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/cli/inspect"
 	"github.com/toolgate/toolgate/internal/server/approvals"
@@ -25,7 +26,7 @@ const consoleClientID = "toolgate-console"
 // newConsole builds the operator console (/console) over the serving
 // engine, the approval gate and the activity tail: the same identity as
 // /mcp (httpserve.RequestCaller), the operator role of --admin-role.
-func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *console.Activity, jwt *identity.JWT, done <-chan struct{}, openStream func(*http.Request) (func(), error), cat mcpadapter.Catalog, sh func() *shadow.Status) http.Handler {
+func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *console.Activity, jwt *identity.JWT, done <-chan struct{}, openStream func(*http.Request) (func(), error), cat mcpadapter.Catalog, sh func() *shadow.Status, hist hooks.History) http.Handler {
 	adminRole := cfg.HTTPServer.Admin()
 	opts := console.Options{
 		Auth: func(r *http.Request) (*toolcall.Caller, bool) {
@@ -50,6 +51,17 @@ func newConsole(cfg Config, eng *engine.Engine, gate *approvals.Gate, act *conso
 			return st
 		},
 		Done: done,
+	}
+	if hist != nil {
+		// What a caller's input.history holds now (docs/contract.md §20),
+		// under the serving revision's history setting.
+		opts.History = func(ctx context.Context, source, subject string) (engine.History, error) {
+			cfg := eng.Current().Registry().History
+			if cfg == nil {
+				return nil, console.ErrNoHistory
+			}
+			return hist.Load(ctx, source, subject, cfg.Window(), cfg.Max)
+		}
 	}
 	if cat != nil {
 		// The matrix shows the upstreams' resources and templates too

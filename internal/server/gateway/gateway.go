@@ -563,7 +563,11 @@ func (g *Gateway) buildHTTP() error {
 	opts.Approvals = g.gate.Handler(httpserve.RequestCaller)
 	// The console's streams count against the server's stream caps
 	// (g.http is set when they are served).
-	opts.Console = newConsole(*cfg, g.eng, g.gate, g.activity, g.jwt, g.stopping, func(r *http.Request) (func(), error) { return g.http.OpenStream(r) }, g.catalog(), g.Shadow)
+	var hist hooks.History // callers' histories, for the console's view of one
+	if g.history != nil {
+		hist = g.history
+	}
+	opts.Console = newConsole(*cfg, g.eng, g.gate, g.activity, g.jwt, g.stopping, func(r *http.Request) (func(), error) { return g.http.OpenStream(r) }, g.catalog(), g.Shadow, hist)
 	opts.Routes = routes
 	g.http = httpserve.New(opts)
 	return nil

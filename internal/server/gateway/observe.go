@@ -60,6 +60,8 @@ func openObserve(ctx context.Context, s *config.Serve, log *slog.Logger, m *metr
 			Labels:  map[string]string{"id": newID(), "version": Version},
 			Logger:  log,
 			HashKey: key,
+			// The history entries a decision read, only when asked.
+			HistoryEntries: s.DecisionLog.HistoryEntries,
 		})
 		if err != nil {
 			_ = tr.Shutdown(ctx)

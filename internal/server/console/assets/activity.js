@@ -1,6 +1,6 @@
 // Live activity: the audit trail as it happens (never argument values:
 // only their hash), filtered, with counts per outcome.
-import { el } from './api.js';
+import { api, el } from './api.js';
 
 const $ = (id) => document.getElementById(id);
 const MAX = 2000;
@@ -31,6 +31,7 @@ export async function show() {
     wired = true;
     for (const id of ['f-subject', 'f-tool', 'f-outcome']) $(id).addEventListener('input', render);
     $('activity-filter').addEventListener('submit', (ev) => ev.preventDefault());
+    $('history-form').addEventListener('submit', (ev) => { ev.preventDefault(); showHistory(); });
   }
   render();
 }
@@ -55,4 +56,25 @@ function render() {
 
 function outcomeClass(o) {
   return { result: 'visible', answered: 'answered', denied: 'denied', failed: 'failed', refused_gate: 'failed', held: 'approval', limited: 'denied', withheld: 'denied' }[o] || '';
+}
+
+// showHistory shows what the subject's input.history holds now, newest
+// first: remembered argument values only as their hash.
+async function showHistory() {
+  const subject = $('f-subject').value.trim();
+  const state = $('history-state');
+  const body = $('history').tBodies[0];
+  body.replaceChildren();
+  if (!subject) { state.textContent = 'Name a subject above.'; return; }
+  state.textContent = 'loading…';
+  try {
+    const h = await api(`history?subject=${encodeURIComponent(subject)}&source=${encodeURIComponent($('h-source').value)}`);
+    state.textContent = `${h.entries.length} entries for ${h.subject} (${h.source})`;
+    body.replaceChildren(...h.entries.map((e) => el('tr', {},
+      el('td', {}, e.at.replace('T', ' ').replace(/\.\d+Z$/, 'Z')), el('td', {}, e.tool),
+      el('td', {}, el('span', { class: 'cell ' + outcomeClass(e.outcome) }, e.outcome)),
+      el('td', {}, Object.entries(e.arguments).sort().map(([k, v]) => `${k}: ${v.slice(0, 12)}`).join(', ')))));
+  } catch (err) {
+    state.textContent = err.message;
+  }
 }
