@@ -1,0 +1,69 @@
+package mcpadapter
+
+import (
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/internal/lru"
+)
+
+// On the 2026-07-28 revision a client sends its capabilities with every
+// request, in _meta. The go-sdk's ServerRequest.ClientCapabilities decodes
+// them anew on each call: an encode and a decode through the SDK's JSON,
+// whose decoder allocates a 32 KiB buffer, on every relayed call. A client
+// sends the same capabilities call after call, so the decoded value is
+// kept, keyed by the capabilities' JSON encoding.
+var metaCapabilities = lru.New[*capsEntry](metaCapabilitiesMax)
+
+const (
+	// metaCapabilitiesMax bounds the distinct capability sets kept.
+	metaCapabilitiesMax = 256
+	// metaCapabilitiesMaxKey: larger capabilities are decoded per call,
+	// as the SDK does, and not kept.
+	metaCapabilitiesMaxKey = 4 << 10
+)
+
+// capsEntry is a kept decode: nil caps when the SDK could not read the
+// value (the SDK then falls back to the session's).
+type capsEntry struct{ caps *mcp.ClientCapabilities }
+
+// requestCapabilities is what the go-sdk reads as the capabilities req
+// carries in its _meta (nil when none, or none it can read), as
+// ServerRequest.ClientCapabilities without a session answers, each
+// distinct value decoded by the SDK once. The result is the caller's own
+// copy of the top level; what it points to is shared and must not be
+// modified.
+func requestCapabilities(req *mcp.CallToolRequest) *mcp.ClientCapabilities {
+	if req == nil || req.Params == nil {
+		return nil
+	}
+	raw, ok := req.Params.Meta[mcp.MetaKeyClientCapabilities]
+	if !ok || raw == nil {
+		return nil
+	}
+	if _, isMap := raw.(map[string]any); !isMap {
+		// A typed value (in process), or a value the SDK will refuse:
+		// the SDK's own answer, not kept.
+		return sdkRequestCapabilities(req.Params)
+	}
+	key, err := json.Marshal(raw) // maps are written with their keys sorted: equal values, equal keys
+	if err != nil || len(key) > metaCapabilitiesMaxKey {
+		return sdkRequestCapabilities(req.Params)
+	}
+	e := metaCapabilities.Get(key)
+	if e == nil {
+		e = metaCapabilities.Put(key, &capsEntry{caps: sdkRequestCapabilities(req.Params)})
+	}
+	if e.caps == nil {
+		return nil
+	}
+	c := *e.caps
+	return &c
+}
+
+// sdkRequestCapabilities is the go-sdk's reading of params' _meta
+// capabilities: with no session, it has nothing to fall back to.
+func sdkRequestCapabilities(params *mcp.CallToolParamsRaw) *mcp.ClientCapabilities {
+	return (&mcp.ServerRequest[*mcp.CallToolParamsRaw]{Params: params}).ClientCapabilities()
+}
