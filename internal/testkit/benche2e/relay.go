@@ -304,8 +304,17 @@ func (b *bench) measureRelay(l *relayLine) measurement {
 		if l.revision != "" {
 			opts = &mcp.ClientSessionOptions{ProtocolVersion: l.revision}
 		}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "benche2e", Version: "1"}, nil).Connect(context.Background(),
-			&mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: client, DisableStandaloneSSE: true}, opts)
+		var cs *mcp.ClientSession
+		var err error
+		// A JWT front answers 503 until it has read its keys (in the
+		// background after it listens): wait for that, for at most a minute.
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			cs, err = mcp.NewClient(&mcp.Implementation{Name: "benche2e", Version: "1"}, nil).Connect(context.Background(),
+				&mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: client, DisableStandaloneSSE: true}, opts)
+			if err == nil || i > 0 || !strings.Contains(err.Error(), http.StatusText(http.StatusServiceUnavailable)) || time.Now().After(deadline) {
+				break
+			}
+		}
 		if err != nil {
 			fatal(fmt.Errorf("%s: %w", b.current, err))
 		}
