@@ -1,7 +1,8 @@
 package mcpadapter
 
 import (
-	"encoding/json"
+	"slices"
+	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -47,8 +48,8 @@ func requestCapabilities(req *mcp.CallToolRequest) *mcp.ClientCapabilities {
 		// the SDK's own answer, not kept.
 		return sdkRequestCapabilities(req.Params)
 	}
-	key, err := json.Marshal(raw) // maps are written with their keys sorted: equal values, equal keys
-	if err != nil || len(key) > metaCapabilitiesMaxKey {
+	key, ok := appendKey(make([]byte, 0, 128), raw)
+	if !ok || len(key) > metaCapabilitiesMaxKey {
 		return sdkRequestCapabilities(req.Params)
 	}
 	e := metaCapabilities.Get(key)
@@ -66,4 +67,46 @@ func requestCapabilities(req *mcp.CallToolRequest) *mcp.ClientCapabilities {
 // capabilities: with no session, it has nothing to fall back to.
 func sdkRequestCapabilities(params *mcp.CallToolParamsRaw) *mcp.ClientCapabilities {
 	return (&mcp.ServerRequest[*mcp.CallToolParamsRaw]{Params: params}).ClientCapabilities()
+}
+
+// appendKey appends a key of v, a value as JSON decodes into any, to b:
+// equal values, equal keys, and different values, different keys (maps
+// with their keys sorted, strings quoted, numbers in full). ok is false
+// for a value of another type.
+func appendKey(b []byte, v any) (_ []byte, ok bool) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, 'n'), true
+	case bool:
+		return strconv.AppendBool(b, v), true
+	case float64:
+		return strconv.AppendFloat(append(b, '#'), v, 'g', -1, 64), true
+	case string:
+		return strconv.AppendQuote(b, v), true
+	case []any:
+		b = append(b, '[')
+		for _, e := range v {
+			if b, ok = appendKey(b, e); !ok {
+				return b, false
+			}
+			b = append(b, ',')
+		}
+		return append(b, ']'), true
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for _, k := range keys {
+			b = append(strconv.AppendQuote(b, k), ':')
+			if b, ok = appendKey(b, v[k]); !ok {
+				return b, false
+			}
+			b = append(b, ',')
+		}
+		return append(b, '}'), true
+	}
+	return b, false
 }

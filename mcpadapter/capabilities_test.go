@@ -60,3 +60,31 @@ func TestRequestCapabilitiesDecodedOnce(t *testing.T) {
 	})
 	assert.Less(t, res.AllocedBytesPerOp(), int64(4<<10), "a kept decode allocated %d B", res.AllocedBytesPerOp())
 }
+
+// TestAppendKeyTellsValuesApart: values that differ (in a member's case,
+// a number, a string's quoting, nesting) have different keys; equal values
+// (whatever their maps' order) the same.
+func TestAppendKeyTellsValuesApart(t *testing.T) {
+	seen := map[string]string{}
+	for _, raw := range []string{
+		`{}`, `[]`, `null`, `true`, `false`, `0`, `1`, `1.5`, `-1e-7`, `""`, `"a"`, `"a,b"`, `"\"n"`, `"n"`,
+		`{"a":1}`, `{"A":1}`, `{"a":"1"}`, `{"a":[1]}`, `{"a":{"b":1}}`, `{"a,":1}`, `{"a":1,"b":2}`, `[1,2]`, `[[1],2]`, `[1,[2]]`, `["1,2"]`, `[null]`, `{"a":null}`,
+	} {
+		var v any
+		require.NoError(t, json.Unmarshal([]byte(raw), &v))
+		k, ok := appendKey(nil, v)
+		require.True(t, ok, raw)
+		if other, dup := seen[string(k)]; dup {
+			t.Errorf("%s and %s have the same key %q", raw, other, k)
+		}
+		seen[string(k)] = raw
+	}
+	var a, b any
+	require.NoError(t, json.Unmarshal([]byte(`{"x":1,"y":{"p":[true],"q":null}}`), &a))
+	require.NoError(t, json.Unmarshal([]byte(`{"y":{"q":null,"p":[true]},"x":1.0}`), &b))
+	ka, _ := appendKey(nil, a)
+	kb, _ := appendKey(nil, b)
+	assert.Equal(t, string(ka), string(kb))
+	_, ok := appendKey(nil, map[string]any{"t": struct{}{}})
+	assert.False(t, ok)
+}
