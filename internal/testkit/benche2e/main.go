@@ -113,6 +113,9 @@ func main() {
 	if *rounds < 1 {
 		fatal(errors.New("-rounds must be at least 1"))
 	}
+	if *calls < 1 {
+		fatal(errors.New("-calls must be at least 1"))
+	}
 	self, err := os.Executable()
 	if err != nil {
 		fatal(err)
@@ -473,6 +476,9 @@ func (b *bench) drive(ctx context.Context, sessions []*mcp.ClientSession, spec c
 	cpu := cpuTime(pid)
 	wall, lat := run(b.calls)
 	cpu = cpuTime(pid) - cpu
+	if len(lat) == 0 {
+		fatal(fmt.Errorf("%s: answered no call", b.current))
+	}
 	slices.Sort(lat)
 	return measurement{calls: len(lat), rate: float64(len(lat)) / wall.Seconds(), cpu: cpu / time.Duration(b.calls),
 		p50: lat[len(lat)/2], p99: lat[len(lat)*99/100]}

@@ -359,12 +359,8 @@ func (b *bench) relayTable(lines []*relayLine, rounds int) {
 			l.results = append(l.results, b.measureRelay(l))
 		}
 	}
-	for _, l := range lines {
-		for _, m := range l.results {
-			if m.calls == 0 || m.rate <= 0 {
-				fatal(fmt.Errorf("%s %s: answered no call in a round (%d calls, %.0f calls/s)", l.group(), l.name, m.calls, m.rate))
-			}
-		}
+	if err := unanswered(lines); err != nil {
+		fatal(err)
 	}
 	type med struct {
 		rate, cpu float64
@@ -426,6 +422,22 @@ func (b *bench) relayTable(lines []*relayLine, rounds int) {
 			}
 		}
 	}
+}
+
+// unanswered is an error naming the first line that answered no call in a
+// round: its calls/s would be 0, an error and not a ratio.
+func unanswered(lines []*relayLine) error {
+	for _, l := range lines {
+		if len(l.results) == 0 {
+			return fmt.Errorf("%s %s: not measured", l.group(), l.name)
+		}
+		for i, m := range l.results {
+			if m.calls == 0 || m.rate <= 0 {
+				return fmt.Errorf("%s %s: answered no call in round %d (%d calls, %.0f calls/s)", l.group(), l.name, i+1, m.calls, m.rate)
+			}
+		}
+	}
+	return nil
 }
 
 // drive1 makes one call of spec on cs and fails the run when it fails.
