@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/hooks/audit"
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/frontdoor"
+	"github.com/toolgate/toolgate/internal/sdklog"
 	"github.com/toolgate/toolgate/internal/version"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/mcpadapter"
@@ -266,7 +267,7 @@ func (s *Server) mcpServer(caller mcpadapter.CallerFunc, transport []mcpadapter.
 	if impl == nil {
 		impl = &mcp.Implementation{Name: "toolgate", Version: version.Get().Version}
 	}
-	srv, names := a.NewServerWith(impl, &mcp.ServerOptions{Logger: s.log}, mcpadapter.Layers{Transport: transport, Inner: s.inner})
+	srv, names := a.NewServerWith(impl, &mcp.ServerOptions{Logger: sdklog.For(s.log)}, mcpadapter.Layers{Transport: transport, Inner: s.inner})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.servers = append(s.servers, served{a, srv})

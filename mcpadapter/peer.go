@@ -103,7 +103,7 @@ func (p *Peer) ProtocolVersion() string {
 // Capabilities are the capabilities the calling client declared; nil when
 // it declared none.
 func (p *Peer) Capabilities() *mcp.ClientCapabilities {
-	if caps := p.req.ClientCapabilities(); caps != nil {
+	if caps := requestCapabilities(p.req); caps != nil { // the SDK's decode, kept (capabilities.go)
 		return caps
 	}
 	if ip := p.ss.InitializeParams(); ip != nil {

@@ -48,6 +48,7 @@ func register(c command) {
 }
 
 func main() {
+	setGCDefault(os.Args[1:], os.LookupEnv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, &env{args: os.Args[1:], stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr})
 	stop()

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/sdklog"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -259,7 +260,7 @@ func New(opts Options) *Server {
 		*so = *opts.Streamable
 	}
 	if so.Logger == nil {
-		so.Logger = opts.Logger
+		so.Logger = sdklog.For(opts.Logger)
 	}
 	switch {
 	case opts.SessionTimeout < 0:

@@ -100,6 +100,8 @@ func main() {
 	callers := flag.Int("callers", 64, "client sessions (and callers) of the relay table's many-caller lines")
 	var toolgateEnv envFlag
 	flag.Var(&toolgateEnv, "toolgate-env", "a `KEY=VALUE` added to the environment of the toolgate processes only (repeatable; e.g. GOGC=200)")
+	var baselineEnv envFlag
+	flag.Var(&baselineEnv, "baseline-env", "a `KEY=VALUE` added to the environment of the relay table's -baseline processes instead of -toolgate-env (repeatable); without -baseline, it measures -toolgate again with it (e.g. GOGC=100 next to the binary's default)")
 	flag.Parse()
 	var filter *regexp.Regexp
 	if *only != "" {
@@ -111,6 +113,9 @@ func main() {
 	if *rounds < 1 {
 		fatal(errors.New("-rounds must be at least 1"))
 	}
+	if *calls < 1 {
+		fatal(errors.New("-calls must be at least 1"))
+	}
 	self, err := os.Executable()
 	if err != nil {
 		fatal(err)
@@ -120,7 +125,13 @@ func main() {
 		fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	b := &bench{toolgate: *toolgate, baseline: *baseline, self: self, dir: dir, inflight: *inflight, calls: *calls, toolgateEnv: toolgateEnv, relayServer: *relay, baselineLabel: *baselineLabel}
+	if *baseline == "" && len(baselineEnv) > 0 {
+		*baseline = *toolgate
+		if *baselineLabel == "baseline" {
+			*baselineLabel = baselineEnv.String()
+		}
+	}
+	b := &bench{toolgate: *toolgate, baseline: *baseline, self: self, dir: dir, inflight: *inflight, calls: *calls, toolgateEnv: toolgateEnv, baselineEnv: baselineEnv, relayServer: *relay, baselineLabel: *baselineLabel}
 	// The client's connections are kept alive, as many as calls in flight
 	// (http.DefaultTransport keeps 2 per host).
 	tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -276,6 +287,7 @@ type bench struct {
 	inflight, calls     int
 	tokens              string   // the tokens file
 	toolgateEnv         []string // -toolgate-env
+	baselineEnv         []string // -baseline-env
 	// devNull is every server's stderr (the audit trail by default): a
 	// file, so that the server writes to it directly. An io.Writer would
 	// put a pipe in between, and this process would spend CPU copying the
@@ -464,13 +476,17 @@ func (b *bench) drive(ctx context.Context, sessions []*mcp.ClientSession, spec c
 	cpu := cpuTime(pid)
 	wall, lat := run(b.calls)
 	cpu = cpuTime(pid) - cpu
+	if len(lat) == 0 {
+		fatal(fmt.Errorf("%s: answered no call", b.current))
+	}
 	slices.Sort(lat)
-	return measurement{rate: float64(b.calls) / wall.Seconds(), cpu: cpu / time.Duration(b.calls),
+	return measurement{calls: len(lat), rate: float64(len(lat)) / wall.Seconds(), cpu: cpu / time.Duration(b.calls),
 		p50: lat[len(lat)/2], p99: lat[len(lat)*99/100]}
 }
 
 // measurement is one line's result in one round.
 type measurement struct {
+	calls    int           // calls answered
 	rate     float64       // calls per second
 	cpu      time.Duration // the server's CPU time (user and system) per call
 	p50, p99 time.Duration // latency of one call, as the client saw it

@@ -30,10 +30,12 @@ import (
 
 // The relay table: what the hop to an upstream MCP server costs. The
 // upstream is the go-sdk's conformance server (its test_simple_text tool),
-// over streamable HTTP (stateful) or stdio; the client speaks streamable
-// HTTP to whatever is in front of it, pinned to revisionSessions, with
-// b.inflight calls in flight on one session (or spread over -callers
-// sessions).
+// over streamable HTTP or stdio; the client speaks streamable HTTP to
+// whatever is in front of it, in one group of lines at the go-sdk's
+// default revision (2026-07-28, sessionless: the upstream then runs
+// stateless, as such a client's server would) and in one pinned to
+// revisionSessions (the upstream stateful), with b.inflight calls in
+// flight on one session (or spread over -callers sessions).
 
 // relaySpec is the call of the relay lines.
 var relaySpec = callSpec{tool: "test_simple_text", want: "This is a simple text response for testing."}
@@ -44,45 +46,69 @@ type relayLine struct {
 	front string // "direct", "proxy" or "toolgate"
 	// upstream is how toolgate reaches the upstream: "http" or "stdio".
 	upstream string
+	// revision is the protocol revision the client pins; "" is the
+	// go-sdk's default (the line checks it is revisionSessionless).
+	revision string
 	// callers: the client sessions calls are spread over; identities: how
 	// many distinct callers (tokens) they are.
 	callers, identities int
-	// bin is the toolgate binary (-toolgate, or -baseline).
+	// bin is the toolgate binary (-toolgate, or -baseline); env what is
+	// added to its environment (-toolgate-env, or -baseline-env).
 	bin string
+	env []string
 	// exchange: the callers sign in with JWTs, and toolgate exchanges
 	// each caller's for a token of its own toward the upstream (RFC 8693).
 	exchange bool
 
 	results []measurement
 	rss     string // toolgate's VmRSS after the last round
+	// idle is the resident memory an idle caller session added, per
+	// session, in each round (lines of many callers).
+	idle []float64
 }
 
-// relayLines are the lines of the relay table, in order.
+// group is the line's group: its revision as the table prints it.
+func (l *relayLine) group() string {
+	if l.revision == "" {
+		return revisionSessionless + " (default)"
+	}
+	return l.revision
+}
+
+// relayLines are the lines of the relay table, in order: a group per
+// client revision, each with the direct and proxy lines its toolgate lines
+// are compared with; the many-caller lines are in the revisionSessions
+// group (sessions of their own per caller are what they measure).
 func (b *bench) relayLines(filter *regexp.Regexp, callers int) []*relayLine {
-	all := []*relayLine{
-		{name: "upstream called directly", front: "direct", callers: 1, identities: 1},
-		{name: "plain Go reverse proxy", front: "proxy", callers: 1, identities: 1},
-		{name: "toolgate → HTTP upstream", front: "toolgate", upstream: "http", callers: 1, identities: 1},
-		{name: "toolgate → stdio upstream", front: "toolgate", upstream: "stdio", callers: 1, identities: 1},
-		{name: fmt.Sprintf("toolgate → HTTP, %d sessions, 1 caller", callers), front: "toolgate", upstream: "http", callers: callers, identities: 1},
-		{name: fmt.Sprintf("toolgate → HTTP, %d sessions, %d callers", callers, callers), front: "toolgate", upstream: "http", callers: callers, identities: callers},
-		{name: fmt.Sprintf("token exchange, %d sessions, 1 caller", callers), front: "toolgate", upstream: "http", callers: callers, identities: 1, exchange: true},
-		{name: fmt.Sprintf("token exchange, %d sessions, %d callers", callers, callers), front: "toolgate", upstream: "http", callers: callers, identities: callers, exchange: true},
+	var all []*relayLine
+	for _, rev := range []string{"", revisionSessions} {
+		all = append(all,
+			&relayLine{name: "upstream called directly", front: "direct", revision: rev, callers: 1, identities: 1},
+			&relayLine{name: "plain Go reverse proxy", front: "proxy", revision: rev, callers: 1, identities: 1},
+			&relayLine{name: "toolgate → HTTP upstream", front: "toolgate", upstream: "http", revision: rev, callers: 1, identities: 1},
+			&relayLine{name: "toolgate → stdio upstream", front: "toolgate", upstream: "stdio", revision: rev, callers: 1, identities: 1})
+		if rev == revisionSessions {
+			all = append(all,
+				&relayLine{name: fmt.Sprintf("toolgate → HTTP, %d sessions, 1 caller", callers), front: "toolgate", upstream: "http", revision: rev, callers: callers, identities: 1},
+				&relayLine{name: fmt.Sprintf("toolgate → HTTP, %d sessions, %d callers", callers, callers), front: "toolgate", upstream: "http", revision: rev, callers: callers, identities: callers},
+				&relayLine{name: fmt.Sprintf("token exchange, %d sessions, 1 caller", callers), front: "toolgate", upstream: "http", revision: rev, callers: callers, identities: 1, exchange: true},
+				&relayLine{name: fmt.Sprintf("token exchange, %d sessions, %d callers", callers, callers), front: "toolgate", upstream: "http", revision: rev, callers: callers, identities: callers, exchange: true})
+		}
 	}
 	var out []*relayLine
 	for _, l := range all {
-		if filter != nil && !filter.MatchString(l.name) {
+		if filter != nil && !filter.MatchString(l.group()+" "+l.name) {
 			continue
 		}
 		if l.front != "toolgate" {
 			out = append(out, l)
 			continue
 		}
-		l.bin = b.toolgate
+		l.bin, l.env = b.toolgate, b.toolgateEnv
 		out = append(out, l)
 		if b.baseline != "" {
 			base := *l
-			base.name, base.bin = l.name+" ("+b.baselineLabel+")", b.baseline
+			base.name, base.bin, base.env = l.name+" ("+b.baselineLabel+")", b.baseline, b.baselineEnv
 			out = append(out, &base)
 		}
 	}
@@ -202,7 +228,9 @@ func (b *bench) measureRelay(l *relayLine) measurement {
 	var upCmd *exec.Cmd
 	if l.front != "toolgate" || l.upstream == "http" {
 		addr := freeAddr()
-		upCmd = start(b.relayServer, "-http", addr, "-stateless=false")
+		// A client of the sessionless revision talks to a stateless
+		// server; the stateful one serves the revisions with sessions.
+		upCmd = start(b.relayServer, "-http", addr, "-stateless="+strconv.FormatBool(l.revision == ""))
 		waitListening(addr)
 		up = "http://" + addr + "/mcp"
 	}
@@ -236,7 +264,7 @@ func (b *bench) measureRelay(l *relayLine) measurement {
 			args = append(args, "--tokens", filepath.Join(dir, "tokens.json"))
 		}
 		cmd := exec.Command(l.bin, args...)
-		cmd.Env = append(b.env(), b.toolgateEnv...)
+		cmd.Env = append(b.env(), l.env...)
 		cmd.Stderr = b.devNull
 		if err := cmd.Start(); err != nil {
 			fatal(err)
@@ -258,27 +286,55 @@ func (b *bench) measureRelay(l *relayLine) measurement {
 		waitListening(addr)
 		endpoint = "http://" + addr + "/mcp"
 	}
+	pid := front.Process.Pid
+	b.current = l.group() + " " + l.name
+	want := l.revision
+	if want == "" {
+		want = revisionSessionless
+	}
 	sessions := make([]*mcp.ClientSession, l.callers)
+	var rss1 int64 // toolgate's resident memory with one caller session, warm
 	for i := range sessions {
 		tok := relayToken(i % l.identities)
 		if l.exchange {
 			tok = b.jwts[i%l.identities]
 		}
 		client := &http.Client{Transport: bearer{next: b.transport, token: tok}}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "benche2e", Version: "1"}, nil).Connect(context.Background(),
-			&mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: client, DisableStandaloneSSE: true},
-			&mcp.ClientSessionOptions{ProtocolVersion: revisionSessions})
-		if err != nil {
-			fatal(fmt.Errorf("%s: %w", l.name, err))
+		var opts *mcp.ClientSessionOptions
+		if l.revision != "" {
+			opts = &mcp.ClientSessionOptions{ProtocolVersion: l.revision}
 		}
-		if got := cs.InitializeResult().ProtocolVersion; got != revisionSessions {
-			fatal(fmt.Errorf("%s: the session negotiated protocol revision %s, not %s", l.name, got, revisionSessions))
+		var cs *mcp.ClientSession
+		var err error
+		// A JWT front answers 503 until it has read its keys (in the
+		// background after it listens): wait for that, for at most a minute.
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			cs, err = mcp.NewClient(&mcp.Implementation{Name: "benche2e", Version: "1"}, nil).Connect(context.Background(),
+				&mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: client, DisableStandaloneSSE: true}, opts)
+			if err == nil || i > 0 || !strings.Contains(err.Error(), http.StatusText(http.StatusServiceUnavailable)) || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil {
+			fatal(fmt.Errorf("%s: %w", b.current, err))
+		}
+		if got := cs.InitializeResult().ProtocolVersion; got != want {
+			fatal(fmt.Errorf("%s: the session negotiated protocol revision %s, not %s", b.current, got, want))
 		}
 		sessions[i] = cs
 		stops = append(stops, func() { _ = cs.Close() })
+		if l.front == "toolgate" && l.callers > 1 {
+			// One call opens the caller's upstream session; the session
+			// then stays idle until the measurement.
+			b.drive1(context.Background(), cs, relaySpec)
+			if i == 0 {
+				rss1 = rssBytes(pid)
+			}
+		}
 	}
-	b.current = l.name
-	pid := front.Process.Pid
+	if l.front == "toolgate" && l.callers > 1 {
+		l.idle = append(l.idle, float64(rssBytes(pid)-rss1)/float64(l.callers-1))
+	}
 	m := b.drive(context.Background(), sessions, relaySpec, pid)
 	if l.front == "toolgate" {
 		l.rss = procStatus(pid, "VmRSS")
@@ -286,24 +342,39 @@ func (b *bench) measureRelay(l *relayLine) measurement {
 	return m
 }
 
-// relayTable measures the relay lines round by round and prints them.
+// relayTable measures the relay lines round by round (every line once in
+// each round, in order) and prints them, a group per client revision: each
+// line's median calls/s and range, its ratios to the direct and the proxy
+// line of its group, p50 and p99 latency and what each adds to the direct
+// line's, the front's CPU per call, and toolgate's resident memory (and,
+// for many callers, what one idle caller session added to it). A line
+// that answered no call is an error: drive fails on the first call that
+// fails, and the table refuses a line without a measured call.
 func (b *bench) relayTable(lines []*relayLine, rounds int) {
-	fmt.Printf("relay: go-sdk conformance server's test_simple_text, streamable HTTP %s to the front, %d calls in flight, %d calls per measurement, %d rounds\n\n",
-		revisionSessions, b.inflight, b.calls, rounds)
+	fmt.Printf("relay: go-sdk conformance server's test_simple_text over streamable HTTP, the client at %s (the go-sdk's default) and at %s, %d calls in flight, %d calls per measurement, %d rounds\n",
+		revisionSessionless, revisionSessions, b.inflight, b.calls, rounds)
 	for round := range rounds {
 		fmt.Fprintf(os.Stderr, "benche2e: relay round %d of %d\n", round+1, rounds)
 		for _, l := range lines {
 			l.results = append(l.results, b.measureRelay(l))
 		}
 	}
+	if err := unanswered(lines); err != nil {
+		fatal(err)
+	}
 	type med struct {
 		rate, cpu float64
 		p50, p99  time.Duration
 	}
-	meds := map[string]med{}
+	meds := map[string]med{}     // by group, front and upstream
 	many := map[string]float64{} // the many-session lines' medians, by binary, exchange and whether many callers
-	fmt.Printf("%-54s %8s %15s %8s %8s %8s %8s %9s %9s %8s %10s\n", "path", "calls/s", "min–max", "×direct", "×proxy", "p50 ms", "p99 ms", "+p50 ms", "+p99 ms", "CPU µs", "RSS")
+	group := ""
 	for _, l := range lines {
+		if l.group() != group {
+			group = l.group()
+			fmt.Printf("\nclient at %s\n", group)
+			fmt.Printf("%-54s %8s %15s %8s %8s %8s %8s %9s %9s %8s %10s %12s\n", "path", "calls/s", "min–max", "×direct", "×proxy", "p50 ms", "p99 ms", "+p50 ms", "+p99 ms", "CPU µs", "RSS", "idle session")
+		}
 		var rates, cpus []float64
 		var p50s, p99s []float64
 		for _, m := range l.results {
@@ -313,31 +384,36 @@ func (b *bench) relayTable(lines []*relayLine, rounds int) {
 			p99s = append(p99s, float64(m.p99))
 		}
 		m := med{rate: median(rates), cpu: median(cpus), p50: time.Duration(median(p50s)), p99: time.Duration(median(p99s))}
-		meds[l.front+"/"+l.upstream] = m
-		ratio := func(base string) string {
-			if b, ok := meds[base]; ok {
+		if l.bin == b.toolgate || l.front != "toolgate" {
+			meds[group+"/"+l.front+"/"+l.upstream] = m
+		}
+		ratio := func(front string) string {
+			if b, ok := meds[group+"/"+front+"/"]; ok {
 				return fmt.Sprintf("%.2f", m.rate/b.rate)
 			}
 			return "-"
 		}
 		added := func(d time.Duration, of func(med) time.Duration) string {
-			if b, ok := meds["direct/"]; ok {
+			if b, ok := meds[group+"/direct/"]; ok {
 				return fmt.Sprintf("%+.2f", float64(d-of(b))/float64(time.Millisecond))
 			}
 			return "-"
 		}
-		cpu := fmt.Sprintf("%.0f", m.cpu)
-		rss := l.rss
+		rss, idle := l.rss, "-"
 		if rss == "" {
 			rss = "-"
 		}
-		fmt.Printf("%-54s %8.0f %7.0f–%-7.0f %8s %8s %8.2f %8.2f %9s %9s %8s %10s\n", l.name, m.rate, slices.Min(rates), slices.Max(rates),
-			ratio("direct/"), ratio("proxy/"), float64(m.p50)/float64(time.Millisecond), float64(m.p99)/float64(time.Millisecond),
-			added(m.p50, func(x med) time.Duration { return x.p50 }), added(m.p99, func(x med) time.Duration { return x.p99 }), cpu, rss)
+		if len(l.idle) > 0 {
+			idle = fmt.Sprintf("%.0f KiB", median(l.idle)/1024)
+		}
+		fmt.Printf("%-54s %8.0f %7.0f–%-7.0f %8s %8s %8.2f %8.2f %9s %9s %8.0f %10s %12s\n", l.name, m.rate, slices.Min(rates), slices.Max(rates),
+			ratio("direct"), ratio("proxy"), float64(m.p50)/float64(time.Millisecond), float64(m.p99)/float64(time.Millisecond),
+			added(m.p50, func(x med) time.Duration { return x.p50 }), added(m.p99, func(x med) time.Duration { return x.p99 }), m.cpu, rss, idle)
 		if l.callers > 1 {
 			many[fmt.Sprint(l.bin, l.exchange, l.identities > 1)] = m.rate
 		}
 	}
+	fmt.Println()
 	// Each caller with sessions of its own, against one caller's.
 	for _, l := range lines {
 		if l.callers > 1 && l.identities > 1 {
@@ -346,6 +422,46 @@ func (b *bench) relayTable(lines []*relayLine, rounds int) {
 			}
 		}
 	}
+}
+
+// unanswered is an error naming the first line that answered no call in a
+// round: its calls/s would be 0, an error and not a ratio.
+func unanswered(lines []*relayLine) error {
+	for _, l := range lines {
+		if len(l.results) == 0 {
+			return fmt.Errorf("%s %s: not measured", l.group(), l.name)
+		}
+		for i, m := range l.results {
+			if m.calls == 0 || m.rate <= 0 {
+				return fmt.Errorf("%s %s: answered no call in round %d (%d calls, %.0f calls/s)", l.group(), l.name, i+1, m.calls, m.rate)
+			}
+		}
+	}
+	return nil
+}
+
+// drive1 makes one call of spec on cs and fails the run when it fails.
+func (b *bench) drive1(ctx context.Context, cs *mcp.ClientSession, spec callSpec) {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: spec.tool, Arguments: spec.args})
+	switch {
+	case err != nil:
+		fatal(fmt.Errorf("%s: %w", b.current, err))
+	case res.IsError || len(res.Content) != 1:
+		fatal(fmt.Errorf("%s: %s answered %+v", b.current, spec.tool, res))
+	}
+}
+
+// rssBytes is process pid's resident memory (VmRSS) in bytes.
+func rssBytes(pid int) int64 {
+	f := strings.Fields(procStatus(pid, "VmRSS"))
+	if len(f) != 2 || f[1] != "kB" {
+		fatal(fmt.Errorf("/proc/%d/status: VmRSS %q", pid, f))
+	}
+	n, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		fatal(err)
+	}
+	return n << 10
 }
 
 // proxy serves a plain httputil.ReverseProxy at addr in front of target
