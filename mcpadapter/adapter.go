@@ -235,7 +235,12 @@ func (a *Adapter) governance(s *mcp.Server) mcp.Middleware {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch r := req.(type) {
 			case *mcp.CallToolRequest:
-				return asResult(a.callSafely(ctx, r)), nil
+				ctx, _ := withSentSlot(ctx)
+				res := a.callSafely(ctx, r)
+				if sent := answerSent(ctx, r, res); sent != res {
+					return sent, nil
+				}
+				return asResult(res), nil
 			case *mcp.ListToolsRequest:
 				return a.listSafely(ctx, r), nil
 			}
