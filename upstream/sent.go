@@ -29,7 +29,9 @@ import (
 type sentKey struct{}
 
 // sentResult is where the raw result of one request is kept.
-type sentResult struct{ raw atomic.Pointer[json.RawMessage] }
+type sentResult struct {
+	raw atomic.Pointer[json.RawMessage]
+}
 
 // withSent returns ctx marked so that the result of the request sent with
 // it is kept in the returned sentResult.
