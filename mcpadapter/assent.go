@@ -44,7 +44,7 @@ func withSentSlot(ctx context.Context) (context.Context, *sentSlot) {
 // a JSON object; it is not modified and must not be afterwards.
 func KeepSent(ctx context.Context, res any, raw json.RawMessage) {
 	s, _ := ctx.Value(sentKey{}).(*sentSlot)
-	if s == nil || res == nil {
+	if s == nil || !isPointer(res) {
 		return
 	}
 	s.mu.Lock()
@@ -56,7 +56,7 @@ func KeepSent(ctx context.Context, res any, raw json.RawMessage) {
 // when none (or for another result).
 func sentFor(ctx context.Context, res any) json.RawMessage {
 	s, _ := ctx.Value(sentKey{}).(*sentSlot)
-	if s == nil || res == nil {
+	if s == nil || !isPointer(res) {
 		return nil
 	}
 	s.mu.Lock()
@@ -65,6 +65,12 @@ func sentFor(ctx context.Context, res any) json.RawMessage {
 		return nil
 	}
 	return s.raw
+}
+
+// isPointer reports whether v is a pointer (a result KeepSent and sentFor
+// compare by identity; nothing else compares safely).
+func isPointer(v any) bool {
+	return v != nil && reflect.TypeOf(v).Kind() == reflect.Pointer
 }
 
 // asSent is a result answered as its upstream sent it (raw), with

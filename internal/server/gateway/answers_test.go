@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -225,5 +226,48 @@ func TestAnswersAsSent(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRedactedAnswersKeepWhatWasSent (docs/contract.md §18, §19): a
+// result the result rules redact reaches the client with every member the
+// upstream sent (unknown ones, isError false, _meta) and <, > and & as
+// they were, only the matches replaced — for a tools/call and a
+// resources/read.
+func TestRedactedAnswersKeepWhatWasSent(t *testing.T) {
+	t.Parallel()
+	upURL := rawUpstream(t)
+	ann := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
+	dir := t.TempDir()
+	reg, pol := writeSource(t, dir, "sections:\n  \"upstream:up\": { roles: [admin] }\ntools: []\n", "package toolgate.grant\n")
+	require.NoError(t, os.WriteFile(filepath.Join(pol, "result.rego"), []byte("package toolgate.result\n\nredact contains `v&>|<r>`\n"), 0o600))
+	watch := false
+	g := startGateway(t, gateway.Config{
+		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, ann),
+			Upstreams: []upstream.Settings{{Name: "up", URL: upURL, Import: true}}, Ledger: "memory",
+			Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch},
+		Stderr: io.Discard,
+	})
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	rec := &responses{next: mcptest.Bearer{Token: tokenFor(ann), Next: tr}}
+	client := mcp.NewClient(&mcp.Implementation{Name: "answers-test", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.url, DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: rec}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	ctx := context.Background()
+	rec.take()
+
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "up.echo", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	got := resultIn(t, rec.take())
+	assert.JSONEq(t, `{"content":[{"type":"text","text":"a<b>&c","x-item":1}],"structuredContent":{"k<":"[redacted]"},"isError":false,"_meta":{"m&":"<v>"},"x-unknown":{"a":[1,2]}}`, string(got))
+	_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "demo://a"})
+	require.NoError(t, err)
+	read := resultIn(t, rec.take())
+	assert.JSONEq(t, `{"contents":[{"uri":"demo://a","mimeType":"text/plain","text":"[redacted]&"}],"x-unknown":1}`, string(read))
+	for _, esc := range []string{`\u003c`, `\u003e`, `\u0026`} {
+		assert.NotContains(t, string(got)+string(read), esc, "<, > and & as sent")
 	}
 }
