@@ -100,9 +100,10 @@ func governValue[T any](ctx context.Context, rev *engine.Revision, caller *toolc
 		return g
 	}
 	g.out = out
-	if wrap == nil {
-		// A result is answered as redacted (KeepSent): every member of
-		// the tree kept, nothing escaped for HTML.
+	if sent != nil {
+		// A result as its upstream sent it stays so, redacted
+		// (KeepSent): every member of the tree kept, nothing escaped for
+		// HTML.
 		KeepSent(ctx, any(out), raw)
 	}
 	return g

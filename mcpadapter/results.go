@@ -82,9 +82,12 @@ func (p *pipeline) results(ctx context.Context, call *hooks.CallContext, ereq *e
 	}
 	if changed {
 		rec.Result, rec.Redacted = res, true
-		// The client gets the redacted tree as it is: the members the
-		// SDK's type does not hold, and <, > and & unescaped.
-		KeepSent(ctx, res, raw)
+		if sent != nil {
+			// A result as its upstream sent it stays so, redacted: the
+			// members the SDK's type does not hold, and <, > and &
+			// unescaped.
+			KeepSent(ctx, res, raw)
+		}
 	}
 }
 

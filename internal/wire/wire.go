@@ -44,6 +44,9 @@ type Info struct {
 	Meta string `json:"meta"`
 	// NameInvalid: the name was missing or neither a string nor an integer.
 	NameInvalid bool `json:"nameInvalid,omitempty"`
+	// InputResponsesInvalid: a tools/call's inputResponses was there and
+	// not a JSON object (null, a number, ...); it was removed.
+	InputResponsesInvalid bool `json:"inputResponsesInvalid,omitempty"`
 }
 
 var integerName = regexp.MustCompile(`^-?[0-9]+$`)
@@ -85,6 +88,15 @@ func rewriteParamsFull(method string, params json.RawMessage) json.RawMessage {
 		default:
 			info.NameInvalid = true
 			delete(obj, "name")
+		}
+		if raw, ok := obj["inputResponses"]; ok {
+			if v := bytes.TrimSpace(raw); len(v) == 0 || v[0] != '{' {
+				// The 2026-07-28 revision answers it with invalid params
+				// (Middleware); the SDK would drop null and refuse a
+				// number with a text quoting the params.
+				info.InputResponsesInvalid = true
+				delete(obj, "inputResponses")
+			}
 		}
 	}
 	// Keep the entries the SDK reads itself (protocol version, client info

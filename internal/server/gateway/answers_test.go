@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -269,5 +270,49 @@ func TestRedactedAnswersKeepWhatWasSent(t *testing.T) {
 	assert.JSONEq(t, `{"contents":[{"uri":"demo://a","mimeType":"text/plain","text":"[redacted]&"}],"x-unknown":1}`, string(read))
 	for _, esc := range []string{`\u003c`, `\u003e`, `\u0026`} {
 		assert.NotContains(t, string(got)+string(read), esc, "<, > and & as sent")
+	}
+}
+
+// TestInputResponsesNotAnObject (docs/contract.md §19, "2026-07-28"): a
+// tools/call of the 2026-07-28 revision whose inputResponses is not an
+// object (null, a number, a string, an array) is answered with a JSON-RPC
+// invalid params error, not run; on an earlier revision, which defines no
+// inputResponses, the member is ignored.
+func TestInputResponsesNotAnObject(t *testing.T) {
+	t.Parallel()
+	upURL := rawUpstream(t)
+	ann := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
+	dir := t.TempDir()
+	reg, pol := writeSource(t, dir, "sections:\n  \"upstream:up\": { roles: [admin] }\ntools: []\n", "package toolgate.grant\n")
+	watch := false
+	g := startGateway(t, gateway.Config{
+		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, ann),
+			Upstreams: []upstream.Settings{{Name: "up", URL: upURL, Import: true}}, Ledger: "memory",
+			Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch},
+		Stderr: io.Discard,
+	})
+	for _, proto := range []string{"2025-11-25", "2026-07-28"} {
+		for _, v := range []string{`null`, `5`, `"x"`, `[]`} {
+			t.Run(proto+"/"+v, func(t *testing.T) {
+				tr := &http.Transport{}
+				t.Cleanup(tr.CloseIdleConnections)
+				client := mcp.NewClient(&mcp.Implementation{Name: "mrtr-test", Version: "1"}, nil)
+				cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.url, DisableStandaloneSSE: true,
+					HTTPClient: &http.Client{Transport: rewriting{next: mcptest.Bearer{Token: tokenFor(ann), Next: tr}, edit: func(s string) string {
+						return strings.Replace(s, `"arguments":{}`, `"arguments":{},"inputResponses":`+v, 1)
+					}}}}, &mcp.ClientSessionOptions{ProtocolVersion: proto})
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = cs.Close() })
+				res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "up.echo", Arguments: map[string]any{}})
+				if proto < "2026-07-28" {
+					require.NoError(t, err)
+					assert.False(t, res.IsError)
+					return
+				}
+				var rpcErr *jsonrpc.Error
+				require.ErrorAs(t, err, &rpcErr)
+				assert.Equal(t, int64(jsonrpc.CodeInvalidParams), rpcErr.Code)
+			})
+		}
 	}
 }
