@@ -240,9 +240,11 @@ var ErrBatchTooLarge = fmt.Errorf("batch of more than %d messages", MaxBatch)
 // through a limit of MaxBodyBytes (HTTP 413 beyond), then handed to
 // RewriteBody; a batch over MaxBatch gets HTTP 400. A body that cannot be
 // read (the client went away, or the server's read deadline passed) gets
-// HTTP 400 (408 when the read deadline passed) and h is not called.
+// HTTP 400 (408 when the read deadline passed) and h is not called. Every
+// event stream h answers opens with the SSE retry field (SSERetry).
 func Handler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w = &retryWriter{ResponseWriter: w}
 		if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
 			h.ServeHTTP(w, r)
 			return

@@ -98,6 +98,8 @@ type responses struct {
 	next http.RoundTripper
 	mu   sync.Mutex
 	got  []byte
+	// streams are the bodies of the event streams read.
+	streams []string
 }
 
 func (rr *responses) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -112,6 +114,9 @@ func (rr *responses) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	rr.mu.Lock()
 	rr.got = append(rr.got, body...)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		rr.streams = append(rr.streams, string(body))
+	}
 	rr.mu.Unlock()
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	return resp, nil
@@ -314,5 +319,43 @@ func TestInputResponsesNotAnObject(t *testing.T) {
 				assert.Equal(t, int64(jsonrpc.CodeInvalidParams), rpcErr.Code)
 			})
 		}
+	}
+}
+
+// TestEventStreamsCarryRetry (docs/contract.md §19, "2026-07-28"): every
+// server-sent event stream the gateway answers opens with the SSE retry
+// field, on each revision.
+func TestEventStreamsCarryRetry(t *testing.T) {
+	t.Parallel()
+	upURL := rawUpstream(t)
+	ann := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
+	dir := t.TempDir()
+	reg, pol := writeSource(t, dir, "sections:\n  \"upstream:up\": { roles: [admin] }\ntools: []\n", "package toolgate.grant\n")
+	watch := false
+	g := startGateway(t, gateway.Config{
+		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, ann),
+			Upstreams: []upstream.Settings{{Name: "up", URL: upURL, Import: true}}, Ledger: "memory",
+			Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch},
+		Stderr: io.Discard,
+	})
+	for _, proto := range protocols {
+		t.Run(proto, func(t *testing.T) {
+			tr := &http.Transport{}
+			t.Cleanup(tr.CloseIdleConnections)
+			rec := &responses{next: mcptest.Bearer{Token: tokenFor(ann), Next: tr}}
+			client := mcp.NewClient(&mcp.Implementation{Name: "retry-test", Version: "1"}, nil)
+			cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.url, DisableStandaloneSSE: true,
+				HTTPClient: &http.Client{Transport: rec}}, &mcp.ClientSessionOptions{ProtocolVersion: proto})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = cs.Close() })
+			_, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "up.echo", Arguments: map[string]any{}})
+			require.NoError(t, err)
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			require.NotEmpty(t, rec.streams, "the gateway answers with event streams")
+			for _, s := range rec.streams {
+				assert.True(t, strings.HasPrefix(s, "retry: "), "an event stream opens with the retry field: %q", s)
+			}
+		})
 	}
 }
