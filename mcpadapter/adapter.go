@@ -237,10 +237,7 @@ func (a *Adapter) governance(s *mcp.Server) mcp.Middleware {
 			case *mcp.CallToolRequest:
 				ctx, _ := withSentSlot(ctx)
 				res := a.callSafely(ctx, r)
-				if sent := answerSent(ctx, r, res); sent != res {
-					return sent, nil
-				}
-				return asResult(res), nil
+				return answerCall(ctx, r, res), nil
 			case *mcp.ListToolsRequest:
 				return a.listSafely(ctx, r), nil
 			}

@@ -163,9 +163,50 @@ func requestRevision(req mcp.Request) string {
 // answerSent is res as the client receives it: as its upstream sent it
 // when KeepSent recorded it for ctx's request, else res.
 func answerSent(ctx context.Context, req mcp.Request, res mcp.Result) mcp.Result {
-	raw := sentFor(ctx, res)
-	if raw == nil {
-		return res
+	if raw := sentFor(ctx, res); raw != nil {
+		return &asSent{Result: res, raw: raw, revision: requestRevision(req)}
 	}
-	return &asSent{Result: res, raw: raw, revision: requestRevision(req)}
+	return answerTyped(req, res)
+}
+
+// answerCall is answerSent for a tools/call's result (an input-required
+// one of toolgate's own carries its resultType: asResult).
+func answerCall(ctx context.Context, req mcp.Request, res *mcp.CallToolResult) mcp.Result {
+	if raw := sentFor(ctx, res); raw != nil {
+		return &asSent{Result: res, raw: raw, revision: requestRevision(req)}
+	}
+	return answerTyped(req, asResult(res))
+}
+
+// answerTyped is res for req's client: with resultType on 2026-07-28.
+func answerTyped(req mcp.Request, res mcp.Result) mcp.Result {
+	if requestRevision(req) >= multiRoundTripRevision {
+		return &typed{res}
+	}
+	return res
+}
+
+// typed is a result of the SDK's encoding for a client of 2026-07-28 or
+// later, with resultType "complete" when it has none: the SDK writes it
+// only on the results of its own handlers, which the adapter answers
+// before.
+type typed struct{ mcp.Result }
+
+func (r *typed) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(r.Result)
+	if err != nil || len(b) < 2 || b[0] != '{' {
+		return b, err
+	}
+	var probe struct {
+		ResultType json.RawMessage `json:"resultType"`
+	}
+	if json.Unmarshal(b, &probe) == nil && probe.ResultType != nil {
+		return b, nil
+	}
+	out := make([]byte, 0, len(b)+len(`"resultType":"complete",`))
+	out = append(out, `{"resultType":"complete"`...)
+	if rest := bytes.TrimSpace(b[1:]); len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, b[1:]...), nil
 }

@@ -359,3 +359,41 @@ func TestEventStreamsCarryRetry(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnAnswersCarryResultType (docs/contract.md §19): on 2026-07-28 a
+// tools/call result of toolgate's own (here the unknown-tool answer) has
+// resultType too; on an earlier revision it has none.
+func TestOwnAnswersCarryResultType(t *testing.T) {
+	t.Parallel()
+	ann := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
+	dir := t.TempDir()
+	reg, pol := writeSource(t, dir, "tools: []\n", "package toolgate.grant\n")
+	watch := false
+	g := startGateway(t, gateway.Config{
+		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, ann), Ledger: "memory",
+			Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch},
+		Stderr: io.Discard,
+	})
+	for _, proto := range protocols {
+		t.Run(proto, func(t *testing.T) {
+			tr := &http.Transport{}
+			t.Cleanup(tr.CloseIdleConnections)
+			rec := &responses{next: mcptest.Bearer{Token: tokenFor(ann), Next: tr}}
+			client := mcp.NewClient(&mcp.Implementation{Name: "answers-test", Version: "1"}, nil)
+			cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.url, DisableStandaloneSSE: true,
+				HTTPClient: &http.Client{Transport: rec}}, &mcp.ClientSessionOptions{ProtocolVersion: proto})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = cs.Close() })
+			rec.take()
+			_, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "nope", Arguments: map[string]any{}})
+			require.NoError(t, err)
+			var got map[string]any
+			require.NoError(t, json.Unmarshal(resultIn(t, rec.take()), &got))
+			if proto < "2026-07-28" {
+				assert.NotContains(t, got, "resultType")
+				return
+			}
+			assert.Equal(t, "complete", got["resultType"])
+		})
+	}
+}
