@@ -235,7 +235,9 @@ func (a *Adapter) governance(s *mcp.Server) mcp.Middleware {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch r := req.(type) {
 			case *mcp.CallToolRequest:
-				return asResult(a.callSafely(ctx, r)), nil
+				ctx, _ := withSentSlot(ctx)
+				res := a.callSafely(ctx, r)
+				return answerCall(ctx, r, res), nil
 			case *mcp.ListToolsRequest:
 				return a.listSafely(ctx, r), nil
 			}

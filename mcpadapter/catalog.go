@@ -167,7 +167,12 @@ func (a *Adapter) installCatalog(s *mcp.Server) mcp.Middleware {
 					res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: AnswerCatalogInternal}
 				}
 			}()
-			return a.serveCatalog(ctx, method, req, next)
+			ctx, _ = withSentSlot(ctx)
+			res, err = a.serveCatalog(ctx, method, req, next)
+			if err != nil || res == nil {
+				return res, err
+			}
+			return answerSent(ctx, req, res), nil
 		}
 	}
 	s.AddSendingMiddleware(a.filterUpdates)

@@ -1,6 +1,7 @@
 package mcpadapter
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,11 +23,14 @@ func (a *Adapter) promptDecision(ctx context.Context, caller *toolcall.Caller, r
 	return rev.Grant(ctx, caller, engine.Request{Method: method, Prompt: name, Arguments: args, Meta: engine.BoundMeta(rawMeta(meta))})
 }
 
-func (a *Adapter) listPrompts(ctx context.Context, caller *toolcall.Caller, req *mcp.ListPromptsRequest) *mcp.ListPromptsResult {
+// listPrompts answers prompts/list: the prompts the caller may see, each
+// as its upstream lists it, under toolgate's name.
+func (a *Adapter) listPrompts(ctx context.Context, caller *toolcall.Caller, req *mcp.ListPromptsRequest) mcp.Result {
 	res := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}
 	res.CacheScope = "private"
+	list := &wirePrompts{ListPromptsResult: res, revision: requestRevision(req)}
 	if caller == nil {
-		return res
+		return list
 	}
 	rev := a.opts.Revisions.Current()
 	var meta mcp.Meta
@@ -38,14 +42,71 @@ func (a *Adapter) listPrompts(ctx context.Context, caller *toolcall.Caller, req 
 		a.log.Error("prompts/list: grant decision failed; "+a.fallbackText(),
 			slog.String("subject", caller.Subject), slog.String("revision", rev.String()), slog.Any("error", d.Err))
 		if a.opts.ListFallback == hooks.ListFallbackNone {
-			return res
+			return list
 		}
 	}
 	prompts := rev.Registry().Prompts
 	for _, i := range d.VisiblePrompts() {
 		res.Prompts = append(res.Prompts, promptDescriptor(&prompts[i]))
+		list.prompts = append(list.prompts, promptDefinition(&prompts[i]))
 	}
-	return res
+	return list
+}
+
+// wirePrompts is a prompts/list result whose prompts are sent as their
+// upstreams list them (promptDefinition: every member kept, an argument's
+// required false too), and without the members of a revision after the
+// client's (ttlMs and cacheScope are 2026-07-28's).
+type wirePrompts struct {
+	*mcp.ListPromptsResult
+	prompts  []json.RawMessage
+	revision string
+}
+
+func (l *wirePrompts) MarshalJSON() ([]byte, error) {
+	head := *l.ListPromptsResult
+	head.Prompts = []*mcp.Prompt{}
+	b, err := json.Marshal(&head)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	if l.revision < multiRoundTripRevision {
+		delete(m, "ttlMs")
+		delete(m, "cacheScope")
+	}
+	var buf bytes.Buffer
+	buf.WriteByte('[')
+	for i, p := range l.prompts {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(p)
+	}
+	buf.WriteByte(']')
+	m["prompts"] = buf.Bytes()
+	return jsonx.Marshal(m)
+}
+
+// promptDefinition is the upstream's definition of p as it listed it,
+// under toolgate's name.
+func promptDefinition(p *registry.Prompt) json.RawMessage {
+	var m map[string]json.RawMessage
+	if len(p.Definition) > 0 {
+		_ = json.Unmarshal(p.Definition, &m)
+	}
+	if m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	m["name"], _ = jsonx.Marshal(p.Name)
+	b, err := jsonx.Marshal(m)
+	if err != nil {
+		b, _ = jsonx.Marshal(promptDescriptor(p))
+	}
+	return b
 }
 
 func (a *Adapter) fallbackText() string {

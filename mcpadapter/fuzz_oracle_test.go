@@ -345,9 +345,18 @@ func expectFaults(proto string, params []byte) faults {
 			return f
 		}
 	}
+	if raw, ok := p["inputResponses"]; ok && !isKind(raw, '{') {
+		// The wire layer refuses it on this revision.
+		f.allowed = append(f.allowed, faultInputResponses)
+		return f
+	}
 	f.noFault = true
 	return f
 }
+
+// faultInputResponses answers a 2026-07-28 tools/call whose
+// inputResponses is not an object (the wire layer's, not the SDK's).
+const faultInputResponses = `{"code":-32602,"message":"invalid params: inputResponses must be an object"}`
 
 // isKind reports whether raw is a JSON value starting with c ('"' string,
 // 'n' null, '{' object, '[' array).

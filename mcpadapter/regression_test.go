@@ -3,6 +3,7 @@ package mcpadapter_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -32,6 +33,19 @@ func TestRegression_UndecodableParamsField(t *testing.T) {
 		for _, tc := range calls {
 			resp := c.call(tc.params)
 			require.NotRegexp(t, leaks, string(resp), "%s (%s)", tc.params, proto)
+			if proto == proto20260728 && strings.Contains(tc.params, `"inputResponses":[`) {
+				// This revision defines inputResponses: not an object,
+				// it is invalid params (docs/contract.md §19).
+				var r struct {
+					Error *struct {
+						Code int64 `json:"code"`
+					} `json:"error"`
+				}
+				require.NoError(t, json.Unmarshal(resp, &r))
+				require.NotNil(t, r.Error, "%s (%s): %s", tc.params, proto, resp)
+				require.Equal(t, int64(-32602), r.Error.Code)
+				continue
+			}
 			require.Equal(t, tc.want, resultText(t, toolResult(t, resp)), "%s (%s)", tc.params, proto)
 		}
 		for _, params := range []string{`{"cursor":5}`, `{"Cursor":[],"_meta":{}}`} {

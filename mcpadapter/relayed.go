@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
+	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -44,7 +45,11 @@ func governValue[T any](ctx context.Context, rev *engine.Revision, caller *toolc
 	if rev == nil || !rev.HasResultRules() {
 		return g
 	}
-	tree, err := wireTree(v)
+	var sent json.RawMessage
+	if wrap == nil {
+		sent = sentFor(ctx, v)
+	}
+	tree, err := sentTree(v, sent)
 	if err != nil {
 		g.err = fmt.Errorf("encode: %w", err)
 		return g
@@ -84,7 +89,7 @@ func governValue[T any](ctx context.Context, rev *engine.Revision, caller *toolc
 	if !changed {
 		return g
 	}
-	raw, err := json.Marshal(tree)
+	raw, err := jsonx.Marshal(tree)
 	if err != nil {
 		g.err = fmt.Errorf("encode the redacted value: %w", err)
 		return g
@@ -95,6 +100,12 @@ func governValue[T any](ctx context.Context, rev *engine.Revision, caller *toolc
 		return g
 	}
 	g.out = out
+	if sent != nil {
+		// A result as its upstream sent it stays so, redacted
+		// (KeepSent): every member of the tree kept, nothing escaped for
+		// HTML.
+		KeepSent(ctx, any(out), raw)
+	}
 	return g
 }
 

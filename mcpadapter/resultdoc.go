@@ -55,6 +55,18 @@ func wireTree(v any) (any, error) {
 	return decodeTree(raw)
 }
 
+// sentTree is wireTree(v), or the tree of sent (v's JSON as its upstream
+// sent it, KeepSent) when not nil.
+func sentTree(v any, sent json.RawMessage) (any, error) {
+	if sent == nil {
+		return wireTree(v)
+	}
+	if err := exactjson.Check(sent); err != nil {
+		return nil, err
+	}
+	return decodeTree(sent)
+}
+
 func decodeTree(raw []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
+	"github.com/toolgate/toolgate/internal/jsonx"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -45,7 +46,8 @@ var errResultTooLarge = fmt.Errorf("the result has more than %d bytes of text fo
 // or as it was; a failure withholds it (internal error).
 func (p *pipeline) results(ctx context.Context, call *hooks.CallContext, ereq *engine.Request, rec *hooks.Record) {
 	by := hooks.Answerer{Kind: toolcall.ByResultRule}
-	doc, sc, err := resultDocument(rec.Result)
+	sent := sentFor(ctx, rec.Result)
+	doc, sc, err := resultDocumentOf(rec.Result, sent)
 	if err != nil {
 		fail(rec, toolcall.StageResultFailed, by, fmt.Errorf("result rules: %w", err))
 		return
@@ -73,13 +75,19 @@ func (p *pipeline) results(ctx context.Context, call *hooks.CallContext, ereq *e
 	if len(rd.Redact) == 0 {
 		return
 	}
-	res, changed, err := redactResult(rec.Result, sc, rd.Redact)
+	res, raw, changed, err := redactResultRaw(rec.Result, sc, rd.Redact)
 	if err != nil {
 		fail(rec, toolcall.StageResultFailed, hooks.Answerer{Kind: toolcall.ByResultRule, Rules: rd.RedactRules}, fmt.Errorf("result rules: redact: %w", err))
 		return
 	}
 	if changed {
 		rec.Result, rec.Redacted = res, true
+		if sent != nil {
+			// A result as its upstream sent it stays so, redacted: the
+			// members the SDK's type does not hold, and <, > and &
+			// unescaped.
+			KeepSent(ctx, res, raw)
+		}
 	}
 }
 
@@ -90,7 +98,13 @@ func (p *pipeline) results(ctx context.Context, call *hooks.CallContext, ereq *e
 // result's wire tree, for redactResult. A result with more than
 // MaxResultText bytes of strings is errResultTooLarge.
 func resultDocument(res *mcp.CallToolResult) (json.RawMessage, any, error) {
-	tree, err := wireTree(res)
+	return resultDocumentOf(res, nil)
+}
+
+// resultDocumentOf is resultDocument of res as sent: its raw JSON (as its
+// upstream sent it, KeepSent) when not nil.
+func resultDocumentOf(res *mcp.CallToolResult, sent json.RawMessage) (json.RawMessage, any, error) {
+	tree, err := sentTree(res, sent)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode the result: %w", err)
 	}
@@ -121,17 +135,24 @@ func resultDocument(res *mcp.CallToolResult) (json.RawMessage, any, error) {
 // tree), and whether anything changed; res itself is not modified.
 // Numbers keep their digits.
 func redactResult(res *mcp.CallToolResult, tree any, pats []*regexp.Regexp) (*mcp.CallToolResult, bool, error) {
+	out, _, changed, err := redactResultRaw(res, tree, pats)
+	return out, changed, err
+}
+
+// redactResultRaw is redactResult, with the redacted result's JSON as the
+// client receives it (every member of tree kept, nothing escaped for HTML).
+func redactResultRaw(res *mcp.CallToolResult, tree any, pats []*regexp.Regexp) (*mcp.CallToolResult, json.RawMessage, bool, error) {
 	tree, changed, err := redactTree(tree, pats)
 	if err != nil || !changed {
-		return res, false, err
+		return res, nil, false, err
 	}
-	raw, err := json.Marshal(tree)
+	raw, err := jsonx.Marshal(tree)
 	if err != nil {
-		return nil, false, fmt.Errorf("encode the redacted result: %w", err)
+		return nil, nil, false, fmt.Errorf("encode the redacted result: %w", err)
 	}
 	var got mcp.CallToolResult
 	if err := json.Unmarshal(raw, &got); err != nil {
-		return nil, false, fmt.Errorf("read the redacted result: %w", err)
+		return nil, nil, false, fmt.Errorf("read the redacted result: %w", err)
 	}
 	out := *res
 	out.Content, out.Meta = got.Content, nil
@@ -142,7 +163,7 @@ func redactResult(res *mcp.CallToolResult, tree any, pats []*regexp.Regexp) (*mc
 	if res.StructuredContent != nil {
 		out.StructuredContent = m["structuredContent"]
 	}
-	return &out, true, nil
+	return &out, raw, true, nil
 }
 
 // redact replaces every match of each pattern in s, in order.

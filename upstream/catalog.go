@@ -186,16 +186,16 @@ func (p *Pool) ImportedPrompts(ctx context.Context) []registry.Prompt {
 			if l := c.listingSession(); l != nil {
 				s = l
 			}
-			for pr, err := range s.cs.Prompts(ctx, nil) {
-				if err != nil {
-					p.log.Error("upstream: import: prompts/list failed", slog.String("upstream", c.cfg.Name), slog.Any("error", err))
-					per[i] = nil
-					return
-				}
-				if pr == nil || pr.Name == "" {
+			listed, err := listPrompts(ctx, s.cs)
+			if err != nil {
+				p.log.Error("upstream: import: prompts/list failed", slog.String("upstream", c.cfg.Name), slog.Any("error", err))
+				return
+			}
+			for _, l := range listed {
+				if l.prompt == nil || l.prompt.Name == "" {
 					continue
 				}
-				per[i] = append(per[i], importPrompt(&c.cfg, pr))
+				per[i] = append(per[i], importPrompt(&c.cfg, l.prompt, l.def))
 			}
 		})
 	}
@@ -207,7 +207,40 @@ func (p *Pool) ImportedPrompts(ctx context.Context) []registry.Prompt {
 	return out
 }
 
-func importPrompt(cfg *Config, pr *mcp.Prompt) registry.Prompt {
+// listedPrompt is a prompt as an upstream listed it: decoded, and its
+// definition as sent (nil when it could not be read apart).
+type listedPrompt struct {
+	prompt *mcp.Prompt
+	def    json.RawMessage
+}
+
+// listPrompts lists cs's prompts, page after page.
+func listPrompts(ctx context.Context, cs *mcp.ClientSession) ([]listedPrompt, error) {
+	var out []listedPrompt
+	params := &mcp.ListPromptsParams{}
+	for {
+		sentCtx, sent := withSent(ctx)
+		res, err := cs.ListPrompts(sentCtx, params)
+		if err != nil {
+			return nil, err
+		}
+		var raw struct {
+			Prompts []json.RawMessage `json:"prompts"`
+		}
+		if r := sent.raw.Load(); r == nil || json.Unmarshal(*r, &raw) != nil || len(raw.Prompts) != len(res.Prompts) {
+			raw.Prompts = make([]json.RawMessage, len(res.Prompts))
+		}
+		for i, pr := range res.Prompts {
+			out = append(out, listedPrompt{pr, raw.Prompts[i]})
+		}
+		if res.NextCursor == "" {
+			return out, nil
+		}
+		params = &mcp.ListPromptsParams{Cursor: res.NextCursor}
+	}
+}
+
+func importPrompt(cfg *Config, pr *mcp.Prompt, def json.RawMessage) registry.Prompt {
 	out := registry.Prompt{
 		Name:        cfg.prefix() + pr.Name,
 		Upstream:    cfg.Name,
@@ -220,7 +253,10 @@ func importPrompt(cfg *Config, pr *mcp.Prompt) registry.Prompt {
 			out.Arguments = append(out.Arguments, registry.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
 		}
 	}
-	out.Definition, _ = json.Marshal(pr)
+	out.Definition = def
+	if len(def) == 0 {
+		out.Definition, _ = json.Marshal(pr)
+	}
 	return out
 }
 
@@ -291,11 +327,13 @@ func catalogRequest[R any](ctx context.Context, p *Pool, upstream, what string, 
 	if err != nil {
 		return none, err
 	}
-	res, err := send(ctx, s.cs)
+	sentCtx, sent := withSent(ctx)
+	res, err := send(sentCtx, s.cs)
 	if err != nil {
 		c.failed(ctx, s, err)
 		return none, fmt.Errorf("upstream %s: %s: %w", c.cfg.Name, what, err)
 	}
+	sent.keep(ctx, res)
 	return res, nil
 }
 

@@ -115,7 +115,7 @@ func (c *conn) sessionTransport(who SessionFor) (t mcp.Transport, cmd *exec.Cmd,
 		if t = c.cfg.Transport(); t == nil {
 			return nil, nil, errors.New("connect: the transport factory returned nil")
 		}
-		return t, nil, nil
+		return sentTransport{t}, nil, nil
 	case c.cfg.URL != "":
 		// An importing upstream's own notifications/tools/list_changed
 		// (docs/contract.md §15) come on the standalone SSE stream of the
@@ -123,14 +123,14 @@ func (c *conn) sessionTransport(who SessionFor) (t mcp.Transport, cmd *exec.Cmd,
 		// requests (where the upstream sends what concerns a call).
 		return &mcp.StreamableClientTransport{
 			Endpoint:             c.creds.ep.shown, // its secrets are added on the wire (endpoint.go)
-			HTTPClient:           c.httpClient(who),
+			HTTPClient:           sentClient(c.httpClient(who)),
 			DisableStandaloneSSE: who.Owner != "" || !c.cfg.Import,
 		}, nil, nil
 	default:
 		cmd = exec.Command(c.cfg.Command[0], c.cfg.Command[1:]...)
 		cmd.Env = c.processEnv(who)
 		cmd.Stderr = c.pool.opts.Stderr
-		return &mcp.CommandTransport{Command: cmd, TerminateDuration: c.pool.opts.TerminateGrace}, cmd, nil
+		return sentTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: c.pool.opts.TerminateGrace}}, cmd, nil
 	}
 }
 
@@ -493,7 +493,11 @@ func (c *conn) callRelayed(ctx context.Context, peer *mcpadapter.Peer, tool stri
 		}
 		params.Meta["progressToken"] = rc.token
 	}
-	res, err := cs.s.cs.CallTool(ctx, params)
+	sentCtx, sent := withSent(ctx)
+	res, err := cs.s.cs.CallTool(sentCtx, params)
+	if err == nil {
+		sent.keep(ctx, res)
+	}
 	if cs.in != nil {
 		cs.in.settle(ctx)
 	}

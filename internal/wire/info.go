@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
@@ -17,6 +18,9 @@ import (
 func Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if info, ok := take(paramsMeta(req)); ok {
+			if info.InputResponsesInvalid && revision(req) >= multiRoundTripRevision {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params: inputResponses must be an object"}
+			}
 			if info.NameInvalid {
 				ctx = &nameInvalidCtx{infoCtx{ctx, info.Meta}}
 			} else {
@@ -76,6 +80,24 @@ func (c *nameInvalidCtx) Value(key any) any {
 	return c.Context.Value(key)
 }
 
+// multiRoundTripRevision is the first protocol revision with multi
+// round-trip requests (inputResponses).
+const multiRoundTripRevision = "2026-07-28"
+
+// revision is the protocol revision of req's client: the one its _meta
+// names (2026-07-28 sends it with each request), else its session's.
+func revision(req mcp.Request) string {
+	if v, ok := paramsMeta(req)[mcp.MetaKeyProtocolVersion].(string); ok && v != "" {
+		return v
+	}
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+		if ip := ss.InitializeParams(); ip != nil {
+			return ip.ProtocolVersion
+		}
+	}
+	return ""
+}
+
 // paramsMeta is the decoded _meta of a tools/call or tools/list request;
 // nil for other requests.
 func paramsMeta(req mcp.Request) mcp.Meta {
@@ -105,6 +127,7 @@ func take(meta mcp.Meta) (Info, bool) {
 	case map[string]any:
 		info.Meta, _ = v["meta"].(string)
 		info.NameInvalid, _ = v["nameInvalid"].(bool)
+		info.InputResponsesInvalid, _ = v["inputResponsesInvalid"].(bool)
 	default:
 		// Its own variable: one that Unmarshal writes to lives on the
 		// heap, and the common case above needs none.

@@ -44,6 +44,9 @@ type Info struct {
 	Meta string `json:"meta"`
 	// NameInvalid: the name was missing or neither a string nor an integer.
 	NameInvalid bool `json:"nameInvalid,omitempty"`
+	// InputResponsesInvalid: a tools/call's inputResponses was there and
+	// not a JSON object (null, a number, ...); it was removed.
+	InputResponsesInvalid bool `json:"inputResponsesInvalid,omitempty"`
 }
 
 var integerName = regexp.MustCompile(`^-?[0-9]+$`)
@@ -85,6 +88,15 @@ func rewriteParamsFull(method string, params json.RawMessage) json.RawMessage {
 		default:
 			info.NameInvalid = true
 			delete(obj, "name")
+		}
+		if raw, ok := obj["inputResponses"]; ok {
+			if v := bytes.TrimSpace(raw); len(v) == 0 || v[0] != '{' {
+				// The 2026-07-28 revision answers it with invalid params
+				// (Middleware); the SDK would drop null and refuse a
+				// number with a text quoting the params.
+				info.InputResponsesInvalid = true
+				delete(obj, "inputResponses")
+			}
 		}
 	}
 	// Keep the entries the SDK reads itself (protocol version, client info
@@ -228,9 +240,11 @@ var ErrBatchTooLarge = fmt.Errorf("batch of more than %d messages", MaxBatch)
 // through a limit of MaxBodyBytes (HTTP 413 beyond), then handed to
 // RewriteBody; a batch over MaxBatch gets HTTP 400. A body that cannot be
 // read (the client went away, or the server's read deadline passed) gets
-// HTTP 400 (408 when the read deadline passed) and h is not called.
+// HTTP 400 (408 when the read deadline passed) and h is not called. Every
+// event stream h answers opens with the SSE retry field (SSERetry).
 func Handler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w = &retryWriter{ResponseWriter: w}
 		if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
 			h.ServeHTTP(w, r)
 			return

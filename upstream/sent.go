@@ -1,0 +1,242 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/mcpadapter"
+)
+
+// Answers as sent (docs/contract.md §19): the go-sdk client decodes an
+// upstream's result into its typed struct, which loses what the struct
+// does not hold (unknown members, isError false, a _meta's spelling) and
+// adds what it always writes (ttlMs and cacheScope of a resources/read
+// result). A request sent with a context from withSent has the raw JSON
+// of its result kept as it arrived: over stdio (and an embedder's
+// Transport) read off the connection, over streamable HTTP off the
+// response body (JSON or SSE) of the request's own POST. The caller hands
+// it on with mcpadapter.KeepSent.
+
+type sentKey struct{}
+
+// sentResult is where the raw result of one request is kept.
+type sentResult struct {
+	raw atomic.Pointer[json.RawMessage]
+}
+
+// withSent returns ctx marked so that the result of the request sent with
+// it is kept in the returned sentResult.
+func withSent(ctx context.Context) (context.Context, *sentResult) {
+	s := &sentResult{}
+	return context.WithValue(ctx, sentKey{}, s), s
+}
+
+func sentOf(ctx context.Context) *sentResult {
+	s, _ := ctx.Value(sentKey{}).(*sentResult)
+	return s
+}
+
+// keep hands the raw result kept for res on to the adapter's answer
+// (nothing when none was kept).
+func (s *sentResult) keep(ctx context.Context, res any) {
+	if raw := s.raw.Load(); raw != nil && res != nil {
+		mcpadapter.KeepSent(ctx, res, *raw)
+	}
+}
+
+// sentTransport keeps the raw results of a connection's requests.
+type sentTransport struct{ mcp.Transport }
+
+func (t sentTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &sentConn{Connection: c}, nil
+}
+
+type sentConn struct {
+	mcp.Connection
+	mu      sync.Mutex
+	pending map[jsonrpc.ID]*sentResult
+}
+
+func (c *sentConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if r, ok := msg.(*jsonrpc.Request); ok && r.IsCall() {
+		if s := sentOf(ctx); s != nil {
+			c.mu.Lock()
+			if c.pending == nil {
+				c.pending = map[jsonrpc.ID]*sentResult{}
+			}
+			c.pending[r.ID] = s
+			c.mu.Unlock()
+			err := c.Connection.Write(ctx, msg)
+			if err != nil {
+				c.mu.Lock()
+				delete(c.pending, r.ID)
+				c.mu.Unlock()
+			}
+			return err
+		}
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+func (c *sentConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if r, ok := m.(*jsonrpc.Response); ok && err == nil {
+		c.mu.Lock()
+		s := c.pending[r.ID]
+		delete(c.pending, r.ID)
+		c.mu.Unlock()
+		if s != nil && r.Error == nil && len(r.Result) > 0 {
+			raw := json.RawMessage(bytes.Clone(r.Result))
+			s.raw.Store(&raw)
+		}
+	}
+	return m, err
+}
+
+// sentClient is client (nil: http.DefaultClient) with the raw results of
+// the requests sent with a withSent context kept.
+func sentClient(client *http.Client) *http.Client {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	out := *client
+	next := out.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	out.Transport = sentRoundTripper{next: next}
+	return &out
+}
+
+type sentRoundTripper struct{ next http.RoundTripper }
+
+func (rt sentRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	s := sentOf(r.Context())
+	if s == nil || r.Method != http.MethodPost || r.GetBody == nil {
+		return rt.next.RoundTrip(r)
+	}
+	id := callID(r)
+	resp, err := rt.next.RoundTrip(r)
+	if err != nil || id == nil || resp.StatusCode != http.StatusOK || resp.Body == nil {
+		return resp, err
+	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	resp.Body = &sentBody{ReadCloser: resp.Body, id: id, sse: ct == "text/event-stream", s: s}
+	return resp, nil
+}
+
+// callID is the id of the JSON-RPC call r's body carries, decoded; nil
+// when it carries none.
+func callID(r *http.Request) any {
+	body, err := r.GetBody()
+	if err != nil {
+		return nil
+	}
+	defer body.Close()
+	var m struct {
+		ID     any    `json:"id"`
+		Method string `json:"method"`
+	}
+	if err := json.NewDecoder(body).Decode(&m); err != nil || m.Method == "" {
+		return nil
+	}
+	switch m.ID.(type) {
+	case string, float64:
+		return m.ID
+	}
+	return nil
+}
+
+// sameID compares two decoded ids (never two values == would panic on).
+func sameID(got, want any) bool {
+	switch g := got.(type) {
+	case string:
+		w, ok := want.(string)
+		return ok && g == w
+	case float64:
+		w, ok := want.(float64)
+		return ok && g == w
+	}
+	return false
+}
+
+// sentBody reads a response body for the SDK, and keeps the raw result
+// of the response to id as it goes by.
+type sentBody struct {
+	io.ReadCloser
+	id   any
+	sse  bool
+	s    *sentResult
+	buf  []byte
+	done bool
+}
+
+func (b *sentBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.done {
+		return n, err
+	}
+	b.buf = append(b.buf, p[:n]...)
+	if b.sse {
+		b.events()
+	} else if err == io.EOF {
+		b.message(b.buf)
+		b.done, b.buf = true, nil
+	}
+	return n, err
+}
+
+// events reads the complete events of b.buf.
+func (b *sentBody) events() {
+	for !b.done {
+		b.buf = bytes.ReplaceAll(b.buf, []byte("\r\n"), []byte("\n"))
+		i := bytes.Index(b.buf, []byte("\n\n"))
+		if i < 0 {
+			return
+		}
+		var data []byte
+		for line := range bytes.SplitSeq(b.buf[:i], []byte("\n")) {
+			if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				if len(data) > 0 {
+					data = append(data, '\n')
+				}
+				data = append(data, bytes.TrimPrefix(v, []byte(" "))...)
+			}
+		}
+		b.buf = b.buf[i+2:]
+		if len(data) > 0 && b.message(data) {
+			b.done, b.buf = true, nil
+		}
+	}
+}
+
+// message keeps the result of msg when it is the response to b.id, and
+// reports whether it was.
+func (b *sentBody) message(msg []byte) bool {
+	var m struct {
+		ID     any             `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Method *string         `json:"method"`
+	}
+	if json.Unmarshal(msg, &m) != nil || m.Method != nil || !sameID(m.ID, b.id) {
+		return false
+	}
+	if len(m.Result) > 0 {
+		raw := m.Result
+		b.s.raw.Store(&raw)
+	}
+	return true
+}
