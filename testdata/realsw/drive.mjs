@@ -5,27 +5,29 @@
 //   node drive.mjs PLAN.json
 //
 // PLAN is {"client": "sdk" | "inspector", "target": TARGET, "calls": [CALL],
-// "concurrent": CALL, "count": N, "root": DIR}, where TARGET is
+// "concurrent": CALL, "count": N, "root": DIR, "gate": FILE}, where TARGET is
 // {"command", "args", "env"} (stdio) or {"url", "headers"} (streamable
 // HTTP) and CALL is {"name", "arguments"}.
 //
 // client "sdk" (@modelcontextprotocol/sdk, the TypeScript SDK client): one
 // connection; first N calls of `concurrent` at once (the caller's first
-// contact), then the tool, prompt, resource and template listings (every
-// page), then each of `calls` in order.
+// contact), then each of `calls` in order, then the tool, prompt, resource
+// and template listings (every page).
 // client "inspector" (the MCP Inspector CLI, one-shot mode): the four
 // listings, each one CLI run, at once, and N calls of `concurrent` at once
 // from one CLI run (--load).
 //
 // The output: {"tools", "prompts", "resources", "templates": the listed
 // items, or {"error"} when the listing failed; "calls": each call's result
-// or {"error": {code, message}}; "concurrent": {"answered", "failures"}}.
+// or {"error": {code, message}}; "concurrent": {"answered", "failures",
+// and "answers" (each distinct answer and its count) or "toolErrors"}}.
 // A listing the server answers with "method not found" is an empty one (a
 // client shows nothing either way). DIR, when given, is written "$ROOT" in
 // the output, so that runs over two copies of the same files compare;
-// "replace" (see rooted) rewrites what differs from run to run.
+// "replace" (see rooted) rewrites what differs from run to run. FILE is
+// created at first contact (slow-start.mjs waits for it).
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -34,7 +36,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 
 const plan = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const count = plan.count ?? 20;
-const STEP_MS = 60000;
+const STEP_MS = 150000;
 
 function bounded(promise, what) {
   let timer;
@@ -74,10 +76,27 @@ async function driveSDK() {
   const answers = await Promise.allSettled(
     Array.from({ length: count }, () => bounded(client.callTool({ name: plan.concurrent.name, arguments: plan.concurrent.arguments }), 'concurrent call')),
   );
+  // Each distinct answer (as JSON) and how many calls got it.
+  const got = {};
+  for (const a of answers) {
+    if (a.status === 'fulfilled') {
+      const k = JSON.stringify(rooted(a.value));
+      got[k] = (got[k] ?? 0) + 1;
+    }
+  }
   out.concurrent = {
     answered: answers.filter((a) => a.status === 'fulfilled').length,
+    answers: got,
     failures: answers.filter((a) => a.status === 'rejected').map((a) => String(a.reason?.message ?? a.reason)),
   };
+  out.calls = [];
+  for (const c of plan.calls ?? []) {
+    try {
+      out.calls.push({ name: c.name, result: await bounded(client.callTool({ name: c.name, arguments: c.arguments }), `call ${c.name}`) });
+    } catch (err) {
+      out.calls.push({ name: c.name, ...errorValue(err) });
+    }
+  }
   const list = {
     tools: (p) => client.listTools(p),
     prompts: (p) => client.listPrompts(p),
@@ -98,14 +117,6 @@ async function driveSDK() {
       out[key] = listingValue(err);
     }
   }
-  out.calls = [];
-  for (const c of plan.calls ?? []) {
-    try {
-      out.calls.push({ name: c.name, result: await bounded(client.callTool({ name: c.name, arguments: c.arguments }), `call ${c.name}`) });
-    } catch (err) {
-      out.calls.push({ name: c.name, ...errorValue(err) });
-    }
-  }
   await client.close();
   return out;
 }
@@ -116,11 +127,12 @@ const inspectorCLI = require.resolve('@modelcontextprotocol/inspector/package.js
 // inspector runs the Inspector CLI once with args and returns its JSON output.
 function inspector(args) {
   const t = plan.target;
+  // A command goes last, after "--": its own flags are not the CLI's.
   const target = t.url
     ? ['--transport', 'http', '--server-url', t.url, ...Object.entries(t.headers ?? {}).flatMap(([k, v]) => ['--header', `${k}: ${v}`])]
-    : [...Object.entries(t.env ?? {}).flatMap(([k, v]) => ['-e', `${k}=${v}`]), t.command, ...(t.args ?? [])];
-  // The target goes last, after "--": its own flags are not the CLI's.
-  const argv = [inspectorCLI, '--cli', '--format', 'json', '-q', ...args, ...(t.url ? target : ['--', ...target])];
+    : [...Object.entries(t.env ?? {}).flatMap(([k, v]) => ['-e', `${k}=${v}`]), '--', t.command, ...(t.args ?? [])];
+  // The CLI's own connect bound (15 s) is a failure bound here too.
+  const argv = [inspectorCLI, '--cli', '--format', 'json', '-q', '--connect-timeout', String(STEP_MS), ...args, ...target];
   return bounded(new Promise((resolve, reject) => {
     const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -156,9 +168,10 @@ async function driveInspector() {
         '--load', '--load-concurrency', String(count), '--load-requests', String(count)]);
       // --load's summary: a call is answered unless it got no result
       // (a tool's own error, isError, is an answer).
+      // toolErrors counts the answers with isError.
       const r = value.result;
       out.concurrent = r
-        ? { answered: r.requests - r.errors, failures: r.errorMessages ?? [] }
+        ? { answered: r.requests - r.errors, toolErrors: r.toolErrors, failures: r.errorMessages ?? [] }
         : { answered: 0, failures: [JSON.stringify(value.error ?? value)] };
     })(),
   ];
@@ -180,6 +193,9 @@ function rooted(value) {
 }
 
 try {
+  // The client's first contact: a server started by slow-start.mjs starts
+  // its clock now.
+  if (plan.gate) writeFileSync(plan.gate, '');
   const out = plan.client === 'inspector' ? await driveInspector() : await driveSDK();
   process.stdout.write(JSON.stringify(rooted(out)) + '\n');
   process.exit(0);
