@@ -12,7 +12,9 @@
 //
 //   RUN SCENARIO/ID  one-line reason
 //
-// ('#' starts a comment). It prints the passed counts, every regression and
+// ('#' starts a comment). A reason starting "(timing)" marks a check that
+// passes or not with the machine's load: it does not fail when it passes.
+// It prints the passed counts, every regression and
 // stale entry, and exits 1 on any.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -58,7 +60,7 @@ for (const [check, status] of direct) {
   } else if (!ok) {
     bad++;
     console.log(`REGRESSION ${run} ${check}: ${through.get(check) ?? 'not run'} through toolgate, SUCCESS directly`);
-  } else if (gaps.has(check)) {
+  } else if (gaps.has(check) && !gaps.get(check).startsWith('(timing)')) {
     bad++;
     console.log(`STALE ${run} ${check}: passes through toolgate now; remove it from ${gapsFile}`);
   }
