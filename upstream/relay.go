@@ -811,7 +811,7 @@ func (c *conn) isClosed() bool {
 }
 
 // openCaller opens a caller session for key, on behalf of who. It runs
-// on the pool's context, bounded by ConnectTimeout, not on any call's: the
+// on the pool's context, bounded by its connect timeout, not on any call's: the
 // calls waiting for it share it (lease), whichever of them gives up, and
 // nothing of a call's context reaches the upstream's handshake (the go-sdk
 // reads a protocol revision from a served request's context: the
@@ -819,7 +819,7 @@ func (c *conn) isClosed() bool {
 // initialize). What toolgate means to pass is explicit: who, and the
 // revision and capabilities of key.
 func (c *conn) openCaller(key relayKey, who SessionFor) (*callerSession, error) {
-	ctx, cancel := context.WithTimeout(c.pool.ctx, c.pool.opts.ConnectTimeout)
+	ctx, cancel := context.WithTimeout(c.pool.ctx, c.connectTimeout())
 	defer cancel()
 	cs := &callerSession{key: key}
 	t, cmd, err := c.sessionTransport(who)
@@ -830,11 +830,7 @@ func (c *conn) openCaller(key relayKey, who SessionFor) (*callerSession, error) 
 		cs.in = &inbox{}
 		t = countingTransport{Transport: t, in: cs.in}
 	}
-	var opts *mcp.ClientSessionOptions
-	if key.version != "" {
-		opts = &mcp.ClientSessionOptions{ProtocolVersion: key.version}
-	}
-	sess, err := c.newCallerClient(cs, key.caps).Connect(ctx, t, opts)
+	sess, err := c.connectClient(ctx, c.newCallerClient(cs, key.caps), t, key.version) // handshake.go
 	if err != nil {
 		if cmd != nil && cmd.Process != nil {
 			_ = cmd.Process.Kill()
