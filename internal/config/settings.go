@@ -141,7 +141,7 @@ var settings = []Setting{
 		entry: func(u *upstream.Settings) any { return &u.InheritEnv }},
 	{Key: "upstreams.timeout", Usage: "how long toolgate waits for the upstream to start and answer initialize (listings wait as long); then it retries in the background",
 		Default: fmtDuration(upstream.DefaultConnectTimeout),
-		entry: func(u *upstream.Settings) any { return &u.Timeout }},
+		entry:   func(u *upstream.Settings) any { return &u.Timeout }},
 	{Key: "upstreams.auth", Usage: "OAuth toward an HTTP upstream (docs/contract.md §17)", section: true,
 		entry: func(u *upstream.Settings) any { u.Auth = &upstream.Auth{}; return &u.Auth }},
 	{Key: "upstreams.auth.type", Usage: "the grant: client_credentials (one token for the upstream) or token_exchange (one token per caller, for its access token)",
