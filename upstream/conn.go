@@ -91,6 +91,10 @@ func (c *conn) session(ctx context.Context) (*session, error) {
 			}
 			c.dropLocked(s, errors.New("session ended"))
 		}
+		if upOnly(ctx) {
+			c.mu.Unlock()
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, errNotUp)
+		}
 		if c.dialing == nil {
 			if wait := time.Until(c.retryAt); wait > 0 {
 				lastErr := c.lastErr
@@ -139,6 +143,19 @@ func (c *conn) connectTimeout() time.Duration {
 	}
 	return c.pool.opts.ConnectTimeout
 }
+
+// UpOnly makes Import and ImportedPrompts under ctx read the upstreams
+// that are up, connecting none: for a revision built while the upstreams
+// connect in the background (Connect), whose outcome rebuilds it
+// (Options.ToolsChanged).
+func UpOnly(ctx context.Context) context.Context { return context.WithValue(ctx, upOnlyKey{}, true) }
+
+type upOnlyKey struct{}
+
+func upOnly(ctx context.Context) bool { v, _ := ctx.Value(upOnlyKey{}).(bool); return v }
+
+// errNotUp is why an upstream contributes nothing under UpOnly.
+var errNotUp = errors.New("not connected (yet)")
 
 // ErrConnectTimeout is the cause of an attempt to reach an upstream that
 // outlived its connect timeout.

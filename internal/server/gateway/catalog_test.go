@@ -340,6 +340,9 @@ func TestCatalogPromptsListChanged(t *testing.T) {
 	admin := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
 	g := catalogGateway(t, admin)
 	ctx := context.Background()
+	// A listing waits for the upstreams' start; the client below connects
+	// after it, so the list_changed it gets is the upstream's own.
+	require.NotEmpty(t, promptNames(t, connect(t, ctx, g.url, "2025-11-25", admin)))
 	changed := make(chan struct{}, 8)
 	client := mcp.NewClient(&mcp.Implementation{Name: "prompts-test", Version: "1"}, &mcp.ClientOptions{
 		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
