@@ -157,8 +157,8 @@ type Gateway struct {
 	importing atomic.Bool
 	// engineSet is closed once the engine exists (buildEngine).
 	engineSet chan struct{}
-	engOpts []engine.Option
-	engRef  atomic.Pointer[engine.Engine]
+	engOpts   []engine.Option
+	engRef    atomic.Pointer[engine.Engine]
 	// core is the governed server (toolgate.New, the front door's
 	// assembly): the engine, hooks, observers, tracing, notifications and
 	// the watch; eng is its engine.
@@ -367,7 +367,7 @@ func (g *Gateway) buildUpstreams() error {
 				if !g.importing.Load() {
 					return reg, nil // the upstreams are starting: their imports come with the revision their start builds
 				}
-				ctx = upstream.UpOnly(ctx) // one that is down comes with ToolsChanged when it is up
+				ctx = upstream.UpOnly(ctx)    // one that is down comes with ToolsChanged when it is up
 				rows, err := pool.Import(ctx) // fails for a pins file it cannot read (docs/contract.md §15)
 				if err != nil {
 					return nil, err
