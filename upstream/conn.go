@@ -276,17 +276,8 @@ func (c *conn) reconnectLater(failures int) time.Duration {
 // open starts the transport, opens the session (handshake.go) and lists
 // the tools (a failed listing leaves tools nil but the session usable).
 func (c *conn) open(ctx context.Context) (*session, []*mcp.Tool, error) {
-	t, cmd, err := c.sessionTransport(SessionFor{})
+	cs, cmd, err := c.connectClient(ctx, c.newClient(), func() (mcp.Transport, *exec.Cmd, error) { return c.sessionTransport(SessionFor{}) }, "")
 	if err != nil {
-		return nil, nil, err
-	}
-	cs, err := c.connectClient(ctx, c.newClient(), t, "")
-	if err != nil {
-		// The SDK closes what it opened, except on rare paths; make sure no
-		// child outlives a failed dial.
-		if cmd != nil && cmd.Process != nil {
-			_ = cmd.Process.Kill()
-		}
 		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
 	s := &session{cs: cs, cmd: cmd, done: make(chan struct{})}

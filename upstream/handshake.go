@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
 	"sync"
 	"time"
 
@@ -70,30 +71,67 @@ func (m *handshakeMemo) set(k handshakeKind) {
 	m.kind = k
 }
 
-// connectClient opens a session of client over t. version is the
-// revision wanted ("" the go-sdk's newest); a revision before
-// server/discover is opened with initialize as it always was. For the
-// newer ones, the upstream is asked server/discover first (see above),
+// dialer makes a fresh transport to the upstream, and the process it
+// will start (stdio), if any.
+type dialer func() (mcp.Transport, *exec.Cmd, error)
+
+// connectClient opens a session of client over a transport of dial.
+// version is the revision wanted ("" the go-sdk's newest); a revision
+// before server/discover is opened with initialize as it always was. For
+// the newer ones, the upstream is asked server/discover first (see above),
 // unless its answer is known.
-func (c *conn) connectClient(ctx context.Context, client *mcp.Client, t mcp.Transport, version string) (*mcp.ClientSession, error) {
+//
+// A server that only starts reading after DiscoverWait (an npx server
+// still starting) reads toolgate's server/discover and then its
+// initialize: a go-sdk server answers the first and refuses the second
+// as a duplicate. That session is lost; a second one, started with
+// initialize alone, is opened in its place, within the same bound.
+func (c *conn) connectClient(ctx context.Context, client *mcp.Client, dial dialer, version string) (*mcp.ClientSession, *exec.Cmd, error) {
+	cs, cmd, unanswered, err := c.connectOnce(ctx, client, dial, version)
+	var rpcErr *jsonrpc.Error
+	if err != nil && unanswered && errors.As(err, &rpcErr) && ctx.Err() == nil {
+		cs, cmd, _, err = c.connectOnce(ctx, client, dial, version)
+	}
+	return cs, cmd, err
+}
+
+// connectOnce is one attempt of connectClient; unanswered reports that
+// its server/discover went unanswered. A process it started is killed
+// when it fails.
+func (c *conn) connectOnce(ctx context.Context, client *mcp.Client, dial dialer, version string) (_ *mcp.ClientSession, _ *exec.Cmd, unanswered bool, err error) {
+	t, cmd, err := dial()
+	if err != nil {
+		return nil, nil, false, err
+	}
+	defer func() {
+		// The SDK closes what it opened, except on rare paths; make sure
+		// no child outlives a failed attempt.
+		if err != nil && cmd != nil && cmd.Process != nil {
+			_ = cmd.Process.Kill()
+		}
+	}()
 	if version != "" && version < discoverRevision {
-		return client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: version})
+		cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: version})
+		return cs, cmd, false, err
 	}
 	kind := c.handshake.get()
-	if kind == handshakeUnknown && c.cfg.URL != "" {
+	switch {
+	case kind != handshakeUnknown:
+	case c.cfg.URL != "":
 		kind = c.probeHTTP(ctx, t)
 		c.handshake.set(kind)
-	} else if kind == handshakeUnknown {
+	default:
 		conn, err := t.Connect(ctx)
 		if err != nil {
-			return nil, err
+			return nil, cmd, false, err
 		}
 		kind, err = probe(ctx, conn)
 		if err != nil {
 			_ = conn.Close()
-			return nil, err
+			return nil, cmd, false, err
 		}
 		c.handshake.set(kind)
+		unanswered = kind == handshakeLegacy
 		t = &connected{conn: conn}
 	}
 	if kind == handshakeLegacy {
@@ -107,7 +145,7 @@ func (c *conn) connectClient(ctx context.Context, client *mcp.Client, t mcp.Tran
 	if err != nil && kind == handshakeDiscover {
 		c.handshake.set(handshakeUnknown) // it may have been replaced by another server: ask again next time
 	}
-	return cs, err
+	return cs, cmd, unanswered, err
 }
 
 // probeHTTP asks an HTTP upstream server/discover in a connection of its

@@ -822,19 +822,16 @@ func (c *conn) openCaller(key relayKey, who SessionFor) (*callerSession, error) 
 	ctx, cancel := context.WithTimeout(c.pool.ctx, c.connectTimeout())
 	defer cancel()
 	cs := &callerSession{key: key}
-	t, cmd, err := c.sessionTransport(who)
-	if err != nil {
-		return nil, err
-	}
-	if cmd != nil || c.cfg.Transport != nil {
-		cs.in = &inbox{}
-		t = countingTransport{Transport: t, in: cs.in}
-	}
-	sess, err := c.connectClient(ctx, c.newCallerClient(cs, key.caps), t, key.version) // handshake.go
-	if err != nil {
-		if cmd != nil && cmd.Process != nil {
-			_ = cmd.Process.Kill()
+	dial := func() (mcp.Transport, *exec.Cmd, error) {
+		t, cmd, err := c.sessionTransport(who)
+		if err == nil && (cmd != nil || c.cfg.Transport != nil) {
+			cs.in = &inbox{}
+			t = countingTransport{Transport: t, in: cs.in}
 		}
+		return t, cmd, err
+	}
+	sess, cmd, err := c.connectClient(ctx, c.newCallerClient(cs, key.caps), dial, key.version) // handshake.go
+	if err != nil {
 		return nil, fmt.Errorf("connect for %s: %w", key.owner, err)
 	}
 	cs.s = &session{cs: sess, cmd: cmd, done: make(chan struct{})}
