@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"sync"
 	"time"
@@ -187,6 +188,8 @@ func probe(ctx context.Context, conn mcp.Connection) (handshakeKind, error) {
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return handshakeLegacy, nil // no answer in time: go on with initialize
+		case errors.Is(err, io.EOF):
+			return handshakeUnknown, fmt.Errorf("the upstream closed its end before its first answer (did its command exit? its stderr says why): %w", err)
 		case err != nil:
 			return handshakeUnknown, fmt.Errorf("waiting for the answer to server/discover: %w", err)
 		}
