@@ -47,7 +47,9 @@ func serveStdioFront(t *testing.T, s config.Serve, client *mcp.Client) *mcp.Clie
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- gateway.Run(ctx, gateway.Config{Serve: s, Stdin: inR, Stdout: outW, Stderr: testLog{t}}) }()
+	go func() {
+		done <- gateway.Run(ctx, gateway.Config{Serve: s, Stdin: inR, Stdout: outW, Stderr: testLog{t}})
+	}()
 	t.Cleanup(func() {
 		_ = inW.Close()
 		cancel()
