@@ -227,7 +227,7 @@ func (c *conn) hint(timedOut bool) string {
 	case c.cfg.Transport != nil:
 		return ""
 	case c.cfg.URL != "":
-		return " (is an MCP server answering streamable HTTP at " + c.cfg.URL + "?)"
+		return " (is an MCP server answering streamable HTTP at its url?)" // the url itself may hold secrets
 	}
 	prog := filepath.Base(c.cfg.Command[0])
 	switch {
