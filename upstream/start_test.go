@@ -49,13 +49,21 @@ func TestHandshakeWithServerIgnoringUnknownRequests(t *testing.T) {
 
 // TestHandshakeWithDiscoveringServer: a server that answers
 // server/discover is opened with the go-sdk's handshake at its newest
-// revision, over stdio and over HTTP.
+// revision, over a transport of the process's own (as stdio: the probe
+// runs on the session's connection) and over HTTP.
 func TestHandshakeWithDiscoveringServer(t *testing.T) {
 	t.Parallel()
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return childupstream.NewServer("web") }, nil))
 	t.Cleanup(ts.Close)
+	srv := childupstream.NewServer("go")
 	p := newPool(t,
-		Config{Name: "go", Command: childupstream.Slow(0), Timeout: 30 * time.Second},
+		Config{Name: "go", Timeout: 30 * time.Second, Transport: func() mcp.Transport {
+			ct, st := mcp.NewInMemoryTransports()
+			if _, err := srv.Connect(context.Background(), st, nil); err != nil {
+				panic(err)
+			}
+			return ct
+		}},
 		Config{Name: "web", URL: ts.URL, Timeout: 30 * time.Second})
 	require.NoError(t, p.Connect(t.Context()))
 	for _, name := range []string{"go", "web"} {
