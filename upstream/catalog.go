@@ -132,21 +132,24 @@ func (c *conn) catalogSession(ctx context.Context) (*session, *mcp.ServerCapabil
 	return s, caps, nil
 }
 
-// Offers implements [mcpadapter.Catalog]: what the importing upstreams
-// announced when last seen.
+// Offers implements [mcpadapter.Catalog]: prompts, resources and
+// completions whenever an upstream is configured with Import, up or not
+// (docs/contract.md §19: one that comes up later says list_changed, which
+// a client only listens for when they were announced); subscriptions
+// when an importing upstream announced them when last seen, or was not
+// seen yet.
 func (p *Pool) Offers() mcpadapter.CatalogOffers {
 	var o mcpadapter.CatalogOffers
 	p.cat.mu.Lock()
 	defer p.cat.mu.Unlock()
 	for _, name := range p.order {
-		caps := p.cat.caps[name]
-		if caps == nil || !p.conns[name].cfg.Import {
+		if !p.conns[name].cfg.Import {
 			continue
 		}
-		o.Prompts = o.Prompts || caps.Prompts != nil
-		o.Resources = o.Resources || caps.Resources != nil
-		o.Subscribe = o.Subscribe || (caps.Resources != nil && caps.Resources.Subscribe)
-		o.Completions = o.Completions || caps.Completions != nil
+		o.Prompts, o.Resources, o.Completions = true, true, true
+		if caps := p.cat.caps[name]; caps == nil || caps.Resources != nil && caps.Resources.Subscribe {
+			o.Subscribe = true // not seen yet: it may offer them
+		}
 	}
 	return o
 }
@@ -176,7 +179,10 @@ func (p *Pool) ImportedPrompts(ctx context.Context) []registry.Prompt {
 			ctx, cancel := c.requestContext(ctx)
 			defer cancel()
 			s, caps, err := c.catalogSession(ctx)
-			if err != nil {
+			switch {
+			case errors.Is(err, errNotUp):
+				return // its prompts come when it is up (Options.ToolsChanged)
+			case err != nil:
 				p.log.Error("upstream: import: prompts unavailable", slog.String("upstream", c.cfg.Name), slog.Any("error", err))
 				return
 			}

@@ -57,6 +57,12 @@ type Config struct {
 	Remember map[string][]string
 	// Timeout bounds each call, connecting included; zero is DefaultTimeout.
 	Timeout time.Duration
+	// ConnectTimeout bounds each attempt to reach the upstream: starting
+	// its command (or reaching its URL) and the handshake, up to its
+	// answer to initialize and its first tools/list. Until then the
+	// gateway's listings wait for it (docs/contract.md §19). Zero is
+	// Options.ConnectTimeout.
+	ConnectTimeout time.Duration
 	// Env is the stdio command's environment besides PATH, HOME, LANG,
 	// TZ and TMPDIR of toolgate's own (KEY=VALUE; a VALUE may be ${VAR} or
 	// ${file:PATH}, Expand); stdio only (docs/contract.md §17).
@@ -155,6 +161,9 @@ func (c *Config) validate() error {
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("%w: upstream %s: negative timeout", ErrConfig, c.Name)
+	}
+	if c.ConnectTimeout < 0 {
+		return fmt.Errorf("%w: upstream %s: negative connect timeout", ErrConfig, c.Name)
 	}
 	return c.validateCredentials()
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +50,10 @@ type conn struct {
 	relisting bool // a relist goroutine runs
 
 	relay relaySessions // the caller sessions (relay.go)
+
+	handshake handshakeMemo // how its sessions open (handshake.go)
+	// reconnecting is set while a background reconnect waits to dial.
+	reconnecting bool
 }
 
 // session is one client session to the upstream.
@@ -69,7 +75,7 @@ func (s *session) alive() bool {
 
 // session returns a live session, opening one if there is none. It never
 // outlives ctx: a dial keeps running in the background for later callers
-// (bounded by Options.ConnectTimeout), and an upstream that is backing off
+// (bounded by the upstream's connect timeout), and an upstream that is backing off
 // past ctx's deadline fails at once with ErrUnavailable.
 func (c *conn) session(ctx context.Context) (*session, error) {
 	for {
@@ -84,6 +90,10 @@ func (c *conn) session(ctx context.Context) (*session, error) {
 				return s, nil
 			}
 			c.dropLocked(s, errors.New("session ended"))
+		}
+		if upOnly(ctx) {
+			c.mu.Unlock()
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, errNotUp)
 		}
 		if c.dialing == nil {
 			if wait := time.Until(c.retryAt); wait > 0 {
@@ -126,11 +136,41 @@ func (c *conn) session(ctx context.Context) (*session, error) {
 	}
 }
 
-// dial opens a session in the background and publishes the outcome.
+// connectTimeout bounds one attempt to reach the upstream.
+func (c *conn) connectTimeout() time.Duration {
+	if c.cfg.ConnectTimeout > 0 {
+		return c.cfg.ConnectTimeout
+	}
+	return c.pool.opts.ConnectTimeout
+}
+
+// UpOnly makes Import and ImportedPrompts under ctx read the upstreams
+// that are up, connecting none: for a revision built while the upstreams
+// connect in the background (Connect), whose outcome rebuilds it
+// (Options.ToolsChanged).
+func UpOnly(ctx context.Context) context.Context { return context.WithValue(ctx, upOnlyKey{}, true) }
+
+type upOnlyKey struct{}
+
+func upOnly(ctx context.Context) bool { v, _ := ctx.Value(upOnlyKey{}).(bool); return v }
+
+// errNotUp is why an upstream contributes nothing under UpOnly.
+var errNotUp = errors.New("not connected (yet)")
+
+// ErrConnectTimeout is the cause of an attempt to reach an upstream that
+// outlived its connect timeout.
+var ErrConnectTimeout = errors.New("upstream: no answer to initialize in time")
+
+// dial opens a session in the background and publishes the outcome; a
+// failure schedules a reconnect in the background (reconnectLater).
 func (c *conn) dial(ch chan struct{}, caller context.Context) {
-	ctx, cancel := context.WithTimeout(CallerContext(c.pool.ctx, caller), c.pool.opts.ConnectTimeout)
+	wait := c.connectTimeout()
+	ctx, cancel := context.WithTimeoutCause(CallerContext(c.pool.ctx, caller), wait, ErrConnectTimeout)
 	defer cancel()
 	s, tools, err := c.open(ctx)
+	if err != nil {
+		err = c.connectError(ctx, err, wait)
+	}
 
 	c.mu.Lock()
 	c.dialing = nil
@@ -151,11 +191,17 @@ func (c *conn) dial(ch chan struct{}, caller context.Context) {
 			changed = c.setToolsLocked(tools)
 		}
 	}
+	failures := c.failures
 	c.mu.Unlock()
 	close(ch)
 
 	if err != nil {
-		c.pool.log.Error("upstream: connect failed", slog.String("upstream", c.cfg.Name), slog.Any("error", err))
+		if c.pool.ctx.Err() != nil {
+			return // closing: not a failure of the upstream
+		}
+		next := c.reconnectLater(failures)
+		c.pool.log.Error("upstream: not reachable", slog.String("upstream", c.cfg.Name), slog.Any("error", err),
+			slog.Int("attempt", failures), slog.Duration("retry_in", next))
 		return
 	}
 	c.pool.log.Info("upstream: connected", slog.String("upstream", c.cfg.Name), slog.Int("tools", len(tools)))
@@ -164,20 +210,74 @@ func (c *conn) dial(ch chan struct{}, caller context.Context) {
 	}
 }
 
-// open starts the transport, initializes the session and lists the tools
-// (a failed listing leaves tools nil but the session usable).
-func (c *conn) open(ctx context.Context) (*session, []*mcp.Tool, error) {
-	t, cmd, err := c.sessionTransport(SessionFor{})
-	if err != nil {
-		return nil, nil, err
+// connectError says why an attempt to reach the upstream failed: what
+// toolgate waited for, how long, the setting that bounds it and what to
+// look at.
+func (c *conn) connectError(ctx context.Context, err error, wait time.Duration) error {
+	if !errors.Is(context.Cause(ctx), ErrConnectTimeout) {
+		return fmt.Errorf("%w%s", err, c.hint(false))
 	}
-	cs, err := c.newClient().Connect(ctx, t, nil)
-	if err != nil {
-		// The SDK closes what it opened, except on rare paths; make sure no
-		// child outlives a failed dial.
-		if cmd != nil && cmd.Process != nil {
-			_ = cmd.Process.Kill()
+	return fmt.Errorf("%w: waited %s for the upstream's answer to initialize; raise its timeout setting (timeout: in its upstreams entry) to wait longer%s",
+		ErrConnectTimeout, wait, c.hint(true))
+}
+
+// hint is what to look at when an upstream cannot be reached.
+func (c *conn) hint(timedOut bool) string {
+	switch {
+	case c.cfg.Transport != nil:
+		return ""
+	case c.cfg.URL != "":
+		return " (is an MCP server answering streamable HTTP at its url?)" // the url itself may hold secrets
+	}
+	prog := filepath.Base(c.cfg.Command[0])
+	switch {
+	case timedOut && slices.Contains([]string{"npx", "uvx", "uv", "pipx", "bunx", "pnpm", "docker", "podman"}, prog):
+		return " (" + prog + " may still be downloading the server: its first run fetches the package, which can take minutes; run the command once by hand to warm its cache)"
+	case timedOut:
+		return " (the command started but did not answer initialize on stdout: run it by hand to see whether it is an MCP server over stdio)"
+	}
+	return " (run the command by hand to see why it does not start)"
+}
+
+// reconnectLater dials again after a backoff (1s, 2s, ... a minute)
+// without waiting for a call, unless one dials first; it returns the
+// wait. Upstreams whose sessions are per caller are reached by their
+// callers only.
+func (c *conn) reconnectLater(failures int) time.Duration {
+	wait := backoff.Exponential(reconnectMin, reconnectMax, failures)
+	if c.creds.perCaller() {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.reconnecting {
+		return wait
+	}
+	c.reconnecting = true
+	// Under c.mu with c.closed false: Close has not reached wg.Wait.
+	c.pool.wg.Go(func() {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-c.pool.ctx.Done():
 		}
+		c.mu.Lock()
+		c.reconnecting = false
+		c.mu.Unlock()
+		if c.pool.ctx.Err() != nil {
+			return
+		}
+		_, _ = c.session(c.pool.ctx) // a failure schedules the next attempt
+	})
+	return wait
+}
+
+// open starts the transport, opens the session (handshake.go) and lists
+// the tools (a failed listing leaves tools nil but the session usable).
+func (c *conn) open(ctx context.Context) (*session, []*mcp.Tool, error) {
+	cs, cmd, err := c.connectClient(ctx, c.newClient(), func() (mcp.Transport, *exec.Cmd, error) { return c.sessionTransport(SessionFor{}) }, "")
+	if err != nil {
 		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
 	s := &session{cs: cs, cmd: cmd, done: make(chan struct{})}

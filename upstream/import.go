@@ -81,7 +81,11 @@ func (p *Pool) Import(ctx context.Context) ([]registry.Tool, error) {
 		}
 		wg.Go(func() {
 			tools, err := c.listed(ctx)
-			if err != nil {
+			switch {
+			case errors.Is(err, errNotUp):
+				p.log.Debug("upstream: import: not up; its tools come when it is", slog.String("upstream", name))
+				return
+			case err != nil:
 				p.log.Error("upstream: import: tools unavailable", slog.String("upstream", name), slog.Any("error", err))
 				return
 			}

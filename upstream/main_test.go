@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/toolgate/toolgate/internal/testkit/childupstream"
 	"github.com/toolgate/toolgate/internal/testkit/testserver"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
@@ -26,6 +27,7 @@ import (
 var upstreamBin string
 
 func TestMain(m *testing.M) {
+	childupstream.Main() // a child upstream, when the command line names one
 	dir, err := os.MkdirTemp("", "upstreamtest")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -21,7 +21,10 @@ const MethodPrefix = registry.UpstreamPrefix
 
 // Defaults of Options.
 const (
-	DefaultConnectTimeout = 10 * time.Second
+	// DefaultConnectTimeout bounds an upstream's start and handshake
+	// (Config.ConnectTimeout, the settings' timeout): long enough for
+	// `npx -y` or `uvx` to download a server on its first run.
+	DefaultConnectTimeout = 2 * time.Minute
 	DefaultTerminateGrace = 2 * time.Second
 )
 
@@ -30,6 +33,15 @@ const (
 const (
 	backoffMin = 100 * time.Millisecond
 	backoffMax = 5 * time.Second
+)
+
+// Background reconnects of an upstream that could not be reached, without
+// waiting for a call: after 1s, 2s, 4s, ... at most a minute apart. Each
+// attempt is bounded by the upstream's connect timeout, never less: a
+// process still starting is not killed to start another.
+const (
+	reconnectMin = time.Second
+	reconnectMax = time.Minute
 )
 
 var (
@@ -47,8 +59,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Stderr receives the stderr of stdio upstreams; nil discards it.
 	Stderr io.Writer
-	// ConnectTimeout bounds one connection attempt (start, initialize,
-	// tools/list), independently of the calls waiting for it; zero is
+	// ConnectTimeout bounds one connection attempt (start, handshake,
+	// tools/list) of an upstream whose Config.ConnectTimeout is zero,
+	// independently of the calls waiting for it; zero is
 	// DefaultConnectTimeout.
 	ConnectTimeout time.Duration
 	// TerminateGrace is how long closing a stdio upstream waits for it to
@@ -292,5 +305,5 @@ func (c *conn) newClient() *mcp.Client {
 		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { c.toolListChanged() }
 		c.catalogHandlers(opts)
 	}
-	return mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "v1"}, opts)
+	return mcp.NewClient(clientInfo, opts)
 }

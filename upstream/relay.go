@@ -815,7 +815,7 @@ func (c *conn) isClosed() bool {
 }
 
 // openCaller opens a caller session for key, on behalf of who. It runs
-// on the pool's context, bounded by ConnectTimeout, not on any call's: the
+// on the pool's context, bounded by its connect timeout, not on any call's: the
 // calls waiting for it share it (lease), whichever of them gives up, and
 // nothing of a call's context reaches the upstream's handshake (the go-sdk
 // reads a protocol revision from a served request's context: the
@@ -823,26 +823,19 @@ func (c *conn) isClosed() bool {
 // initialize). What toolgate means to pass is explicit: who, and the
 // revision and capabilities of key.
 func (c *conn) openCaller(key relayKey, who SessionFor) (*callerSession, error) {
-	ctx, cancel := context.WithTimeout(c.pool.ctx, c.pool.opts.ConnectTimeout)
+	ctx, cancel := context.WithTimeout(c.pool.ctx, c.connectTimeout())
 	defer cancel()
 	cs := &callerSession{key: key}
-	t, cmd, err := c.sessionTransport(who)
-	if err != nil {
-		return nil, err
-	}
-	if cmd != nil || c.cfg.Transport != nil {
-		cs.in = &inbox{}
-		t = countingTransport{Transport: t, in: cs.in}
-	}
-	var opts *mcp.ClientSessionOptions
-	if key.version != "" {
-		opts = &mcp.ClientSessionOptions{ProtocolVersion: key.version}
-	}
-	sess, err := c.newCallerClient(cs, key.caps).Connect(ctx, t, opts)
-	if err != nil {
-		if cmd != nil && cmd.Process != nil {
-			_ = cmd.Process.Kill()
+	dial := func() (mcp.Transport, *exec.Cmd, error) {
+		t, cmd, err := c.sessionTransport(who)
+		if err == nil && (cmd != nil || c.cfg.Transport != nil) {
+			cs.in = &inbox{}
+			t = countingTransport{Transport: t, in: cs.in}
 		}
+		return t, cmd, err
+	}
+	sess, cmd, err := c.connectClient(ctx, c.newCallerClient(cs, key.caps), dial, key.version) // handshake.go
+	if err != nil {
 		return nil, fmt.Errorf("connect for %s: %w", key.owner, err)
 	}
 	cs.s = &session{cs: sess, cmd: cmd, done: make(chan struct{})}

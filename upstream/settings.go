@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Settings is an upstream as `toolgate serve` is told of it: an entry of
@@ -46,6 +47,10 @@ type Settings struct {
 	Env        map[string]string
 	InheritEnv bool
 	Auth       *Auth
+	// Timeout bounds each attempt to reach the upstream, up to its answer
+	// to initialize (Config.ConnectTimeout); zero is
+	// DefaultConnectTimeout. Only settable in the settings file.
+	Timeout time.Duration
 }
 
 // SettingsName is what a Settings.Name must match: Config's names
@@ -83,7 +88,7 @@ func isHTTPURL(s string) bool {
 func (u Settings) PoolConfig() Config {
 	cfg := Config{Name: u.Name, Command: u.Argv(), URL: u.URL, Import: u.Import,
 		Section: u.Section, TrustAnnotations: u.TrustAnnotations, Pin: u.Pin, Prefix: u.Prefix,
-		InheritEnv: u.InheritEnv, Auth: u.Auth}
+		InheritEnv: u.InheritEnv, Auth: u.Auth, ConnectTimeout: u.Timeout}
 	if len(u.Headers) > 0 {
 		cfg.Headers = maps.Clone(u.Headers)
 	}
@@ -130,6 +135,9 @@ func (u Settings) Problems() []string {
 	}
 	if u.Pin && !u.Import {
 		probs = append(probs, "pin needs import: true")
+	}
+	if u.Timeout < 0 {
+		probs = append(probs, "timeout must be a positive duration")
 	}
 	if u.Headers != nil || u.Env != nil || u.InheritEnv || u.Auth != nil {
 		pc := u.PoolConfig()

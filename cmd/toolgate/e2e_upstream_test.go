@@ -122,14 +122,15 @@ func TestE2EUpstreamHangs(t *testing.T) {
 	regPath, polDir := writeExample(t, dir, &conformance.Fixture{Registry: string(toolgate.ExampleRegistry()) + rows})
 	cfg := filepath.Join(dir, "toolgate.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte(`upstreams:
-  - { name: hang, command: /bin/sh, args: ["-c", "cat >/dev/null; exit 0"], import: true }
+  - { name: hang, command: /bin/sh, args: ["-c", "cat >/dev/null; exit 0"], import: true, timeout: 3s }
 `), 0o644))
 	s := serveHTTP(t, "--config", cfg, "--registry", regPath, "--policy", polDir, "--tokens", writeTokens(t))
-	// The connection attempt ends (and is logged) only at the 10 s connect
-	// time-out: serving before it is logged shows the server did not wait.
+	// The connection attempt ends (and is logged) only at the upstream's
+	// 3 s connect time-out: serving before it is logged shows the server
+	// did not wait to serve (its listings wait for the attempt to end).
 	// (The log is read through a pipe: at worst a late read hides a
 	// regression, it never fails a good run.)
-	const connectFailed = "upstream: connect failed"
+	const connectFailed = "waited 3s for the upstream's answer to initialize"
 	require.NotContains(t, s.Stderr.String(), connectFailed, "a hanging upstream does not hold the server back")
 	admin := s.connect(t, adminToken, "2025-11-25", nil)
 	require.Equal(t, append(append([]string{}, exampleTools...), "hangHello"), toolNames(t, admin))

@@ -173,7 +173,7 @@ func TestUnknownKeys(t *testing.T) {
 	got[0].Message = ""
 	assert.Equal(t, []config.Problem{
 		{Line: 2},
-		{Line: 4, Key: "upstreams[0]", Message: `unknown key "imports" (did you mean "import"? known: name, command, args, url, import, section, trust_annotations, pin, prefix, remember, headers, env, inherit_env, auth)`},
+		{Line: 4, Key: "upstreams[0]", Message: `unknown key "imports" (did you mean "import"? known: name, command, args, url, import, section, trust_annotations, pin, prefix, remember, headers, env, inherit_env, timeout, auth)`},
 		{Line: 5, Key: "watch", Message: "want true or false"},
 	}, got)
 	assert.Contains(t, err.Error(), `line 2: unknown key "policies"`)

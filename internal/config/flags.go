@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -107,6 +108,7 @@ func mergeUpstreams(file, flags []upstream.Settings) []upstream.Settings {
 				u.Import = out[i].Import
 				u.Section, u.TrustAnnotations = out[i].Section, out[i].TrustAnnotations
 				u.Pin, u.Prefix, u.Remember = out[i].Pin, out[i].Prefix, out[i].Remember
+				u.Timeout = out[i].Timeout
 				out[i], replaced = u, true
 			}
 		}
@@ -150,6 +152,7 @@ func Resolve(fs *flag.FlagSet, flags *Serve, stderr io.Writer) (*Serve, error) {
 		logWarnings(stderr, flags.Config, warnings)
 	}
 	s.Apply(fs)
+	stdioOnly(s, fs)
 	if err := s.SetDefaults(); err != nil {
 		return nil, err
 	}
@@ -157,6 +160,27 @@ func Resolve(fs *flag.FlagSet, flags *Serve, stderr io.Writer) (*Serve, error) {
 		return nil, nameFlags(err, fs)
 	}
 	return s, nil
+}
+
+// stdioOnly makes a stdio server listen on nothing else unless --http is
+// on its command line (docs/contract.md §19): a desktop client starts one
+// `toolgate serve --stdio` per session, and they may share a settings file
+// whose http (and auth, which is for HTTP callers) serves another
+// toolgate.
+func stdioOnly(s *Serve, fs *flag.FlagSet) {
+	if !s.Stdio {
+		return
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if set["http"] {
+		return
+	}
+	s.HTTP = ""
+	if !set["issuer"] && !set["jwks"] && !set["resource"] && !set["audience"] && !set["allow-anonymous"] {
+		s.Auth = identity.Settings{} // the file's: a flag's is refused without --http
+		s.AllowAnonymous = false
+	}
 }
 
 // logWarnings logs each warning of the file at path, as toolgate logs

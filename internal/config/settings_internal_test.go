@@ -263,7 +263,7 @@ func TestFileIsDecodedStrictly(t *testing.T) {
 		"auth.issuer: https://x\n":                                 `line 1: unknown key "auth.issuer" (known: `,
 		"shadow: p\n":                                              `line 1: shadow: want a mapping of policy, registry, bundle`,
 		"watch: true\nWatch: false\n":                              `line 2: unknown key "Watch" (did you mean "watch"?`,
-		"upstreams:\n  - name: a\n    command: x\n    comand: y\n": `line 4: upstreams[0]: unknown key "comand" (did you mean "command"? known: name, command, args, url, import, section, trust_annotations, pin, prefix, remember, headers, env, inherit_env, auth)`,
+		"upstreams:\n  - name: a\n    command: x\n    comand: y\n": `line 4: upstreams[0]: unknown key "comand" (did you mean "command"? known: name, command, args, url, import, section, trust_annotations, pin, prefix, remember, headers, env, inherit_env, timeout, auth)`,
 		"upstreams:\n  - a=b\n  - name: c\n    url: https://c\n    auth:\n      type: client_credentials\n      tokenUrl: https://t\n": `line 7: upstreams[1]: unknown key "tokenUrl" in auth (did you mean "token_url"? known: type, token_url, client_id, client_secret, scopes, resource, audience)`,
 		// An upstream's keys never had camelCase names: one is unknown.
 		"upstreams:\n  - {name: a, command: x, import: true,\n     trustAnnotations: true}\n": `line 3: upstreams[0]: unknown key "trustAnnotations" (did you mean "trust_annotations"? known: `,

@@ -65,10 +65,6 @@ import (
 // prints it ("dev" in a build without a module version).
 var Version = version.Get().Version
 
-// upstreamStartWait bounds how long start-up (and a revision build) waits
-// for upstreams: the rows of one that answers later come with a reload.
-const upstreamStartWait = time.Second
-
 // Config is everything Run needs: the settings of `toolgate serve`
 // (config.Serve, docs/contract.md §8; call its SetDefaults first) and the process's
 // streams.
@@ -151,8 +147,18 @@ type Gateway struct {
 
 	methods methods.Set
 	pool    *upstream.Pool
-	engOpts []engine.Option
-	engRef  atomic.Pointer[engine.Engine]
+	// started is closed once every upstream has finished its handshake or
+	// failed it (each bounded by its timeout) and the revision has what
+	// they import: the listings wait for it (upstreams.go). nil without
+	// upstreams.
+	started chan struct{}
+	// importing is set once the upstreams have started: revisions are
+	// built with their imports from then on.
+	importing atomic.Bool
+	// engineSet is closed once the engine exists (buildEngine).
+	engineSet chan struct{}
+	engOpts   []engine.Option
+	engRef    atomic.Pointer[engine.Engine]
 	// core is the governed server (toolgate.New, the front door's
 	// assembly): the engine, hooks, observers, tracing, notifications and
 	// the watch; eng is its engine.
@@ -327,7 +333,11 @@ func (g *Gateway) buildUpstreams() error {
 	cfg, log := &g.cfg, g.log
 	// An upstream whose tool list changed may change the imported rows:
 	// rebuild the revision (the engine is set before any upstream connects).
+	// While the upstreams start, their outcome is one rebuild (startUpstreams).
 	toolsChanged := func(string) {
+		if !g.importing.Load() {
+			return
+		}
 		if e := g.engRef.Load(); e != nil {
 			if _, err := e.Reload(context.WithoutCancel(g.ctx)); err != nil {
 				log.Warn("toolgate: reload after an upstream's tools changed failed", slog.Any("error", err))
@@ -349,27 +359,15 @@ func (g *Gateway) buildUpstreams() error {
 		// Pins accepted while serving (toolgate pins accept) rebuild the revision.
 		g.goUntilClose(func(ctx context.Context) { watchPins(ctx, log, pinsPath, func() { toolsChanged("") }) })
 	}
-	// Connect in the background and wait a little, so the first revision
-	// usually has the imported rows; an upstream that is down or hangs
-	// must not hold the server back (its rows come with ToolsChanged).
-	connected := make(chan struct{})
-	go func() {
-		defer close(connected)
-		if err := pool.Connect(g.ctx); err != nil {
-			log.Warn("toolgate: an upstream is not reachable; its tools answer with an internal error until it is", slog.Any("error", err))
-		}
-	}()
-	select {
-	case <-connected:
-	case <-time.After(upstreamStartWait):
-		log.Warn("toolgate: upstreams still connecting; serving without waiting for them")
-	}
+	g.startUpstreams(pool)
 	g.methods = upstream.Chain(g.methods, pool)
 	for _, u := range cfg.Upstreams {
 		if u.Import {
 			g.engOpts = append(g.engOpts, engine.WithRegistryHook(func(ctx context.Context, reg *registry.Registry) (*registry.Registry, error) {
-				ctx, cancel := context.WithTimeout(ctx, upstreamStartWait)
-				defer cancel()
+				if !g.importing.Load() {
+					return reg, nil // the upstreams are starting: their imports come with the revision their start builds
+				}
+				ctx = upstream.UpOnly(ctx)    // one that is down comes with ToolsChanged when it is up
 				rows, err := pool.Import(ctx) // fails for a pins file it cannot read (docs/contract.md §15)
 				if err != nil {
 					return nil, err
@@ -403,6 +401,9 @@ func (g *Gateway) buildEngine() error {
 	g.onClose(core.Close) // before the hooks' stores and the upstreams close
 	g.core, g.eng, g.bundles = core, core.Engine(), bundles
 	g.engRef.Store(g.eng)
+	if g.engineSet != nil {
+		close(g.engineSet)
+	}
 	runBundle(g, bundles, g.eng)
 	rev := g.eng.Current()
 	g.log.Info("toolgate: loaded", slog.String("revision", rev.String()), slog.Int("tools", len(rev.Registry().Tools)))
@@ -492,7 +493,7 @@ func (g *Gateway) buildStdio() error {
 	if !g.cfg.Stdio {
 		return nil
 	}
-	g.stdio = frontdoor.MCPServer(g.core, mcpadapter.StaticCaller(identity.Static(g.cfg.As, g.cfg.Roles)), nil)
+	g.stdio = frontdoor.MCPServer(g.core, mcpadapter.StaticCaller(identity.Static(g.cfg.As, g.cfg.Roles)), g.startLayers())
 	return nil
 }
 
@@ -549,7 +550,7 @@ func (g *Gateway) buildHTTP() error {
 	opts := cfg.HTTPServer.Options()
 	// The HTTP transport's middleware go first in the server's one list.
 	opts.MCPServer = func(transport []mcpadapter.Layer) *mcp.Server {
-		return frontdoor.MCPServer(g.core, httpserve.CallerFromRequest, transport)
+		return frontdoor.MCPServer(g.core, httpserve.CallerFromRequest, append(transport, g.startLayers()...))
 	}
 	if g.tokens != nil {
 		opts.Tokens = g.tokens
