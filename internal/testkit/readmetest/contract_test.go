@@ -15,7 +15,7 @@ import (
 
 // contractSections is how many numbered sections docs/contract.md has: code
 // cites them as "docs/contract.md §N".
-const contractSections = 18
+const contractSections = 20
 
 // checkContract checks a contract page against the checkout at root: its
 // "## N. Title" sections are numbered 1 to contractSections in order, each
@@ -105,7 +105,7 @@ func TestCheckContractFails(t *testing.T) {
 		"fixture":      {"## 7. S\n", "## 7. S\n\n`mcpadapter/testdata/conformance/no-such.txt`\n", "no-such.txt, which does not exist"},
 		"numbering":    {"## 9. S", "## 10. S", "section 10 where §9 was due"},
 		"not pinned":   {"## 12. S\n\n**Pinned by**", "## 12. S\n\nnothing", "§12 has no **Pinned by**"},
-		"missing §18":  {"## 18. S", "### 18. S", "has 17 numbered sections"},
+		"missing §20":  {"## 20. S", "### 20. S", "has 19 numbered sections"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			bad := strings.Replace(page.String(), c.old, c.new, 1)

@@ -9,7 +9,7 @@
 // shows; each client configuration of docs/clients.md is started or
 // connected to as written; the flags, settings keys, audit fields, metrics
 // and packages the pages name are the code's. For docs/contract.md: its
-// sections are numbered 1 to 15 and every test it cites exists. The
+// sections are numbered 1 to 20 and every test it cites exists. The
 // package has no API; the conventions a page edit must keep are at the top
 // of tour_test.go and clients_test.go.
 package readmetest
