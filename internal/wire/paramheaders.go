@@ -216,3 +216,63 @@ func decodeParamHeader(v string) (string, bool) {
 	}
 	return v, true
 }
+
+// ParamHeaders returns the Mcp-Param headers a 2026-07-28 client sends
+// with a tools/call of a tool with inputSchema and args (the go-sdk
+// client's rule): one per x-mcp-header annotated property whose argument
+// is a string, boolean or safe integer, Base64-wrapped when it is not
+// plain printable ASCII.
+func ParamHeaders(inputSchema, args json.RawMessage) map[string]string {
+	var s headerProp
+	if json.Unmarshal(inputSchema, &s) != nil {
+		return nil
+	}
+	bindings := collectBindings(s.Properties, nil, nil)
+	if len(bindings) == 0 {
+		return nil
+	}
+	var argMap map[string]json.RawMessage
+	if json.Unmarshal(args, &argMap) != nil || argMap == nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, b := range bindings {
+		raw, ok := lookupArg(argMap, b.path)
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		v, ok := primitive(raw)
+		if !ok {
+			continue
+		}
+		var str string
+		switch v := v.(type) {
+		case string:
+			str = v
+		case bool:
+			str = strconv.FormatBool(v)
+		case int64:
+			str = strconv.FormatInt(v, 10)
+		}
+		if needsBase64(str) {
+			str = b64Prefix + base64.StdEncoding.EncodeToString([]byte(str)) + b64Suffix
+		}
+		out[paramPrefix+b.header] = str
+	}
+	return out
+}
+
+func needsBase64(s string) bool {
+	if s == "" {
+		return false
+	}
+	if s[0] == ' ' || s[0] == '\t' || s[len(s)-1] == ' ' || s[len(s)-1] == '\t' {
+		return true
+	}
+	for _, c := range s {
+		if c < 0x20 || c > 0x7E {
+			return true
+		}
+	}
+	return strings.HasPrefix(s, b64Prefix) && strings.HasSuffix(s, b64Suffix)
+}

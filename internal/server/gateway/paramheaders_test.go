@@ -26,7 +26,7 @@ import (
 // carries an x-mcp-header annotation gets the answers the go-sdk server
 // behind gives directly: a missing, mismatched or badly Base64-encoded
 // Mcp-Param header is HTTP 400 with a HeaderMismatch (-32020) error and
-// the tool does not run.
+// the tool does not run; a matching one runs it.
 func TestImportedToolParamHeaders(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int32
@@ -88,5 +88,14 @@ func TestImportedToolParamHeaders(t *testing.T) {
 		assert.Contains(t, body, `"id":5`, c.name)
 	}
 	require.Zero(t, runs.Load(), "a rejected call reached the upstream")
+
+	// A matching header, plain or Base64-wrapped, runs the tool: the relay
+	// sends the upstream the headers it requires too.
+	for _, h := range []string{"Hello", "=?base64?SGVsbG8=?="} {
+		status, body := call(t, g.url, tokenFor(admin), map[string]string{"Mcp-Param-Region": h})
+		assert.Equal(t, http.StatusOK, status, body)
+		assert.Contains(t, body, `"ran"`)
+	}
+	assert.EqualValues(t, 2, runs.Load())
 
 }
