@@ -555,7 +555,17 @@ func (g *Gateway) buildHTTP() error {
 	}
 	// A 2026-07-28 tools/call's Mcp-Param headers are checked against the
 	// tool as its caller sees it listed, as the server behind checks them.
+	// A tool the revision does not have yet waits, like its call, for the
+	// upstreams' start.
 	opts.ToolSchema = func(ctx context.Context, c *toolcall.Caller, name string) (json.RawMessage, bool) {
+		if s, ok := frontdoor.ListedInputSchema(g.core, ctx, c, name); ok || g.started == nil {
+			return s, ok
+		}
+		select {
+		case <-g.started:
+		case <-ctx.Done():
+			return nil, false
+		}
 		return frontdoor.ListedInputSchema(g.core, ctx, c, name)
 	}
 	if g.tokens != nil {
