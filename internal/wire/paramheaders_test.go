@@ -102,3 +102,27 @@ func TestParamHeaderGateOlderRevision(t *testing.T) {
 		t.Fatal("older revision request was checked")
 	}
 }
+
+// TestParamHeaders checks the headers made for a call as the go-sdk
+// client makes them: plain ASCII as is, integers and booleans in their
+// canonical form, other strings Base64-wrapped, absent or null arguments
+// and non-primitive values without a header; and that they pass the check.
+func TestParamHeaders(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"A"},"b":{"type":"string","x-mcp-header":"B"},"n":{"type":"integer","x-mcp-header":"N"},"f":{"type":"boolean","x-mcp-header":"F"},"z":{"type":"string","x-mcp-header":"Z"}}}`)
+	args := json.RawMessage(`{"a":"plain","b":"héllo","n":7,"f":false,"z":null}`)
+	got := wire.ParamHeaders(schema, args)
+	want := map[string]string{"Mcp-Param-A": "plain", "Mcp-Param-B": "=?base64?aMOpbGxv?=", "Mcp-Param-N": "7", "Mcp-Param-F": "false"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	h := http.Header{}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+		h.Set(k, got[k])
+	}
+	if err := wire.CheckParamHeaders(h, schema, args); err != nil {
+		t.Fatalf("made headers fail the check: %v", err)
+	}
+}
