@@ -123,7 +123,7 @@ func (c *conn) sessionTransport(who SessionFor) (t mcp.Transport, cmd *exec.Cmd,
 		// requests (where the upstream sends what concerns a call).
 		return &mcp.StreamableClientTransport{
 			Endpoint:             c.creds.ep.shown, // its secrets are added on the wire (endpoint.go)
-			HTTPClient:           sentClient(c.httpClient(who)),
+			HTTPClient:           withParamHeaderTransport(sentClient(c.httpClient(who))),
 			DisableStandaloneSSE: who.Owner != "" || !c.cfg.Import,
 		}, nil, nil
 	default:
@@ -494,7 +494,8 @@ func (c *conn) callRelayed(ctx context.Context, peer *mcpadapter.Peer, tool stri
 		params.Meta["progressToken"] = rc.token
 	}
 	sentCtx, sent := withSent(ctx)
-	res, err := cs.s.cs.CallTool(sentCtx, params)
+	def, _ := c.tool(tool)
+	res, err := cs.s.cs.CallTool(withParamHeaders(sentCtx, def, args), params)
 	if err == nil {
 		sent.keep(ctx, res)
 	}

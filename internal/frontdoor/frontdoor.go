@@ -6,9 +6,13 @@
 package frontdoor
 
 import (
+	"context"
+	"encoding/json"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // MCPServer returns a further MCP server governed by server (a
@@ -19,3 +23,9 @@ import (
 // mcpadapter.WrapTransport or WrapHTTP, and build it before the Server's
 // Close. Package toolgate sets it when it is initialised.
 var MCPServer func(server any, caller mcpadapter.CallerFunc, transport []mcpadapter.Layer) *mcp.Server
+
+// ListedInputSchema returns the inputSchema of the tool named name as
+// caller's tools/list from server (a *toolgate.Server) shows it; false
+// when caller is shown no such tool (mcpadapter.Adapter.ListedInputSchema).
+// Package toolgate sets it when it is initialised.
+var ListedInputSchema func(server any, ctx context.Context, caller *toolcall.Caller, name string) (json.RawMessage, bool)

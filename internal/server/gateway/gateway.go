@@ -56,6 +56,7 @@ import (
 	"github.com/toolgate/toolgate/metrics"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/upstream"
 	"github.com/toolgate/toolgate/watch"
 )
@@ -551,6 +552,21 @@ func (g *Gateway) buildHTTP() error {
 	// The HTTP transport's middleware go first in the server's one list.
 	opts.MCPServer = func(transport []mcpadapter.Layer) *mcp.Server {
 		return frontdoor.MCPServer(g.core, httpserve.CallerFromRequest, append(transport, g.startLayers()...))
+	}
+	// A 2026-07-28 tools/call's Mcp-Param headers are checked against the
+	// tool as its caller sees it listed, as the server behind checks them.
+	// A tool the revision does not have yet waits, like its call, for the
+	// upstreams' start.
+	opts.ToolSchema = func(ctx context.Context, c *toolcall.Caller, name string) (json.RawMessage, bool) {
+		if s, ok := frontdoor.ListedInputSchema(g.core, ctx, c, name); ok || g.started == nil {
+			return s, ok
+		}
+		select {
+		case <-g.started:
+		case <-ctx.Done():
+			return nil, false
+		}
+		return frontdoor.ListedInputSchema(g.core, ctx, c, name)
 	}
 	if g.tokens != nil {
 		opts.Tokens = g.tokens

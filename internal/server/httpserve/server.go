@@ -112,6 +112,12 @@ type Options struct {
 	// OnStream, when set, counts streams refused ("nobody", "per_caller",
 	// "per_address") and closed to make room ("closed_oldest").
 	OnStream func(event string)
+	// ToolSchema, when set, answers the inputSchema of a tool as a caller
+	// sees it listed: a 2026-07-28 tools/call whose Mcp-Param headers
+	// disagree with the x-mcp-header annotations of that schema gets HTTP
+	// 400 and a HeaderMismatch (-32020) error, as from the go-sdk. Nil: only
+	// the tools registered with the SDK server are checked (by the SDK).
+	ToolSchema ToolSchemaFunc
 	// Streamable configures the go-sdk streamable handler; nil uses its
 	// defaults (stateful sessions).
 	Streamable *mcp.StreamableHTTPOptions
@@ -285,7 +291,7 @@ func New(opts Options) *Server {
 	// Cheap checks first: Host and Origin (ServeHTTP), the caller (a
 	// header), the session's owner and the session cap; only then is the
 	// body read, and decoded.
-	s.mux.Handle("/mcp", s.authenticate(s.sessions.gate(!so.Stateless, mcpadapter.WrapHTTP(s.streamGate(h)))))
+	s.mux.Handle("/mcp", s.authenticate(s.sessions.gate(!so.Stateless, mcpadapter.WrapHTTP(s.paramHeaders(s.streamGate(h))))))
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	if opts.JWT != nil {
 		// Public by design (RFC 9728), so outside authentication; the
