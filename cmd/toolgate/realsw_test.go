@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -184,7 +185,7 @@ func TestRealSoftware(t *testing.T) {
 						case d.diff == "":
 							lines = append(lines, key+": equal")
 						case known:
-							lines = append(lines, key+": known gap: "+reason)
+							lines = append(lines, key+": known gap: "+reason+"\n            "+realswShort(d.diff))
 						default:
 							t.Errorf("%s: differs through toolgate: %s", key, d.diff)
 						}
@@ -226,7 +227,7 @@ func realswCompare(direct, through realswResult, err error) []realswDiff {
 		if err != nil {
 			d = err.Error()
 		} else if !jsonEqual(direct[k], through[k]) {
-			d = fmt.Sprintf("directly %s\nthrough toolgate %s", direct[k], through[k])
+			d = realswDiffText(direct[k], through[k])
 		}
 		out = append(out, realswDiff{k, d})
 	}
@@ -234,7 +235,7 @@ func realswCompare(direct, through realswResult, err error) []realswDiff {
 	if err != nil {
 		d = err.Error()
 	} else if !jsonEqual(direct["concurrent"], through["concurrent"]) {
-		d = fmt.Sprintf("directly %s\nthrough toolgate %s", direct["concurrent"], through["concurrent"])
+		d = realswDiffText(direct["concurrent"], through["concurrent"])
 	}
 	out = append(out, realswDiff{"concurrent", d})
 	if _, ok := direct["calls"]; !ok {
@@ -253,7 +254,7 @@ func realswCompare(direct, through realswResult, err error) []realswDiff {
 		} else if !reflect.DeepEqual(dc[name], tc[name]) {
 			dj, _ := json.Marshal(dc[name])
 			tj, _ := json.Marshal(tc[name])
-			d = fmt.Sprintf("directly %s\nthrough toolgate %s", dj, tj)
+			d = realswDiffText(dj, tj)
 		}
 		out = append(out, realswDiff{"call " + name, d})
 	}
@@ -477,4 +478,45 @@ func readRealswGaps(t *testing.T, path string) map[string]string {
 	}
 	require.NoError(t, sc.Err())
 	return gaps
+}
+
+// realswShort is a difference cut to a line's worth, for the summary.
+func realswShort(diff string) string {
+	if len(diff) > 600 {
+		return diff[:600] + " …"
+	}
+	return diff
+}
+
+// realswDiffText shows two JSON texts from where they first differ (with
+// some bytes before it for context) in the compact encoding, so a long
+// listing's difference is readable.
+func realswDiffText(direct, through []byte) string {
+	a, b := compactJSON(direct), compactJSON(through)
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	from := max(0, i-120)
+	cut := func(s string) string {
+		end := min(len(s), i+240)
+		return s[from:end]
+	}
+	return fmt.Sprintf("at byte %d: directly …%s…\nthrough toolgate …%s…", i, cut(a), cut(b))
+}
+
+// compactJSON is b re-encoded with its object keys sorted, so that two
+// JSON-equal texts read the same up to their first real difference.
+func compactJSON(b []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return string(b)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return string(b)
+	}
+	return string(out)
 }
