@@ -237,6 +237,9 @@ func (a *Adapter) governance(s *mcp.Server) mcp.Middleware {
 			case *mcp.CallToolRequest:
 				ctx, _ := withSentSlot(ctx)
 				res := a.callSafely(ctx, r)
+				if err := rpcErrorFor(ctx, res); err != nil {
+					return nil, err
+				}
 				return answerCall(ctx, r, res), nil
 			case *mcp.ListToolsRequest:
 				return a.listSafely(ctx, r), nil

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/internal/jsonx"
@@ -28,6 +30,46 @@ type sentSlot struct {
 	mu  sync.Mutex
 	res any // the typed result it is the JSON of (a pointer)
 	raw json.RawMessage
+	// failed is the result a call that failed with the upstream's
+	// answerable error rpcErr ended with (keepRPCError).
+	failed *mcp.CallToolResult
+	rpcErr *jsonrpc.Error
+}
+
+// keepRPCError records, for the request ctx serves, that the call ending
+// with failed failed with err: when err is the upstream's JSON-RPC error
+// MissingRequiredClientCapability, the client is answered that error, as
+// the upstream answered it, and not the generic internal error (the
+// client did not declare a capability the tool needs: its own request
+// must change, and on HTTP the answer is 400).
+func keepRPCError(ctx context.Context, failed *mcp.CallToolResult, err error) {
+	s, _ := ctx.Value(sentKey{}).(*sentSlot)
+	if s == nil || failed == nil {
+		return
+	}
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != mcp.CodeMissingRequiredClientCapabilities {
+		return
+	}
+	s.mu.Lock()
+	s.failed, s.rpcErr = failed, &jsonrpc.Error{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
+	s.mu.Unlock()
+}
+
+// rpcErrorFor is the error keepRPCError recorded for res in ctx's
+// request; nil when none (or for another result: the call's result was
+// replaced after it failed).
+func rpcErrorFor(ctx context.Context, res *mcp.CallToolResult) error {
+	s, _ := ctx.Value(sentKey{}).(*sentSlot)
+	if s == nil || res == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed != res || s.rpcErr == nil {
+		return nil
+	}
+	return s.rpcErr
 }
 
 // withSentSlot marks ctx, a request's, so that KeepSent records there.
