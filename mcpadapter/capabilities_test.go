@@ -36,6 +36,7 @@ func TestRequestCapabilitiesAsTheSDKReadsThem(t *testing.T) {
 			got := requestCapabilities(req)
 			assert.Equal(t, want, got, raw)
 			if got != nil {
+				//lint:ignore SA1019 sampling is a capability clients of earlier revisions declare
 				got.Sampling = &mcp.SamplingCapabilities{}
 				got.Experimental = nil
 			}

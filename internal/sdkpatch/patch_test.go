@@ -123,7 +123,9 @@ func targets() []func() any {
 		func() any { return new(mcp.CallToolParams) },
 		func() any { return new(mcp.CallToolResult) },
 		func() any { return new(mcp.ProgressNotificationParams) },
+		//lint:ignore SA1019 the patch must decode the deprecated types as the SDK does
 		func() any { return new(mcp.LoggingMessageParams) },
+		//lint:ignore SA1019 the patch must decode the deprecated types as the SDK does
 		func() any { return new(mcp.CreateMessageParams) },
 		func() any { return new(mcp.ClientCapabilities) },
 	}
