@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
 )
 
@@ -18,13 +20,14 @@ import (
 // through toolgate call allowed for the user's token and hidden for the
 // operator's, and explain in the project (reading its toolgate.yaml,
 // connecting its upstream) answering what the served call answered.
-// firstHourUpstream is the upstream's command: a slow-starting one can be
-// swapped in here.
+// The upstream takes 15 s before it reads its input, as an npx server's
+// first run does: the first listing still has its tools.
 func TestE2EFirstHour(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
 	bin := toolgateBinary(t)
-	firstHourUpstream := upstreamBinary(t)
+	firstHourUpstream := filepath.Join(t.TempDir(), "slow-upstream")
+	require.NoError(t, os.WriteFile(firstHourUpstream, []byte("#!/bin/sh\nsleep 15\nexec '"+upstreamBinary(t)+"' \"$@\"\n"), 0o755))
 	state := t.TempDir()
 	run := func(dir string, args ...string) (string, error) {
 		cmd := exec.Command(bin, args...)
@@ -49,7 +52,10 @@ func TestE2EFirstHour(t *testing.T) {
 	p := proctest.Start(t, "toolgate serve --config toolgate.yaml", cmd)
 	s := &served{Proc: p, base: p.Await(t, p.Stdout, urlLine)[1]}
 	s.url = s.base + "/mcp"
-	require.Contains(t, toolNames(t, s.connect(t, user, "2025-06-18", nil)), "up.hello", "the first listing has the upstream's tools")
+	// The listing waits for the upstream's start (its timeout is 2 minutes).
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	require.Contains(t, mcptest.ToolNames(t, ctx, s.connect(t, user, "2025-06-18", nil)), "up.hello", "the first listing has the upstream's tools")
 
 	served, err := run(dir, "call", "--url", s.url, "--token", user, "up.hello", "name=you")
 	require.NoError(t, err, served)
