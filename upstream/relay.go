@@ -980,8 +980,9 @@ func sameToken(sent, got any) bool {
 }
 
 // OffersLogging reports whether an upstream announced the logging
-// capability when its shared session was opened (so far): the governed
-// server then announces it too (docs/contract.md §16).
+// capability when its shared session was opened, or is not up yet (it may
+// offer it once it is): the governed server then announces it too
+// (docs/contract.md §16).
 func (p *Pool) OffersLogging() bool {
 	for _, name := range p.order {
 		c := p.conns[name]
@@ -989,7 +990,9 @@ func (p *Pool) OffersLogging() bool {
 		s := c.sess
 		c.mu.Unlock()
 		if s == nil {
-			continue
+			// Not up (yet): it may offer logging once it is, and
+			// initialize is answered before the upstreams' start ends.
+			return true
 		}
 		if ir := s.cs.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Logging != nil {
 			return true
