@@ -43,8 +43,11 @@ func FuzzRedact(f *testing.F) {
 		f.Add(s, "S3CRET")
 	}
 	f.Fuzz(func(t *testing.T, prefix, secret string) {
+		// The prefix, as written or as a path escapes it, may itself hold
+		// the secret's characters: that is not a leak.
+		escaped := (&url.URL{Path: "/" + prefix}).EscapedPath()
 		if len(secret) < 4 || strings.ContainsAny(secret, "?#@/%") || strings.Contains(prefix+urlx.Marker, secret) ||
-			strings.Contains(urlx.Marker, secret) {
+			strings.Contains(urlx.Marker, secret) || strings.Contains(escaped, secret) {
 			return
 		}
 		for _, u := range []string{
