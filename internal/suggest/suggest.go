@@ -20,7 +20,7 @@ func Closest(s string, candidates []string) string {
 		if c == s {
 			return ""
 		}
-		if d := distance(key, fold(c)); d < bestD {
+		if d := Distance(key, fold(c)); d < bestD {
 			best, bestD = c, d
 		}
 	}
@@ -31,9 +31,9 @@ func fold(s string) string {
 	return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(s))
 }
 
-// distance is the Levenshtein distance of a and b; huge for long names
-// (not worth a suggestion).
-func distance(a, b string) int {
+// Distance is the Levenshtein distance of a and b, in runes; huge for
+// names over 64 runes (not worth a suggestion).
+func Distance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
 	if len(ra) > 64 || len(rb) > 64 {
 		return 1 << 30
