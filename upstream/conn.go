@@ -276,7 +276,7 @@ func (c *conn) reconnectLater(failures int) time.Duration {
 // open starts the transport, opens the session (handshake.go) and lists
 // the tools (a failed listing leaves tools nil but the session usable).
 func (c *conn) open(ctx context.Context) (*session, []*mcp.Tool, error) {
-	cs, cmd, err := c.connectClient(ctx, c.newClient(), func() (mcp.Transport, *exec.Cmd, error) { return c.sessionTransport(SessionFor{}) }, "")
+	cs, cmd, err := c.connectClient(ctx, c.newClient(), func() (mcp.Transport, *exec.Cmd, error) { return c.sessionTransport(SessionFor{}, nil) }, "")
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect: %w", err)
 	}

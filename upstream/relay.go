@@ -108,14 +108,15 @@ type SessionFor struct {
 // opened for who: THE seam where per-caller credentials plug in (the HTTP
 // client, hence headers and tokens, of a streamable HTTP upstream; the
 // environment of a stdio upstream's process). cmd is the stdio process,
-// nil otherwise.
-func (c *conn) sessionTransport(who SessionFor) (t mcp.Transport, cmd *exec.Cmd, err error) {
+// nil otherwise. in, when not nil, counts the progress and log
+// notifications the session reads (a caller session's, see inbox).
+func (c *conn) sessionTransport(who SessionFor, in *inbox) (t mcp.Transport, cmd *exec.Cmd, err error) {
 	switch {
 	case c.cfg.Transport != nil:
 		if t = c.cfg.Transport(); t == nil {
 			return nil, nil, errors.New("connect: the transport factory returned nil")
 		}
-		return sentTransport{t}, nil, nil
+		return countedTransport(sentTransport{t}, in), nil, nil
 	case c.cfg.URL != "":
 		// An importing upstream's own notifications/tools/list_changed
 		// (docs/contract.md §15) come on the standalone SSE stream of the
@@ -123,14 +124,14 @@ func (c *conn) sessionTransport(who SessionFor) (t mcp.Transport, cmd *exec.Cmd,
 		// requests (where the upstream sends what concerns a call).
 		return &mcp.StreamableClientTransport{
 			Endpoint:             c.creds.ep.shown, // its secrets are added on the wire (endpoint.go)
-			HTTPClient:           withParamHeaderTransport(sentClient(c.httpClient(who))),
+			HTTPClient:           withParamHeaderTransport(sentClient(c.httpClient(who), in)),
 			DisableStandaloneSSE: who.Owner != "" || !c.cfg.Import,
 		}, nil, nil
 	default:
 		cmd = exec.Command(c.cfg.Command[0], c.cfg.Command[1:]...)
 		cmd.Env = c.processEnv(who)
 		cmd.Stderr = c.pool.opts.Stderr
-		return sentTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: c.pool.opts.TerminateGrace}}, cmd, nil
+		return countedTransport(sentTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: c.pool.opts.TerminateGrace}}, in), cmd, nil
 	}
 }
 
@@ -274,12 +275,16 @@ type callerSession struct {
 	in *inbox
 }
 
-// inbox counts the progress and log notifications a stdio caller session
-// has read and those its handlers are done with. The go-sdk client hands a
+// inbox counts the progress and log notifications a caller session has
+// read and those its handlers are done with. The go-sdk client hands a
 // response to its caller as soon as it is read, before the notifications
 // read ahead of it are handled: a call waits (settle) until every
 // notification read before its result was relayed, so that the client
-// gets them before the result, in the upstream's order.
+// gets them before the result, in the upstream's order. Over stdio (and
+// an embedder's Transport) the connection counts what it reads
+// (countingConn); over streamable HTTP the response bodies do, as the
+// SDK reads them (sentBody): a call's result is read off its stream only
+// after what the stream carried before it.
 type inbox struct {
 	mu      sync.Mutex
 	read    uint64
@@ -323,11 +328,19 @@ func (b *inbox) settle(ctx context.Context) {
 }
 
 // countingTransport counts the notifications its connection reads into an
-// inbox. Only for stdio: the streamable HTTP client connection has methods
-// of the SDK's own that a wrapper would hide.
+// inbox. Not for streamable HTTP: that client connection has methods of
+// the SDK's own that a wrapper would hide (its bodies count instead).
 type countingTransport struct {
 	mcp.Transport
 	in *inbox
+}
+
+// countedTransport is t counting into in; t itself when in is nil.
+func countedTransport(t mcp.Transport, in *inbox) mcp.Transport {
+	if in == nil {
+		return t
+	}
+	return countingTransport{Transport: t, in: in}
 }
 
 func (t countingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -379,12 +392,11 @@ func (rc *relayCall) notifyContext() context.Context {
 
 // late reports whether a notification for rc, handled now, was sent after
 // rc's result: such a one is not relayed (docs/relay.md), whatever the
-// upstream's transport. Over stdio (and a Transport of the embedder's) the
-// session reads in order and a call returns only once what was read
-// before its result is handled (inbox.settle), so what is handled after is
-// late. Over streamable HTTP a caller session has no stream outside its
-// calls' own: nothing sent after a result reaches toolgate, and what is
-// handled after the call returned was sent before its result.
+// upstream's transport. A session reads in order and a call returns only
+// once what was read before its result is handled (inbox.settle), so what
+// is handled after is late. (Over streamable HTTP a caller session has no
+// stream outside its calls' own: nothing sent after a result reaches
+// toolgate at all.)
 func (cs *callerSession) late(rc *relayCall) bool { return cs.in != nil && rc.done.Load() }
 
 // relaySessions are an upstream's caller sessions.
@@ -828,12 +840,8 @@ func (c *conn) openCaller(key relayKey, who SessionFor) (*callerSession, error) 
 	defer cancel()
 	cs := &callerSession{key: key}
 	dial := func() (mcp.Transport, *exec.Cmd, error) {
-		t, cmd, err := c.sessionTransport(who)
-		if err == nil && (cmd != nil || c.cfg.Transport != nil) {
-			cs.in = &inbox{}
-			t = countingTransport{Transport: t, in: cs.in}
-		}
-		return t, cmd, err
+		cs.in = &inbox{}
+		return c.sessionTransport(who, cs.in)
 	}
 	sess, cmd, err := c.connectClient(ctx, c.newCallerClient(cs, key.caps), dial, key.version) // handshake.go
 	if err != nil {

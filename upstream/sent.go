@@ -107,8 +107,10 @@ func (c *sentConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 // sentClient is client (nil: http.DefaultClient) with the raw results of
-// the requests sent with a withSent context kept.
-func sentClient(client *http.Client) *http.Client {
+// the requests sent with a withSent context kept, and, when in is not
+// nil, the progress and log notifications of its response streams counted
+// into in as the SDK reads them.
+func sentClient(client *http.Client, in *inbox) *http.Client {
 	if client == nil {
 		client = http.DefaultClient
 	}
@@ -117,24 +119,38 @@ func sentClient(client *http.Client) *http.Client {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	out.Transport = sentRoundTripper{next: next}
+	out.Transport = sentRoundTripper{next: next, in: in}
 	return &out
 }
 
-type sentRoundTripper struct{ next http.RoundTripper }
+type sentRoundTripper struct {
+	next http.RoundTripper
+	in   *inbox
+}
 
 func (rt sentRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	s := sentOf(r.Context())
-	if s == nil || r.Method != http.MethodPost || r.GetBody == nil {
+	if (s == nil && rt.in == nil) || (r.Method != http.MethodPost && r.Method != http.MethodGet) {
 		return rt.next.RoundTrip(r)
 	}
-	id := callID(r)
+	var id any // a stream resumed by GET carries no result of a kept request
+	if s != nil && r.Method == http.MethodPost && r.GetBody != nil {
+		id = callID(r)
+	}
 	resp, err := rt.next.RoundTrip(r)
-	if err != nil || id == nil || resp.StatusCode != http.StatusOK || resp.Body == nil {
+	if err != nil || resp.StatusCode != http.StatusOK || resp.Body == nil {
 		return resp, err
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	resp.Body = &sentBody{ReadCloser: resp.Body, id: id, sse: ct == "text/event-stream", s: s}
+	sse := ct == "text/event-stream"
+	switch {
+	case id != nil:
+	case sse && rt.in != nil:
+		s = nil // count only
+	default:
+		return resp, nil
+	}
+	resp.Body = &sentBody{ReadCloser: resp.Body, id: id, sse: sse, s: s, in: rt.in}
 	return resp, nil
 }
 
@@ -173,13 +189,17 @@ func sameID(got, want any) bool {
 	return false
 }
 
-// sentBody reads a response body for the SDK, and keeps the raw result
-// of the response to id as it goes by.
+// sentBody reads a response body for the SDK, keeps the raw result of
+// the response to id as it goes by (s not nil), and counts the progress
+// and log notifications before it into in (not nil). The SDK reads an
+// event off the body before it handles it, so a notification is counted
+// before the result after it reaches its caller.
 type sentBody struct {
 	io.ReadCloser
 	id   any
 	sse  bool
 	s    *sentResult
+	in   *inbox
 	buf  []byte
 	done bool
 }
@@ -224,14 +244,24 @@ func (b *sentBody) events() {
 }
 
 // message keeps the result of msg when it is the response to b.id, and
-// reports whether it was.
+// reports whether it was; it counts msg into b.in when it is a progress or
+// log notification.
 func (b *sentBody) message(msg []byte) bool {
 	var m struct {
 		ID     any             `json:"id"`
 		Result json.RawMessage `json:"result"`
 		Method *string         `json:"method"`
 	}
-	if json.Unmarshal(msg, &m) != nil || m.Method != nil || !sameID(m.ID, b.id) {
+	if json.Unmarshal(msg, &m) != nil {
+		return false
+	}
+	if m.Method != nil {
+		if b.in != nil && m.ID == nil && (*m.Method == methodProgress || *m.Method == methodLogMessage) {
+			b.in.gotRead()
+		}
+		return false
+	}
+	if b.s == nil || !sameID(m.ID, b.id) {
 		return false
 	}
 	if len(m.Result) > 0 {
