@@ -12,7 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/example/demo"
 	"github.com/toolgate/toolgate/hooks"
-	"github.com/toolgate/toolgate/internal/cli/inspect"
+	"github.com/toolgate/toolgate/internal/inspect"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )

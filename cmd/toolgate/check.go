@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/toolgate/toolgate/internal/cli/inspect"
+	"github.com/toolgate/toolgate/internal/cli/configcheck"
+	"github.com/toolgate/toolgate/internal/inspect"
 )
 
 func init() {
@@ -46,7 +47,10 @@ func runCheckCommand(ctx context.Context, e *env) int {
 	if err != nil {
 		return usageError(fs, e.stderr, "%v", err)
 	}
-	opts := inspect.CheckOptions{Source: source, Methods: builtinMethods(), Config: cfgFile.file()}
+	opts := inspect.CheckOptions{Source: source, Methods: builtinMethods()}
+	if path := cfgFile.file(); path != "" {
+		opts.Config = configcheck.File(path)
+	}
 	if opts.Capabilities, err = caps.load(); err != nil {
 		fmt.Fprintf(e.stderr, "toolgate check: %v\n", err)
 		return 2

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/toolgate/toolgate/internal/cli/lines"
+	"github.com/toolgate/toolgate/internal/lines"
 )
 
 // PrettyOptions tunes [Report.WritePrettyOpts].

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/internal/cli/inspect"
+	"github.com/toolgate/toolgate/internal/inspect"
 	"github.com/toolgate/toolgate/internal/server/approvals"
 	"github.com/toolgate/toolgate/internal/server/shadow"
 	"github.com/toolgate/toolgate/toolcall"

@@ -15,7 +15,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/ledger"
-	"github.com/toolgate/toolgate/internal/cli/inspect"
+	"github.com/toolgate/toolgate/internal/inspect"
 	"github.com/toolgate/toolgate/internal/server/console"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/store"

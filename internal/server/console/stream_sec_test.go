@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/internal/cli/inspect"
+	"github.com/toolgate/toolgate/internal/inspect"
 	"github.com/toolgate/toolgate/internal/server/console"
 	"github.com/toolgate/toolgate/toolcall"
 )

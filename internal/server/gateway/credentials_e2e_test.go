@@ -31,9 +31,10 @@ import (
 	"github.com/toolgate/toolgate/decisionlog"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/identity"
-	"github.com/toolgate/toolgate/internal/cli/inspect"
+	"github.com/toolgate/toolgate/internal/cli/configcheck"
 	"github.com/toolgate/toolgate/internal/cli/pinreview"
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/inspect"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/internal/testkit/oidctest"
@@ -562,7 +563,7 @@ func TestUpstreamCredentialsE2E(t *testing.T) {
     command: some-server
     env: {GITHUB_TOKEN: %q, MODE: fast}
 `, staticSecret, gwSecret, staticSecret)), 0o600))
-	rep := inspect.Check(t.Context(), inspect.CheckOptions{Source: engine.Source{Registry: reg, Policies: pol}, Config: cfgFile})
+	rep := inspect.Check(t.Context(), inspect.CheckOptions{Source: engine.Source{Registry: reg, Policies: pol}, Config: configcheck.File(cfgFile)})
 	var checkOut bytes.Buffer
 	require.NoError(t, rep.WriteText(&checkOut))
 	require.NoError(t, rep.WriteJSON(&checkOut))

@@ -131,32 +131,6 @@ func TestCheckReachNamesHiddenTools(t *testing.T) {
 	assert.Equal(t, []string{"fetch"}, rep.Errors[0].Tools)
 }
 
-// TestCheckConfigRenamedKeys: a serve config key under its former
-// camelCase name is a warning naming it, its line and the new name; the
-// file is otherwise checked as usual.
-func TestCheckConfigRenamedKeys(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "toolgate.yaml")
-	require.NoError(t, os.WriteFile(path, []byte("ledger: memory\nmaxSessions: 5\nlist_fallback: hidden\n"), 0o600))
-	rep := Check(context.Background(), CheckOptions{Source: source(baseRegistry, nil), Config: path})
-	var renamed, invalid []Finding
-	for _, f := range rep.Warnings {
-		if f.Code == CodeConfigRenamed {
-			renamed = append(renamed, f)
-		}
-	}
-	for _, f := range rep.Errors {
-		if f.Code == CodeConfigInvalid {
-			invalid = append(invalid, f)
-		}
-	}
-	require.Len(t, renamed, 1)
-	assert.Equal(t, Finding{Code: CodeConfigRenamed, File: path, Line: 2, Field: "maxSessions",
-		Message: "maxSessions is now named max_sessions; the old name is read until the next release"}, renamed[0])
-	require.Len(t, invalid, 1)
-	assert.Equal(t, "list_fallback", invalid[0].Field)
-}
-
 // An invalid registry on the operating system's file system: the policies
 // are compiled beside a temporary stand-in, and their names stay as given.
 func TestCheckInvalidRegistryOnDisk(t *testing.T) {

@@ -1,4 +1,4 @@
-package inspect
+package configcheck
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/inspect"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -31,8 +32,10 @@ import (
 // Findings name the key, the path, the variable or the command, never a
 // value a reference resolves to. policies is the policy directory Check
 // compiles (already reported when missing).
-func checkConfigNames(path string, s *config.Serve, policies string, r *CheckReport) {
-	at := func(key string) Finding { return Finding{Code: CodeConfigMissing, File: path, Field: key} }
+func checkConfigNames(path string, s *config.Serve, policies string, r *inspect.CheckReport) {
+	at := func(key string) inspect.Finding {
+		return inspect.Finding{Code: inspect.CodeConfigMissing, File: path, Field: key}
+	}
 	stat := func(key, p string, dir bool) {
 		if p == "" {
 			return
@@ -44,11 +47,11 @@ func checkConfigNames(path string, s *config.Serve, policies string, r *CheckRep
 		}
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			r.errorf(at(key), "%s %s does not exist: serve refuses to start", kind, p)
+			r.Errorf(at(key), "%s %s does not exist: serve refuses to start", kind, p)
 		case err != nil:
-			r.errorf(at(key), "%s %s cannot be read (%v): serve refuses to start", kind, p, unwrapPath(err))
+			r.Errorf(at(key), "%s %s cannot be read (%v): serve refuses to start", kind, p, unwrapPath(err))
 		case fi.IsDir() != dir:
-			r.errorf(at(key), "%s is not a %s: serve refuses to start", p, kind)
+			r.Errorf(at(key), "%s is not a %s: serve refuses to start", p, kind)
 		}
 	}
 	stat("tokens", s.Tokens, false)
@@ -73,7 +76,7 @@ func checkConfigNames(path string, s *config.Serve, policies string, r *CheckRep
 				if strings.HasPrefix(msg, "environment variable") {
 					hint = "set it in serve's environment"
 				}
-				r.errorf(at(up+"."+key), "%s: serve refuses to start; %s", msg, hint)
+				r.Errorf(at(up+"."+key), "%s: serve refuses to start; %s", msg, hint)
 			}
 		}
 		if u.URL != "" {
@@ -101,7 +104,7 @@ func checkConfigNames(path string, s *config.Serve, policies string, r *CheckRep
 				if strings.ContainsRune(argv[0], '/') {
 					where = "an executable file"
 				}
-				r.warnf(at(up+".command"), "command %q is not %s here: serve starts without this upstream and its tools; install it or give its full path", argv[0], where)
+				r.Warnf(at(up+".command"), "command %q is not %s here: serve starts without this upstream and its tools; install it or give its full path", argv[0], where)
 			}
 		}
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
-	"github.com/toolgate/toolgate/internal/cli/lines"
+	"github.com/toolgate/toolgate/internal/lines"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/registry"

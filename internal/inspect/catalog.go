@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/internal/cli/lines"
+	"github.com/toolgate/toolgate/internal/lines"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )

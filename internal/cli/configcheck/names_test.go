@@ -1,4 +1,4 @@
-package inspect
+package configcheck
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/internal/inspect"
 )
 
 // TestCheckConfigNames: check --config reports the files, variables and
@@ -35,7 +37,7 @@ upstreams:
     url: https://web.example/mcp?key=${TOOLGATE_CHECK_UNSET_URL}
     headers: { Authorization: "Bearer ${file:`+filepath.Join(dir, "no-such-secret")+`}" }
 `)
-	rep := Check(context.Background(), CheckOptions{Source: source(twoTools, nil), Config: broken})
+	rep := inspect.Check(context.Background(), inspect.CheckOptions{Source: source(twoTools, nil), Config: File(broken)})
 	var out strings.Builder
 	require.NoError(t, rep.WriteText(&out))
 	assert.NotContains(t, out.String(), "s3cret-value")
@@ -45,15 +47,15 @@ upstreams:
 		"config_missing: " + broken + ": upstreams[0] (fs).env.API_TOKEN: environment variable TOOLGATE_CHECK_UNSET is not set: serve refuses to start; set it in serve's environment",
 		"config_missing: " + broken + ": upstreams[1] (web).url: environment variable TOOLGATE_CHECK_UNSET_URL is not set: serve refuses to start; set it in serve's environment",
 		"config_missing: " + broken + ": upstreams[1] (web).headers.Authorization: file " + filepath.Join(dir, "no-such-secret") + ": no such file or directory: serve refuses to start; fix the reference",
-	}, findings(rep.Errors, CodeConfigMissing))
+	}, findings(rep.Errors, inspect.CodeConfigMissing))
 	assert.Equal(t, []string{
 		"config_missing: " + broken + ": upstreams[0] (fs).command: command \"toolgate-no-such-command\" is not on PATH here: serve starts without this upstream and its tools; install it or give its full path",
-	}, findings(rep.Warnings, CodeConfigMissing))
+	}, findings(rep.Warnings, inspect.CodeConfigMissing))
 
 	sh, err := os.Executable() // an executable file every run has
 	require.NoError(t, err)
 	fine := write("fine.yaml", "tokens: tokens.yaml\nupstreams:\n  - name: fs\n    command: "+sh+"\n    env: { OK: \"${TOOLGATE_CHECK_SET}\" }\n")
-	rep = Check(context.Background(), CheckOptions{Source: source(twoTools, nil), Config: fine})
-	assert.Empty(t, findings(rep.Errors, CodeConfigMissing))
-	assert.Empty(t, findings(rep.Warnings, CodeConfigMissing))
+	rep = inspect.Check(context.Background(), inspect.CheckOptions{Source: source(twoTools, nil), Config: File(fine)})
+	assert.Empty(t, findings(rep.Errors, inspect.CodeConfigMissing))
+	assert.Empty(t, findings(rep.Warnings, inspect.CodeConfigMissing))
 }

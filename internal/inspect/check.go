@@ -10,7 +10,7 @@ import (
 	"testing/fstest"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/internal/cli/lines"
+	"github.com/toolgate/toolgate/internal/lines"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/schema"
@@ -35,14 +35,20 @@ type CheckOptions struct {
 	// Capabilities are the built-ins policies may call, as the server has
 	// them (docs/contract.md §11); nil is engine.DefaultCapabilities.
 	Capabilities *engine.Capabilities
-	// Config, when set, is a serve config file: its problems are errors,
-	// and an upstream's header, env value or client secret written in it
-	// as a literal that looks like a credential is a warning
+	// Config, when set, checks a serve config file (the binary's
+	// internal/cli/configcheck.File): its problems are errors, and an
+	// upstream's header, env value or client secret written in it as a
+	// literal that looks like a credential is a warning
 	// (docs/contract.md §17); a file, ${VAR} or stdio command it names
-	// that is not there is an error or a warning (checkConfigNames).
-	// Nothing is started or connected to.
-	Config string
+	// that is not there is an error or a warning. Nothing is started or
+	// connected to. The library reads no config file itself.
+	Config ConfigCheck
 }
+
+// ConfigCheck adds a serve config file's findings to r (Errorf, Warnf);
+// policies is the policy directory Check compiles. Check runs it after the
+// registry and internal types, before the policies.
+type ConfigCheck func(policies string, r *CheckReport)
 
 // CheckReport is the outcome of Check. Errors make `toolgate check` fail;
 // warnings do not. Both are in a stable order: registry, internal types,
@@ -71,12 +77,14 @@ type CheckReport struct {
 // OK reports whether the check found no error.
 func (r *CheckReport) OK() bool { return len(r.Errors) == 0 }
 
-func (r *CheckReport) errorf(f Finding, format string, args ...any) {
+// Errorf adds f, its message formatted, to the errors.
+func (r *CheckReport) Errorf(f Finding, format string, args ...any) {
 	f.Message = fmt.Sprintf(format, args...)
 	r.Errors = append(r.Errors, f)
 }
 
-func (r *CheckReport) warnf(f Finding, format string, args ...any) {
+// Warnf adds f, its message formatted, to the warnings.
+func (r *CheckReport) Warnf(f Finding, format string, args ...any) {
 	f.Message = fmt.Sprintf(format, args...)
 	r.Warnings = append(r.Warnings, f)
 }
@@ -110,8 +118,8 @@ func Check(ctx context.Context, opts CheckOptions) *CheckReport {
 		Callers: []toolcall.Caller{}, Errors: []Finding{}, Warnings: []Finding{}}
 	reg := checkRegistry(src, r)
 	checkTypes(r)
-	if opts.Config != "" {
-		checkConfig(opts.Config, src.Policies, r)
+	if opts.Config != nil {
+		opts.Config(src.Policies, r)
 	}
 	rev := checkPolicies(ctx, src, opts.Capabilities, reg != nil, r)
 	if reg == nil {
@@ -134,7 +142,7 @@ func checkRegistry(src engine.Source, r *CheckReport) *registry.Registry {
 	data, err := src.ReadRegistry()
 	if err != nil {
 		at.Code = CodeRegistryUnreadable
-		r.errorf(at, "%v", err)
+		r.Errorf(at, "%v", err)
 		return nil
 	}
 	reg, err := registry.Parse(data, registry.FormatOf(src.Registry))
@@ -151,16 +159,16 @@ func checkRegistry(src engine.Source, r *CheckReport) *registry.Registry {
 				f.Row, f.Tool = rowPtr(p.Row), p.Tool
 			}
 			f.Field = p.Field
-			r.errorf(f, "%s", p.Message)
+			r.Errorf(f, "%s", p.Message)
 		}
 		return nil
 	case errors.As(err, &pe):
 		at.Code, at.Line = CodeRegistryParse, pe.Line
-		r.errorf(at, "not valid %s: %v", strings.ToUpper(pe.Format), pe.Err)
+		r.Errorf(at, "not valid %s: %v", strings.ToUpper(pe.Format), pe.Err)
 		return nil
 	case err != nil:
 		at.Code = CodeRegistryParse
-		r.errorf(at, "%v", err)
+		r.Errorf(at, "%v", err)
 		return nil
 	}
 	r.RegistryLoaded, r.Tools = true, len(reg.Tools)
@@ -174,7 +182,7 @@ func checkRegistry(src engine.Source, r *CheckReport) *registry.Registry {
 		if p.Row >= 0 {
 			f.Row, f.Tool = rowPtr(p.Row), p.Tool
 		}
-		r.warnf(f, "%s", p.Message)
+		r.Warnf(f, "%s", p.Message)
 	}
 	return reg
 }
@@ -183,7 +191,7 @@ func checkRegistry(src engine.Source, r *CheckReport) *registry.Registry {
 func checkTypes(r *CheckReport) {
 	for _, n := range schema.TypeNames() {
 		if _, err := schema.Compile(schema.TypeFile(n)); err != nil {
-			r.errorf(Finding{Code: CodeTypeInvalid, File: schema.TypeFile(n)}, "internal type %s: %v", n, err)
+			r.Errorf(Finding{Code: CodeTypeInvalid, File: schema.TypeFile(n)}, "internal type %s: %v", n, err)
 		}
 	}
 }
@@ -200,7 +208,7 @@ func checkPolicies(ctx context.Context, src engine.Source, caps *engine.Capabili
 		var err error
 		src, cleanup, err = withStubRegistry(src)
 		if err != nil {
-			r.errorf(Finding{Code: CodePolicyLoad, File: src.Policies}, "policies not checked: %v", err)
+			r.Errorf(Finding{Code: CodePolicyLoad, File: src.Policies}, "policies not checked: %v", err)
 			return nil
 		}
 		defer cleanup()
@@ -221,11 +229,11 @@ func checkPolicies(ctx context.Context, src engine.Source, caps *engine.Capabili
 			if d.Code != "" {
 				msg = d.Code + ": " + msg
 			}
-			r.errorf(Finding{Code: CodePolicyCompile, File: d.File, Line: d.Row, Col: d.Col}, "%s", msg)
+			r.Errorf(Finding{Code: CodePolicyCompile, File: d.File, Line: d.Row, Col: d.Col}, "%s", msg)
 		}
 		return nil
 	case err != nil:
-		r.errorf(Finding{Code: CodePolicyLoad, File: src.Policies}, "%v", err)
+		r.Errorf(Finding{Code: CodePolicyLoad, File: src.Policies}, "%v", err)
 		return nil
 	}
 	rev := e.Current()
@@ -262,13 +270,13 @@ func checkMethods(reg *registry.Registry, ms methods.Set, file string, r *CheckR
 		}
 		m, ok := ms.Method(t.Method)
 		if !ok {
-			r.errorf(Finding{Code: CodeMethodUnknown, File: file, Row: rowPtr(i), Tool: t.Name, Field: "method"},
+			r.Errorf(Finding{Code: CodeMethodUnknown, File: file, Row: rowPtr(i), Tool: t.Name, Field: "method"},
 				"no method %q is registered: every call of the tool fails", t.Method)
 			continue
 		}
 		for j, a := range t.Arguments {
 			if !m.HasArgument(a.Name) {
-				r.errorf(Finding{Code: CodeArgumentUnknown, File: file, Row: rowPtr(i), Tool: t.Name, Field: fmt.Sprintf("arguments[%d].name", j)},
+				r.Errorf(Finding{Code: CodeArgumentUnknown, File: file, Row: rowPtr(i), Tool: t.Name, Field: fmt.Sprintf("arguments[%d].name", j)},
 					"method %s has no argument %q: a call passing it gets \"Error: Unknown argument '%s'.\"", t.Method, a.Name, a.Name)
 			}
 		}
@@ -284,7 +292,7 @@ func checkReach(ctx context.Context, rev *engine.Revision, opts CheckOptions, r 
 		var capped bool
 		sets, capped = RoleSetsFor(rev)
 		if capped {
-			r.warnf(Finding{Code: CodeRolesCapped, File: r.Registry},
+			r.Warnf(Finding{Code: CodeRolesCapped, File: r.Registry},
 				"the sections and policies name more than %d roles: only no role, each role alone and all roles together were tried; give --callers or --roles for the combinations that matter",
 				MaxRoleSetRoles)
 		}
@@ -301,12 +309,12 @@ func checkReach(ctx context.Context, rev *engine.Revision, opts CheckOptions, r 
 			// that fails whatever the resource fails for this probe too.
 			probe := &engine.Resource{URI: "toolgate:check", Upstream: "toolgate-check"}
 			if rd := rev.GrantResource(ctx, c, engine.Request{Method: engine.MethodResourcesList}, probe); rd.Outcome == engine.Failed {
-				r.errorf(policyFinding(CodeResourceFailed, rd.Err, c), "data.toolgate.grant.resource fails (reads are refused, listings fall back to the base decision): %v", rd.Err)
+				r.Errorf(policyFinding(CodeResourceFailed, rd.Err, c), "data.toolgate.grant.resource fails (reads are refused, listings fall back to the base decision): %v", rd.Err)
 			}
 		}
 		d := rev.Grant(ctx, c, engine.Request{Method: engine.MethodList})
 		if d.Outcome == engine.Failed {
-			r.errorf(policyFinding(CodeGrantFailed, d.Err, c), "the grant decision fails (calls are refused, listings fall back to the base decision): %v", d.Err)
+			r.Errorf(policyFinding(CodeGrantFailed, d.Err, c), "the grant decision fails (calls are refused, listings fall back to the base decision): %v", d.Err)
 			continue
 		}
 		var unknown []string
@@ -317,7 +325,7 @@ func checkReach(ctx context.Context, rev *engine.Revision, opts CheckOptions, r 
 		}
 		if key := strings.Join(unknown, "\x00"); len(unknown) > 0 && !reported[key] {
 			reported[key] = true
-			r.warnf(Finding{Code: CodeGrantedUnknown, Caller: c, Tools: unknown},
+			r.Warnf(Finding{Code: CodeGrantedUnknown, Caller: c, Tools: unknown},
 				"granted names tools no row has (a misspelt name?): %s", strings.Join(unknown, ", "))
 		}
 		var drivers, hidden []string
@@ -336,16 +344,16 @@ func checkReach(ctx context.Context, rev *engine.Revision, opts CheckOptions, r 
 		}
 		names := strings.Join(drivers, ", ")
 		if len(hidden) > 0 {
-			r.warnf(Finding{Code: CodeURLReach, Caller: c, Tools: hidden},
+			r.Warnf(Finding{Code: CodeURLReach, Caller: c, Tools: hidden},
 				"URL driver %s is granted while %s hidden; it reaches every page it can name, also theirs: %s",
 				names, plural(len(hidden), "tool")+map[bool]string{true: " is", false: " are"}[len(hidden) == 1], strings.Join(hidden, ", "))
 		}
 		decided, err := rev.URLDriversDecided(ctx, c)
 		switch {
 		case err != nil:
-			r.errorf(policyFinding(CodeGrantFailed, err, c), "url_drivers_decided fails: %v", err)
+			r.Errorf(policyFinding(CodeGrantFailed, err, c), "url_drivers_decided fails: %v", err)
 		case !decided:
-			r.errorf(Finding{Code: CodeURLUndecided, Caller: c, Tools: drivers},
+			r.Errorf(Finding{Code: CodeURLUndecided, Caller: c, Tools: drivers},
 				"URL driver %s is granted but data.toolgate.grant.url_drivers_decided is not true: decide on its reach and set it", names)
 		}
 	}

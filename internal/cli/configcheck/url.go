@@ -1,4 +1,4 @@
-package inspect
+package configcheck
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/inspect"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -22,12 +23,12 @@ var queryCredentialWords = []string{"auth", "sig", "pass", "pwd", "credential"}
 // ${VAR} or ${file:PATH} reference. Its findings name the parameter,
 // never a value. The url is read as text: one holding a reference need
 // not parse.
-func checkURLCredentials(path string, s *config.Serve, r *CheckReport) {
+func checkURLCredentials(path string, s *config.Serve, r *inspect.CheckReport) {
 	for i, u := range s.Upstreams {
 		if u.URL == "" {
 			continue
 		}
-		f := Finding{Code: CodeCredentialLiteral, File: path, Field: fmt.Sprintf("upstreams[%d] (%s).url", i, u.Name)}
+		f := inspect.Finding{Code: inspect.CodeCredentialLiteral, File: path, Field: fmt.Sprintf("upstreams[%d] (%s).url", i, u.Name)}
 		rest, _, _ := strings.Cut(u.URL, "#")
 		rest, query, _ := strings.Cut(rest, "?")
 		if _, after, ok := strings.Cut(rest, "://"); ok {
@@ -37,7 +38,7 @@ func checkURLCredentials(path string, s *config.Serve, r *CheckReport) {
 		if k := strings.LastIndexByte(authority, '@'); k >= 0 {
 			name, pw, hasPW := strings.Cut(authority[:k], ":")
 			if (hasPW && pw != "" && !upstream.IsReference(pw)) || (!hasPW && name != "" && !upstream.IsReference(name)) {
-				r.warnf(f, "its user information is written in the config file: give the credential as ${VAR} or ${file:PATH} (https://user:${PASSWORD}@host/...), or as a header")
+				r.Warnf(f, "its user information is written in the config file: give the credential as ${VAR} or ${file:PATH} (https://user:${PASSWORD}@host/...), or as a header")
 			}
 		}
 		for part := range strings.SplitSeq(query, "&") {
@@ -48,7 +49,7 @@ func checkURLCredentials(path string, s *config.Serve, r *CheckReport) {
 			if value == "" || upstream.IsReference(value) || !queryNameLooksLikeCredential(name, value) {
 				continue
 			}
-			r.warnf(f, "its query parameter %q is written in the config file and looks like a credential: give it as ${VAR} or ${file:PATH}", name)
+			r.Warnf(f, "its query parameter %q is written in the config file and looks like a credential: give it as ${VAR} or ${file:PATH}", name)
 		}
 	}
 }

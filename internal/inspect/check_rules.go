@@ -130,7 +130,7 @@ func checkRuleUse(rules []policyRule, r *CheckReport) {
 		}
 		warned[pr.path.String()] = true
 		loc := pr.rule.Location
-		r.warnf(Finding{Code: CodeRuleUnread, File: loc.File, Line: loc.Row, Col: loc.Col}, "%s", msg)
+		r.Warnf(Finding{Code: CodeRuleUnread, File: loc.File, Line: loc.Row, Col: loc.Col}, "%s", msg)
 	}
 }
 
@@ -205,7 +205,7 @@ func checkDefaults(rules []policyRule, r *CheckReport) {
 		return
 	}
 	loc := first.Location
-	r.warnf(Finding{Code: CodeNoDefault, File: loc.File, Line: loc.Row, Col: loc.Col},
+	r.Warnf(Finding{Code: CodeNoDefault, File: loc.File, Line: loc.Row, Col: loc.Col},
 		"data.toolgate.grant.resource is only ever true and has no default: where no rule holds it is undefined and the resource's base decision (its upstream's section) stands, so these rules hide nothing; add `default resource := false` to hide what they do not allow, or write `resource := false if ...` for what to hide")
 }
 
@@ -254,7 +254,7 @@ func checkGrantedConflicts(ctx context.Context, rev *engine.Revision, rules []po
 			continue
 		}
 		reported[key] = true
-		r.errorf(Finding{Code: CodeGrantedConflict, File: held[0].File, Line: held[0].Row, Col: held[0].Col, Caller: c},
+		r.Errorf(Finding{Code: CodeGrantedConflict, File: held[0].File, Line: held[0].Row, Col: held[0].Col, Caller: c},
 			"%d complete granted rules hold for this caller (%s): when their values differ (on other tools, another upstream's listing) the decision fails with eval_conflict_error and the caller's calls are refused; make their conditions exclude each other, or write one rule",
 			len(held), strings.Join(where, ", "))
 	}

@@ -1,4 +1,4 @@
-package inspect
+package configcheck
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/internal/inspect"
 )
 
 // TestCheckURLCredentialLiteral: an upstream url carrying a credential
@@ -28,14 +30,14 @@ upstreams:
   - {name: plain, url: "https://mcp.example.com/mcp?region=eu&page=2"}
   - {name: user, url: "https://svc:@mcp.example.com/mcp"}
 `), 0o600))
-	rep := Check(context.Background(), CheckOptions{Source: source(baseRegistry, nil), Config: path})
+	rep := inspect.Check(context.Background(), inspect.CheckOptions{Source: source(baseRegistry, nil), Config: File(path)})
 	for _, f := range rep.Errors {
-		require.NotEqual(t, CodeConfigInvalid, f.Code, "%s", f)
+		require.NotEqual(t, inspect.CodeConfigInvalid, f.Code, "%s", f)
 	}
 	var got []string
 	for _, f := range rep.Warnings {
 		require.NotContains(t, f.String(), "S3CRET")
-		if f.Code == CodeCredentialLiteral {
+		if f.Code == inspect.CodeCredentialLiteral {
 			got = append(got, f.Field+": "+strings.SplitN(f.Message, " is written", 2)[0])
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/internal/cli/lines"
+	"github.com/toolgate/toolgate/internal/lines"
 )
 
 func TestWriterWritesLines(t *testing.T) {

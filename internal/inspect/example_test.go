@@ -7,7 +7,7 @@ import (
 	"testing/fstest"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/internal/cli/inspect"
+	"github.com/toolgate/toolgate/internal/inspect"
 	"github.com/toolgate/toolgate/toolcall"
 )
 

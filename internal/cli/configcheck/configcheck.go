@@ -1,4 +1,8 @@
-package inspect
+// Package configcheck is `toolgate check --config`: what a serve config
+// file says wrong, names that are not there, and credentials written in it,
+// as findings of the check report (internal/inspect). It reads the file
+// through internal/config, so that the inspect library reads none.
+package configcheck
 
 import (
 	"errors"
@@ -8,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/inspect"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -29,6 +34,12 @@ func LooksLikeCredential(name, value string) bool {
 	return len(value) > 7 && strings.EqualFold(value[:7], "bearer ")
 }
 
+// File returns the check of the serve config file at path, for
+// inspect.CheckOptions.Config.
+func File(path string) inspect.ConfigCheck {
+	return func(policies string, r *inspect.CheckReport) { checkConfig(path, policies, r) }
+}
+
 // checkConfig reports a serve config file's problems (errors, code
 // config_invalid), its keys under a former name (warnings, code
 // config_renamed) and every credential written into it as a literal
@@ -37,22 +48,22 @@ func LooksLikeCredential(name, value string) bool {
 // config_missing). It starts and connects to nothing. No finding holds a
 // value of the file's headers, env or auth, nor what a reference in them
 // resolves to.
-func checkConfig(path, policies string, r *CheckReport) {
+func checkConfig(path, policies string, r *inspect.CheckReport) {
 	s, renamed, err := config.LoadFileWarnings(path)
 	if err == nil {
 		err = s.Validate()
 	}
 	for _, p := range renamed {
-		r.warnf(Finding{Code: CodeConfigRenamed, File: path, Line: p.Line, Field: p.Key}, "%s", p.Message)
+		r.Warnf(inspect.Finding{Code: inspect.CodeConfigRenamed, File: path, Line: p.Line, Field: p.Key}, "%s", p.Message)
 	}
 	var ce *config.Error
 	switch {
 	case errors.As(err, &ce) && ce.Err == nil:
 		for _, p := range ce.Problems {
-			r.errorf(Finding{Code: CodeConfigInvalid, File: path, Line: p.Line, Field: p.Key}, "%s", p.Message)
+			r.Errorf(inspect.Finding{Code: inspect.CodeConfigInvalid, File: path, Line: p.Line, Field: p.Key}, "%s", p.Message)
 		}
 	case err != nil:
-		r.errorf(Finding{Code: CodeConfigInvalid, File: path}, "%v", err)
+		r.Errorf(inspect.Finding{Code: inspect.CodeConfigInvalid, File: path}, "%v", err)
 	}
 	if s == nil {
 		return
@@ -62,7 +73,7 @@ func checkConfig(path, policies string, r *CheckReport) {
 	for i, u := range s.Upstreams {
 		at := fmt.Sprintf("upstreams[%d] (%s)", i, u.Name)
 		lit := func(field string) {
-			r.warnf(Finding{Code: CodeCredentialLiteral, File: path, Field: at + "." + field},
+			r.Warnf(inspect.Finding{Code: inspect.CodeCredentialLiteral, File: path, Field: at + "." + field},
 				"written in the config file and looks like a credential: give it as ${VAR} or ${file:PATH}")
 		}
 		for _, k := range slices.Sorted(maps.Keys(u.Headers)) {
