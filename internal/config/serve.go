@@ -14,9 +14,7 @@ import (
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/pins"
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
-	"github.com/toolgate/toolgate/internal/server/approvals"
-	"github.com/toolgate/toolgate/internal/server/httpserve"
-	"github.com/toolgate/toolgate/internal/server/shadow"
+	"github.com/toolgate/toolgate/internal/servesettings"
 	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/tracing"
 	"github.com/toolgate/toolgate/upstream"
@@ -77,7 +75,7 @@ type Serve struct {
 	Tracing tracing.Settings
 	// Approvals is the approval gate's settings (docs/contract.md §13):
 	// its webhook and the bound on pending requests.
-	Approvals approvals.Settings
+	Approvals servesettings.Approvals
 	// Watch reloads registry and policies on change; nil is on.
 	Watch *bool
 	// HookTimeout bounds one hook run; zero is the adapter's default.
@@ -88,13 +86,13 @@ type Serve struct {
 	// HTTPServer is the HTTP server's settings (docs/contract.md §11): its
 	// limits, the accepted origins, the operator role and the metrics
 	// address; zero is httpserve's default.
-	HTTPServer httpserve.Settings
+	HTTPServer servesettings.HTTP
 	// PDPRoles are the roles that may ask the AuthZEN endpoints
 	// (docs/authzen.md); empty: the endpoints are not served.
 	PDPRoles []string
 	// Shadow is the candidate policy decided beside the serving one
 	// (docs/shadow.md); zero: none.
-	Shadow shadow.Settings
+	Shadow servesettings.Shadow
 
 	// Capabilities is an OPA capabilities JSON file: the built-ins policies
 	// may call (docs/contract.md §11); "" is every built-in but the network ones.

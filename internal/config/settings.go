@@ -10,8 +10,7 @@ import (
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
-	"github.com/toolgate/toolgate/internal/server/approvals"
-	"github.com/toolgate/toolgate/internal/server/httpserve"
+	"github.com/toolgate/toolgate/internal/servesettings"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/upstream"
 )
@@ -172,18 +171,18 @@ var settings = []Setting{
 	{Key: "eval_timeout", Old: "evalTimeout", Flag: "eval-timeout", Usage: "bound one policy evaluation to `DURATION`", Default: fmtDuration(engine.DefaultTimeout),
 		Want: "a positive duration such as 250ms", field: func(s *Serve) any { return &s.EvalTimeout }},
 	{Key: "session_timeout", Old: "sessionTimeout", Flag: "session-timeout", Usage: "end an HTTP session idle for `DURATION`",
-		Default: fmtDuration(httpserve.DefaultSessionTimeout), Want: "a positive duration such as 10m", field: func(s *Serve) any { return &s.HTTPServer.SessionTimeout }},
+		Default: fmtDuration(servesettings.DefaultSessionTimeout), Want: "a positive duration such as 10m", field: func(s *Serve) any { return &s.HTTPServer.SessionTimeout }},
 	{Key: "max_sessions", Old: "maxSessions", Flag: "max-sessions", Usage: "at most `N` HTTP sessions at once; initialize beyond gets 503",
-		Default: strconv.Itoa(httpserve.DefaultMaxSessions), Want: "a whole number, 1 or more", field: func(s *Serve) any { return &s.HTTPServer.MaxSessions }},
+		Default: strconv.Itoa(servesettings.DefaultMaxSessions), Want: "a whole number, 1 or more", field: func(s *Serve) any { return &s.HTTPServer.MaxSessions }},
 	{Key: "read_timeout", Old: "readTimeout", Flag: "read-timeout", Usage: "an HTTP request body must arrive within `DURATION`",
-		Default: fmtDuration(httpserve.DefaultReadTimeout), Want: "a positive duration such as 30s", field: func(s *Serve) any { return &s.HTTPServer.ReadTimeout }},
+		Default: fmtDuration(servesettings.DefaultReadTimeout), Want: "a positive duration such as 30s", field: func(s *Serve) any { return &s.HTTPServer.ReadTimeout }},
 	{Key: "idle_timeout", Old: "idleTimeout", Flag: "idle-timeout", Usage: "close HTTP keep-alive connections idle for `DURATION`",
-		Default: fmtDuration(httpserve.DefaultIdleTimeout), Want: "a positive duration such as 2m", field: func(s *Serve) any { return &s.HTTPServer.IdleTimeout }},
+		Default: fmtDuration(servesettings.DefaultIdleTimeout), Want: "a positive duration such as 2m", field: func(s *Serve) any { return &s.HTTPServer.IdleTimeout }},
 	{Key: "max_connections", Old: "maxConnections", Flag: "max-connections", Usage: "at most `N` open HTTP connections; at the cap the longest-idle one closes, else new ones wait",
-		Default: strconv.Itoa(httpserve.DefaultMaxConnections), Want: "a whole number, 1 or more", field: func(s *Serve) any { return &s.HTTPServer.MaxConnections }},
+		Default: strconv.Itoa(servesettings.DefaultMaxConnections), Want: "a whole number, 1 or more", field: func(s *Serve) any { return &s.HTTPServer.MaxConnections }},
 	{Key: "allowed_origins", Old: "allowedOrigins", Flag: "allowed-origin", Usage: "an `ORIGIN` accepted besides the listener's own, e.g. https://app.example.com",
 		Notes: "repeatable", Want: "a list of origins", field: func(s *Serve) any { return &s.HTTPServer.AllowedOrigins }},
-	{Key: "admin_role", Old: "adminRole", Flag: "admin-role", Usage: "the operator `ROLE`: GET /healthz?verbose=1 and /metrics", Default: httpserve.DefaultAdminRole,
+	{Key: "admin_role", Old: "adminRole", Flag: "admin-role", Usage: "the operator `ROLE`: GET /healthz?verbose=1 and /metrics", Default: servesettings.DefaultAdminRole,
 		Want: "a role name", field: func(s *Serve) any { return &s.HTTPServer.AdminRole }},
 	{Key: "metrics_addr", Old: "metricsAddr", Flag: "metrics-addr", Usage: "also serve /metrics, to anyone, at `ADDR`", Want: "an address such as 127.0.0.1:9090",
 		field: func(s *Serve) any { return &s.HTTPServer.MetricsAddr }},
@@ -273,7 +272,7 @@ var settings = []Setting{
 		field: func(s *Serve) any { return &s.Approvals.Webhook }},
 	{Key: "max_pending_approvals", Old: "maxPendingApprovals", Flag: "max-pending-approvals",
 		Usage:   "at most `N` approval requests pending per requester; a call needing one more is refused",
-		Default: strconv.Itoa(approvals.DefaultMaxPending), Want: "a whole number, 1 or more", field: func(s *Serve) any { return &s.Approvals.MaxPending }},
+		Default: strconv.Itoa(servesettings.DefaultMaxPending), Want: "a whole number, 1 or more", field: func(s *Serve) any { return &s.Approvals.MaxPending }},
 }
 
 // Settings returns every setting of `toolgate serve`, in the order of the

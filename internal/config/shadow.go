@@ -1,6 +1,6 @@
 package config
 
-// shadowProblems: the candidate's own (shadow.Settings.Problems), what it
+// shadowProblems: the candidate's own (servesettings.Shadow.Problems), what it
 // lacks beside a serving bundle, and the AuthZEN roles.
 func (s *Serve) shadowProblems() []Problem {
 	var probs []Problem

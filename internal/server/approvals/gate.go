@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/internal/canon"
+	"github.com/toolgate/toolgate/internal/servesettings"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/toolcall"
@@ -34,8 +35,9 @@ const (
 	DefaultListLimit = 100
 	MaxListLimit     = 1000
 	// DefaultMaxPending bounds the requests one requester (identity
-	// source and subject) may have pending at once.
-	DefaultMaxPending = 20
+	// source and subject) may have pending at once
+	// (servesettings.DefaultMaxPending).
+	DefaultMaxPending = servesettings.DefaultMaxPending
 	// DefaultMaxArgumentBytes bounds the canonical arguments kept with a
 	// request: a larger call that needs an approval is refused.
 	DefaultMaxArgumentBytes = 64 << 10

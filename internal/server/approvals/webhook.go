@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/servesettings"
 )
 
 // Defaults of WebhookOptions.
@@ -110,13 +112,7 @@ func summaryOf(n int) WebhookEvent {
 
 // CheckWebhookURL reports what is wrong with a webhook's URL: it is an
 // http:// or https:// URL with a host.
-func CheckWebhookURL(v string) error {
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return errors.New("want an http:// or https:// URL")
-	}
-	return nil
-}
+func CheckWebhookURL(v string) error { return servesettings.CheckWebhookURL(v) }
 
 // NewWebhook starts a webhook sender for url (CheckWebhookURL).
 func NewWebhook(url string, opts WebhookOptions) *Webhook {

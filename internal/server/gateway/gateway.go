@@ -548,7 +548,7 @@ func (g *Gateway) buildHTTP() error {
 		routes = cfg.Routes(g)
 	}
 	routes = g.withAuthZEN(routes)
-	opts := cfg.HTTPServer.Options()
+	opts := httpserve.OptionsOf(cfg.HTTPServer)
 	// The HTTP transport's middleware go first in the server's one list.
 	opts.MCPServer = func(transport []mcpadapter.Layer) *mcp.Server {
 		return frontdoor.MCPServer(g.core, httpserve.CallerFromRequest, append(transport, g.startLayers()...))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/identity"
 	"github.com/toolgate/toolgate/internal/sdklog"
+	"github.com/toolgate/toolgate/internal/servesettings"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -22,16 +23,15 @@ import (
 // finish once its context is done.
 const DefaultShutdownGrace = 10 * time.Second
 
-// Defaults of the limits in Options (docs/contract.md §11).
+// Defaults of the limits in Options (docs/contract.md §11), as the
+// settings declare them (servesettings).
 const (
-	DefaultSessionTimeout = 10 * time.Minute
-	DefaultMaxSessions    = 10000
-	DefaultReadTimeout    = 30 * time.Second
-	DefaultIdleTimeout    = 2 * time.Minute
-	// DefaultMaxConnections is well below common open-file limits (a
-	// connection is one descriptor; the process needs others).
-	DefaultMaxConnections = 4096
-	DefaultAdminRole      = "admin"
+	DefaultSessionTimeout = servesettings.DefaultSessionTimeout
+	DefaultMaxSessions    = servesettings.DefaultMaxSessions
+	DefaultReadTimeout    = servesettings.DefaultReadTimeout
+	DefaultIdleTimeout    = servesettings.DefaultIdleTimeout
+	DefaultMaxConnections = servesettings.DefaultMaxConnections
+	DefaultAdminRole      = servesettings.DefaultAdminRole
 )
 
 // Options configure a Server.
