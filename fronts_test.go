@@ -11,7 +11,6 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/example/demo"
-	"github.com/toolgate/toolgate/internal/frontdoor"
 	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/toolcall"
@@ -26,7 +25,7 @@ func TestFurtherMCPServersShareTheServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a failure bound only
 	defer cancel()
 	srv, reg, trail := newAuditedServer(ctx, t)
-	other := frontdoor.MCPServer(srv, mcpadapter.StaticCaller(&toolcall.Caller{Subject: "bob", Roles: []string{"admin"}}), nil)
+	other := toolgate.CoreOf(srv).MCPServer(mcpadapter.StaticCaller(&toolcall.Caller{Subject: "bob", Roles: []string{"admin"}}), nil)
 	require.Equal(t, []string{mcpadapter.LayerWire, mcpadapter.LayerGovernance}, srv.Layers())
 
 	changed := make(chan string, 10)

@@ -4,6 +4,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/hooks"
+	"github.com/toolgate/toolgate/internal/frontdoor"
 	"github.com/toolgate/toolgate/methods"
 )
 
@@ -54,7 +55,7 @@ const (
 	// LayerTracing puts each request in its span; only with
 	// Options.Tracer. Its tools/call spans name a tool only when a row of
 	// the revision serving has the name.
-	LayerTracing = "tracing (tool spans named for rows only)"
+	LayerTracing = frontdoor.LayerTracing
 	// LayerMiddleware is one of Options.Middleware, in their order.
-	LayerMiddleware = "options.middleware"
+	LayerMiddleware = frontdoor.LayerMiddleware
 )

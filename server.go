@@ -2,27 +2,18 @@ package toolgate
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
-	"github.com/toolgate/toolgate/hooks/audit"
-	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/internal/frontdoor"
-	"github.com/toolgate/toolgate/internal/sdklog"
-	"github.com/toolgate/toolgate/internal/version"
-	"github.com/toolgate/toolgate/internal/wire"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/methods"
-	"github.com/toolgate/toolgate/store"
 	"github.com/toolgate/toolgate/watch"
 )
 
@@ -122,39 +113,9 @@ type Options struct {
 // exactly the sessions whose listing changed. It is safe for concurrent
 // use; Close it when done.
 type Server struct {
-	opts  Options
-	log   *slog.Logger
-	eng   *engine.Engine
-	audit *audit.Auditor
-	hooks []hooks.Hook
-	obs   []hooks.Observer
-	// inner are the Server's receiving middleware between the wire
-	// layer and the adapter's (mcpadapter.Layers.Inner); layers names the
-	// Server's whole list (Layers).
-	inner  []mcpadapter.Layer
-	layers []string
-
-	mcpOnce sync.Once
-	mcp     *mcp.Server // the MCP server of Options.Caller, built on first use
-
-	bg     context.Context
-	cancel context.CancelFunc
-	stop   func()
-	mu     sync.Mutex // guards servers and closed against wg.Add after Close began
-	// servers are the MCP servers built (mcpServer), each with its
-	// adapter: a reload tells each of their sessions.
-	servers []served
-	closed  bool
-	wg      sync.WaitGroup
-
-	closeOnce sync.Once
-	closeErr  error
-}
-
-// served is one MCP server and the adapter that governs it.
-type served struct {
-	adapter *mcpadapter.Adapter
-	server  *mcp.Server
+	// core is the assembly and its MCP servers (internal/frontdoor), which
+	// the toolgate binary uses as it is.
+	core *frontdoor.Server
 }
 
 // New loads the registry and policies and returns a Server governed by
@@ -165,192 +126,54 @@ type served struct {
 // New is the one assembly of a governed server, in named steps: the
 // engine, the hooks and observers (audit trail, decision log, tracing),
 // the MCP server with its middleware, the list_changed notifications and
-// the watch.
+// the watch (internal/frontdoor.New, which the binary calls too).
 func New(ctx context.Context, opts Options) (*Server, error) {
-	if opts.Methods == nil {
-		return nil, errors.New("toolgate: Options.Methods is required")
-	}
-	s := &Server{opts: opts, log: opts.Logger}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
-	if err := s.buildEngine(ctx); err != nil {
+	core, err := frontdoor.New(ctx, opts.core())
+	if err != nil {
 		return nil, err
 	}
-	s.bg, s.cancel = context.WithCancel(ctx)
-	s.buildPlugins()
-	s.notifyListings()
-	s.watch()
-	return s, nil
+	return &Server{core: core}, nil
 }
 
-// buildEngine loads the first revision.
-func (s *Server) buildEngine(ctx context.Context) error {
-	src := Source(s.opts.Registry, s.opts.Policies)
-	if s.opts.Source != nil {
-		src = *s.opts.Source
+// core maps o onto the core's options: the registry and policies resolved
+// to one source, each observer interface as the core names it.
+func (o Options) core() frontdoor.Options {
+	src := Source(o.Registry, o.Policies)
+	if o.Source != nil {
+		src = *o.Source
 	}
-	eng, err := engine.New(ctx, src, append([]engine.Option{engine.WithLogger(s.log)}, s.opts.EngineOptions...)...)
-	if err != nil {
-		return err
-	}
-	s.eng = eng
-	if s.opts.Limits == nil || s.opts.History == nil {
-		mem := store.NewMemoryStore()
-		if s.opts.Limits == nil {
-			s.opts.Limits = ledger.NewLimiter(mem, nil)
-		}
-		if s.opts.History == nil {
-			s.opts.History = ledger.NewHistory(mem, nil)
-		}
-	}
-	return nil
-}
-
-// buildPlugins orders the hooks, observers and receiving middleware every
-// MCP server of the Server gets.
-func (s *Server) buildPlugins() {
-	o := &s.opts
-	hooks := slices.Clone(o.Hooks)
-	s.obs = slices.Clone(o.Observers)
-	if o.Audit != nil {
-		ao := audit.Options{Logger: s.log}
-		if o.Metrics != nil {
-			ao.OnDrop = o.Metrics.AuditDropped
-		}
-		s.audit = audit.New(o.Audit, ao)
-		hooks = append(hooks, s.audit.Hook())
-		s.obs = append(s.obs, s.audit.Observer()) // prompts/get, resources/read, ... (SPEC §16)
-	}
-	if o.DecisionLog != nil {
-		s.obs = append(s.obs, o.DecisionLog.Observer())
-	}
-	if o.Tracer != nil {
-		for i := range hooks {
-			hooks[i] = o.Tracer.WrapHook(hooks[i])
-		}
-		o.Methods = o.Tracer.WrapMethods(o.Methods)
-		// Outermost of the Server's own, so that every hook and observer
-		// sees the request's span. A span names a tool only when a row of
-		// the revision serving has its name: anyone may send any name.
-		s.inner = append(s.inner, mcpadapter.Layer{Name: LayerTracing, Middleware: o.Tracer.RequestMiddleware(s.isRow)})
-	}
-	s.hooks = hooks
-	for _, m := range o.Middleware {
-		s.inner = append(s.inner, mcpadapter.Layer{Name: LayerMiddleware, Middleware: m})
+	return frontdoor.Options{
+		Source:         src,
+		Methods:        o.Methods,
+		Caller:         o.Caller,
+		Hooks:          o.Hooks,
+		HookTimeout:    o.HookTimeout,
+		Observers:      o.Observers,
+		Audit:          o.Audit,
+		Approvals:      o.Approvals,
+		Limits:         o.Limits,
+		History:        o.History,
+		ListFallback:   o.ListFallback,
+		Catalog:        o.Catalog,
+		Logging:        o.Logging,
+		Watch:          o.Watch,
+		WatchOptions:   o.WatchOptions,
+		Logger:         o.Logger,
+		Implementation: o.Implementation,
+		EngineOptions:  o.EngineOptions,
+		Middleware:     o.Middleware,
+		DecisionLog:    o.DecisionLog,
+		Tracer:         o.Tracer,
+		Metrics:        o.Metrics,
 	}
 }
-
-func init() {
-	frontdoor.MCPServer = func(server any, caller mcpadapter.CallerFunc, transport []mcpadapter.Layer) *mcp.Server {
-		return server.(*Server).mcpServer(caller, transport)
-	}
-}
-
-// mcpServer returns an MCP server governed by the Server, whose callers
-// are caller's (nil: nobody), with transport's receiving middleware
-// outermost: it shares the engine, hooks, observers and notifications of
-// the Server. Serve and Handler serve the one of Options.Caller; the
-// toolgate binary builds its stdio and HTTP servers so (internal/frontdoor).
-func (s *Server) mcpServer(caller mcpadapter.CallerFunc, transport []mcpadapter.Layer) *mcp.Server {
-	o := &s.opts
-	a := mcpadapter.New(mcpadapter.Options{Revisions: s.eng, Methods: o.Methods, Caller: caller, Logger: s.log,
-		HookTimeout: o.HookTimeout, ListFallback: o.ListFallback, Approvals: o.Approvals, Catalog: o.Catalog, Limits: o.Limits, History: o.History,
-		Logging: o.Logging == nil || o.Logging()})
-	for _, h := range s.hooks {
-		a.AddHook(h)
-	}
-	for _, ob := range s.obs {
-		a.AddObserver(ob)
-	}
-	impl := o.Implementation
-	if impl == nil {
-		impl = &mcp.Implementation{Name: "toolgate", Version: version.Get().Version}
-	}
-	srv, names := a.NewServerWith(impl, &mcp.ServerOptions{Logger: sdklog.For(s.log)}, mcpadapter.Layers{Transport: transport, Inner: s.inner})
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.servers = append(s.servers, served{a, srv})
-	if s.layers == nil {
-		s.layers = names[len(transport):]
-	}
-	return srv
-}
-
-// isRow reports whether a row of the revision serving is named name.
-func (s *Server) isRow(name string) bool { return s.eng.Current().ToolIndex(name) >= 0 }
 
 // Layers names the receiving middleware of the Server's MCP servers,
 // outermost first (mcpadapter.LayerWire, LayerTracing, LayerMiddleware,
 // mcpadapter.LayerCatalog, mcpadapter.LayerGovernance), as added in one
 // list to each (mcpadapter.Adapter.NewServerWith): every MCP server of the
 // Server has them, in this order, inside the transport's own.
-func (s *Server) Layers() []string {
-	s.mu.Lock()
-	built := s.layers != nil
-	s.mu.Unlock()
-	if !built {
-		s.mcpServerOnce() // the names are those of a server built
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.layers)
-}
-
-// notifyListings makes every new revision (Reload, the watch, or a reload
-// the host makes on the engine) tell the sessions whose listing changed,
-// and those whose prompts changed, on every MCP server of the Server
-// (SPEC §9, §16). The notifying goroutines end before Close returns.
-func (s *Server) notifyListings() {
-	s.stop = s.eng.Listen(func(old, next *engine.Revision) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.closed {
-			return
-		}
-		for _, sv := range s.servers {
-			s.wg.Add(2)
-			go func() { defer s.wg.Done(); sv.adapter.NotifyListingChanged(s.bg, sv.server, old, next) }()
-			go func() { defer s.wg.Done(); sv.adapter.NotifyPromptsChanged(sv.server, old, next) }()
-		}
-	})
-}
-
-// watch reloads registry and policies on change until Close, with
-// Options.Watch.
-func (s *Server) watch() {
-	if !s.opts.Watch {
-		return
-	}
-	wo := s.opts.WatchOptions
-	onReload, onError := wo.OnReload, wo.OnError
-	m := s.opts.Metrics
-	wo.OnReload = func(old, next *engine.Revision) {
-		if m != nil {
-			m.ReloadOK()
-		}
-		s.log.Info("toolgate: reloaded", slog.String("revision", next.String()))
-		if onReload != nil {
-			onReload(old, next)
-		}
-	}
-	wo.OnError = func(err error) {
-		if m != nil {
-			m.ReloadFailed()
-		}
-		if onError != nil {
-			onError(err)
-		}
-	}
-	bg := s.bg
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if err := watch.Run(bg, s.eng, wo); err != nil && !errors.Is(err, watch.ErrNotWatchable) && bg.Err() == nil {
-			s.log.Error("toolgate: watching files failed; reload is off", slog.Any("error", err))
-		}
-	}()
-}
+func (s *Server) Layers() []string { return s.core.Layers() }
 
 // Serve serves one client over t until the client disconnects or ctx is
 // done. The transport is always wrapped in the wire layer
@@ -359,54 +182,26 @@ func (s *Server) watch() {
 // When the client's input ends (stdin closed), Serve returns only once
 // every request it read has been answered, or ctx is done: a client that
 // writes a request and closes its end still gets the answer.
-func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
-	return s.mcpServerOnce().Run(ctx, mcpadapter.WrapTransport(wire.AnswerBeforeEOF(t)))
-}
+func (s *Server) Serve(ctx context.Context, t mcp.Transport) error { return s.core.Serve(ctx, t) }
 
 // Handler returns the streamable HTTP handler of the Server (mount it at
 // your MCP endpoint), with the wire layer and the request-body limit of
 // mcpadapter.WrapHTTP. It adds no authentication: Options.Caller reads the
 // request's credentials. The toolgate binary's hardened HTTP server is
 // package httpserve.
-func (s *Server) Handler() http.Handler {
-	srv := s.mcpServerOnce()
-	return mcpadapter.WrapHTTP(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-}
+func (s *Server) Handler() http.Handler { return s.core.Handler() }
 
 // Reload reads registry and policies again and, when they changed,
 // serves the new revision and tells the sessions whose listing changed.
 // A registry or policy that does not load leaves the current revision
 // serving and is the error.
-func (s *Server) Reload(ctx context.Context) error {
-	_, err := s.eng.Reload(ctx)
-	return err
-}
+func (s *Server) Reload(ctx context.Context) error { return s.core.Reload(ctx) }
 
 // Engine is the Server's engine: its current revision, status and
 // decisions, for an expert host.
-func (s *Server) Engine() *engine.Engine { return s.eng }
-
-// mcpServerOnce is the MCP server of Options.Caller, which Serve and
-// Handler serve, built on first use.
-func (s *Server) mcpServerOnce() *mcp.Server {
-	s.mcpOnce.Do(func() { s.mcp = s.mcpServer(s.opts.Caller, nil) })
-	return s.mcp
-}
+func (s *Server) Engine() *engine.Engine { return s.core.Engine() }
 
 // Close stops watching and notifying and flushes the audit trail. Sessions
 // being served end with their transports. Close is safe to call more than
 // once.
-func (s *Server) Close() error {
-	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		s.mu.Unlock()
-		s.stop()
-		s.cancel()
-		s.wg.Wait()
-		if s.audit != nil {
-			s.closeErr = s.audit.Close()
-		}
-	})
-	return s.closeErr
-}
+func (s *Server) Close() error { return s.core.Close() }

@@ -1,6 +1,7 @@
 // Package gateway runs a governed MCP server from settings: it maps them
-// onto the front door's assembly (toolgate.New: engine, hooks, observers,
-// tracing, notifications, watch) with the binary's methods (the demo
+// onto the front door's assembly (internal/frontdoor.New, which
+// toolgate.New wraps: engine, hooks, observers, tracing, notifications,
+// watch) with the binary's methods (the demo
 // methods and upstream MCP servers) and shipped hooks (idempotency ledger,
 // audit trail, metrics), and adds the callers (stdio flags, tokens file,
 // OAuth issuer) and a transport (stdio or streamable HTTP). It is what
@@ -160,10 +161,10 @@ type Gateway struct {
 	engineSet chan struct{}
 	engOpts   []engine.Option
 	engRef    atomic.Pointer[engine.Engine]
-	// core is the governed server (toolgate.New, the front door's
+	// core is the governed server (frontdoor.New, the front door's
 	// assembly): the engine, hooks, observers, tracing, notifications and
 	// the watch; eng is its engine.
-	core    *toolgate.Server
+	core    *frontdoor.Server
 	eng     *engine.Engine
 	bundles *bundle.Client // nil without a bundle (internal/server/gateway/bundle.go)
 
@@ -225,7 +226,7 @@ func New(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		g.buildMethods,  // the Go methods, then the upstream MCP servers
 		g.buildHooks,    // ledger, approvals, audit trail, metrics
 		g.buildShadow,   // the candidate policy every decision is compared with
-		g.buildEngine,   // the governed server (toolgate.New): registry and policies, hooks, observers, notifications, watch
+		g.buildEngine,   // the governed server (frontdoor.New): registry and policies, hooks, observers, notifications, watch
 		g.buildStdio,    // the stdio transport and its static caller
 		g.buildIdentity, // the HTTP listener and its callers: tokens file, JWT, demo token
 		g.buildHTTP,     // the HTTP transport and its routes
@@ -257,8 +258,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 func (g *Gateway) Engine() *engine.Engine { return g.eng }
 
 // Server is the governed server the gateway serves (built by the front
-// door's assembly, toolgate.New): its engine, hooks, observers and layers.
-func (g *Gateway) Server() *toolgate.Server { return g.core }
+// door's assembly, frontdoor.New): its engine, hooks, observers and layers.
+func (g *Gateway) Server() *frontdoor.Server { return g.core }
 
 // Metrics is the gateway's Prometheus metrics.
 func (g *Gateway) Metrics() *metrics.Metrics { return g.m }
@@ -383,8 +384,8 @@ func (g *Gateway) buildUpstreams() error {
 }
 
 // buildEngine builds the governed server through the front door's
-// assembly (toolgate.New), with the settings mapped onto its Options: it
-// loads the first revision (from the files, or from the OPA bundle, which
+// assembly (frontdoor.New, which toolgate.New wraps), with the settings
+// mapped onto its Options: it loads the first revision (from the files, or from the OPA bundle, which
 // it then keeps current: internal/server/gateway/bundle.go), and reports the rows that
 // will not work with the methods at hand. A new revision, from a file
 // reload or from an upstream whose tools changed (with or without
@@ -395,7 +396,7 @@ func (g *Gateway) buildEngine() error {
 	if err != nil {
 		return err
 	}
-	core, err := toolgate.New(g.ctx, g.coreOptions(src))
+	core, err := frontdoor.New(g.ctx, g.coreOptions(src))
 	if err != nil {
 		return err
 	}
@@ -414,10 +415,10 @@ func (g *Gateway) buildEngine() error {
 }
 
 // coreOptions maps the settings onto the front door's Options.
-func (g *Gateway) coreOptions(src engine.Source) toolgate.Options {
+func (g *Gateway) coreOptions(src engine.Source) frontdoor.Options {
 	cfg := &g.cfg
-	o := toolgate.Options{
-		Source:  &src,
+	o := frontdoor.Options{
+		Source:  src,
 		Methods: g.methods,
 		Hooks:   []hooks.Hook{g.ledger.Hook(), g.audit.Hook(), g.m.Hook(), g.activity.Hook()},
 		// prompts/get, resources/read, ... (docs/contract.md §16)
@@ -494,7 +495,7 @@ func (g *Gateway) buildStdio() error {
 	if !g.cfg.Stdio {
 		return nil
 	}
-	g.stdio = frontdoor.MCPServer(g.core, mcpadapter.StaticCaller(identity.Static(g.cfg.As, g.cfg.Roles)), g.startLayers())
+	g.stdio = g.core.MCPServer(mcpadapter.StaticCaller(identity.Static(g.cfg.As, g.cfg.Roles)), g.startLayers())
 	return nil
 }
 
@@ -551,14 +552,14 @@ func (g *Gateway) buildHTTP() error {
 	opts := httpserve.OptionsOf(cfg.HTTPServer)
 	// The HTTP transport's middleware go first in the server's one list.
 	opts.MCPServer = func(transport []mcpadapter.Layer) *mcp.Server {
-		return frontdoor.MCPServer(g.core, httpserve.CallerFromRequest, append(transport, g.startLayers()...))
+		return g.core.MCPServer(httpserve.CallerFromRequest, append(transport, g.startLayers()...))
 	}
 	// A 2026-07-28 tools/call's Mcp-Param headers are checked against the
 	// tool as its caller sees it listed, as the server behind checks them.
 	// A tool the revision does not have yet waits, like its call, for the
 	// upstreams' start.
 	opts.ToolSchema = func(ctx context.Context, c *toolcall.Caller, name string) (json.RawMessage, bool) {
-		if s, ok := frontdoor.ListedInputSchema(g.core, ctx, c, name); ok || g.started == nil {
+		if s, ok := g.core.ListedInputSchema(ctx, c, name); ok || g.started == nil {
 			return s, ok
 		}
 		select {
@@ -566,7 +567,7 @@ func (g *Gateway) buildHTTP() error {
 		case <-ctx.Done():
 			return nil, false
 		}
-		return frontdoor.ListedInputSchema(g.core, ctx, c, name)
+		return g.core.ListedInputSchema(ctx, c, name)
 	}
 	if g.tokens != nil {
 		opts.Tokens = g.tokens
