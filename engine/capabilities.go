@@ -1,13 +1,8 @@
 package engine
 
 import (
-	"bytes"
-	"fmt"
-	"slices"
-
 	"github.com/open-policy-agent/opa/v1/ast"
 
-	"github.com/toolgate/toolgate/internal/fsx"
 	"github.com/toolgate/toolgate/internal/regoload"
 )
 
@@ -29,10 +24,7 @@ type Capabilities struct {
 // built with, without NetworkBuiltins, and with no network host allowed
 // (json.match_schema and json.verify_schema fetch no remote $ref).
 func DefaultCapabilities() *Capabilities {
-	c := ast.CapabilitiesForThisVersion()
-	c.Builtins = slices.DeleteFunc(c.Builtins, func(b *ast.Builtin) bool { return slices.Contains(NetworkBuiltins, b.Name) })
-	c.AllowNet = []string{}
-	return &Capabilities{c: c}
+	return &Capabilities{c: regoload.DefaultCapabilities(NetworkBuiltins)}
 }
 
 // LoadCapabilities reads an OPA capabilities JSON file (as `opa
@@ -40,21 +32,11 @@ func DefaultCapabilities() *Capabilities {
 // replaces the default set whole: list http.send there, and the hosts in
 // allow_net, to let policies reach the network.
 func LoadCapabilities(path string) (*Capabilities, error) {
-	data, err := fsx.ReadFile(path)
+	c, err := regoload.LoadCapabilities(path)
 	if err != nil {
-		return nil, fmt.Errorf("capabilities: %w", err)
-	}
-	c, err := ast.LoadCapabilitiesJSON(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("capabilities %s: %w", path, err)
+		return nil, err
 	}
 	return &Capabilities{c: c, from: path}, nil
-}
-
-func init() {
-	// policytest compiles with the capabilities the server would use; OPA's
-	// type stays out of this package's API.
-	regoload.OPACapabilities = func(c any) *ast.Capabilities { return c.(*Capabilities).opa() }
 }
 
 // opa returns the capabilities as OPA takes them. They must not be modified.

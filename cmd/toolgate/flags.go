@@ -8,9 +8,12 @@ import (
 	"os"
 	"strings"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/config"
+	"github.com/toolgate/toolgate/internal/regoload"
 )
 
 // repeated is a flag that may be given more than once; each value is kept.
@@ -161,6 +164,15 @@ func (c capabilitiesFlag) load() (*engine.Capabilities, error) {
 		return nil, nil
 	}
 	return engine.LoadCapabilities(string(c))
+}
+
+// loadOPA reads the file as load does, for `toolgate test`, which compiles
+// with OPA's own compiler; nil (the default set) without the flag.
+func (c capabilitiesFlag) loadOPA() (*ast.Capabilities, error) {
+	if c == "" {
+		return nil, nil
+	}
+	return regoload.LoadCapabilities(string(c))
 }
 
 // formatFlag is --format text|json.

@@ -60,7 +60,7 @@ func runTestCommand(ctx context.Context, e *env) int {
 // run runs the tests: exit 0 when all pass, 1 when one fails or errors or
 // the files do not load or compile.
 func (p *testParams) run(ctx context.Context, e *env) int {
-	caps, err := p.caps.load()
+	caps, err := p.caps.loadOPA()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "toolgate test: %v\n", err)
 		return 1

@@ -10,12 +10,6 @@ import (
 	"github.com/toolgate/toolgate/diag"
 )
 
-// OPACapabilities returns the OPA capabilities of an *engine.Capabilities
-// (nil is engine's default set). Package engine sets it when it is
-// initialised, so that policytest compiles with exactly the capabilities the
-// server would, while OPA's type stays out of engine's API.
-var OPACapabilities func(engineCaps any) *ast.Capabilities
-
 // CopyPrefix begins the names of the rules engine copies for provenance; a
 // diagnostic never shows it.
 const CopyPrefix = "toolgate__"

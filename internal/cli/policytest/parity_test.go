@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/cli/policytest"
 	"github.com/toolgate/toolgate/internal/fsx"
+	"github.com/toolgate/toolgate/internal/regoload"
 )
 
 // TestServeAndTestLoadAlike: `toolgate serve` (engine) and `toolgate test`
@@ -128,16 +129,24 @@ func TestServeAndTestShareCapabilities(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"grant.rego": "package toolgate.grant\n\ngranted := {\"echo\"} if {\n\thttp.send({\"method\": \"GET\", \"url\": \"http://127.0.0.1:1\"}).status_code == 200\n}\n"})
 	reg := filepath.Join(t.TempDir(), "registry.yaml")
 	require.NoError(t, os.WriteFile(reg, []byte("tools: []\n"), 0o600))
-	load := func(caps *engine.Capabilities) (serve, test error) {
+	// caps is a capabilities file as serve and test each read it; nil
+	// is neither (the default set).
+	type caps struct {
+		engine *engine.Capabilities
+		opa    *ast.Capabilities
+	}
+	load := func(c *caps) (serve, test error) {
 		var opts []engine.Option
-		if caps != nil {
-			opts = append(opts, engine.WithCapabilities(caps))
+		var opaCaps *ast.Capabilities
+		if c != nil {
+			opts = append(opts, engine.WithCapabilities(c.engine))
+			opaCaps = c.opa
 		}
 		_, serve = engine.New(context.Background(), engine.Source{Registry: reg, Policies: dir}, opts...)
-		_, test = policytest.Run(context.Background(), policytest.Options{Paths: []string{dir}, Capabilities: caps})
+		_, test = policytest.Run(context.Background(), policytest.Options{Paths: []string{dir}, Capabilities: opaCaps})
 		return serve, test
 	}
-	capsFile := func(features bool) *engine.Capabilities {
+	capsFile := func(features bool) *caps {
 		// As `opa capabilities --current` writes it: http.send is in it.
 		opa := ast.CapabilitiesForThisVersion()
 		if !features {
@@ -147,19 +156,27 @@ func TestServeAndTestShareCapabilities(t *testing.T) {
 		require.NoError(t, err)
 		p := filepath.Join(t.TempDir(), "caps.json")
 		require.NoError(t, os.WriteFile(p, b, 0o600))
-		caps, err := engine.LoadCapabilities(p)
+		c, err := engine.LoadCapabilities(p)
 		require.NoError(t, err)
-		return caps
+		o, err := regoload.LoadCapabilities(p)
+		require.NoError(t, err)
+		return &caps{engine: c, opa: o}
+	}
+	name := func(c *caps) string {
+		if c == nil {
+			return (*engine.Capabilities)(nil).String()
+		}
+		return c.engine.String()
 	}
 
 	serve, test := load(capsFile(true))
 	require.NoError(t, serve)
 	require.NoError(t, test)
-	for _, caps := range []*engine.Capabilities{nil, capsFile(false)} {
-		serve, test := load(caps)
-		require.Error(t, serve, caps.String())
-		require.Error(t, test, caps.String())
-		require.NotEmpty(t, diag.From(serve), "%s: %v", caps, serve)
-		require.Equal(t, diag.From(serve), diag.From(test), "%s:\nserve: %v\ntest: %v", caps, serve, test)
+	for _, c := range []*caps{nil, capsFile(false)} {
+		serve, test := load(c)
+		require.Error(t, serve, name(c))
+		require.Error(t, test, name(c))
+		require.NotEmpty(t, diag.From(serve), "%s: %v", name(c), serve)
+		require.Equal(t, diag.From(serve), diag.From(test), "%s:\nserve: %v\ntest: %v", name(c), serve, test)
 	}
 }

@@ -55,10 +55,11 @@ type Options struct {
 	// (Result.VarValues). It traces the tests, so it slows the run down.
 	VarValues bool
 	// Capabilities are the built-ins policies and tests may call, as the
-	// server compiles them (docs/contract.md §11); nil is engine.DefaultCapabilities,
-	// without network built-ins. A call of another built-in fails to
-	// compile, naming it and its line.
-	Capabilities *engine.Capabilities
+	// server compiles them (docs/contract.md §11; a file read by
+	// regoload.LoadCapabilities, as engine.LoadCapabilities reads it); nil
+	// is engine.DefaultCapabilities, without network built-ins. A call of
+	// another built-in fails to compile, naming it and its line.
+	Capabilities *ast.Capabilities
 }
 
 // Run loads the policies and tests under opts.Paths, compiles them together
@@ -79,7 +80,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 
-	caps := regoload.OPACapabilities(opts.Capabilities)
+	caps := opts.Capabilities
+	if caps == nil {
+		caps = regoload.DefaultCapabilities(engine.NetworkBuiltins)
+	}
 	files, err := load(opts.Paths)
 	if err != nil {
 		return nil, err
