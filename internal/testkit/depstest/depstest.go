@@ -30,7 +30,33 @@ func RefusePrefixes(t testing.TB, deps []string, who string, banned ...string) {
 	t.Helper()
 	for _, p := range deps {
 		for _, b := range banned {
-			require.False(t, p == b || strings.HasPrefix(p, b+"/"), "%s links %s", who, p)
+			require.False(t, Under(p, b), "%s links %s", who, p)
 		}
 	}
+}
+
+// Imports returns the direct imports of each package the patterns name
+// (`go list` run in the test's working directory), keyed by import path;
+// tests are not listed. It fails t if the go tool cannot list them.
+func Imports(t testing.TB, patterns ...string) map[string][]string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	require.NoError(t, err)
+	args := append([]string{"list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}"}, patterns...)
+	out, err := exec.Command(goTool, args...).Output()
+	require.NoError(t, err, "go list %s", strings.Join(patterns, " "))
+	imports := map[string][]string{}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) > 0 {
+			imports[f[0]] = f[1:]
+		}
+	}
+	return imports
+}
+
+// Under reports whether path is prefix or lies below it: "a/b" is under
+// "a/b" and "a/b/c" is, "a/bc" is not.
+func Under(path, prefix string) bool {
+	return path == prefix || strings.HasPrefix(path, prefix+"/")
 }
