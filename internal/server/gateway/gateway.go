@@ -549,7 +549,7 @@ func (g *Gateway) buildHTTP() error {
 		routes = cfg.Routes(g)
 	}
 	routes = g.withAuthZEN(routes)
-	opts := httpserve.OptionsOf(cfg.HTTPServer)
+	opts := httpserve.Options{Settings: cfg.HTTPServer}
 	// The HTTP transport's middleware go first in the server's one list.
 	opts.MCPServer = func(transport []mcpadapter.Layer) *mcp.Server {
 		return g.core.MCPServer(httpserve.CallerFromRequest, append(transport, g.startLayers()...))

@@ -188,7 +188,7 @@ func TestSessionsCappedAtMaxSessions(t *testing.T) {
 	t.Parallel()
 	const max, tries = 1000, 10000
 	f := newFixture(t)
-	srv := httpserve.New(httpserve.Options{MCPServer: f.build, MaxSessions: max})
+	srv := httpserve.New(httpserve.Options{MCPServer: f.build, Settings: httpserve.Settings{MaxSessions: max}})
 	_, addr, _ := listen(t, srv)
 	url := "http://" + addr + "/mcp"
 
@@ -262,7 +262,7 @@ func TestSessionsCappedAtMaxSessions(t *testing.T) {
 func TestIdleSessionExpires(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	srv := httpserve.New(httpserve.Options{MCPServer: f.build, SessionTimeout: time.Second})
+	srv := httpserve.New(httpserve.Options{MCPServer: f.build, Settings: httpserve.Settings{SessionTimeout: time.Second}})
 	ts := httptest_NewServer(t, srv)
 	resp := postBody(t, ts.URL+"/mcp", []byte(initialize), nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -389,7 +389,7 @@ func TestHostAndOriginChecked(t *testing.T) {
 	t.Parallel()
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "up 1\n") })
 	ts := startServer(t, httpserve.Options{MCPServer: newFixture(t).build, Tokens: testTokens(t), Metrics: metrics,
-		AllowedOrigins: []string{"https://app.example.com"}})
+		Settings: httpserve.Settings{AllowedOrigins: []string{"https://app.example.com"}}})
 	port := ts.URL[strings.LastIndex(ts.URL, ":")+1:]
 	for _, tc := range []struct {
 		name   string
@@ -431,7 +431,7 @@ func TestMetricsOperatorOnly(t *testing.T) {
 	// for it could be taken by another process first); Serve logs its URL
 	// before it reports ready.
 	urls := &metricsURL{}
-	srv := httpserve.New(httpserve.Options{MCPServer: newFixture(t).build, Tokens: testTokens(t), Metrics: metrics, MetricsAddr: "127.0.0.1:0",
+	srv := httpserve.New(httpserve.Options{MCPServer: newFixture(t).build, Tokens: testTokens(t), Metrics: metrics, Settings: httpserve.Settings{MetricsAddr: "127.0.0.1:0"},
 		Logger: slog.New(urls)})
 	_, addr, _ := listen(t, srv)
 	maddr := strings.TrimSuffix(strings.TrimPrefix(urls.get(), "http://"), "/metrics")
@@ -492,7 +492,7 @@ func (m *metricsURL) get() string {
 // ReadTimeout is answered 408 and its connection closed.
 func TestSlowBodyTimesOut(t *testing.T) {
 	t.Parallel()
-	srv := httpserve.New(httpserve.Options{MCPServer: newFixture(t).build, ReadTimeout: 200 * time.Millisecond})
+	srv := httpserve.New(httpserve.Options{MCPServer: newFixture(t).build, Settings: httpserve.Settings{ReadTimeout: 200 * time.Millisecond}})
 	_, addr, _ := listen(t, srv)
 	line := rawRequest(t, addr, mcpPost(addr, 1000, "")+"{", nil)
 	assert.Equal(t, "HTTP/1.1 408 Request Timeout", line)
@@ -584,7 +584,7 @@ func BenchmarkServerLargeBodies(b *testing.B) {
 func TestConnectionCapNeverHoldsHealthz(t *testing.T) {
 	t.Parallel()
 	const max = 3
-	srv := httpserve.New(httpserve.Options{MCPServer: newFixture(t).build, MaxConnections: max, ReadTimeout: 300 * time.Millisecond})
+	srv := httpserve.New(httpserve.Options{MCPServer: newFixture(t).build, Settings: httpserve.Settings{MaxConnections: max, ReadTimeout: 300 * time.Millisecond}})
 	_, addr, _ := listen(t, srv)
 	health := func(tr *http.Transport) int {
 		client := &http.Client{Transport: tr, Timeout: 20 * time.Second}

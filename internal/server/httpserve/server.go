@@ -34,12 +34,15 @@ const (
 	DefaultAdminRole      = servesettings.DefaultAdminRole
 )
 
-// Options configure a Server.
+// Options configure a Server: its settings (Settings, the limits, origins,
+// operator role and metrics address `toolgate serve` reads), and what the
+// caller builds.
 type Options struct {
+	Settings
 	// MCPServer builds the MCP server every HTTP session connects to
 	// (required), with the HTTP transport's receiving middleware outermost
 	// in the server's one list (mcpadapter.Layers.Transport; the binary's:
-	// internal/frontdoor.MCPServer), and its caller read by
+	// internal/frontdoor.Server.MCPServer), and its caller read by
 	// CallerFromRequest. New calls it once.
 	MCPServer func(transport []mcpadapter.Layer) *mcp.Server
 	// Tokens are the bearer tokens of the tokens file, asked first: an
@@ -64,43 +67,12 @@ type Options struct {
 	// Metrics, when set, is mounted at /metrics for callers with the
 	// operator role, and served to anyone at MetricsAddr.
 	Metrics http.Handler
-	// MetricsAddr, when set, is a second address ListenAndServe and Serve
-	// listen on, serving Metrics at /metrics to anyone (Host and Origin
-	// are checked as on the main listener).
-	MetricsAddr string
-	// AdminRole is the operator role (verbose /healthz, /metrics); ""
-	// is DefaultAdminRole.
-	AdminRole string
-	// AllowedOrigins are the Origin values accepted besides the listener's
-	// own (scheme://host[:port], compared without letter case).
-	AllowedOrigins []string
 	// Logger receives authentication failures (never a token) and serving
 	// errors; nil discards them.
 	Logger *slog.Logger
 	// ShutdownGrace bounds how long in-flight requests may take to finish
 	// on shutdown; zero is DefaultShutdownGrace.
 	ShutdownGrace time.Duration
-	// SessionTimeout closes a session that received no request for that
-	// long; zero is DefaultSessionTimeout, negative never. It overrides
-	// Streamable.SessionTimeout unless zero.
-	SessionTimeout time.Duration
-	// MaxSessions caps the sessions alive at once: a request that would
-	// open one more gets HTTP 503. Zero is DefaultMaxSessions, negative no
-	// cap.
-	MaxSessions int
-	// ReadTimeout bounds how long a request body may take to arrive; zero
-	// is DefaultReadTimeout.
-	ReadTimeout time.Duration
-	// IdleTimeout closes a keep-alive connection idle that long (Serve);
-	// zero is DefaultIdleTimeout.
-	IdleTimeout time.Duration
-	// MaxConnections caps the connections open at once (Serve). At the
-	// cap, the connection idle the longest between keep-alive requests is
-	// closed to make room; without one, new connections wait in the
-	// listen backlog until one closes (each ends in bounded time: header
-	// and body deadlines, IdleTimeout, SessionTimeout for streams). Zero
-	// is DefaultMaxConnections, negative no cap.
-	MaxConnections int
 	// MaxStreamsPerCaller caps the streams (a session's GET /mcp,
 	// subscriptions/listen, the console's event streams) one caller may
 	// have open at once: one more gets HTTP 429. Nobody gets no stream.

@@ -152,7 +152,7 @@ func TestStreamsCappedPerCallerAndAddress(t *testing.T) {
 func TestOldestStreamClosedAtItsShare(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	srv := httpserve.New(httpserve.Options{MCPServer: f.build, Tokens: testTokens(t), MaxConnections: 4, MaxStreamsPerCaller: -1, MaxStreamsPerAddress: -1})
+	srv := httpserve.New(httpserve.Options{MCPServer: f.build, Tokens: testTokens(t), Settings: httpserve.Settings{MaxConnections: 4}, MaxStreamsPerCaller: -1, MaxStreamsPerAddress: -1})
 	base := serveOn(t, srv)
 	url := base + "/mcp"
 	var streams []*http.Response
@@ -190,7 +190,7 @@ func TestOldestStreamClosedAtItsShare(t *testing.T) {
 func TestConnectionCapClosesTheOldestStream(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	srv := httpserve.New(httpserve.Options{MCPServer: f.build, Tokens: testTokens(t), MaxConnections: 2, MaxStreamsPerCaller: -1, MaxStreamsPerAddress: -1})
+	srv := httpserve.New(httpserve.Options{MCPServer: f.build, Tokens: testTokens(t), Settings: httpserve.Settings{MaxConnections: 2}, MaxStreamsPerCaller: -1, MaxStreamsPerAddress: -1})
 	base := serveOn(t, srv)
 	url := base + "/mcp"
 	id := initFresh(t, url, aliceToken)
@@ -216,7 +216,7 @@ func TestConnectionCapClosesTheOldestStream(t *testing.T) {
 func TestNobodyLeavesSessionsForSignedInCallers(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	srv := httpserve.New(httpserve.Options{MCPServer: f.build, Tokens: testTokens(t), MaxSessions: 8})
+	srv := httpserve.New(httpserve.Options{MCPServer: f.build, Tokens: testTokens(t), Settings: httpserve.Settings{MaxSessions: 8}})
 	base := serveOn(t, srv)
 	url := base + "/mcp"
 	for range 2 {
