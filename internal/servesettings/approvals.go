@@ -10,13 +10,14 @@ import (
 const DefaultMaxPending = 20
 
 // Approvals are the approval gate's settings of `toolgate serve`
-// (docs/contract.md §13). The zero value takes every default.
+// (docs/contract.md §13); approvals.Options embeds them. The zero value
+// takes every default.
 type Approvals struct {
 	// Webhook, when set, is an http(s) URL each new approval request is
 	// POSTed to as JSON (approvals.NewWebhook).
 	Webhook string
-	// MaxPending bounds the requests one requester may have pending
-	// (approvals.Options.MaxPending); zero is DefaultMaxPending.
+	// MaxPending bounds the requests one requester may have pending;
+	// zero is DefaultMaxPending, negative no bound.
 	MaxPending int
 }
 

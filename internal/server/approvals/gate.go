@@ -64,8 +64,12 @@ const (
 	StateExpired   = "expired"   // a request or an approval expired unused
 )
 
-// Options configure a Gate. The zero value takes every default.
+// Options configure a Gate: its settings (Settings, which `toolgate
+// serve` reads; the caller starts the Webhook they name with NewWebhook and
+// hands its Notify to OnRequest), and what the caller builds. The zero
+// value takes every default.
 type Options struct {
+	Settings
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Retention is how long a request is kept after it expired (for
@@ -80,9 +84,6 @@ type Options struct {
 	// OnRequest, when set, is called for each new request, synchronously:
 	// it must not block (Webhook.Notify queues).
 	OnRequest func(Request)
-	// MaxPending bounds the requests one requester may have pending;
-	// DefaultMaxPending when zero, negative no bound.
-	MaxPending int
 	// MaxArgumentBytes bounds the canonical arguments kept with a
 	// request; DefaultMaxArgumentBytes when zero.
 	MaxArgumentBytes int

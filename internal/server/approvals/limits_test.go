@@ -26,7 +26,7 @@ import (
 // requester is not affected; once one is decided there is room again.
 func TestPendingCapPerRequester(t *testing.T) {
 	t.Parallel()
-	e := newEnvOptions(t, store.NewMemoryStore(), testPolicy, approvals.Options{MaxPending: 3})
+	e := newEnvOptions(t, store.NewMemoryStore(), testPolicy, approvals.Options{Settings: approvals.Settings{MaxPending: 3}})
 	as := e.connect(t, alice, nil)
 	var ids []string
 	for i := range 3 {

@@ -803,7 +803,7 @@ func (g *Gateway) openApprovals(st store.Store) (*approvals.Gate, error) {
 		return nil, fmt.Errorf("ledger: the store %T keeps no approval requests", st)
 	}
 	set := g.cfg.Approvals
-	opts := approvals.Options{Logger: g.log, OnState: g.m.Approval, MaxPending: set.MaxPending}
+	opts := approvals.Options{Settings: set, Logger: g.log, OnState: g.m.Approval}
 	if set.Webhook != "" {
 		wh := approvals.NewWebhook(set.Webhook, approvals.WebhookOptions{Logger: g.log, OnResult: g.m.ApprovalWebhook})
 		g.onClose(wh.Close)
