@@ -18,8 +18,9 @@ import (
 )
 
 // Options configure a governed MCP server (New). Only Methods is required.
-// The toolgate binary builds its server through New too: it maps its
-// settings onto Options and adds HTTP, identity and upstreams.
+// The toolgate binary builds its server through the same assembly (the
+// core New wraps): it maps its settings onto these options and adds HTTP,
+// identity and upstreams.
 type Options struct {
 	// Registry is the registry file and Policies the policy directory; each
 	// that is "" is the bundled example's (see Source).
