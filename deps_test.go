@@ -26,3 +26,13 @@ func TestFrontDoorLinksNoExporter(t *testing.T) {
 		"github.com/prometheus/client_golang",
 	)
 }
+
+// TestUpstreamLinksNoAdapter: the upstream pool implements the adapter's
+// Peer-facing and catalog interfaces from the leaf both import, so the
+// MCP client side never links the governed server.
+func TestUpstreamLinksNoAdapter(t *testing.T) {
+	t.Parallel()
+	deps := depstest.DepsOf(t, "./upstream")
+	require.Contains(t, deps, "github.com/toolgate/toolgate/upstream", "the listing is upstream's")
+	depstest.RefusePrefixes(t, deps, "upstream", "github.com/toolgate/toolgate/mcpadapter")
+}
