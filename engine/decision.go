@@ -9,36 +9,24 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Outcome says how a grant decision was reached.
-type Outcome int
+type Outcome = toolcall.GrantOutcome
 
 const (
 	// NoOverride: data.toolgate.grant.granted is undefined; the base
 	// decision stands.
-	NoOverride Outcome = iota
+	NoOverride = toolcall.GrantNoOverride
 	// Override: granted is defined (even empty); exactly its names are granted.
-	Override
+	Override = toolcall.GrantOverride
 	// Failed: evaluating the policy failed; see GrantDecision.Err.
-	Failed
+	Failed = toolcall.GrantFailed
 	// Nobody: no caller is signed in; nothing is granted and no policy was asked.
-	Nobody
+	Nobody = toolcall.GrantNobody
 )
-
-func (o Outcome) String() string {
-	switch o {
-	case NoOverride:
-		return "no_override"
-	case Override:
-		return "override"
-	case Failed:
-		return "failed"
-	case Nobody:
-		return "nobody"
-	}
-	return fmt.Sprintf("Outcome(%d)", int(o))
-}
 
 // GrantDecision is the answer to "which tools may this caller use". List and
 // call read the same value: the listing leniently (a failed policy falls back

@@ -48,9 +48,9 @@ type ListRecord struct {
 	// Revision is the revision the decision read.
 	Revision *engine.Revision
 	// Meta is the bounded _meta.
-	Meta engine.Meta
+	Meta toolcall.Meta
 	// Decision is the grant decision; shared, must not be modified. When
-	// its Outcome is engine.Failed the listing fell back (Fallback).
+	// its Outcome is toolcall.GrantFailed the listing fell back (Fallback).
 	Decision *engine.GrantDecision
 	// Fallback says what a failed decision listed: ListFallbackBase or
 	// ListFallbackNone. Meaningless when the decision did not fail.
@@ -79,7 +79,7 @@ type CatalogRecord struct {
 	Allowed bool
 	Err     error
 	// Outcome is how the decision was reached.
-	Outcome  engine.Outcome
+	Outcome  toolcall.GrantOutcome
 	Start    time.Time
 	Duration time.Duration
 }
