@@ -132,8 +132,8 @@ func (l *Logger) observeList(ctx context.Context, lr *hooks.ListRecord) {
 	if l == nil {
 		return
 	}
-	res := map[string]any{"listed": lr.Listed, "outcome": lr.Decision.Outcome.String()}
-	if lr.Decision.Outcome == toolcall.GrantFailed {
+	res := map[string]any{"listed": lr.Listed, "outcome": lr.Outcome.String()}
+	if lr.Outcome == toolcall.GrantFailed {
 		res["fallback"] = "base"
 		if lr.Fallback == hooks.ListFallbackNone {
 			res["fallback"] = "none"

@@ -49,9 +49,12 @@ type ListRecord struct {
 	Revision *engine.Revision
 	// Meta is the bounded _meta.
 	Meta toolcall.Meta
-	// Decision is the grant decision; shared, must not be modified. When
-	// its Outcome is toolcall.GrantFailed the listing fell back (Fallback).
-	Decision *engine.GrantDecision
+	// Outcome is how the grant decision was reached. When it is
+	// toolcall.GrantFailed the listing fell back (Fallback).
+	Outcome toolcall.GrantOutcome
+	// Rules are the rules that defined an override, when the decision
+	// was located (served decisions are not, for speed).
+	Rules []toolcall.Location
 	// Fallback says what a failed decision listed: ListFallbackBase or
 	// ListFallbackNone. Meaningless when the decision did not fail.
 	Fallback ListFallback

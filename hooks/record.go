@@ -6,7 +6,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -26,9 +25,6 @@ type Answerer struct {
 type GrantRecord struct {
 	// Outcome is no override, override, failed or nobody.
 	Outcome toolcall.GrantOutcome
-	// Decision is the decision itself; nil for nobody and at step 1. It is
-	// shared and must not be modified.
-	Decision *engine.GrantDecision
 	// Rules are, for an override, the rules that defined granted (a dry run
 	// only: served decisions are not located, for speed), and for a failure
 	// where it arose, when OPA said.
@@ -72,7 +68,7 @@ type Record struct {
 	// CallDecision is the decision of the toolgate.call rules (every deny
 	// reason with its rules, the result, approval and confirmation); nil
 	// when they were not evaluated.
-	CallDecision *engine.CallDecision
+	CallDecision *toolcall.CallDecision
 	// Denials are every deny reason, the hooks' in registration order then
 	// the rules' sorted, each with who gave it.
 	Denials []Denial
@@ -111,7 +107,7 @@ type Record struct {
 	History *HistoryRead
 	// ResultDecision is the decision of the result rules on the method's
 	// result (docs/contract.md §18); nil when they were not evaluated.
-	ResultDecision *engine.ResultDecision
+	ResultDecision *toolcall.ResultDecision
 	// Redacted reports that the result rules redacted the result: Result
 	// is the redacted one.
 	Redacted bool
