@@ -121,3 +121,13 @@ func isAny(e ast.Expr) bool {
 	}
 	return false
 }
+
+// TestUpstreamLinksNoAdapter: the upstream pool implements the adapter's
+// Peer-facing and catalog interfaces from the leaf both import, so the
+// MCP client side never links the governed server.
+func TestUpstreamLinksNoAdapter(t *testing.T) {
+	t.Parallel()
+	deps := depstest.DepsOf(t, "./upstream")
+	require.Contains(t, deps, "github.com/toolgate/toolgate/upstream", "the listing is upstream's")
+	depstest.RefusePrefixes(t, deps, "upstream", "github.com/toolgate/toolgate/mcpadapter")
+}

@@ -7,7 +7,6 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -133,8 +132,8 @@ func (l *Logger) observeList(ctx context.Context, lr *hooks.ListRecord) {
 	if l == nil {
 		return
 	}
-	res := map[string]any{"listed": lr.Listed, "outcome": lr.Decision.Outcome.String()}
-	if lr.Decision.Outcome == engine.Failed {
+	res := map[string]any{"listed": lr.Listed, "outcome": lr.Outcome.String()}
+	if lr.Outcome == toolcall.GrantFailed {
 		res["fallback"] = "base"
 		if lr.Fallback == hooks.ListFallbackNone {
 			res["fallback"] = "none"

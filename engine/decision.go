@@ -9,36 +9,24 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Outcome says how a grant decision was reached.
-type Outcome int
+type Outcome = toolcall.GrantOutcome
 
 const (
 	// NoOverride: data.toolgate.grant.granted is undefined; the base
 	// decision stands.
-	NoOverride Outcome = iota
+	NoOverride = toolcall.GrantNoOverride
 	// Override: granted is defined (even empty); exactly its names are granted.
-	Override
+	Override = toolcall.GrantOverride
 	// Failed: evaluating the policy failed; see GrantDecision.Err.
-	Failed
+	Failed = toolcall.GrantFailed
 	// Nobody: no caller is signed in; nothing is granted and no policy was asked.
-	Nobody
+	Nobody = toolcall.GrantNobody
 )
-
-func (o Outcome) String() string {
-	switch o {
-	case NoOverride:
-		return "no_override"
-	case Override:
-		return "override"
-	case Failed:
-		return "failed"
-	case Nobody:
-		return "nobody"
-	}
-	return fmt.Sprintf("Outcome(%d)", int(o))
-}
 
 // GrantDecision is the answer to "which tools may this caller use". List and
 // call read the same value: the listing leniently (a failed policy falls back
@@ -184,36 +172,14 @@ func (d *GrantDecision) OverrideSet() []string {
 }
 
 // Reason is one deny reason with every rule that produced it.
-type Reason struct {
-	Message string     `json:"message"`
-	Rules   []Location `json:"rules,omitempty"`
-}
+type Reason = toolcall.Reason
 
-// CallDecision is the answer of the toolgate.call rules for an accepted call.
+// CallDecision is the answer of the toolgate.call rules for an accepted
+// call: the revision that decided and what it decided (every deny reason
+// with its rules, the result, approval, confirmation and limits).
 type CallDecision struct {
 	Revision *Revision
-	// Deny holds every deny reason, sorted by message. Any reason refuses.
-	Deny []Reason
-	// Result, when not nil, is the JSON object that answers the call without
-	// running its method (a CallToolResult). Refusing wins over a result.
-	Result []byte
-	// ResultRules are the rules that defined Result.
-	ResultRules []Location
-	// Approval, when not nil, says the call needs a person's approval
-	// before it runs (docs/contract.md §13). Refusing wins over it; it wins over a
-	// result.
-	Approval *Approval
-	// Confirm, when not "", is the question the calling user must confirm
-	// (MCP elicitation) before the call runs.
-	Confirm string
-	// ConfirmRules are the rules that defined Confirm.
-	ConfirmRules []Location
-	// Limits are the rate limits and quotas the call must pass
-	// (data.toolgate.call.limit, docs/contract.md §18), sorted by key. Refusing
-	// wins over them; they win over an approval and a result.
-	Limits []Limit
-	// Err is the evaluation failure, a *PolicyError; the call then fails closed.
-	Err error
+	toolcall.CallDecision
 }
 
 // DefaultApprovalTTL is the ttl of an approval rule that names none.
@@ -221,17 +187,7 @@ const DefaultApprovalTTL = time.Hour
 
 // Approval is the value of data.toolgate.call.approval for one call: who
 // must approve it, why, and how long a request or an approval lasts.
-type Approval struct {
-	// Reason is shown to the caller and the approvers; never empty.
-	Reason string `json:"reason"`
-	// Approvers are the roles that may approve; never empty, sorted.
-	Approvers []string `json:"approvers"`
-	// TTL bounds how long an undecided request and an unused approval
-	// last; DefaultApprovalTTL when the rule names none.
-	TTL time.Duration `json:"ttl"`
-	// Rules are the rules that defined the approval.
-	Rules []Location `json:"rules,omitempty"`
-}
+type Approval = toolcall.Approval
 
 // Failure kinds of a PolicyError.
 const (

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -9,27 +8,18 @@ import (
 
 	"github.com/toolgate/toolgate/internal/exactjson"
 	"github.com/toolgate/toolgate/internal/grantmode"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // HistoryEntry is one call in a caller's history (docs/contract.md §20),
 // as input.history shows it.
-type HistoryEntry struct {
-	// Tool is the name of the tool called.
-	Tool string `json:"tool"`
-	// At is when the call was recorded; input.history shows it in RFC
-	// 3339, UTC.
-	At time.Time `json:"at"`
-	// Outcome is the call's audit outcome (result, denied, limited, ...).
-	Outcome string `json:"outcome"`
-	// Arguments is a JSON object of the row's remembered arguments.
-	Arguments json.RawMessage `json:"arguments"`
-}
+type HistoryEntry = toolcall.HistoryEntry
 
 // History is a caller's entries for input.history, newest first. A nil
 // History leaves input.history out (no history configured, or a policy
 // that does not read it); an empty one is the history of a caller who
 // did nothing yet.
-type History []HistoryEntry
+type History = toolcall.History
 
 // Keys of a history entry.
 var (
@@ -38,8 +28,8 @@ var (
 	keyOutcome = ast.StringTerm("outcome")
 )
 
-// term is the value of input.history.
-func (h History) term() (*ast.Term, error) {
+// historyTerm is the value of input.history.
+func historyTerm(h History) (*ast.Term, error) {
 	items := make([]*ast.Term, len(h))
 	for i, e := range h {
 		args := ast.Value(ast.NewObject())

@@ -397,7 +397,7 @@ func (r *Revision) input(c *toolcall.Caller, v *callerView, req *Request, tool i
 			return nil, err
 		}
 	}
-	meta, err := req.Meta.astValue()
+	meta, err := metaAST(req.Meta)
 	if err != nil {
 		return nil, &InputError{Part: PartMeta, Err: err}
 	}
@@ -420,7 +420,7 @@ func (r *Revision) input(c *toolcall.Caller, v *callerView, req *Request, tool i
 		kv = append(kv, [2]*ast.Term{keyTool, v.rows[tool]})
 	}
 	if req.History != nil {
-		h, err := req.History.term()
+		h, err := historyTerm(req.History)
 		if err != nil {
 			return nil, &InputError{Part: PartHistory, Err: err}
 		}

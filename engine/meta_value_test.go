@@ -21,7 +21,7 @@ func TestMetaValueIsOPAsReading(t *testing.T) {
 	} {
 		m := BoundMeta(json.RawMessage(raw))
 		require.Positive(t, m.Len())
-		got, err := m.astValue()
+		got, err := metaAST(m)
 		require.NoError(t, err)
 		out, _ := m.MarshalJSON()
 		want, err := ast.ValueFromReader(bytes.NewReader(out))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/diag"
 	"github.com/toolgate/toolgate/internal/regoload"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // The rules toolgate reads (docs/contract.md §4).
@@ -41,18 +42,7 @@ var (
 // Location is a place in a policy file. Row and Col are OPA's names for the
 // 1-based line and column (never a registry row: see [diag.Diagnostic],
 // which calls them Line and Column).
-type Location struct {
-	File string `json:"file"`
-	Row  int    `json:"row"`
-	Col  int    `json:"col"`
-}
-
-func (l Location) String() string {
-	if l.File == "" {
-		return "-"
-	}
-	return fmt.Sprintf("%s:%d", l.File, l.Row)
-}
+type Location = toolcall.Location
 
 func locationOf(l *ast.Location) Location {
 	if l == nil {

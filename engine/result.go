@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"regexp"
 	"sort"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -14,19 +13,11 @@ import (
 )
 
 // ResultDecision is the answer of the result rules (data.toolgate.result,
-// docs/contract.md §18) for one result of a method or upstream.
+// docs/contract.md §18) for one result of a method or upstream: the
+// revision that decided and what it decided.
 type ResultDecision struct {
 	Revision *Revision
-	// Deny holds every reason to withhold the result, sorted by message.
-	Deny []Reason
-	// Redact are the regular expressions whose every match in the result's
-	// text is replaced, sorted by their source; compiled once per revision.
-	Redact []*regexp.Regexp
-	// RedactRules are the rules that defined Redact.
-	RedactRules []Location
-	// Err is the evaluation failure, a *PolicyError (also a pattern that
-	// does not compile); the result is then withheld (fail closed).
-	Err error
+	toolcall.ResultDecision
 }
 
 var (

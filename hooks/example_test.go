@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -22,14 +21,14 @@ func ExampleDeny() {
 	v, _ := readOnly.Before(context.Background(), &hooks.CallContext{Name: "rm", Method: "files.delete"})
 	fmt.Println(v.Denied, v.Reason)
 
-	rule := engine.Location{File: "rego/call.rego", Row: 9}
+	rule := toolcall.Location{File: "rego/call.rego", Row: 9}
 	rec := &hooks.Record{
 		Stage:    toolcall.StageDenied,
 		Outcome:  toolcall.OutcomeDenied,
 		Answerer: hooks.Answerer{Kind: toolcall.ByHook, Name: readOnly.Name},
 		Denials: []hooks.Denial{
 			{Reason: v.Reason, Hook: readOnly.Name},
-			{Reason: "Not on Sundays.", Rules: []engine.Location{rule}},
+			{Reason: "Not on Sundays.", Rules: []toolcall.Location{rule}},
 		},
 	}
 	fmt.Println(rec.AnsweredBy(), rec.Reasons(), rec.DecidingRules(), rec.Failed())

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // History keeps callers' histories for input.history (docs/contract.md
@@ -15,11 +15,11 @@ import (
 type History interface {
 	// Load returns the caller's entries of the last per, newest first, at
 	// most max. An error fails the call closed.
-	Load(ctx context.Context, source, subject string, per time.Duration, max int) (engine.History, error)
+	Load(ctx context.Context, source, subject string, per time.Duration, max int) (toolcall.History, error)
 	// Record adds an entry to the caller's history, kept for per; At is
 	// set by the store's clock when zero. Past max entries the caller's
 	// oldest are removed.
-	Record(ctx context.Context, source, subject string, e engine.HistoryEntry, per time.Duration, max int) error
+	Record(ctx context.Context, source, subject string, e toolcall.HistoryEntry, per time.Duration, max int) error
 }
 
 // HistoryRead is what a decision read of the caller's history
@@ -27,7 +27,7 @@ type History interface {
 // entries, unless their operator asks for them.
 type HistoryRead struct {
 	// History is the entries read, newest first.
-	History engine.History
+	History toolcall.History
 }
 
 // Entries is how many entries the decision read.

@@ -30,7 +30,7 @@ type CallContext struct {
 	// JSON object is {}.
 	Arguments json.RawMessage
 	// Meta is the bounded _meta.
-	Meta engine.Meta
+	Meta toolcall.Meta
 	// Caller is who the call is made for; never nil for a call that reaches
 	// the hooks.
 	Caller *toolcall.Caller

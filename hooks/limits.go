@@ -3,7 +3,7 @@ package hooks
 import (
 	"context"
 
-	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Limits counts calls under the rate limits and quotas of
@@ -14,10 +14,10 @@ type Limits interface {
 	// Admit decides, atomically, a call that must pass every limit: it is
 	// admitted and counted under each, or refused and counted under none.
 	// An error fails the call closed.
-	Admit(ctx context.Context, limits []engine.Limit) (LimitCheck, error)
+	Admit(ctx context.Context, limits []toolcall.Limit) (LimitCheck, error)
 	// Peek answers like Admit without counting: what `toolgate explain`
 	// shows.
-	Peek(ctx context.Context, limits []engine.Limit) (LimitCheck, error)
+	Peek(ctx context.Context, limits []toolcall.Limit) (LimitCheck, error)
 }
 
 // LimitCheck is the answer of Limits.Admit and Limits.Peek.

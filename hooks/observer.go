@@ -48,10 +48,13 @@ type ListRecord struct {
 	// Revision is the revision the decision read.
 	Revision *engine.Revision
 	// Meta is the bounded _meta.
-	Meta engine.Meta
-	// Decision is the grant decision; shared, must not be modified. When
-	// its Outcome is engine.Failed the listing fell back (Fallback).
-	Decision *engine.GrantDecision
+	Meta toolcall.Meta
+	// Outcome is how the grant decision was reached. When it is
+	// toolcall.GrantFailed the listing fell back (Fallback).
+	Outcome toolcall.GrantOutcome
+	// Rules are the rules that defined an override, when the decision
+	// was located (served decisions are not, for speed).
+	Rules []toolcall.Location
 	// Fallback says what a failed decision listed: ListFallbackBase or
 	// ListFallbackNone. Meaningless when the decision did not fail.
 	Fallback ListFallback
@@ -79,7 +82,7 @@ type CatalogRecord struct {
 	Allowed bool
 	Err     error
 	// Outcome is how the decision was reached.
-	Outcome  engine.Outcome
+	Outcome  toolcall.GrantOutcome
 	Start    time.Time
 	Duration time.Duration
 }

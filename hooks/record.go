@@ -6,7 +6,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -19,21 +18,18 @@ type Answerer struct {
 	// Rules are the rules that decided (ByRule, ByApproval, and ByGate for
 	// a grant decision that failed where OPA said, or an override located
 	// in a dry run).
-	Rules []engine.Location
+	Rules []toolcall.Location
 }
 
 // GrantRecord is how the grant decision of a call came out.
 type GrantRecord struct {
 	// Outcome is no override, override, failed or nobody.
-	Outcome engine.Outcome
-	// Decision is the decision itself; nil for nobody and at step 1. It is
-	// shared and must not be modified.
-	Decision *engine.GrantDecision
+	Outcome toolcall.GrantOutcome
 	// Rules are, for an override, the rules that defined granted (a dry run
 	// only: served decisions are not located, for speed), and for a failure
 	// where it arose, when OPA said.
-	Rules []engine.Location
-	// Err is the failure when Outcome is engine.Failed.
+	Rules []toolcall.Location
+	// Err is the failure when Outcome is toolcall.GrantFailed.
 	Err error
 	// Granted reports whether the name was granted (the strict reading).
 	Granted bool
@@ -47,7 +43,7 @@ type Denial struct {
 	// Hook is the before hook that gave it; "" for a toolgate.call rule.
 	Hook string
 	// Rules are the rules (file:line) that produced it.
-	Rules []engine.Location
+	Rules []toolcall.Location
 }
 
 // Record is everything the call pipeline (docs/contract.md §5) decided about one
@@ -72,7 +68,7 @@ type Record struct {
 	// CallDecision is the decision of the toolgate.call rules (every deny
 	// reason with its rules, the result, approval and confirmation); nil
 	// when they were not evaluated.
-	CallDecision *engine.CallDecision
+	CallDecision *toolcall.CallDecision
 	// Denials are every deny reason, the hooks' in registration order then
 	// the rules' sorted, each with who gave it.
 	Denials []Denial
@@ -111,7 +107,7 @@ type Record struct {
 	History *HistoryRead
 	// ResultDecision is the decision of the result rules on the method's
 	// result (docs/contract.md §18); nil when they were not evaluated.
-	ResultDecision *engine.ResultDecision
+	ResultDecision *toolcall.ResultDecision
 	// Redacted reports that the result rules redacted the result: Result
 	// is the redacted one.
 	Redacted bool
@@ -196,9 +192,9 @@ func (r *Record) Answer() string { return ResultText(r.Result) }
 // reason's, the approval's or the answering result's, or where the grant
 // decision or the toolgate.call rules failed. Empty when the registry's
 // base decision, a hook or the method decided.
-func (r *Record) DecidingRules() []engine.Location {
-	var out []engine.Location
-	add := func(ls []engine.Location) {
+func (r *Record) DecidingRules() []toolcall.Location {
+	var out []toolcall.Location
+	add := func(ls []toolcall.Location) {
 		for _, l := range ls {
 			if !slices.Contains(out, l) {
 				out = append(out, l)
@@ -234,7 +230,7 @@ func ResultText(res *mcp.CallToolResult) string {
 
 // LimitState is one limit's counter as the store found it.
 type LimitState struct {
-	Limit engine.Limit
+	Limit toolcall.Limit
 	// Count is how many calls the limit's key admitted within the last
 	// Per, before this call.
 	Count int64

@@ -346,7 +346,7 @@ func (a *Adapter) list(ctx context.Context, req *mcp.ListToolsRequest, descripto
 		}
 	}
 	if len(a.observers) > 0 {
-		a.observeList(ctx, &hooks.ListRecord{Caller: caller, Revision: rc.rev, Meta: ereq.Meta, Decision: d, Start: start}, rc, rows)
+		a.observeList(ctx, &hooks.ListRecord{Caller: caller, Revision: rc.rev, Meta: ereq.Meta, Outcome: d.Outcome, Rules: d.Rules, Start: start}, rc, rows)
 	}
 	return res, wire
 }

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"reflect"
-	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/internal/backend"
 	"github.com/toolgate/toolgate/internal/jsonx"
 )
 
@@ -23,60 +21,14 @@ import (
 // over with KeepSent, and the adapter answers it (asSent), adding only
 // what the client's revision requires (resultType on 2026-07-28).
 
-type sentKey struct{}
-
-// sentSlot is the raw JSON of the result a request got from upstream.
-type sentSlot struct {
-	mu  sync.Mutex
-	res any // the typed result it is the JSON of (a pointer)
-	raw json.RawMessage
-	// failed is the result a call that failed with the upstream's
-	// answerable error rpcErr ended with (keepRPCError).
-	failed *mcp.CallToolResult
-	rpcErr *jsonrpc.Error
-}
-
-// keepRPCError records, for the request ctx serves, that the call ending
-// with failed failed with err: when err is the upstream's JSON-RPC error
-// MissingRequiredClientCapability, the client is answered that error, as
-// the upstream answered it, and not the generic internal error (the
-// client did not declare a capability the tool needs: its own request
-// must change, and on HTTP the answer is 400).
-func keepRPCError(ctx context.Context, failed *mcp.CallToolResult, err error) {
-	s, _ := ctx.Value(sentKey{}).(*sentSlot)
-	if s == nil || failed == nil {
-		return
-	}
-	var rpcErr *jsonrpc.Error
-	if !errors.As(err, &rpcErr) || rpcErr.Code != mcp.CodeMissingRequiredClientCapabilities {
-		return
-	}
-	s.mu.Lock()
-	s.failed, s.rpcErr = failed, &jsonrpc.Error{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
-	s.mu.Unlock()
-}
-
-// rpcErrorFor is the error keepRPCError recorded for res in ctx's
-// request; nil when none (or for another result: the call's result was
-// replaced after it failed).
-func rpcErrorFor(ctx context.Context, res *mcp.CallToolResult) error {
-	s, _ := ctx.Value(sentKey{}).(*sentSlot)
-	if s == nil || res == nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.failed != res || s.rpcErr == nil {
-		return nil
-	}
-	return s.rpcErr
-}
-
-// withSentSlot marks ctx, a request's, so that KeepSent records there.
-func withSentSlot(ctx context.Context) (context.Context, *sentSlot) {
-	s := &sentSlot{}
-	return context.WithValue(ctx, sentKey{}, s), s
-}
+// keepRPCError, rpcErrorFor, withSentSlot and sentFor are backend's,
+// for the request the adapter serves.
+var (
+	keepRPCError = backend.KeepRPCError
+	rpcErrorFor  = backend.RPCErrorFor
+	withSentSlot = backend.WithSent
+	sentFor      = backend.SentFor
+)
 
 // KeepSent records raw as the JSON, as its upstream sent it, of res (a
 // pointer to an SDK result: *mcp.CallToolResult, *mcp.GetPromptResult,
@@ -84,36 +36,7 @@ func withSentSlot(ctx context.Context) (context.Context, *sentSlot) {
 // serves: when the adapter answers that same res, unchanged, it answers
 // raw. Outside a request the adapter serves it does nothing. raw must be
 // a JSON object; it is not modified and must not be afterwards.
-func KeepSent(ctx context.Context, res any, raw json.RawMessage) {
-	s, _ := ctx.Value(sentKey{}).(*sentSlot)
-	if s == nil || !isPointer(res) {
-		return
-	}
-	s.mu.Lock()
-	s.res, s.raw = res, raw
-	s.mu.Unlock()
-}
-
-// sentFor is the raw JSON KeepSent recorded for res in ctx's request; nil
-// when none (or for another result).
-func sentFor(ctx context.Context, res any) json.RawMessage {
-	s, _ := ctx.Value(sentKey{}).(*sentSlot)
-	if s == nil || !isPointer(res) {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.res != res {
-		return nil
-	}
-	return s.raw
-}
-
-// isPointer reports whether v is a pointer (a result KeepSent and sentFor
-// compare by identity; nothing else compares safely).
-func isPointer(v any) bool {
-	return v != nil && reflect.TypeOf(v).Kind() == reflect.Pointer
-}
+func KeepSent(ctx context.Context, res any, raw json.RawMessage) { backend.KeepSent(ctx, res, raw) }
 
 // asSent is a result answered as its upstream sent it (raw), with
 // resultType added when the client's revision requires it and the SDK's

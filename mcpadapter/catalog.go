@@ -13,8 +13,8 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
+	"github.com/toolgate/toolgate/internal/backend"
 	"github.com/toolgate/toolgate/internal/jsonx"
-	"github.com/toolgate/toolgate/registry"
 )
 
 // Catalog is where the prompts, resources, resource templates and
@@ -22,62 +22,31 @@ import (
 // upstream pool's importing upstreams. The adapter decides what each
 // caller may see; a Catalog lists, routes and relays. Implementations are
 // safe for concurrent use.
-type Catalog interface {
-	// GetPrompt gets the imported prompt p from its upstream (params.Name
-	// is toolgate's name; the Catalog sends the upstream's).
-	GetPrompt(ctx context.Context, p *registry.Prompt, params *mcp.GetPromptParams) (*mcp.GetPromptResult, error)
-	// Resources lists every resource, each with the upstream that owns
-	// it (the first in configuration order that lists its URI).
-	Resources(ctx context.Context) []CatalogResource
-	// Templates lists every resource template, owned likewise.
-	Templates(ctx context.Context) []CatalogTemplate
-	// ReadResource, Subscribe, Unsubscribe and Complete relay to the named
-	// upstream.
-	ReadResource(ctx context.Context, upstream string, params *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error)
-	Subscribe(ctx context.Context, upstream, uri string) error
-	Unsubscribe(ctx context.Context, upstream, uri string) error
-	Complete(ctx context.Context, upstream string, params *mcp.CompleteParams) (*mcp.CompleteResult, error)
-	// Offers says what the upstreams behind it announce.
-	Offers() CatalogOffers
-	// Watch calls f for each event until stop is called.
-	Watch(f func(CatalogEvent)) (stop func())
-}
+type Catalog = backend.Catalog
 
 // CatalogResource is a resource and the upstream that owns it.
-type CatalogResource struct {
-	Upstream, Section string
-	Resource          *mcp.Resource
-}
+type CatalogResource = backend.CatalogResource
 
 // CatalogTemplate is a resource template and the upstream that owns it.
-type CatalogTemplate struct {
-	Upstream, Section string
-	Template          *mcp.ResourceTemplate
-}
+type CatalogTemplate = backend.CatalogTemplate
 
 // CatalogOffers is what a Catalog's upstreams announce.
-type CatalogOffers struct {
-	Prompts, Resources, Subscribe, Completions bool
-}
+type CatalogOffers = backend.CatalogOffers
 
 // CatalogEventKind says what changed behind a Catalog.
-type CatalogEventKind int
+type CatalogEventKind = backend.CatalogEventKind
 
 const (
 	// PromptsChanged: an upstream's notifications/prompts/list_changed.
-	PromptsChanged CatalogEventKind = iota
+	PromptsChanged = backend.PromptsChanged
 	// ResourcesChanged: an upstream's notifications/resources/list_changed.
-	ResourcesChanged
+	ResourcesChanged = backend.ResourcesChanged
 	// ResourceUpdated: an upstream's notifications/resources/updated for URI.
-	ResourceUpdated
+	ResourceUpdated = backend.ResourceUpdated
 )
 
 // CatalogEvent is one change behind a Catalog.
-type CatalogEvent struct {
-	Kind     CatalogEventKind
-	Upstream string
-	URI      string
-}
+type CatalogEvent = backend.CatalogEvent
 
 // Answers of the catalog methods (docs/contract.md §16). A prompt or
 // resource the caller may not see answers exactly as one that does not

@@ -190,6 +190,8 @@ type dryRun struct {
 	taken *mcp.CallToolResult
 	// hist is the caller's history as given (nil: none yet).
 	hist engine.History
+	// granted is the grant decision the dry run read; nil before step 3.
+	granted *engine.GrantDecision
 }
 
 // history is the one given, newest first, at most max.
@@ -209,7 +211,8 @@ func (d *dryRun) revision() *revisionCache { return d.rc }
 
 // grant is located: its Rules say which rules defined an override.
 func (d *dryRun) grant(ctx context.Context, rev *engine.Revision, caller *toolcall.Caller, req engine.Request) *engine.GrantDecision {
-	return rev.Explain(ctx, caller, req)
+	d.granted = rev.Explain(ctx, caller, req)
+	return d.granted
 }
 
 func (d *dryRun) before(context.Context, *hooks.CallContext, *hooks.Record) (*mcp.CallToolResult, hooks.Answerer, bool) {

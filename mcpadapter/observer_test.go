@@ -83,7 +83,7 @@ func TestObserverHearsEveryGrantDecision(t *testing.T) {
 	require.Equal(t, listed, lists[0].Listed)
 	require.Equal(t, max, lists[0].Caller)
 	require.Equal(t, g.eng.Current(), lists[0].Revision)
-	require.NotNil(t, lists[0].Decision)
+	require.NotEqual(t, toolcall.GrantFailed, lists[0].Outcome, "the listing tells its grant decision")
 
 	require.Len(t, calls, 3)
 	add, hidden, absent := calls[0], calls[1], calls[2]
@@ -156,7 +156,7 @@ func TestObserverHearsFailedGrantDecision(t *testing.T) {
 	require.Equal(t, engine.Failed, calls[0].rec.Grant.Outcome)
 	require.Error(t, calls[0].rec.Grant.Err)
 	require.Len(t, lists, 1)
-	require.Equal(t, engine.Failed, lists[0].Decision.Outcome)
+	require.Equal(t, engine.Failed, lists[0].Outcome)
 	require.Equal(t, hooks.ListFallbackBase, lists[0].Fallback)
 }
 

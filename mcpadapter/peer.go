@@ -4,28 +4,26 @@ package mcpadapter
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/hooks"
+	"github.com/toolgate/toolgate/internal/backend"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Peer is the client of the tools/call being served, as the method that
-// runs it sees it (docs/contract.md §16, docs/relay.md): a method reports
-// progress and logs to that client, and asks it to sample, elicit or list
-// its roots, through the Peer of its call's context (PeerOf). Everything
-// sent through a Peer goes to the calling client only, on the session the
-// call came on; none of it is part of the call's result, which hooks,
-// approvals and audit see as before. What it sends passes the policy's
-// result rules first (docs/limits.md): a message they withhold is not
-// sent, and redact rewrites the strings of what is.
-//
-// A Peer is valid while its call runs; it is safe for concurrent use.
-type Peer struct {
+// runs it sees it (docs/contract.md §16, docs/relay.md), through the Peer
+// of its call's context (PeerOf). A Peer is valid while its call runs;
+// it is safe for concurrent use.
+type Peer = backend.Peer
+
+var _ Peer = (*peer)(nil)
+
+// peer is the adapter's Peer: the call's request and session.
+type peer struct {
 	a      *Adapter
 	req    *mcp.CallToolRequest
 	ss     *mcp.ServerSession
@@ -34,8 +32,6 @@ type Peer struct {
 	call *hooks.CallContext
 }
 
-type peerKey struct{}
-
 // peerContext is a call's context carrying its Peer: the Peer and the
 // context in one allocation, where context.WithValue would take two.
 // Everything but the Peer's key is its parent's (Done and Err too, so the
@@ -43,11 +39,11 @@ type peerKey struct{}
 // context.WithValue).
 type peerContext struct {
 	context.Context
-	peer Peer
+	peer peer
 }
 
 func (c *peerContext) Value(key any) any {
-	if _, ok := key.(peerKey); ok {
+	if _, ok := key.(backend.PeerKey); ok {
 		return &c.peer
 	}
 	return c.Context.Value(key)
@@ -55,10 +51,7 @@ func (c *peerContext) Value(key any) any {
 
 // PeerOf returns the Peer of the call ctx runs, nil outside a served call
 // (a dry run, a call made without a session).
-func PeerOf(ctx context.Context) *Peer {
-	p, _ := ctx.Value(peerKey{}).(*Peer)
-	return p
-}
+func PeerOf(ctx context.Context) Peer { return backend.PeerOf(ctx) }
 
 // withPeer attaches the call's Peer to ctx: one allocation per call
 // (never per message).
@@ -68,21 +61,21 @@ func (a *Adapter) withPeer(ctx context.Context, req *mcp.CallToolRequest, caller
 	if req == nil || req.Session == nil {
 		return ctx
 	}
-	return &peerContext{Context: ctx, peer: Peer{a: a, req: req, ss: req.Session, caller: caller, call: call}}
+	return &peerContext{Context: ctx, peer: peer{a: a, req: req, ss: req.Session, caller: caller, call: call}}
 }
 
 // ErrNoPeer is returned by a Peer's requests when the calling client
 // cannot be asked: it did not declare the capability.
-var ErrNoPeer = errors.New("mcpadapter: the calling client did not declare this capability")
+var ErrNoPeer = backend.ErrNoPeer
 
 // Caller is the caller of the call, as the policy saw it.
-func (p *Peer) Caller() *toolcall.Caller { return p.caller }
+func (p *peer) Caller() *toolcall.Caller { return p.caller }
 
 // Owner is the key of the caller's identity, the identity source and the
 // subject ("token:alice", "jwt:alice"), as HTTP sessions are bound to it;
 // for a caller without one (stdio, a CallerFunc of the library) it is
 // "caller:" and the subject. Upstream sessions are keyed by it.
-func (p *Peer) Owner() string {
+func (p *peer) Owner() string {
 	if extra := p.req.GetExtra(); extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
 		return extra.TokenInfo.UserID
 	}
@@ -93,7 +86,7 @@ func (p *Peer) Owner() string {
 }
 
 // ProtocolVersion is the protocol revision of the calling client's session.
-func (p *Peer) ProtocolVersion() string {
+func (p *peer) ProtocolVersion() string {
 	if ip := p.ss.InitializeParams(); ip != nil {
 		return ip.ProtocolVersion
 	}
@@ -102,7 +95,7 @@ func (p *Peer) ProtocolVersion() string {
 
 // Capabilities are the capabilities the calling client declared; nil when
 // it declared none.
-func (p *Peer) Capabilities() *mcp.ClientCapabilities {
+func (p *peer) Capabilities() *mcp.ClientCapabilities {
 	if caps := requestCapabilities(p.req); caps != nil { // the SDK's decode, kept (capabilities.go)
 		return caps
 	}
@@ -114,7 +107,7 @@ func (p *Peer) Capabilities() *mcp.ClientCapabilities {
 
 // ProgressToken is the progressToken the client sent with the call; nil
 // when it asked for no progress.
-func (p *Peer) ProgressToken() any {
+func (p *peer) ProgressToken() any {
 	if p.req.Params == nil {
 		return nil
 	}
@@ -123,7 +116,7 @@ func (p *Peer) ProgressToken() any {
 
 // InputResponses and RequestState are what a client of the 2026-07-28
 // revision sent back after an input-required result (SEP-2322).
-func (p *Peer) InputResponses() mcp.InputResponseMap {
+func (p *peer) InputResponses() mcp.InputResponseMap {
 	if p.req.Params == nil {
 		return nil
 	}
@@ -131,7 +124,7 @@ func (p *Peer) InputResponses() mcp.InputResponseMap {
 }
 
 // RequestState: see InputResponses.
-func (p *Peer) RequestState() string {
+func (p *peer) RequestState() string {
 	if p.req.Params == nil {
 		return ""
 	}
@@ -142,7 +135,7 @@ func (p *Peer) RequestState() string {
 // revision, which has no logging/setLevel, the one in the call's _meta;
 // otherwise the one it set with logging/setLevel on its session. ok is
 // false when it asked for none.
-func (p *Peer) LogLevel() (level mcp.LoggingLevel, ok bool) {
+func (p *peer) LogLevel() (level mcp.LoggingLevel, ok bool) {
 	if p.req.Params != nil {
 		meta := p.req.Params.GetMeta()
 		if v, _ := meta[mcp.MetaKeyProtocolVersion].(string); v >= multiRoundTripRevision || p.ProtocolVersion() >= multiRoundTripRevision {
@@ -166,7 +159,7 @@ func knownLevel(lv string) bool {
 // Progress sends the client a notifications/progress for the call, when
 // it asked for progress (sent a progressToken); it does nothing otherwise.
 // total 0 is unknown.
-func (p *Peer) Progress(ctx context.Context, progress, total float64, message string) error {
+func (p *peer) Progress(ctx context.Context, progress, total float64, message string) error {
 	tok := p.ProgressToken()
 	if tok == nil {
 		return nil
@@ -176,7 +169,7 @@ func (p *Peer) Progress(ctx context.Context, progress, total float64, message st
 
 // NotifyProgress sends a notifications/progress as is (the relay's; a Go
 // method calls Progress). Its token must be the call's.
-func (p *Peer) NotifyProgress(ctx context.Context, params *mcp.ProgressNotificationParams) error {
+func (p *peer) NotifyProgress(ctx context.Context, params *mcp.ProgressNotificationParams) error {
 	params, ok := governRelayed(ctx, p, methodProgress, params)
 	if !ok {
 		return errWithheldMessage
@@ -188,13 +181,13 @@ func (p *Peer) NotifyProgress(ctx context.Context, params *mcp.ProgressNotificat
 // logger (may be ""). A client that set a level with logging/setLevel
 // gets the messages at that level or above; one that set none gets every
 // message (docs/contract.md §16).
-func (p *Peer) Log(ctx context.Context, level mcp.LoggingLevel, logger string, data any) error {
+func (p *peer) Log(ctx context.Context, level mcp.LoggingLevel, logger string, data any) error {
 	return p.LogMessage(ctx, &mcp.LoggingMessageParams{Level: level, Logger: logger, Data: data})
 }
 
 // LogMessage is Log with the notification's params as they are (the
 // relay's).
-func (p *Peer) LogMessage(ctx context.Context, params *mcp.LoggingMessageParams) error {
+func (p *peer) LogMessage(ctx context.Context, params *mcp.LoggingMessageParams) error {
 	params, ok := governRelayed(ctx, p, methodLogMessage, params)
 	if !ok {
 		return errWithheldMessage
@@ -214,7 +207,7 @@ func (p *Peer) LogMessage(ctx context.Context, params *mcp.LoggingMessageParams)
 // CreateMessage asks the client to sample (sampling/createMessage), and
 // waits for its answer. A client that did not declare sampling is not
 // asked: ErrNoPeer.
-func (p *Peer) CreateMessage(ctx context.Context, params *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
+func (p *peer) CreateMessage(ctx context.Context, params *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
 	if caps := p.Capabilities(); caps == nil || caps.Sampling == nil {
 		return nil, ErrNoPeer
 	}
@@ -228,7 +221,7 @@ func (p *Peer) CreateMessage(ctx context.Context, params *mcp.CreateMessageWithT
 // Elicit asks the client's user for input (elicitation/create), and waits
 // for the answer. A client that did not declare elicitation is not asked:
 // ErrNoPeer.
-func (p *Peer) Elicit(ctx context.Context, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+func (p *peer) Elicit(ctx context.Context, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	if caps := p.Capabilities(); caps == nil || caps.Elicitation == nil {
 		return nil, ErrNoPeer
 	}
@@ -241,7 +234,7 @@ func (p *Peer) Elicit(ctx context.Context, params *mcp.ElicitParams) (*mcp.Elici
 
 // ListRoots asks the client for its roots (roots/list). A client that did
 // not declare roots is not asked: ErrNoPeer.
-func (p *Peer) ListRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
+func (p *peer) ListRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
 	if caps := p.Capabilities(); caps == nil || caps.RootsV2 == nil {
 		return nil, ErrNoPeer
 	}

@@ -29,7 +29,7 @@ func TestPeerContextIsItsParentButForThePeer(t *testing.T) {
 	require.NotNil(t, p)
 	assert.Same(t, p, PeerOf(ctx), "one Peer per call")
 	assert.Same(t, caller, p.Caller())
-	assert.Same(t, req.Session, p.ss)
+	assert.Same(t, req.Session, p.(*peer).ss)
 	assert.Equal(t, "v", ctx.Value(key{}))
 	assert.Equal(t, parent.Done(), ctx.Done())
 

@@ -148,6 +148,15 @@ type DryRunOptions struct {
 // and with DryRunOptions.Result the result rules' verdict on that result.
 // DryRun never returns nil; it is safe for concurrent use.
 func DryRun(ctx context.Context, o DryRunOptions) *hooks.Record {
+	rec, _ := DryRunGrant(ctx, o)
+	return rec
+}
+
+// DryRunGrant is DryRun that also returns the grant decision the dry run
+// read (located), the one its Record's Grant tells of; nil when the call
+// ended before step 3 (no name, nobody signed in, or the caller's
+// history could not be read).
+func DryRunGrant(ctx context.Context, o DryRunOptions) (*hooks.Record, *engine.GrantDecision) {
 	in := &callInput{
 		nameInvalid: o.NameInvalid,
 		name:        o.Name,
@@ -161,7 +170,7 @@ func DryRun(ctx context.Context, o DryRunOptions) *hooks.Record {
 	_, rec := pl.run(ctx, in)
 	rec.Dry = true
 	rec.Duration = time.Since(in.start)
-	return rec
+	return rec, fx.granted
 }
 
 // run takes a call through steps 1 to 7. The CallContext is nil when the
@@ -208,7 +217,7 @@ func (p *pipeline) run(ctx context.Context, in *callInput) (*hooks.CallContext, 
 	d := p.fx.grant(ctx, rev, caller, ereq)
 	rec.GrantTime = time.Since(t)
 	idx := rev.ToolIndex(name)
-	rec.Grant = hooks.GrantRecord{Outcome: d.Outcome, Decision: d, Rules: d.Rules, Row: idx}
+	rec.Grant = hooks.GrantRecord{Outcome: d.Outcome, Rules: d.Rules, Row: idx}
 	allowed, err := d.Allowed(name)
 	if err != nil {
 		rec.Grant.Err, rec.Grant.Rules = err, failureRules(err)
@@ -286,7 +295,7 @@ func (p *pipeline) callRules(ctx context.Context, s *accepted) bool {
 	}
 	cd := s.call.Revision.Call(ctx, s.call.Caller, s.ereq)
 	rec.RulesTime = time.Since(t)
-	rec.CallDecision, s.cd = cd, cd
+	rec.CallDecision, s.cd = &cd.CallDecision, cd
 	if cd.Err != nil {
 		fail(rec, toolcall.StageRuleFailed, hooks.Answerer{Kind: toolcall.ByRule, Rules: failureRules(cd.Err)}, fmt.Errorf("toolgate.call rules: %w", cd.Err))
 		return true

@@ -137,7 +137,7 @@ func relayedDoc(method string) func(any) any {
 // governRelayed runs the result rules of p's call on a message relayed
 // to its client (method, params): the params to send, or ok false when
 // the message is withheld (the rules denied or failed; logged).
-func governRelayed[T any](ctx context.Context, p *Peer, method string, params T) (T, bool) {
+func governRelayed[T any](ctx context.Context, p *peer, method string, params T) (T, bool) {
 	if p.call == nil || p.call.Revision == nil || !p.call.Revision.HasResultRules() {
 		return params, true
 	}

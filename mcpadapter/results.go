@@ -55,7 +55,7 @@ func (p *pipeline) results(ctx context.Context, call *hooks.CallContext, ereq *e
 	t := time.Now()
 	rd := call.Revision.Result(ctx, call.Caller, *ereq, doc)
 	rec.RulesTime += time.Since(t)
-	rec.ResultDecision = rd
+	rec.ResultDecision = &rd.ResultDecision
 	if rd.Err != nil {
 		by.Rules = failureRules(rd.Err)
 		fail(rec, toolcall.StageResultFailed, by, fmt.Errorf("result rules: %w", rd.Err))

@@ -11,12 +11,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/internal/backend"
 	"github.com/toolgate/toolgate/registry"
 )
 
 // The Pool serves the prompts and resources of its importing upstreams
-// (docs/contract.md §16): it is the adapter's [mcpadapter.Catalog]. What a
+// (docs/contract.md §16): it is the adapter's mcpadapter.Catalog. What a
 // caller may see of them is decided by the adapter; the Pool lists, routes
 // and relays.
 //
@@ -26,7 +26,7 @@ import (
 // resource or template belongs to the first upstream, in configuration
 // order, that lists it.
 
-var _ mcpadapter.Catalog = (*Pool)(nil)
+var _ backend.Catalog = (*Pool)(nil)
 
 // catalog is the Pool's state for prompts and resources.
 type catalog struct {
@@ -35,7 +35,7 @@ type catalog struct {
 	caps     map[string]*mcp.ServerCapabilities // by upstream: what it announced when last seen
 	subs     map[[2]string]*subscription        // by upstream and URI
 	warned   map[string]bool                    // conflicts already logged
-	watchers map[int]func(mcpadapter.CatalogEvent)
+	watchers map[int]func(backend.CatalogEvent)
 	nextID   int
 }
 
@@ -61,23 +61,23 @@ func (c *conn) catalogHandlers(opts *mcp.ClientOptions) {
 		if f := c.pool.opts.ToolsChanged; f != nil {
 			c.pool.wg.Go(func() { f(name) })
 		}
-		c.pool.cat.emit(mcpadapter.CatalogEvent{Kind: mcpadapter.PromptsChanged, Upstream: name})
+		c.pool.cat.emit(backend.CatalogEvent{Kind: backend.PromptsChanged, Upstream: name})
 	}
 	opts.ResourceListChangedHandler = func(context.Context, *mcp.ResourceListChangedRequest) {
 		c.pool.cat.forget(name)
-		c.pool.cat.emit(mcpadapter.CatalogEvent{Kind: mcpadapter.ResourcesChanged, Upstream: name})
+		c.pool.cat.emit(backend.CatalogEvent{Kind: backend.ResourcesChanged, Upstream: name})
 	}
 	opts.ResourceUpdatedHandler = func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 		if req.Params == nil {
 			return
 		}
-		c.pool.cat.emit(mcpadapter.CatalogEvent{Kind: mcpadapter.ResourceUpdated, Upstream: name, URI: req.Params.URI})
+		c.pool.cat.emit(backend.CatalogEvent{Kind: backend.ResourceUpdated, Upstream: name, URI: req.Params.URI})
 	}
 }
 
-func (k *catalog) emit(ev mcpadapter.CatalogEvent) {
+func (k *catalog) emit(ev backend.CatalogEvent) {
 	k.mu.Lock()
-	ws := make([]func(mcpadapter.CatalogEvent), 0, len(k.watchers))
+	ws := make([]func(backend.CatalogEvent), 0, len(k.watchers))
 	for _, w := range k.watchers {
 		ws = append(ws, w)
 	}
@@ -93,13 +93,13 @@ func (k *catalog) forget(name string) {
 	k.mu.Unlock()
 }
 
-// Watch implements [mcpadapter.Catalog].
-func (p *Pool) Watch(f func(mcpadapter.CatalogEvent)) (stop func()) {
+// Watch implements mcpadapter.Catalog.
+func (p *Pool) Watch(f func(backend.CatalogEvent)) (stop func()) {
 	k := &p.cat
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.watchers == nil {
-		k.watchers = map[int]func(mcpadapter.CatalogEvent){}
+		k.watchers = map[int]func(backend.CatalogEvent){}
 	}
 	id := k.nextID
 	k.nextID++
@@ -132,14 +132,14 @@ func (c *conn) catalogSession(ctx context.Context) (*session, *mcp.ServerCapabil
 	return s, caps, nil
 }
 
-// Offers implements [mcpadapter.Catalog]: prompts, resources and
+// Offers implements mcpadapter.Catalog: prompts, resources and
 // completions whenever an upstream is configured with Import, up or not
 // (docs/contract.md §19: one that comes up later says list_changed, which
 // a client only listens for when they were announced); subscriptions
 // when an importing upstream announced them when last seen, or was not
 // seen yet.
-func (p *Pool) Offers() mcpadapter.CatalogOffers {
-	var o mcpadapter.CatalogOffers
+func (p *Pool) Offers() backend.CatalogOffers {
+	var o backend.CatalogOffers
 	p.cat.mu.Lock()
 	defer p.cat.mu.Unlock()
 	for _, name := range p.order {
@@ -307,7 +307,7 @@ func (p *Pool) conn(name string) (*conn, error) {
 	return c, nil
 }
 
-// GetPrompt implements [mcpadapter.Catalog]: prompts/get of the prompt on
+// GetPrompt implements mcpadapter.Catalog: prompts/get of the prompt on
 // its upstream, under its own name there.
 func (p *Pool) GetPrompt(ctx context.Context, pr *registry.Prompt, params *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
 	return catalogRequest(ctx, p, pr.Upstream, "prompts/get "+pr.Prompt, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
@@ -416,25 +416,25 @@ func (p *Pool) warnConflict(what, key, owner, loser string) {
 	}
 }
 
-// Resources implements [mcpadapter.Catalog].
-func (p *Pool) Resources(ctx context.Context) []mcpadapter.CatalogResource {
+// Resources implements mcpadapter.Catalog.
+func (p *Pool) Resources(ctx context.Context) []backend.CatalogResource {
 	conns, lists := p.listings(ctx)
 	return owned(p, conns, lists, "uri",
 		func(l *resourceList) []*mcp.Resource { return l.resources },
 		func(r *mcp.Resource) string { return r.URI },
-		func(c *conn, r *mcp.Resource) mcpadapter.CatalogResource {
-			return mcpadapter.CatalogResource{Upstream: c.cfg.Name, Section: c.cfg.section(), Resource: r}
+		func(c *conn, r *mcp.Resource) backend.CatalogResource {
+			return backend.CatalogResource{Upstream: c.cfg.Name, Section: c.cfg.section(), Resource: r}
 		})
 }
 
-// Templates implements [mcpadapter.Catalog].
-func (p *Pool) Templates(ctx context.Context) []mcpadapter.CatalogTemplate {
+// Templates implements mcpadapter.Catalog.
+func (p *Pool) Templates(ctx context.Context) []backend.CatalogTemplate {
 	conns, lists := p.listings(ctx)
 	return owned(p, conns, lists, "template",
 		func(l *resourceList) []*mcp.ResourceTemplate { return l.templates },
 		func(t *mcp.ResourceTemplate) string { return t.URITemplate },
-		func(c *conn, t *mcp.ResourceTemplate) mcpadapter.CatalogTemplate {
-			return mcpadapter.CatalogTemplate{Upstream: c.cfg.Name, Section: c.cfg.section(), Template: t}
+		func(c *conn, t *mcp.ResourceTemplate) backend.CatalogTemplate {
+			return backend.CatalogTemplate{Upstream: c.cfg.Name, Section: c.cfg.section(), Template: t}
 		})
 }
 
@@ -480,7 +480,7 @@ func nonNil[T any](seq iter.Seq2[*T, error]) ([]*T, error) {
 	return out, nil
 }
 
-// ReadResource implements [mcpadapter.Catalog].
+// ReadResource implements mcpadapter.Catalog.
 func (p *Pool) ReadResource(ctx context.Context, upstream string, params *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
 	return catalogRequest(ctx, p, upstream, "resources/read", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
 		sent := *params
@@ -489,7 +489,7 @@ func (p *Pool) ReadResource(ctx context.Context, upstream string, params *mcp.Re
 	})
 }
 
-// Complete implements [mcpadapter.Catalog].
+// Complete implements mcpadapter.Catalog.
 func (p *Pool) Complete(ctx context.Context, upstream string, params *mcp.CompleteParams) (*mcp.CompleteResult, error) {
 	return catalogRequest(ctx, p, upstream, "completion/complete", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
 		sent := *params
@@ -507,7 +507,7 @@ func (p *Pool) Complete(ctx context.Context, upstream string, params *mcp.Comple
 // upstream session's.
 func catalogMeta(ctx context.Context) mcp.Meta { return traceMeta(ctx) }
 
-// Subscribe implements [mcpadapter.Catalog]: the upstream is subscribed to
+// Subscribe implements mcpadapter.Catalog: the upstream is subscribed to
 // uri once, however many sessions subscribe through toolgate (and again
 // after its session was replaced).
 func (p *Pool) Subscribe(ctx context.Context, upstream, uri string) error {
@@ -546,7 +546,7 @@ func (p *Pool) Subscribe(ctx context.Context, upstream, uri string) error {
 	return nil
 }
 
-// Unsubscribe implements [mcpadapter.Catalog]: the upstream is
+// Unsubscribe implements mcpadapter.Catalog: the upstream is
 // unsubscribed when the last subscriber through toolgate is gone.
 func (p *Pool) Unsubscribe(ctx context.Context, upstream, uri string) error {
 	c, err := p.conn(upstream)

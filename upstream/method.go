@@ -6,7 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/internal/backend"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -43,7 +43,7 @@ func (m *method) Bind(args []toolcall.Arg) (methods.Invocation, error) {
 		obj[a.Name] = a.Value
 	}
 	return func(ctx context.Context) (*mcp.CallToolResult, error) {
-		if peer := mcpadapter.PeerOf(ctx); peer != nil && peer.Caller() != nil {
+		if peer := backend.PeerOf(ctx); peer != nil && peer.Caller() != nil {
 			return m.conn.callRelayed(ctx, peer, m.tool, obj)
 		}
 		return m.conn.call(ctx, m.tool, obj)

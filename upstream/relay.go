@@ -19,7 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/identity"
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/internal/backend"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -162,7 +162,7 @@ type relayKey struct {
 // relayKeyOf is the key of peer's call and whom its session is opened
 // for. With token exchange, the call's own access token is part of both;
 // a caller without one fails here (ErrNoSubjectToken), opening nothing.
-func (c *conn) relayKeyOf(ctx context.Context, peer *mcpadapter.Peer) (relayKey, SessionFor, error) {
+func (c *conn) relayKeyOf(ctx context.Context, peer backend.Peer) (relayKey, SessionFor, error) {
 	who := SessionFor{Owner: peer.Owner(), Caller: peer.Caller()}
 	key := relayKey{owner: who.Owner, version: peer.ProtocolVersion(), caps: capsOf(peer.Capabilities())}
 	if c.creds.perCaller() {
@@ -371,7 +371,7 @@ const (
 
 // relayCall is one call in flight on a caller session.
 type relayCall struct {
-	peer *mcpadapter.Peer
+	peer backend.Peer
 	// ctx is the call's: what goes to the client is sent with it, so that
 	// over streamable HTTP it travels on the call's own response stream.
 	ctx   context.Context
@@ -454,7 +454,7 @@ func (r *relaySessions) oldestIdleOf(owner string) int {
 
 // callRelayed runs one tools/call for peer's client on a session of its
 // caller, relaying what flows during it.
-func (c *conn) callRelayed(ctx context.Context, peer *mcpadapter.Peer, tool string, args any) (*mcp.CallToolResult, error) {
+func (c *conn) callRelayed(ctx context.Context, peer backend.Peer, tool string, args any) (*mcp.CallToolResult, error) {
 	ctx, cancel := c.requestContext(ctx)
 	defer cancel()
 	key, who, err := c.relayKeyOf(ctx, peer)

@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/mcpadapter"
+	"github.com/toolgate/toolgate/internal/backend"
 )
 
 // Answers as sent (docs/contract.md §19): the go-sdk client decodes an
@@ -49,7 +49,7 @@ func sentOf(ctx context.Context) *sentResult {
 // (nothing when none was kept).
 func (s *sentResult) keep(ctx context.Context, res any) {
 	if raw := s.raw.Load(); raw != nil && res != nil {
-		mcpadapter.KeepSent(ctx, res, *raw)
+		backend.KeepSent(ctx, res, *raw)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/internal/canon"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Defaults of Options.
@@ -149,7 +150,7 @@ func revisionName(rev *engine.Revision) string {
 }
 
 // locations renders rule locations as file:line; nil for none.
-func locations(ls []engine.Location) []string {
+func locations(ls []toolcall.Location) []string {
 	var out []string
 	for _, l := range ls {
 		out = append(out, l.String())

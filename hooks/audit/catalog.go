@@ -9,7 +9,6 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -33,7 +32,7 @@ func (a *Auditor) Observer() hooks.Observer {
 func (a *Auditor) catalog(ctx context.Context, rec *hooks.CatalogRecord) {
 	outcome := toolcall.OutcomeResult
 	switch {
-	case rec.Outcome == engine.Failed:
+	case rec.Outcome == toolcall.GrantFailed:
 		outcome = toolcall.OutcomeRefusedGate
 	case !rec.Allowed:
 		return

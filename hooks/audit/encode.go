@@ -140,7 +140,7 @@ func appendFloat(b []byte, f float64) ([]byte, error) {
 // appendRaw appends raw as json.Marshal writes a json.RawMessage: null when
 // nil, else compacted with the HTML-safe escapes, and an error when it is
 // not JSON. A compact raw value without those characters (what
-// engine.Meta.MarshalJSON writes) is appended as it is.
+// toolcall.Meta.MarshalJSON writes) is appended as it is.
 func appendRaw(b []byte, raw json.RawMessage) ([]byte, error) {
 	if raw == nil {
 		return append(b, "null"...), nil

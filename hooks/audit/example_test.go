@@ -24,12 +24,12 @@ func ExampleNewRecord() {
 		Caller:     &toolcall.Caller{Subject: "alice"},
 		Start:      time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC),
 	}
-	rule := engine.Location{File: "rego/call.rego", Row: 9, Col: 1}
+	rule := toolcall.Location{File: "rego/call.rego", Row: 9, Col: 1}
 	end := &hooks.Record{
 		Stage:    toolcall.StageDenied,
 		Outcome:  toolcall.OutcomeDenied,
 		Grant:    hooks.GrantRecord{Outcome: engine.NoOverride},
-		Denials:  []hooks.Denial{{Reason: "Closed on Sundays.", Rules: []engine.Location{rule}}},
+		Denials:  []hooks.Denial{{Reason: "Closed on Sundays.", Rules: []toolcall.Location{rule}}},
 		Duration: 1500 * time.Microsecond,
 	}
 	line, _ := json.Marshal(audit.NewRecord(call, end))

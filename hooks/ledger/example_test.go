@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks/ledger"
 	"github.com/toolgate/toolgate/mcpadapter"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // A Limiter decides calls under the limits a policy set
@@ -17,7 +17,7 @@ func ExampleLimiter() {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	l := ledger.NewLimiter(store.NewMemoryStore(), func() time.Time { return now })
-	limits := []engine.Limit{{Key: "sleep/subject/ann", Max: 1, Per: time.Minute, Reason: "one a minute"}}
+	limits := []toolcall.Limit{{Key: "sleep/subject/ann", Max: 1, Per: time.Minute, Reason: "one a minute"}}
 	ck, _ := l.Admit(ctx, limits)
 	fmt.Println(ck.Admitted)
 	now = now.Add(15 * time.Second)

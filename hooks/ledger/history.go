@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // History keeps callers' histories (docs/contract.md §20) in a
@@ -37,20 +37,20 @@ var _ hooks.History = (*History)(nil)
 var ErrHistoryStore = errors.New("ledger: the history store could not answer")
 
 // Load implements hooks.History.
-func (h *History) Load(ctx context.Context, source, subject string, per time.Duration, max int) (engine.History, error) {
+func (h *History) Load(ctx context.Context, source, subject string, per time.Duration, max int) (toolcall.History, error) {
 	es, err := h.store.ReadHistory(ctx, store.HistoryKey{Source: source, Subject: subject}, h.now().Add(-per), max)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrHistoryStore, err)
 	}
-	out := make(engine.History, len(es))
+	out := make(toolcall.History, len(es))
 	for i, e := range es {
-		out[i] = engine.HistoryEntry{Tool: e.Tool, At: e.At.UTC(), Outcome: e.Outcome, Arguments: e.Arguments}
+		out[i] = toolcall.HistoryEntry{Tool: e.Tool, At: e.At.UTC(), Outcome: e.Outcome, Arguments: e.Arguments}
 	}
 	return out, nil
 }
 
 // Record implements hooks.History.
-func (h *History) Record(ctx context.Context, source, subject string, e engine.HistoryEntry, per time.Duration, max int) error {
+func (h *History) Record(ctx context.Context, source, subject string, e toolcall.HistoryEntry, per time.Duration, max int) error {
 	if e.At.IsZero() {
 		e.At = h.now()
 	}

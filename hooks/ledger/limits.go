@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // Limiter decides calls under the limits of data.toolgate.call.limit in a
@@ -37,16 +37,16 @@ var _ hooks.Limits = (*Limiter)(nil)
 var ErrLimitStore = errors.New("ledger: the limit store could not answer")
 
 // Admit implements hooks.Limits.
-func (l *Limiter) Admit(ctx context.Context, limits []engine.Limit) (hooks.LimitCheck, error) {
+func (l *Limiter) Admit(ctx context.Context, limits []toolcall.Limit) (hooks.LimitCheck, error) {
 	return l.check(ctx, limits, l.store.AdmitCall)
 }
 
 // Peek implements hooks.Limits.
-func (l *Limiter) Peek(ctx context.Context, limits []engine.Limit) (hooks.LimitCheck, error) {
+func (l *Limiter) Peek(ctx context.Context, limits []toolcall.Limit) (hooks.LimitCheck, error) {
 	return l.check(ctx, limits, l.store.PeekLimits)
 }
 
-func (l *Limiter) check(ctx context.Context, limits []engine.Limit,
+func (l *Limiter) check(ctx context.Context, limits []toolcall.Limit,
 	f func(context.Context, []store.LimitRequest, time.Time) (bool, []store.LimitCount, error)) (hooks.LimitCheck, error) {
 	reqs := make([]store.LimitRequest, len(limits))
 	for i, lim := range limits {

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/store"
+	"github.com/toolgate/toolgate/toolcall"
 )
 
 // TestLimiter: the Limiter reads engine limits, answers each limit's state
@@ -19,7 +19,7 @@ func TestLimiter(t *testing.T) {
 	now := t0
 	l := NewLimiter(store.NewMemoryStore(), func() time.Time { return now })
 	ctx := context.Background()
-	lims := []engine.Limit{{Key: "a", Max: 1, Per: time.Minute, Reason: "one a minute"}}
+	lims := []toolcall.Limit{{Key: "a", Max: 1, Per: time.Minute, Reason: "one a minute"}}
 	ck, err := l.Admit(ctx, lims)
 	require.NoError(t, err)
 	assert.True(t, ck.Admitted)
@@ -68,11 +68,11 @@ func TestLimiterFailsClosedBeyondTheKeyCap(t *testing.T) {
 	t.Parallel()
 	l := NewLimiter(store.NewMemoryStore(store.MemoryMaxLimitKeys(1)), func() time.Time { return t0 })
 	ctx := context.Background()
-	held := []engine.Limit{{Key: "getCustomer/1", Max: 5, Per: time.Minute, Reason: "r"}}
+	held := []toolcall.Limit{{Key: "getCustomer/1", Max: 5, Per: time.Minute, Reason: "r"}}
 	ck, err := l.Admit(ctx, held)
 	require.NoError(t, err)
 	assert.True(t, ck.Admitted)
-	_, err = l.Admit(ctx, []engine.Limit{{Key: "getCustomer/2", Max: 5, Per: time.Minute, Reason: "r"}})
+	_, err = l.Admit(ctx, []toolcall.Limit{{Key: "getCustomer/2", Max: 5, Per: time.Minute, Reason: "r"}})
 	assert.ErrorIs(t, err, ErrLimitStore)
 	assert.ErrorIs(t, err, store.ErrTooManyLimitKeys)
 	ck, err = l.Admit(ctx, held)

@@ -237,8 +237,7 @@ func Explain(ctx context.Context, opts ExplainOptions) *Explanation {
 		if len(opts.Result) > 0 {
 			dry.Result, resultErr = ReadResult(opts.Result)
 		}
-		rec = mcpadapter.DryRun(ctx, dry)
-		d = rec.Grant.Decision
+		rec, d = mcpadapter.DryRunGrant(ctx, dry)
 	}
 	if d == nil {
 		d = rev.Explain(ctx, opts.Caller, engine.Request{Method: engine.MethodList, Meta: engine.BoundMeta(opts.Meta)})
@@ -336,7 +335,7 @@ func explainCall(rev *engine.Revision, c *toolcall.Caller, name string, rec *hoo
 	}
 	cd := rec.CallDecision
 	if cd == nil {
-		cd = &engine.CallDecision{}
+		cd = &toolcall.CallDecision{}
 	}
 	switch rec.Stage {
 	case toolcall.StageNobody:

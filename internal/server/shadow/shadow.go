@@ -108,7 +108,7 @@ func CallSide(rev *engine.Revision, rec *hooks.Record) Side {
 
 // setCall records the toolgate.call rules' decision cd: deny reasons,
 // approval, result and failure.
-func (s *Side) setCall(cd *engine.CallDecision) {
+func (s *Side) setCall(cd *toolcall.CallDecision) {
 	s.Known = true
 	s.Deny, s.Approval, s.ResultRules = cd.Deny, cd.Approval, cd.ResultRules
 	if len(cd.Result) > 0 {
@@ -390,7 +390,7 @@ func (s *Shadow) decideCall(ctx context.Context, caller *toolcall.Caller, name s
 		b.Failure = err.Error()
 	}
 	if b.Granted && withRules {
-		b.setCall(cand.Call(ctx, caller, req))
+		b.setCall(&cand.Call(ctx, caller, req).CallDecision)
 	}
 	return b, func() *engine.GrantDecision { return cand.Explain(ctx, caller, req) }
 }
@@ -405,7 +405,7 @@ func (s *Shadow) observeList(_ context.Context, l *hooks.ListRecord) {
 	for _, n := range l.Listed {
 		listed[n] = true
 	}
-	rules := l.Decision.Rules
+	rules := l.Rules
 	meta, _ := l.Meta.MarshalJSON()
 	s.enqueue(func(ctx context.Context) {
 		cand := s.candidate()

@@ -16,10 +16,17 @@ import (
 // fails t if the go tool cannot list them.
 func Deps(t testing.TB) []string {
 	t.Helper()
+	return DepsOf(t, ".")
+}
+
+// DepsOf is Deps of the package pattern pkg ("./hooks/audit", an import
+// path), resolved in the test's working directory.
+func DepsOf(t testing.TB, pkg string) []string {
+	t.Helper()
 	goTool, err := exec.LookPath("go") // go test puts its GOROOT/bin first in PATH
 	require.NoError(t, err)
-	out, err := exec.Command(goTool, "list", "-deps", ".").Output()
-	require.NoError(t, err, "go list -deps .")
+	out, err := exec.Command(goTool, "list", "-deps", pkg).Output()
+	require.NoError(t, err, "go list -deps %s", pkg)
 	return strings.Fields(string(out))
 }
 
