@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 )
 
-// Meta is a bounded _meta object: at most engine.MaxMetaEntries entries in wire
-// order, each value the exact JSON the client sent, compacted.
+// Meta is a bounded _meta object: at most engine.MaxMetaEntries entries
+// in wire order, each value the exact JSON the client sent, compacted.
 //
-// The zero Meta is empty. A Meta is immutable after engine.BoundMeta (or
-// MetaOf) and safe for
-// concurrent use; slices it returns are shared with it and must not be
-// modified.
+// The zero Meta is empty. A Meta is immutable once made (engine.BoundMeta,
+// MetaOf) and safe for concurrent use; slices it returns are shared with
+// it and must not be modified.
 type Meta struct {
 	entries []MetaEntry
 }

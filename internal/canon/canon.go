@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 
-	"github.com/toolgate/toolgate/internal/exactjson"
 	"github.com/toolgate/toolgate/internal/jsonx"
 )
 
@@ -122,13 +121,13 @@ func canonicalValue(raw []byte, i, depth int) (int, bool) {
 	case c == '"':
 		return canonicalString(raw, i)
 	case c == 't':
-		return exactjson.ScanLiteral(raw, i, "true")
+		return jsonx.ScanLiteral(raw, i, "true")
 	case c == 'f':
-		return exactjson.ScanLiteral(raw, i, "false")
+		return jsonx.ScanLiteral(raw, i, "false")
 	case c == 'n':
-		return exactjson.ScanLiteral(raw, i, "null")
+		return jsonx.ScanLiteral(raw, i, "null")
 	case c == '-' || '0' <= c && c <= '9':
-		return exactjson.ScanNumber(raw, i)
+		return jsonx.ScanNumber(raw, i)
 	}
 	return 0, false
 }

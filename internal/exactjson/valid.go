@@ -1,5 +1,7 @@
 package exactjson
 
+import "github.com/toolgate/toolgate/internal/jsonx"
+
 // valid is json.Valid for the check path: the same answer (RFC 8259's
 // grammar, nesting at most maxNesting deep, bytes above 0x7f not checked
 // here), read by recursive descent instead of encoding/json's scanner,
@@ -88,23 +90,14 @@ func validValue(b []byte, i, depth int) (int, bool) {
 	case c == '"':
 		return validString(b, i)
 	case c == 't':
-		return ScanLiteral(b, i, "true")
+		return jsonx.ScanLiteral(b, i, "true")
 	case c == 'f':
-		return ScanLiteral(b, i, "false")
+		return jsonx.ScanLiteral(b, i, "false")
 	case c == 'n':
-		return ScanLiteral(b, i, "null")
+		return jsonx.ScanLiteral(b, i, "null")
 	default:
-		return ScanNumber(b, i)
+		return jsonx.ScanNumber(b, i)
 	}
-}
-
-// ScanLiteral reads the literal lit (true, false, null) at b[i:] and
-// returns where it ends.
-func ScanLiteral(b []byte, i int, lit string) (int, bool) {
-	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
-		return 0, false
-	}
-	return i + len(lit), true
 }
 
 func validString(b []byte, i int) (int, bool) {
@@ -141,48 +134,4 @@ func validString(b []byte, i int) (int, bool) {
 
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-// ScanNumber reads a JSON number at b[i:],
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, and returns where it ends.
-func ScanNumber(b []byte, i int) (int, bool) {
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i >= len(b):
-		return 0, false
-	case b[i] == '0':
-		i++
-	case b[i] >= '1' && b[i] <= '9':
-		i = digitsEnd(b, i+1)
-	default:
-		return 0, false
-	}
-	if i < len(b) && b[i] == '.' {
-		j := digitsEnd(b, i+1)
-		if j == i+1 {
-			return 0, false
-		}
-		i = j
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		j := digitsEnd(b, i)
-		if j == i {
-			return 0, false
-		}
-		i = j
-	}
-	return i, true
-}
-
-func digitsEnd(b []byte, i int) int {
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		i++
-	}
-	return i
 }
