@@ -131,3 +131,24 @@ func TestUpstreamLinksNoAdapter(t *testing.T) {
 	require.Contains(t, deps, "github.com/toolgate/toolgate/upstream", "the listing is upstream's")
 	depstest.RefusePrefixes(t, deps, "upstream", "github.com/toolgate/toolgate/mcpadapter")
 }
+
+// TestPluginsLinkNoEngine: the vocabulary plug-ins import (hooks) and the
+// plug-ins themselves read decisions as toolcall's values, so none links
+// the engine, the adapter or OPA's evaluator.
+func TestPluginsLinkNoEngine(t *testing.T) {
+	t.Parallel()
+	for _, pkg := range []string{"hooks", "hooks/audit", "hooks/ledger", "metrics", "decisionlog"} {
+		t.Run(pkg, func(t *testing.T) {
+			t.Parallel()
+			deps := depstest.DepsOf(t, "./"+pkg)
+			require.Contains(t, deps, "github.com/toolgate/toolgate/"+pkg, "the listing is %s's", pkg)
+			depstest.RefusePrefixes(t, deps, pkg,
+				"github.com/toolgate/toolgate/engine",
+				"github.com/toolgate/toolgate/mcpadapter",
+				"github.com/open-policy-agent/opa/v1/rego",
+				"github.com/open-policy-agent/opa/v1/topdown",
+				"github.com/open-policy-agent/opa/v1/storage",
+			)
+		})
+	}
+}

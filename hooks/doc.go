@@ -10,10 +10,10 @@
 //
 // It holds no machinery: mcpadapter runs the call pipeline and fills the
 // Record, the packages under hooks/ (audit, ledger) and the metrics,
-// tracing and decision-log plug-ins read it. It imports the engine's,
-// the registry's and toolcall's types and the go-sdk's mcp package, and
-// never mcpadapter, so a plug-in links the vocabulary without the
-// adapter.
+// tracing and decision-log plug-ins read it. It imports toolcall's
+// values (decisions, limits, locations, the revision), the registry's row
+// and the go-sdk's mcp package (results), never the engine nor
+// mcpadapter, so a plug-in links the vocabulary without the adapter.
 //
 // A before hook that refuses calls on Sundays:
 //

@@ -8,7 +8,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolcall"
 )
@@ -41,7 +40,7 @@ type CallContext struct {
 	// by Source and Caller.Subject.
 	Source string
 	// Revision is the one revision every decision of this call read.
-	Revision *engine.Revision
+	Revision toolcall.Revision
 	// Start is when the adapter began handling the call.
 	Start time.Time
 

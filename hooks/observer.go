@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/toolcall"
 )
 
@@ -46,7 +45,7 @@ type ListRecord struct {
 	// Caller is who listed; never nil.
 	Caller *toolcall.Caller
 	// Revision is the revision the decision read.
-	Revision *engine.Revision
+	Revision toolcall.Revision
 	// Meta is the bounded _meta.
 	Meta toolcall.Meta
 	// Outcome is how the grant decision was reached. When it is
@@ -72,7 +71,7 @@ type ListRecord struct {
 type CatalogRecord struct {
 	Method   string
 	Caller   *toolcall.Caller
-	Revision *engine.Revision
+	Revision toolcall.Revision
 	// Name is the prompt name or the URI as sent.
 	Name string
 	// Upstream is the upstream that owns it; "" when nothing does.

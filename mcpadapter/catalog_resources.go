@@ -146,7 +146,7 @@ func (a *Adapter) readResource(ctx context.Context, caller *toolcall.Caller, req
 		rec.Err = err
 		return nil, a.relayError("resources/read", err)
 	}
-	return catalogResult(ctx, a, rec.Revision, caller, engine.Request{Method: engine.MethodResourcesRead, URI: uri, Meta: engine.BoundMeta(rawMeta(req.Params.Meta))}, out, rec)
+	return catalogResult(ctx, a, engineRevision(rec.Revision), caller, engine.Request{Method: engine.MethodResourcesRead, URI: uri, Meta: engine.BoundMeta(rawMeta(req.Params.Meta))}, out, rec)
 }
 
 func (a *Adapter) complete(ctx context.Context, caller *toolcall.Caller, req *mcp.CompleteRequest, method string, next mcp.MethodHandler) (mcp.Result, error) {

@@ -31,11 +31,11 @@ func (p *pipeline) loadHistory(ctx context.Context, call *hooks.CallContext, ere
 	if ereq.History != nil {
 		return nil
 	}
-	g, c := call.Revision.HistoryReads()
+	g, c := engineRevision(call.Revision).HistoryReads()
 	if grant && !g || !grant && !c {
 		return nil
 	}
-	cfg := call.Revision.Registry().History
+	cfg := engineRevision(call.Revision).Registry().History
 	h, err := p.fx.history(ctx, call.Source, call.Caller.Subject, cfg.Window(), cfg.Max)
 	if err != nil {
 		return err
@@ -55,7 +55,7 @@ func (p *pipeline) loadHistory(ctx context.Context, call *hooks.CallContext, ere
 // recorded: hidden is absent. A store that fails is logged; the caller's
 // answer is already given.
 func (a *Adapter) recordHistory(ctx context.Context, call *hooks.CallContext, rec *hooks.Record) {
-	cfg := call.Revision.Registry().History
+	cfg := engineRevision(call.Revision).Registry().History
 	if cfg == nil || call.Tool == nil || a.opts.History == nil || rec.Dry {
 		return
 	}

@@ -24,7 +24,7 @@ type seen struct {
 
 type seenCall struct {
 	id, name string
-	rev      *engine.Revision
+	rev      toolcall.Revision
 	rec      hooks.Record
 	// afterRan is how many after hooks the test's recording hook had seen
 	// when the observer was told.

@@ -293,7 +293,7 @@ func (p *pipeline) callRules(ctx context.Context, s *accepted) bool {
 		fail(rec, toolcall.StageRuleFailed, hooks.Answerer{Kind: toolcall.ByRule}, fmt.Errorf("history: %w", err))
 		return true
 	}
-	cd := s.call.Revision.Call(ctx, s.call.Caller, s.ereq)
+	cd := engineRevision(s.call.Revision).Call(ctx, s.call.Caller, s.ereq)
 	rec.RulesTime = time.Since(t)
 	rec.CallDecision, s.cd = &cd.CallDecision, cd
 	if cd.Err != nil {
@@ -424,7 +424,7 @@ func (p *pipeline) method(ctx context.Context, s *accepted) bool {
 // resultRules run the result rules (docs/contract.md §18) on the call's
 // result, when there is one and the policies have them.
 func (p *pipeline) resultRules(ctx context.Context, s *accepted) {
-	if s.rec.Result != nil && s.call.Revision.HasResultRules() {
+	if s.rec.Result != nil && engineRevision(s.call.Revision).HasResultRules() {
 		p.results(ctx, s.call, &s.ereq, s.rec)
 	}
 }
@@ -500,4 +500,11 @@ func normaliseArguments(raw json.RawMessage) json.RawMessage {
 		break
 	}
 	return json.RawMessage("{}")
+}
+
+// engineRevision is the engine revision behind r: every CallContext and
+// record the adapter makes names one of the engine's.
+func engineRevision(r toolcall.Revision) *engine.Revision {
+	rev, _ := r.(*engine.Revision)
+	return rev
 }

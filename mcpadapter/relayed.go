@@ -138,12 +138,12 @@ func relayedDoc(method string) func(any) any {
 // to its client (method, params): the params to send, or ok false when
 // the message is withheld (the rules denied or failed; logged).
 func governRelayed[T any](ctx context.Context, p *peer, method string, params T) (T, bool) {
-	if p.call == nil || p.call.Revision == nil || !p.call.Revision.HasResultRules() {
+	if p.call == nil || p.call.Revision == nil || !engineRevision(p.call.Revision).HasResultRules() {
 		return params, true
 	}
 	c := p.call
 	req := engine.Request{Method: engine.MethodCall, Tool: c.Name, Arguments: c.Arguments, Meta: c.Meta}
-	g := governValue(ctx, c.Revision, c.Caller, req, params, relayedDoc(method))
+	g := governValue(ctx, engineRevision(c.Revision), c.Caller, req, params, relayedDoc(method))
 	switch {
 	case g.err != nil:
 		p.a.log.Error("toolgate: result rules failed on a relayed message; it is withheld", slog.String("method", method),

@@ -53,7 +53,7 @@ func (p *pipeline) results(ctx context.Context, call *hooks.CallContext, ereq *e
 		return
 	}
 	t := time.Now()
-	rd := call.Revision.Result(ctx, call.Caller, *ereq, doc)
+	rd := engineRevision(call.Revision).Result(ctx, call.Caller, *ereq, doc)
 	rec.RulesTime += time.Since(t)
 	rec.ResultDecision = &rd.ResultDecision
 	if rd.Err != nil {

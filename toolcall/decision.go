@@ -69,3 +69,15 @@ type ResultDecision struct {
 	// closed).
 	Err error
 }
+
+// Revision is the consistent state of registry, policies and data a
+// decision read, as plug-ins name it (the engine's *Revision is the one
+// the adapter gives): its number within its engine, the hash of what it
+// was built from, the source's label, and String, the name logs and
+// audit records give it (the label, else number and short hash).
+type Revision interface {
+	Number() uint64
+	Hash() string
+	Label() string
+	String() string
+}

@@ -6,7 +6,8 @@
 // was reached (GrantOutcome), the bounded _meta (Meta), the rate limits
 // (Limit), the caller's history (History), and what the toolgate.call and
 // result rules decided (CallDecision, ResultDecision, with their Reasons
-// and Approval). The engine names these as its own types.
+// and Approval), and the Revision they read. The engine names these as
+// its own types (its *Revision is a Revision).
 //
 // It is a leaf: it imports neither the MCP go-sdk nor OPA, so an identity
 // source, an observer or a plug-in can speak of callers and outcomes without

@@ -13,7 +13,6 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/hooks"
 	"github.com/toolgate/toolgate/internal/canon"
 	"github.com/toolgate/toolgate/toolcall"
@@ -135,12 +134,12 @@ func NewRecord(call *hooks.CallContext, end *hooks.Record) Record {
 var lastRevision atomic.Pointer[namedRevision]
 
 type namedRevision struct {
-	rev  *engine.Revision
+	rev  toolcall.Revision
 	name string
 }
 
 // revisionName is rev.String(), formatted once per revision.
-func revisionName(rev *engine.Revision) string {
+func revisionName(rev toolcall.Revision) string {
 	if n := lastRevision.Load(); n != nil && n.rev == rev {
 		return n.name
 	}

@@ -351,7 +351,8 @@ func (s *Shadow) observeCall(_ context.Context, call *hooks.CallContext, rec *ho
 	if s.candidate() == nil {
 		return
 	}
-	serving := CallSide(call.Revision, rec)
+	rev, _ := call.Revision.(*engine.Revision) // the adapter's revisions are the engine's
+	serving := CallSide(rev, rec)
 	caller := cloneCaller(call.Caller)
 	name, args := call.Name, slices.Clone(call.Arguments)
 	meta, _ := call.Meta.MarshalJSON()
@@ -400,7 +401,10 @@ func (s *Shadow) observeList(_ context.Context, l *hooks.ListRecord) {
 		return
 	}
 	caller := cloneCaller(l.Caller)
-	rev := l.Revision
+	rev, ok := l.Revision.(*engine.Revision) // the adapter's revisions are the engine's
+	if !ok {
+		return
+	}
 	listed := make(map[string]bool, len(l.Listed))
 	for _, n := range l.Listed {
 		listed[n] = true
