@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/toolgate/toolgate/internal/testkit/childupstream"
+	"github.com/toolgate/toolgate/internal/testkit/proctest"
 	"github.com/toolgate/toolgate/internal/testkit/testserver"
 	"github.com/toolgate/toolgate/methods"
 	"github.com/toolgate/toolgate/toolcall"
@@ -28,15 +27,10 @@ var upstreamBin string
 
 func TestMain(m *testing.M) {
 	childupstream.Main() // a child upstream, when the command line names one
-	dir, err := os.MkdirTemp("", "upstreamtest")
+	var err error
+	upstreamBin, err = proctest.Binary("./internal/testkit/testserver/cmd/upstreamtest")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	upstreamBin = filepath.Join(dir, "upstreamtest")
-	out, err := exec.Command("go", "build", "-o", upstreamBin, "../internal/testkit/testserver/cmd/upstreamtest").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building the test upstream: %v\n%s", err, out)
+		fmt.Fprintf(os.Stderr, "building the test upstream: %v\n", err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -47,7 +41,6 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
-	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
 

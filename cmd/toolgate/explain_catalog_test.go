@@ -5,24 +5,21 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/internal/testkit/proctest"
 )
 
 // everythingServerBin builds the go-sdk's conformance server (prompts,
 // resources, templates, completions) from the module cache.
 func everythingServerBin(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "everything-server")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server").CombinedOutput(); err != nil {
-		t.Fatalf("building the go-sdk conformance server: %v\n%s", err, out)
-	}
-	return bin
+	return proctest.Build(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
 }
 
 // TestExplainCatalog (docs/contract.md §16): toolgate explain --prompt and

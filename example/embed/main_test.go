@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,9 +24,7 @@ func TestEmbedRuns(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a failure bound only
 	defer cancel()
-	bin := filepath.Join(t.TempDir(), "embed")
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin := proctest.Build(t, "./example/embed")
 
 	cmd := exec.Command(bin, "--as", "cid", "--role", "contractor")
 	stderr := &proctest.Buffer{}

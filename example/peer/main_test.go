@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -28,9 +27,7 @@ func TestPeerRuns(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a failure bound only
 	defer cancel()
-	bin := filepath.Join(t.TempDir(), "peer")
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin := proctest.Build(t, "./example/peer")
 
 	cmd := exec.Command(bin, "--as", "ann")
 	stderr := &proctest.Buffer{}

@@ -44,9 +44,14 @@ func TestImage(t *testing.T) {
 	}
 	path, want := os.Getenv(EnvImage), os.Getenv(EnvImage+"_VERSION")
 	if path == "" {
+		proctest.RequireBuilds(t, "a static toolgate binary and its image")
 		dir := t.TempDir()
-		bin := filepath.Join(dir, "toolgate")
-		require.NoError(t, image.BuildBinary(t.Context(), proctest.Root, bin, runtime.GOARCH, testVersion))
+		// Linked once per checkout and sources (go build's up-to-date
+		// check): a warm run reuses it.
+		bin, err := proctest.Cached("toolgate-static-"+runtime.GOARCH, func(out string) error {
+			return image.BuildBinary(t.Context(), proctest.Root, out, runtime.GOARCH, testVersion)
+		})
+		require.NoError(t, err)
 		img, err := image.Build(image.Options{Binary: bin, Arch: runtime.GOARCH, Version: testVersion})
 		require.NoError(t, err)
 		path = filepath.Join(dir, "image.tar")

@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/runtime/bundle"
 	"github.com/toolgate/toolgate/internal/testkit/bundletest"
+	"github.com/toolgate/toolgate/internal/testkit/proctest"
 )
 
 // opaVersion is the OPA release whose stock `opa build` must make bundles
@@ -41,6 +42,9 @@ func opa(t *testing.T, dir string, args ...string) {
 func TestStockOPABuildLoads(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the opa CLI")
+	}
+	if os.Getenv("TOOLGATE_OPA") == "" {
+		proctest.RequireBuilds(t, "the stock opa CLI ($TOOLGATE_OPA names one to use instead)")
 	}
 	t.Parallel()
 	dir := t.TempDir()

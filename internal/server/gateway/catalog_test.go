@@ -3,16 +3,13 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,35 +21,17 @@ import (
 	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
+	"github.com/toolgate/toolgate/internal/testkit/proctest"
 	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/upstream"
 )
 
-var (
-	everythingOnce sync.Once
-	everythingBin  string
-	everythingErr  error
-)
-
 // everythingServer builds the go-sdk's conformance server (prompts,
 // resources, templates, subscriptions, completions) from the module
-// cache, once per test binary.
+// cache.
 func everythingServer(t *testing.T) string {
 	t.Helper()
-	everythingOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "everything")
-		if err != nil {
-			everythingErr = err
-			return
-		}
-		everythingBin = filepath.Join(dir, "everything-server")
-		out, err := exec.Command("go", "build", "-o", everythingBin, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server").CombinedOutput()
-		if err != nil {
-			everythingErr = errors.New(string(out))
-		}
-	})
-	require.NoError(t, everythingErr, "building the go-sdk conformance server")
-	return everythingBin
+	return proctest.Build(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
 }
 
 // catalogPolicy hides the image prompt and the binary resource and every

@@ -1,5 +1,6 @@
 // Package proctest runs the module's programs in tests: it builds a main
-// package once per test binary, starts it, waits for a line it prints
+// package (once per checkout and set of sources, shared by every test
+// binary: see Build), starts it, waits for a line it prints
 // (its listener's address, say), stops it when the test ends, and keeps
 // its output for the failure message. Tests only.
 //
@@ -9,9 +10,7 @@ package proctest
 
 import (
 	"bytes"
-	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -75,75 +74,6 @@ func (b *Buffer) Changed() <-chan struct{} {
 		b.ch = make(chan struct{})
 	}
 	return b.ch
-}
-
-var (
-	buildMu sync.Mutex
-	builds  = map[string]*build{}
-)
-
-type build struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// Build builds the main package pkg (relative to the module root:
-// "./cmd/toolgate") once per test binary and returns the binary's path.
-// A failed build fails every test that asks for it.
-//
-// go test caches a package's result by what its test binary is built from
-// and the files it opened: Build stats pkg's Go files, so that an edit of
-// them re-runs the test (a test of another package should also import
-// what the binary runs, blank if need be).
-func Build(t testing.TB, pkg string) string {
-	t.Helper()
-	buildMu.Lock()
-	b := builds[pkg]
-	if b == nil {
-		b = &build{}
-		builds[pkg] = b
-	}
-	buildMu.Unlock()
-	b.once.Do(func() {
-		entries, err := os.ReadDir(filepath.Join(Root, pkg))
-		if err != nil {
-			b.err = err
-			return
-		}
-		for _, e := range entries {
-			if strings.HasSuffix(e.Name(), ".go") {
-				_, _ = os.Stat(filepath.Join(Root, pkg, e.Name()))
-			}
-		}
-		dir, err := os.MkdirTemp("", "proctest-"+filepath.Base(pkg))
-		if err != nil {
-			b.err = err
-			return
-		}
-		b.path = filepath.Join(dir, filepath.Base(pkg))
-		cmd := exec.Command("go", "build", "-o", b.path, pkg)
-		cmd.Dir = Root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-		}
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.path
-}
-
-// RemoveBuilds removes the binaries Build linked; for TestMain, after
-// m.Run.
-func RemoveBuilds() {
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	for _, b := range builds {
-		if b.path != "" {
-			_ = os.RemoveAll(filepath.Dir(b.path))
-		}
-	}
 }
 
 // Proc is a started process.
