@@ -47,3 +47,31 @@ FAIL  m/broken (0.0s) [4 done]
 1 packages passed, 2 failed, 1 without tests
 `, out.String())
 }
+
+// TestFormatWith: Format's lines, then each skipped test with the reason
+// it gave and the slowest packages that ran, slowest first.
+func TestFormatWith(t *testing.T) {
+	t.Parallel()
+	in := `{"Action":"output","Package":"m/a","Test":"TestSkips","Output":"=== RUN   TestSkips\n"}
+{"Action":"output","Package":"m/a","Test":"TestSkips","Output":"    a_test.go:12: needs PostgreSQL: set X\n"}
+{"Action":"output","Package":"m/a","Test":"TestSkips","Output":"--- SKIP: TestSkips (0.00s)\n"}
+{"Action":"skip","Package":"m/a","Test":"TestSkips","Elapsed":0}
+{"Action":"pass","Package":"m/a","Elapsed":2.5}
+{"Action":"pass","Package":"m/b","Elapsed":7.25}
+{"Action":"skip","Package":"m/none"}
+{"Action":"fail","Package":"m/c","Elapsed":4}
+`
+	var out strings.Builder
+	s, err := testprogress.FormatWith(strings.NewReader(in), &out, testprogress.Options{Slowest: 2, Skips: true})
+	require.NoError(t, err)
+	assert.Equal(t, testprogress.Summary{Passed: 2, Failed: 1, Skipped: 1}, s)
+	assert.Equal(t, `ok    m/a (2.5s) [1 done]
+ok    m/b (7.2s) [2 done]
+-     m/none (no tests) [3 done]
+FAIL  m/c (4.0s) [4 done]
+2 packages passed, 1 failed, 1 without tests
+1 tests skipped
+SKIP  m/a TestSkips: needs PostgreSQL: set X
+slowest: m/b (7.2s), m/c (4.0s)
+`, out.String())
+}
