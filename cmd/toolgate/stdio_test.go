@@ -62,6 +62,7 @@ func TestConformanceOverStdio(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary; skipped with -short")
 	}
+	t.Parallel()
 	bin := toolgateBinary(t)
 	fixtures, err := conformance.Load(filepath.Join("..", "..", conformance.Dir))
 	require.NoError(t, err)
