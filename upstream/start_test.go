@@ -26,7 +26,7 @@ func (p *Pool) toolNames(t *testing.T, name string) []string {
 	tools, err := p.conns[name].listed(t.Context())
 	require.NoError(t, err)
 	var out []string
-	for _, tl := range tools {
+	for _, tl := range tools.tools {
 		out = append(out, tl.Name)
 	}
 	return out
