@@ -412,7 +412,11 @@ func (c *conn) call(ctx context.Context, tool string, args any) (*mcp.CallToolRe
 	if err != nil {
 		return nil, fmt.Errorf("upstream %s: %w", c.cfg.Name, err)
 	}
-	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: traceMeta(ctx)})
+	sentCtx, sent := withSent(ctx)
+	res, err := s.cs.CallTool(sentCtx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: traceMeta(ctx)})
+	if err == nil {
+		sent.keep(ctx, res)
+	}
 	if err == nil && res == nil {
 		err = errors.New("no result")
 	}

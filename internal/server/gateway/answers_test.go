@@ -42,12 +42,13 @@ var sentAnswers = map[string]string{
 // one resource.
 func rawUpstream(t *testing.T) string {
 	t.Helper()
-	return rawUpstreamWith(t, nil)
+	return rawUpstreamWith(t, nil, nil)
 }
 
 // rawUpstreamWith is rawUpstream answering the methods of answers (a
-// result each, as sent) as they say instead.
-func rawUpstreamWith(t *testing.T, answers map[string]string) string {
+// result each, as sent) and of errs (a JSON-RPC error object each, as
+// sent) as they say instead.
+func rawUpstreamWith(t *testing.T, answers, errs map[string]string) string {
 	t.Helper()
 	own := map[string]string{
 		"tools/list":               `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`,
@@ -85,7 +86,10 @@ func rawUpstreamWith(t *testing.T, answers map[string]string) string {
 			return
 		}
 		var body string
+		rpcErr, failed := errs[msg.Method]
 		switch result, ok := answers[msg.Method]; {
+		case failed:
+			body = `{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"error":` + rpcErr + `}`
 		case msg.Method == "initialize":
 			v := msg.Params.ProtocolVersion
 			if v == "" {

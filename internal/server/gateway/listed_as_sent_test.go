@@ -35,7 +35,7 @@ const sentTool = `{"name":"sing","title":"Sing","description":"Sings <loud> & cl
 // when the upstream config trusts them (§15), else absent.
 func TestImportedToolsListedAsSent(t *testing.T) {
 	t.Parallel()
-	upURL := rawUpstreamWith(t, map[string]string{"tools/list": `{"tools":[` + sentTool + `]}`})
+	upURL := rawUpstreamWith(t, map[string]string{"tools/list": `{"tools":[` + sentTool + `]}`}, nil)
 	ann := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
 	dir := t.TempDir()
 	reg, pol := writeSource(t, dir, "sections:\n  \"upstream:up\": { roles: [admin] }\n  \"upstream:plain\": { roles: [admin] }\ntools: []\n", "package toolgate.grant\n")
