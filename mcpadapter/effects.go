@@ -171,7 +171,9 @@ func (s served) run(ctx context.Context, req *mcp.CallToolRequest, call *hooks.C
 	}
 	if err != nil {
 		fail(rec, toolcall.StageRun, rec.Answerer, fmt.Errorf("method %s: %w", call.Method, err))
-		keepRPCError(ctx, rec.Result, err)
+		// The engine's revision says whether the policy has result rules.
+		rev, _ := call.Revision.(interface{ HasResultRules() bool })
+		keepRPCError(ctx, rec.Result, err, rev != nil && rev.HasResultRules())
 		return true
 	}
 	rec.Outcome, rec.Result = toolcall.OutcomeResult, res

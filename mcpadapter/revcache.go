@@ -116,6 +116,9 @@ func (rc *revisionCache) descriptors() []*mcp.Tool {
 // is the row's InputSchema rendered (shared by rows that declare the same
 // arguments); nil renders it here.
 func wireDescriptor(t *registry.Tool, inputSchema json.RawMessage) json.RawMessage {
+	if b := listedWire(t); b != nil {
+		return b
+	}
 	if inputSchema == nil {
 		b, err := jsonx.Marshal(t.InputSchema())
 		if err != nil {
@@ -140,6 +143,37 @@ func wireDescriptor(t *registry.Tool, inputSchema json.RawMessage) json.RawMessa
 	b, err := jsonx.Marshal(w)
 	if err != nil {
 		b, _ = json.Marshal(descriptor(t)) // not reached: the registry holds JSON values
+	}
+	return b
+}
+
+// listedWire renders an imported row whose definition the upstream
+// listed as the upstream sent it (docs/contract.md §19): every member,
+// those the SDK's Tool does not hold (execution, a later revision's)
+// included, under the row's name and with the row's annotations (the
+// upstream's only when the operator trusts them, docs/contract.md §15).
+// nil when the row has no such definition.
+func listedWire(t *registry.Tool) json.RawMessage {
+	if t.Imported == nil || len(t.Imported.Definition) == 0 {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(t.Imported.Definition, &m) != nil || m == nil {
+		return nil // not reached: the upstream's listing decoded
+	}
+	var err error
+	if m["name"], err = jsonx.Marshal(t.Name); err != nil {
+		return nil
+	}
+	delete(m, "annotations")
+	if len(t.Annotations) > 0 {
+		if m["annotations"], err = jsonx.Marshal(t.Annotations); err != nil {
+			return nil
+		}
+	}
+	b, err := jsonx.Marshal(m)
+	if err != nil {
+		return nil
 	}
 	return b
 }

@@ -116,6 +116,12 @@ type Imported struct {
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Icons        json.RawMessage `json:"icons,omitempty"`
 	Meta         json.RawMessage `json:"_meta,omitempty"`
+	// Definition is the tool's whole definition as the upstream listed it
+	// (every member, those toolgate does not know included, in the
+	// upstream's spelling): tools/list serves it under the row's name and
+	// with the row's annotations. Nil when it could not be read apart: the
+	// fields above are served then.
+	Definition json.RawMessage `json:"definition,omitempty"`
 }
 
 // Listed reports whether the row's arguments are the upstream's schema as

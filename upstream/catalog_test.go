@@ -176,10 +176,10 @@ func TestMergeImportsToolConflict(t *testing.T) {
 
 	_, err = NewPool([]Config{{Name: "s", Command: []string{"x"}, Prefix: new("a b")}}, nil)
 	require.ErrorIs(t, err, ErrConfig, "a prefix with characters no tool name has")
-	row, _, err := importRow(&Config{Name: "s", Prefix: new("")}, mcpTool("t", `{"type":"object"}`))
+	row, _, err := importRow(&Config{Name: "s", Prefix: new("")}, mcpTool("t", `{"type":"object"}`), nil)
 	require.NoError(t, err)
 	assert.Equal(t, "t", row.Name)
-	row, _, err = importRow(&Config{Name: "s"}, mcpTool("t", `{"type":"object"}`))
+	row, _, err = importRow(&Config{Name: "s"}, mcpTool("t", `{"type":"object"}`), nil)
 	require.NoError(t, err)
 	assert.Equal(t, "s.t", row.Name, "the default is today's NAME.TOOL")
 }

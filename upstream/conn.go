@@ -1,11 +1,13 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -44,6 +46,9 @@ type conn struct {
 	closed   bool
 	tools    []*mcp.Tool // last tools/list, upstream order; nil: never listed
 	byName   map[string]*mcp.Tool
+	// defs are the last tools/list's definitions as the upstream sent
+	// them, by tool name (listTools).
+	defs map[string]json.RawMessage
 
 	notices   uint64 // notifications/tools/list_changed received
 	noticeAt  time.Time
@@ -167,7 +172,7 @@ func (c *conn) dial(ch chan struct{}, caller context.Context) {
 	wait := c.connectTimeout()
 	ctx, cancel := context.WithTimeoutCause(CallerContext(c.pool.ctx, caller), wait, ErrConnectTimeout)
 	defer cancel()
-	s, tools, err := c.open(ctx)
+	s, listing, err := c.open(ctx)
 	if err != nil {
 		err = c.connectError(ctx, err, wait)
 	}
@@ -187,8 +192,8 @@ func (c *conn) dial(ch chan struct{}, caller context.Context) {
 		c.retryAt = time.Now().Add(backoff.Exponential(backoffMin, backoffMax, c.failures))
 	} else {
 		c.sess, c.failures, c.lastErr, c.retryAt = s, 0, nil, time.Time{}
-		if tools != nil {
-			changed = c.setToolsLocked(tools)
+		if listing.tools != nil {
+			changed = c.setToolsLocked(listing)
 		}
 	}
 	failures := c.failures
@@ -204,7 +209,7 @@ func (c *conn) dial(ch chan struct{}, caller context.Context) {
 			slog.Int("attempt", failures), slog.Duration("retry_in", next))
 		return
 	}
-	c.pool.log.Info("upstream: connected", slog.String("upstream", c.cfg.Name), slog.Int("tools", len(tools)))
+	c.pool.log.Info("upstream: connected", slog.String("upstream", c.cfg.Name), slog.Int("tools", len(listing.tools)))
 	if changed && c.pool.opts.ToolsChanged != nil {
 		c.pool.opts.ToolsChanged(c.cfg.Name)
 	}
@@ -274,46 +279,75 @@ func (c *conn) reconnectLater(failures int) time.Duration {
 }
 
 // open starts the transport, opens the session (handshake.go) and lists
-// the tools (a failed listing leaves tools nil but the session usable).
-func (c *conn) open(ctx context.Context) (*session, []*mcp.Tool, error) {
+// the tools (a failed listing leaves its tools nil but the session usable).
+func (c *conn) open(ctx context.Context) (*session, toolListing, error) {
 	cs, cmd, err := c.connectClient(ctx, c.newClient(), func() (mcp.Transport, *exec.Cmd, error) { return c.sessionTransport(SessionFor{}, nil) }, "")
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect: %w", err)
+		return nil, toolListing{}, fmt.Errorf("connect: %w", err)
 	}
 	s := &session{cs: cs, cmd: cmd, done: make(chan struct{})}
 	c.pool.wg.Go(func() {
 		_ = cs.Wait()
 		close(s.done)
 	})
-	tools, err := listTools(ctx, cs)
+	listing, err := listTools(ctx, cs)
 	if err != nil {
 		c.pool.log.Warn("upstream: tools/list failed; arguments are not checked against it",
 			slog.String("upstream", c.cfg.Name), slog.Any("error", err))
-		tools = nil
+		listing = toolListing{}
 	}
-	return s, tools, nil
+	return s, listing, nil
 }
 
-func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
-	tools := []*mcp.Tool{}
-	for t, err := range cs.Tools(ctx, nil) {
+// toolListing is one whole tools/list of an upstream: its tools, decoded,
+// in the upstream's order, and their definitions as the upstream sent
+// them, by name. The SDK's Tool loses what it does not hold (execution,
+// members of later revisions) and writes what the upstream left out
+// (idempotentHint false): a listing served as the upstream lists it
+// (docs/contract.md §19) reads defs. A tool whose definition could not be
+// read apart has none there.
+type toolListing struct {
+	tools []*mcp.Tool
+	defs  map[string]json.RawMessage
+}
+
+// listTools lists cs's tools, page after page.
+func listTools(ctx context.Context, cs *mcp.ClientSession) (toolListing, error) {
+	out := toolListing{tools: []*mcp.Tool{}, defs: map[string]json.RawMessage{}}
+	params := &mcp.ListToolsParams{}
+	for {
+		sentCtx, sent := withSent(ctx)
+		res, err := cs.ListTools(sentCtx, params)
 		if err != nil {
-			return nil, err
+			return toolListing{}, err
 		}
-		tools = append(tools, t)
+		var raw struct {
+			Tools []json.RawMessage `json:"tools"`
+		}
+		if r := sent.raw.Load(); r != nil && json.Unmarshal(*r, &raw) == nil && len(raw.Tools) == len(res.Tools) {
+			for i, t := range res.Tools {
+				if t != nil {
+					out.defs[t.Name] = raw.Tools[i]
+				}
+			}
+		}
+		out.tools = append(out.tools, res.Tools...)
+		if res.NextCursor == "" {
+			return out, nil
+		}
+		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
 	}
-	return tools, nil
 }
 
 // setToolsLocked caches a listing; it reports whether it differs from the
-// last one.
-func (c *conn) setToolsLocked(tools []*mcp.Tool) bool {
+// last one (as decoded, or as sent).
+func (c *conn) setToolsLocked(l toolListing) bool {
 	old, _ := json.Marshal(c.tools)
-	cur, _ := json.Marshal(tools)
-	changed := c.tools == nil || string(old) != string(cur)
-	c.tools = tools
-	c.byName = make(map[string]*mcp.Tool, len(tools))
-	for _, t := range tools {
+	cur, _ := json.Marshal(l.tools)
+	changed := c.tools == nil || string(old) != string(cur) || !maps.EqualFunc(c.defs, l.defs, func(a, b json.RawMessage) bool { return bytes.Equal(a, b) })
+	c.tools, c.defs = l.tools, l.defs
+	c.byName = make(map[string]*mcp.Tool, len(l.tools))
+	for _, t := range l.tools {
 		c.byName[t.Name] = t
 	}
 	return changed
@@ -329,31 +363,31 @@ func (c *conn) tool(name string) (t *mcp.Tool, listed bool) {
 
 // listed returns the upstream's tools, connecting (and listing again when
 // the last listing failed) as needed.
-func (c *conn) listed(ctx context.Context) ([]*mcp.Tool, error) {
+func (c *conn) listed(ctx context.Context) (toolListing, error) {
 	ctx, cancel := c.requestContext(ctx)
 	defer cancel()
 	s, err := c.session(ctx)
 	if err != nil {
-		return nil, err
+		return toolListing{}, err
 	}
 	c.mu.Lock()
-	tools := c.tools
+	l := toolListing{tools: c.tools, defs: c.defs}
 	c.mu.Unlock()
-	if tools != nil {
-		return tools, nil
+	if l.tools != nil {
+		return l, nil
 	}
-	tools, err = listTools(ctx, s.cs)
+	l, err = listTools(ctx, s.cs)
 	if err != nil {
 		c.failed(ctx, s, err)
-		return nil, fmt.Errorf("tools/list: %w", err)
+		return toolListing{}, fmt.Errorf("tools/list: %w", err)
 	}
 	c.mu.Lock()
-	changed := c.setToolsLocked(tools)
+	changed := c.setToolsLocked(l)
 	c.mu.Unlock()
 	if changed && c.pool.opts.ToolsChanged != nil {
 		c.pool.wg.Go(func() { c.pool.opts.ToolsChanged(c.cfg.Name) })
 	}
-	return tools, nil
+	return l, nil
 }
 
 // requestContext bounds one request to the upstream: its Timeout (cause
@@ -378,7 +412,11 @@ func (c *conn) call(ctx context.Context, tool string, args any) (*mcp.CallToolRe
 	if err != nil {
 		return nil, fmt.Errorf("upstream %s: %w", c.cfg.Name, err)
 	}
-	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: traceMeta(ctx)})
+	sentCtx, sent := withSent(ctx)
+	res, err := s.cs.CallTool(sentCtx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: traceMeta(ctx)})
+	if err == nil {
+		sent.keep(ctx, res)
+	}
 	if err == nil && res == nil {
 		err = errors.New("no result")
 	}

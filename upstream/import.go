@@ -73,6 +73,7 @@ func (p *Pool) ImportedRows(ctx context.Context) []registry.Tool {
 // definition returns to its pin is imported again.
 func (p *Pool) Import(ctx context.Context) ([]registry.Tool, error) {
 	listings := make([][]*mcp.Tool, len(p.order))
+	defs := make([]map[string]json.RawMessage, len(p.order)) // as sent, by tool
 	var wg sync.WaitGroup
 	for i, name := range p.order {
 		c := p.conns[name]
@@ -80,7 +81,7 @@ func (p *Pool) Import(ctx context.Context) ([]registry.Tool, error) {
 			continue
 		}
 		wg.Go(func() {
-			tools, err := c.listed(ctx)
+			l, err := c.listed(ctx)
 			switch {
 			case errors.Is(err, errNotUp):
 				p.log.Debug("upstream: import: not up; its tools come when it is", slog.String("upstream", name))
@@ -89,7 +90,7 @@ func (p *Pool) Import(ctx context.Context) ([]registry.Tool, error) {
 				p.log.Error("upstream: import: tools unavailable", slog.String("upstream", name), slog.Any("error", err))
 				return
 			}
-			listings[i] = tools
+			listings[i], defs[i] = l.tools, l.defs
 		})
 	}
 	wg.Wait()
@@ -112,7 +113,7 @@ func (p *Pool) Import(ctx context.Context) ([]registry.Tool, error) {
 			tools = p.pinned(name, tools, f)
 		}
 		for _, t := range tools {
-			row, notes, err := importRow(&c.cfg, t)
+			row, notes, err := importRow(&c.cfg, t, defs[i][t.Name])
 			for _, n := range notes {
 				p.log.Warn("upstream: import: "+n, slog.String("upstream", name), slog.String("tool", t.Name))
 			}
@@ -129,13 +130,16 @@ func (p *Pool) Import(ctx context.Context) ([]registry.Tool, error) {
 // importRow turns an upstream tool into a registry row. notes are findings
 // that do not refuse it; the row is validated as a registry would.
 //
-// The tool's definition is kept as listed (docs/contract.md §19): its
-// inputSchema (the schema calls are checked against, compiled here once so
-// that a schema toolgate cannot check is refused at import, not at every
-// call), outputSchema, icons and _meta, every keyword kept. The row's
-// Arguments only name the schema's top-level properties for policies (see
-// listedArguments).
-func importRow(cfg *Config, t *mcp.Tool) (registry.Tool, []string, error) {
+// The tool's definition is kept as listed (docs/contract.md §19): def,
+// the definition as the upstream sent it (nil when it could not be read
+// apart: t then stands for it), served whole; its inputSchema (the schema
+// calls are checked against, compiled here once so that a schema toolgate
+// cannot check is refused at import, not at every call), outputSchema,
+// icons and _meta, every keyword kept. The annotations are those def
+// declares, not the SDK's decoding of them (which writes the hints the
+// upstream left out). The row's Arguments only name the schema's
+// top-level properties for policies (see listedArguments).
+func importRow(cfg *Config, t *mcp.Tool, def json.RawMessage) (registry.Tool, []string, error) {
 	server := cfg.Name
 	row := registry.Tool{
 		Name:        cfg.prefix() + t.Name,
@@ -148,17 +152,14 @@ func importRow(cfg *Config, t *mcp.Tool) (registry.Tool, []string, error) {
 	if !rowNameRE.MatchString(row.Name) {
 		return registry.Tool{}, nil, fmt.Errorf("row name %q does not match %s", row.Name, rowNameRE)
 	}
-	var declared map[string]any
-	if t.Annotations != nil {
-		if b, err := json.Marshal(t.Annotations); err == nil && json.Unmarshal(b, &declared) == nil && len(declared) > 0 {
-			if cfg.TrustAnnotations {
-				row.Annotations = declared
-			}
-		} else {
-			declared = nil
-		}
+	declared := declaredAnnotations(t, def)
+	if cfg.TrustAnnotations {
+		row.Annotations = declared
 	}
 	imp := &registry.Imported{Upstream: server, Annotations: declared}
+	if len(def) > 0 {
+		imp.Definition = bytes.Clone(def)
+	}
 	input := t.InputSchema
 	if input == nil {
 		input = map[string]any{"type": "object"} // not reached: the SDK refuses a tool without one
@@ -208,6 +209,33 @@ func importRow(cfg *Config, t *mcp.Tool) (registry.Tool, []string, error) {
 	row.Arguments = listedArguments(schema)
 	row.Imported = imp
 	return row, notes, nil
+}
+
+// declaredAnnotations are the annotations an upstream tool declares: as
+// def sends them when there is def, else as the SDK decoded them; nil
+// when it declares none (or an empty object).
+func declaredAnnotations(t *mcp.Tool, def json.RawMessage) map[string]any {
+	var raw json.RawMessage
+	if len(def) > 0 {
+		var m struct {
+			Annotations json.RawMessage `json:"annotations"`
+		}
+		if json.Unmarshal(def, &m) != nil {
+			return nil // not reached: def decoded into t
+		}
+		raw = m.Annotations
+	} else if t.Annotations != nil {
+		b, err := json.Marshal(t.Annotations)
+		if err != nil {
+			return nil
+		}
+		raw = b
+	}
+	var declared map[string]any
+	if len(raw) == 0 || json.Unmarshal(raw, &declared) != nil || len(declared) == 0 {
+		return nil
+	}
+	return declared
 }
 
 // listedArguments names the top-level properties of an inputSchema, for

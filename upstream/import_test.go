@@ -72,11 +72,11 @@ func TestImportedRows(t *testing.T) {
 
 func TestImportRowSkips(t *testing.T) {
 	t.Parallel()
-	_, _, err := importRow(&Config{Name: "s"}, mcpTool("far", `{"type":"object","properties":{"x":{"$ref":"https://example.com/x.json"}}}`))
+	_, _, err := importRow(&Config{Name: "s"}, mcpTool("far", `{"type":"object","properties":{"x":{"$ref":"https://example.com/x.json"}}}`), nil)
 	assert.ErrorContains(t, err, "inputSchema cannot be checked", "a $ref outside the schema is never fetched")
-	_, _, err = importRow(&Config{Name: "s"}, mcpTool("odd", `{"$schema":"https://example.com/my-dialect","type":"object"}`))
+	_, _, err = importRow(&Config{Name: "s"}, mcpTool("odd", `{"$schema":"https://example.com/my-dialect","type":"object"}`), nil)
 	assert.ErrorContains(t, err, "inputSchema cannot be checked", "a dialect toolgate does not know")
-	_, _, err = importRow(&Config{Name: "s"}, mcpTool("bad name", `{"type":"object"}`))
+	_, _, err = importRow(&Config{Name: "s"}, mcpTool("bad name", `{"type":"object"}`), nil)
 	assert.ErrorContains(t, err, "row name")
 
 	// What rows could not declare is kept (docs/contract.md §19).
@@ -87,11 +87,11 @@ func TestImportRowSkips(t *testing.T) {
 		`{"type":"object","properties":{"p":{"type":"string","pattern":"(?<=a)b"},"n":{"type":"number","minimum":0.5}}}`,
 		`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","definitions":{"D":{"type":"string"}},"properties":{"d":{"$ref":"#/definitions/D"}}}`,
 	} {
-		row, _, err := importRow(&Config{Name: "s"}, mcpTool("kept", schema))
+		row, _, err := importRow(&Config{Name: "s"}, mcpTool("kept", schema), nil)
 		require.NoError(t, err, schema)
 		assert.JSONEq(t, schema, string(row.Imported.InputSchema))
 	}
-	_, notes, err := importRow(&Config{Name: "s"}, mcpTool("lookbehind", `{"type":"object","properties":{"p":{"type":"string","pattern":"(?<=a)b"}}}`))
+	_, notes, err := importRow(&Config{Name: "s"}, mcpTool("lookbehind", `{"type":"object","properties":{"p":{"type":"string","pattern":"(?<=a)b"}}}`), nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"inputSchema /properties/p/pattern: a regular expression Go cannot run is left to the upstream to check"}, notes)
 }
@@ -145,7 +145,7 @@ func TestImportRowClosedAndUntrusted(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			row, _, err := importRow(&tc.cfg, tool)
+			row, _, err := importRow(&tc.cfg, tool, nil)
 			require.NoError(t, err)
 			assert.Equal(t, tc.section, row.Section)
 			assert.Equal(t, tc.annotations, row.Annotations)

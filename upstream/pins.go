@@ -152,10 +152,10 @@ func (p *Pool) ListTools(ctx context.Context, server string) ([]*mcp.Tool, error
 	if err != nil {
 		return nil, fmt.Errorf("upstream %s: %w", server, err)
 	}
-	tools, err := listTools(ctx, s.cs)
+	l, err := listTools(ctx, s.cs)
 	if err != nil {
 		c.failed(ctx, s, err)
 		return nil, fmt.Errorf("upstream %s: tools/list: %w", server, err)
 	}
-	return tools, nil
+	return l.tools, nil
 }

@@ -300,6 +300,11 @@ func (c *conn) newClient() *mcp.Client {
 		// imports; calls made for a client run on its caller's sessions
 		// (relay.go).
 		Capabilities: &mcp.ClientCapabilities{},
+		// An input-required result (2026-07-28) to a prompts/get or a
+		// resources/read made for a client goes to that client as it is,
+		// and the client's answers come back with its retry: the shared
+		// session has nobody to ask.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	}
 	if c.cfg.Import {
 		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { c.toolListChanged() }

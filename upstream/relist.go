@@ -90,7 +90,7 @@ func (c *conn) listAgain() bool {
 	}
 	ctx, cancel := c.requestContext(context.Background())
 	defer cancel()
-	tools, err := listTools(ctx, s.cs)
+	l, err := listTools(ctx, s.cs)
 	if err != nil {
 		c.failed(ctx, s, err)
 		c.pool.log.Warn("upstream: tools/list after notifications/tools/list_changed failed",
@@ -102,9 +102,9 @@ func (c *conn) listAgain() bool {
 	if shared && c.sess != s {
 		return false // replaced meanwhile: its own listing counts
 	}
-	changed := c.setToolsLocked(tools)
+	changed := c.setToolsLocked(l)
 	if changed {
-		c.pool.log.Info("upstream: tools changed", slog.String("upstream", c.cfg.Name), slog.Int("tools", len(tools)))
+		c.pool.log.Info("upstream: tools changed", slog.String("upstream", c.cfg.Name), slog.Int("tools", len(l.tools)))
 	}
 	return changed
 }

@@ -16,13 +16,13 @@ func TestImportRowRemember(t *testing.T) {
 	t.Parallel()
 	prefix := "s_"
 	cfg := &Config{Name: "search", Prefix: &prefix, Remember: map[string][]string{"query": {"q", "page"}}}
-	row, _, err := importRow(cfg, mcpTool("query", `{"type":"object","properties":{"q":{"type":"string"},"page":{"type":"integer"}}}`))
+	row, _, err := importRow(cfg, mcpTool("query", `{"type":"object","properties":{"q":{"type":"string"},"page":{"type":"integer"}}}`), nil)
 	require.NoError(t, err)
 	assert.Equal(t, "s_query", row.Name)
 	assert.Equal(t, []string{"q", "page"}, row.Remember)
 	cfg.Remember["query"][0] = "changed"
 	assert.Equal(t, []string{"q", "page"}, row.Remember, "the row keeps its own copy")
-	row, _, err = importRow(cfg, mcpTool("other", `{"type":"object"}`))
+	row, _, err = importRow(cfg, mcpTool("other", `{"type":"object"}`), nil)
 	require.NoError(t, err)
 	assert.Empty(t, row.Remember)
 }
@@ -41,7 +41,7 @@ func TestMergeRowsKeepsHistory(t *testing.T) {
 	t.Parallel()
 	reg, err := registry.Parse([]byte("history: {per: 10m, max: 5}\ntools: [{name: t, method: m}]\n"), registry.FormatYAML)
 	require.NoError(t, err)
-	row, _, err := importRow(&Config{Name: "s", Remember: map[string][]string{"query": {"q"}}}, mcpTool("query", `{"type":"object"}`))
+	row, _, err := importRow(&Config{Name: "s", Remember: map[string][]string{"query": {"q"}}}, mcpTool("query", `{"type":"object"}`), nil)
 	require.NoError(t, err)
 	merged := MergeRows(reg, []registry.Tool{row})
 	require.NotNil(t, merged.History)

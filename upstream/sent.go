@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -31,13 +32,26 @@ type sentKey struct{}
 // sentResult is where the raw result of one request is kept.
 type sentResult struct {
 	raw atomic.Pointer[json.RawMessage]
+	// ctx is the context withSent was given: a JSON-RPC error the upstream
+	// answers the request with is handed to the adapter's answer as it
+	// arrives (backend.KeepSentError), whoever sent the request.
+	ctx context.Context
 }
 
 // withSent returns ctx marked so that the result of the request sent with
 // it is kept in the returned sentResult.
 func withSent(ctx context.Context) (context.Context, *sentResult) {
-	s := &sentResult{}
+	s := &sentResult{ctx: ctx}
 	return context.WithValue(ctx, sentKey{}, s), s
+}
+
+// keepError hands the JSON-RPC error the upstream answered the request
+// with, as it sent it, to the adapter's answer: a tools/call it fails is
+// answered with it (docs/contract.md §19).
+func (s *sentResult) keepError(e *jsonrpc.Error) {
+	if e != nil {
+		backend.KeepSentError(s.ctx, &jsonrpc.Error{Code: e.Code, Message: e.Message, Data: bytes.Clone(e.Data)})
+	}
 }
 
 func sentOf(ctx context.Context) *sentResult {
@@ -98,9 +112,14 @@ func (c *sentConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		s := c.pending[r.ID]
 		delete(c.pending, r.ID)
 		c.mu.Unlock()
-		if s != nil && r.Error == nil && len(r.Result) > 0 {
+		var wire *jsonrpc.Error
+		switch {
+		case s == nil:
+		case r.Error == nil && len(r.Result) > 0:
 			raw := json.RawMessage(bytes.Clone(r.Result))
 			s.raw.Store(&raw)
+		case errors.As(r.Error, &wire):
+			s.keepError(wire)
 		}
 	}
 	return m, err
@@ -250,6 +269,7 @@ func (b *sentBody) message(msg []byte) bool {
 	var m struct {
 		ID     any             `json:"id"`
 		Result json.RawMessage `json:"result"`
+		Error  *jsonrpc.Error  `json:"error"`
 		Method *string         `json:"method"`
 	}
 	if json.Unmarshal(msg, &m) != nil {
@@ -264,9 +284,12 @@ func (b *sentBody) message(msg []byte) bool {
 	if b.s == nil || !sameID(m.ID, b.id) {
 		return false
 	}
-	if len(m.Result) > 0 {
+	switch {
+	case len(m.Result) > 0:
 		raw := m.Result
 		b.s.raw.Store(&raw)
+	case m.Error != nil:
+		b.s.keepError(m.Error)
 	}
 	return true
 }

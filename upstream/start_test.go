@@ -26,7 +26,7 @@ func (p *Pool) toolNames(t *testing.T, name string) []string {
 	tools, err := p.conns[name].listed(t.Context())
 	require.NoError(t, err)
 	var out []string
-	for _, tl := range tools {
+	for _, tl := range tools.tools {
 		out = append(out, tl.Name)
 	}
 	return out
@@ -177,6 +177,27 @@ func TestSlowUpstreamConnects(t *testing.T) {
 	p := newPool(t, Config{Name: "slow", Command: childupstream.Slow(3 * time.Second), Timeout: 30 * time.Second})
 	require.NoError(t, p.Connect(t.Context()))
 	require.ElementsMatch(t, childupstream.Tools, p.toolNames(t, "slow"))
+}
+
+// TestSlowUpstreamStartedOnce: a go-sdk server that reads stdin only
+// after DiscoverWait reads toolgate's server/discover and its initialize
+// together, answers the first and refuses the second: its session is
+// opened with the go-sdk's handshake on the same process, which is
+// started once.
+func TestSlowUpstreamStartedOnce(t *testing.T) {
+	t.Parallel()
+	starts := filepath.Join(t.TempDir(), "starts")
+	cmd := append([]string{"/bin/sh", "-c", `echo started >> "$0"; exec "$@"`, starts}, childupstream.Slow(DiscoverWait+time.Second)...)
+	p := newPool(t, Config{Name: "slow", Command: cmd, Timeout: 30 * time.Second})
+	require.NoError(t, p.Connect(t.Context()))
+	require.ElementsMatch(t, childupstream.Tools, p.toolNames(t, "slow"))
+	res, err := call(t.Context(), t, p, "upstream:slow/echo", map[string]any{"text": "hi"})
+	require.NoError(t, err)
+	require.Equal(t, "hi", textOf(t, res))
+	b, err := os.ReadFile(starts)
+	require.NoError(t, err)
+	require.Equal(t, "started\n", string(b), "the upstream's process is started once")
+	require.Equal(t, handshakeDiscover, p.conns["slow"].handshake.get())
 }
 
 // TestReconnectsInTheBackground: an upstream that could not be reached is

@@ -30,6 +30,9 @@ type Sent struct {
 	// answerable error rpcErr ended with (KeepRPCError).
 	failed *mcp.CallToolResult
 	rpcErr *jsonrpc.Error
+	// sentErr is the last JSON-RPC error an upstream answered a request
+	// of this one with, as it sent it (KeepSentError).
+	sentErr *jsonrpc.Error
 }
 
 // WithSent marks ctx, a request's, so that KeepSent records in the
@@ -75,24 +78,59 @@ func SentFor(ctx context.Context, res any) json.RawMessage {
 	return s.raw
 }
 
+// KeepSentError records e as a JSON-RPC error an upstream answered, as it
+// sent it, a request made for the request ctx serves (docs/contract.md
+// §19): a tools/call whose method fails with that error is answered with
+// it (see KeepRPCError). Outside a request the adapter serves it does
+// nothing. e is not modified and must not be afterwards.
+func KeepSentError(ctx context.Context, e *jsonrpc.Error) {
+	s := sentOf(ctx)
+	if s == nil || e == nil {
+		return
+	}
+	s.mu.Lock()
+	s.sentErr = e
+	s.mu.Unlock()
+}
+
 // KeepRPCError records, for the request ctx serves, that the call ending
-// with failed failed with err: when err is the upstream's JSON-RPC error
-// MissingRequiredClientCapability, the client is answered that error, as
-// the upstream answered it, and not the generic internal error (the
-// client did not declare a capability the tool needs: its own request
-// must change, and on HTTP the answer is 400).
-func KeepRPCError(ctx context.Context, failed *mcp.CallToolResult, err error) {
+// with failed failed with err, and decides whether the client is answered
+// err rather than the generic internal error (docs/contract.md §19,
+// "Answers as sent"):
+//
+//   - err is a JSON-RPC error an upstream answered the call with, as it
+//     sent it (KeepSentError): the call was granted and reached the
+//     upstream, whose answer it is. A hidden or unknown tool never gets
+//     here (it is refused before any method runs), so hidden ≡ absent
+//     holds. But with result rules in the policy (governed), an error's
+//     message and data, which those rules cannot see, are not relayed:
+//     the client gets the internal error (fail closed, as a result too
+//     large to evaluate does);
+//   - err is MissingRequiredClientCapability (the client did not declare
+//     a capability the tool needs: its own request must change, and on
+//     HTTP the answer is 400), from an upstream or a method: always.
+//
+// An error of toolgate's own making (a connection closing, a time-out)
+// is none of these: the internal error.
+func KeepRPCError(ctx context.Context, failed *mcp.CallToolResult, err error, governed bool) {
 	s := sentOf(ctx)
 	if s == nil || failed == nil {
 		return
 	}
 	var rpcErr *jsonrpc.Error
-	if !errors.As(err, &rpcErr) || rpcErr.Code != mcp.CodeMissingRequiredClientCapabilities {
+	if !errors.As(err, &rpcErr) {
 		return
 	}
 	s.mu.Lock()
-	s.failed, s.rpcErr = failed, &jsonrpc.Error{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	sent := s.sentErr
+	switch {
+	case rpcErr.Code == mcp.CodeMissingRequiredClientCapabilities:
+		s.failed, s.rpcErr = failed, &jsonrpc.Error{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
+	case governed:
+	case sent != nil && sent.Code == rpcErr.Code && sent.Message == rpcErr.Message:
+		s.failed, s.rpcErr = failed, sent
+	}
 }
 
 // RPCErrorFor is the error KeepRPCError recorded for res in ctx's

@@ -42,7 +42,15 @@ var sentAnswers = map[string]string{
 // one resource.
 func rawUpstream(t *testing.T) string {
 	t.Helper()
-	answers := map[string]string{
+	return rawUpstreamWith(t, nil, nil)
+}
+
+// rawUpstreamWith is rawUpstream answering the methods of answers (a
+// result each, as sent) and of errs (a JSON-RPC error object each, as
+// sent) as they say instead.
+func rawUpstreamWith(t *testing.T, answers, errs map[string]string) string {
+	t.Helper()
+	own := map[string]string{
 		"tools/list":               `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`,
 		"prompts/list":             `{"prompts":[{"name":"greet","arguments":[{"name":"who","required":false}]}]}`,
 		"resources/list":           `{"resources":[{"uri":"demo://a","name":"a"}]}`,
@@ -51,8 +59,12 @@ func rawUpstream(t *testing.T) string {
 		"logging/setLevel":         `{}`,
 	}
 	for k, v := range sentAnswers {
-		answers[k] = v
+		own[k] = v
 	}
+	for k, v := range answers {
+		own[k] = v
+	}
+	answers = own
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.WriteHeader(http.StatusMethodNotAllowed)
@@ -74,7 +86,10 @@ func rawUpstream(t *testing.T) string {
 			return
 		}
 		var body string
+		rpcErr, failed := errs[msg.Method]
 		switch result, ok := answers[msg.Method]; {
+		case failed:
+			body = `{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"error":` + rpcErr + `}`
 		case msg.Method == "initialize":
 			v := msg.Params.ProtocolVersion
 			if v == "" {
