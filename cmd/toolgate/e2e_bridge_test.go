@@ -72,8 +72,9 @@ func bridgeClient(t *testing.T, s *served, token, who, version string, mrtr bool
 			return &mcp.CreateMessageResult{Role: "assistant", Model: who, Content: &mcp.TextContent{Text: who + ":" + text}}, nil
 		},
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			if req.Params.Message == "What is your name?" { // the stateless upstream's question
-				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": who}}, nil
+			switch msg := req.Params.Message; {
+			case msg == "What is your name?", strings.HasPrefix(msg, "Step "): // the input-required tools' questions
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": who, "color": "blue-" + who}}, nil
 			}
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": who + ":" + req.Params.Message}}, nil
 		},
@@ -112,6 +113,11 @@ func bridgeCases(who, label string) []struct {
 		{"sl.test_input_required_result_sampling", map[string]any{}, "Sampling response: " + who + ":What is the capital of France?"},
 		{"sl.test_input_required_result_elicitation", map[string]any{}, "Hello, " + who + "!"},
 		{"sl.test_input_required_result_list_roots", map[string]any{}, "Client exposed 1 root(s): file:///" + who},
+		// Several requests in one round, and several rounds.
+		{"sf.test_input_required_result_multiple_inputs", map[string]any{}, who + ":Generate a greeting " + who + " — 1 root(s) visible"},
+		{"sl.test_input_required_result_multiple_inputs", map[string]any{}, who + ":Generate a greeting " + who + " — 1 root(s) visible"},
+		{"sf.test_input_required_result_multi_round", map[string]any{}, "Multi-round complete: " + who + " likes blue-" + who},
+		{"sl.test_input_required_result_multi_round", map[string]any{}, "Multi-round complete: " + who + " likes blue-" + who},
 	}
 }
 
