@@ -286,7 +286,8 @@ func (bc *bridgedCall) await(ctx context.Context, req *mcp.CallToolRequest) (mcp
 			}
 			bc.round++
 			bc.detachLocked()
-			bc.timer = time.AfterFunc(bc.wait, bc.expire)
+			round := bc.round
+			bc.timer = time.AfterFunc(bc.wait, func() { bc.expire(round) })
 			state := bc.b.seal(bc.bind, openedState{kind: stateRound, id: bc.id, round: bc.round}, time.Now().Add(bc.wait))
 			bc.mu.Unlock()
 			return inputRequired{&mcp.CallToolResult{Content: []mcp.Content{}, InputRequests: asks, RequestState: state}}, nil
@@ -301,15 +302,16 @@ func (bc *bridgedCall) await(ctx context.Context, req *mcp.CallToolRequest) (mcp
 			bc.mu.Lock()
 			bc.detachLocked()
 			bc.mu.Unlock()
+			bc.forget()
 			return nil, context.Cause(ctx)
 		}
 	}
 }
 
-// expire ends a call whose retry did not come within the wait.
-func (bc *bridgedCall) expire() {
+// expire ends a call whose retry of round did not come within the wait.
+func (bc *bridgedCall) expire(round uint64) {
 	bc.mu.Lock()
-	if bc.attached || bc.timer == nil {
+	if bc.attached || bc.timer == nil || bc.round != round {
 		bc.mu.Unlock()
 		return
 	}
