@@ -1,5 +1,7 @@
 package mcpadapter
 
+//lint:file-ignore SA1019 sampling and roots are deprecated from protocol revision 2026-07-28 on; earlier revisions have them, and toolgate bridges them
+
 import (
 	"context"
 	"crypto/hmac"
@@ -46,7 +48,7 @@ import (
 // errInvalidState, as the conformance suite's negative scenarios expect.
 // The requestState an upstream of 2026-07-28 answers is sealed the same
 // way (bound to the caller, the tool and its arguments, for
-// DefaultInputWait) before it reaches the client, and opened before it
+// SealedStateTTL) before it reaches the client, and opened before it
 // goes back upstream: what the upstream gets back is what it gave, for
 // the call it gave it for.
 
@@ -54,6 +56,11 @@ import (
 // after an input-required result: past it, the call is cancelled (an
 // upstream call with it) and its requestState is refused.
 const DefaultInputWait = 5 * time.Minute
+
+// SealedStateTTL is how long the requestState of a 2026-07-28 upstream,
+// sealed for its client, may come back: nothing waits for it (the
+// upstream keeps its state in it), and a person may take long to answer.
+const SealedStateTTL = time.Hour
 
 // statePrefix starts every requestState toolgate seals: one without it is
 // not toolgate's.

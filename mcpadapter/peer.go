@@ -141,14 +141,14 @@ func (p *peer) RelayedRequestState() string { return p.opened }
 
 // SealRequestState seals an upstream's requestState for the client of
 // this call: bound to the caller, the tool and its arguments, for
-// DefaultInputWait, and integrity-protected; the retry that brings it
-// back has it opened (RelayedRequestState), and one altered or another
+// SealedStateTTL, and integrity-protected; the retry that brings it back
+// has it opened (RelayedRequestState), and one altered or another
 // caller's is refused with a JSON-RPC error.
 func (p *peer) SealRequestState(state string) string {
 	if state == "" {
 		return ""
 	}
-	exp := time.Now().Add(p.a.inputWait())
+	exp := time.Now().Add(SealedStateTTL)
 	return p.a.bridges.seal(bindingOf(p.req, p.Owner()), openedState{kind: stateSealed, inner: state}, exp)
 }
 
