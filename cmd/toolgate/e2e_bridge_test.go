@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -22,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/internal/testkit/oidctest"
 	"github.com/toolgate/toolgate/internal/testkit/proctest"
+	"github.com/toolgate/toolgate/mcpadapter"
 )
 
 // bridgeRevisions are the client revisions of the bridge tests: the
@@ -148,6 +150,7 @@ func TestE2EBridge(t *testing.T) {
 				"max": bridgeClient(t, s, managerToken, "max", version, true),
 			}
 			var wg sync.WaitGroup
+			var overShare atomic.Int32
 			errs := make(chan error, 200)
 			for who, cs := range sessions {
 				for i := range 50 {
@@ -157,11 +160,28 @@ func TestE2EBridge(t *testing.T) {
 						ctx, cancel := context.WithTimeout(t.Context(), upstreamBound)
 						defer cancel()
 						res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+						// A caller holds at most its share of an upstream's
+						// sessions (16, docs/relay.md): a call that finds
+						// them all held by its other calls is refused at
+						// once, and the client calls again.
+						for range 50 {
+							if err != nil || !refusedOverShare(res) {
+								break
+							}
+							overShare.Add(1)
+							res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+						}
 						switch {
 						case err != nil:
 							errs <- fmt.Errorf("%s %s %s: %w", version, who, c.tool, err)
 						case res.IsError || len(res.Content) != 1:
-							errs <- fmt.Errorf("%s %s %s: %v", version, who, c.tool, res.Content)
+							var texts []string
+							for _, ct := range res.Content {
+								if tc, ok := ct.(*mcp.TextContent); ok {
+									texts = append(texts, tc.Text)
+								}
+							}
+							errs <- fmt.Errorf("%s %s %s: isError %v: %q", version, who, c.tool, res.IsError, texts)
 						default:
 							if got := res.Content[0].(*mcp.TextContent).Text; got != c.want {
 								errs <- fmt.Errorf("%s %s %s: got %q, want %q", version, who, c.tool, got, c.want)
@@ -171,6 +191,7 @@ func TestE2EBridge(t *testing.T) {
 				}
 			}
 			wg.Wait()
+			t.Logf("%s: %d calls refused over the caller's share and called again", version, overShare.Load())
 			close(errs)
 			var all []error
 			for err := range errs {
@@ -179,6 +200,16 @@ func TestE2EBridge(t *testing.T) {
 			require.NoError(t, errors.Join(all...))
 		}
 	})
+}
+
+// refusedOverShare reports whether res is the answer of a call refused
+// because its caller's upstream sessions were all in use.
+func refusedOverShare(res *mcp.CallToolResult) bool {
+	if !res.IsError || len(res.Content) != 1 {
+		return false
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	return ok && tc.Text == mcpadapter.AnswerInternal
 }
 
 // TestE2EBridgeState (docs/contract.md §19): the requestState of a call
