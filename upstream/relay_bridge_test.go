@@ -4,6 +4,7 @@ package upstream
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/engine"
@@ -168,4 +170,33 @@ func TestRelayBridgeOneCall(t *testing.T) {
 	rec := last.Load()
 	require.Equal(t, toolcall.OutcomeResult, rec.Outcome)
 	require.Nil(t, rec.Result.InputRequests)
+}
+
+// TestRelayBridgeIsolation (docs/contract.md §19): two 2026-07-28 callers
+// with calls in flight at once to an older upstream, each bridged over
+// three rounds: every call gets its own caller's answers (run it with
+// -race). Fewer calls than a caller's share of sessions, so none is
+// refused.
+func TestRelayBridgeIsolation(t *testing.T) {
+	t.Parallel()
+	httpUp, _ := httpConfig(t, "up")
+	f := newRelayFront(t, httpUp)
+	const calls = 12
+	var wg sync.WaitGroup
+	for _, s := range []string{"alice", "bob"} {
+		cs, _ := f.connectRevision(s, nil, "2026-07-28")
+		for i := range calls {
+			wg.Go(func() {
+				label := fmt.Sprintf("%s-%d", s, i)
+				ctx, cancel := context.WithTimeout(t.Context(), failureBound)
+				defer cancel()
+				want := fmt.Sprintf("%s sampled=%s:%s elicited=accept:%s:%s roots=file:///%s", label, s, label, s, label, s)
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "interact", Arguments: map[string]any{"label": label}})
+				if assert.NoError(t, err) && assert.Len(t, res.Content, 1) {
+					assert.Equal(t, want, res.Content[0].(*mcp.TextContent).Text)
+				}
+			})
+		}
+	}
+	wg.Wait()
 }
