@@ -80,6 +80,10 @@ type Options struct {
 	// (docs/contract.md §16): set it when a method may log to its client
 	// (a Go method through its Peer, an upstream that offers logging).
 	Logging bool
+	// InputWait bounds how long a call bridged for a 2026-07-28 client
+	// waits for its retry after an input-required result (bridge.go);
+	// zero is DefaultInputWait.
+	InputWait time.Duration
 }
 
 // Adapter governs an MCP server's tools/list and tools/call with a toolgate
@@ -105,6 +109,8 @@ type Adapter struct {
 	catalog    catalogSessions // subscribers' callers (catalog.go)
 	// levels are the levels sessions set with logging/setLevel (Peer.Log).
 	levels logLevels
+	// bridges are the bridged calls waiting for their client's retry.
+	bridges bridges
 }
 
 // New returns an Adapter. It panics when Revisions or Methods is nil.
@@ -124,6 +130,7 @@ func New(opts Options) *Adapter {
 	}
 	a := &Adapter{opts: opts, log: log}
 	_, _ = rand.Read(a.confirmKey[:])
+	a.bridges.init()
 	return a
 }
 
@@ -235,12 +242,12 @@ func (a *Adapter) governance(s *mcp.Server) mcp.Middleware {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch r := req.(type) {
 			case *mcp.CallToolRequest:
-				ctx, _ := withSentSlot(ctx)
-				res := a.callSafely(ctx, r)
-				if err := rpcErrorFor(ctx, res); err != nil {
-					return nil, err
+				if requestRevision(r) >= multiRoundTripRevision {
+					if res, err, ok := a.multiRound(ctx, r); ok {
+						return res, err
+					}
 				}
-				return answerCall(ctx, r, res), nil
+				return a.serveCall(ctx, r)
 			case *mcp.ListToolsRequest:
 				return a.listSafely(ctx, r), nil
 			}

@@ -4,9 +4,12 @@ package mcpadapter
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/hooks"
@@ -30,6 +33,12 @@ type peer struct {
 	caller *toolcall.Caller
 	// call is the call's context for the result rules (nil: none apply).
 	call *hooks.CallContext
+	// bc is the call bridged for a 2026-07-28 client (bridge.go): what
+	// the Peer asks goes in input-required results. nil: not bridged.
+	bc *bridgedCall
+	// opened is the upstream's requestState the client brought back,
+	// opened (bridge.go); "" when none.
+	opened string
 }
 
 // peerContext is a call's context carrying its Peer: the Peer and the
@@ -61,7 +70,8 @@ func (a *Adapter) withPeer(ctx context.Context, req *mcp.CallToolRequest, caller
 	if req == nil || req.Session == nil {
 		return ctx
 	}
-	return &peerContext{Context: ctx, peer: peer{a: a, req: req, ss: req.Session, caller: caller, call: call}}
+	opened, _ := ctx.Value(openedStateKey{}).(string)
+	return &peerContext{Context: ctx, peer: peer{a: a, req: req, ss: req.Session, caller: caller, call: call, bc: bridgedOf(ctx), opened: opened}}
 }
 
 // ErrNoPeer is returned by a Peer's requests when the calling client
@@ -75,15 +85,7 @@ func (p *peer) Caller() *toolcall.Caller { return p.caller }
 // subject ("token:alice", "jwt:alice"), as HTTP sessions are bound to it;
 // for a caller without one (stdio, a CallerFunc of the library) it is
 // "caller:" and the subject. Upstream sessions are keyed by it.
-func (p *peer) Owner() string {
-	if extra := p.req.GetExtra(); extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
-		return extra.TokenInfo.UserID
-	}
-	if p.caller == nil {
-		return ""
-	}
-	return "caller:" + p.caller.Subject
-}
+func (p *peer) Owner() string { return ownerOf(p.req, p.caller) }
 
 // ProtocolVersion is the protocol revision of the calling client's session.
 func (p *peer) ProtocolVersion() string {
@@ -130,6 +132,29 @@ func (p *peer) RequestState() string {
 	}
 	return p.req.Params.RequestState
 }
+
+// RelayedRequestState is the requestState of an upstream that the client
+// brought back: the one SealRequestState sealed for this caller, tool and
+// arguments, opened; "" when the client brought none of those (a state
+// that is not toolgate's is not handed on).
+func (p *peer) RelayedRequestState() string { return p.opened }
+
+// SealRequestState seals an upstream's requestState for the client of
+// this call: bound to the caller, the tool and its arguments, for
+// SealedStateTTL, and integrity-protected; the retry that brings it back
+// has it opened (RelayedRequestState), and one altered or another
+// caller's is refused with a JSON-RPC error.
+func (p *peer) SealRequestState(state string) string {
+	if state == "" {
+		return ""
+	}
+	exp := time.Now().Add(SealedStateTTL)
+	return p.a.bridges.seal(bindingOf(p.req, p.Owner()), openedState{kind: stateSealed, inner: state}, exp)
+}
+
+// MultiRoundTrip reports whether the calling client takes input-required
+// results (2026-07-28) rather than requests of its own.
+func (p *peer) MultiRoundTrip() bool { return requestRevision(p.req) >= multiRoundTripRevision }
 
 // LogLevel is the level the client asked for: on the 2026-07-28
 // revision, which has no logging/setLevel, the one in the call's _meta;
@@ -215,6 +240,9 @@ func (p *peer) CreateMessage(ctx context.Context, params *mcp.CreateMessageWithT
 	if !ok {
 		return nil, errWithheld
 	}
+	if p.bc != nil {
+		return askBridged[*mcp.CreateMessageWithToolsResult](ctx, p.bc, "sampling", params)
+	}
 	return p.ss.CreateMessageWithTools(ctx, params)
 }
 
@@ -229,6 +257,9 @@ func (p *peer) Elicit(ctx context.Context, params *mcp.ElicitParams) (*mcp.Elici
 	if !ok {
 		return nil, errWithheld
 	}
+	if p.bc != nil {
+		return askBridged[*mcp.ElicitResult](ctx, p.bc, "elicitation", params)
+	}
 	return p.ss.Elicit(ctx, params)
 }
 
@@ -238,7 +269,25 @@ func (p *peer) ListRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
 	if caps := p.Capabilities(); caps == nil || caps.RootsV2 == nil {
 		return nil, ErrNoPeer
 	}
+	if p.bc != nil {
+		return askBridged[*mcp.ListRootsResult](ctx, p.bc, "roots", &mcp.ListRootsParams{})
+	}
 	return p.ss.ListRoots(ctx, &mcp.ListRootsParams{})
+}
+
+// askBridged asks the client of a bridged call, in an input-required
+// result, and waits for its answer of type T.
+func askBridged[T mcp.InputResponse](ctx context.Context, bc *bridgedCall, prefix string, req mcp.InputRequest) (T, error) {
+	var zero T
+	res, err := bc.ask(ctx, prefix, req)
+	if err != nil {
+		return zero, err
+	}
+	t, ok := res.(T)
+	if !ok {
+		return zero, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("the client answered %s with a result of another kind", prefix)}
+	}
+	return t, nil
 }
 
 type unfilteredLogKey struct{}

@@ -57,6 +57,10 @@ type conn struct {
 	relay relaySessions // the caller sessions (relay.go)
 
 	handshake handshakeMemo // how its sessions open (handshake.go)
+	// sessionless: the upstream keeps no session over streamable HTTP
+	// (openCaller): the caller sessions of older clients that may be
+	// asked something open on 2026-07-28.
+	sessionless atomic.Bool
 	// reconnecting is set while a background reconnect waits to dial.
 	reconnecting bool
 }

@@ -490,7 +490,7 @@ func (c *conn) callRelayed(ctx context.Context, peer backend.Peer, tool string, 
 		}
 	}
 	params := &mcp.CallToolParams{Name: tool, Arguments: args, Meta: traceMeta(ctx),
-		InputResponses: peer.InputResponses(), RequestState: peer.RequestState()}
+		InputResponses: peer.InputResponses(), RequestState: peer.RelayedRequestState()}
 	if levelSet && perRequestLevel {
 		// This revision has no logging/setLevel: the level the client
 		// asked for goes with the call, as the client sent it.
@@ -505,12 +505,8 @@ func (c *conn) callRelayed(ctx context.Context, peer backend.Peer, tool string, 
 		}
 		params.Meta["progressToken"] = rc.token
 	}
-	sentCtx, sent := withSent(ctx)
 	def, _ := c.tool(tool)
-	res, err := cs.s.cs.CallTool(withParamHeaders(sentCtx, def, args), params)
-	if err == nil {
-		sent.keep(ctx, res)
-	}
+	res, err := c.callBridged(ctx, cs, peer, def, params)
 	if cs.in != nil {
 		cs.in.settle(ctx)
 	}
@@ -530,6 +526,104 @@ func (c *conn) callRelayed(ctx context.Context, peer backend.Peer, tool string, 
 		return nil, fmt.Errorf("upstream %s: tools/call %s: %w", c.cfg.Name, tool, err)
 	}
 	return res, nil
+}
+
+// maxInputRounds bounds the rounds of one call bridged for a client of an
+// older revision (as the go-sdk's client bounds its own).
+const maxInputRounds = 10
+
+// callBridged calls the upstream on cs (relaying as callRelayed says) and
+// bridges revisions (docs/relay.md, "Revisions bridged"): an upstream of
+// 2026-07-28 that answers input-required to a client of an older revision
+// has its input requests asked of the client as requests of their own, on
+// the call's stream, and is called again with the answers and its
+// requestState, until it answers the call; for a client of 2026-07-28, the
+// requestState of an input-required result is sealed for the client
+// (Peer.SealRequestState).
+func (c *conn) callBridged(ctx context.Context, cs *callerSession, peer backend.Peer, def *mcp.Tool, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	for round := 0; ; round++ {
+		sentCtx, sent := withSent(ctx)
+		res, err := cs.s.cs.CallTool(withParamHeaders(sentCtx, def, params.Arguments), params)
+		if err != nil || res == nil || res.InputRequests == nil {
+			if err == nil {
+				sent.keep(ctx, res)
+			}
+			return res, err
+		}
+		if peer.MultiRoundTrip() {
+			if res.RequestState != "" {
+				res.RequestState = peer.SealRequestState(res.RequestState)
+				sent.keepWith(ctx, res, "requestState", res.RequestState)
+			} else {
+				sent.keep(ctx, res)
+			}
+			return res, nil
+		}
+		if round+1 >= maxInputRounds {
+			return nil, fmt.Errorf("the upstream asked for input %d times", maxInputRounds)
+		}
+		answers, err := askClient(ctx, peer, res.InputRequests)
+		if err != nil {
+			return nil, err
+		}
+		next := *params
+		next.InputResponses, next.RequestState = answers, res.RequestState
+		params = &next
+	}
+}
+
+// askClient asks the calling client (of a revision with requests of the
+// server's own) what an input-required result asks, and returns its
+// answers.
+func askClient(ctx context.Context, peer backend.Peer, asks mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	answers := make(mcp.InputResponseMap, len(asks))
+	for id, ask := range asks {
+		var (
+			ans mcp.InputResponse
+			err error
+		)
+		switch p := ask.(type) {
+		case *mcp.ElicitParams:
+			var r *mcp.ElicitResult
+			if r, err = peer.Elicit(ctx, p); err == nil {
+				ans = r
+			}
+		case *mcp.CreateMessageWithToolsParams:
+			var r *mcp.CreateMessageWithToolsResult
+			if r, err = peer.CreateMessage(ctx, p); err == nil {
+				ans = r
+			}
+		case *mcp.CreateMessageParams:
+			var r *mcp.CreateMessageWithToolsResult
+			if r, err = peer.CreateMessage(ctx, samplingWithTools(p)); err == nil {
+				ans = r
+			}
+		case *mcp.ListRootsParams:
+			var r *mcp.ListRootsResult
+			if r, err = peer.ListRoots(ctx); err == nil {
+				ans = r
+			}
+		default:
+			err = fmt.Errorf("an input request of an unknown kind (%T)", ask)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("input request %q: %w", id, err)
+		}
+		answers[id] = ans
+	}
+	return answers, nil
+}
+
+// samplingWithTools is a sampling request of the older shape in the
+// newer one.
+func samplingWithTools(p *mcp.CreateMessageParams) *mcp.CreateMessageWithToolsParams {
+	msgs := make([]*mcp.SamplingMessageV2, 0, len(p.Messages))
+	for _, m := range p.Messages {
+		msgs = append(msgs, &mcp.SamplingMessageV2{Content: []mcp.Content{m.Content}, Role: m.Role})
+	}
+	return &mcp.CreateMessageWithToolsParams{Meta: p.Meta, IncludeContext: p.IncludeContext, MaxTokens: p.MaxTokens,
+		Messages: msgs, Metadata: p.Metadata, ModelPreferences: p.ModelPreferences, StopSequences: p.StopSequences,
+		SystemPrompt: p.SystemPrompt, Temperature: p.Temperature}
 }
 
 // isRPCError reports whether err is (or wraps) the upstream's JSON-RPC
@@ -843,9 +937,30 @@ func (c *conn) openCaller(key relayKey, who SessionFor) (*callerSession, error) 
 		cs.in = &inbox{}
 		return c.sessionTransport(who, cs.in)
 	}
-	sess, cmd, err := c.connectClient(ctx, c.newCallerClient(cs, key.caps), dial, key.version) // handshake.go
+	version := key.version
+	asks := key.caps&(capSampling|capElicitation|capRoots) != 0
+	if asks && version < multiRoundTripRevision && c.sessionless.Load() {
+		version = multiRoundTripRevision
+	}
+	sess, cmd, err := c.connectClient(ctx, c.newCallerClient(cs, key.caps), dial, version) // handshake.go
 	if err != nil {
 		return nil, fmt.Errorf("connect for %s: %w", key.owner, err)
+	}
+	if asks && version < multiRoundTripRevision && c.cfg.URL != "" && sess.ID() == "" {
+		// A streamable HTTP upstream without sessions cannot ask an
+		// older client anything during a call (its requests would have
+		// nowhere to come back to); on 2026-07-28 it asks in
+		// input-required results, which callBridged asks of the client.
+		// Remembered: the next sessions open so at once.
+		if s2, cmd2, err := c.connectClient(ctx, c.newCallerClient(cs, key.caps), dial, multiRoundTripRevision); err == nil {
+			if ir := s2.InitializeResult(); ir != nil && ir.ProtocolVersion >= multiRoundTripRevision {
+				c.sessionless.Store(true)
+				_ = sess.Close()
+				sess, cmd = s2, cmd2
+			} else {
+				_ = s2.Close()
+			}
+		}
 	}
 	cs.s = &session{cs: sess, cmd: cmd, done: make(chan struct{})}
 	if ir := sess.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Logging != nil {

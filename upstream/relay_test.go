@@ -310,11 +310,11 @@ func TestRelayLogLevel(t *testing.T) {
 // stateful streamable HTTP server, which the go-sdk cannot serve on
 // 2026-07-28). The upstream's calls get the older revision; its progress
 // and log messages (at the level the client sends with the call, set
-// upstream with logging/setLevel) reach the calling client, and its sampling, elicitation and roots
-// requests, which that client's revision cannot carry, fail at once (the
-// upstream never waits), as they would for a client without the
-// capability: the relay does not turn a request into an input-required
-// result in the middle of an upstream call.
+// upstream with logging/setLevel) reach the calling client, and its
+// sampling, elicitation and roots requests, which that client's revision
+// cannot carry, are bridged (docs/contract.md §19): each reaches the
+// client in an input-required result, and its answer, brought by the
+// client's retry, goes back to the upstream's request, kept open.
 func TestRelayMultiRoundTripOlderUpstream(t *testing.T) {
 	t.Parallel()
 	httpUp, _ := httpConfig(t, "up")
@@ -327,7 +327,7 @@ func TestRelayMultiRoundTripOlderUpstream(t *testing.T) {
 	// The level the client sends with the call reaches the older upstream
 	// as its logging/setLevel.
 	params.Meta[mcp.MetaKeyLogLevel] = "info"
-	assert.Equal(t, "L sampled=error elicited=error roots=error", callText(ctx, t, cs, params))
+	assert.Equal(t, "L sampled=alice:L elicited=accept:alice:L roots=file:///alice", callText(ctx, t, cs, params))
 	got.await(t, 1, 2)
 	logs, progress := got.snapshot()
 	assert.Equal(t, []string{"L"}, logs)

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate/internal/backend"
+	"github.com/toolgate/toolgate/internal/jsonx"
 )
 
 // Answers as sent (docs/contract.md §19): the go-sdk client decodes an
@@ -64,6 +65,27 @@ func sentOf(ctx context.Context) *sentResult {
 func (s *sentResult) keep(ctx context.Context, res any) {
 	if raw := s.raw.Load(); raw != nil && res != nil {
 		backend.KeepSent(ctx, res, *raw)
+	}
+}
+
+// keepWith is keep, the member name of the raw result set to value (a
+// string): the result as sent, but for what toolgate changed in it.
+func (s *sentResult) keepWith(ctx context.Context, res any, name, value string) {
+	raw := s.raw.Load()
+	if raw == nil || res == nil {
+		return
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(*raw, &m) != nil {
+		return
+	}
+	v, err := json.Marshal(value)
+	if err != nil {
+		return
+	}
+	m[name] = v
+	if out, err := jsonx.Marshal(m); err == nil {
+		backend.KeepSent(ctx, res, out)
 	}
 }
 

@@ -41,6 +41,19 @@ type Peer interface {
 	// revision sent back after an input-required result (SEP-2322).
 	InputResponses() mcp.InputResponseMap
 	RequestState() string
+	// RelayedRequestState is the requestState of an upstream that the
+	// client brought back: the one SealRequestState sealed for this
+	// caller, tool and arguments, opened; "" when the client brought none
+	// of those (a state that is not toolgate's is not handed on).
+	RelayedRequestState() string
+	// SealRequestState seals an upstream's requestState for the client of
+	// this call: bound to the caller, the tool and its arguments, for a
+	// while, and integrity-protected (docs/relay.md, "Revisions
+	// bridged").
+	SealRequestState(state string) string
+	// MultiRoundTrip reports whether the calling client takes
+	// input-required results (2026-07-28) rather than requests of its own.
+	MultiRoundTrip() bool
 	// LogLevel is the level the client asked for: on the 2026-07-28
 	// revision, which has no logging/setLevel, the one in the call's
 	// _meta; otherwise the one it set with logging/setLevel on its
