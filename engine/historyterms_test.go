@@ -72,8 +72,9 @@ func FuzzHistoryTerms(f *testing.F) {
 
 // TestHistoryTermsReadAgain: a history read again for the next call (the
 // same entries, a new copy of them, as a store returns them) converts
-// none of its entries again: its value costs as many allocations for 100
-// entries as for one. (Not parallel: AllocsPerRun.)
+// none of its entries again: 99 more entries cost fewer allocations than
+// a tenth of one per entry (converting one costs dozens; the race
+// detector adds a few of its own). (Not parallel: AllocsPerRun.)
 func TestHistoryTermsReadAgain(t *testing.T) {
 	c := newHistoryTerms()
 	history := func(n int) History {
@@ -95,5 +96,5 @@ func TestHistoryTermsReadAgain(t *testing.T) {
 	}
 	one, hundred := allocs(1), allocs(100)
 	t.Logf("allocations of a history's value read again: %v for one entry, %v for 100", one, hundred)
-	assert.Equal(t, one, hundred)
+	assert.Less(t, hundred-one, 10.0)
 }
