@@ -3,6 +3,8 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -14,7 +16,7 @@ import (
 )
 
 // historyEngine loads testRegistry with a history setting and policies.
-func historyEngine(t *testing.T, history bool, policies map[string]string) *engine.Revision {
+func historyEngine(t *testing.T, history bool, policies map[string]string, opts ...engine.Option) *engine.Revision {
 	t.Helper()
 	reg := testRegistry
 	if history {
@@ -24,7 +26,7 @@ func historyEngine(t *testing.T, history bool, policies map[string]string) *engi
 	for name, src := range policies {
 		fsys["policies/"+name] = &fstest.MapFile{Data: []byte(src)}
 	}
-	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"})
+	e, err := engine.New(context.Background(), engine.Source{FS: fsys, Registry: "registry.yaml", Policies: "policies"}, opts...)
 	require.NoError(t, err)
 	return e.Current()
 }
@@ -92,4 +94,45 @@ deny contains "no history" if not input.history
 	require.NoError(t, cd.Err)
 	require.Len(t, cd.Deny, 1)
 	assert.Equal(t, "no history", cd.Deny[0].Message)
+}
+
+// TestHistoryReadByConcurrentCalls: calls evaluated at once over one
+// caller's history, each with its own copy of the entries as a store
+// returns them, see every entry (the values a revision keeps for entries
+// it converted before are shared by them; run with -race).
+func TestHistoryReadByConcurrentCalls(t *testing.T) {
+	t.Parallel()
+	rev := historyEngine(t, true, map[string]string{"call.rego": `package toolgate.call
+
+deny contains sprintf("%d %v", [count(paid), sort(object.keys(input.history[0].arguments))]) if {
+	paid := {h.arguments.to | some h in input.history; h.arguments == {"to": h.arguments.to, "n": h.arguments.n}}
+}
+`}, engine.WithTimeout(time.Minute)) // -race on a busy machine
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	history := func() engine.History {
+		h := make(engine.History, 50)
+		for i := range h {
+			h[i] = engine.HistoryEntry{Tool: "echo", At: at.Add(-time.Duration(i) * time.Second), Outcome: "result",
+				Arguments: json.RawMessage(fmt.Sprintf(`{"to":"acct-%d","n":%d}`, i%7, i))}
+		}
+		return h
+	}
+	var wg sync.WaitGroup
+	msgs := make([]string, 4)
+	for i := range msgs {
+		wg.Go(func() {
+			for range 3 {
+				cd := rev.Call(context.Background(), carol, engine.Request{Method: engine.MethodCall, Tool: "echo", Arguments: json.RawMessage(`{}`), History: history()})
+				if cd.Err != nil || len(cd.Deny) != 1 {
+					msgs[i] = fmt.Sprintf("%v %v", cd.Err, cd.Deny)
+					return
+				}
+				msgs[i] = cd.Deny[0].Message
+			}
+		})
+	}
+	wg.Wait()
+	for _, m := range msgs {
+		assert.Equal(t, `7 ["n", "to"]`, m)
+	}
 }

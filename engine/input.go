@@ -420,7 +420,7 @@ func (r *Revision) input(c *toolcall.Caller, v *callerView, req *Request, tool i
 		kv = append(kv, [2]*ast.Term{keyTool, v.rows[tool]})
 	}
 	if req.History != nil {
-		h, err := historyTerm(req.History)
+		h, err := historyTerm(req.History, r.historyTerms)
 		if err != nil {
 			return nil, &InputError{Part: PartHistory, Err: err}
 		}

@@ -37,6 +37,9 @@ type Revision struct {
 	views      viewCache
 	mode       grantmode.Mode
 	history    historyReads // which decisions read input.history
+	// historyTerms keeps the values of history entries read before; nil
+	// when the registry keeps no history.
+	historyTerms *historyTerms
 	// decisions memoises grant decisions per caller; nil when the policy
 	// is not cacheable or the cache is off.
 	decisions *decisionCache
@@ -221,6 +224,7 @@ func build(ctx context.Context, src Source, number uint64, o *options) (*Revisio
 	rev.mode = grantmode.Analyse(ps.compiler, refGranted)
 	if reg.History != nil {
 		rev.history = analyseHistory(ps.compiler)
+		rev.historyTerms = newHistoryTerms()
 	}
 	if ps.prompts {
 		// One decision: memoised only when prompts can be too.

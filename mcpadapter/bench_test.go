@@ -122,11 +122,13 @@ func benchRoundTrip(b *testing.B, connect func(context.Context, mcp.Transport) (
 	check() // warm
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := benchdata.MeasureCPU(b)
 	for b.Loop() {
 		if _, err := cs.CallTool(ctx, params); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.StopTimer()
+	cpu()
 	check()
 }

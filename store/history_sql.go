@@ -23,10 +23,17 @@ func historyDDL(intType string) []string {
 		arguments  TEXT NOT NULL,
 		expires_at %[1]s NOT NULL
 	)`, intType),
-		`CREATE INDEX IF NOT EXISTS toolgate_history_caller ON ` + historyTable + ` (caller, at)`,
+		// A caller's entries in the order a read returns them (newest
+		// first, id breaking ties) and the cap drops them: neither sorts.
+		`DROP INDEX IF EXISTS toolgate_history_caller`,
+		`CREATE INDEX IF NOT EXISTS toolgate_history_caller_at ON ` + historyTable + ` (caller, at, id)`,
 		`CREATE INDEX IF NOT EXISTS toolgate_history_expiry ON ` + historyTable + ` (expires_at)`,
 	}
 }
+
+// capHistoryQuery removes a caller's entries past a number, the oldest.
+const capHistoryQuery = `DELETE FROM ` + historyTable + ` WHERE caller = $1 AND id IN (
+	SELECT id FROM ` + historyTable + ` WHERE caller = $1 ORDER BY at DESC, id DESC LIMIT 1000000 OFFSET $2)`
 
 func (s *sqlStore) AppendHistory(ctx context.Context, k HistoryKey, e HistoryEntry, keep time.Duration, cap int) error {
 	key := k.stored()
@@ -39,10 +46,7 @@ func (s *sqlStore) AppendHistory(ctx context.Context, k HistoryKey, e HistoryEnt
 		if cap <= 0 {
 			return nil
 		}
-		_, err := q.exec(ctx,
-			`DELETE FROM `+historyTable+` WHERE caller = $1 AND id IN (
-				SELECT id FROM `+historyTable+` WHERE caller = $1 ORDER BY at DESC, id DESC LIMIT 1000000 OFFSET $2)`,
-			key, cap)
+		_, err := q.exec(ctx, capHistoryQuery, key, cap)
 		return err
 	})
 	if err != nil {
@@ -51,28 +55,28 @@ func (s *sqlStore) AppendHistory(ctx context.Context, k HistoryKey, e HistoryEnt
 	return nil
 }
 
+// readHistoryQuery reads a caller's entries after a time, newest first, at
+// most a number: along the index on (caller, at, id), without sorting.
+const readHistoryQuery = `SELECT tool, at, outcome, arguments FROM ` + historyTable +
+	` WHERE caller = $1 AND at > $2 ORDER BY at DESC, id DESC LIMIT $3`
+
 func (s *sqlStore) ReadHistory(ctx context.Context, k HistoryKey, since time.Time, max int) ([]HistoryEntry, error) {
-	var out []HistoryEntry
-	err := s.db.queryRows(ctx,
-		`SELECT tool, at, outcome, arguments FROM `+historyTable+` WHERE caller = $1 AND at > $2 ORDER BY at DESC, id DESC LIMIT $3`,
+	out := []HistoryEntry{}
+	var (
+		tool, outcome, args string
+		at                  int64
+	)
+	dest := []any{&tool, &at, &outcome, &args}
+	err := s.db.queryRows(ctx, readHistoryQuery,
 		func(scan func(dest ...any) error) error {
-			var (
-				e    HistoryEntry
-				at   int64
-				args string
-			)
-			if err := scan(&e.Tool, &at, &e.Outcome, &args); err != nil {
+			if err := scan(dest...); err != nil {
 				return err
 			}
-			e.At, e.Arguments = time.Unix(0, at).UTC(), []byte(args)
-			out = append(out, e)
+			out = append(out, HistoryEntry{Tool: tool, At: time.Unix(0, at).UTC(), Outcome: outcome, Arguments: []byte(args)})
 			return nil
 		}, k.stored(), since.UnixNano(), max)
 	if err != nil {
 		return nil, s.wrap("read history", err)
-	}
-	if out == nil {
-		out = []HistoryEntry{}
 	}
 	return out, nil
 }

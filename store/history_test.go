@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,5 +55,32 @@ func TestHistory(t *testing.T) {
 			require.NoError(t, err)
 			assert.Len(t, got, 2)
 		})
+	}
+}
+
+// TestHistoryReadSortsNothing: SQLite reads a caller's entries and drops
+// those past the cap along the caller's index, in its order: neither
+// sorts the caller's entries (a read on every call of a policy that reads
+// input.history).
+func TestHistoryReadSortsNothing(t *testing.T) {
+	t.Parallel()
+	s, err := OpenSQLite(filepath.Join(t.TempDir(), "ledger.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	for q, args := range map[string][]any{readHistoryQuery: {"k", 0, 10}, capHistoryQuery: {"k", 10}} {
+		rows, err := s.db.(sqliteDB).db.Query("EXPLAIN QUERY PLAN "+rebind(q), args...)
+		require.NoError(t, err)
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+			plan = append(plan, detail)
+		}
+		require.NoError(t, rows.Err())
+		require.NoError(t, rows.Close())
+		steps := strings.Join(plan, "\n")
+		assert.NotContains(t, steps, "TEMP B-TREE", q)
+		assert.Contains(t, steps, "INDEX toolgate_history_caller_at (caller=?", q)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 
 	_ "modernc.org/sqlite" // pure Go: no cgo, so -race and static builds work
 )
@@ -67,7 +68,7 @@ func OpenSQLite(path string) (*SQLiteStore, error) {
 		db.Close()
 		return nil, fmt.Errorf("ledger: sqlite: create table in %s: %w", path, err)
 	}
-	return &SQLiteStore{sqlStore{db: sqliteDB{db}, kind: "sqlite"}}, nil
+	return &SQLiteStore{sqlStore{db: sqliteDB{db: db, stmts: &sqliteStmts{}}, kind: "sqlite"}}, nil
 }
 
 // sqliteAddColumn adds a column to a table of a file made before it
@@ -92,7 +93,49 @@ func sqliteAddColumn(db *sql.DB, table, column, alter string) error {
 	return nil
 }
 
-type sqliteDB struct{ db *sql.DB }
+type sqliteDB struct {
+	db    *sql.DB
+	stmts *sqliteStmts
+}
+
+// sqliteStmts are the queries of queryRows prepared once, by text (the
+// queries are constants): a history read on every call does not parse
+// its query again. database/sql prepares each on a connection the first
+// time it runs there; SQLite prepares it again by itself when the schema
+// changes.
+type sqliteStmts struct {
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+// get returns q prepared (rebound).
+func (s *sqliteStmts) get(ctx context.Context, db *sql.DB, q string) (*sql.Stmt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.m[q]; st != nil {
+		return st, nil
+	}
+	st, err := db.PrepareContext(ctx, rebind(q))
+	if err != nil {
+		return nil, err
+	}
+	if s.m == nil {
+		s.m = map[string]*sql.Stmt{}
+	}
+	s.m[q] = st
+	return st, nil
+}
+
+func (s *sqliteStmts) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for _, st := range s.m {
+		errs = append(errs, st.Close())
+	}
+	s.m = nil
+	return errors.Join(errs...)
+}
 
 // rebind turns $N into SQLite's numbered ?N.
 func rebind(q string) string { return strings.ReplaceAll(q, "$", "?") }
@@ -110,7 +153,11 @@ func (d sqliteDB) queryRow(ctx context.Context, q string, dest []any, args ...an
 }
 
 func (d sqliteDB) queryRows(ctx context.Context, q string, row func(scan func(dest ...any) error) error, args ...any) error {
-	rows, err := d.db.QueryContext(ctx, rebind(q), args...)
+	st, err := d.stmts.get(ctx, d.db, q)
+	if err != nil {
+		return err
+	}
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return err
 	}
@@ -157,4 +204,4 @@ func (c sqliteConn) queryRow(ctx context.Context, q string, dest []any, args ...
 	return scanOne(c.c.QueryRowContext(ctx, rebind(q), args...), dest, sql.ErrNoRows)
 }
 
-func (d sqliteDB) close() error { return d.db.Close() }
+func (d sqliteDB) close() error { return errors.Join(d.stmts.close(), d.db.Close()) }
