@@ -1,5 +1,7 @@
 package backend
 
+//lint:file-ignore SA1019 logging, sampling and roots are deprecated from protocol revision 2026-07-28 on; earlier revisions have them, and toolgate keeps what the server behind it does
+
 import (
 	"context"
 	"errors"
