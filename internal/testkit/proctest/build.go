@@ -124,17 +124,12 @@ func Cached(name string, buildTo func(out string) error) (string, error) {
 	return out, nil
 }
 
-// EnvBuilds, set to 1, runs the tests that build release artefacts (the
-// static binary and its image, the stock OPA CLI) outside CI.
-const EnvBuilds = "TOOLGATE_TEST_BUILDS"
-
-// RequireBuilds skips t, saying why and how to run it, unless CI or
-// EnvBuilds is set (.ci/run sets CI): for a test that builds a release
-// artefact, which costs minutes on a cold cache. what says what it
-// builds.
+// RequireBuilds skips t under -short, saying what it builds, and only
+// then: for a test that builds a release artefact, which costs minutes on
+// a cold cache (every other run, CI's included, runs it).
 func RequireBuilds(t testing.TB, what string) {
 	t.Helper()
-	if os.Getenv("CI") == "" && os.Getenv(EnvBuilds) != "1" {
-		t.Skipf("builds %s: runs under CI (.ci/run sets CI) or with %s=1", what, EnvBuilds)
+	if testing.Short() {
+		t.Skipf("builds %s: skipped with -short", what)
 	}
 }
