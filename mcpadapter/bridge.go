@@ -127,7 +127,7 @@ func (b *bridges) open(bind stateBinding, state string) (openedState, error) {
 	if !ok {
 		return openedState{}, errors.New("not toolgate's")
 	}
-	body, err := base64.RawURLEncoding.DecodeString(enc)
+	body, err := base64.RawURLEncoding.Strict().DecodeString(enc)
 	if err != nil || len(body) < 25+sha256.Size {
 		return openedState{}, errors.New("malformed")
 	}
