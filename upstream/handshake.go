@@ -8,7 +8,6 @@ import (
 	"io"
 	"os/exec"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -86,15 +85,24 @@ type dialer func() (mcp.Transport, *exec.Cmd, error)
 // A server that only starts reading after DiscoverWait (an npx server
 // still starting) reads toolgate's server/discover and then its
 // initialize: a go-sdk server answers the first and refuses the second
-// as a duplicate. Its answer to server/discover still says what it is:
-// the session is then opened again, with the go-sdk's handshake, on the
-// same connection (see lateDiscover), so that the server is started once.
-//
-// A process it started is killed when it fails.
-func (c *conn) connectClient(ctx context.Context, client *mcp.Client, dial dialer, version string) (_ *mcp.ClientSession, _ *exec.Cmd, err error) {
+// as a duplicate. That session is lost; a second one, started with
+// initialize alone, is opened in its place, within the same bound.
+func (c *conn) connectClient(ctx context.Context, client *mcp.Client, dial dialer, version string) (*mcp.ClientSession, *exec.Cmd, error) {
+	cs, cmd, unanswered, err := c.connectOnce(ctx, client, dial, version)
+	var rpcErr *jsonrpc.Error
+	if err != nil && unanswered && errors.As(err, &rpcErr) && ctx.Err() == nil {
+		cs, cmd, _, err = c.connectOnce(ctx, client, dial, version)
+	}
+	return cs, cmd, err
+}
+
+// connectOnce is one attempt of connectClient; unanswered reports that
+// its server/discover went unanswered. A process it started is killed
+// when it fails.
+func (c *conn) connectOnce(ctx context.Context, client *mcp.Client, dial dialer, version string) (_ *mcp.ClientSession, _ *exec.Cmd, unanswered bool, err error) {
 	t, cmd, err := dial()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	defer func() {
 		// The SDK closes what it opened, except on rare paths; make sure
@@ -105,13 +113,9 @@ func (c *conn) connectClient(ctx context.Context, client *mcp.Client, dial diale
 	}()
 	if version != "" && version < discoverRevision {
 		cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: version})
-		return cs, cmd, err
+		return cs, cmd, false, err
 	}
 	kind := c.handshake.get()
-	var (
-		late *lateDiscover // the probe's connection, when its server/discover went unanswered
-		view *lateView     // the view of late the session opens on
-	)
 	switch {
 	case kind != handshakeUnknown:
 	case c.cfg.URL != "":
@@ -120,59 +124,29 @@ func (c *conn) connectClient(ctx context.Context, client *mcp.Client, dial diale
 	default:
 		conn, err := t.Connect(ctx)
 		if err != nil {
-			return nil, cmd, err
+			return nil, cmd, false, err
 		}
 		kind, err = probe(ctx, conn)
 		if err != nil {
 			_ = conn.Close()
-			return nil, cmd, err
+			return nil, cmd, false, err
 		}
 		c.handshake.set(kind)
-		if kind == handshakeLegacy {
-			late = newLateDiscover(conn)
-			view = late.view()
-			t = &connected{conn: view}
-		} else {
-			t = &connected{conn: conn}
-		}
-	}
-	opts := func(version string) *mcp.ClientSessionOptions {
-		if version == "" {
-			return nil
-		}
-		return &mcp.ClientSessionOptions{ProtocolVersion: version}
+		unanswered = kind == handshakeLegacy
+		t = &connected{conn: conn}
 	}
 	if kind == handshakeLegacy {
-		cs, err := client.Connect(ctx, t, opts(newestInitialize))
-		if late == nil {
-			return cs, cmd, err
-		}
-		if err == nil {
-			late.keep(view)
-			return cs, cmd, nil
-		}
-		var rpcErr *jsonrpc.Error
-		if !errors.As(err, &rpcErr) || !late.answered(ctx) {
-			late.close()
-			return nil, cmd, err
-		}
-		// It answered server/discover after all, and refused initialize:
-		// the go-sdk's handshake, on the connection it is reading.
-		c.handshake.set(handshakeDiscover)
-		view = late.view()
-		kind, t = handshakeDiscover, &connected{conn: view}
+		version = newestInitialize
 	}
-	cs, err := client.Connect(ctx, t, opts(version))
-	switch {
-	case err != nil && kind == handshakeDiscover:
+	var opts *mcp.ClientSessionOptions
+	if version != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := client.Connect(ctx, t, opts)
+	if err != nil && kind == handshakeDiscover {
 		c.handshake.set(handshakeUnknown) // it may have been replaced by another server: ask again next time
-		if late != nil {
-			late.close()
-		}
-	case late != nil:
-		late.keep(view)
 	}
-	return cs, cmd, err
+	return cs, cmd, unanswered, err
 }
 
 // probeHTTP asks an HTTP upstream server/discover in a connection of its
@@ -269,156 +243,3 @@ func (t *connected) Connect(context.Context) (mcp.Connection, error) {
 	t.conn = nil
 	return c, nil
 }
-
-// lateDiscover is the connection of a session opened with initialize
-// after its server/discover went unanswered in time: a server still
-// starting (an npx server) may read both, answer server/discover and
-// refuse initialize as a duplicate. It lets a second session, opened with
-// the go-sdk's handshake, take the connection over from the first, which
-// failed, without closing it (closing a stdio connection ends the
-// process): one reader takes the connection's messages and hands each to
-// the session reading now (view); the answer to the probe is kept apart
-// (answered).
-type lateDiscover struct {
-	under mcp.Connection
-
-	msgs    chan jsonrpc.Message
-	dead    chan struct{} // closed once the connection has failed (err)
-	err     error
-	probeOK chan struct{} // closed when the answer to the probe came
-	stop    chan struct{} // closed when the connection is closed
-	once    sync.Once
-
-	mu    sync.Mutex
-	owner *lateView // the view of the session that holds the connection
-}
-
-func newLateDiscover(conn mcp.Connection) *lateDiscover {
-	l := &lateDiscover{under: conn, msgs: make(chan jsonrpc.Message), dead: make(chan struct{}),
-		probeOK: make(chan struct{}), stop: make(chan struct{})}
-	go l.pump()
-	return l
-}
-
-// pump reads the connection until it fails or is closed.
-func (l *lateDiscover) pump() {
-	id, _ := jsonrpc.MakeID(probeID)
-	answered := false
-	for {
-		msg, err := l.under.Read(context.Background())
-		if err != nil {
-			l.err = err
-			close(l.dead)
-			return
-		}
-		if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID == id {
-			if !answered && resp.Error == nil {
-				answered = true
-				close(l.probeOK)
-			}
-			continue
-		}
-		select {
-		case l.msgs <- msg:
-		case <-l.stop:
-			return
-		}
-	}
-}
-
-// answered reports whether the server answered the probe, waiting for
-// its answer up to DiscoverWait (a go-sdk server may answer initialize
-// before it).
-func (l *lateDiscover) answered(ctx context.Context) bool {
-	t := time.NewTimer(DiscoverWait)
-	defer t.Stop()
-	select {
-	case <-l.probeOK:
-		return true
-	case <-l.dead:
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	select {
-	case <-l.probeOK:
-		return true
-	default:
-		return false
-	}
-}
-
-// view is a connection for the next session to read.
-func (l *lateDiscover) view() *lateView {
-	return &lateView{l: l, done: make(chan struct{})}
-}
-
-// keep hands the connection to the session that opened on v: closing v
-// closes the connection (at once, if v is closed already).
-func (l *lateDiscover) keep(v *lateView) {
-	l.mu.Lock()
-	l.owner = v
-	l.mu.Unlock()
-	if v.closed.Load() {
-		l.close()
-	}
-}
-
-// close closes the connection.
-func (l *lateDiscover) close() {
-	l.once.Do(func() {
-		close(l.stop)
-		_ = l.under.Close()
-	})
-}
-
-// lateView is one session's view of a lateDiscover's connection: closing
-// it ends its reads, and closes the connection only when the connection
-// is kept for its session (a failed handshake's session closes its view,
-// not the process).
-type lateView struct {
-	l      *lateDiscover
-	once   sync.Once
-	done   chan struct{}
-	closed atomic.Bool
-}
-
-func (v *lateView) Read(ctx context.Context) (jsonrpc.Message, error) {
-	select {
-	case <-v.done:
-		return nil, io.EOF
-	default:
-	}
-	select {
-	case msg := <-v.l.msgs:
-		return msg, nil
-	case <-v.l.dead:
-		return nil, v.l.err
-	case <-v.done:
-		return nil, io.EOF
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (v *lateView) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if v.closed.Load() {
-		return io.ErrClosedPipe
-	}
-	return v.l.under.Write(ctx, msg)
-}
-
-func (v *lateView) Close() error {
-	v.once.Do(func() {
-		v.closed.Store(true)
-		close(v.done)
-	})
-	v.l.mu.Lock()
-	owner := v.l.owner == v
-	v.l.mu.Unlock()
-	if owner {
-		v.l.close()
-	}
-	return nil
-}
-
-func (v *lateView) SessionID() string { return v.l.under.SessionID() }

@@ -179,27 +179,6 @@ func TestSlowUpstreamConnects(t *testing.T) {
 	require.ElementsMatch(t, childupstream.Tools, p.toolNames(t, "slow"))
 }
 
-// TestSlowUpstreamStartedOnce: a go-sdk server that reads stdin only
-// after DiscoverWait reads toolgate's server/discover and its initialize
-// together, answers the first and refuses the second: its session is
-// opened with the go-sdk's handshake on the same process, which is
-// started once.
-func TestSlowUpstreamStartedOnce(t *testing.T) {
-	t.Parallel()
-	starts := filepath.Join(t.TempDir(), "starts")
-	cmd := append([]string{"/bin/sh", "-c", `echo started >> "$0"; exec "$@"`, starts}, childupstream.Slow(DiscoverWait+time.Second)...)
-	p := newPool(t, Config{Name: "slow", Command: cmd, Timeout: 30 * time.Second})
-	require.NoError(t, p.Connect(t.Context()))
-	require.ElementsMatch(t, childupstream.Tools, p.toolNames(t, "slow"))
-	res, err := call(t.Context(), t, p, "upstream:slow/echo", map[string]any{"text": "hi"})
-	require.NoError(t, err)
-	require.Equal(t, "hi", textOf(t, res))
-	b, err := os.ReadFile(starts)
-	require.NoError(t, err)
-	require.Equal(t, "started\n", string(b), "the upstream's process is started once")
-	require.Equal(t, handshakeDiscover, p.conns["slow"].handshake.get())
-}
-
 // TestReconnectsInTheBackground: an upstream that could not be reached is
 // tried again without any call, and its coming up is reported
 // (Options.ToolsChanged).
