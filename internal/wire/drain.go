@@ -15,9 +15,11 @@ import (
 // The go-sdk cancels the requests in flight as soon as a read fails, so a
 // client that writes its requests and closes its end of a pipe (`printf ...
 // | toolgate serve --stdio`) would otherwise get no answer at all. The wait
-// ends early only when the connection's context is done. The binary's
-// serve --stdio and the embedded Server's Serve wrap their transports in
-// it.
+// ends early when the context the connection was made with is done (the
+// server's Run ended), since go-sdk's Close waits for the reader and writes
+// no answer once closing. A subscriptions/listen is a stream, answered
+// only when it ends: it is not waited for. The binary's serve --stdio and
+// the embedded Server's Serve wrap their transports in it.
 func AnswerBeforeEOF(t mcp.Transport) mcp.Transport { return answerBeforeEOF{t} }
 
 type answerBeforeEOF struct{ mcp.Transport }
@@ -27,11 +29,12 @@ func (t answerBeforeEOF) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &drainConn{Connection: c, pending: map[jsonrpc.ID]struct{}{}}, nil
+	return &drainConn{Connection: c, done: ctx.Done(), pending: map[jsonrpc.ID]struct{}{}}, nil
 }
 
 type drainConn struct {
 	mcp.Connection
+	done <-chan struct{} // the Connect context's: the server stopped
 
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]struct{} // calls read and not yet answered
@@ -41,7 +44,7 @@ type drainConn struct {
 func (c *drainConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if err == nil {
-		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method != "subscriptions/listen" {
 			c.mu.Lock()
 			c.pending[req.ID] = struct{}{}
 			c.mu.Unlock()
@@ -68,8 +71,8 @@ func (c *drainConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return err
 }
 
-// waitAnswered returns once every call read has been answered, or ctx is
-// done.
+// waitAnswered returns once every call read has been answered, or ctx or
+// the connection's context is done.
 func (c *drainConn) waitAnswered(ctx context.Context) {
 	c.mu.Lock()
 	if len(c.pending) == 0 {
@@ -84,5 +87,6 @@ func (c *drainConn) waitAnswered(ctx context.Context) {
 	select {
 	case <-idle:
 	case <-ctx.Done():
+	case <-c.done:
 	}
 }
