@@ -60,7 +60,8 @@ func TestRelayLateLogDropped(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			up, release, sent := lateServer(t, memory)
-			server := redactFront(t, newPool(t, up), "package toolgate.result\n")
+			pool := newPool(t, up)
+			server := redactFront(t, pool, "package toolgate.result\n")
 			cs, got := connectSeen(t, server)
 			labels := []string{"one", "two", "three", "four"}
 			var want []string
@@ -74,8 +75,33 @@ func TestRelayLateLogDropped(t *testing.T) {
 				// next call.
 				release <- struct{}{}
 				<-sent
+				if memory {
+					// Written is not yet read: the session reads it (its
+					// "during" and its late message, two a call) before the
+					// next call leases it.
+					n := uint64(2 * len(want))
+					require.Eventually(t, func() bool { return handledNotifications(pool) >= n }, failureBound, time.Millisecond)
+				}
 			}
 			assert.Equal(t, want, got.snapshot())
 		})
 	}
+}
+
+// handledNotifications is how many notifications the idle caller sessions
+// of p's upstreams have handled (those that count them: in order).
+func handledNotifications(p *Pool) uint64 {
+	var n uint64
+	for _, c := range p.conns {
+		c.relay.mu.Lock()
+		for _, cs := range c.relay.idle {
+			if cs.in != nil {
+				cs.in.mu.Lock()
+				n += cs.in.handled
+				cs.in.mu.Unlock()
+			}
+		}
+		c.relay.mu.Unlock()
+	}
+	return n
 }
