@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,8 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/internal/config"
-	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/upstream"
@@ -174,27 +170,12 @@ func TestAnswersAsSent(t *testing.T) {
 	t.Parallel()
 	upURL := rawUpstream(t)
 	ann := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
-	dir := t.TempDir()
-	reg, pol := writeSource(t, dir, "sections:\n  \"upstream:up\": { roles: [admin] }\ntools: []\n", "package toolgate.grant\n")
-	watch := false
-	g := startGateway(t, gateway.Config{
-		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, ann),
-			Upstreams: []upstream.Settings{{Name: "up", URL: upURL, Import: true}}, Ledger: "memory",
-			Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch},
-		Stderr: io.Discard,
-	})
+	g := importGateway{callers: []*toolcall.Caller{ann},
+		ups: []upstream.Settings{{Name: "up", URL: upURL, Import: true}}}.start(t)
 	for _, proto := range protocols {
 		t.Run(proto, func(t *testing.T) {
-			tr := &http.Transport{}
-			t.Cleanup(tr.CloseIdleConnections)
-			rec := &responses{next: mcptest.Bearer{Token: tokenFor(ann), Next: tr}}
-			client := mcp.NewClient(&mcp.Implementation{Name: "answers-test", Version: "1"}, nil)
-			cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.url, DisableStandaloneSSE: true,
-				HTTPClient: &http.Client{Transport: rec}}, &mcp.ClientSessionOptions{ProtocolVersion: proto})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = cs.Close() })
+			cs, rec := recorded(t, g.url, proto, ann)
 			ctx := context.Background()
-			rec.take() // the handshake's
 
 			prompts, err := cs.ListPrompts(ctx, nil)
 			require.NoError(t, err)
@@ -259,28 +240,12 @@ func TestRedactedAnswersKeepWhatWasSent(t *testing.T) {
 	t.Parallel()
 	upURL := rawUpstream(t)
 	ann := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
-	dir := t.TempDir()
-	reg, pol := writeSource(t, dir, "sections:\n  \"upstream:up\": { roles: [admin] }\ntools: []\n", "package toolgate.grant\n")
-	require.NoError(t, os.WriteFile(filepath.Join(pol, "result.rego"), []byte("package toolgate.result\n\nredact contains `v&>|<r>`\n"), 0o600))
-	watch := false
-	g := startGateway(t, gateway.Config{
-		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, ann),
-			Upstreams: []upstream.Settings{{Name: "up", URL: upURL, Import: true}}, Ledger: "memory",
-			Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch},
-		Stderr: io.Discard,
-	})
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	rec := &responses{next: mcptest.Bearer{Token: tokenFor(ann), Next: tr}}
-	client := mcp.NewClient(&mcp.Implementation{Name: "answers-test", Version: "1"}, nil)
-	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.url, DisableStandaloneSSE: true,
-		HTTPClient: &http.Client{Transport: rec}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cs.Close() })
+	g := importGateway{callers: []*toolcall.Caller{ann}, policy: map[string]string{"result.rego": "package toolgate.result\n\nredact contains `v&>|<r>`\n"},
+		ups: []upstream.Settings{{Name: "up", URL: upURL, Import: true}}}.start(t)
+	cs, rec := recorded(t, g.url, "2025-11-25", ann)
 	ctx := context.Background()
-	rec.take()
 
-	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "up.echo", Arguments: map[string]any{}})
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up.echo", Arguments: map[string]any{}})
 	require.NoError(t, err)
 	got := resultIn(t, rec.take())
 	assert.JSONEq(t, `{"content":[{"type":"text","text":"a<b>&c","x-item":1}],"structuredContent":{"k<":"[redacted]"},"isError":false,"_meta":{"m&":"<v>"},"x-unknown":{"a":[1,2]}}`, string(got))
@@ -302,15 +267,8 @@ func TestInputResponsesNotAnObject(t *testing.T) {
 	t.Parallel()
 	upURL := rawUpstream(t)
 	ann := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
-	dir := t.TempDir()
-	reg, pol := writeSource(t, dir, "sections:\n  \"upstream:up\": { roles: [admin] }\ntools: []\n", "package toolgate.grant\n")
-	watch := false
-	g := startGateway(t, gateway.Config{
-		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, ann),
-			Upstreams: []upstream.Settings{{Name: "up", URL: upURL, Import: true}}, Ledger: "memory",
-			Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch},
-		Stderr: io.Discard,
-	})
+	g := importGateway{callers: []*toolcall.Caller{ann},
+		ups: []upstream.Settings{{Name: "up", URL: upURL, Import: true}}}.start(t)
 	for _, proto := range []string{"2025-11-25", "2026-07-28"} {
 		for _, v := range []string{`null`, `5`, `"x"`, `[]`} {
 			t.Run(proto+"/"+v, func(t *testing.T) {
@@ -344,26 +302,12 @@ func TestEventStreamsCarryRetry(t *testing.T) {
 	t.Parallel()
 	upURL := rawUpstream(t)
 	ann := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
-	dir := t.TempDir()
-	reg, pol := writeSource(t, dir, "sections:\n  \"upstream:up\": { roles: [admin] }\ntools: []\n", "package toolgate.grant\n")
-	watch := false
-	g := startGateway(t, gateway.Config{
-		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, ann),
-			Upstreams: []upstream.Settings{{Name: "up", URL: upURL, Import: true}}, Ledger: "memory",
-			Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch},
-		Stderr: io.Discard,
-	})
+	g := importGateway{callers: []*toolcall.Caller{ann},
+		ups: []upstream.Settings{{Name: "up", URL: upURL, Import: true}}}.start(t)
 	for _, proto := range protocols {
 		t.Run(proto, func(t *testing.T) {
-			tr := &http.Transport{}
-			t.Cleanup(tr.CloseIdleConnections)
-			rec := &responses{next: mcptest.Bearer{Token: tokenFor(ann), Next: tr}}
-			client := mcp.NewClient(&mcp.Implementation{Name: "retry-test", Version: "1"}, nil)
-			cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.url, DisableStandaloneSSE: true,
-				HTTPClient: &http.Client{Transport: rec}}, &mcp.ClientSessionOptions{ProtocolVersion: proto})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = cs.Close() })
-			_, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "up.echo", Arguments: map[string]any{}})
+			cs, rec := recorded(t, g.url, proto, ann)
+			_, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "up.echo", Arguments: map[string]any{}})
 			require.NoError(t, err)
 			rec.mu.Lock()
 			defer rec.mu.Unlock()
@@ -381,26 +325,11 @@ func TestEventStreamsCarryRetry(t *testing.T) {
 func TestOwnAnswersCarryResultType(t *testing.T) {
 	t.Parallel()
 	ann := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
-	dir := t.TempDir()
-	reg, pol := writeSource(t, dir, "tools: []\n", "package toolgate.grant\n")
-	watch := false
-	g := startGateway(t, gateway.Config{
-		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, ann), Ledger: "memory",
-			Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch},
-		Stderr: io.Discard,
-	})
+	g := importGateway{callers: []*toolcall.Caller{ann}}.start(t)
 	for _, proto := range protocols {
 		t.Run(proto, func(t *testing.T) {
-			tr := &http.Transport{}
-			t.Cleanup(tr.CloseIdleConnections)
-			rec := &responses{next: mcptest.Bearer{Token: tokenFor(ann), Next: tr}}
-			client := mcp.NewClient(&mcp.Implementation{Name: "answers-test", Version: "1"}, nil)
-			cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.url, DisableStandaloneSSE: true,
-				HTTPClient: &http.Client{Transport: rec}}, &mcp.ClientSessionOptions{ProtocolVersion: proto})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = cs.Close() })
-			rec.take()
-			_, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "nope", Arguments: map[string]any{}})
+			cs, rec := recorded(t, g.url, proto, ann)
+			_, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "nope", Arguments: map[string]any{}})
 			require.NoError(t, err)
 			var got map[string]any
 			require.NoError(t, json.Unmarshal(resultIn(t, rec.take()), &got))

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -13,10 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/identity"
+	"github.com/toolgate/toolgate/internal/config"
 	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/gatewaytest"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/toolcall"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // Protocol revisions the go-sdk serves (docs/contract.md §6).
@@ -92,4 +95,61 @@ func connect(t testing.TB, ctx context.Context, url, proto string, caller *toolc
 	require.NoError(t, err, "connect under %s", proto)
 	t.Cleanup(func() { _ = cs.Close(); tr.CloseIdleConnections() })
 	return cs
+}
+
+// importGateway is a gateway serving HTTP (memory ledger, no watch) whose
+// upstreams import into sections "upstream:NAME" that role may see.
+type importGateway struct {
+	role string // "admin" when empty
+	// policy maps file names of the policy directory to Rego; grant.rego
+	// is the empty toolgate.grant package unless given.
+	policy  map[string]string
+	callers []*toolcall.Caller // the holders of its tokens
+	ups     []upstream.Settings
+}
+
+func (s importGateway) start(t *testing.T) *running {
+	t.Helper()
+	role := s.role
+	if role == "" {
+		role = "admin"
+	}
+	registry := "sections:\n"
+	for _, u := range s.ups {
+		registry += "  \"upstream:" + u.Name + "\": { roles: [" + role + "] }\n"
+	}
+	if len(s.ups) == 0 {
+		registry = ""
+	}
+	grant, ok := s.policy["grant.rego"]
+	if !ok {
+		grant = "package toolgate.grant\n"
+	}
+	dir := t.TempDir()
+	reg, pol := writeSource(t, dir, registry+"tools: []\n", grant)
+	for name, rego := range s.policy {
+		require.NoError(t, os.WriteFile(filepath.Join(pol, name), []byte(rego), 0o600))
+	}
+	watch := false
+	return startGateway(t, gateway.Config{
+		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, s.callers...),
+			Upstreams: s.ups, Ledger: "memory", Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch},
+		Stderr: io.Discard,
+	})
+}
+
+// recorded opens a session of caller under proto (no standalone stream)
+// whose response bodies rec records, the handshake's already taken.
+func recorded(t *testing.T, url, proto string, caller *toolcall.Caller) (cs *mcp.ClientSession, rec *responses) {
+	t.Helper()
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	rec = &responses{next: mcptest.Bearer{Token: tokenFor(caller), Next: tr}}
+	client := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: rec}}, &mcp.ClientSessionOptions{ProtocolVersion: proto})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	rec.take()
+	return cs, rec
 }

@@ -2,18 +2,14 @@ package gateway_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/internal/config"
-	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/upstream"
@@ -38,15 +34,8 @@ func TestInputRequiredPromptThroughGateway(t *testing.T) {
 	t.Cleanup(ts.Close)
 
 	ann := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
-	dir := t.TempDir()
-	reg, pol := writeSource(t, dir, "sections:\n  \"upstream:up\": { roles: [admin] }\ntools: []\n", "package toolgate.grant\n")
-	watch := false
-	g := startGateway(t, gateway.Config{
-		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, ann),
-			Upstreams: []upstream.Settings{{Name: "up", URL: ts.URL, Import: true}}, Ledger: "memory",
-			Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch},
-		Stderr: io.Discard,
-	})
+	g := importGateway{callers: []*toolcall.Caller{ann},
+		ups: []upstream.Settings{{Name: "up", URL: ts.URL, Import: true}}}.start(t)
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	asked := 0

@@ -3,18 +3,11 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"path/filepath"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/internal/config"
-	"github.com/toolgate/toolgate/internal/server/gateway"
-	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/upstream"
 )
@@ -37,32 +30,17 @@ func TestImportedToolsListedAsSent(t *testing.T) {
 	t.Parallel()
 	upURL := rawUpstreamWith(t, map[string]string{"tools/list": `{"tools":[` + sentTool + `]}`}, nil)
 	ann := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
-	dir := t.TempDir()
-	reg, pol := writeSource(t, dir, "sections:\n  \"upstream:up\": { roles: [admin] }\n  \"upstream:plain\": { roles: [admin] }\ntools: []\n", "package toolgate.grant\n")
-	watch := false
-	g := startGateway(t, gateway.Config{
-		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, ann),
-			Upstreams: []upstream.Settings{
-				{Name: "up", URL: upURL, Import: true, TrustAnnotations: true},
-				{Name: "plain", URL: upURL, Import: true},
-			}, Ledger: "memory", Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch},
-		Stderr: io.Discard,
-	})
+	g := importGateway{callers: []*toolcall.Caller{ann}, ups: []upstream.Settings{
+		{Name: "up", URL: upURL, Import: true, TrustAnnotations: true},
+		{Name: "plain", URL: upURL, Import: true},
+	}}.start(t)
 	var want map[string]any
 	require.NoError(t, json.Unmarshal([]byte(sentTool), &want))
 	for _, proto := range protocols {
 		t.Run(proto, func(t *testing.T) {
-			tr := &http.Transport{}
-			t.Cleanup(tr.CloseIdleConnections)
-			rec := &responses{next: mcptest.Bearer{Token: tokenFor(ann), Next: tr}}
-			client := mcp.NewClient(&mcp.Implementation{Name: "listing-test", Version: "1"}, nil)
-			cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.url, DisableStandaloneSSE: true,
-				HTTPClient: &http.Client{Transport: rec}}, &mcp.ClientSessionOptions{ProtocolVersion: proto})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = cs.Close() })
-			rec.take() // the handshake's
+			cs, rec := recorded(t, g.url, proto, ann)
 
-			_, err = cs.ListTools(context.Background(), nil)
+			_, err := cs.ListTools(context.Background(), nil)
 			require.NoError(t, err)
 			var listed struct {
 				Tools []map[string]any `json:"tools"`

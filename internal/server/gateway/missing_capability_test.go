@@ -5,10 +5,8 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,8 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/internal/config"
-	"github.com/toolgate/toolgate/internal/server/gateway"
 	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/upstream"
 )
@@ -56,15 +52,8 @@ func needsSamplingUpstream(t *testing.T) string {
 func TestUndeclaredCapabilityRefused(t *testing.T) {
 	t.Parallel()
 	ann := &toolcall.Caller{Subject: "ann", Roles: []string{"user"}}
-	dir := t.TempDir()
-	reg, pol := writeSource(t, dir, "sections:\n  \"upstream:up\": { roles: [user] }\ntools: []\n", "package toolgate.grant\n")
-	watch := false
-	g := startGateway(t, gateway.Config{
-		Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, ann),
-			Upstreams: []upstream.Settings{{Name: "up", URL: needsSamplingUpstream(t), Import: true}},
-			Ledger:    "memory", Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch},
-		Stderr: io.Discard,
-	})
+	g := importGateway{role: "user", callers: []*toolcall.Caller{ann},
+		ups: []upstream.Settings{{Name: "up", URL: needsSamplingUpstream(t), Import: true}}}.start(t)
 	call := func(caps string) string {
 		return `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"up.needs_sampling","arguments":{},` +
 			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +

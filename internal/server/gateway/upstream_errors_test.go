@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,9 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/internal/config"
-	"github.com/toolgate/toolgate/internal/server/gateway"
-	"github.com/toolgate/toolgate/internal/testkit/mcptest"
 	"github.com/toolgate/toolgate/toolcall"
 	"github.com/toolgate/toolgate/upstream"
 )
@@ -39,15 +33,8 @@ func TestUpstreamErrorsAsSent(t *testing.T) {
 	ann := &toolcall.Caller{Subject: "ann", Roles: []string{"admin"}}
 	bob := &toolcall.Caller{Subject: "bob", Roles: []string{"user"}}
 	start := func(t *testing.T, policy string) *running {
-		dir := t.TempDir()
-		reg, pol := writeSource(t, dir, "sections:\n  \"upstream:up\": { roles: [admin] }\ntools: []\n", policy)
-		watch := false
-		return startGateway(t, gateway.Config{
-			Serve: config.Serve{Registry: reg, Policy: pol, Tokens: writeTokens(t, dir, ann, bob),
-				Upstreams: []upstream.Settings{{Name: "up", URL: upURL, Import: true}}, Ledger: "memory",
-				Audit: filepath.Join(dir, "audit.jsonl"), Watch: &watch},
-			Stderr: io.Discard,
-		})
+		return importGateway{callers: []*toolcall.Caller{ann, bob}, policy: map[string]string{"grant.rego": policy},
+			ups: []upstream.Settings{{Name: "up", URL: upURL, Import: true}}}.start(t)
 	}
 	plain := start(t, "package toolgate.grant\n")
 	governed := start(t, "package toolgate.result\n\nredact contains `secret-[0-9]+`\n")
@@ -70,14 +57,7 @@ func TestUpstreamErrorsAsSent(t *testing.T) {
 			assert.Equal(t, "Error: An internal error occurred while executing the tool.", res.Content[0].(*mcp.TextContent).Text)
 
 			// Hidden ≡ absent: bob may not see up.echo.
-			tr := &http.Transport{}
-			t.Cleanup(tr.CloseIdleConnections)
-			rec := &responses{next: mcptest.Bearer{Token: tokenFor(bob), Next: tr}}
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "hidden-test", Version: "1"}, nil).Connect(ctx,
-				&mcp.StreamableClientTransport{Endpoint: plain.url, DisableStandaloneSSE: true, HTTPClient: &http.Client{Transport: rec}},
-				&mcp.ClientSessionOptions{ProtocolVersion: proto})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = cs.Close() })
+			cs, rec := recorded(t, plain.url, proto, bob)
 			answer := func(name string) string {
 				rec.take()
 				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
